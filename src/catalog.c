@@ -1,0 +1,899 @@
+/*
+ * catalog.c - parse and validate the runtime catalogue (brief section 3).
+ *
+ * jansson does the parsing and decoding; jsonpos supplies the line and
+ * column of every value and sees duplicate keys.  Validation never stops at
+ * the first problem: each one becomes a diagnostic, so an operator fixes a
+ * catalogue in one round instead of one error per run.
+ */
+#include "config.h"
+
+#include <regex.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "error.h"
+#include "jsonpos.h"
+#include "util.h"
+
+static const char *const known_fields[] = {
+	"alias",	"description", "image",	       "base_image",
+	"setup_commands", "packages",  "env_vars",     "briefing",
+	"mem_limit",	"needs_network",
+};
+#define NFIELDS (sizeof(known_fields) / sizeof(known_fields[0]))
+
+#define ALIAS_MAX 32
+#define DESCRIPTION_MAX 200
+/* Docker refuses a memory limit below 6 MiB. */
+#define MEM_MIN (6ull << 20)
+
+void catalog_init(struct catalog *cat)
+{
+	memset(cat, 0, sizeof(*cat));
+}
+
+static void free_strv(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void runtime_release(struct runtime *rt)
+{
+	free(rt->alias);
+	free(rt->description);
+	free(rt->image);
+	free(rt->base_image);
+	free_strv(rt->setup_commands, rt->nsetup);
+	free_strv(rt->packages, rt->npackages);
+	for (size_t i = 0; i < rt->nenv; i++) {
+		free(rt->env[i].name);
+		free(rt->env[i].value);
+	}
+	free(rt->env);
+	free_strv(rt->briefing, rt->nbriefing);
+	free(rt->mem_limit);
+}
+
+void catalog_release(struct catalog *cat)
+{
+	for (size_t i = 0; i < cat->n; i++)
+		runtime_release(&cat->rt[i]);
+	free(cat->rt);
+	for (size_t i = 0; i < cat->ndiags; i++) {
+		free(cat->diags[i].entry);
+		free(cat->diags[i].field);
+		free(cat->diags[i].msg);
+	}
+	free(cat->diags);
+	free(cat->path);
+	catalog_init(cat);
+}
+
+/* Validation context for one entry. */
+struct vctx {
+	struct catalog *cat;
+	int index;
+	char *entry; /* label used in messages */
+};
+
+static void add_diag(struct catalog *cat, int line, int col, int index,
+		     const char *entry, const char *field, char *msg)
+{
+	struct catalog_diag *d;
+
+	ALLOC_GROW(cat->diags, cat->ndiags + 1, cat->adiags);
+	d = &cat->diags[cat->ndiags++];
+	d->line = line;
+	d->col = col;
+	d->index = index;
+	d->entry = entry ? xstrdup(entry) : NULL;
+	d->field = field ? xstrdup(field) : NULL;
+	d->msg = msg;
+}
+
+__attribute__((format(printf, 4, 5))) static void
+vdiag(struct vctx *v, const struct jpos *at, const char *field, const char *fmt,
+      ...)
+{
+	va_list ap;
+	char *msg;
+
+	va_start(ap, fmt);
+	msg = xvasprintf(fmt, ap);
+	va_end(ap);
+	add_diag(v->cat, at ? at->line : 0, at ? at->col : 0, v->index, v->entry,
+		 field, msg);
+}
+
+/*
+ * A value quoted for a message: control characters escaped so a message is
+ * always one line, and long values cut so a 10 kB string stays readable.
+ */
+static char *msgquote(const char *s)
+{
+	struct strbuf sb = STRBUF_INIT;
+	size_t chars = 0;
+
+	strbuf_addch(&sb, '\'');
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if ((*p & 0xC0) != 0x80 && ++chars > 60) {
+			strbuf_addstr(&sb, "...");
+			break;
+		}
+		if (*p == '\n')
+			strbuf_addstr(&sb, "\\n");
+		else if (*p == '\r')
+			strbuf_addstr(&sb, "\\r");
+		else if (*p == '\t')
+			strbuf_addstr(&sb, "\\t");
+		else if (*p < 0x20 || *p == 0x7F)
+			strbuf_addf(&sb, "\\x%02x", *p);
+		else
+			strbuf_addch(&sb, *p);
+	}
+	strbuf_addch(&sb, '\'');
+	return strbuf_detach(&sb, NULL);
+}
+
+static const char *type_name(const json_t *j)
+{
+	switch (json_typeof(j)) {
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+	case JSON_REAL:
+		return "a number";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "a boolean";
+	case JSON_NULL:
+		return "null";
+	}
+	return "something else";
+}
+
+/*
+ * Offset (in characters, 1-based) and code point of the first control
+ * character in s: C0, DEL and C1.  C1 matters because YAML reads U+0085 as a
+ * line break, and every string here ends up in a Dockerfile or compose file.
+ */
+static int find_control(const char *s, size_t len, unsigned *cp)
+{
+	int chars = 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char b = (unsigned char)s[i];
+		if ((b & 0xC0) == 0x80)
+			continue;
+		chars++;
+		if (b < 0x20 || b == 0x7F) {
+			*cp = b;
+			return chars;
+		}
+		if (b == 0xC2 && i + 1 < len && (unsigned char)s[i + 1] >= 0x80 &&
+		    (unsigned char)s[i + 1] <= 0x9F) {
+			*cp = (unsigned char)s[i + 1];
+			return chars;
+		}
+	}
+	return 0;
+}
+
+/* Check that j is a string without control characters; report if not. */
+static bool want_string(struct vctx *v, const json_t *j, const struct jpos *at,
+			const char *field)
+{
+	unsigned cp = 0;
+	int where;
+
+	if (!json_is_string(j)) {
+		vdiag(v, at, field, "must be a string, not %s", type_name(j));
+		return false;
+	}
+	where = find_control(json_string_value(j), json_string_length(j), &cp);
+	if (where) {
+		vdiag(v, at, field,
+		      "contains a control character (U+%04X) at character %d; "
+		      "strings must be one line of printable text",
+		      cp, where);
+		return false;
+	}
+	return true;
+}
+
+static bool match(const char *pattern, const char *s)
+{
+	regex_t re;
+	bool ok;
+
+	if (regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB) != 0)
+		abort(); /* the patterns are constants in this file */
+	ok = regexec(&re, s, 0, NULL, 0) == 0;
+	regfree(&re);
+	return ok;
+}
+
+char *catalog_check_alias(const char *s)
+{
+	size_t n = strlen(s);
+	cleanup_free char *q = msgquote(s);
+
+	if (n == 0)
+		return xstrdup("must not be empty");
+	if (!(s[0] >= 'a' && s[0] <= 'z'))
+		return xasprintf("%s must start with a lower-case letter", q);
+	if (!match("^[a-z][a-z0-9-]*$", s))
+		return xasprintf("%s may contain only lower-case letters, "
+				 "digits and '-'",
+				 q);
+	if (n > ALIAS_MAX)
+		return xasprintf("%s is %zu characters long; the limit is %d", q,
+				 n, ALIAS_MAX);
+	return NULL;
+}
+
+/* Docker's reference grammar (distribution/reference), without IPv6 hosts. */
+#define RE_DOMAIN_COMP "([a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+#define RE_DOMAIN RE_DOMAIN_COMP "(\\." RE_DOMAIN_COMP ")*(:[0-9]+)?"
+#define RE_PATH_COMP "[a-z0-9]+(([_.]|__|-+)[a-z0-9]+)*"
+#define RE_NAME "(" RE_DOMAIN "/)?" RE_PATH_COMP "(/" RE_PATH_COMP ")*"
+#define RE_TAG "[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
+#define RE_DIGEST "[A-Za-z][A-Za-z0-9]*([-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
+#define RE_IMAGE "^" RE_NAME "(:" RE_TAG ")?(@" RE_DIGEST ")?$"
+
+char *catalog_check_image_ref(const char *s)
+{
+	cleanup_free char *q = msgquote(s);
+	const char *end = strpbrk(s, ":@");
+	size_t namelen = strlen(s);
+
+	if (!*s)
+		return xstrdup("must not be empty");
+	/* The name part ends at the last ':' after the last '/', or at '@'. */
+	if (end) {
+		const char *slash = strrchr(s, '/');
+		const char *colon = strrchr(s, ':');
+		const char *at = strchr(s, '@');
+		if (at)
+			namelen = (size_t)(at - s);
+		if (colon && (!slash || colon > slash) && (!at || colon < at))
+			namelen = (size_t)(colon - s);
+	}
+	if (namelen > 255)
+		return xasprintf("%s is not a valid image reference: the name is "
+				 "longer than 255 characters",
+				 q);
+	if (!match(RE_IMAGE, s))
+		return xasprintf("%s is not a valid image reference "
+				 "([registry/]name[:tag][@digest], name in "
+				 "lower case)",
+				 q);
+	return NULL;
+}
+
+#define RE_PKG_NAME "[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?"
+#define RE_PKG_EXTRAS "(\\[" RE_PKG_NAME "(," RE_PKG_NAME ")*\\])?"
+#define RE_PKG_SPEC "(===|==|!=|~=|<=|>=|<|>)[A-Za-z0-9.*+!_-]+"
+#define RE_PKG "^" RE_PKG_NAME RE_PKG_EXTRAS "(" RE_PKG_SPEC "(," RE_PKG_SPEC ")*)?$"
+
+char *catalog_check_package(const char *s)
+{
+	cleanup_free char *q = msgquote(s);
+	const char *p;
+
+	if (!*s)
+		return xstrdup("must not be empty");
+	if (s[0] == '-')
+		return xasprintf("%s is not a plain PEP 508 requirement: pip "
+				 "options are not allowed (nothing may start "
+				 "with '-')",
+				 q);
+	if (strstr(s, "://") || strchr(s, '@'))
+		return xasprintf("%s is not a plain PEP 508 requirement: URLs "
+				 "and direct references are not allowed",
+				 q);
+	p = strpbrk(s, "'\"`");
+	if (p)
+		return xasprintf("%s is not a plain PEP 508 requirement: quote "
+				 "%c is not allowed",
+				 q, *p);
+	p = strpbrk(s, ";&|$\\(){}#");
+	if (p)
+		return xasprintf("%s is not a plain PEP 508 requirement: shell "
+				 "metacharacter '%c' is not allowed",
+				 q, *p);
+	if (strpbrk(s, " \t"))
+		return xasprintf("%s is not a plain PEP 508 requirement: "
+				 "whitespace is not allowed",
+				 q);
+	if (!match(RE_PKG, s))
+		return xasprintf("%s is not a plain PEP 508 requirement (a name, "
+				 "optional [extras], optional version "
+				 "specifiers such as '>=2,<3')",
+				 q);
+	return NULL;
+}
+
+char *catalog_check_env_name(const char *s)
+{
+	cleanup_free char *q = msgquote(s);
+	if (!match("^[A-Za-z_][A-Za-z0-9_]*$", s))
+		return xasprintf("%s is not a valid environment variable name "
+				 "(a letter or '_', then letters, digits or '_')",
+				 q);
+	return NULL;
+}
+
+char *catalog_check_mem_limit(const char *s)
+{
+	cleanup_free char *q = msgquote(s);
+	unsigned long long v = 0, mult = 1;
+	size_t n = strlen(s);
+	size_t digits = 0;
+
+	while (digits < n && s[digits] >= '0' && s[digits] <= '9')
+		digits++;
+	if (digits == 0 || digits > 15 || n - digits > 1 ||
+	    (n - digits == 1 && !strchr("bkmgBKMG", s[digits])))
+		return xasprintf("%s is not a Docker memory size: digits and one "
+				 "unit b, k, m or g (such as '2g' or '512m')",
+				 q);
+	for (size_t i = 0; i < digits; i++)
+		v = v * 10 + (unsigned long long)(s[i] - '0');
+	switch (n > digits ? s[digits] | 0x20 : 'b') {
+	case 'k':
+		mult = 1ull << 10;
+		break;
+	case 'm':
+		mult = 1ull << 20;
+		break;
+	case 'g':
+		mult = 1ull << 30;
+		break;
+	}
+	if (v == 0)
+		return xasprintf("%s must be greater than zero", q);
+	if (v > (~0ull >> 1) / mult)
+		return xasprintf("%s is too large", q);
+	if (v * mult < MEM_MIN)
+		return xasprintf("%s is below Docker's minimum of 6m", q);
+	return NULL;
+}
+
+/* Levenshtein distance, for did-you-mean. */
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	size_t *row = xcalloc(lb + 1, sizeof(*row));
+	size_t result;
+
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j];
+			size_t cost = (a[i - 1] | 0x20) == (b[j - 1] | 0x20) ? 0 : 1;
+			size_t best = diag + cost;
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	result = row[lb];
+	free(row);
+	return result;
+}
+
+static const char *did_you_mean(const char *key)
+{
+	const char *best = NULL;
+	size_t bestd = (size_t)-1;
+	size_t limit = strlen(key) / 3;
+
+	if (limit < 2)
+		limit = 2;
+	for (size_t i = 0; i < NFIELDS; i++) {
+		size_t d = edit_distance(key, known_fields[i]);
+		if (d < bestd) {
+			bestd = d;
+			best = known_fields[i];
+		}
+	}
+	return bestd <= limit ? best : NULL;
+}
+
+static bool is_known_field(const char *key)
+{
+	for (size_t i = 0; i < NFIELDS; i++)
+		if (strcmp(key, known_fields[i]) == 0)
+			return true;
+	return false;
+}
+
+/* The position of member key's value, or of the entry when absent. */
+static const struct jpos *member_pos(const struct jpos *pe, const char *key)
+{
+	const struct jpos_member *m = jpos_member(pe, key);
+	return m ? m->val : pe;
+}
+
+/* jansson keeps the last of two equal keys; the operator meant one. */
+static void check_duplicates(struct vctx *v, const struct jpos *obj,
+			     const char *prefix)
+{
+	if (!obj || obj->kind != '{')
+		return;
+	for (size_t i = 0; i < obj->n; i++) {
+		const struct jpos_member *m = &obj->members[i];
+		for (size_t k = 0; k < i; k++) {
+			struct jpos at = {.line = m->kline, .col = m->kcol};
+			cleanup_free char *q = NULL;
+			cleanup_free char *field = NULL;
+
+			if (strcmp(obj->members[k].key, m->key) != 0)
+				continue;
+			q = msgquote(m->key);
+			field = xasprintf("%s%.*s", prefix, (int)strlen(q) - 2,
+					  q + 1);
+			vdiag(v, &at, field,
+			      "duplicate key; the first is at line %d, column %d",
+			      obj->members[k].kline, obj->members[k].kcol);
+			break;
+		}
+	}
+}
+
+static void check_keys(struct vctx *v, const struct jpos *pe)
+{
+	check_duplicates(v, pe, "");
+	for (size_t i = 0; i < pe->n; i++) {
+		const struct jpos_member *m = &pe->members[i];
+		struct jpos at = {.line = m->kline, .col = m->kcol};
+		cleanup_free char *q = msgquote(m->key);
+		const char *hint;
+
+		if (is_known_field(m->key))
+			continue;
+		hint = did_you_mean(m->key);
+		/* Unknown keys are named by msgquote: they may hold anything. */
+		add_diag(v->cat, at.line, at.col, v->index, v->entry, NULL,
+			 hint ? xasprintf("%s: unknown field; did you mean '%s'?",
+					  q, hint)
+			      : xasprintf("%s: unknown field", q));
+	}
+}
+
+/* A string field; stores a copy in *out when valid. */
+static bool get_string_field(struct vctx *v, json_t *e, const struct jpos *pe,
+			     const char *key, char **out)
+{
+	json_t *j = json_object_get(e, key);
+	if (!j)
+		return false;
+	if (!want_string(v, j, member_pos(pe, key), key))
+		return false;
+	*out = xstrdup(json_string_value(j));
+	return true;
+}
+
+typedef char *(*item_check_fn)(const char *);
+
+/* An array of strings, each checked by check (may be NULL). */
+static void get_string_array(struct vctx *v, json_t *e, const struct jpos *pe,
+			     const char *key, item_check_fn check, char ***out,
+			     size_t *nout)
+{
+	json_t *arr = json_object_get(e, key);
+	const struct jpos *pa = member_pos(pe, key);
+	size_t i;
+	json_t *item;
+
+	if (!arr)
+		return;
+	if (!json_is_array(arr)) {
+		vdiag(v, pa, key, "must be an array of strings, not %s",
+		      type_name(arr));
+		return;
+	}
+	*out = xcalloc(json_array_size(arr), sizeof(char *));
+	json_array_foreach(arr, i, item)
+	{
+		cleanup_free char *field = xasprintf("%s[%zu]", key, i);
+		const struct jpos *pi = jpos_item(pa, i);
+		const char *s;
+		char *msg;
+
+		if (!want_string(v, item, pi, field))
+			continue;
+		s = json_string_value(item);
+		if (!*s) {
+			vdiag(v, pi, field, "must not be empty");
+			continue;
+		}
+		msg = check ? check(s) : NULL;
+		if (msg) {
+			add_diag(v->cat, pi ? pi->line : 0, pi ? pi->col : 0,
+				 v->index, v->entry, field, msg);
+			continue;
+		}
+		(*out)[(*nout)++] = xstrdup(s);
+	}
+}
+
+/*
+ * A setup command becomes one RUN line.  A trailing backslash would join
+ * the next Dockerfile line to it, letting a value add an instruction.
+ */
+static char *check_setup_command(const char *s)
+{
+	size_t n = strlen(s);
+	if (n && s[n - 1] == '\\')
+		return xstrdup("ends with a backslash, which would continue onto "
+			       "the next Dockerfile line");
+	return NULL;
+}
+
+static void get_env(struct vctx *v, json_t *e, const struct jpos *pe,
+		    struct runtime *rt)
+{
+	json_t *obj = json_object_get(e, "env_vars");
+	const struct jpos *po = member_pos(pe, "env_vars");
+	const char *name;
+	json_t *val;
+
+	if (!obj)
+		return;
+	if (!json_is_object(obj)) {
+		vdiag(v, po, "env_vars",
+		      "must be an object mapping names to strings, not %s",
+		      type_name(obj));
+		return;
+	}
+	check_duplicates(v, po, "env_vars.");
+	rt->env = xcalloc(json_object_size(obj), sizeof(*rt->env));
+	json_object_foreach(obj, name, val)
+	{
+		const struct jpos_member *m = jpos_member(po, name);
+		struct jpos at = {.line = m ? m->kline : 0, .col = m ? m->kcol : 0};
+		cleanup_free char *field = NULL;
+		cleanup_free char *qname = msgquote(name);
+		unsigned cp;
+		char *msg;
+
+		/* Report a bad name by its quoted form: it may hold anything. */
+		if (find_control(name, strlen(name), &cp))
+			field = xasprintf("env_vars.%.*s", (int)strlen(qname) - 2,
+					  qname + 1);
+		else
+			field = xasprintf("env_vars.%s", name);
+		msg = catalog_check_env_name(name);
+		if (msg) {
+			add_diag(v->cat, at.line, at.col, v->index, v->entry,
+				 field, msg);
+			continue;
+		}
+		if (!want_string(v, val, m ? m->val : po, field))
+			continue;
+		rt->env[rt->nenv].name = xstrdup(name);
+		rt->env[rt->nenv].value = xstrdup(json_string_value(val));
+		rt->nenv++;
+	}
+}
+
+static void validate_entry(struct catalog *cat, int index, json_t *e,
+			   const struct jpos *pe, struct runtime *rt)
+{
+	struct vctx v = {.cat = cat, .index = index};
+	json_t *j;
+	char *msg;
+	bool has_image, has_base;
+
+	/* Name the entry by its alias only when the alias is valid: an
+	 * invalid one may be anything, even a whole paragraph. */
+	j = json_object_get(e, "alias");
+	msg = json_is_string(j) ? catalog_check_alias(json_string_value(j))
+				: xstrdup("");
+	if (!msg && !find_control(json_string_value(j), json_string_length(j),
+				  &(unsigned){0}))
+		v.entry = xasprintf("'%s'", json_string_value(j));
+	else
+		v.entry = xasprintf("$[%d]", index);
+	free(msg);
+	if (!json_is_object(e)) {
+		vdiag(&v, pe, NULL, "must be an object, not %s", type_name(e));
+		free(v.entry);
+		return;
+	}
+
+	check_keys(&v, pe);
+
+	if (!j) {
+		vdiag(&v, pe, "alias", "required field is missing");
+	} else if (want_string(&v, j, member_pos(pe, "alias"), "alias")) {
+		msg = catalog_check_alias(json_string_value(j));
+		if (msg)
+			add_diag(cat, member_pos(pe, "alias")->line,
+				 member_pos(pe, "alias")->col, index, v.entry,
+				 "alias", msg);
+		else
+			rt->alias = xstrdup(json_string_value(j));
+	}
+
+	if (!json_object_get(e, "description")) {
+		vdiag(&v, pe, "description", "required field is missing");
+	} else if (get_string_field(&v, e, pe, "description", &rt->description)) {
+		size_t chars = utf8_chars(rt->description, strlen(rt->description));
+		if (chars == 0 || chars > DESCRIPTION_MAX)
+			vdiag(&v, member_pos(pe, "description"), "description",
+			      "is %zu characters long; it must be 1 to %d", chars,
+			      DESCRIPTION_MAX);
+	}
+
+	has_image = json_object_get(e, "image") != NULL;
+	has_base = json_object_get(e, "base_image") != NULL;
+	if (has_image && has_base)
+		vdiag(&v, member_pos(pe, "base_image"), "base_image",
+		      "an entry has 'image' or 'base_image', never both");
+	else if (!has_image && !has_base)
+		vdiag(&v, pe, NULL,
+		      "needs 'image' (a ready-made image) or 'base_image' "
+		      "(built by sbxcat)");
+	if (get_string_field(&v, e, pe, "image", &rt->image) &&
+	    (msg = catalog_check_image_ref(rt->image)))
+		add_diag(cat, member_pos(pe, "image")->line,
+			 member_pos(pe, "image")->col, index, v.entry, "image",
+			 msg);
+	if (get_string_field(&v, e, pe, "base_image", &rt->base_image) &&
+	    (msg = catalog_check_image_ref(rt->base_image)))
+		add_diag(cat, member_pos(pe, "base_image")->line,
+			 member_pos(pe, "base_image")->col, index, v.entry,
+			 "base_image", msg);
+
+	if (has_image && !has_base) {
+		static const char *const build_only[] = {"packages",
+							 "setup_commands"};
+		for (size_t k = 0; k < 2; k++)
+			if (json_object_get(e, build_only[k]))
+				vdiag(&v, member_pos(pe, build_only[k]),
+				      build_only[k],
+				      "an 'image' entry builds nothing, so it "
+				      "installs nothing; use 'base_image' to "
+				      "install");
+	}
+
+	get_string_array(&v, e, pe, "setup_commands", check_setup_command,
+			 &rt->setup_commands, &rt->nsetup);
+	get_string_array(&v, e, pe, "packages", catalog_check_package,
+			 &rt->packages, &rt->npackages);
+	get_string_array(&v, e, pe, "briefing", NULL, &rt->briefing,
+			 &rt->nbriefing);
+	get_env(&v, e, pe, rt);
+
+	if (get_string_field(&v, e, pe, "mem_limit", &rt->mem_limit) &&
+	    (msg = catalog_check_mem_limit(rt->mem_limit)))
+		add_diag(cat, member_pos(pe, "mem_limit")->line,
+			 member_pos(pe, "mem_limit")->col, index, v.entry,
+			 "mem_limit", msg);
+
+	j = json_object_get(e, "needs_network");
+	if (j && !json_is_boolean(j))
+		vdiag(&v, member_pos(pe, "needs_network"), "needs_network",
+		      "must be true or false, not %s", type_name(j));
+	rt->needs_network = json_is_true(j);
+
+	free(v.entry);
+}
+
+/* Position of the first byte that is not valid UTF-8, or 0 if all are. */
+static size_t bad_utf8(const unsigned char *s, size_t len, int *line, int *col)
+{
+	*line = 1;
+	*col = 1;
+	for (size_t i = 0; i < len;) {
+		unsigned char b = s[i];
+		size_t need;
+		unsigned cp, min;
+
+		if (b < 0x80) {
+			need = 0, cp = b, min = 0;
+		} else if ((b & 0xE0) == 0xC0) {
+			need = 1, cp = b & 0x1F, min = 0x80;
+		} else if ((b & 0xF0) == 0xE0) {
+			need = 2, cp = b & 0x0F, min = 0x800;
+		} else if ((b & 0xF8) == 0xF0) {
+			need = 3, cp = b & 0x07, min = 0x10000;
+		} else {
+			return i + 1;
+		}
+		if (i + need >= len && need)
+			return i + 1;
+		for (size_t k = 1; k <= need; k++) {
+			if ((s[i + k] & 0xC0) != 0x80)
+				return i + 1;
+			cp = (cp << 6) | (s[i + k] & 0x3F);
+		}
+		if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+			return i + 1;
+		if (b == '\n') {
+			(*line)++;
+			*col = 1;
+		} else {
+			(*col)++;
+		}
+		i += need + 1;
+	}
+	return 0;
+}
+
+static void file_diag(struct catalog *cat, int line, int col, char *msg)
+{
+	add_diag(cat, line, col, -1, NULL, NULL, msg);
+}
+
+void catalog_load_buffer(struct catalog *cat, const char *path,
+			 const char *buf, size_t len)
+{
+	json_error_t jerr;
+	json_t *root;
+	struct jpos *proot;
+	size_t bad, i;
+	int line, col;
+	json_t *e;
+
+	free(cat->path);
+	cat->path = xstrdup(path);
+
+	/* Editors on some systems write a byte order mark; it carries nothing. */
+	if (len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0) {
+		buf += 3;
+		len -= 3;
+	}
+	if (strspn(buf, " \t\r\n") == len) {
+		file_diag(cat, 0, 0,
+			  xstrdup("the file is empty; a catalogue is a JSON array "
+				  "of runtime entries"));
+		return;
+	}
+	bad = bad_utf8((const unsigned char *)buf, len, &line, &col);
+	if (bad) {
+		file_diag(cat, line, col,
+			  xasprintf("not valid UTF-8 (byte 0x%02x); a catalogue "
+				    "must be UTF-8 text",
+				    (unsigned char)buf[bad - 1]));
+		return;
+	}
+	root = json_loadb(buf, len, JSON_ALLOW_NUL, &jerr);
+	if (!root) {
+		file_diag(cat, jerr.line, jerr.column,
+			  xasprintf("invalid JSON: %s", jerr.text));
+		return;
+	}
+	proot = jpos_scan(buf, len);
+	if (!json_is_array(root)) {
+		file_diag(cat, proot->line, proot->col,
+			  xasprintf("a catalogue is a JSON array of runtime "
+				    "entries, not %s",
+				    type_name(root)));
+		goto out;
+	}
+	if (json_array_size(root) == 0) {
+		file_diag(cat, proot->line, proot->col,
+			  xstrdup("the catalogue has no runtimes; it needs at "
+				  "least one, and the first is the default"));
+		goto out;
+	}
+
+	cat->rt = xcalloc(json_array_size(root), sizeof(*cat->rt));
+	cat->n = json_array_size(root);
+	json_array_foreach(root, i, e)
+		validate_entry(cat, (int)i, e, jpos_item(proot, i), &cat->rt[i]);
+
+	/* Aliases name images, directories and compose keys: one each. */
+	for (i = 1; i < cat->n; i++) {
+		if (!cat->rt[i].alias)
+			continue;
+		for (size_t k = 0; k < i; k++) {
+			if (cat->rt[k].alias &&
+			    strcmp(cat->rt[k].alias, cat->rt[i].alias) == 0) {
+				const struct jpos *pa = member_pos(
+					jpos_item(proot, i), "alias");
+				struct vctx v = {
+					.cat = cat,
+					.index = (int)i,
+					.entry = xasprintf("'%s'", cat->rt[i].alias)};
+				vdiag(&v, pa, "alias",
+				      "duplicate alias; entry #%zu already uses it",
+				      k + 1);
+				free(v.entry);
+				break;
+			}
+		}
+	}
+out:
+	jpos_free(proot);
+	json_decref(root);
+}
+
+int catalog_load(struct catalog *cat, const char *path, struct sbx_error **err)
+{
+	struct sbx_error *rerr = NULL;
+	char *buf = NULL;
+	size_t len = 0;
+
+	if (read_file_limited(path, CATALOG_MAX_BYTES, &buf, &len, &rerr) < 0) {
+		if (rerr->status != SBX_EXIT_FAIL) {
+			*err = rerr;
+			return -1;
+		}
+		/* Too large is a property of the catalogue, not the machine. */
+		free(cat->path);
+		cat->path = xstrdup(path);
+		file_diag(cat, 0, 0,
+			  xasprintf("the file is larger than %u bytes; a "
+				    "catalogue that size is a mistake",
+				    CATALOG_MAX_BYTES));
+		sbx_error_free(&rerr);
+		return 0;
+	}
+	catalog_load_buffer(cat, path, buf, len);
+	free(buf);
+	return 0;
+}
+
+char *catalog_diag_format(const struct catalog *cat,
+			  const struct catalog_diag *d)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	strbuf_addstr(&sb, cat->path);
+	if (d->line > 0)
+		strbuf_addf(&sb, ":%d:%d", d->line, d->col);
+	strbuf_addstr(&sb, ": ");
+	if (d->entry)
+		strbuf_addf(&sb, "entry %s (#%d): ", d->entry, d->index + 1);
+	if (d->field)
+		strbuf_addf(&sb, "'%s': ", d->field);
+	strbuf_addstr(&sb, d->msg);
+	return strbuf_detach(&sb, NULL);
+}
+
+json_t *catalog_diags_json(const struct catalog *cat)
+{
+	json_t *arr = json_array();
+
+	for (size_t i = 0; i < cat->ndiags; i++) {
+		const struct catalog_diag *d = &cat->diags[i];
+		const struct runtime *rt =
+			d->index >= 0 ? &cat->rt[d->index] : NULL;
+		json_t *o = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:s}",
+				      "file", cat->path,
+				      "line", d->line ? json_integer(d->line) : json_null(),
+				      "column", d->col ? json_integer(d->col) : json_null(),
+				      "entry", d->index >= 0 ? json_integer(d->index + 1) : json_null(),
+				      "alias", rt && rt->alias ? json_string(rt->alias) : json_null(),
+				      "field", d->field ? json_string(d->field) : json_null(),
+				      "message", d->msg);
+		json_array_append_new(arr, o);
+	}
+	return arr;
+}
+
+const struct runtime *catalog_find(const struct catalog *cat, const char *alias)
+{
+	for (size_t i = 0; i < cat->n; i++)
+		if (cat->rt[i].alias && strcmp(cat->rt[i].alias, alias) == 0)
+			return &cat->rt[i];
+	return NULL;
+}

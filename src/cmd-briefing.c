@@ -1,0 +1,45 @@
+/*
+ * cmd-briefing.c - sbxcat briefing [ALIAS]: the model briefing (markdown).
+ *
+ * An alias the catalogue does not ship prints nothing on stdout: a prompt
+ * that guesses at a runtime is worse than one that says nothing.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "briefing.h"
+#include "catalog.h"
+#include "cmd.h"
+
+static int cmd_briefing(struct sbx_ctx *ctx, int argc, char **argv)
+{
+	struct catalog cat;
+	const struct runtime *rt = NULL;
+	int rc = cmd_runtime_operand(ctx, &cmd_briefing_entry, argc, argv, true,
+				     &cat, &rt);
+
+	if (rc == 0) {
+		char *md = briefing_markdown(rt, rt == catalog_default(&cat));
+		if (ctx->json) {
+			json_t *o = json_pack("{s:s, s:s}", "alias", rt->alias,
+					      "markdown", md);
+			json_dumpf(o, stdout, JSON_INDENT(2));
+			fputc('\n', stdout);
+			json_decref(o);
+		} else {
+			fputs(md, stdout);
+		}
+		free(md);
+	}
+	catalog_release(&cat);
+	return rc < 0 ? 0 : rc;
+}
+
+const struct cmd_entry cmd_briefing_entry = {
+	.name = "briefing",
+	.usage = "[ALIAS]",
+	.summary = "print the model briefing of a runtime (default: the first)",
+	.exec = cmd_briefing,
+};

@@ -1,0 +1,41 @@
+/*
+ * cmd-dockerfile.c - sbxcat dockerfile ALIAS: print the generated Dockerfile.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "catalog.h"
+#include "cmd.h"
+#include "error.h"
+
+static int cmd_dockerfile(struct sbx_ctx *ctx, int argc, char **argv)
+{
+	struct catalog cat;
+	const struct runtime *rt = NULL;
+	int rc = cmd_runtime_operand(ctx, &cmd_dockerfile_entry, argc, argv,
+				     false, &cat, &rt);
+
+	if (rc == 0 && !rt->base_image) {
+		fprintf(stderr,
+			"sbxcat: runtime '%s' uses the ready-made image '%s'; "
+			"it has no Dockerfile\n",
+			rt->alias, rt->image);
+		rc = SBX_EXIT_FAIL;
+	} else if (rc == 0) {
+		size_t len;
+		char *df = recipe_dockerfile(rt, &ctx->recipe, &len);
+		fwrite(df, 1, len, stdout);
+		free(df);
+	}
+	catalog_release(&cat);
+	return rc < 0 ? 0 : rc;
+}
+
+const struct cmd_entry cmd_dockerfile_entry = {
+	.name = "dockerfile",
+	.usage = "ALIAS",
+	.summary = "print the generated Dockerfile of a runtime",
+	.exec = cmd_dockerfile,
+};

@@ -1,0 +1,33 @@
+/*
+ * cmd-tag.c - sbxcat tag ALIAS: the content-hash image tag.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "catalog.h"
+#include "cmd.h"
+
+static int cmd_tag(struct sbx_ctx *ctx, int argc, char **argv)
+{
+	struct catalog cat;
+	const struct runtime *rt = NULL;
+	int rc = cmd_runtime_operand(ctx, &cmd_tag_entry, argc, argv, false, &cat,
+				     &rt);
+
+	if (rc == 0) {
+		char *tag = recipe_tag(rt, &ctx->recipe);
+		puts(tag);
+		free(tag);
+	}
+	catalog_release(&cat);
+	return rc < 0 ? 0 : rc;
+}
+
+const struct cmd_entry cmd_tag_entry = {
+	.name = "tag",
+	.usage = "ALIAS",
+	.summary = "print the content-hash image tag of a runtime",
+	.exec = cmd_tag,
+};

@@ -1,0 +1,41 @@
+/*
+ * jsonpos.h - where each value of a JSON document starts.
+ *
+ * jansson parses and decodes the catalogue but keeps no positions; this
+ * scanner walks the same bytes once more and builds a tree of line/column
+ * positions (columns count characters, as jansson's do) so every catalogue
+ * error can point at the value it is about.  It also keeps every member of
+ * an object in document order, duplicates included, which jansson drops.
+ *
+ * Only call it on a buffer jansson accepted.  jpos_scan() returns a tree the
+ * caller frees with jpos_free(); lookups return borrowed pointers into it.
+ */
+#ifndef SBX_JSONPOS_H
+#define SBX_JSONPOS_H
+
+#include <stddef.h>
+
+struct jpos;
+
+struct jpos_member {
+	char *key; /* decoded, NUL-terminated (a key with NUL is cut there) */
+	int kline, kcol;
+	struct jpos *val;
+};
+
+struct jpos {
+	int line, col;
+	char kind; /* '{', '[' or 'v' for any scalar */
+	size_t n;
+	struct jpos_member *members; /* kind '{' */
+	struct jpos **items;         /* kind '[' */
+};
+
+struct jpos *jpos_scan(const char *buf, size_t len);
+void jpos_free(struct jpos *p);
+/* The i-th item of an array, or NULL. */
+const struct jpos *jpos_item(const struct jpos *p, size_t i);
+/* The last member named key (the one jansson keeps), or NULL. */
+const struct jpos_member *jpos_member(const struct jpos *p, const char *key);
+
+#endif

@@ -1,0 +1,2 @@
+#include "tap.h"
+int main(void){ ok(1, "placeholder"); return done_testing(); }

@@ -1,0 +1,119 @@
+/*
+ * tap.c - TAP output for the C tests (see tap.h).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tap.h"
+
+static int count, planned = -1;
+
+void plan(int n)
+{
+	planned = n;
+	printf("1..%d\n", n);
+}
+
+static bool vresult(bool cond, const char *fmt, va_list ap)
+{
+	count++;
+	printf("%sok %d - ", cond ? "" : "not ", count);
+	vprintf(fmt, ap);
+	putchar('\n');
+	fflush(stdout);
+	return cond;
+}
+
+bool ok(bool cond, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vresult(cond, fmt, ap);
+	va_end(ap);
+	return cond;
+}
+
+/* Print a multi-line value as TAP comment lines. */
+static void diag_value(const char *label, const char *v)
+{
+	printf("#   %s:", label);
+	if (!v) {
+		printf(" (null)\n");
+		return;
+	}
+	printf("\n");
+	for (const char *p = v; *p;) {
+		const char *nl = strchr(p, '\n');
+		int n = nl ? (int)(nl - p) : (int)strlen(p);
+		printf("#     |%.*s|\n", n, p);
+		p += n + (nl ? 1 : 0);
+	}
+}
+
+bool is_int(long long got, long long want, const char *fmt, ...)
+{
+	va_list ap;
+	bool cond = got == want;
+	va_start(ap, fmt);
+	vresult(cond, fmt, ap);
+	va_end(ap);
+	if (!cond)
+		printf("#   got: %lld\n#   expected: %lld\n", got, want);
+	return cond;
+}
+
+bool is_str(const char *got, const char *want, const char *fmt, ...)
+{
+	va_list ap;
+	bool cond = (got && want) ? strcmp(got, want) == 0 : got == want;
+	va_start(ap, fmt);
+	vresult(cond, fmt, ap);
+	va_end(ap);
+	if (!cond) {
+		diag_value("got", got);
+		diag_value("expected", want);
+	}
+	return cond;
+}
+
+void skip(const char *why, const char *fmt, ...)
+{
+	va_list ap;
+	count++;
+	printf("ok %d - ", count);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf(" # SKIP %s\n", why);
+}
+
+void diag(const char *fmt, ...)
+{
+	va_list ap;
+	printf("# ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+void bail_out(const char *fmt, ...)
+{
+	va_list ap;
+	printf("Bail out! ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	exit(1);
+}
+
+int done_testing(void)
+{
+	if (planned < 0)
+		printf("1..%d\n", count);
+	fflush(stdout);
+	return 0;
+}

@@ -1,0 +1,26 @@
+/*
+ * tap.h - a small TAP producer for the C tests.
+ *
+ * ok() and friends print one "ok N - name" / "not ok N - name" line; the
+ * is_* forms print both values on a mismatch.  done_testing() prints the
+ * plan and returns the exit status: 0 once the plan ran (failures are in
+ * the "not ok" lines, which tap-driver.sh counts).
+ */
+#ifndef SBX_TAP_H
+#define SBX_TAP_H
+
+#include <stdbool.h>
+
+void plan(int n);
+bool ok(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool is_int(long long got, long long want, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+bool is_str(const char *got, const char *want, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void skip(const char *why, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void bail_out(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+int done_testing(void);
+
+#endif
