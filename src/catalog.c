@@ -10,6 +10,7 @@
 
 #include <regex.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "catalog.h"
@@ -635,7 +636,10 @@ static void validate_entry(struct catalog *cat, int index, json_t *e,
 		vdiag(&v, pe, "description", "required field is missing");
 	} else if (get_string_field(&v, e, pe, "description", &rt->description)) {
 		size_t chars = utf8_chars(rt->description, strlen(rt->description));
-		if (chars == 0 || chars > DESCRIPTION_MAX)
+		if (chars == 0)
+			vdiag(&v, member_pos(pe, "description"), "description",
+			      "must not be empty");
+		else if (chars > DESCRIPTION_MAX)
 			vdiag(&v, member_pos(pe, "description"), "description",
 			      "is %zu characters long; it must be 1 to %d", chars,
 			      DESCRIPTION_MAX);
@@ -742,6 +746,22 @@ static void file_diag(struct catalog *cat, int line, int col, char *msg)
 	add_diag(cat, line, col, -1, NULL, NULL, msg);
 }
 
+/* Report in reading order; the entry checks run field by field. */
+static int cmp_diag(const void *a, const void *b)
+{
+	const struct catalog_diag *x = a, *y = b;
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
+	if (x->col != y->col)
+		return x->col < y->col ? -1 : 1;
+	return strcmp(x->msg, y->msg);
+}
+
+static void sort_diags(struct catalog *cat)
+{
+	qsort(cat->diags, cat->ndiags, sizeof(*cat->diags), cmp_diag);
+}
+
 void catalog_load_buffer(struct catalog *cat, const char *path,
 			 const char *buf, size_t len)
 {
@@ -776,7 +796,8 @@ void catalog_load_buffer(struct catalog *cat, const char *path,
 	}
 	root = json_loadb(buf, len, JSON_ALLOW_NUL, &jerr);
 	if (!root) {
-		file_diag(cat, jerr.line, jerr.column,
+		/* jansson says column 0 at the start of a line; editors say 1. */
+		file_diag(cat, jerr.line, jerr.column > 0 ? jerr.column : 1,
 			  xasprintf("invalid JSON: %s", jerr.text));
 		return;
 	}
@@ -821,6 +842,7 @@ void catalog_load_buffer(struct catalog *cat, const char *path,
 			}
 		}
 	}
+	sort_diags(cat);
 out:
 	jpos_free(proot);
 	json_decref(root);
