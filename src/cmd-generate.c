@@ -2,15 +2,18 @@
  * cmd-generate.c - sbxcat generate [-o DIR]: write DIR/ALIAS/Dockerfile for
  * every built runtime.
  *
- * Each file is replaced atomically and only when its bytes change, so a
- * regeneration leaves timestamps alone; nothing else in DIR is touched
- * (a runtime removed from the catalogue keeps its old directory: deleting
- * files the operator may have put there is not this command's call).
+ * Files are replaced atomically and only when their bytes change, so a
+ * regeneration leaves timestamps alone; all of them are flushed together
+ * (atomic_batch), and a failure before the renames leaves every old file
+ * in place.  Nothing else in DIR is touched: a runtime removed from the
+ * catalogue keeps its old directory, since deleting files the operator may
+ * have put there is not this command's call.
  */
 #include "config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "catalog.h"
 #include "cmd.h"
@@ -19,30 +22,38 @@
 
 #define GENERATE_DIR_DEFAULT "dockerfiles"
 
-static int write_one(struct sbx_ctx *ctx, const char *dir,
-		     const struct runtime *rt, json_t *report)
-{
-	struct sbx_error *err = NULL;
-	cleanup_free char *sub = xasprintf("%s/%s", dir, rt->alias);
-	cleanup_free char *path = xasprintf("%s/Dockerfile", sub);
-	cleanup_free char *tag = recipe_tag(rt, &ctx->recipe);
-	cleanup_free char *df = NULL;
-	size_t len;
-	bool changed = false;
+struct generated {
+	char *path, *tag;
+	bool changed;
+};
 
-	df = recipe_dockerfile(rt, &ctx->recipe, &len);
-	if (mkdir_p(sub, 0755, &err) < 0 ||
-	    write_file_atomic(path, df, len, 0644, &changed, &err) < 0)
-		return cmd_report(&err);
-	if (report)
-		json_array_append_new(report,
-				      json_pack("{s:s, s:s, s:s, s:b}", "alias",
-						rt->alias, "path", path, "tag",
-						tag, "changed", changed));
-	else
-		printf("%s: %s (%s)\n", path, changed ? "written" : "up to date",
-		       tag);
-	return 0;
+static int generate(struct sbx_ctx *ctx, const struct catalog *cat,
+		    const char *dir, struct generated *out,
+		    struct sbx_error **err)
+{
+	struct atomic_batch batch = ATOMIC_BATCH_INIT;
+
+	for (size_t i = 0; i < cat->n; i++) {
+		const struct runtime *rt = &cat->rt[i];
+		cleanup_free char *sub = NULL;
+		cleanup_free char *df = NULL;
+		size_t len;
+
+		if (!rt->base_image)
+			continue;
+		sub = xasprintf("%s%s%s", dir,
+				dir[strlen(dir) - 1] == '/' ? "" : "/", rt->alias);
+		out[i].path = xasprintf("%s/Dockerfile", sub);
+		df = recipe_dockerfile(rt, &ctx->recipe, &len);
+		out[i].tag = recipe_tag_of(rt, df, len);
+		if (mkdir_p(sub, 0755, err) < 0 ||
+		    atomic_batch_add(&batch, out[i].path, df, len, 0644,
+				     &out[i].changed, err) < 0) {
+			atomic_batch_abort(&batch);
+			return -1;
+		}
+	}
+	return atomic_batch_commit(&batch, err);
 }
 
 static int cmd_generate(struct sbx_ctx *ctx, int argc, char **argv)
@@ -50,9 +61,11 @@ static int cmd_generate(struct sbx_ctx *ctx, int argc, char **argv)
 	static const struct option longopts[] = {
 		COMMON_LONGOPTS, {"output", required_argument, NULL, 'o'}, {0}};
 	const char *dir = GENERATE_DIR_DEFAULT;
+	struct sbx_error *err = NULL;
+	struct generated *out;
 	struct catalog cat;
 	json_t *report = NULL;
-	int c, rc = 0;
+	int c, rc;
 
 	while ((c = getopt_long(argc, argv, COMMON_SHORTOPTS "o:", longopts,
 				NULL)) != -1) {
@@ -66,21 +79,40 @@ static int cmd_generate(struct sbx_ctx *ctx, int argc, char **argv)
 	}
 	if (optind < argc)
 		return cmd_usage_error(&cmd_generate_entry, "too many arguments");
+	if (!*dir)
+		return cmd_usage_error(&cmd_generate_entry, "-o needs a directory");
 
 	catalog_init(&cat);
 	rc = cmd_load_catalog(ctx, NULL, &cat);
+	if (rc) {
+		catalog_release(&cat);
+		return rc;
+	}
+	out = xcalloc(cat.n, sizeof(*out));
+	if (generate(ctx, &cat, dir, out, &err) < 0)
+		rc = cmd_report(&err);
 	if (ctx->json && rc == 0)
 		report = json_array();
-	for (size_t i = 0; rc == 0 && i < cat.n; i++)
-		if (cat.rt[i].base_image)
-			rc = write_one(ctx, dir, &cat.rt[i], report);
+	for (size_t i = 0; i < cat.n; i++) {
+		if (rc == 0 && out[i].path && report)
+			json_array_append_new(
+				report, json_pack("{s:s, s:s, s:s, s:b}", "alias",
+						  cat.rt[i].alias, "path",
+						  out[i].path, "tag", out[i].tag,
+						  "changed", out[i].changed));
+		else if (rc == 0 && out[i].path)
+			printf("%s: %s (%s)\n", out[i].path,
+			       out[i].changed ? "written" : "up to date",
+			       out[i].tag);
+		free(out[i].path);
+		free(out[i].tag);
+	}
 	if (report) {
-		if (rc == 0) {
-			json_dumpf(report, stdout, JSON_INDENT(2));
-			fputc('\n', stdout);
-		}
+		json_dumpf(report, stdout, JSON_INDENT(2));
+		fputc('\n', stdout);
 		json_decref(report);
 	}
+	free(out);
 	catalog_release(&cat);
 	return rc;
 }

@@ -146,15 +146,23 @@ char *recipe_dockerfile(const struct runtime *rt, const struct recipe_opts *o,
 	return strbuf_detach(&out, len);
 }
 
-char *recipe_tag(const struct runtime *rt, const struct recipe_opts *o)
+char *recipe_tag_of(const struct runtime *rt, const char *dockerfile,
+		    size_t len)
 {
-	size_t len;
-	char *df = recipe_dockerfile(rt, o, &len);
 	char hash[65];
 
-	if (!df)
+	if (!dockerfile)
 		return xstrdup(rt->image);
-	sha256_hex(df, len, hash);
-	free(df);
+	sha256_hex(dockerfile, len, hash);
 	return xasprintf("sbxcat/%s:%.12s", rt->alias, hash);
+}
+
+char *recipe_tag(const struct runtime *rt, const struct recipe_opts *o)
+{
+	size_t len = 0;
+	char *df = recipe_dockerfile(rt, o, &len);
+	char *tag = recipe_tag_of(rt, df, len);
+
+	free(df);
+	return tag;
 }

@@ -34,5 +34,8 @@ char *recipe_dockerfile(const struct runtime *rt, const struct recipe_opts *o,
 
 /* sbxcat/ALIAS:<12 hex of SHA-256 of the Dockerfile>, or the image. */
 char *recipe_tag(const struct runtime *rt, const struct recipe_opts *o);
+/* The same, from a Dockerfile already made (NULL for an image entry). */
+char *recipe_tag_of(const struct runtime *rt, const char *dockerfile,
+		    size_t len);
 
 #endif

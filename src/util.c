@@ -245,30 +245,27 @@ static int fsync_dir(const char *dir, struct sbx_error **err)
 	return 0;
 }
 
-int write_file_atomic(const char *path, const void *data, size_t len,
-		      unsigned mode, bool *changed, struct sbx_error **err)
+/* Write data to a new temporary file beside path; *tmp names it. */
+static int write_temp(const char *path, const void *data, size_t len,
+		      unsigned mode, bool sync, char **tmp, struct sbx_error **err)
 {
-	cleanup_free char *tmp = NULL;
-	cleanup_free char *dircopy = xstrdup(path);
-	const char *dir = dirname(dircopy);
 	struct stat st;
 	const char *p = data;
 	size_t left = len;
-	int fd;
+	int fd, e;
 
-	if (changed)
-		*changed = false;
-	if (file_has_content(path, data, len))
-		return 0;
 	if (stat(path, &st) == 0)
 		mode = st.st_mode & 07777;
-
-	tmp = xasprintf("%s.tmpXXXXXX", path);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		return sbx_error_set(err, SBX_EXIT_ENV, errno,
+	*tmp = xasprintf("%s.tmpXXXXXX", path);
+	fd = mkostemp(*tmp, O_CLOEXEC);
+	if (fd < 0) {
+		e = errno;
+		free(*tmp);
+		*tmp = NULL;
+		return sbx_error_set(err, SBX_EXIT_ENV, e,
 				     "cannot create a temporary file beside '%s'",
 				     path);
+	}
 	while (left > 0) {
 		ssize_t n = write(fd, p, left);
 		if (n < 0 && errno == EINTR)
@@ -278,43 +275,164 @@ int write_file_atomic(const char *path, const void *data, size_t len,
 		p += n;
 		left -= (size_t)n;
 	}
-	if (fchmod(fd, mode) < 0 || fsync(fd) < 0)
+	if (fchmod(fd, mode) < 0 || (sync && fsync(fd) < 0))
 		goto fail;
 	if (close(fd) < 0) {
 		fd = -1;
 		goto fail;
 	}
-	fd = -1;
-	if (rename(tmp, path) < 0)
-		goto fail;
-	if (changed)
-		*changed = true;
-	return fsync_dir(dir, err);
-
-fail: {
-	int e = errno;
+	return 0;
+fail:
+	e = errno;
 	if (fd >= 0)
 		close(fd);
-	unlink(tmp);
+	unlink(*tmp);
+	free(*tmp);
+	*tmp = NULL;
 	return sbx_error_set(err, SBX_EXIT_ENV, e, "cannot write '%s'", path);
 }
+
+int write_file_atomic(const char *path, const void *data, size_t len,
+		      unsigned mode, bool *changed, struct sbx_error **err)
+{
+	cleanup_free char *tmp = NULL;
+	cleanup_free char *dircopy = xstrdup(path);
+
+	if (changed)
+		*changed = false;
+	if (file_has_content(path, data, len))
+		return 0;
+	if (write_temp(path, data, len, mode, true, &tmp, err) < 0)
+		return -1;
+	if (rename(tmp, path) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return sbx_error_set(err, SBX_EXIT_ENV, e, "cannot write '%s'",
+				     path);
+	}
+	if (changed)
+		*changed = true;
+	return fsync_dir(dirname(dircopy), err);
+}
+
+int atomic_batch_add(struct atomic_batch *b, const char *path,
+		     const void *data, size_t len, unsigned mode, bool *changed,
+		     struct sbx_error **err)
+{
+	char *tmp = NULL;
+
+	*changed = false;
+	if (file_has_content(path, data, len))
+		return 0;
+	if (write_temp(path, data, len, mode, false, &tmp, err) < 0)
+		return -1;
+	ALLOC_GROW(b->files, b->n + 1, b->alloc);
+	b->files[b->n].path = xstrdup(path);
+	b->files[b->n].tmp = tmp;
+	b->n++;
+	*changed = true;
+	return 0;
+}
+
+/*
+ * syncfs() once per file system the paths live on (almost always one: a
+ * directory the files share), so every byte and rename before is durable.
+ */
+static int sync_filesystems(const struct atomic_batch *b, bool tmp,
+			    struct sbx_error **err)
+{
+	dev_t *seen = xcalloc(b->n, sizeof(*seen));
+	size_t nseen = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < b->n && rc == 0; i++) {
+		const char *path = tmp ? b->files[i].tmp : b->files[i].path;
+		struct stat st;
+		size_t k;
+		int fd;
+
+		if (stat(path, &st) < 0) {
+			rc = sbx_error_set(err, SBX_EXIT_ENV, errno,
+					   "cannot stat '%s'", path);
+			break;
+		}
+		for (k = 0; k < nseen && seen[k] != st.st_dev; k++)
+			;
+		if (k < nseen)
+			continue;
+		seen[nseen++] = st.st_dev;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || syncfs(fd) < 0)
+			rc = sbx_error_set(err, SBX_EXIT_ENV, errno,
+					   "cannot sync '%s'", path);
+		if (fd >= 0)
+			close(fd);
+	}
+	free(seen);
+	return rc;
+}
+
+int atomic_batch_commit(struct atomic_batch *b, struct sbx_error **err)
+{
+	int rc = 0;
+
+	if (b->n && sync_filesystems(b, true, err) < 0)
+		rc = -1;
+	for (size_t i = 0; i < b->n && rc == 0; i++) {
+		if (rename(b->files[i].tmp, b->files[i].path) < 0) {
+			rc = sbx_error_set(err, SBX_EXIT_ENV, errno,
+					   "cannot write '%s'", b->files[i].path);
+			break;
+		}
+		free(b->files[i].tmp);
+		b->files[i].tmp = NULL;
+	}
+	if (rc == 0 && b->n && sync_filesystems(b, false, err) < 0)
+		rc = -1;
+	atomic_batch_abort(b);
+	return rc;
+}
+
+void atomic_batch_abort(struct atomic_batch *b)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		if (b->files[i].tmp)
+			unlink(b->files[i].tmp);
+		free(b->files[i].tmp);
+		free(b->files[i].path);
+	}
+	free(b->files);
+	b->files = NULL;
+	b->n = b->alloc = 0;
 }
 
 int mkdir_p(const char *path, unsigned mode, struct sbx_error **err)
 {
-	cleanup_free char *copy = xstrdup(path);
-	size_t n = strlen(copy);
+	cleanup_free char *parent = NULL;
+	char *slash;
 
-	for (size_t i = 1; i <= n; i++) {
-		if (copy[i] != '/' && copy[i] != '\0')
-			continue;
-		copy[i] = '\0';
-		if (mkdir(copy, mode) < 0 && errno != EEXIST)
-			return sbx_error_set(err, SBX_EXIT_ENV, errno,
-					     "cannot create directory '%s'", copy);
-		if (i < n)
-			copy[i] = '/';
+	/* The whole path first: usually it exists or only its last part is
+	 * missing, so one call, not one per component. */
+	if (mkdir(path, mode) == 0 || errno == EEXIST)
+		return 0;
+	if (errno != ENOENT)
+		return sbx_error_set(err, SBX_EXIT_ENV, errno,
+				     "cannot create directory '%s'", path);
+	parent = xstrdup(path);
+	slash = strrchr(parent, '/');
+	while (slash && slash > parent && slash[1] == '\0') {
+		*slash = '\0'; /* "a/b/" names a/b */
+		slash = strrchr(parent, '/');
 	}
+	if (!slash || slash == parent)
+		return sbx_error_set(err, SBX_EXIT_ENV, ENOENT,
+				     "cannot create directory '%s'", path);
+	*slash = '\0';
+	if (mkdir_p(parent, mode, err) < 0)
+		return -1;
+	if (mkdir(path, mode) < 0 && errno != EEXIST)
+		return sbx_error_set(err, SBX_EXIT_ENV, errno,
+				     "cannot create directory '%s'", path);
 	return 0;
 }
 

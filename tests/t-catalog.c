@@ -177,7 +177,20 @@ static void run_table(const char *what, char *(*check)(const char *),
 {
 	for (const struct value_case *c = cases; c->value; c++) {
 		char *msg = check(c->value);
-		ok((msg == NULL) == c->accepted, "%s '%s' %s", what, c->value,
+		char shown[128];
+		size_t k = 0;
+
+		/* A TAP name is one line: show a newline as \n. */
+		for (const char *p = c->value; *p && k + 3 < sizeof(shown); p++) {
+			if (*p == '\n') {
+				shown[k++] = '\\';
+				shown[k++] = 'n';
+			} else {
+				shown[k++] = *p;
+			}
+		}
+		shown[k] = '\0';
+		ok((msg == NULL) == c->accepted, "%s '%s' %s", what, shown,
 		   c->accepted ? "accepted" : "refused");
 		if ((msg == NULL) != c->accepted)
 			diag("message: %s", msg ? msg : "(none)");
@@ -202,6 +215,19 @@ static void run_field_tables(void)
 		{"img@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", true},
 		{"img:tag@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", true},
 		{"a__b/c-d.e", true},
+		{"a-b", true},
+		{"a--b.c_d__e", true},
+		{"localhost:5000", true}, /* name localhost, tag 5000 */
+		{"localhost:5000/img", true},
+		{"Registry.Example.com/img", true},
+		{"[::1]/img", false},
+		{"Img/x", false},
+		{"a-/b", false},
+		{"a..b", false},
+		{"a___b", false},
+		{"host:/img", false},
+		{"img:tag:tag", false},
+		{"img@sha256:0123456789abcdef0123456789abcde", false},
 		{"Python:3.12", false},
 		{"img:", false},
 		{":tag", false},
@@ -221,6 +247,12 @@ static void run_field_tables(void)
 		{"pkg~=1.4.2", true},
 		{"pkg!=1.*", true},
 		{"pkg===1.0+local", true},
+		{"a", true},
+		{"pkg[a,b]==1", true},
+		{"pkg[]", false},
+		{"pkg-", false},
+		{"pkg==1,", false},
+		{"pkg=1", false},
 		{"requests; rm -rf /", false},
 		{"--index-url=http://x", false},
 		{"-e.", false},
