@@ -40,8 +40,9 @@ char *briefing_markdown(const struct runtime *rt, int is_default)
 		char **sorted = xcalloc(rt->npackages, sizeof(*sorted));
 		memcpy(sorted, rt->packages, rt->npackages * sizeof(*sorted));
 		qsort(sorted, rt->npackages, sizeof(*sorted), cmp_pkg);
-		strbuf_addstr(&sb, "\nPython packages already installed (do not "
-				   "install them again): ");
+		strbuf_addstr(&sb,
+			      "\nPython packages already installed (do not "
+			      "install them again): ");
 		for (size_t i = 0; i < rt->npackages; i++)
 			strbuf_addf(&sb, "%s`%s`", i ? ", " : "", sorted[i]);
 		strbuf_addstr(&sb, ".\n");
@@ -50,10 +51,12 @@ char *briefing_markdown(const struct runtime *rt, int is_default)
 
 	strbuf_addch(&sb, '\n');
 	if (rt->needs_network)
-		strbuf_addstr(&sb, "Network: this sandbox can reach the network.\n");
+		strbuf_addstr(&sb,
+			      "Network: this sandbox can reach the network.\n");
 	else
-		strbuf_addstr(&sb, "Network: none. This sandbox has no network, so "
-				   "installs and downloads will fail; work with "
-				   "what is installed.\n");
+		strbuf_addstr(&sb,
+			      "Network: none. This sandbox has no network, so "
+			      "installs and downloads will fail; work with "
+			      "what is installed.\n");
 	return strbuf_detach(&sb, NULL);
 }

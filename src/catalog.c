@@ -18,9 +18,8 @@
 #include "util.h"
 
 static const char *const known_fields[] = {
-	"alias",	"description", "image",	       "base_image",
-	"setup_commands", "packages",  "env_vars",     "briefing",
-	"mem_limit",	"needs_network",
+    "alias",	"description", "image",	   "base_image", "setup_commands",
+    "packages", "env_vars",    "briefing", "mem_limit",	 "needs_network",
 };
 #define NFIELDS (sizeof(known_fields) / sizeof(known_fields[0]))
 
@@ -95,9 +94,10 @@ static void add_diag(struct catalog *cat, int line, int col, int index,
 	d->msg = msg;
 }
 
-__attribute__((format(printf, 4, 5))) static void
-vdiag(struct vctx *v, const struct jpos *at, const char *field, const char *fmt,
-      ...)
+__attribute__((format(printf, 4, 5))) static void vdiag(struct vctx *v,
+							const struct jpos *at,
+							const char *field,
+							const char *fmt, ...)
 {
 	va_list ap;
 	char *msg;
@@ -105,16 +105,16 @@ vdiag(struct vctx *v, const struct jpos *at, const char *field, const char *fmt,
 	va_start(ap, fmt);
 	msg = xvasprintf(fmt, ap);
 	va_end(ap);
-	add_diag(v->cat, at ? at->line : 0, at ? at->col : 0, v->index, v->entry,
-		 field, msg);
+	add_diag(v->cat, at ? at->line : 0, at ? at->col : 0, v->index,
+		 v->entry, field, msg);
 }
 
 /* As vdiag, with a message already made (taken over). */
 static void vdiag_msg(struct vctx *v, const struct jpos *at, const char *field,
 		      char *msg)
 {
-	add_diag(v->cat, at ? at->line : 0, at ? at->col : 0, v->index, v->entry,
-		 field, msg);
+	add_diag(v->cat, at ? at->line : 0, at ? at->col : 0, v->index,
+		 v->entry, field, msg);
 }
 
 /*
@@ -185,7 +185,8 @@ static int find_control(const char *s, size_t len, unsigned *cp)
 			*cp = b;
 			return chars;
 		}
-		if (b == 0xC2 && i + 1 < len && (unsigned char)s[i + 1] >= 0x80 &&
+		if (b == 0xC2 && i + 1 < len &&
+		    (unsigned char)s[i + 1] >= 0x80 &&
 		    (unsigned char)s[i + 1] <= 0x9F) {
 			*cp = (unsigned char)s[i + 1];
 			return chars;
@@ -364,7 +365,8 @@ static bool is_image_ref(const char *s, size_t *namelen)
 		if (i < n && s[i] != '/')
 			continue;
 		/* The first of several components is a registry host when it
-		 * looks like one, as Docker decides: a '.', a ':' or localhost. */
+		 * looks like one, as Docker decides: a '.', a ':' or localhost.
+		 */
 		if (!is_path_component(s + start, i - start) &&
 		    !(start == 0 && i < n && is_domain(s, i) &&
 		      (memchr(s, '.', i) || memchr(s, ':', i) ||
@@ -386,14 +388,15 @@ char *catalog_check_alias(const char *s)
 	if (n == 0)
 		return xstrdup("must not be empty");
 	if (!(s[0] >= 'a' && s[0] <= 'z'))
-		return xasprintf("%s must start with a lower-case letter", QUOTED(s));
+		return xasprintf("%s must start with a lower-case letter",
+				 QUOTED(s));
 	if (strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") != n)
 		return xasprintf("%s may contain only lower-case letters, "
 				 "digits and '-'",
 				 QUOTED(s));
 	if (n > ALIAS_MAX)
-		return xasprintf("%s is %zu characters long; the limit is %d", QUOTED(s),
-				 n, ALIAS_MAX);
+		return xasprintf("%s is %zu characters long; the limit is %d",
+				 QUOTED(s), n, ALIAS_MAX);
 	return NULL;
 }
 
@@ -410,9 +413,10 @@ char *catalog_check_image_ref(const char *s)
 				 "lower case)",
 				 QUOTED(s));
 	if (namelen > 255)
-		return xasprintf("%s is not a valid image reference: the name is "
-				 "longer than 255 characters",
-				 QUOTED(s));
+		return xasprintf(
+		    "%s is not a valid image reference: the name is "
+		    "longer than 255 characters",
+		    QUOTED(s));
 	return NULL;
 }
 
@@ -442,8 +446,8 @@ static bool is_version_char(char c)
  * URLs: what pip reads as a plain requirement. */
 static bool is_plain_requirement(const char *s)
 {
-	static const char *const ops[] = {"===", "==", "!=", "~=", "<=",
-					  ">=",	 "<",  ">",  NULL};
+	static const char *const ops[] = {
+	    "===", "==", "!=", "~=", "<=", ">=", "<", ">", NULL};
 	size_t n = pkg_name(s);
 
 	if (n == 0)
@@ -512,10 +516,11 @@ char *catalog_check_package(const char *s)
 				 "whitespace is not allowed",
 				 QUOTED(s));
 	if (!is_plain_requirement(s))
-		return xasprintf("%s is not a plain PEP 508 requirement (a name, "
-				 "optional [extras], optional version "
-				 "specifiers such as '>=2,<3')",
-				 QUOTED(s));
+		return xasprintf(
+		    "%s is not a plain PEP 508 requirement (a name, "
+		    "optional [extras], optional version "
+		    "specifiers such as '>=2,<3')",
+		    QUOTED(s));
 	return NULL;
 }
 
@@ -525,9 +530,10 @@ char *catalog_check_env_name(const char *s)
 	if (!(is_alpha(s[0]) || s[0] == '_') ||
 	    strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 		      "0123456789_") != strlen(s))
-		return xasprintf("%s is not a valid environment variable name "
-				 "(a letter or '_', then letters, digits or '_')",
-				 QUOTED(s));
+		return xasprintf(
+		    "%s is not a valid environment variable name "
+		    "(a letter or '_', then letters, digits or '_')",
+		    QUOTED(s));
 	return NULL;
 }
 
@@ -542,9 +548,10 @@ char *catalog_check_mem_limit(const char *s)
 		digits++;
 	if (digits == 0 || digits > 15 || n - digits > 1 ||
 	    (n - digits == 1 && !strchr("bkmgBKMG", s[digits])))
-		return xasprintf("%s is not a Docker memory size: digits and one "
-				 "unit b, k, m or g (such as '2g' or '512m')",
-				 QUOTED(s));
+		return xasprintf(
+		    "%s is not a Docker memory size: digits and one "
+		    "unit b, k, m or g (such as '2g' or '512m')",
+		    QUOTED(s));
 	for (size_t i = 0; i < digits; i++)
 		v = v * 10 + (unsigned long long)(s[i] - '0');
 	switch (n > digits ? s[digits] | 0x20 : 'b') {
@@ -563,7 +570,8 @@ char *catalog_check_mem_limit(const char *s)
 	if (v > (~0ull >> 1) / mult)
 		return xasprintf("%s is too large", QUOTED(s));
 	if (v * mult < MEM_MIN)
-		return xasprintf("%s is below Docker's minimum of 6m", QUOTED(s));
+		return xasprintf("%s is below Docker's minimum of 6m",
+				 QUOTED(s));
 	return NULL;
 }
 
@@ -581,7 +589,8 @@ static size_t edit_distance(const char *a, const char *b)
 		row[0] = i;
 		for (size_t j = 1; j <= lb; j++) {
 			size_t up = row[j];
-			size_t cost = (a[i - 1] | 0x20) == (b[j - 1] | 0x20) ? 0 : 1;
+			size_t cost =
+			    (a[i - 1] | 0x20) == (b[j - 1] | 0x20) ? 0 : 1;
 			size_t best = diag + cost;
 			if (up + 1 < best)
 				best = up + 1;
@@ -647,9 +656,10 @@ static void check_duplicates(struct vctx *v, const struct jpos *obj,
 			q = msgquote(m->key);
 			field = xasprintf("%s%.*s", prefix, (int)strlen(q) - 2,
 					  q + 1);
-			vdiag(v, &at, field,
-			      "duplicate key; the first is at line %d, column %d",
-			      obj->members[k].kline, obj->members[k].kcol);
+			vdiag(
+			    v, &at, field,
+			    "duplicate key; the first is at line %d, column %d",
+			    obj->members[k].kline, obj->members[k].kcol);
 			break;
 		}
 	}
@@ -664,7 +674,8 @@ static void check_keys(struct vctx *v, json_t *e, const struct jpos *pe)
 	json_object_foreach(e, key, val)
 	{
 		const struct jpos_member *m = jpos_member(pe, key);
-		struct jpos at = {.line = m ? m->kline : 0, .col = m ? m->kcol : 0};
+		struct jpos at = {.line = m ? m->kline : 0,
+				  .col = m ? m->kcol : 0};
 		cleanup_free char *q = NULL;
 		const char *hint;
 
@@ -673,13 +684,13 @@ static void check_keys(struct vctx *v, json_t *e, const struct jpos *pe)
 			continue;
 		q = msgquote(key);
 		hint = did_you_mean(key);
-		/* Unknown keys are named by msgquote: they may hold anything. */
+		/* Unknown keys are named by msgquote: they may hold anything.
+		 */
 		vdiag_msg(v, &at, NULL,
 			  hint ? xasprintf("%s: unknown field; did you mean "
 					   "'%s'?",
 					   q, hint)
-			       : xasprintf("%s: unknown field",
-					   q));
+			       : xasprintf("%s: unknown field", q));
 	}
 }
 
@@ -747,8 +758,9 @@ static char *check_setup_command(const char *s)
 {
 	size_t n = strlen(s);
 	if (n && s[n - 1] == '\\')
-		return xstrdup("ends with a backslash, which would continue onto "
-			       "the next Dockerfile line");
+		return xstrdup(
+		    "ends with a backslash, which would continue onto "
+		    "the next Dockerfile line");
 	return NULL;
 }
 
@@ -773,16 +785,18 @@ static void get_env(struct vctx *v, json_t *e, const struct jpos *pe,
 	json_object_foreach(obj, name, val)
 	{
 		const struct jpos_member *m = jpos_member(po, name);
-		struct jpos at = {.line = m ? m->kline : 0, .col = m ? m->kcol : 0};
+		struct jpos at = {.line = m ? m->kline : 0,
+				  .col = m ? m->kcol : 0};
 		cleanup_free char *field = NULL;
 		cleanup_free char *qname = msgquote(name);
 		unsigned cp;
 		char *msg;
 
-		/* Report a bad name by its quoted form: it may hold anything. */
+		/* Report a bad name by its quoted form: it may hold anything.
+		 */
 		if (find_control(name, strlen(name), &cp))
-			field = xasprintf("env_vars.%.*s", (int)strlen(qname) - 2,
-					  qname + 1);
+			field = xasprintf("env_vars.%.*s",
+					  (int)strlen(qname) - 2, qname + 1);
 		else
 			field = xasprintf("env_vars.%s", name);
 		msg = catalog_check_env_name(name);
@@ -838,15 +852,17 @@ static void validate_entry(struct catalog *cat, int index, json_t *e,
 
 	if (!json_object_get(e, "description")) {
 		vdiag(&v, pe, "description", "required field is missing");
-	} else if (get_string_field(&v, e, pe, "description", &rt->description)) {
-		size_t chars = utf8_chars(rt->description, strlen(rt->description));
+	} else if (get_string_field(&v, e, pe, "description",
+				    &rt->description)) {
+		size_t chars =
+		    utf8_chars(rt->description, strlen(rt->description));
 		if (chars == 0)
 			vdiag(&v, member_pos(pe, "description"), "description",
 			      "must not be empty");
 		else if (chars > DESCRIPTION_MAX)
 			vdiag(&v, member_pos(pe, "description"), "description",
-			      "is %zu characters long; it must be 1 to %d", chars,
-			      DESCRIPTION_MAX);
+			      "is %zu characters long; it must be 1 to %d",
+			      chars, DESCRIPTION_MAX);
 	}
 
 	has_image = json_object_get(e, "image") != NULL;
@@ -1029,13 +1045,13 @@ static void validate(struct catalog *cat, json_t *root,
 	cat->rt = xcalloc(json_array_size(root), sizeof(*cat->rt));
 	cat->n = json_array_size(root);
 	json_array_foreach(root, i, e)
-		validate_entry(cat, (int)i, e, jpos_item(proot, i), &cat->rt[i]);
+	    validate_entry(cat, (int)i, e, jpos_item(proot, i), &cat->rt[i]);
 	report_duplicate_aliases(cat, proot);
 	sort_diags(cat);
 }
 
-void catalog_load_buffer(struct catalog *cat, const char *path,
-			 const char *buf, size_t len)
+void catalog_load_buffer(struct catalog *cat, const char *path, const char *buf,
+			 size_t len)
 {
 	json_error_t jerr;
 	json_t *root;
@@ -1046,23 +1062,26 @@ void catalog_load_buffer(struct catalog *cat, const char *path,
 	free(cat->path);
 	cat->path = xstrdup(path);
 
-	/* Editors on some systems write a byte order mark; it carries nothing. */
+	/* Editors on some systems write a byte order mark; it carries nothing.
+	 */
 	if (len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0) {
 		buf += 3;
 		len -= 3;
 	}
 	if (strspn(buf, " \t\r\n") == len) {
-		file_diag(cat, 0, 0,
-			  xstrdup("the file is empty; a catalogue is a JSON array "
-				  "of runtime entries"));
+		file_diag(
+		    cat, 0, 0,
+		    xstrdup("the file is empty; a catalogue is a JSON array "
+			    "of runtime entries"));
 		return;
 	}
 	bad = bad_utf8((const unsigned char *)buf, len, &line, &col);
 	if (bad) {
-		file_diag(cat, line, col,
-			  xasprintf("not valid UTF-8 (byte 0x%02x); a catalogue "
-				    "must be UTF-8 text",
-				    (unsigned char)buf[bad - 1]));
+		file_diag(
+		    cat, line, col,
+		    xasprintf("not valid UTF-8 (byte 0x%02x); a catalogue "
+			      "must be UTF-8 text",
+			      (unsigned char)buf[bad - 1]));
 		return;
 	}
 
@@ -1072,7 +1091,8 @@ void catalog_load_buffer(struct catalog *cat, const char *path,
 	 * finds anything (or jansson meets a duplicate key, which only the
 	 * position scan can report in full), it is validated again with them.
 	 */
-	root = json_loadb(buf, len, JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, &jerr);
+	root = json_loadb(buf, len, JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES,
+			  &jerr);
 	if (root) {
 		validate(cat, root, NULL);
 		if (catalog_valid(cat)) {
@@ -1084,7 +1104,8 @@ void catalog_load_buffer(struct catalog *cat, const char *path,
 		root = json_loadb(buf, len, JSON_ALLOW_NUL, &jerr);
 	}
 	if (!root) {
-		/* jansson says column 0 at the start of a line; editors say 1. */
+		/* jansson says column 0 at the start of a line; editors say 1.
+		 */
 		file_diag(cat, jerr.line, jerr.column > 0 ? jerr.column : 1,
 			  xasprintf("invalid JSON: %s", jerr.text));
 		return;
@@ -1145,15 +1166,17 @@ json_t *catalog_diags_json(const struct catalog *cat)
 	for (size_t i = 0; i < cat->ndiags; i++) {
 		const struct catalog_diag *d = &cat->diags[i];
 		const struct runtime *rt =
-			d->index >= 0 ? &cat->rt[d->index] : NULL;
-		json_t *o = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:s}",
-				      "file", cat->path,
-				      "line", d->line ? json_integer(d->line) : json_null(),
-				      "column", d->col ? json_integer(d->col) : json_null(),
-				      "entry", d->index >= 0 ? json_integer(d->index + 1) : json_null(),
-				      "alias", rt && rt->alias ? json_string(rt->alias) : json_null(),
-				      "field", d->field ? json_string(d->field) : json_null(),
-				      "message", d->msg);
+		    d->index >= 0 ? &cat->rt[d->index] : NULL;
+		json_t *o = json_pack(
+		    "{s:s, s:o, s:o, s:o, s:o, s:o, s:s}", "file", cat->path,
+		    "line", d->line ? json_integer(d->line) : json_null(),
+		    "column", d->col ? json_integer(d->col) : json_null(),
+		    "entry",
+		    d->index >= 0 ? json_integer(d->index + 1) : json_null(),
+		    "alias",
+		    rt && rt->alias ? json_string(rt->alias) : json_null(),
+		    "field", d->field ? json_string(d->field) : json_null(),
+		    "message", d->msg);
 		json_array_append_new(arr, o);
 	}
 	return arr;

@@ -28,7 +28,7 @@ struct env_var {
 struct runtime {
 	char *alias;
 	char *description;
-	char *image;      /* a ready-made image, or NULL */
+	char *image;	  /* a ready-made image, or NULL */
 	char *base_image; /* built by sbxcat, or NULL */
 	char **setup_commands;
 	size_t nsetup;
@@ -63,8 +63,8 @@ void catalog_release(struct catalog *cat);
 
 int catalog_load(struct catalog *cat, const char *path, struct sbx_error **err);
 /* Validate an in-memory document; path is used in messages only. */
-void catalog_load_buffer(struct catalog *cat, const char *path,
-			 const char *buf, size_t len);
+void catalog_load_buffer(struct catalog *cat, const char *path, const char *buf,
+			 size_t len);
 
 static inline bool catalog_valid(const struct catalog *cat)
 {

@@ -38,8 +38,8 @@ static int cmd_briefing(struct sbx_ctx *ctx, int argc, char **argv)
 }
 
 const struct cmd_entry cmd_briefing_entry = {
-	.name = "briefing",
-	.usage = "[ALIAS]",
-	.summary = "print the model briefing of a runtime (default: the first)",
-	.exec = cmd_briefing,
+    .name = "briefing",
+    .usage = "[ALIAS]",
+    .summary = "print the model briefing of a runtime (default: the first)",
+    .exec = cmd_briefing,
 };

@@ -50,8 +50,8 @@ static int cmd_check(struct sbx_ctx *ctx, int argc, char **argv)
 }
 
 const struct cmd_entry cmd_check_entry = {
-	.name = "check",
-	.usage = "[CATALOG]",
-	.summary = "validate the catalogue; every error, file:line:col",
-	.exec = cmd_check,
+    .name = "check",
+    .usage = "[CATALOG]",
+    .summary = "validate the catalogue; every error, file:line:col",
+    .exec = cmd_check,
 };

@@ -34,8 +34,8 @@ static int cmd_dockerfile(struct sbx_ctx *ctx, int argc, char **argv)
 }
 
 const struct cmd_entry cmd_dockerfile_entry = {
-	.name = "dockerfile",
-	.usage = "ALIAS",
-	.summary = "print the generated Dockerfile of a runtime",
-	.exec = cmd_dockerfile,
+    .name = "dockerfile",
+    .usage = "ALIAS",
+    .summary = "print the generated Dockerfile of a runtime",
+    .exec = cmd_dockerfile,
 };

@@ -42,7 +42,8 @@ static int generate(struct sbx_ctx *ctx, const struct catalog *cat,
 		if (!rt->base_image)
 			continue;
 		sub = xasprintf("%s%s%s", dir,
-				dir[strlen(dir) - 1] == '/' ? "" : "/", rt->alias);
+				dir[strlen(dir) - 1] == '/' ? "" : "/",
+				rt->alias);
 		out[i].path = xasprintf("%s/Dockerfile", sub);
 		df = recipe_dockerfile(rt, &ctx->recipe, &len);
 		out[i].tag = recipe_tag_of(rt, df, len);
@@ -59,7 +60,7 @@ static int generate(struct sbx_ctx *ctx, const struct catalog *cat,
 static int cmd_generate(struct sbx_ctx *ctx, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		COMMON_LONGOPTS, {"output", required_argument, NULL, 'o'}, {0}};
+	    COMMON_LONGOPTS, {"output", required_argument, NULL, 'o'}, {0}};
 	const char *dir = GENERATE_DIR_DEFAULT;
 	struct sbx_error *err = NULL;
 	struct generated *out;
@@ -78,9 +79,11 @@ static int cmd_generate(struct sbx_ctx *ctx, int argc, char **argv)
 			return rc < 0 ? 0 : rc;
 	}
 	if (optind < argc)
-		return cmd_usage_error(&cmd_generate_entry, "too many arguments");
+		return cmd_usage_error(&cmd_generate_entry,
+				       "too many arguments");
 	if (!*dir)
-		return cmd_usage_error(&cmd_generate_entry, "-o needs a directory");
+		return cmd_usage_error(&cmd_generate_entry,
+				       "-o needs a directory");
 
 	catalog_init(&cat);
 	rc = cmd_load_catalog(ctx, NULL, &cat);
@@ -96,10 +99,10 @@ static int cmd_generate(struct sbx_ctx *ctx, int argc, char **argv)
 	for (size_t i = 0; i < cat.n; i++) {
 		if (rc == 0 && out[i].path && report)
 			json_array_append_new(
-				report, json_pack("{s:s, s:s, s:s, s:b}", "alias",
-						  cat.rt[i].alias, "path",
-						  out[i].path, "tag", out[i].tag,
-						  "changed", out[i].changed));
+			    report, json_pack("{s:s, s:s, s:s, s:b}", "alias",
+					      cat.rt[i].alias, "path",
+					      out[i].path, "tag", out[i].tag,
+					      "changed", out[i].changed));
 		else if (rc == 0 && out[i].path)
 			printf("%s: %s (%s)\n", out[i].path,
 			       out[i].changed ? "written" : "up to date",
@@ -118,8 +121,8 @@ static int cmd_generate(struct sbx_ctx *ctx, int argc, char **argv)
 }
 
 const struct cmd_entry cmd_generate_entry = {
-	.name = "generate",
-	.usage = "[-o DIR]",
-	.summary = "write DIR/ALIAS/Dockerfile for every built runtime",
-	.exec = cmd_generate,
+    .name = "generate",
+    .usage = "[-o DIR]",
+    .summary = "write DIR/ALIAS/Dockerfile for every built runtime",
+    .exec = cmd_generate,
 };

@@ -11,13 +11,21 @@
 #include "cmd.h"
 #include "util.h"
 
-enum { COL_ALIAS, COL_KIND, COL_FROM, COL_TAG, COL_PKGS, COL_MEM, COL_NET, NCOL };
+enum {
+	COL_ALIAS,
+	COL_KIND,
+	COL_FROM,
+	COL_TAG,
+	COL_PKGS,
+	COL_MEM,
+	COL_NET,
+	NCOL
+};
 
 static int cmd_list(struct sbx_ctx *ctx, int argc, char **argv)
 {
-	static const char *const head[NCOL] = {"ALIAS", "KIND", "IMAGE/BASE",
-					       "TAG",	"PKGS", "MEM",
-					       "NETWORK"};
+	static const char *const head[NCOL] = {
+	    "ALIAS", "KIND", "IMAGE/BASE", "TAG", "PKGS", "MEM", "NETWORK"};
 	struct catalog cat;
 	char *(*cells)[NCOL];
 	size_t width[NCOL];
@@ -46,27 +54,30 @@ static int cmd_list(struct sbx_ctx *ctx, int argc, char **argv)
 
 		if (arr) {
 			json_array_append_new(
-				arr,
-				json_pack("{s:s, s:s, s:s, s:s, s:i, s:o, s:b, s:b}",
-					  "alias", rt->alias, "kind",
-					  rt->image ? "image" : "built",
-					  rt->image ? "image" : "base_image",
-					  rt->image ? rt->image : rt->base_image,
-					  "tag", tag, "packages",
-					  (int)rt->npackages, "mem_limit",
-					  rt->mem_limit ? json_string(rt->mem_limit)
-							: json_null(),
-					  "needs_network", rt->needs_network,
-					  "default", i == 0));
+			    arr, json_pack(
+				     "{s:s, s:s, s:s, s:s, s:i, s:o, s:b, s:b}",
+				     "alias", rt->alias, "kind",
+				     rt->image ? "image" : "built",
+				     rt->image ? "image" : "base_image",
+				     rt->image ? rt->image : rt->base_image,
+				     "tag", tag, "packages", (int)rt->npackages,
+				     "mem_limit",
+				     rt->mem_limit ? json_string(rt->mem_limit)
+						   : json_null(),
+				     "needs_network", rt->needs_network,
+				     "default", i == 0));
 			free(tag);
 			continue;
 		}
-		cells[i][COL_ALIAS] = xasprintf("%s%s", rt->alias, i ? "" : " *");
+		cells[i][COL_ALIAS] =
+		    xasprintf("%s%s", rt->alias, i ? "" : " *");
 		cells[i][COL_KIND] = xstrdup(rt->image ? "image" : "built");
-		cells[i][COL_FROM] = xstrdup(rt->image ? rt->image : rt->base_image);
+		cells[i][COL_FROM] =
+		    xstrdup(rt->image ? rt->image : rt->base_image);
 		cells[i][COL_TAG] = tag;
 		cells[i][COL_PKGS] = xasprintf("%zu", rt->npackages);
-		cells[i][COL_MEM] = xstrdup(rt->mem_limit ? rt->mem_limit : "-");
+		cells[i][COL_MEM] =
+		    xstrdup(rt->mem_limit ? rt->mem_limit : "-");
 		cells[i][COL_NET] = xstrdup(rt->needs_network ? "yes" : "no");
 		for (size_t c = 0; c < NCOL; c++)
 			if (strlen(cells[i][c]) > width[c])
@@ -78,11 +89,12 @@ static int cmd_list(struct sbx_ctx *ctx, int argc, char **argv)
 		json_decref(arr);
 	} else {
 		for (size_t c = 0; c < NCOL; c++)
-			printf("%-*s%s", c + 1 < NCOL ? (int)width[c] : 0, head[c],
-			       c + 1 < NCOL ? "  " : "\n");
+			printf("%-*s%s", c + 1 < NCOL ? (int)width[c] : 0,
+			       head[c], c + 1 < NCOL ? "  " : "\n");
 		for (size_t i = 0; i < cat.n; i++)
 			for (size_t c = 0; c < NCOL; c++) {
-				printf("%-*s%s", c + 1 < NCOL ? (int)width[c] : 0,
+				printf("%-*s%s",
+				       c + 1 < NCOL ? (int)width[c] : 0,
 				       cells[i][c], c + 1 < NCOL ? "  " : "\n");
 				free(cells[i][c]);
 			}
@@ -94,8 +106,8 @@ static int cmd_list(struct sbx_ctx *ctx, int argc, char **argv)
 }
 
 const struct cmd_entry cmd_list_entry = {
-	.name = "list",
-	.usage = "",
-	.summary = "list the runtimes: alias, kind, base, tag, mem, network",
-	.exec = cmd_list,
+    .name = "list",
+    .usage = "",
+    .summary = "list the runtimes: alias, kind, base, tag, mem, network",
+    .exec = cmd_list,
 };

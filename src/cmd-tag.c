@@ -13,8 +13,8 @@ static int cmd_tag(struct sbx_ctx *ctx, int argc, char **argv)
 {
 	struct catalog cat;
 	const struct runtime *rt = NULL;
-	int rc = cmd_runtime_operand(ctx, &cmd_tag_entry, argc, argv, false, &cat,
-				     &rt);
+	int rc = cmd_runtime_operand(ctx, &cmd_tag_entry, argc, argv, false,
+				     &cat, &rt);
 
 	if (rc == 0) {
 		char *tag = recipe_tag(rt, &ctx->recipe);
@@ -26,8 +26,8 @@ static int cmd_tag(struct sbx_ctx *ctx, int argc, char **argv)
 }
 
 const struct cmd_entry cmd_tag_entry = {
-	.name = "tag",
-	.usage = "ALIAS",
-	.summary = "print the content-hash image tag of a runtime",
-	.exec = cmd_tag,
+    .name = "tag",
+    .usage = "ALIAS",
+    .summary = "print the content-hash image tag of a runtime",
+    .exec = cmd_tag,
 };

@@ -29,7 +29,7 @@ int sbx_error_set(struct sbx_error **err, int status, int errnum,
 		  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* Prefix context to an existing error.  Returns -1. */
 int sbx_error_wrap(struct sbx_error **err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 void sbx_error_free(struct sbx_error **err);
 
 #endif

@@ -35,8 +35,8 @@ static int peek(const struct cursor *c)
 
 static void skip_ws(struct cursor *c)
 {
-	for (int ch = peek(c); ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
-	     ch = peek(c))
+	for (int ch = peek(c);
+	     ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'; ch = peek(c))
 		advance(c);
 }
 
@@ -100,7 +100,8 @@ static void scan_string(struct cursor *c, struct strbuf *out)
 				unsigned lo = hex4(c->s + c->i + 2);
 				for (int k = 0; k < 6; k++)
 					advance(c);
-				cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+				cp = 0x10000 + ((cp - 0xD800) << 10) +
+				     (lo - 0xDC00);
 			}
 			if (out)
 				add_utf8(out, cp);

@@ -28,7 +28,7 @@ struct jpos {
 	char kind; /* '{', '[' or 'v' for any scalar */
 	size_t n;
 	struct jpos_member *members; /* kind '{' */
-	struct jpos **items;         /* kind '[' */
+	struct jpos **items;	     /* kind '[' */
 };
 
 struct jpos *jpos_scan(const char *buf, size_t len);

@@ -169,23 +169,25 @@ int read_file_limited(const char *path, size_t max, char **data, size_t *len,
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
-		return sbx_error_set(err, SBX_EXIT_ENV, errno, "cannot open '%s'",
-				     path);
+		return sbx_error_set(err, SBX_EXIT_ENV, errno,
+				     "cannot open '%s'", path);
 	if (fstat(fd, &st) < 0) {
 		int e = errno;
 		close(fd);
-		return sbx_error_set(err, SBX_EXIT_ENV, e, "cannot stat '%s'", path);
+		return sbx_error_set(err, SBX_EXIT_ENV, e, "cannot stat '%s'",
+				     path);
 	}
 	if (S_ISDIR(st.st_mode)) {
 		close(fd);
-		return sbx_error_set(err, SBX_EXIT_ENV, EISDIR, "cannot read '%s'",
-				     path);
+		return sbx_error_set(err, SBX_EXIT_ENV, EISDIR,
+				     "cannot read '%s'", path);
 	}
 	if (S_ISREG(st.st_mode) && (size_t)st.st_size > max) {
 		close(fd);
-		return sbx_error_set(err, SBX_EXIT_FAIL, 0,
-				     "'%s' is %lld bytes, over the limit of %zu bytes",
-				     path, (long long)st.st_size, max);
+		return sbx_error_set(
+		    err, SBX_EXIT_FAIL, 0,
+		    "'%s' is %lld bytes, over the limit of %zu bytes", path,
+		    (long long)st.st_size, max);
 	}
 	for (;;) {
 		char chunk[65536];
@@ -205,9 +207,9 @@ int read_file_limited(const char *path, size_t max, char **data, size_t *len,
 		if (sb.len + (size_t)n > max) {
 			close(fd);
 			strbuf_release(&sb);
-			return sbx_error_set(err, SBX_EXIT_FAIL, 0,
-					     "'%s' is over the limit of %zu bytes",
-					     path, max);
+			return sbx_error_set(
+			    err, SBX_EXIT_FAIL, 0,
+			    "'%s' is over the limit of %zu bytes", path, max);
 		}
 		strbuf_add(&sb, chunk, (size_t)n);
 	}
@@ -234,12 +236,13 @@ static int fsync_dir(const char *dir, struct sbx_error **err)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return sbx_error_set(err, SBX_EXIT_ENV, errno, "cannot open '%s'",
-				     dir);
+		return sbx_error_set(err, SBX_EXIT_ENV, errno,
+				     "cannot open '%s'", dir);
 	if (fsync(fd) < 0 && errno != EINVAL) {
 		int e = errno;
 		close(fd);
-		return sbx_error_set(err, SBX_EXIT_ENV, e, "cannot sync '%s'", dir);
+		return sbx_error_set(err, SBX_EXIT_ENV, e, "cannot sync '%s'",
+				     dir);
 	}
 	close(fd);
 	return 0;
@@ -247,7 +250,8 @@ static int fsync_dir(const char *dir, struct sbx_error **err)
 
 /* Write data to a new temporary file beside path; *tmp names it. */
 static int write_temp(const char *path, const void *data, size_t len,
-		      unsigned mode, bool sync, char **tmp, struct sbx_error **err)
+		      unsigned mode, bool sync, char **tmp,
+		      struct sbx_error **err)
 {
 	struct stat st;
 	const char *p = data;
@@ -262,9 +266,9 @@ static int write_temp(const char *path, const void *data, size_t len,
 		e = errno;
 		free(*tmp);
 		*tmp = NULL;
-		return sbx_error_set(err, SBX_EXIT_ENV, e,
-				     "cannot create a temporary file beside '%s'",
-				     path);
+		return sbx_error_set(
+		    err, SBX_EXIT_ENV, e,
+		    "cannot create a temporary file beside '%s'", path);
 	}
 	while (left > 0) {
 		ssize_t n = write(fd, p, left);
@@ -315,8 +319,8 @@ int write_file_atomic(const char *path, const void *data, size_t len,
 	return fsync_dir(dirname(dircopy), err);
 }
 
-int atomic_batch_add(struct atomic_batch *b, const char *path,
-		     const void *data, size_t len, unsigned mode, bool *changed,
+int atomic_batch_add(struct atomic_batch *b, const char *path, const void *data,
+		     size_t len, unsigned mode, bool *changed,
 		     struct sbx_error **err)
 {
 	char *tmp = NULL;
@@ -381,7 +385,8 @@ int atomic_batch_commit(struct atomic_batch *b, struct sbx_error **err)
 	for (size_t i = 0; i < b->n && rc == 0; i++) {
 		if (rename(b->files[i].tmp, b->files[i].path) < 0) {
 			rc = sbx_error_set(err, SBX_EXIT_ENV, errno,
-					   "cannot write '%s'", b->files[i].path);
+					   "cannot write '%s'",
+					   b->files[i].path);
 			break;
 		}
 		free(b->files[i].tmp);

@@ -28,7 +28,7 @@ char *xvasprintf(const char *fmt, va_list ap);
 #define ALLOC_GROW(p, want, alloc)                                             \
 	do {                                                                   \
 		if ((want) > (alloc)) {                                        \
-			(alloc) = (alloc) ? (alloc) * 2 : 8;                   \
+			(alloc) = (alloc) ? (alloc)*2 : 8;                     \
 			if ((alloc) < (want))                                  \
 				(alloc) = (want);                              \
 			(p) = xrealloc((p), (alloc) * sizeof(*(p)));           \
@@ -55,7 +55,10 @@ struct strbuf {
 	size_t len;
 	size_t alloc;
 };
-#define STRBUF_INIT {NULL, 0, 0}
+#define STRBUF_INIT                                                            \
+	{                                                                      \
+		NULL, 0, 0                                                     \
+	}
 
 void strbuf_init(struct strbuf *sb);
 void strbuf_release(struct strbuf *sb);
@@ -64,7 +67,7 @@ void strbuf_add(struct strbuf *sb, const void *data, size_t len);
 void strbuf_addstr(struct strbuf *sb, const char *s);
 void strbuf_addch(struct strbuf *sb, int c);
 void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
 const char *strbuf_str(struct strbuf *sb);
 
@@ -99,12 +102,15 @@ int write_file_atomic(const char *path, const void *data, size_t len,
 struct atomic_batch {
 	struct atomic_file {
 		char *path, *tmp;
-	} *files;
+	} * files;
 	size_t n, alloc;
 };
-#define ATOMIC_BATCH_INIT {NULL, 0, 0}
-int atomic_batch_add(struct atomic_batch *b, const char *path,
-		     const void *data, size_t len, unsigned mode, bool *changed,
+#define ATOMIC_BATCH_INIT                                                      \
+	{                                                                      \
+		NULL, 0, 0                                                     \
+	}
+int atomic_batch_add(struct atomic_batch *b, const char *path, const void *data,
+		     size_t len, unsigned mode, bool *changed,
 		     struct sbx_error **err);
 int atomic_batch_commit(struct atomic_batch *b, struct sbx_error **err);
 void atomic_batch_abort(struct atomic_batch *b);

@@ -62,10 +62,11 @@ static void run_case_files(void)
 		struct sbx_error *err = NULL;
 		char *want = NULL, *got;
 		size_t wantlen;
-		char *errpath = xasprintf("%.*s.err", (int)strlen(names[i]) - 5,
-					  names[i]);
+		char *errpath =
+		    xasprintf("%.*s.err", (int)strlen(names[i]) - 5, names[i]);
 
-		if (read_file_limited(errpath, 1 << 20, &want, &wantlen, &err) < 0)
+		if (read_file_limited(errpath, 1 << 20, &want, &wantlen, &err) <
+		    0)
 			bail_out("%s", err->msg);
 		catalog_init(&cat);
 		if (catalog_load(&cat, names[i], &err) < 0)
@@ -98,8 +99,8 @@ static void check_buffer(const char *what, const char *buf, size_t len,
 static void run_made_cases(void)
 {
 	static const char valid[] =
-		"[{\"alias\": \"a\", \"description\": \"d\", \"image\": "
-		"\"busybox:1\"}]";
+	    "[{\"alias\": \"a\", \"description\": \"d\", \"image\": "
+	    "\"busybox:1\"}]";
 	struct catalog cat;
 	struct sbx_error *err = NULL;
 	char tmpl[] = "/tmp/t-catalog-XXXXXX";
@@ -123,7 +124,8 @@ static void run_made_cases(void)
 		     "'\"x\"'\n");
 	{
 		char *bom = xasprintf("\xEF\xBB\xBF%s", valid);
-		check_buffer("byte order mark is accepted", bom, strlen(bom), "");
+		check_buffer("byte order mark is accepted", bom, strlen(bom),
+			     "");
 		free(bom);
 	}
 	check_buffer("valid in-memory catalogue", valid, strlen(valid), "");
@@ -142,16 +144,17 @@ static void run_made_cases(void)
 	catalog_init(&cat);
 	ok(catalog_load(&cat, tmpl, &err) == 0 && cat.ndiags == 1,
 	   "10 MB file gives one diagnostic");
-	is_str(cat.ndiags ? cat.diags[0].msg : NULL,
-	       "the file is larger than 4194304 bytes; a catalogue that size is "
-	       "a mistake",
-	       "10 MB file: message");
+	is_str(
+	    cat.ndiags ? cat.diags[0].msg : NULL,
+	    "the file is larger than 4194304 bytes; a catalogue that size is "
+	    "a mistake",
+	    "10 MB file: message");
 	catalog_release(&cat);
 	unlink(tmpl);
 
 	catalog_init(&cat);
 	ok(catalog_load(&cat, "/nonexistent/cat.json", &err) < 0 && err &&
-		   err->status == SBX_EXIT_ENV,
+	       err->status == SBX_EXIT_ENV,
 	   "a missing file is an environment error (exit 3)");
 	is_str(err ? err->msg : NULL,
 	       "cannot open '/nonexistent/cat.json': No such file or directory",
@@ -161,7 +164,7 @@ static void run_made_cases(void)
 
 	catalog_init(&cat);
 	ok(catalog_load(&cat, "/tmp", &err) < 0 && err &&
-		   err->status == SBX_EXIT_ENV,
+	       err->status == SBX_EXIT_ENV,
 	   "a directory is an environment error");
 	sbx_error_free(&err);
 	catalog_release(&cat);
@@ -181,7 +184,8 @@ static void run_table(const char *what, char *(*check)(const char *),
 		size_t k = 0;
 
 		/* A TAP name is one line: show a newline as \n. */
-		for (const char *p = c->value; *p && k + 3 < sizeof(shown); p++) {
+		for (const char *p = c->value; *p && k + 3 < sizeof(shown);
+		     p++) {
 			if (*p == '\n') {
 				shown[k++] = '\\';
 				shown[k++] = 'n';
@@ -201,84 +205,98 @@ static void run_table(const char *what, char *(*check)(const char *),
 static void run_field_tables(void)
 {
 	static const struct value_case aliases[] = {
-		{"workbench", true}, {"a", true}, {"py-3-12", true},
-		{"abcdefghijklmnopqrstuvwxyz012345", true}, /* 32 */
-		{"abcdefghijklmnopqrstuvwxyz0123456", false}, /* 33 */
-		{"Work-Bench", false}, {"9x", false}, {"-a", false},
-		{"a_b", false}, {"a.b", false}, {"", false}, {NULL, false}};
+	    {"workbench", true},
+	    {"a", true},
+	    {"py-3-12", true},
+	    {"abcdefghijklmnopqrstuvwxyz012345", true},	  /* 32 */
+	    {"abcdefghijklmnopqrstuvwxyz0123456", false}, /* 33 */
+	    {"Work-Bench", false},
+	    {"9x", false},
+	    {"-a", false},
+	    {"a_b", false},
+	    {"a.b", false},
+	    {"", false},
+	    {NULL, false}};
 	static const struct value_case images[] = {
-		{"python:3.12-slim", true},
-		{"busybox", true},
-		{"library/debian:bookworm", true},
-		{"registry.example.com:5000/team/img:1.0", true},
-		{"localhost/img", true},
-		{"img@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", true},
-		{"img:tag@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", true},
-		{"a__b/c-d.e", true},
-		{"a-b", true},
-		{"a--b.c_d__e", true},
-		{"localhost:5000", true}, /* name localhost, tag 5000 */
-		{"localhost:5000/img", true},
-		{"Registry.Example.com/img", true},
-		{"[::1]/img", false},
-		{"Img/x", false},
-		{"a-/b", false},
-		{"a..b", false},
-		{"a___b", false},
-		{"host:/img", false},
-		{"img:tag:tag", false},
-		{"img@sha256:0123456789abcdef0123456789abcde", false},
-		{"Python:3.12", false},
-		{"img:", false},
-		{":tag", false},
-		{"img:-bad", false},
-		{"img name", false},
-		{"img/", false},
-		{"img@sha256:abc", false},
-		{"img;rm", false},
-		{"", false},
-		{NULL, false}};
+	    {"python:3.12-slim", true},
+	    {"busybox", true},
+	    {"library/debian:bookworm", true},
+	    {"registry.example.com:5000/team/img:1.0", true},
+	    {"localhost/img", true},
+	    {"img@sha256:"
+	     "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+	     true},
+	    {"img:tag@sha256:"
+	     "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+	     true},
+	    {"a__b/c-d.e", true},
+	    {"a-b", true},
+	    {"a--b.c_d__e", true},
+	    {"localhost:5000", true}, /* name localhost, tag 5000 */
+	    {"localhost:5000/img", true},
+	    {"Registry.Example.com/img", true},
+	    {"[::1]/img", false},
+	    {"Img/x", false},
+	    {"a-/b", false},
+	    {"a..b", false},
+	    {"a___b", false},
+	    {"host:/img", false},
+	    {"img:tag:tag", false},
+	    {"img@sha256:0123456789abcdef0123456789abcde", false},
+	    {"Python:3.12", false},
+	    {"img:", false},
+	    {":tag", false},
+	    {"img:-bad", false},
+	    {"img name", false},
+	    {"img/", false},
+	    {"img@sha256:abc", false},
+	    {"img;rm", false},
+	    {"", false},
+	    {NULL, false}};
 	static const struct value_case packages[] = {
-		{"requests", true},
-		{"requests==2.32.3", true},
-		{"pandas>=2,<3", true},
-		{"uvicorn[standard]>=0.30", true},
-		{"a.b_c-d", true},
-		{"pkg~=1.4.2", true},
-		{"pkg!=1.*", true},
-		{"pkg===1.0+local", true},
-		{"a", true},
-		{"pkg[a,b]==1", true},
-		{"pkg[]", false},
-		{"pkg-", false},
-		{"pkg==1,", false},
-		{"pkg=1", false},
-		{"requests; rm -rf /", false},
-		{"--index-url=http://x", false},
-		{"-e.", false},
-		{"foo bar", false},
-		{"pkg\nRUN x", false},
-		{"pkg @ https://x/y.whl", false},
-		{"git+https://x/y", false},
-		{"pkg$(id)", false},
-		{"pkg`id`", false},
-		{"pkg\"", false},
-		{"pkg==", false},
-		{"pkg[", false},
-		{"_pkg", false},
-		{"pkg|x", false},
-		{"", false},
-		{NULL, false}};
+	    {"requests", true},
+	    {"requests==2.32.3", true},
+	    {"pandas>=2,<3", true},
+	    {"uvicorn[standard]>=0.30", true},
+	    {"a.b_c-d", true},
+	    {"pkg~=1.4.2", true},
+	    {"pkg!=1.*", true},
+	    {"pkg===1.0+local", true},
+	    {"a", true},
+	    {"pkg[a,b]==1", true},
+	    {"pkg[]", false},
+	    {"pkg-", false},
+	    {"pkg==1,", false},
+	    {"pkg=1", false},
+	    {"requests; rm -rf /", false},
+	    {"--index-url=http://x", false},
+	    {"-e.", false},
+	    {"foo bar", false},
+	    {"pkg\nRUN x", false},
+	    {"pkg @ https://x/y.whl", false},
+	    {"git+https://x/y", false},
+	    {"pkg$(id)", false},
+	    {"pkg`id`", false},
+	    {"pkg\"", false},
+	    {"pkg==", false},
+	    {"pkg[", false},
+	    {"_pkg", false},
+	    {"pkg|x", false},
+	    {"", false},
+	    {NULL, false}};
 	static const struct value_case env_names[] = {
-		{"PATH", true}, {"_x", true}, {"a1_B2", true}, {"1BAD", false},
-		{"A-B", false}, {"A B", false}, {"", false}, {"A=B", false},
-		{NULL, false}};
+	    {"PATH", true},  {"_x", true},   {"a1_B2", true},
+	    {"1BAD", false}, {"A-B", false}, {"A B", false},
+	    {"", false},     {"A=B", false}, {NULL, false}};
 	static const struct value_case mems[] = {
-		{"2g", true}, {"512m", true}, {"2G", true}, {"6291456", true},
-		{"6144k", true}, {"2gb", false}, {"0g", false}, {"0", false},
-		{"1m", false}, {"1.5g", false}, {"g", false}, {"-1g", false},
-		{"2 g", false}, {"99999999999999999g", false}, {"", false},
-		{NULL, false}};
+	    {"2g", true},    {"512m", true},
+	    {"2G", true},    {"6291456", true},
+	    {"6144k", true}, {"2gb", false},
+	    {"0g", false},   {"0", false},
+	    {"1m", false},   {"1.5g", false},
+	    {"g", false},    {"-1g", false},
+	    {"2 g", false},  {"99999999999999999g", false},
+	    {"", false},     {NULL, false}};
 
 	run_table("alias", catalog_check_alias, aliases);
 	run_table("image", catalog_check_image_ref, images);
@@ -294,13 +312,17 @@ static void run_shipped(void)
 	const struct runtime *wb;
 
 	catalog_init(&cat);
-	ok(catalog_load(&cat, "../../catalog/sandbox_runtimes.json", &err) == 0 &&
-		   catalog_valid(&cat),
+	ok(catalog_load(&cat, "../../catalog/sandbox_runtimes.json", &err) ==
+		   0 &&
+	       catalog_valid(&cat),
 	   "the shipped catalogue is valid");
 	wb = catalog_default(&cat);
-	is_str(wb ? wb->alias : NULL, "workbench", "its default runtime is workbench");
-	is_str(wb ? wb->base_image : NULL, "python:3.12-slim", "workbench base");
-	is_int(wb ? (long long)wb->npackages : -1, 17, "workbench has 17 packages");
+	is_str(wb ? wb->alias : NULL, "workbench",
+	       "its default runtime is workbench");
+	is_str(wb ? wb->base_image : NULL, "python:3.12-slim",
+	       "workbench base");
+	is_int(wb ? (long long)wb->npackages : -1, 17,
+	       "workbench has 17 packages");
 	is_str(wb ? wb->mem_limit : NULL, "2g", "workbench mem_limit");
 	ok(wb && wb->needs_network, "workbench needs a network");
 	catalog_release(&cat);
@@ -309,7 +331,8 @@ static void run_shipped(void)
 int main(void)
 {
 	const char *srcdir = getenv("srcdir");
-	cleanup_free char *dir = xasprintf("%s/tests/cases", srcdir ? srcdir : ".");
+	cleanup_free char *dir =
+	    xasprintf("%s/tests/cases", srcdir ? srcdir : ".");
 
 	if (chdir(dir) < 0)
 		bail_out("cannot enter %s", dir);

@@ -65,8 +65,8 @@ static void golden_briefing(const struct catalog *cat, const char *alias,
  */
 static int count_instructions(const char *df, char *first_words, size_t cap)
 {
-	static const char *const known[] = {"FROM ", "RUN ",	 "ENV ", "LABEL ",
-					    "WORKDIR ", "USER ", NULL};
+	static const char *const known[] = {
+	    "FROM ", "RUN ", "ENV ", "LABEL ", "WORKDIR ", "USER ", NULL};
 	int n = 0;
 	bool continued = false;
 
@@ -84,8 +84,7 @@ static int count_instructions(const char *df, char *first_words, size_t cap)
 			if (!*k)
 				return -1;
 			n++;
-			strncat(first_words, *k,
-				cap - strlen(first_words) - 1);
+			strncat(first_words, *k, cap - strlen(first_words) - 1);
 		}
 		continued = cont_next;
 		line += len + (nl ? 1 : 0);
@@ -179,10 +178,17 @@ static void test_parse_uid(void)
 	static const struct {
 		const char *in;
 		long long want; /* -1: refused */
-	} cases[] = {{"", 0},	   {"0", 0},	     {"10001", 10001},
-		     {"1", 1},	   {"2147483647", 2147483647},
-		     {"2147483648", -1}, {"-1", -1}, {"abc", -1},
-		     {"10001x", -1}, {" 1", -1},      {"+1", -1}};
+	} cases[] = {{"", 0},
+		     {"0", 0},
+		     {"10001", 10001},
+		     {"1", 1},
+		     {"2147483647", 2147483647},
+		     {"2147483648", -1},
+		     {"-1", -1},
+		     {"abc", -1},
+		     {"10001x", -1},
+		     {" 1", -1},
+		     {"+1", -1}};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct sbx_error *err = NULL;
 		unsigned long uid = 99;
@@ -214,7 +220,8 @@ int main(void)
 	golden_dockerfile(&full, "full", 10001, "tests/golden/full.Dockerfile");
 	golden_dockerfile(&full, "full", 4242,
 			  "tests/golden/full-uid4242.Dockerfile");
-	golden_briefing(&shipped, "workbench", "tests/golden/workbench.briefing.md");
+	golden_briefing(&shipped, "workbench",
+			"tests/golden/workbench.briefing.md");
 	golden_briefing(&full, "full", "tests/golden/full.briefing.md");
 	golden_briefing(&full, "ready", "tests/golden/ready.briefing.md");
 

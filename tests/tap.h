@@ -14,13 +14,14 @@
 void plan(int n);
 bool ok(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool is_int(long long got, long long want, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 bool is_str(const char *got, const char *want, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 void skip(const char *why, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void bail_out(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+void bail_out(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
 int done_testing(void);
 
 #endif
