@@ -140,6 +140,8 @@ static char *msgquote(const char *s)
 			strbuf_addstr(&sb, "\\t");
 		else if (*p < 0x20 || *p == 0x7F)
 			strbuf_addf(&sb, "\\x%02x", *p);
+		else if (*p == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F)
+			strbuf_addf(&sb, "\\u%04x", *++p); /* C1 controls */
 		else
 			strbuf_addch(&sb, *p);
 	}
@@ -757,10 +759,20 @@ static void get_string_array(struct vctx *v, json_t *e, const struct jpos *pe,
 static char *check_setup_command(const char *s)
 {
 	size_t n = strlen(s);
+
+	/* Docker continues a line that ends in a backslash and blanks. */
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+		n--;
 	if (n && s[n - 1] == '\\')
 		return xstrdup(
 		    "ends with a backslash, which would continue onto "
 		    "the next Dockerfile line");
+	/* BuildKit reads '<<WORD' in a RUN line as a heredoc whose body is
+	 * the following lines: the next instructions. */
+	if (strstr(s, "<<"))
+		return xstrdup("contains '<<', which Docker reads as a heredoc "
+			       "taking in the next Dockerfile lines; write the "
+			       "text with printf instead");
 	return NULL;
 }
 
@@ -1014,6 +1026,14 @@ static void sort_diags(struct catalog *cat)
 	qsort(cat->diags, cat->ndiags, sizeof(*cat->diags), cmp_diag);
 }
 
+static bool all_blank(const char *buf, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (!strchr(" \t\r\n", buf[i]) || buf[i] == '\0')
+			return false;
+	return true;
+}
+
 static void clear_results(struct catalog *cat)
 {
 	char *path = cat->path;
@@ -1068,7 +1088,7 @@ void catalog_load_buffer(struct catalog *cat, const char *path, const char *buf,
 		buf += 3;
 		len -= 3;
 	}
-	if (strspn(buf, " \t\r\n") == len) {
+	if (all_blank(buf, len)) {
 		file_diag(
 		    cat, 0, 0,
 		    xstrdup("the file is empty; a catalogue is a JSON array "

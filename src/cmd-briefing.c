@@ -25,9 +25,7 @@ static int cmd_briefing(struct sbx_ctx *ctx, int argc, char **argv)
 		if (ctx->json) {
 			json_t *o = json_pack("{s:s, s:s}", "alias", rt->alias,
 					      "markdown", md);
-			json_dumpf(o, stdout, JSON_INDENT(2));
-			fputc('\n', stdout);
-			json_decref(o);
+			cmd_print_json(o);
 		} else {
 			fputs(md, stdout);
 		}

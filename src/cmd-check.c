@@ -27,10 +27,7 @@ static int cmd_check(struct sbx_ctx *ctx, int argc, char **argv)
 	if (catalog_load(&cat, path, &err) < 0)
 		return cmd_report(&err);
 	if (ctx->json) {
-		json_t *arr = catalog_diags_json(&cat);
-		json_dumpf(arr, stdout, JSON_INDENT(2));
-		fputc('\n', stdout);
-		json_decref(arr);
+		cmd_print_json(catalog_diags_json(&cat));
 	} else {
 		for (size_t i = 0; i < cat.ndiags; i++) {
 			char *line = catalog_diag_format(&cat, &cat.diags[i]);

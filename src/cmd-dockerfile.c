@@ -26,7 +26,14 @@ static int cmd_dockerfile(struct sbx_ctx *ctx, int argc, char **argv)
 	} else if (rc == 0) {
 		size_t len;
 		char *df = recipe_dockerfile(rt, &ctx->recipe, &len);
-		fwrite(df, 1, len, stdout);
+		char *tag = recipe_tag_of(rt, df, len);
+		if (ctx->json)
+			cmd_print_json(json_pack("{s:s, s:s, s:s%}", "alias",
+						 rt->alias, "tag", tag,
+						 "dockerfile", df, len));
+		else
+			fwrite(df, 1, len, stdout);
+		free(tag);
 		free(df);
 	}
 	catalog_release(&cat);

@@ -110,11 +110,8 @@ static int cmd_generate(struct sbx_ctx *ctx, int argc, char **argv)
 		free(out[i].path);
 		free(out[i].tag);
 	}
-	if (report) {
-		json_dumpf(report, stdout, JSON_INDENT(2));
-		fputc('\n', stdout);
-		json_decref(report);
-	}
+	if (report)
+		cmd_print_json(report);
 	free(out);
 	catalog_release(&cat);
 	return rc;

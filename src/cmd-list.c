@@ -84,9 +84,7 @@ static int cmd_list(struct sbx_ctx *ctx, int argc, char **argv)
 				width[c] = strlen(cells[i][c]);
 	}
 	if (arr) {
-		json_dumpf(arr, stdout, JSON_INDENT(2));
-		fputc('\n', stdout);
-		json_decref(arr);
+		cmd_print_json(arr);
 	} else {
 		for (size_t c = 0; c < NCOL; c++)
 			printf("%-*s%s", c + 1 < NCOL ? (int)width[c] : 0,

@@ -9,6 +9,7 @@
 #define SBX_CMD_H
 
 #include <getopt.h>
+#include <jansson.h>
 #include <stdbool.h>
 
 #include "recipe.h"
@@ -20,6 +21,10 @@ struct sbx_ctx {
 	const char *catalog_path; /* -C or SBXCAT_CATALOG; NULL: default */
 	bool json;
 	struct recipe_opts recipe;
+	/* An invalid SANDBOXD_SANDBOX_UID, reported only by the commands that
+	 * load the catalogue (help, --version and check do not need it) and
+	 * forgotten when --sandbox-uid overrides it. */
+	struct sbx_error *uid_error;
 };
 
 struct cmd_entry {
@@ -53,6 +58,9 @@ int cmd_parse_common(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
 		     int argc, char **argv);
 int cmd_usage_error(const struct cmd_entry *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* Print a JSON document (stolen) on stdout, indented, with a newline. */
+void cmd_print_json(json_t *doc);
 
 /* Print an error as "sbxcat: message" and return its exit status. */
 int cmd_report(struct sbx_error **err);

@@ -71,6 +71,7 @@ int cmd_common_option(struct sbx_ctx *ctx, const struct cmd_entry *cmd, int c,
 	case 'U':
 		if (recipe_parse_uid(arg, &ctx->recipe.sandbox_uid, &err) < 0)
 			return cmd_report(&err);
+		sbx_error_free(&ctx->uid_error);
 		return 0;
 	case 'h':
 		if (cmd)
@@ -105,6 +106,13 @@ int cmd_parse_common(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
 	return 0;
 }
 
+void cmd_print_json(json_t *doc)
+{
+	json_dumpf(doc, stdout, JSON_INDENT(2));
+	fputc('\n', stdout);
+	json_decref(doc);
+}
+
 int cmd_report(struct sbx_error **err)
 {
 	int status = (*err)->status;
@@ -132,6 +140,8 @@ int cmd_load_catalog(struct sbx_ctx *ctx, const char *path,
 {
 	struct sbx_error *err = NULL;
 
+	if (ctx->uid_error)
+		return cmd_report(&ctx->uid_error);
 	if (!path)
 		path = cmd_catalog_path(ctx);
 	if (catalog_load(cat, path, &err) < 0)
@@ -194,7 +204,8 @@ int main(int argc, char **argv)
 	ctx.recipe.sandbox_uid = SANDBOX_UID_DEFAULT;
 	if (uid && recipe_parse_uid(uid, &ctx.recipe.sandbox_uid, &err) < 0) {
 		sbx_error_wrap(&err, "SANDBOXD_SANDBOX_UID");
-		return cmd_report(&err);
+		ctx.uid_error = err;
+		err = NULL;
 	}
 
 	/* '+': stop at the command name; its own options follow it. */
@@ -217,10 +228,14 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < NCMDS; i++) {
 		if (strcmp(argv[optind], cmd_table[i]->name) == 0) {
+			int rc;
+
 			argc -= optind;
 			argv += optind;
 			optind = 0; /* reset getopt for the command's own parse */
-			return cmd_table[i]->exec(&ctx, argc, argv);
+			rc = cmd_table[i]->exec(&ctx, argc, argv);
+			sbx_error_free(&ctx.uid_error);
+			return rc;
 		}
 	}
 	return cmd_usage_error(NULL, "'%s' is not an sbxcat command",
