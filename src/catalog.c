@@ -927,44 +927,19 @@ static void validate_entry(struct catalog *cat, int index, json_t *e,
 }
 
 /* Position of the first byte that is not valid UTF-8, or 0 if all are. */
-static size_t bad_utf8(const unsigned char *s, size_t len, int *line, int *col)
+/* Line and column (in characters) of byte offset off of valid text. */
+static void position_of(const char *s, size_t off, int *line, int *col)
 {
 	*line = 1;
 	*col = 1;
-	for (size_t i = 0; i < len;) {
-		unsigned char b = s[i];
-		size_t need;
-		unsigned cp, min;
-
-		if (b < 0x80) {
-			need = 0, cp = b, min = 0;
-		} else if ((b & 0xE0) == 0xC0) {
-			need = 1, cp = b & 0x1F, min = 0x80;
-		} else if ((b & 0xF0) == 0xE0) {
-			need = 2, cp = b & 0x0F, min = 0x800;
-		} else if ((b & 0xF8) == 0xF0) {
-			need = 3, cp = b & 0x07, min = 0x10000;
-		} else {
-			return i + 1;
-		}
-		if (i + need >= len && need)
-			return i + 1;
-		for (size_t k = 1; k <= need; k++) {
-			if ((s[i + k] & 0xC0) != 0x80)
-				return i + 1;
-			cp = (cp << 6) | (s[i + k] & 0x3F);
-		}
-		if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-			return i + 1;
-		if (b == '\n') {
+	for (size_t i = 0; i < off; i++) {
+		if (s[i] == '\n') {
 			(*line)++;
 			*col = 1;
-		} else {
+		} else if (((unsigned char)s[i] & 0xC0) != 0x80) {
 			(*col)++;
 		}
-		i += need + 1;
 	}
-	return 0;
 }
 
 static void file_diag(struct catalog *cat, int line, int col, char *msg)
@@ -1076,7 +1051,7 @@ void catalog_load_buffer(struct catalog *cat, const char *path, const char *buf,
 	json_error_t jerr;
 	json_t *root;
 	struct jpos *proot;
-	size_t bad;
+	long bad;
 	int line, col;
 
 	free(cat->path);
@@ -1095,13 +1070,14 @@ void catalog_load_buffer(struct catalog *cat, const char *path, const char *buf,
 			    "of runtime entries"));
 		return;
 	}
-	bad = bad_utf8((const unsigned char *)buf, len, &line, &col);
-	if (bad) {
+	bad = utf8_first_invalid(buf, len);
+	if (bad >= 0) {
+		position_of(buf, (size_t)bad, &line, &col);
 		file_diag(
 		    cat, line, col,
 		    xasprintf("not valid UTF-8 (byte 0x%02x); a catalogue "
 			      "must be UTF-8 text",
-			      (unsigned char)buf[bad - 1]));
+			      (unsigned char)buf[bad]));
 		return;
 	}
 

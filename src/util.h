@@ -71,6 +71,10 @@ void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
 void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
 const char *strbuf_str(struct strbuf *sb);
 
+/* Offset of the first byte of s that does not start valid UTF-8 (no
+ * overlong forms, surrogates or code points past U+10FFFF), or -1. */
+long utf8_first_invalid(const char *s, size_t len);
+
 /* Number of UTF-8 code points in s (continuation bytes not counted). */
 size_t utf8_chars(const char *s, size_t len);
 
