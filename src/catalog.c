@@ -998,7 +998,8 @@ static int cmp_diag(const void *a, const void *b)
 
 static void sort_diags(struct catalog *cat)
 {
-	qsort(cat->diags, cat->ndiags, sizeof(*cat->diags), cmp_diag);
+	if (cat->ndiags > 1) /* qsort(NULL, 0) is undefined */
+		qsort(cat->diags, cat->ndiags, sizeof(*cat->diags), cmp_diag);
 }
 
 static bool all_blank(const char *buf, size_t len)
