@@ -96,6 +96,7 @@ extern const struct cmd_entry cmd_dockerfile_entry;
 extern const struct cmd_entry cmd_generate_entry;
 extern const struct cmd_entry cmd_tag_entry;
 extern const struct cmd_entry cmd_briefing_entry;
+extern const struct cmd_entry cmd_prewarm_entry;
 extern const struct cmd_entry cmd_compose_entry;
 
 #endif

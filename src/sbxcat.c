@@ -25,6 +25,7 @@
 static const struct cmd_entry *const cmd_table[] = {
 	&cmd_check_entry,    &cmd_list_entry, &cmd_dockerfile_entry,
 	&cmd_generate_entry, &cmd_tag_entry,  &cmd_briefing_entry,
+	&cmd_prewarm_entry,
 	&cmd_compose_entry,
 };
 #define NCMDS (sizeof(cmd_table) / sizeof(cmd_table[0]))

@@ -1,0 +1,477 @@
+/*
+ * cmd-prewarm.c - sbxcat prewarm [ALIAS...] [-j N] [--force] [--json]:
+ * pull the image entries and build the built entries the engine does not
+ * have yet, so that no session ever waits for a build.
+ *
+ * The work is prewarm.c's; this file chooses the runtimes, talks to the
+ * user while it runs (a live display on a terminal, plain lines in a log,
+ * nothing but the JSON report with --json) and prints the report.  Ctrl-C
+ * cancels: the transfers in flight are aborted, which makes the engine
+ * abandon those builds, and the report still says what finished; a second
+ * Ctrl-C kills at once.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "cmd.h"
+#include "engine.h"
+#include "error.h"
+#include "prewarm.h"
+#include "util.h"
+
+#define JOBS_MAX 64
+/* Often enough to look alive, rarely enough to cost nothing. */
+#define TICK_TTY_MS 100
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	interrupted = sig;
+}
+
+/* What the user sees while it runs. */
+struct display {
+	enum { SHOW_NONE, SHOW_PLAIN, SHOW_TTY } mode;
+	size_t drawn; /* lines of the live area on screen */
+	long long drawn_ms;
+	unsigned spin;
+	/* per job, what a plain log has said already */
+	enum prewarm_state *said_state;
+	int *said_step;
+};
+
+static void term_size(int *cols, int *rows)
+{
+	struct winsize ws;
+
+	*cols = 80;
+	*rows = 24;
+	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
+		*cols = ws.ws_col;
+		*rows = ws.ws_row > 0 ? ws.ws_row : 24;
+	}
+}
+
+/* One line of the live area, cut to the terminal's width. */
+static void tty_line(struct strbuf *out, int cols, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void tty_line(struct strbuf *out, int cols, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	size_t n;
+
+	va_start(ap, fmt);
+	s = xvasprintf(fmt, ap);
+	va_end(ap);
+	n = strlen(s);
+	if (cols > 1 && n > (size_t)cols - 1)
+		n = utf8_whole(s, (size_t)cols - 1);
+	strbuf_addstr(out, "\r\033[K");
+	strbuf_add(out, s, n);
+	strbuf_addch(out, '\n');
+	free(s);
+}
+
+static void job_tty_line(struct strbuf *out, int cols, size_t w,
+			 const struct prewarm_job *j, long long now, char spin)
+{
+	double secs =
+	    j->started_ms ? (double)(now - j->started_ms) / 1000.0 : 0;
+
+	if (prewarm_done(j->state)) {
+		tty_line(out, cols, "  %-*s %-9s %5.1fs", (int)w, j->rt->alias,
+			 prewarm_state_name(j->state), j->seconds);
+	} else if (j->state == PREWARM_WAITING) {
+		tty_line(out, cols, "  %-*s waiting", (int)w, j->rt->alias);
+	} else if (j->state == PREWARM_BUILDING && j->nsteps) {
+		tty_line(out, cols, "%c %-*s %-9s %5.1fs step %d/%d %s%s%s",
+			 spin, (int)w, j->rt->alias, "building", secs, j->step,
+			 j->nsteps, j->step_text, j->current[0] ? " | " : "",
+			 j->current);
+	} else {
+		tty_line(out, cols, "%c %-*s %-9s %5.1fs %s", spin, (int)w,
+			 j->rt->alias, prewarm_state_name(j->state), secs,
+			 j->current);
+	}
+}
+
+static long long mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static size_t alias_width(const struct prewarm *p)
+{
+	size_t w = 5;
+	for (size_t i = 0; i < p->n; i++)
+		if (strlen(p->jobs[i].rt->alias) > w)
+			w = strlen(p->jobs[i].rt->alias);
+	return w;
+}
+
+/*
+ * Redraw the live area in place: every runtime when they fit on the
+ * screen, else the ones at work and a count of the rest.
+ */
+static void tty_draw(struct display *d, const struct prewarm *p)
+{
+	static const char spinner[] = "|/-\\";
+	struct strbuf out = STRBUF_INIT;
+	int cols, rows;
+	size_t w = alias_width(p), lines = 0,
+	       counts[PREWARM_CANCELLED + 1] = {0};
+	long long now = mono_ms();
+	char spin = spinner[d->spin++ / 2 % 4];
+
+	term_size(&cols, &rows);
+	if (d->drawn)
+		strbuf_addf(&out, "\033[%zuA", d->drawn);
+	for (size_t i = 0; i < p->n; i++)
+		counts[p->jobs[i].state]++;
+	for (size_t i = 0; i < p->n; i++) {
+		const struct prewarm_job *j = &p->jobs[i];
+		bool busy =
+		    !prewarm_done(j->state) && j->state != PREWARM_WAITING;
+		if (p->n + 1 <= (size_t)rows - 1 || busy) {
+			job_tty_line(&out, cols, w, j, now, spin);
+			lines++;
+		}
+	}
+	tty_line(
+	    &out, cols,
+	    "  %zu/%zu done: %zu built, %zu pulled, %zu cached, %zu failed",
+	    p->n - counts[PREWARM_WAITING] - counts[PREWARM_CHECKING] -
+		counts[PREWARM_PULLING] - counts[PREWARM_BUILDING],
+	    p->n, counts[PREWARM_BUILT], counts[PREWARM_PULLED],
+	    counts[PREWARM_CACHED], counts[PREWARM_FAILED]);
+	lines++;
+	/* Fewer lines than last time: clear what is left below. */
+	strbuf_addstr(&out, "\033[J");
+	fwrite(out.buf, 1, out.len, stderr);
+	fflush(stderr);
+	d->drawn = lines;
+	strbuf_release(&out);
+}
+
+static void tty_clear(struct display *d)
+{
+	if (d->drawn)
+		fprintf(stderr, "\033[%zuA\r\033[J", d->drawn);
+	fflush(stderr);
+	d->drawn = 0;
+}
+
+/* A log gets a line when a runtime starts work and at each build step. */
+static void plain_event(struct display *d, const struct prewarm *p,
+			const struct prewarm_job *j)
+{
+	size_t i = (size_t)(j - p->jobs);
+
+	if (j->state != d->said_state[i]) {
+		d->said_state[i] = j->state;
+		if (j->state == PREWARM_PULLING)
+			fprintf(stderr, "%s: pulling %s\n", j->rt->alias,
+				j->tag);
+		else if (j->state == PREWARM_BUILDING)
+			fprintf(stderr, "%s: building %s\n", j->rt->alias,
+				j->tag);
+	}
+	if (j->state == PREWARM_BUILDING && j->step != d->said_step[i]) {
+		d->said_step[i] = j->step;
+		fprintf(stderr, "%s: step %d/%d : %s\n", j->rt->alias, j->step,
+			j->nsteps, j->step_text);
+	}
+	fflush(stderr);
+}
+
+static void notify(void *ctx, const struct prewarm *p,
+		   const struct prewarm_job *job)
+{
+	struct display *d = ctx;
+
+	/* Events come in bursts (a cached layer per millisecond): an event
+	 * redraws at most every half tick, and the tick catches up. */
+	if (d->mode == SHOW_TTY &&
+	    (!job || mono_ms() - d->drawn_ms >= TICK_TTY_MS / 2)) {
+		tty_draw(d, p);
+		d->drawn_ms = mono_ms();
+	} else if (d->mode == SHOW_PLAIN && job)
+		plain_event(d, p, job);
+}
+
+/* Print a possibly multi-line message, every line indented. */
+static void print_indented(const char *indent, const char *msg)
+{
+	while (*msg) {
+		size_t n = strcspn(msg, "\n");
+		printf("%s%.*s\n", indent, (int)n, msg);
+		msg += n + (msg[n] == '\n');
+	}
+}
+
+static void print_report(const struct prewarm *p)
+{
+	size_t w = alias_width(p), counts[PREWARM_CANCELLED + 1] = {0};
+	static const enum prewarm_state order[] = {
+	    PREWARM_BUILT,  PREWARM_PULLED,    PREWARM_CACHED,
+	    PREWARM_FAILED, PREWARM_CANCELLED,
+	};
+	const char *sep = "";
+
+	for (size_t i = 0; i < p->n; i++) {
+		const struct prewarm_job *j = &p->jobs[i];
+
+		counts[j->state]++;
+		printf("%-*s  %-9s %6.1f s  %s\n", (int)w, j->rt->alias,
+		       prewarm_state_name(j->state), j->seconds, j->tag);
+		if (j->error)
+			print_indented("    ", j->error);
+		if (j->failed_step)
+			printf("    at %s\n", j->failed_step);
+		for (size_t k = 0; k < j->noutput; k++)
+			printf("    | %s\n", j->output[k]);
+		for (size_t k = 0; k < j->nremoved; k++)
+			printf("    removed superseded %s\n", j->removed[k]);
+		for (size_t k = 0; k < j->nkept; k++)
+			printf("    kept superseded %s: %s\n", j->kept[k].tag,
+			       j->kept[k].why);
+	}
+	printf("%zu runtime%s:", p->n, p->n == 1 ? "" : "s");
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		if (!counts[order[i]])
+			continue;
+		printf("%s %zu %s", sep, counts[order[i]],
+		       prewarm_state_name(order[i]));
+		sep = ",";
+	}
+	printf("%s\n", *sep ? "" : " nothing to do");
+}
+
+static json_t *strv_json(char **v, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_string(v[i]));
+	return a;
+}
+
+static json_t *report_json(const struct prewarm *p)
+{
+	json_t *arr = json_array();
+
+	for (size_t i = 0; i < p->n; i++) {
+		const struct prewarm_job *j = &p->jobs[i];
+		json_t *kept = json_array();
+
+		for (size_t k = 0; k < j->nkept; k++)
+			json_array_append_new(
+			    kept, json_pack("{s:s, s:s}", "tag", j->kept[k].tag,
+					    "reason", j->kept[k].why));
+		json_array_append_new(
+		    arr,
+		    json_pack("{s:s, s:s, s:s, s:s, s:f, s:s?, s:s?, s:o, "
+			      "s:o, s:o}",
+			      "alias", j->rt->alias, "kind",
+			      j->dockerfile ? "built" : "image", "tag", j->tag,
+			      "result", prewarm_state_name(j->state), "seconds",
+			      (double)(long long)(j->seconds * 100) / 100,
+			      "error", j->error, "step", j->failed_step,
+			      "output", strv_json(j->output, j->noutput),
+			      "removed", strv_json(j->removed, j->nremoved),
+			      "kept", kept));
+	}
+	return arr;
+}
+
+/* 0 ok, 130 cancelled, 3 when the engine itself failed, else 1. */
+static int exit_status(const struct prewarm *p)
+{
+	int rc = SBX_EXIT_OK;
+
+	if (interrupted)
+		return 128 + SIGINT;
+	for (size_t i = 0; i < p->n; i++) {
+		const struct prewarm_job *j = &p->jobs[i];
+		if (j->state == PREWARM_CANCELLED)
+			return 128 + SIGINT;
+		if (j->state != PREWARM_FAILED)
+			continue;
+		if (j->error_status == SBX_EXIT_ENV)
+			rc = SBX_EXIT_ENV;
+		else if (rc == SBX_EXIT_OK)
+			rc = SBX_EXIT_FAIL;
+	}
+	return rc;
+}
+
+static int parse_positive(const char *opt, const char *arg, long max, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (!*arg || *end || errno || v < 1 || v > max)
+		return cmd_usage_error(
+		    &cmd_prewarm_entry,
+		    "%s '%s': expected a number from 1 to %ld", opt, arg, max);
+	*out = v;
+	return 0;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	/* The second Ctrl-C gets the default action: stop now. */
+	sa.sa_flags = SA_RESETHAND;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+static int cmd_prewarm(struct sbx_ctx *ctx, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    COMMON_LONGOPTS,
+	    {"jobs", required_argument, NULL, 'j'},
+	    {"force", no_argument, NULL, 'F'},
+	    {"timeout", required_argument, NULL, 'T'},
+	    {0}};
+	struct sbx_error *err = NULL;
+	struct catalog cat;
+	struct engine engine;
+	struct prewarm p;
+	struct display d = {0};
+	long jobs = sysconf(_SC_NPROCESSORS_ONLN),
+	     timeout = PREWARM_TIMEOUT_SECONDS;
+	bool force = false, *chosen = NULL;
+	int c, rc = 0;
+
+	if (jobs < 1)
+		jobs = 1;
+	if (jobs > JOBS_MAX)
+		jobs = JOBS_MAX;
+	while ((c = getopt_long(argc, argv, COMMON_SHORTOPTS "j:", longopts,
+				NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			rc = parse_positive("-j", optarg, JOBS_MAX, &jobs);
+			break;
+		case 'F':
+			force = true;
+			break;
+		case 'T':
+			rc = parse_positive("--timeout", optarg, 7 * 86400L,
+					    &timeout);
+			break;
+		default:
+			rc = cmd_common_option(ctx, &cmd_prewarm_entry, c,
+					       optarg);
+			break;
+		}
+		if (rc)
+			return rc < 0 ? 0 : rc;
+	}
+
+	catalog_init(&cat);
+	rc = cmd_load_catalog(ctx, NULL, &cat);
+	if (rc) {
+		catalog_release(&cat);
+		return rc;
+	}
+	chosen = xcalloc(cat.n ? cat.n : 1, sizeof(*chosen));
+	for (int i = optind; i < argc; i++) {
+		const struct runtime *rt = cmd_find_runtime(&cat, argv[i]);
+		if (!rt) {
+			free(chosen);
+			catalog_release(&cat);
+			return SBX_EXIT_FAIL;
+		}
+		chosen[rt - cat.rt] = true;
+	}
+
+	install_signals();
+	rc = engine_init(&engine, NULL, &err);
+	if (rc == 0) {
+		engine.cancel = &interrupted;
+		rc = engine_negotiate(&engine, NULL, &err);
+	}
+	if (rc < 0) {
+		engine_release(&engine);
+		free(chosen);
+		catalog_release(&cat);
+		if (err->errnum == ECANCELED) {
+			sbx_error_free(&err);
+			return 128 + SIGINT;
+		}
+		return cmd_report(&err);
+	}
+
+	prewarm_init(&p);
+	for (size_t i = 0; i < cat.n; i++)
+		if (optind >= argc || chosen[i])
+			prewarm_add(&p, &cat.rt[i], &ctx->recipe);
+	free(chosen);
+	p.concurrency = (unsigned)jobs;
+	p.force = force;
+	p.timeout_ms = timeout * 1000;
+	p.engine = &engine;
+	p.cancel = &interrupted;
+	d.said_state = xcalloc(p.n ? p.n : 1, sizeof(*d.said_state));
+	d.said_step = xcalloc(p.n ? p.n : 1, sizeof(*d.said_step));
+	if (ctx->json)
+		d.mode = SHOW_NONE;
+	else if (isatty(STDERR_FILENO))
+		d.mode = SHOW_TTY;
+	else
+		d.mode = SHOW_PLAIN;
+	p.notify = notify;
+	p.ctx = &d;
+	p.tick_ms = d.mode == SHOW_TTY ? TICK_TTY_MS : 0;
+
+	prewarm_run(&p);
+
+	if (d.mode == SHOW_TTY)
+		tty_clear(&d);
+	if (ctx->json) {
+		json_t *report = report_json(&p);
+		json_dumpf(report, stdout, JSON_INDENT(2));
+		fputc('\n', stdout);
+		json_decref(report);
+	} else {
+		print_report(&p);
+	}
+	fflush(stdout);
+	rc = exit_status(&p);
+	free(d.said_state);
+	free(d.said_step);
+	prewarm_release(&p);
+	engine_release(&engine);
+	catalog_release(&cat);
+	return rc;
+}
+
+const struct cmd_entry cmd_prewarm_entry = {
+    .name = "prewarm",
+    .usage = "[ALIAS...] [-j N] [--force] [--timeout S] [--json]",
+    .summary = "build or pull every runtime the engine does not have yet",
+    .exec = cmd_prewarm,
+};
