@@ -95,7 +95,7 @@ tb_start() {
 		# init rather than by the test's `wait`, and holds none of the test's
 		# fds: not the harness's output pipe, and not fd 9, the lock.
 		( cd / && PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-		  setsid nohup dockerd --data-root "$TB_DATA/docker" \
+		  exec setsid nohup dockerd --data-root "$TB_DATA/docker" \
 			--exec-root "$TB_RUN/exec" --pidfile "$TB_PIDFILE" \
 			-H "unix://$TB_SOCK" --config-file "$TB_RUN/daemon.json" \
 			--bridge none --iptables=false --ip-forward=false \
