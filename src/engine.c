@@ -19,9 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 #include <jansson.h>
 
+#include "curl-dl.h"
 #include "engine.h"
 #include "error.h"
 #include "tar.h"
@@ -35,26 +35,6 @@
 #define TEXT_LINE_MAX 1024
 #define PING_MIN_MS 1000
 #define PING_MAX_MS 10000
-
-static pthread_once_t global_once = PTHREAD_ONCE_INIT;
-
-static void global_cleanup(void)
-{
-	curl_global_cleanup();
-}
-
-/*
- * curl_global_init is not thread-safe: it runs here, once, and the first
- * engine_init() happens on the main thread before any worker starts.
- */
-static void global_init(void)
-{
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		fputs("sbxcat: cannot initialise libcurl\n", stderr);
-		abort();
-	}
-	atexit(global_cleanup);
-}
 
 static long long now_ms(void)
 {
@@ -153,7 +133,8 @@ int engine_init(struct engine *e, const char *host, struct sbx_error **err)
 	if (!host || !*host)
 		host = ENGINE_DEFAULT_HOST;
 	e->host = xstrdup(host);
-	pthread_once(&global_once, global_init);
+	if (curl_dl_load(err) < 0)
+		return -1;
 
 	if (env_ms("SBXCAT_ENGINE_TIMEOUT", ENGINE_REQUEST_SECONDS,
 		   &e->request_ms, err) < 0 ||
