@@ -7,7 +7,7 @@ S=${SBXCAT:?SBXCAT must name the built binary}
 T=$(mktemp -d)
 trap 'chmod -R u+w "$T"; rm -rf "$T"' EXIT
 cd "$T" || exit 1
-cp "$srcdir/tests/golden/everyfield.json" cat.json
+install -m 644 "$srcdir/tests/golden/everyfield.json" cat.json
 unset SBXCAT_CATALOG SANDBOXD_SANDBOX_UID
 
 # Exit statuses: 0 valid, 1 invalid, 2 usage, 3 unreadable.

@@ -34,8 +34,8 @@ compose/docker-compose-prod.yml: up to date" "--check says every default file is
 # A working copy of the tree's catalogue and compose files.
 cd "$T" || exit 1
 mkdir catalog compose orig
-cp "$srcdir/catalog/sandbox_runtimes.json" catalog/
-for f in $FILES; do cp "$srcdir/$f" compose/; cp "$srcdir/$f" orig/; done
+install -m 644 "$srcdir/catalog/sandbox_runtimes.json" catalog/
+for f in $FILES; do install -m 644 "$srcdir/$f" compose/; install -m 644 "$srcdir/$f" orig/; done
 same_as_orig() { # all three files byte-identical to the originals
 	for f in $FILES; do cmp -s "$f" "orig/$(basename "$f")" || return 1; done
 }
@@ -94,7 +94,7 @@ cmp -s out "$srcdir/tests/compose/value-bridge.json"; ok $? "--print FILE follow
 mkdir bad
 for src in "$srcdir"/tests/compose/bad-*.yml; do
 	name=$(basename "$src" .yml)
-	cp "$src" "bad/$name.yml"
+	install -m 644 "$src" "bad/$name.yml"
 	(cd bad && "$S" -C ../catalog/sandbox_runtimes.json compose "$name.yml") >out 2>err
 	rc=$?
 	is "$rc $(cat err)" "1 sbxcat: $(cat "$srcdir/tests/compose/$name.err")" "$name: exit 1 and its message"
@@ -105,8 +105,8 @@ done
 is "$(ls -A bad | wc -l)" "$(ls "$srcdir"/tests/compose/bad-*.yml | wc -l)" "no temporary file beside the bad files"
 
 # One bad file among good ones: nothing is written to any of them.
-cp "$srcdir/tests/compose/mapping.in.yml" stale.yml
-cp "$srcdir/tests/compose/bad-block.yml" block.yml
+install -m 644 "$srcdir/tests/compose/mapping.in.yml" stale.yml
+install -m 644 "$srcdir/tests/compose/bad-block.yml" block.yml
 "$S" compose stale.yml block.yml >out 2>err; is $? 1 "a bad file among others exits 1"
 is "$(tail -n 1 err)" "sbxcat: 1 of 2 files cannot be updated; nothing was written" "and says nothing was written"
 cmp -s stale.yml "$srcdir/tests/compose/mapping.in.yml"; ok $? "the good, stale file is not written either"
@@ -124,14 +124,14 @@ cmp -s stale.yml "$srcdir/tests/compose/mapping.in.yml"; ok $? "nor to a named f
 is "$(cat err)" "sbxcat: cannot open 'nope.yml': No such file or directory" "missing file: message"
 mkdir empty && (cd empty && "$S" -C ../catalog/sandbox_runtimes.json compose --check) >out 2>err
 is "$(head -n 1 err)" "sbxcat: cannot open 'compose/docker-compose.yml': No such file or directory" "the default files are looked for in the current directory"
-cp "$srcdir/tests/compose/mapping.in.yml" ro.yml; chmod 444 ro.yml
+install -m 644 "$srcdir/tests/compose/mapping.in.yml" ro.yml; chmod 444 ro.yml
 "$S" compose ro.yml >out 2>err; is $? 3 "a read-only file exits 3 (even for root)"
 is "$(cat err)
 $(cmp ro.yml "$srcdir/tests/compose/mapping.in.yml" && echo intact)" "sbxcat: cannot write 'ro.yml': the file is read-only (mode 444)
 intact" "read-only file: message, original intact"
 "$S" compose --check ro.yml >out 2>err; is $? 1 "--check reads a read-only file (stale: 1)"
-mkdir rodir; cp "$srcdir/tests/compose/mapping.in.yml" rodir/c.yml
-cp "$srcdir/tests/compose/mapping.in.yml" rofile.yml
+mkdir rodir; install -m 644 "$srcdir/tests/compose/mapping.in.yml" rodir/c.yml
+install -m 644 "$srcdir/tests/compose/mapping.in.yml" rofile.yml
 if [ "$(id -u)" -eq 0 ]; then
 	# root ignores permission bits: only a read-only mount stops it.
 	mount --bind rodir rodir 2>/dev/null && mount -o remount,bind,ro rodir 2>/dev/null
@@ -157,7 +157,7 @@ else
 fi
 
 # A symbolic link is written through and stays a link.
-cp "$srcdir/tests/compose/list.in.yml" target.yml; ln -s target.yml link.yml
+install -m 644 "$srcdir/tests/compose/list.in.yml" target.yml; ln -s target.yml link.yml
 "$S" -C "$srcdir/tests/compose/catalog.json" compose link.yml >out 2>err; ok $? "compose through a symbolic link"
 [ -L link.yml ]; ok $? "the link is still a link"
 cmp -s target.yml "$srcdir/tests/compose/list.out.yml"; ok $? "its target holds the golden bytes"

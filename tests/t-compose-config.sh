@@ -84,7 +84,7 @@ round_trip() {
 for f in docker-compose.yml docker-compose-dev.yml docker-compose-prod.yml; do
 	"$DC" -f "$srcdir/compose/$f" config -q >"$T/out" 2>&1
 	ok $? "compose/$f passes docker-compose config -q" || sed 's/^/# /' "$T/out"
-	round_trip "$srcdir/compose/$f" "compose/$f"
+	round_trip "$srcdir/compose/$f" "compose/$f" -C "$srcdir/catalog/sandbox_runtimes.json"
 done
 
 # Without its secrets the prod file refuses to start, naming what is missing.
@@ -93,7 +93,7 @@ is "$?:$(grep -c 'set POSTGRES_PASSWORD' "$T/out")" "1:1" "the prod file refuses
 
 # The shipped files regenerated from the hostile catalogue.
 mkdir "$T/hostile"
-cp "$srcdir"/compose/*.yml "$T/hostile/"
+install -m 644 "$srcdir"/compose/*.yml "$T/hostile/"
 "$S" -C "$srcdir/tests/compose/catalog.json" compose "$T"/hostile/*.yml >/dev/null
 ok $? "the shipped files take the hostile catalogue's value"
 for f in "$T"/hostile/*.yml; do
