@@ -259,10 +259,8 @@ static void add_path_escaped(struct strbuf *sb, const char *s)
 static void add_query_escaped(struct strbuf *sb, const char *s)
 {
 	char *q = curl_easy_escape(NULL, s, 0);
-	if (!q) {
-		fputs("sbxcat: out of memory\n", stderr);
-		abort();
-	}
+	if (!q)
+		die_oom();
 	strbuf_addstr(sb, q);
 	curl_free(q);
 }
@@ -295,10 +293,8 @@ static CURL *handle(void **slot)
 {
 	if (!*slot)
 		*slot = curl_easy_init();
-	if (!*slot) {
-		fputs("sbxcat: out of memory\n", stderr);
-		abort();
-	}
+	if (!*slot)
+		die_oom();
 	return *slot;
 }
 

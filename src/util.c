@@ -17,7 +17,7 @@
 #include "error.h"
 #include "util.h"
 
-static void die_oom(void)
+void die_oom(void)
 {
 	fputs("sbxcat: out of memory\n", stderr);
 	abort();

@@ -16,6 +16,9 @@
 
 struct sbx_error;
 
+/* Out of memory: say so and abort.  For allocations made by libraries. */
+__attribute__((noreturn)) void die_oom(void);
+
 void *xmalloc(size_t n);
 void *xcalloc(size_t nmemb, size_t size);
 void *xrealloc(void *p, size_t n);
