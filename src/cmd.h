@@ -38,9 +38,11 @@ struct cmd_entry {
 #define COMMON_SHORTOPTS "C:h"
 #define COMMON_LONGOPTS                                                        \
 	{"catalog", required_argument, NULL, 'C'},                             \
-	{"json", no_argument, NULL, 'J'},                                      \
-	{"sandbox-uid", required_argument, NULL, 'U'},                         \
-	{"help", no_argument, NULL, 'h'}
+	    {"json", no_argument, NULL, 'J'},                                  \
+	    {"sandbox-uid", required_argument, NULL, 'U'},                     \
+	{                                                                      \
+		"help", no_argument, NULL, 'h'                                 \
+	}
 
 /*
  * Handle a common option returned by getopt_long; returns 0 when handled,
@@ -54,10 +56,10 @@ int cmd_common_option(struct sbx_ctx *ctx, const struct cmd_entry *cmd, int c,
  * 0 with optind at the first operand, -1 after printing help (exit 0), or
  * an exit status.
  */
-int cmd_parse_common(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
-		     int argc, char **argv);
+int cmd_parse_common(struct sbx_ctx *ctx, const struct cmd_entry *cmd, int argc,
+		     char **argv);
 int cmd_usage_error(const struct cmd_entry *cmd, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 /* Print a JSON document (stolen) on stdout, indented, with a newline. */
 void cmd_print_json(json_t *doc);

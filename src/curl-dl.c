@@ -29,24 +29,25 @@ static void load(void)
 		void **slot;
 		const char *name;
 	} syms[] = {
-		{(void **)&sbx_curl.global_init, "curl_global_init"},
-		{(void **)&sbx_curl.global_cleanup, "curl_global_cleanup"},
-		{(void **)&sbx_curl.easy_init, "curl_easy_init"},
-		{(void **)&sbx_curl.easy_setopt, "curl_easy_setopt"},
-		{(void **)&sbx_curl.easy_perform, "curl_easy_perform"},
-		{(void **)&sbx_curl.easy_getinfo, "curl_easy_getinfo"},
-		{(void **)&sbx_curl.easy_reset, "curl_easy_reset"},
-		{(void **)&sbx_curl.easy_cleanup, "curl_easy_cleanup"},
-		{(void **)&sbx_curl.easy_strerror, "curl_easy_strerror"},
-		{(void **)&sbx_curl.easy_escape, "curl_easy_escape"},
-		{(void **)&sbx_curl.free, "curl_free"},
-		{(void **)&sbx_curl.slist_append, "curl_slist_append"},
-		{(void **)&sbx_curl.slist_free_all, "curl_slist_free_all"},
+	    {(void **)&sbx_curl.global_init, "curl_global_init"},
+	    {(void **)&sbx_curl.global_cleanup, "curl_global_cleanup"},
+	    {(void **)&sbx_curl.easy_init, "curl_easy_init"},
+	    {(void **)&sbx_curl.easy_setopt, "curl_easy_setopt"},
+	    {(void **)&sbx_curl.easy_perform, "curl_easy_perform"},
+	    {(void **)&sbx_curl.easy_getinfo, "curl_easy_getinfo"},
+	    {(void **)&sbx_curl.easy_reset, "curl_easy_reset"},
+	    {(void **)&sbx_curl.easy_cleanup, "curl_easy_cleanup"},
+	    {(void **)&sbx_curl.easy_strerror, "curl_easy_strerror"},
+	    {(void **)&sbx_curl.easy_escape, "curl_easy_escape"},
+	    {(void **)&sbx_curl.free, "curl_free"},
+	    {(void **)&sbx_curl.slist_append, "curl_slist_append"},
+	    {(void **)&sbx_curl.slist_free_all, "curl_slist_free_all"},
 	};
 
 	if (!h) {
-		load_error = xasprintf("cannot load %s (apt-get install libcurl4): %s",
-				       SBX_CURL_SONAME, dlerror());
+		load_error =
+		    xasprintf("cannot load %s (apt-get install libcurl4): %s",
+			      SBX_CURL_SONAME, dlerror());
 		return;
 	}
 	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {

@@ -22,7 +22,8 @@
 
 struct sbx_error;
 
-/* The soname of Debian's libcurl4 (the OpenSSL flavour, libcurl4-openssl-dev). */
+/* The soname of Debian's libcurl4 (the OpenSSL flavour, libcurl4-openssl-dev).
+ */
 #define SBX_CURL_SONAME "libcurl.so.4"
 
 struct sbx_curl {

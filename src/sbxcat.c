@@ -23,10 +23,9 @@
 #endif
 
 static const struct cmd_entry *const cmd_table[] = {
-	&cmd_check_entry,    &cmd_list_entry, &cmd_dockerfile_entry,
-	&cmd_generate_entry, &cmd_tag_entry,  &cmd_briefing_entry,
-	&cmd_prewarm_entry,
-	&cmd_compose_entry,
+    &cmd_check_entry,	 &cmd_list_entry,    &cmd_dockerfile_entry,
+    &cmd_generate_entry, &cmd_tag_entry,     &cmd_briefing_entry,
+    &cmd_prewarm_entry,	 &cmd_compose_entry,
 };
 #define NCMDS (sizeof(cmd_table) / sizeof(cmd_table[0]))
 
@@ -77,8 +76,8 @@ int cmd_common_option(struct sbx_ctx *ctx, const struct cmd_entry *cmd, int c,
 		return 0;
 	case 'h':
 		if (cmd)
-			printf("usage: sbxcat %s %s\n  %s\n", cmd->name, cmd->usage,
-			       cmd->summary);
+			printf("usage: sbxcat %s %s\n  %s\n", cmd->name,
+			       cmd->usage, cmd->summary);
 		else
 			usage(stdout);
 		return -1;
@@ -93,14 +92,14 @@ int cmd_common_option(struct sbx_ctx *ctx, const struct cmd_entry *cmd, int c,
 	}
 }
 
-int cmd_parse_common(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
-		     int argc, char **argv)
+int cmd_parse_common(struct sbx_ctx *ctx, const struct cmd_entry *cmd, int argc,
+		     char **argv)
 {
 	static const struct option longopts[] = {COMMON_LONGOPTS, {0}};
 	int c;
 
-	while ((c = getopt_long(argc, argv, COMMON_SHORTOPTS, longopts, NULL)) !=
-	       -1) {
+	while ((c = getopt_long(argc, argv, COMMON_SHORTOPTS, longopts,
+				NULL)) != -1) {
 		int rc = cmd_common_option(ctx, cmd, c, optarg);
 		if (rc)
 			return rc;
@@ -137,8 +136,7 @@ const char *cmd_catalog_path(const struct sbx_ctx *ctx)
 	return SBXCAT_DATADIR "/sandbox_runtimes.json";
 }
 
-int cmd_load_catalog(struct sbx_ctx *ctx, const char *path,
-		     struct catalog *cat)
+int cmd_load_catalog(struct sbx_ctx *ctx, const char *path, struct catalog *cat)
 {
 	struct sbx_error *err = NULL;
 
@@ -155,8 +153,8 @@ int cmd_load_catalog(struct sbx_ctx *ctx, const char *path,
 		fprintf(stderr, "%s\n", line);
 		free(line);
 	}
-	fprintf(stderr, "sbxcat: '%s' has %zu error%s; nothing was done\n", path,
-		cat->ndiags, cat->ndiags == 1 ? "" : "s");
+	fprintf(stderr, "sbxcat: '%s' has %zu error%s; nothing was done\n",
+		path, cat->ndiags, cat->ndiags == 1 ? "" : "s");
 	return SBX_EXIT_FAIL;
 }
 
@@ -165,7 +163,8 @@ const struct runtime *cmd_find_runtime(const struct catalog *cat,
 {
 	const struct runtime *rt = catalog_find(cat, alias);
 	if (!rt) {
-		fprintf(stderr, "sbxcat: no runtime '%s' in '%s'; it has:", alias,
+		fprintf(stderr,
+			"sbxcat: no runtime '%s' in '%s'; it has:", alias,
 			cat->path);
 		for (size_t i = 0; i < cat->n; i++)
 			fprintf(stderr, " %s", cat->rt[i].alias);
@@ -197,7 +196,7 @@ int cmd_runtime_operand(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		COMMON_LONGOPTS, {"version", no_argument, NULL, 'V'}, {0}};
+	    COMMON_LONGOPTS, {"version", no_argument, NULL, 'V'}, {0}};
 	struct sbx_ctx ctx = {0};
 	struct sbx_error *err = NULL;
 	const char *uid = getenv("SANDBOXD_SANDBOX_UID");
@@ -234,7 +233,8 @@ int main(int argc, char **argv)
 
 			argc -= optind;
 			argv += optind;
-			optind = 0; /* reset getopt for the command's own parse */
+			optind =
+			    0; /* reset getopt for the command's own parse */
 			rc = cmd_table[i]->exec(&ctx, argc, argv);
 			sbx_error_free(&ctx.uid_error);
 			return rc;

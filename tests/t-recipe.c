@@ -105,13 +105,14 @@ static void test_structure(const struct catalog *cat)
 	ok(len1 == len2 && memcmp(a, b, len1) == 0,
 	   "the same catalogue gives the same bytes");
 	n = count_instructions(a, words, sizeof(words));
-	/* FROM, USER root, 2 setup RUNs, pip RUN, account RUN, venv ENV, 7 ENVs,
-	 * LABEL, WORKDIR, USER: a value that added a line would show. */
+	/* FROM, USER root, 2 setup RUNs, pip RUN, account RUN, venv ENV, 7
+	 * ENVs, LABEL, WORKDIR, USER: a value that added a line would show. */
 	is_int(n, 17, "hostile values add no instruction");
-	is_str(words,
-	       "FROM USER RUN RUN RUN RUN ENV ENV ENV ENV ENV ENV ENV ENV LABEL "
-	       "WORKDIR USER ",
-	       "instructions come in layer order");
+	is_str(
+	    words,
+	    "FROM USER RUN RUN RUN RUN ENV ENV ENV ENV ENV ENV ENV ENV LABEL "
+	    "WORKDIR USER ",
+	    "instructions come in layer order");
 	free(a);
 	free(b);
 }
