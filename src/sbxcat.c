@@ -34,8 +34,15 @@ static void usage(FILE *f)
 	fprintf(f, "usage: sbxcat [-C CATALOG] [--json] [--sandbox-uid UID] "
 		   "COMMAND [ARGS]\n\ncommands:\n");
 	for (size_t i = 0; i < NCMDS; i++)
-		fprintf(f, "  %-11s %-22s %s\n", cmd_table[i]->name,
-			cmd_table[i]->usage, cmd_table[i]->summary);
+		/* A long usage gets its own line: the summaries stay aligned.
+		 */
+		if (strlen(cmd_table[i]->usage) > 22)
+			fprintf(f, "  %-11s %s\n  %-11s %-22s %s\n",
+				cmd_table[i]->name, cmd_table[i]->usage, "", "",
+				cmd_table[i]->summary);
+		else
+			fprintf(f, "  %-11s %-22s %s\n", cmd_table[i]->name,
+				cmd_table[i]->usage, cmd_table[i]->summary);
 	fprintf(f, "\nThe catalogue is -C FILE, else $SBXCAT_CATALOG, else "
 		   "./catalog/sandbox_runtimes.json,\nelse " SBXCAT_DATADIR
 		   "/sandbox_runtimes.json.  See sbxcat(1).\n");
