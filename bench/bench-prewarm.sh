@@ -22,13 +22,7 @@ testbed_base_image || { echo "bench-prewarm: no base image (reason above)"; exit
 sfx=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
 T=$(mktemp -d)
 cleanup() {
-	for ref in $(tb_docker images --format '{{.Repository}}:{{.Tag}}' | grep "^sbxcat/bp.*-$sfx:"); do
-		tb_docker rmi -f "$ref" >/dev/null 2>&1
-	done
-	for id in $(tb_docker images -q --filter dangling=true); do
-		tb_docker image inspect -f '{{.ContainerConfig.Cmd}} {{.Config.Labels}}' "$id" 2>/dev/null |
-			grep -q "$sfx" && tb_docker rmi "$id" >/dev/null 2>&1
-	done
+	testbed_remove_mine "$sfx"
 	rm -rf "$T"
 }
 trap cleanup EXIT

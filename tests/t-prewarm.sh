@@ -23,16 +23,8 @@ Q=tp-q-$sfx Z=tp-z-$sfx
 T=$(mktemp -d)
 cleanup() {
 	tb_docker rm -f "tp-ctr-$sfx" >/dev/null 2>&1
-	for a in $A $B $C $D $E $F $Q $Z; do
-		ids=$(tb_docker images -q "sbxcat/$a")
-		[ -n "$ids" ] && tb_docker rmi -f $ids >/dev/null 2>&1
-	done
-	# A failed build keeps its last good step as an untagged image (the
-	# layer cache); ours are the ones whose command names this run.
-	for id in $(tb_docker images -q --filter dangling=true); do
-		tb_docker image inspect -f '{{.ContainerConfig.Cmd}} {{.Config.Labels}}' "$id" 2>/dev/null |
-			grep -q "$sfx" && tb_docker rmi "$id" >/dev/null 2>&1
-	done
+	# Every alias ends in $sfx; a failed build's cached step names it too.
+	testbed_remove_mine "$sfx"
 	rm -rf "$T"
 }
 trap cleanup EXIT

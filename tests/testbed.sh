@@ -190,3 +190,19 @@ testbed_stop() {
 	[ -e "$TB_PIDFILE" ] || return 0
 	tb_locked tb_stop
 }
+
+# testbed_remove_mine SUFFIX: remove the images a test or benchmark made,
+# named sbxcat/*SUFFIX:*, and the untagged images a failed build of theirs
+# left in the layer cache (their command or labels name the suffix).
+testbed_remove_mine() {
+	for tb_ref in $(tb_docker images --format '{{.Repository}}:{{.Tag}}' |
+		grep "^sbxcat/.*$1:"); do
+		tb_docker rmi -f "$tb_ref" >/dev/null 2>&1
+	done
+	for tb_id in $(tb_docker images -q --filter dangling=true); do
+		tb_docker image inspect -f '{{.ContainerConfig.Cmd}} {{.Config.Labels}}' \
+			"$tb_id" 2>/dev/null | grep -q "$1" &&
+			tb_docker rmi "$tb_id" >/dev/null 2>&1
+	done
+	return 0
+}
