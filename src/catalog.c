@@ -33,27 +33,20 @@ void catalog_init(struct catalog *cat)
 	memset(cat, 0, sizeof(*cat));
 }
 
-static void free_strv(char **v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
 static void runtime_release(struct runtime *rt)
 {
 	free(rt->alias);
 	free(rt->description);
 	free(rt->image);
 	free(rt->base_image);
-	free_strv(rt->setup_commands, rt->nsetup);
-	free_strv(rt->packages, rt->npackages);
+	strv_free(rt->setup_commands, rt->nsetup);
+	strv_free(rt->packages, rt->npackages);
 	for (size_t i = 0; i < rt->nenv; i++) {
 		free(rt->env[i].name);
 		free(rt->env[i].value);
 	}
 	free(rt->env);
-	free_strv(rt->briefing, rt->nbriefing);
+	strv_free(rt->briefing, rt->nbriefing);
 	free(rt->mem_limit);
 }
 

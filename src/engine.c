@@ -213,13 +213,6 @@ void engine_release(struct engine *e)
 	e->trace_fd = -1;
 }
 
-void engine_strv_free(char **v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
 /* One request and what came back. */
 struct call {
 	struct engine *e;

@@ -22,7 +22,7 @@
  * Ownership: a struct engine owns its strings and curl handles and is used
  * by one thread at a time; engine_copy() gives another thread its own,
  * without a request.  Strings and string vectors returned are newly
- * allocated: free() them, and engine_strv_free() a vector.
+ * allocated: free() them, and strv_free() (util.h) a vector.
  */
 #ifndef SBX_ENGINE_H
 #define SBX_ENGINE_H
@@ -109,7 +109,6 @@ int engine_image_remove(struct engine *e, const char *ref, bool *conflict,
  * an image built on it). */
 int engine_containers_using(struct engine *e, const char *image, char ***names,
 			    size_t *n, struct sbx_error **err);
-void engine_strv_free(char **v, size_t n);
 
 /*
  * The decoder of a streamed reply: newline-delimited JSON, any line cut

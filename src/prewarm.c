@@ -72,8 +72,8 @@ void prewarm_add(struct prewarm *p, const struct runtime *rt,
 	job = &p->jobs[p->n++];
 	memset(job, 0, sizeof(*job));
 	job->rt = rt;
-	job->tag = recipe_tag(rt, o);
 	job->dockerfile = recipe_dockerfile(rt, o, &job->dflen);
+	job->tag = recipe_tag_of(rt, job->dockerfile, job->dflen);
 }
 
 static void job_release(struct prewarm_job *job)
@@ -82,8 +82,8 @@ static void job_release(struct prewarm_job *job)
 	free(job->dockerfile);
 	free(job->error);
 	free(job->failed_step);
-	engine_strv_free(job->output, job->noutput);
-	engine_strv_free(job->removed, job->nremoved);
+	strv_free(job->output, job->noutput);
+	strv_free(job->removed, job->nremoved);
 	for (size_t i = 0; i < job->nkept; i++) {
 		free(job->kept[i].tag);
 		free(job->kept[i].why);
@@ -96,7 +96,7 @@ void prewarm_release(struct prewarm *p)
 	for (size_t i = 0; i < p->n; i++)
 		job_release(&p->jobs[i]);
 	free(p->jobs);
-	engine_strv_free(p->tags, p->ntags);
+	strv_free(p->tags, p->ntags);
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->cond);
 	memset(p, 0, sizeof(*p));
@@ -220,7 +220,7 @@ static void known_tags(struct prewarm *p)
 	/* Failing that, each runtime asks for its own repository. */
 	sbx_error_free(&err);
 	engine_release(&e);
-	engine_strv_free(repos, nrepos);
+	strv_free(repos, nrepos);
 }
 
 /*
@@ -282,9 +282,9 @@ static void sweep(struct prewarm *p, struct engine *e, struct prewarm_job *job)
 				   job->aremoved);
 			job->removed[job->nremoved++] = xstrdup(tags[i]);
 		}
-		engine_strv_free(users, nusers);
+		strv_free(users, nusers);
 	}
-	engine_strv_free(tags, ntags);
+	strv_free(tags, ntags);
 }
 
 static enum prewarm_state pull(struct prewarm *p, struct engine *e,
@@ -364,7 +364,7 @@ static enum prewarm_state build(struct prewarm *p, struct engine *e,
 		    nusers == 0)
 			engine_image_remove(e, old_id, &conflict, &err);
 		sbx_error_free(&err);
-		engine_strv_free(users, nusers);
+		strv_free(users, nusers);
 	}
 	sweep(p, e, job);
 out:

@@ -152,6 +152,13 @@ const char *strbuf_str(struct strbuf *sb)
 	return sb->buf;
 }
 
+void strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
 long utf8_first_invalid(const char *str, size_t len)
 {
 	const unsigned char *s = (const unsigned char *)str;

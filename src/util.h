@@ -74,6 +74,9 @@ void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
 void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
 const char *strbuf_str(struct strbuf *sb);
 
+/* Free n strings and the array that holds them. */
+void strv_free(char **v, size_t n);
+
 /* Offset of the first byte of s that does not start valid UTF-8 (no
  * overlong forms, surrogates or code points past U+10FFFF), or -1. */
 long utf8_first_invalid(const char *s, size_t len);
