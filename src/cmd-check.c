@@ -29,11 +29,7 @@ static int cmd_check(struct sbx_ctx *ctx, int argc, char **argv)
 	if (ctx->json) {
 		cmd_print_json(catalog_diags_json(&cat));
 	} else {
-		for (size_t i = 0; i < cat.ndiags; i++) {
-			char *line = catalog_diag_format(&cat, &cat.diags[i]);
-			fprintf(stderr, "%s\n", line);
-			free(line);
-		}
+		cmd_print_diags(&cat);
 		if (catalog_valid(&cat))
 			printf("%s: %zu runtime%s, valid\n", path, cat.n,
 			       cat.n == 1 ? "" : "s");

@@ -67,6 +67,9 @@ void cmd_print_json(json_t *doc);
 /* Print an error as "sbxcat: message" and return its exit status. */
 int cmd_report(struct sbx_error **err);
 
+/* Print the catalogue's diagnostics on stderr, one per line. */
+void cmd_print_diags(const struct catalog *cat);
+
 /*
  * Load the catalogue (path overrides the global choice when not NULL).
  * Returns 0 when valid; otherwise prints the diagnostics and returns the

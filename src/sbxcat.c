@@ -143,6 +143,15 @@ const char *cmd_catalog_path(const struct sbx_ctx *ctx)
 	return SBXCAT_DATADIR "/sandbox_runtimes.json";
 }
 
+void cmd_print_diags(const struct catalog *cat)
+{
+	for (size_t i = 0; i < cat->ndiags; i++) {
+		char *line = catalog_diag_format(cat, &cat->diags[i]);
+		fprintf(stderr, "%s\n", line);
+		free(line);
+	}
+}
+
 int cmd_load_catalog(struct sbx_ctx *ctx, const char *path, struct catalog *cat)
 {
 	struct sbx_error *err = NULL;
@@ -155,11 +164,7 @@ int cmd_load_catalog(struct sbx_ctx *ctx, const char *path, struct catalog *cat)
 		return cmd_report(&err);
 	if (catalog_valid(cat))
 		return 0;
-	for (size_t i = 0; i < cat->ndiags; i++) {
-		char *line = catalog_diag_format(cat, &cat->diags[i]);
-		fprintf(stderr, "%s\n", line);
-		free(line);
-	}
+	cmd_print_diags(cat);
 	fprintf(stderr, "sbxcat: '%s' has %zu error%s; nothing was done\n",
 		path, cat->ndiags, cat->ndiags == 1 ? "" : "s");
 	return SBX_EXIT_FAIL;
