@@ -56,10 +56,23 @@ int sbx_error_wrap(struct sbx_error **err, const char *fmt, ...)
 	return -1;
 }
 
+void sbx_error_hint(struct sbx_error *err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err)
+		return;
+	free(err->hint);
+	va_start(ap, fmt);
+	err->hint = xvasprintf(fmt, ap);
+	va_end(ap);
+}
+
 void sbx_error_free(struct sbx_error **err)
 {
 	if (!err || !*err)
 		return;
+	free((*err)->hint);
 	free((*err)->msg);
 	free(*err);
 	*err = NULL;

@@ -21,7 +21,9 @@ enum {
 struct sbx_error {
 	int status; /* one of SBX_EXIT_* */
 	int errnum; /* errno of the cause, 0 if none */
+	int http; /* HTTP status of an engine reply (404, 409, 304...), or 0 */
 	char *msg;
+	char *hint; /* what the user can do about it, or NULL; printed apart */
 };
 
 /* errnum, when non-zero, appends ": strerror(errnum)". Returns -1. */
@@ -29,6 +31,9 @@ int sbx_error_set(struct sbx_error **err, int status, int errnum,
 		  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* Prefix context to an existing error.  Returns -1. */
 int sbx_error_wrap(struct sbx_error **err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Set the error's hint (a copy of the formatted text), replacing any. */
+void sbx_error_hint(struct sbx_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void sbx_error_free(struct sbx_error **err);
 

@@ -74,27 +74,3 @@ void lines_finish(struct lines *l)
 	if (l->pending)
 		emit(l);
 }
-
-size_t utf8_whole(const char *s, size_t len)
-{
-	size_t i = len, need;
-	unsigned char c;
-
-	/* Walk back over at most three continuation bytes to a lead byte. */
-	while (i > 0 && len - i < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
-		i--;
-	if (i == 0)
-		return len;
-	c = (unsigned char)s[i - 1];
-	if (c < 0x80)
-		return len;
-	if ((c & 0xE0) == 0xC0)
-		need = 2;
-	else if ((c & 0xF0) == 0xE0)
-		need = 3;
-	else if ((c & 0xF8) == 0xF0)
-		need = 4;
-	else
-		return len; /* not UTF-8 at all: leave it to the caller */
-	return len - (i - 1) >= need ? len : i - 1;
-}

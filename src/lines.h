@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "text.h"
 #include "util.h"
 
 typedef void (*lines_fn)(void *ctx, const char *line, size_t len,
@@ -35,8 +36,5 @@ void lines_feed(struct lines *l, const char *data, size_t len);
 /* End of stream: hand over a last line that had no newline. */
 void lines_finish(struct lines *l);
 void lines_release(struct lines *l);
-
-/* The length of s[0..len) without a UTF-8 sequence cut short at its end. */
-size_t utf8_whole(const char *s, size_t len);
 
 #endif

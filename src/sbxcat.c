@@ -125,6 +125,8 @@ int cmd_report(struct sbx_error **err)
 {
 	int status = (*err)->status;
 	fprintf(stderr, "sbxcat: %s\n", (*err)->msg);
+	if ((*err)->hint)
+		fprintf(stderr, "hint: %s\n", (*err)->hint);
 	sbx_error_free(err);
 	return status;
 }

@@ -159,50 +159,6 @@ void strv_free(char **v, size_t n)
 	free(v);
 }
 
-long utf8_first_invalid(const char *str, size_t len)
-{
-	const unsigned char *s = (const unsigned char *)str;
-
-	for (size_t i = 0; i < len;) {
-		unsigned char b = s[i];
-		size_t need;
-		unsigned cp, min;
-
-		if (b < 0x80) {
-			i++;
-			continue;
-		} else if ((b & 0xE0) == 0xC0) {
-			need = 1, cp = b & 0x1F, min = 0x80;
-		} else if ((b & 0xF0) == 0xE0) {
-			need = 2, cp = b & 0x0F, min = 0x800;
-		} else if ((b & 0xF8) == 0xF0) {
-			need = 3, cp = b & 0x07, min = 0x10000;
-		} else {
-			return (long)i;
-		}
-		if (len - i <= need)
-			return (long)i;
-		for (size_t k = 1; k <= need; k++) {
-			if ((s[i + k] & 0xC0) != 0x80)
-				return (long)i;
-			cp = (cp << 6) | (s[i + k] & 0x3F);
-		}
-		if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-			return (long)i;
-		i += need + 1;
-	}
-	return -1;
-}
-
-size_t utf8_chars(const char *s, size_t len)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < len; i++)
-		if (((unsigned char)s[i] & 0xC0) != 0x80)
-			n++;
-	return n;
-}
-
 int read_file_limited(const char *path, size_t max, char **data, size_t *len,
 		      struct sbx_error **err)
 {

@@ -77,12 +77,7 @@ const char *strbuf_str(struct strbuf *sb);
 /* Free n strings and the array that holds them. */
 void strv_free(char **v, size_t n);
 
-/* Offset of the first byte of s that does not start valid UTF-8 (no
- * overlong forms, surrogates or code points past U+10FFFF), or -1. */
-long utf8_first_invalid(const char *s, size_t len);
-
-/* Number of UTF-8 code points in s (continuation bytes not counted). */
-size_t utf8_chars(const char *s, size_t len);
+#include "text.h"
 
 /*
  * Read a whole file, refusing files larger than max bytes before reading
