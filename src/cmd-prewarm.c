@@ -8,13 +8,19 @@
  * nothing but the JSON report with --json) and prints the report.  Ctrl-C
  * cancels: the transfers in flight are aborted, which makes the engine
  * abandon those builds, and the report still says what finished; a second
- * Ctrl-C kills at once.
+ * Ctrl-C kills at once.  Signals are sig.h's; the status on a cancel is
+ * sig_exit_status(), and main() re-raises the signal.
+ *
+ * The display runs on prewarm_run()'s thread, from snapshots, never under
+ * the lock the workers need: a stderr that does not drain (a paused
+ * terminal, a full pipe) holds up the display and nothing else.  Build
+ * output reaches it made printable by the engine's decoder; error text is
+ * escaped again here before it reaches a terminal.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,18 +34,12 @@
 #include "engine.h"
 #include "error.h"
 #include "prewarm.h"
+#include "sig.h"
 #include "util.h"
 
 #define JOBS_MAX 64
 /* Often enough to look alive, rarely enough to cost nothing. */
 #define TICK_TTY_MS 100
-
-static volatile sig_atomic_t interrupted;
-
-static void on_signal(int sig)
-{
-	interrupted = sig;
-}
 
 /* What the user sees while it runs. */
 struct display {
@@ -86,25 +86,25 @@ static void tty_line(struct strbuf *out, int cols, const char *fmt, ...)
 }
 
 static void job_tty_line(struct strbuf *out, int cols, size_t w,
-			 const struct prewarm_job *j, long long now, char spin)
+			 const char *alias, const struct prewarm_snap *j,
+			 long long now, char spin)
 {
 	double secs =
 	    j->started_ms ? (double)(now - j->started_ms) / 1000.0 : 0;
 
 	if (prewarm_done(j->state)) {
-		tty_line(out, cols, "  %-*s %-9s %5.1fs", (int)w, j->rt->alias,
-			 prewarm_state_name(j->state), j->seconds);
+		tty_line(out, cols, "  %-*s %-9s %5.1fs", (int)w, alias,
+			 prewarm_state_name(j->state), (double)j->ms / 1000.0);
 	} else if (j->state == PREWARM_WAITING) {
-		tty_line(out, cols, "  %-*s waiting", (int)w, j->rt->alias);
+		tty_line(out, cols, "  %-*s waiting", (int)w, alias);
 	} else if (j->state == PREWARM_BUILDING && j->nsteps) {
 		tty_line(out, cols, "%c %-*s %-9s %5.1fs step %d/%d %s%s%s",
-			 spin, (int)w, j->rt->alias, "building", secs, j->step,
+			 spin, (int)w, alias, "building", secs, j->step,
 			 j->nsteps, j->step_text, j->current[0] ? " | " : "",
 			 j->current);
 	} else {
 		tty_line(out, cols, "%c %-*s %-9s %5.1fs %s", spin, (int)w,
-			 j->rt->alias, prewarm_state_name(j->state), secs,
-			 j->current);
+			 alias, prewarm_state_name(j->state), secs, j->current);
 	}
 }
 
@@ -128,7 +128,8 @@ static size_t alias_width(const struct prewarm *p)
  * Redraw the live area in place: every runtime when they fit on the
  * screen, else the ones at work and a count of the rest.
  */
-static void tty_draw(struct display *d, const struct prewarm *p)
+static void tty_draw(struct display *d, const struct prewarm *p,
+		     const struct prewarm_snap *snap)
 {
 	static const char spinner[] = "|/-\\";
 	struct strbuf out = STRBUF_INIT;
@@ -142,13 +143,14 @@ static void tty_draw(struct display *d, const struct prewarm *p)
 	if (d->drawn)
 		strbuf_addf(&out, "\033[%zuA", d->drawn);
 	for (size_t i = 0; i < p->n; i++)
-		counts[p->jobs[i].state]++;
+		counts[snap[i].state]++;
 	for (size_t i = 0; i < p->n; i++) {
-		const struct prewarm_job *j = &p->jobs[i];
+		const struct prewarm_snap *j = &snap[i];
 		bool busy =
 		    !prewarm_done(j->state) && j->state != PREWARM_WAITING;
 		if (p->n + 1 <= (size_t)rows - 1 || busy) {
-			job_tty_line(&out, cols, w, j, now, spin);
+			job_tty_line(&out, cols, w, p->jobs[i].rt->alias, j,
+				     now, spin);
 			lines++;
 		}
 	}
@@ -178,50 +180,60 @@ static void tty_clear(struct display *d)
 
 /* A log gets a line when a runtime starts work and at each build step. */
 static void plain_event(struct display *d, const struct prewarm *p,
-			const struct prewarm_job *j)
+			const struct prewarm_event *ev)
 {
-	size_t i = (size_t)(j - p->jobs);
+	const struct prewarm_job *j = &p->jobs[ev->job];
 
-	if (j->state != d->said_state[i]) {
-		d->said_state[i] = j->state;
-		if (j->state == PREWARM_PULLING)
+	if (ev->state != d->said_state[ev->job]) {
+		d->said_state[ev->job] = ev->state;
+		if (ev->state == PREWARM_PULLING)
 			fprintf(stderr, "%s: pulling %s\n", j->rt->alias,
 				j->tag);
-		else if (j->state == PREWARM_BUILDING)
+		else if (ev->state == PREWARM_BUILDING)
 			fprintf(stderr, "%s: building %s\n", j->rt->alias,
 				j->tag);
 	}
-	if (j->state == PREWARM_BUILDING && j->step != d->said_step[i]) {
-		d->said_step[i] = j->step;
-		fprintf(stderr, "%s: step %d/%d : %s\n", j->rt->alias, j->step,
-			j->nsteps, j->step_text);
+	if (ev->state == PREWARM_BUILDING && ev->step &&
+	    ev->step != d->said_step[ev->job]) {
+		d->said_step[ev->job] = ev->step;
+		fprintf(stderr, "%s: step %d/%d : %s\n", j->rt->alias, ev->step,
+			ev->nsteps, ev->step_text);
 	}
-	fflush(stderr);
 }
 
+/* Called by prewarm_run() without its lock: this may block on stderr. */
 static void notify(void *ctx, const struct prewarm *p,
-		   const struct prewarm_job *job)
+		   const struct prewarm_snap *snap,
+		   const struct prewarm_event *events, size_t nevents)
 {
 	struct display *d = ctx;
 
-	/* Events come in bursts (a cached layer per millisecond): an event
-	 * redraws at most every half tick, and the tick catches up. */
-	if (d->mode == SHOW_TTY &&
-	    (!job || mono_ms() - d->drawn_ms >= TICK_TTY_MS / 2)) {
-		tty_draw(d, p);
-		d->drawn_ms = mono_ms();
-	} else if (d->mode == SHOW_PLAIN && job)
-		plain_event(d, p, job);
+	if (d->mode == SHOW_TTY) {
+		tty_draw(d, p, snap);
+	} else if (d->mode == SHOW_PLAIN) {
+		for (size_t i = 0; i < nevents; i++)
+			plain_event(d, p, &events[i]);
+		fflush(stderr);
+	}
 }
 
-/* Print a possibly multi-line message, every line indented. */
+/*
+ * Print a possibly multi-line message, every line indented and escaped:
+ * the engine's messages are escaped already, this is the backstop for a
+ * message made elsewhere that quotes one.
+ */
 static void print_indented(const char *indent, const char *msg)
 {
+	struct strbuf sb = STRBUF_INIT;
+
 	while (*msg) {
 		size_t n = strcspn(msg, "\n");
-		printf("%s%.*s\n", indent, (int)n, msg);
+		sb.len = 0;
+		text_add_escaped(&sb, msg, n);
+		printf("%s%s\n", indent, strbuf_str(&sb));
 		msg += n + (msg[n] == '\n');
 	}
+	strbuf_release(&sb);
 }
 
 static void print_report(const struct prewarm *p)
@@ -238,7 +250,8 @@ static void print_report(const struct prewarm *p)
 
 		counts[j->state]++;
 		printf("%-*s  %-9s %6.1f s  %s\n", (int)w, j->rt->alias,
-		       prewarm_state_name(j->state), j->seconds, j->tag);
+		       prewarm_state_name(j->state), (double)j->ms / 1000.0,
+		       j->tag);
 		if (j->error)
 			print_indented("    ", j->error);
 		if (j->failed_step)
@@ -283,32 +296,31 @@ static json_t *report_json(const struct prewarm *p)
 			    kept, json_pack("{s:s, s:s}", "tag", j->kept[k].tag,
 					    "reason", j->kept[k].why));
 		json_array_append_new(
-		    arr,
-		    json_pack("{s:s, s:s, s:s, s:s, s:f, s:s?, s:s?, s:o, "
-			      "s:o, s:o}",
-			      "alias", j->rt->alias, "kind",
-			      j->dockerfile ? "built" : "image", "tag", j->tag,
-			      "result", prewarm_state_name(j->state), "seconds",
-			      (double)(long long)(j->seconds * 100) / 100,
-			      "error", j->error, "step", j->failed_step,
-			      "output", strv_json(j->output, j->noutput),
-			      "removed", strv_json(j->removed, j->nremoved),
-			      "kept", kept));
+		    arr, json_pack(
+			     "{s:s, s:s, s:s, s:s, s:I, s:s?, s:s?, s:o, "
+			     "s:o, s:o}",
+			     "alias", j->rt->alias, "kind",
+			     j->dockerfile ? "built" : "image", "tag", j->tag,
+			     "result", prewarm_state_name(j->state), "ms",
+			     (json_int_t)j->ms, "error", j->error, "step",
+			     j->failed_step, "output",
+			     strv_json(j->output, j->noutput), "removed",
+			     strv_json(j->removed, j->nremoved), "kept", kept));
 	}
 	return arr;
 }
 
-/* 0 ok, 130 cancelled, 3 when the engine itself failed, else 1. */
+/* 0 ok, 128+N cancelled, 3 when the engine itself failed, else 1. */
 static int exit_status(const struct prewarm *p)
 {
 	int rc = SBX_EXIT_OK;
 
-	if (interrupted)
-		return 128 + SIGINT;
+	if (sig_caught())
+		return sig_exit_status();
 	for (size_t i = 0; i < p->n; i++) {
 		const struct prewarm_job *j = &p->jobs[i];
 		if (j->state == PREWARM_CANCELLED)
-			return 128 + SIGINT;
+			return sig_exit_status();
 		if (j->state != PREWARM_FAILED)
 			continue;
 		if (j->error_status == SBX_EXIT_ENV)
@@ -334,19 +346,6 @@ static int parse_positive(const char *opt, const char *arg, long max, long *out)
 	return 0;
 }
 
-static void install_signals(void)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	/* The second Ctrl-C gets the default action: stop now. */
-	sa.sa_flags = SA_RESETHAND;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-}
-
 static int cmd_prewarm(struct sbx_ctx *ctx, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -363,6 +362,7 @@ static int cmd_prewarm(struct sbx_ctx *ctx, int argc, char **argv)
 	long jobs = sysconf(_SC_NPROCESSORS_ONLN),
 	     timeout = PREWARM_TIMEOUT_SECONDS;
 	bool force = false, *chosen = NULL;
+	const char *deployment;
 	int c, rc = 0;
 
 	if (jobs < 1)
@@ -408,10 +408,18 @@ static int cmd_prewarm(struct sbx_ctx *ctx, int argc, char **argv)
 		chosen[rt - cat.rt] = true;
 	}
 
-	install_signals();
-	rc = engine_init(&engine, NULL, &err);
+	/* Harmless when main() called it already. */
+	sig_init();
+	deployment = getenv("SBXCAT_DEPLOYMENT_ID");
+	if (!deployment || !*deployment)
+		deployment = PREWARM_DEPLOYMENT_DEFAULT;
+	memset(&engine, 0, sizeof(engine));
+	engine.trace_fd = -1;
+	rc = prewarm_deployment_check(deployment, &err);
+	if (rc == 0)
+		rc = engine_init(&engine, NULL, &err);
 	if (rc == 0) {
-		engine.cancel = &interrupted;
+		engine.cancel = sig_flag();
 		rc = engine_negotiate(&engine, NULL, &err);
 	}
 	if (rc < 0) {
@@ -420,12 +428,13 @@ static int cmd_prewarm(struct sbx_ctx *ctx, int argc, char **argv)
 		catalog_release(&cat);
 		if (err->errnum == ECANCELED) {
 			sbx_error_free(&err);
-			return 128 + SIGINT;
+			return sig_exit_status();
 		}
 		return cmd_report(&err);
 	}
 
 	prewarm_init(&p);
+	p.deployment = deployment;
 	for (size_t i = 0; i < cat.n; i++)
 		if (optind >= argc || chosen[i])
 			prewarm_add(&p, &cat.rt[i], &ctx->recipe);
@@ -434,7 +443,7 @@ static int cmd_prewarm(struct sbx_ctx *ctx, int argc, char **argv)
 	p.force = force;
 	p.timeout_ms = timeout * 1000;
 	p.engine = &engine;
-	p.cancel = &interrupted;
+	p.cancel = sig_flag();
 	d.said_state = xcalloc(p.n ? p.n : 1, sizeof(*d.said_state));
 	d.said_step = xcalloc(p.n ? p.n : 1, sizeof(*d.said_step));
 	if (ctx->json)

@@ -3,63 +3,57 @@
  */
 #include "config.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 
-#define SBX_CURL_DL_IMPL 1
 #include "curl-dl.h"
 #include "error.h"
 #include "util.h"
 
-struct sbx_curl sbx_curl;
+ELF_NOTE_DLOPEN(curl_dlopen_note,
+		"[{\"feature\":\"engine\",\"description\":\"the Docker Engine "
+		"client (prewarm)\",\"priority\":\"recommended\",\"soname\":["
+		"\"" SBX_CURL_SONAME "\"]}]");
+
+DLSYM_DEFINE(curl_global_init);
+DLSYM_DEFINE(curl_global_cleanup);
+DLSYM_DEFINE(curl_easy_init);
+DLSYM_DEFINE(curl_easy_setopt);
+DLSYM_DEFINE(curl_easy_perform);
+DLSYM_DEFINE(curl_easy_getinfo);
+DLSYM_DEFINE(curl_easy_reset);
+DLSYM_DEFINE(curl_easy_cleanup);
+DLSYM_DEFINE(curl_easy_strerror);
+DLSYM_DEFINE(curl_easy_escape);
+DLSYM_DEFINE(curl_free);
+DLSYM_DEFINE(curl_slist_append);
+DLSYM_DEFINE(curl_slist_free_all);
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static char *load_error; /* set once, read after pthread_once */
 
 static void cleanup(void)
 {
-	sbx_curl.global_cleanup();
+	sym_curl_global_cleanup();
 }
 
 static void load(void)
 {
-	void *h = dlopen(SBX_CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
-	const struct {
-		void **slot;
-		const char *name;
-	} syms[] = {
-	    {(void **)&sbx_curl.global_init, "curl_global_init"},
-	    {(void **)&sbx_curl.global_cleanup, "curl_global_cleanup"},
-	    {(void **)&sbx_curl.easy_init, "curl_easy_init"},
-	    {(void **)&sbx_curl.easy_setopt, "curl_easy_setopt"},
-	    {(void **)&sbx_curl.easy_perform, "curl_easy_perform"},
-	    {(void **)&sbx_curl.easy_getinfo, "curl_easy_getinfo"},
-	    {(void **)&sbx_curl.easy_reset, "curl_easy_reset"},
-	    {(void **)&sbx_curl.easy_cleanup, "curl_easy_cleanup"},
-	    {(void **)&sbx_curl.easy_strerror, "curl_easy_strerror"},
-	    {(void **)&sbx_curl.easy_escape, "curl_easy_escape"},
-	    {(void **)&sbx_curl.free, "curl_free"},
-	    {(void **)&sbx_curl.slist_append, "curl_slist_append"},
-	    {(void **)&sbx_curl.slist_free_all, "curl_slist_free_all"},
+	static const struct dl_sym syms[] = {
+	    DLSYM_ENTRY(curl_global_init),    DLSYM_ENTRY(curl_global_cleanup),
+	    DLSYM_ENTRY(curl_easy_init),      DLSYM_ENTRY(curl_easy_setopt),
+	    DLSYM_ENTRY(curl_easy_perform),   DLSYM_ENTRY(curl_easy_getinfo),
+	    DLSYM_ENTRY(curl_easy_reset),     DLSYM_ENTRY(curl_easy_cleanup),
+	    DLSYM_ENTRY(curl_easy_strerror),  DLSYM_ENTRY(curl_easy_escape),
+	    DLSYM_ENTRY(curl_free),	      DLSYM_ENTRY(curl_slist_append),
+	    DLSYM_ENTRY(curl_slist_free_all),
 	};
 
-	if (!h) {
-		load_error =
-		    xasprintf("cannot load %s (apt-get install libcurl4): %s",
-			      SBX_CURL_SONAME, dlerror());
+	if (dl_load(SBX_CURL_SONAME, SBX_CURL_PACKAGE, syms,
+		    sizeof(syms) / sizeof(syms[0]), &load_error) < 0)
 		return;
-	}
-	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
-		*syms[i].slot = dlsym(h, syms[i].name);
-		if (!*syms[i].slot) {
-			load_error = xasprintf("%s has no %s", SBX_CURL_SONAME,
-					       syms[i].name);
-			return;
-		}
-	}
 	/* curl_global_init is not thread-safe: pthread_once makes it so. */
-	if (sbx_curl.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+	if (sym_curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		load_error = xasprintf("cannot initialise %s", SBX_CURL_SONAME);
 		return;
 	}

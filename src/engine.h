@@ -4,7 +4,10 @@
  * libcurl over the engine's unix socket (or tcp://, with TLS when
  * DOCKER_TLS_VERIFY or DOCKER_TLS is set); never prints.  The API version
  * is negotiated once from the unversioned GET /version and every later
- * request names it.
+ * request names it.  The code: configuration and negotiation in engine.c,
+ * the request runner (curl set-up, error mapping) in engine-http.c, the
+ * image calls in engine-image.c, the stream decoder in engine-stream.c
+ * (its interface: engine-stream.h, included here).
  *
  * Deadlines: connecting has ENGINE_CONNECT_SECONDS; a plain request has
  * request_ms for the whole exchange; a streamed one (build, pull) has
@@ -17,21 +20,30 @@
  * Errors: status 3 when the engine cannot be reached, breaks off or stops
  * answering; status 1 when it answered and refused (its own message and
  * the HTTP status are in the error), or a build or pull failed inside a
- * successful reply.  A cancelled call fails with errnum ECANCELED.
+ * successful reply.  A cancelled call fails with errnum ECANCELED.  An
+ * error from a reply carries its HTTP status in err->http (404: no such
+ * thing, 409: a conflict, 304: nothing to do), so callers branch on the
+ * field, never on the message; a hint, when there is something to do, is
+ * in err->hint, not in the message.  Text from the engine in a message is
+ * escaped (text_add_escaped): it is safe to print.
  *
- * Ownership: a struct engine owns its strings and curl handles and is used
+ * Threads: a struct engine owns its strings and curl handles and is used
  * by one thread at a time; engine_copy() gives another thread its own,
- * without a request.  Strings and string vectors returned are newly
- * allocated: free() them, and strv_free() (util.h) a vector.
+ * without a request.  The one thing shared is *cancel, a C11 atomic (for
+ * the program, sig_flag() of sig.h) that any thread may set.
+ *
+ * Ownership: strings and string vectors returned are newly allocated:
+ * free() them, and strv_free() (util.h) a vector; a struct engine_image
+ * is freed with engine_image_release().
  */
 #ifndef SBX_ENGINE_H
 #define SBX_ENGINE_H
 
-#include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "lines.h"
+#include "engine-stream.h"
 
 struct sbx_error;
 struct tar;
@@ -45,16 +57,6 @@ struct tar;
 #define ENGINE_REQUEST_SECONDS 60 /* SBXCAT_ENGINE_TIMEOUT overrides */
 #define ENGINE_STALL_SECONDS 30	  /* SBXCAT_ENGINE_STALL overrides */
 
-/*
- * One line of a streamed reply is kept up to this size.  The engine cuts a
- * build's output into messages of at most a few kB, so only a runaway
- * line is ever cut; the cap is what keeps memory constant.
- */
-#define ENGINE_JSON_LINE_MAX (1u << 20)
-/* The last lines of a step kept for a failure report, and their width. */
-#define ENGINE_TAIL_LINES 20
-#define ENGINE_TAIL_WIDTH 240
-
 struct engine {
 	char *host; /* as configured: unix:///path, tcp://host:port */
 	char *sock; /* unix socket path; NULL for tcp */
@@ -63,7 +65,7 @@ struct engine {
 	char *ca, *cert, *key; /* files from DOCKER_CERT_PATH, or NULL */
 	char api[16];	       /* "1.41" once negotiated, else "" */
 	long request_ms, stall_ms, stream_ms;
-	const volatile sig_atomic_t *cancel; /* may be NULL */
+	const atomic_int *cancel; /* may be NULL */
 	int trace_fd; /* SBXCAT_ENGINE_TRACE: one line per request, or -1 */
 	void *curl, *ping; /* CURL *, made on first use */
 };
@@ -89,9 +91,21 @@ void engine_release(struct engine *e);
 
 int engine_ping(struct engine *e, struct sbx_error **err);
 
-/* Is ref present locally?  *id (may be NULL) gets its image ID. */
+/* What an inspect tells of an image. */
+struct engine_image {
+	char *id;
+	char **tags; /* RepoTags */
+	size_t ntags;
+	char **label_keys, **label_values; /* Config.Labels */
+	size_t nlabels;
+};
+void engine_image_release(struct engine_image *img);
+/* The value of label key, or NULL. */
+const char *engine_image_label(const struct engine_image *img, const char *key);
+
+/* Is ref present locally?  *img (may be NULL) is filled when it is. */
 int engine_image_inspect(struct engine *e, const char *ref, bool *present,
-			 char **id, struct sbx_error **err);
+			 struct engine_image *img, struct sbx_error **err);
 /*
  * The tags "repo:tag" of the images in any of the repositories repos[]
  * (exact names), in one request: listing images costs the engine ~15 ms
@@ -99,6 +113,9 @@ int engine_image_inspect(struct engine *e, const char *ref, bool *present,
  */
 int engine_image_tags(struct engine *e, const char *const *repos, size_t nrepos,
 		      char ***tags, size_t *n, struct sbx_error **err);
+/* Tag the image ref as tag ("REPO:TAG"); an absent ref is HTTP 404. */
+int engine_image_tag(struct engine *e, const char *ref, const char *tag,
+		     struct sbx_error **err);
 /*
  * Remove a tag (or an image ID).  A refusal because a container uses it
  * sets *conflict and is not an error; an image already gone is success.
@@ -110,51 +127,26 @@ int engine_image_remove(struct engine *e, const char *ref, bool *conflict,
 int engine_containers_using(struct engine *e, const char *image, char ***names,
 			    size_t *n, struct sbx_error **err);
 
-/*
- * The decoder of a streamed reply: newline-delimited JSON, any line cut
- * anywhere by the transport.  It keeps the build step, the last lines of
- * the current step's output (terminal escapes removed), the error line's
- * message and the built image's ID.  on_step and on_line, when set, are
- * called from the thread running the call, on each step and each line of
- * output (line at most ENGINE_TAIL_WIDTH-1 bytes).  Memory is constant.
- */
-struct engine_tail {
-	char line[ENGINE_TAIL_LINES][ENGINE_TAIL_WIDTH];
-	size_t first, n;
+/* What a build is asked for besides its context. */
+struct engine_build_args {
+	const char *const *tags; /* "REPO:TAG", each applied on success */
+	size_t ntags;
+	const char *const *label_keys, *const *label_values; /* on the image */
+	size_t nlabels;
+	bool nocache;
 };
 
-struct engine_stream {
-	void (*on_step)(void *ctx, int step, int nsteps, const char *text);
-	void (*on_line)(void *ctx, const char *line);
-	void *ctx;
-
-	int step, nsteps; /* 0 until the engine names a step */
-	char step_text[ENGINE_TAIL_WIDTH];
-	struct engine_tail tail;
-	char *error;	/* the error line's message, or NULL */
-	char *image_id; /* a build's aux.ID, or NULL */
-	unsigned long long lines, bad_lines;
-
-	struct lines json, text; /* private */
-};
-
-void engine_stream_init(struct engine_stream *s);
-void engine_stream_feed(struct engine_stream *s, const char *data, size_t len);
-void engine_stream_finish(struct engine_stream *s);
-void engine_stream_release(struct engine_stream *s);
-/* Line i (0: oldest) of the tail. */
-const char *engine_tail_line(const struct engine_tail *t, size_t i);
-
 /*
- * Pull ref (POST /images/create) or build context under tag (POST /build,
- * the tar streamed as it is read).  Both read the whole reply through s;
- * an error line in it fails the call (status 1) with its message, s->tail
- * keeping the output that led to it.  The tag is applied by the engine
- * only when every step succeeded.
+ * Pull ref (POST /images/create) or build context (POST /build, the tar
+ * streamed as it is read).  Both read the whole reply through s; an error
+ * line in it fails the call (status 1) with its message, s->tail keeping
+ * the output that led to it.  The tags are applied by the engine only when
+ * every step succeeded.
  */
 int engine_image_pull(struct engine *e, const char *ref,
 		      struct engine_stream *s, struct sbx_error **err);
-int engine_build(struct engine *e, struct tar *context, const char *tag,
-		 bool nocache, struct engine_stream *s, struct sbx_error **err);
+int engine_build(struct engine *e, struct tar *context,
+		 const struct engine_build_args *a, struct engine_stream *s,
+		 struct sbx_error **err);
 
 #endif

@@ -130,8 +130,8 @@ if [ -n "$PY" ] && fake old && fake notdocker && fake build && fake stall; then
 	grep -q "the engine reported success but has no image 'sbxcat/eng-one:" out
 	ok $? "the image is checked after the build, not taken on the stream's word"
 	req=$(sed -n '/^POST \/v1.41\/build/,/^[A-Z]/p' build/requests)
-	printf '%s\n' "$req" | grep -q '^POST /v1.41/build?t=sbxcat%2Feng-one%3A[0-9a-f]\{12\}&rm=1&forcerm=1 HTTP/1.1$'
-	ok $? "POST /build names the content tag, rm and forcerm, under the negotiated version"
+	printf '%s\n' "$req" | grep -q '^POST /v1.41/build?t=sbxcat%2Feng-one%3A\([0-9a-f]\{12\}\)&t=sbxcat%2Feng-one%3A\1\.default&rm=1&forcerm=1&labels=%7B%22io\.sbxcat\.deployment%22%3A%22default%22%7D HTTP/1.1$'
+	ok $? "POST /build names the content tag and the deployment's claim, rm and forcerm, the deployment label, under the negotiated version"
 	printf '%s\n' "$req" | grep -qi '^  Transfer-Encoding: chunked$'; ok $? "the body is chunked"
 	printf '%s\n' "$req" | grep -qi '^  Content-Type: application/x-tar$'; ok $? "the body is a tar"
 	printf '%s\n' "$req" | grep -qi '^  Expect:'; ok $((!$?)) "no Expect header: no 100-continue wait"

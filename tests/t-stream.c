@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "engine.h"
 #include "lines.h"
 #include "tap.h"
@@ -188,9 +190,8 @@ static char *decode(const char *data, size_t len, size_t piece,
 	strbuf_addf(&sb, "step %d/%d : %s\n", s.step, s.nsteps, s.step_text);
 	for (size_t i = 0; i < s.tail.n; i++)
 		strbuf_addf(&sb, "| %s\n", engine_tail_line(&s.tail, i));
-	strbuf_addf(&sb, "error: %s\nid: %s\nbad: %llu\n",
-		    s.error ? s.error : "(none)",
-		    s.image_id ? s.image_id : "(none)", s.bad_lines);
+	strbuf_addf(&sb, "error: %s\nbad: %llu\n", s.error ? s.error : "(none)",
+		    s.bad_lines);
 	engine_stream_release(&s);
 	return strbuf_detach(&sb, NULL);
 }
@@ -203,7 +204,6 @@ static void test_build_stream(void)
 	    "|  caf\xc3\xa9\n"
 	    "error: The command '/bin/sh -c echo about to fail; exit 7' "
 	    "returned a non-zero code: 7\n"
-	    "id: (none)\n"
 	    "bad: 0\n";
 	size_t len = sizeof(build_fail) - 1;
 	struct seen seen = {0, 0};
@@ -247,15 +247,14 @@ static void test_other_streams(void)
 	char *got;
 
 	got = decode(ok_build, sizeof(ok_build) - 1, 7, &seen);
-	is_str(got,
-	       "step 1/1 : FROM x\nerror: (none)\nid: sha256:abc\nbad: 1\n",
-	       "a successful build: the image ID from aux, no error");
+	is_str(got, "step 1/1 : FROM x\nerror: (none)\nbad: 1\n",
+	       "a successful build: no error, the builder's lines not output");
 	free(got);
 	got = decode(pull_fail, sizeof(pull_fail) - 1, 5, &seen);
 	is_str(got,
 	       "step 0/0 : \n| 1.36: Pulling from library/busybox\n"
 	       "| abc: Downloading [=>  ] 1B/2B\nerror: manifest unknown\n"
-	       "id: (none)\nbad: 0\n",
+	       "bad: 0\n",
 	       "a failed pull: status lines and the error");
 	free(got);
 
@@ -269,7 +268,7 @@ static void test_other_streams(void)
 	is_str(
 	    got,
 	    "step 0/0 : \n| [sbxcat: a line of over 1 MiB from the engine was "
-	    "skipped]\n| after\nerror: (none)\nid: (none)\nbad: 1\n",
+	    "skipped]\n| after\nerror: (none)\nbad: 1\n",
 	    "a runaway line is skipped, the next one is read");
 	free(got);
 
@@ -292,6 +291,140 @@ static void test_other_streams(void)
 	strbuf_release(&many);
 }
 
+/* Does s hold a control character, a bidi control or invalid UTF-8? */
+static bool unsafe(const char *s)
+{
+	size_t len = strlen(s);
+	uint32_t cp;
+
+	if (utf8_first_invalid(s, len) >= 0 || text_find_control(s, len, &cp))
+		return true;
+	for (size_t i = 0; i < len;) {
+		size_t n = utf8_decode(s + i, len - i, &cp);
+		if (text_is_bidi(cp))
+			return true;
+		i += n ? n : 1;
+	}
+	return false;
+}
+
+/*
+ * Hostile output from a RUN step: C1 controls as UTF-8 (U+0080-U+009F),
+ * a raw 0x9B (CSI to some terminals), ESC sequences, an OSC, bidi
+ * overrides.  Nothing of them reaches a line, the step text or the error,
+ * whatever else is in the line and however it is cut.
+ */
+static const char *const hostile[] = {
+    "\xc2\x9b"
+    "31mred",
+    "\x1b[2J\x1b[H",
+    "\x1b]0;title\x07",
+    "\x1b]8;;http://x\x1b\\",
+    "\xc2\x85"
+    "next",
+    "\xe2\x80\xae"
+    "evil",
+    "\xe2\x81\xa6"
+    "iso",
+    "\xc2\x90"
+    "dcs\xc2\x9c",
+    "\x1bPq\x1b\\",
+    "a\rb",
+    "tab\there",
+    "\xc2\x80\xc2\x9f",
+    "\x7f"
+    "del",
+};
+
+static void test_hostile(void)
+{
+	bool clean = true, shown = true;
+	unsigned seed = 7;
+
+	for (int round = 0; round < 300; round++) {
+		struct engine_stream s;
+		struct strbuf raw = STRBUF_INIT, stream = STRBUF_INIT;
+		json_t *j;
+		char *js;
+		size_t piece = 1 + (seed = seed * 1103515245 + 12345) % 97;
+
+		/* A few hostile pieces, with words between them. */
+		for (int k = 0; k < 4; k++) {
+			seed = seed * 1103515245 + 12345;
+			strbuf_addstr(
+			    &raw, hostile[(seed >> 8) % (sizeof(hostile) /
+							 sizeof(hostile[0]))]);
+			strbuf_addstr(&raw, " word ");
+		}
+		j = json_pack("{s:s%}", "stream", raw.buf, raw.len);
+		js = json_dumps(j, JSON_COMPACT);
+		strbuf_addf(&stream,
+			    "{\"stream\":\"Step 1/1 : RUN x\\n\"}\n%s\n", js);
+		free(js);
+		json_decref(j);
+		j = json_pack("{s:s%}", "error", raw.buf, raw.len);
+		js = json_dumps(j, JSON_COMPACT);
+		strbuf_addf(&stream, "%s\n", js);
+		free(js);
+		json_decref(j);
+
+		engine_stream_init(&s);
+		for (size_t at = 0; at < stream.len; at += piece)
+			engine_stream_feed(
+			    &s, stream.buf + at,
+			    piece < stream.len - at ? piece : stream.len - at);
+		engine_stream_finish(&s);
+		for (size_t i = 0; i < s.tail.n; i++) {
+			const char *l = engine_tail_line(&s.tail, i);
+			if (unsafe(l)) {
+				diag("unsafe output line: %s", l);
+				clean = false;
+			}
+			shown = shown && strstr(l, "word") != NULL;
+		}
+		if (!s.error || unsafe(s.error) || unsafe(s.step_text)) {
+			diag("unsafe error: %s", s.error ? s.error : "(none)");
+			clean = false;
+		}
+		engine_stream_release(&s);
+		strbuf_release(&raw);
+		strbuf_release(&stream);
+	}
+	/* A raw 0x9B is not valid UTF-8: JSON cannot carry it, a line can. */
+	for (size_t i = 0; i < sizeof(hostile) / sizeof(hostile[0]); i++) {
+		char out[ENGINE_TAIL_WIDTH];
+		cleanup_free char *in = xasprintf("%s\x9b[2J%s", hostile[i],
+						  hostile[i]);
+		engine_clean_line(out, sizeof(out), in, strlen(in), false);
+		if (unsafe(out)) {
+			diag("unsafe clean line: %s", out);
+			clean = false;
+		}
+	}
+	ok(clean, "hostile output: no control, C1, bidi or invalid byte in "
+		  "the tail or the error (300 mixes, cut anywhere)");
+	ok(shown, "hostile output: the text around the controls is kept");
+}
+
+/* A RUN can print "Successfully built X": nothing of it is kept. */
+static void test_spoofed_id(void)
+{
+	static const char spoof[] =
+	    "{\"stream\":\"Step 1/2 : RUN echo Successfully built "
+	    "deadbeef\\n\"}\n"
+	    "{\"stream\":\"Successfully built deadbeef\\n\"}\n"
+	    "{\"aux\":{\"ID\":\"sha256:deadbeef\"}}\n"
+	    "{\"stream\":\"Step 2/2 : LABEL x=y\\n\"}\n"
+	    "{\"stream\":\"Successfully built 0123456789ab\\n\"}\n";
+	struct seen seen = {0, 0};
+	char *got = decode(spoof, sizeof(spoof) - 1, 3, &seen);
+
+	is_str(got, "step 2/2 : LABEL x=y\nerror: (none)\nbad: 0\n",
+	       "a spoofed 'Successfully built' changes nothing the decoder "
+	       "keeps");
+	free(got);
+}
+
 int main(void)
 {
 	test_lines();
@@ -299,5 +432,7 @@ int main(void)
 	test_utf8();
 	test_build_stream();
 	test_other_streams();
+	test_hostile();
+	test_spoofed_id();
 	return done_testing();
 }
