@@ -68,14 +68,21 @@ int prewarm_deployment_check(const char *id, struct sbx_error **err)
 	bool good = n >= 1 && n <= DEPLOYMENT_MAX &&
 		    strchr("abcdefghijklmnopqrstuvwxyz0123456789", id[0]) &&
 		    strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
+	struct strbuf shown = STRBUF_INIT;
+	int rc;
 
 	if (good)
 		return 0;
-	return sbx_error_set(err, SBX_EXIT_ENV, 0,
-			     "SBXCAT_DEPLOYMENT_ID '%.80s%s': expected 1 to %d "
-			     "of a-z, 0-9, '_', '.', '-', beginning with a "
-			     "letter or a digit",
-			     id, n > 80 ? "..." : "", DEPLOYMENT_MAX);
+	/* It comes from the environment: shown escaped, and cut. */
+	text_add_escaped(&shown, id, utf8_whole(id, n > 80 ? 80 : n));
+	rc = sbx_error_set(err, SBX_EXIT_ENV, 0,
+			   "SBXCAT_DEPLOYMENT_ID '%s%s': expected 1 to %d of "
+			   "a-z, 0-9, '_', '.', '-', beginning with a letter "
+			   "or a digit",
+			   strbuf_str(&shown), n > 80 ? "..." : "",
+			   DEPLOYMENT_MAX);
+	strbuf_release(&shown);
+	return rc;
 }
 
 void prewarm_init(struct prewarm *p)

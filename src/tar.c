@@ -57,6 +57,13 @@ static bool canonical(const char *name)
 	}
 }
 
+/* Is dir a directory that path implies: "a" of "a/b" (not of "ab")? */
+static bool is_parent(const char *dir, const char *path)
+{
+	size_t n = strlen(dir);
+	return strncmp(dir, path, n) == 0 && path[n] == '/';
+}
+
 /*
  * Where to split name into ustar prefix and name: 0 when the whole fits in
  * the name field, else the index of the '/' that separates them, or -1.
@@ -99,12 +106,21 @@ int tar_add(struct tar *t, const char *name, const void *data, size_t len,
 		    "cannot add '%s' to the archive: %zu bytes "
 		    "is over the ustar limit",
 		    name, len);
-	for (size_t i = 0; i < t->n; i++)
-		if (strcmp(t->entries[i].name, name) == 0)
+	for (size_t i = 0; i < t->n; i++) {
+		const char *other = t->entries[i].name;
+		if (strcmp(other, name) == 0)
 			return sbx_error_set(err, SBX_EXIT_FAIL, 0,
 					     "cannot add '%s' to the archive "
 					     "twice",
 					     name);
+		/* Either one would be a directory the other is a file at. */
+		if (is_parent(other, name) || is_parent(name, other))
+			return sbx_error_set(err, SBX_EXIT_FAIL, 0,
+					     "cannot add '%s' to the archive: "
+					     "'%s' is in it, and a path cannot "
+					     "be a file and a directory",
+					     name, other);
+	}
 	ALLOC_GROW(t->entries, t->n + 1, t->alloc);
 	e = &t->entries[t->n++];
 	e->name = xstrdup(name);

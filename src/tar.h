@@ -47,7 +47,10 @@ void tar_release(struct tar *t);
  * Add a regular file.  mode is reduced to 0755 when any execute bit is set,
  * else 0644.  Refused (status 1): an empty, absolute or non-canonical name
  * ("a//b", "./a", "a/../b", a trailing '/'), one that does not fit the
- * ustar name and prefix fields, a duplicate, or data of 8 GiB or more.
+ * ustar name and prefix fields, a duplicate, a name that clashes with an
+ * entry's implied directory (a file "a" and a file "a/b": "a" would be a
+ * file and a directory; extractors differ in which wins), or data of
+ * 8 GiB or more.
  */
 int tar_add(struct tar *t, const char *name, const void *data, size_t len,
 	    unsigned mode, struct sbx_error **err);

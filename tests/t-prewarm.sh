@@ -85,7 +85,7 @@ is "$(ids)" "$before" "image IDs and creation times are unchanged"
 is "$(tb_docker events --since "$since" --until "$until" --filter type=image |
 	grep -c "$sfx")" 0 "the engine logged no image event for the second run"
 is "$(tb_docker events --since 0 --until "$since" --filter type=image --filter event=tag |
-	grep -c "$sfx")" 3 "the engine logged the first run's three tags"
+	grep -c "$sfx")" 6 "the engine logged the first run's three content tags and three claims"
 
 # A changed env var: a new tag for that runtime, a build of it alone.
 oldB=$(tag "$B")

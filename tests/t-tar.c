@@ -148,6 +148,78 @@ static void test_refusals(void)
 	tar_release(&t);
 }
 
+/*
+ * Clashes: in any order, a name that another entry's path makes a
+ * directory (or the reverse) is refused; names that only share a prefix
+ * of characters are not clashes.  Every pair of the names below, added
+ * both ways round, is checked against a model: clash when one is the
+ * other plus "/" and more.
+ */
+static void test_clashes(void)
+{
+	static const char *const names[] = {
+	    "a",   "a/b",   "a/b/c", "a/bc", "ab",	"a.b",	   "a-",
+	    "b/a", "a/b/d", "x/y",   "x",    "x/y/z/w", "a/b/c/d",
+	};
+	const size_t n = sizeof(names) / sizeof(names[0]);
+	struct sbx_error *err = NULL;
+	bool model = true, msg = true;
+	size_t pairs = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < n; k++) {
+			struct tar t;
+			size_t li = strlen(names[i]), lk = strlen(names[k]);
+			bool want_refused =
+			    i == k ||
+			    (li < lk && strncmp(names[i], names[k], li) == 0 &&
+			     names[k][li] == '/') ||
+			    (lk < li && strncmp(names[k], names[i], lk) == 0 &&
+			     names[i][lk] == '/');
+			bool refused;
+
+			tar_init(&t);
+			if (tar_add(&t, names[i], "1", 1, 0644, &err) < 0)
+				bail_out("first add %s: %s", names[i],
+					 err->msg);
+			refused = tar_add(&t, names[k], "2", 1, 0644, &err) < 0;
+			if (refused != want_refused) {
+				diag("'%s' then '%s': %s", names[i], names[k],
+				     refused ? "refused" : "added");
+				model = false;
+			}
+			if (refused && i != k &&
+			    (!err || !strstr(err->msg, "a file and a "
+						       "directory"))) {
+				diag("message: %s", err ? err->msg : "(none)");
+				msg = false;
+			}
+			sbx_error_free(&err);
+			tar_release(&t);
+			pairs++;
+		}
+	}
+	ok(model,
+	   "clashes: %zu ordered pairs refused exactly when one "
+	   "path is under the other or they are the same",
+	   pairs);
+	ok(msg, "clashes: the message says a path cannot be a file and a "
+		"directory");
+	{
+		struct tar t;
+		tar_init(&t);
+		tar_add(&t, "a/b", "x", 1, 0644, &err);
+		ok(tar_add(&t, "a", "y", 1, 0644, &err) < 0,
+		   "a file 'a' after 'a/b' is refused");
+		is_str(err ? err->msg : NULL,
+		       "cannot add 'a' to the archive: 'a/b' is in it, and a "
+		       "path cannot be a file and a directory",
+		       "the clash names both entries");
+		sbx_error_free(&err);
+		tar_release(&t);
+	}
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/t-tar.XXXXXX";
@@ -253,6 +325,7 @@ int main(void)
 	}
 
 	test_refusals();
+	test_clashes();
 
 	free(cmd);
 	cmd = xasprintf("rm -rf '%s'", dir);
