@@ -3,7 +3,6 @@
  */
 #include "config.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 
 #include "curl-dl.h"
@@ -29,41 +28,41 @@ DLSYM_DEFINE(curl_free);
 DLSYM_DEFINE(curl_slist_append);
 DLSYM_DEFINE(curl_slist_free_all);
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static char *load_error; /* set once, read after pthread_once */
-
 static void cleanup(void)
 {
 	sym_curl_global_cleanup();
 }
 
-static void load(void)
+static int init(char **error)
 {
-	static const struct dl_sym syms[] = {
-	    DLSYM_ENTRY(curl_global_init),    DLSYM_ENTRY(curl_global_cleanup),
-	    DLSYM_ENTRY(curl_easy_init),      DLSYM_ENTRY(curl_easy_setopt),
-	    DLSYM_ENTRY(curl_easy_perform),   DLSYM_ENTRY(curl_easy_getinfo),
-	    DLSYM_ENTRY(curl_easy_reset),     DLSYM_ENTRY(curl_easy_cleanup),
-	    DLSYM_ENTRY(curl_easy_strerror),  DLSYM_ENTRY(curl_easy_escape),
-	    DLSYM_ENTRY(curl_free),	      DLSYM_ENTRY(curl_slist_append),
-	    DLSYM_ENTRY(curl_slist_free_all),
-	};
-
-	if (dl_load(SBX_CURL_SONAME, SBX_CURL_PACKAGE, syms,
-		    sizeof(syms) / sizeof(syms[0]), &load_error) < 0)
-		return;
-	/* curl_global_init is not thread-safe: pthread_once makes it so. */
 	if (sym_curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		load_error = xasprintf("cannot initialise %s", SBX_CURL_SONAME);
-		return;
+		*error = xasprintf("cannot initialise %s", SBX_CURL_SONAME);
+		return -1;
 	}
 	atexit(cleanup);
+	return 0;
 }
+
+static const struct dl_sym syms[] = {
+    DLSYM_ENTRY(curl_global_init),    DLSYM_ENTRY(curl_global_cleanup),
+    DLSYM_ENTRY(curl_easy_init),      DLSYM_ENTRY(curl_easy_setopt),
+    DLSYM_ENTRY(curl_easy_perform),   DLSYM_ENTRY(curl_easy_getinfo),
+    DLSYM_ENTRY(curl_easy_reset),     DLSYM_ENTRY(curl_easy_cleanup),
+    DLSYM_ENTRY(curl_easy_strerror),  DLSYM_ENTRY(curl_easy_escape),
+    DLSYM_ENTRY(curl_free),	      DLSYM_ENTRY(curl_slist_append),
+    DLSYM_ENTRY(curl_slist_free_all),
+};
+
+/* curl_global_init is not thread-safe: dl_load_once's lock makes it so. */
+static struct dl_lib curl_lib = {
+    .soname = SBX_CURL_SONAME,
+    .package = SBX_CURL_PACKAGE,
+    .syms = syms,
+    .nsyms = sizeof(syms) / sizeof(syms[0]),
+    .init = init,
+};
 
 int curl_dl_load(struct sbx_error **err)
 {
-	pthread_once(&once, load);
-	if (load_error)
-		return sbx_error_set(err, SBX_EXIT_ENV, 0, "%s", load_error);
-	return 0;
+	return dl_load_once(&curl_lib, err);
 }

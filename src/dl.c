@@ -4,9 +4,34 @@
 #include "config.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 
 #include "dl.h"
+#include "error.h"
 #include "util.h"
+
+/* One lock for every library: loading is rare, and libcurl's
+ * curl_global_init must not run twice at once. */
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int dl_load_once(struct dl_lib *lib, struct sbx_error **err)
+{
+	char *error;
+
+	pthread_mutex_lock(&load_lock);
+	if (!lib->tried) {
+		lib->tried = true;
+		if (dl_load(lib->soname, lib->package, lib->syms, lib->nsyms,
+			    &lib->error) == 0 &&
+		    lib->init)
+			lib->init(&lib->error);
+	}
+	error = lib->error;
+	pthread_mutex_unlock(&load_lock);
+	if (error)
+		return sbx_error_set(err, SBX_EXIT_ENV, 0, "%s", error);
+	return 0;
+}
 
 int dl_load(const char *soname, const char *package, const struct dl_sym *syms,
 	    size_t nsyms, char **error)

@@ -18,12 +18,13 @@
  *   (and `readelf -n sbxcat`) see the sonames as they see DT_NEEDED.
  *
  * dl_load() opens soname and resolves every symbol of the table, or sets
- * an error (status 3) that names the Debian package to install.  It is
- * not thread-safe: its callers run it under pthread_once.
+ * an error (status 3) that names the Debian package to install; it is
+ * not thread-safe, dl_load_once() is.
  */
 #ifndef SBX_DL_H
 #define SBX_DL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,6 +42,21 @@ struct dl_sym {
 	{                                                                      \
 		(void **)&sym_##symbol, #symbol                                \
 	}
+
+/*
+ * A library loaded once per process: dl_load_once() opens it and runs
+ * init (may be NULL) the first time, under a lock, and reports the same
+ * outcome every time (status 3 on failure).
+ */
+struct dl_lib {
+	const char *soname, *package;
+	const struct dl_sym *syms;
+	size_t nsyms;
+	int (*init)(char **error); /* after the symbols; -1 with *error */
+	bool tried;		   /* private */
+	char *error;		   /* private */
+};
+int dl_load_once(struct dl_lib *lib, struct sbx_error **err);
 
 /*
  * Open soname and fill every slot.  On failure: -1 and *error, an

@@ -519,6 +519,28 @@ int call_stream(struct call *c, struct engine_stream *s, struct sbx_error **err)
 	return 0;
 }
 
+int call_simple(struct engine *e, const char *method, const char *path,
+		const long *accept, long *status, struct sbx_error **err)
+{
+	struct call c;
+	int rc;
+
+	call_init(&c, e, method, path, true);
+	rc = call_run(&c, err);
+	if (status)
+		*status = c.status;
+	if (rc == 0 && (c.status < 200 || c.status >= 300)) {
+		rc = -1;
+		for (size_t i = 0; accept && accept[i]; i++)
+			if (accept[i] == c.status)
+				rc = 0;
+		if (rc < 0)
+			call_reply_error(&c, err);
+	}
+	call_release(&c);
+	return rc;
+}
+
 static int ping_on(struct engine *e, void **slot, long timeout_ms,
 		   struct sbx_error **err)
 {

@@ -59,6 +59,14 @@ int call_stream(struct call *c, struct engine_stream *s,
 /* An error for a reply of status c->status: its message, err->http set. */
 int call_reply_error(struct call *c, struct sbx_error **err);
 
+/*
+ * A request whose reply body is not needed: 0 when the status is 2xx or
+ * one of accept[] (0-terminated, may be NULL), with *status set (may be
+ * NULL); else -1 and an error carrying the status.
+ */
+int call_simple(struct engine *e, const char *method, const char *path,
+		const long *accept, long *status, struct sbx_error **err);
+
 /* Path bytes of a reference kept as they are; anything else %-encoded. */
 void engine_add_path_escaped(struct strbuf *sb, const char *s);
 void engine_add_query_escaped(struct strbuf *sb, const char *s);

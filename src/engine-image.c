@@ -161,8 +161,7 @@ int engine_image_tag(struct engine *e, const char *ref, const char *tag,
 	const char *colon = strrchr(tag, ':');
 	cleanup_free char *repo =
 	    colon ? xstrndup(tag, (size_t)(colon - tag)) : xstrdup(tag);
-	struct call c;
-	int rc = -1;
+	int rc;
 
 	strbuf_addstr(&path, "/images/");
 	engine_add_path_escaped(&path, ref);
@@ -170,16 +169,7 @@ int engine_image_tag(struct engine *e, const char *ref, const char *tag,
 	engine_add_query_escaped(&path, repo);
 	strbuf_addstr(&path, "&tag=");
 	engine_add_query_escaped(&path, colon ? colon + 1 : "latest");
-	call_init(&c, e, "POST", strbuf_str(&path), true);
-	if (call_run(&c, err) < 0)
-		goto out;
-	if (c.status < 200 || c.status >= 300) {
-		call_reply_error(&c, err);
-		goto out;
-	}
-	rc = 0;
-out:
-	call_release(&c);
+	rc = call_simple(e, "POST", strbuf_str(&path), NULL, NULL, err);
 	strbuf_release(&path);
 	return rc;
 }
@@ -187,25 +177,15 @@ out:
 int engine_image_remove(struct engine *e, const char *ref, bool *conflict,
 			struct sbx_error **err)
 {
+	static const long accept[] = {404, 409, 0};
 	struct strbuf path = STRBUF_INIT;
-	struct call c;
-	int rc = -1;
+	long status = 0;
+	int rc;
 
-	*conflict = false;
 	strbuf_addstr(&path, "/images/");
 	engine_add_path_escaped(&path, ref);
-	call_init(&c, e, "DELETE", strbuf_str(&path), true);
-	if (call_run(&c, err) < 0)
-		goto out;
-	if (c.status == 409)
-		*conflict = true;
-	else if ((c.status < 200 || c.status >= 300) && c.status != 404) {
-		call_reply_error(&c, err);
-		goto out;
-	}
-	rc = 0;
-out:
-	call_release(&c);
+	rc = call_simple(e, "DELETE", strbuf_str(&path), accept, &status, err);
+	*conflict = rc == 0 && status == 409;
 	strbuf_release(&path);
 	return rc;
 }

@@ -7,8 +7,6 @@
  */
 #include "config.h"
 
-#include <pthread.h>
-
 #include "error.h"
 #include "pq-dl.h"
 
@@ -43,46 +41,41 @@ DLSYM_DEFINE(PQescapeLiteral);
 DLSYM_DEFINE(PQfreemem);
 DLSYM_DEFINE(PQsetNoticeProcessor);
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static char *load_error; /* set once, read after pthread_once */
+static const struct dl_sym syms[] = {
+    DLSYM_ENTRY(PQlibVersion),
+    DLSYM_ENTRY(PQconnectdb),
+    DLSYM_ENTRY(PQstatus),
+    DLSYM_ENTRY(PQerrorMessage),
+    DLSYM_ENTRY(PQserverVersion),
+    DLSYM_ENTRY(PQfinish),
+    DLSYM_ENTRY(PQexec),
+    DLSYM_ENTRY(PQexecParams),
+    DLSYM_ENTRY(PQresultStatus),
+    DLSYM_ENTRY(PQresultErrorMessage),
+    DLSYM_ENTRY(PQresultErrorField),
+    DLSYM_ENTRY(PQntuples),
+    DLSYM_ENTRY(PQnfields),
+    DLSYM_ENTRY(PQgetvalue),
+    DLSYM_ENTRY(PQgetisnull),
+    DLSYM_ENTRY(PQcmdTuples),
+    DLSYM_ENTRY(PQclear),
+    DLSYM_ENTRY(PQputCopyData),
+    DLSYM_ENTRY(PQputCopyEnd),
+    DLSYM_ENTRY(PQgetResult),
+    DLSYM_ENTRY(PQescapeIdentifier),
+    DLSYM_ENTRY(PQescapeLiteral),
+    DLSYM_ENTRY(PQfreemem),
+    DLSYM_ENTRY(PQsetNoticeProcessor),
+};
 
-static void load(void)
-{
-	static const struct dl_sym syms[] = {
-	    DLSYM_ENTRY(PQlibVersion),
-	    DLSYM_ENTRY(PQconnectdb),
-	    DLSYM_ENTRY(PQstatus),
-	    DLSYM_ENTRY(PQerrorMessage),
-	    DLSYM_ENTRY(PQserverVersion),
-	    DLSYM_ENTRY(PQfinish),
-	    DLSYM_ENTRY(PQexec),
-	    DLSYM_ENTRY(PQexecParams),
-	    DLSYM_ENTRY(PQresultStatus),
-	    DLSYM_ENTRY(PQresultErrorMessage),
-	    DLSYM_ENTRY(PQresultErrorField),
-	    DLSYM_ENTRY(PQntuples),
-	    DLSYM_ENTRY(PQnfields),
-	    DLSYM_ENTRY(PQgetvalue),
-	    DLSYM_ENTRY(PQgetisnull),
-	    DLSYM_ENTRY(PQcmdTuples),
-	    DLSYM_ENTRY(PQclear),
-	    DLSYM_ENTRY(PQputCopyData),
-	    DLSYM_ENTRY(PQputCopyEnd),
-	    DLSYM_ENTRY(PQgetResult),
-	    DLSYM_ENTRY(PQescapeIdentifier),
-	    DLSYM_ENTRY(PQescapeLiteral),
-	    DLSYM_ENTRY(PQfreemem),
-	    DLSYM_ENTRY(PQsetNoticeProcessor),
-	};
-
-	dl_load(SBX_PQ_SONAME, SBX_PQ_PACKAGE, syms,
-		sizeof(syms) / sizeof(syms[0]), &load_error);
-}
+static struct dl_lib pq_lib = {
+    .soname = SBX_PQ_SONAME,
+    .package = SBX_PQ_PACKAGE,
+    .syms = syms,
+    .nsyms = sizeof(syms) / sizeof(syms[0]),
+};
 
 int pq_dl_load(struct sbx_error **err)
 {
-	pthread_once(&once, load);
-	if (load_error)
-		return sbx_error_set(err, SBX_EXIT_ENV, 0, "%s", load_error);
-	return 0;
+	return dl_load_once(&pq_lib, err);
 }
