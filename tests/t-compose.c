@@ -319,27 +319,28 @@ static void run_made_cases(void)
 	refuse("the service twice",
 	       "services:\n  sandboxd: {environment: [SANDBOXD_RUNTIMES=]}\n"
 	       "  sandboxd: {}\n",
-	       "mem.yml:3:3: service 'sandboxd' is defined twice; keep one");
+	       "mem.yml:3:3: 'sandboxd' is set twice in 'services' (first at "
+	       "2:3); keep one");
 	refuse("'services' twice",
 	       "services: {}\nservices: {sandboxd: {environment: "
 	       "[SANDBOXD_RUNTIMES=]}}\n",
-	       "mem.yml:2:1: 'services' is set twice; keep one");
+	       "mem.yml:2:1: 'services' is set twice in the file's top level "
+	       "(first at 1:1); keep one");
 	refuse("the environment twice",
 	       "services: {sandboxd: {environment: [SANDBOXD_RUNTIMES=], "
 	       "environment: []}}\n",
-	       "mem.yml:1:58: service 'sandboxd' has 'environment' twice; keep "
-	       "one");
+	       "mem.yml:1:58: 'environment' is set twice in service 'sandboxd' "
+	       "(first at 1:23); keep one");
 	refuse("SANDBOXD_NETWORK_MODE twice",
 	       "services: {sandboxd: {environment: [SANDBOXD_RUNTIMES=, "
 	       "SANDBOXD_NETWORK_MODE=none, SANDBOXD_NETWORK_MODE=bridge]}}\n",
-	       "mem.yml:1:85: SANDBOXD_NETWORK_MODE is set twice in service "
-	       "'sandboxd' (first at 1:57); keep one");
+	       "mem.yml:1:85: 'SANDBOXD_NETWORK_MODE' is set twice in the "
+	       "environment of service 'sandboxd' (first at 1:57); keep one");
 	refuse("the service as an alias",
 	       "x: &s {environment: [SANDBOXD_RUNTIMES=]}\nservices: "
 	       "{sandboxd: *s}\n",
-	       "mem.yml:2:22: service 'sandboxd' is an alias ('*s'); sbxcat "
-	       "edits SANDBOXD_RUNTIMES in place, so write it out in this "
-	       "service");
+	       "mem.yml:2:22: service 'sandboxd' is an alias ('*s'), which "
+	       "sbxcat does not follow; write it out in place");
 
 	/* compose_read: what compose would pass on. */
 	if (compose_read("mem.yml", dollars, strlen(dollars), &v, &err) < 0)
