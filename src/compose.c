@@ -886,6 +886,81 @@ static int check_bom(struct walker *w)
 	    w->path, line, col);
 }
 
+/* Converts increasing character marks to byte offsets in one pass. */
+struct cursor {
+	size_t chr, byte;
+};
+
+static size_t cursor_to(const struct walker *w, struct cursor *c, size_t index)
+{
+	while (c->chr < index && c->byte < w->len) {
+		c->byte++;
+		while (c->byte < w->len &&
+		       ((unsigned char)w->text[c->byte] & 0xC0) == 0x80)
+			c->byte++;
+		c->chr++;
+	}
+	return c->byte;
+}
+
+/*
+ * A tab is whitespace to libyaml almost anywhere, but PyYAML (the loader
+ * of docker-compose 1.x) refuses a file with a tab anywhere outside a
+ * quoted or block scalar and a comment.  Outside the scalars libyaml
+ * found, a '#' can only start a comment.
+ */
+static int check_tabs(struct walker *w)
+{
+	struct cursor c = {0, 0};
+	size_t pos = 0;
+	bool comment = false;
+
+	if (!memchr(w->text, '\t', w->len))
+		return 0;
+	for (size_t i = 0; i <= w->n; i++) {
+		const yaml_event_t *ev = i < w->n ? &w->e[i].ev : NULL;
+		size_t start = w->len, end = w->len;
+		bool tab_ok = false;
+
+		if (ev && ev->type != YAML_SCALAR_EVENT)
+			continue;
+		if (ev) {
+			start = cursor_to(w, &c, ev->start_mark.index);
+			end = cursor_to(w, &c, ev->end_mark.index);
+			tab_ok =
+			    ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
+		}
+		for (; pos < start; pos++) {
+			char b = w->text[pos];
+			if (b == '\n' || b == '\r')
+				comment = false;
+			else if (b == '#')
+				comment = true;
+			else if (b == '\t' && !comment)
+				break;
+		}
+		if (pos < start || (!tab_ok && pos < end &&
+				    memchr(w->text + pos, '\t', end - pos))) {
+			int line, col;
+			if (pos >= start)
+				pos += (size_t)((const char *)memchr(
+						    w->text + pos, '\t',
+						    end - pos) -
+						(w->text + pos));
+			byte_pos(w->text, w->len, pos, &line, &col);
+			return sbx_error_set(
+			    w->err, SBX_EXIT_FAIL, 0,
+			    "%s:%d:%d: a tab outside a quoted string or a "
+			    "comment, which docker-compose's YAML loader "
+			    "refuses; use spaces",
+			    w->path, line, col);
+		}
+		if (end > pos)
+			pos = end;
+	}
+	return 0;
+}
+
 /* Parse buf and find the scalar; on success the caller releases w. */
 static int locate(struct walker *w, const char *path, const char *buf,
 		  size_t len, struct sbx_error **err)
@@ -913,7 +988,8 @@ static int locate(struct walker *w, const char *path, const char *buf,
 				     path, line, col,
 				     (unsigned char)w->text[bad]);
 	}
-	if (check_bom(w) < 0 || load_events(w) < 0 || walk_root(w) < 0) {
+	if (check_bom(w) < 0 || load_events(w) < 0 || check_tabs(w) < 0 ||
+	    walk_root(w) < 0) {
 		walker_release(w);
 		return -1;
 	}

@@ -358,6 +358,89 @@ static void run_made_cases(void)
 	free(v);
 }
 
+/*
+ * The check behind every write: the re-parsed file must be the original's
+ * event stream with one scalar changed.  Fed a splice one character early
+ * (what a miscounted BOM did), or a correct value with another change
+ * beside it, it must refuse.
+ */
+static void run_verify(void)
+{
+	static const char old[] =
+	    "services: {sandboxd: {environment: {A: 'a1', "
+	    "SANDBOXD_RUNTIMES: 'x', B: b}}}\n";
+	struct compose_result res;
+	struct sbx_error *err = NULL;
+	const char *at;
+	size_t start, end;
+	cleanup_free char *shifted = NULL;
+	cleanup_free char *other = NULL;
+	char *p;
+
+	if (compose_splice(&cat, "mem.yml", old, strlen(old), &res, &err) < 0)
+		bail_out("%s", err->msg);
+	ok(compose_verify("mem.yml", old, strlen(old), res.text, res.len,
+			  res.value, &err) == 0,
+	   "verify: the splice itself passes");
+	sbx_error_free(&err);
+
+	at = strstr(old, "'x'");
+	start = (size_t)(at - old);
+	end = start + 3;
+	p = strstr(res.text, "SANDBOXD_RUNTIMES: ") +
+	    strlen("SANDBOXD_RUNTIMES: ");
+	/* The new scalar, placed one character early. */
+	shifted = xasprintf("%.*s%.*s%s", (int)start - 1, old,
+			    (int)(strstr(p, ", B: b") - p), p, old + end - 1);
+	ok(compose_verify("mem.yml", old, strlen(old), shifted, strlen(shifted),
+			  res.value, &err) < 0,
+	   "verify: a splice one character early is refused");
+	diag("%s", err ? err->msg : "(accepted)");
+	sbx_error_free(&err);
+
+	/* The right value, and another scalar changed. */
+	other = xstrdup(res.text);
+	other[strstr(other, "'a1'") - other + 2] = '2';
+	ok(compose_verify("mem.yml", old, strlen(old), other, strlen(other),
+			  res.value, &err) < 0,
+	   "verify: a change beside the value is refused");
+	is_str(err ? err->msg : NULL,
+	       "mem.yml: after the splice the file reads differently at 1:40, "
+	       "not only in the value of SANDBOXD_RUNTIMES; nothing was "
+	       "written (a bug in sbxcat)",
+	       "verify: the message names the place");
+	sbx_error_free(&err);
+	compose_result_release(&res);
+}
+
+/* A write that would take the file past sbxcat's own read limit. */
+static void run_size_limit(void)
+{
+	static const char head[] = "services: {sandboxd: {environment: "
+				   "{SANDBOXD_RUNTIMES: ''}}}\n#";
+	size_t len = COMPOSE_MAX_BYTES - 10;
+	char *text = xmalloc(len + 1);
+	struct compose_result res;
+	struct sbx_error *err = NULL;
+
+	memset(text, 'x', len);
+	memcpy(text, head, strlen(head));
+	text[len - 1] = '\n';
+	text[len] = '\0';
+	ok(compose_splice(&cat, "big.yml", text, len, &res, &err) < 0,
+	   "a write past the %u-byte limit is refused",
+	   (unsigned)COMPOSE_MAX_BYTES);
+	ok(err &&
+	       strstr(err->msg, "big.yml:1:56: the new value of "
+				"SANDBOXD_RUNTIMES would make the file ") &&
+	       strstr(err->msg, "over the limit of 4194304; nothing was "
+				"written"),
+	   "size limit: message");
+	diag("%s", err ? err->msg : "(accepted)");
+	sbx_error_free(&err);
+	free(text);
+}
+
 static void run_files(void)
 {
 	char dir[] = "/tmp/t-compose-XXXXXX";
@@ -447,6 +530,8 @@ int main(void)
 	run_pairs();
 	run_bad_files();
 	run_made_cases();
+	run_verify();
+	run_size_limit();
 	run_files();
 	catalog_release(&cat);
 	return done_testing();
