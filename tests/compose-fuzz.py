@@ -21,6 +21,7 @@
 #
 # Output is TAP; every broken mutant is kept in WORK_DIR/fail-N.yml and
 # named in a diagnostic.
+import logging
 import os
 import random
 import subprocess
@@ -39,6 +40,8 @@ with open(os.path.join(case_dir, "value.json"), "rb") as f:
 with open(os.path.join(case_dir, "value-bridge.json"), "rb") as f:
     VALUE_BRIDGE = f.read().decode().rstrip("\n")
 
+# Compose's loader warns about every unset variable a mutant makes.
+logging.disable(logging.WARNING)
 try:
     # Compose's loader, if this python is docker-compose's.
     from compose.config import config as dc_config

@@ -5,7 +5,7 @@
 # and byte-identical, or written so that PyYAML (docker-compose's loader)
 # and compose's own config loader read exactly the new value and nothing
 # else changed.  The fuzzer is tests/compose-fuzz.py; this runs a quick,
-# fixed-seed round (SBXCAT_FUZZ_N mutants, default 400, seed
+# fixed-seed round (SBXCAT_FUZZ_N mutants, default 300, seed
 # SBXCAT_FUZZ_SEED); see docs/compose.md for a longer run.
 set -u
 S=${SBXCAT:?SBXCAT must name the built binary}
@@ -23,4 +23,4 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 unset SBXCAT_CATALOG COMPOSE_FILE COMPOSE_PROJECT_NAME
 "$PY" "$srcdir/tests/compose-fuzz.py" "$S" "$srcdir/tests/compose" "$T" \
-	"${SBXCAT_FUZZ_N:-400}" "${SBXCAT_FUZZ_SEED:-7}"
+	"${SBXCAT_FUZZ_N:-300}" "${SBXCAT_FUZZ_SEED:-7}"
