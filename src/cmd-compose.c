@@ -54,7 +54,7 @@ static json_t *file_json(const struct file_state *f, const char *msg)
 }
 
 static int run(struct sbx_ctx *ctx, enum mode mode, const struct catalog *cat,
-	       char **files, size_t nfiles)
+	       const char *const *files, size_t nfiles)
 {
 	struct file_state *fs = xcalloc(nfiles, sizeof(*fs));
 	json_t *report = ctx->json && mode != MODE_PRINT ? json_array() : NULL;
@@ -138,7 +138,7 @@ static int cmd_compose(struct sbx_ctx *ctx, int argc, char **argv)
 	    {"check", no_argument, NULL, OPT_CHECK},
 	    {"print", no_argument, NULL, OPT_PRINT},
 	    {0}};
-	static char *defaults[] = {COMPOSE_DEFAULT_FILES};
+	static const char *const defaults[] = {COMPOSE_DEFAULT_FILES};
 	enum mode mode = MODE_WRITE;
 	bool check = false, print = false;
 	struct catalog cat;
@@ -183,7 +183,7 @@ static int cmd_compose(struct sbx_ctx *ctx, int argc, char **argv)
 		rc = run(ctx, mode, &cat, defaults,
 			 sizeof(defaults) / sizeof(defaults[0]));
 	} else {
-		rc = run(ctx, mode, &cat, argv + optind,
+		rc = run(ctx, mode, &cat, (const char *const *)(argv + optind),
 			 (size_t)(argc - optind));
 	}
 	catalog_release(&cat);

@@ -73,6 +73,16 @@ int compose_splice(const struct catalog *cat, const char *path, const char *buf,
 int compose_read(const char *path, const char *buf, size_t len, char **value,
 		 struct sbx_error **err);
 
+/*
+ * The check compose_splice makes before it returns new text: text, parsed
+ * from scratch, must be old's YAML event stream with only the value of
+ * SANDBOXD_RUNTIMES changed (same events, values, tags, anchors and
+ * styles), that one double-quoted and giving back value.  For tests.
+ */
+int compose_verify(const char *path, const char *old, size_t oldlen,
+		   const char *text, size_t len, const char *value,
+		   struct sbx_error **err);
+
 /* Read path and splice (compose_splice). */
 int compose_prepare(const struct catalog *cat, const char *path,
 		    struct compose_result *res, struct sbx_error **err);

@@ -319,27 +319,28 @@ static void run_made_cases(void)
 	refuse("the service twice",
 	       "services:\n  sandboxd: {environment: [SANDBOXD_RUNTIMES=]}\n"
 	       "  sandboxd: {}\n",
-	       "mem.yml:3:3: service 'sandboxd' is defined twice; keep one");
+	       "mem.yml:3:3: 'sandboxd' is set twice in 'services' (first at "
+	       "2:3); keep one");
 	refuse("'services' twice",
 	       "services: {}\nservices: {sandboxd: {environment: "
 	       "[SANDBOXD_RUNTIMES=]}}\n",
-	       "mem.yml:2:1: 'services' is set twice; keep one");
+	       "mem.yml:2:1: 'services' is set twice in the file's top level "
+	       "(first at 1:1); keep one");
 	refuse("the environment twice",
 	       "services: {sandboxd: {environment: [SANDBOXD_RUNTIMES=], "
 	       "environment: []}}\n",
-	       "mem.yml:1:58: service 'sandboxd' has 'environment' twice; keep "
-	       "one");
+	       "mem.yml:1:58: 'environment' is set twice in service 'sandboxd' "
+	       "(first at 1:23); keep one");
 	refuse("SANDBOXD_NETWORK_MODE twice",
 	       "services: {sandboxd: {environment: [SANDBOXD_RUNTIMES=, "
 	       "SANDBOXD_NETWORK_MODE=none, SANDBOXD_NETWORK_MODE=bridge]}}\n",
-	       "mem.yml:1:85: SANDBOXD_NETWORK_MODE is set twice in service "
-	       "'sandboxd' (first at 1:57); keep one");
+	       "mem.yml:1:85: 'SANDBOXD_NETWORK_MODE' is set twice in the "
+	       "environment of service 'sandboxd' (first at 1:57); keep one");
 	refuse("the service as an alias",
 	       "x: &s {environment: [SANDBOXD_RUNTIMES=]}\nservices: "
 	       "{sandboxd: *s}\n",
-	       "mem.yml:2:22: service 'sandboxd' is an alias ('*s'); sbxcat "
-	       "edits SANDBOXD_RUNTIMES in place, so write it out in this "
-	       "service");
+	       "mem.yml:2:22: service 'sandboxd' is an alias ('*s'), which "
+	       "sbxcat does not follow; write it out in place");
 
 	/* compose_read: what compose would pass on. */
 	if (compose_read("mem.yml", dollars, strlen(dollars), &v, &err) < 0)
@@ -355,6 +356,89 @@ static void run_made_cases(void)
 	       "read: lone $: message");
 	sbx_error_free(&err);
 	free(v);
+}
+
+/*
+ * The check behind every write: the re-parsed file must be the original's
+ * event stream with one scalar changed.  Fed a splice one character early
+ * (what a miscounted BOM did), or a correct value with another change
+ * beside it, it must refuse.
+ */
+static void run_verify(void)
+{
+	static const char old[] =
+	    "services: {sandboxd: {environment: {A: 'a1', "
+	    "SANDBOXD_RUNTIMES: 'x', B: b}}}\n";
+	struct compose_result res;
+	struct sbx_error *err = NULL;
+	const char *at;
+	size_t start, end;
+	cleanup_free char *shifted = NULL;
+	cleanup_free char *other = NULL;
+	char *p;
+
+	if (compose_splice(&cat, "mem.yml", old, strlen(old), &res, &err) < 0)
+		bail_out("%s", err->msg);
+	ok(compose_verify("mem.yml", old, strlen(old), res.text, res.len,
+			  res.value, &err) == 0,
+	   "verify: the splice itself passes");
+	sbx_error_free(&err);
+
+	at = strstr(old, "'x'");
+	start = (size_t)(at - old);
+	end = start + 3;
+	p = strstr(res.text, "SANDBOXD_RUNTIMES: ") +
+	    strlen("SANDBOXD_RUNTIMES: ");
+	/* The new scalar, placed one character early. */
+	shifted = xasprintf("%.*s%.*s%s", (int)start - 1, old,
+			    (int)(strstr(p, ", B: b") - p), p, old + end - 1);
+	ok(compose_verify("mem.yml", old, strlen(old), shifted, strlen(shifted),
+			  res.value, &err) < 0,
+	   "verify: a splice one character early is refused");
+	diag("%s", err ? err->msg : "(accepted)");
+	sbx_error_free(&err);
+
+	/* The right value, and another scalar changed. */
+	other = xstrdup(res.text);
+	other[strstr(other, "'a1'") - other + 2] = '2';
+	ok(compose_verify("mem.yml", old, strlen(old), other, strlen(other),
+			  res.value, &err) < 0,
+	   "verify: a change beside the value is refused");
+	is_str(err ? err->msg : NULL,
+	       "mem.yml: after the splice the file reads differently at 1:40, "
+	       "not only in the value of SANDBOXD_RUNTIMES; nothing was "
+	       "written (a bug in sbxcat)",
+	       "verify: the message names the place");
+	sbx_error_free(&err);
+	compose_result_release(&res);
+}
+
+/* A write that would take the file past sbxcat's own read limit. */
+static void run_size_limit(void)
+{
+	static const char head[] = "services: {sandboxd: {environment: "
+				   "{SANDBOXD_RUNTIMES: ''}}}\n#";
+	size_t len = COMPOSE_MAX_BYTES - 10;
+	char *text = xmalloc(len + 1);
+	struct compose_result res;
+	struct sbx_error *err = NULL;
+
+	memset(text, 'x', len);
+	memcpy(text, head, strlen(head));
+	text[len - 1] = '\n';
+	text[len] = '\0';
+	ok(compose_splice(&cat, "big.yml", text, len, &res, &err) < 0,
+	   "a write past the %u-byte limit is refused",
+	   (unsigned)COMPOSE_MAX_BYTES);
+	ok(err &&
+	       strstr(err->msg, "big.yml:1:56: the new value of "
+				"SANDBOXD_RUNTIMES would make the file ") &&
+	       strstr(err->msg, "over the limit of 4194304; nothing was "
+				"written"),
+	   "size limit: message");
+	diag("%s", err ? err->msg : "(accepted)");
+	sbx_error_free(&err);
+	free(text);
 }
 
 static void run_files(void)
@@ -446,6 +530,8 @@ int main(void)
 	run_pairs();
 	run_bad_files();
 	run_made_cases();
+	run_verify();
+	run_size_limit();
 	run_files();
 	catalog_release(&cat);
 	return done_testing();
