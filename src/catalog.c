@@ -111,33 +111,24 @@ static void vdiag_msg(struct vctx *v, const struct jpos *at, const char *field,
 }
 
 /*
- * A value quoted for a message: control characters escaped so a message is
- * always one line, and long values cut so a 10 kB string stays readable.
+ * A value quoted for a message: escaped by text_add_escaped (so a message
+ * is always one line), and cut after 60 characters so a 10 kB string stays
+ * readable.
  */
 static char *msgquote(const char *s)
 {
 	struct strbuf sb = STRBUF_INIT;
-	size_t chars = 0;
+	size_t len = strlen(s), cut = 0;
 
-	strbuf_addch(&sb, '\'');
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if ((*p & 0xC0) != 0x80 && ++chars > 60) {
-			strbuf_addstr(&sb, "...");
-			break;
-		}
-		if (*p == '\n')
-			strbuf_addstr(&sb, "\\n");
-		else if (*p == '\r')
-			strbuf_addstr(&sb, "\\r");
-		else if (*p == '\t')
-			strbuf_addstr(&sb, "\\t");
-		else if (*p < 0x20 || *p == 0x7F)
-			strbuf_addf(&sb, "\\x%02x", *p);
-		else if (*p == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F)
-			strbuf_addf(&sb, "\\u%04x", *++p); /* C1 controls */
-		else
-			strbuf_addch(&sb, *p);
+	for (size_t chars = 0; cut < len && chars < 60; chars++) {
+		uint32_t cp;
+		size_t n = utf8_decode(s + cut, len - cut, &cp);
+		cut += n ? n : 1;
 	}
+	strbuf_addch(&sb, '\'');
+	text_add_escaped(&sb, s, cut);
+	if (cut < len)
+		strbuf_addstr(&sb, "...");
 	strbuf_addch(&sb, '\'');
 	return strbuf_detach(&sb, NULL);
 }
@@ -163,50 +154,24 @@ static const char *type_name(const json_t *j)
 	return "something else";
 }
 
-/*
- * Offset (in characters, 1-based) and code point of the first control
- * character in s: C0, DEL and C1.  C1 matters because YAML reads U+0085 as a
- * line break, and every string here ends up in a Dockerfile or compose file.
- */
-static int find_control(const char *s, size_t len, unsigned *cp)
-{
-	int chars = 0;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char b = (unsigned char)s[i];
-		if ((b & 0xC0) == 0x80)
-			continue;
-		chars++;
-		if (b < 0x20 || b == 0x7F) {
-			*cp = b;
-			return chars;
-		}
-		if (b == 0xC2 && i + 1 < len &&
-		    (unsigned char)s[i + 1] >= 0x80 &&
-		    (unsigned char)s[i + 1] <= 0x9F) {
-			*cp = (unsigned char)s[i + 1];
-			return chars;
-		}
-	}
-	return 0;
-}
-
 /* Check that j is a string without control characters; report if not. */
 static bool want_string(struct vctx *v, const json_t *j, const struct jpos *at,
 			const char *field)
 {
-	unsigned cp = 0;
-	int where;
+	uint32_t cp = 0;
+	size_t where;
 
 	if (!json_is_string(j)) {
 		vdiag(v, at, field, "must be a string, not %s", type_name(j));
 		return false;
 	}
-	where = find_control(json_string_value(j), json_string_length(j), &cp);
+	where = text_find_control(json_string_value(j), json_string_length(j),
+				  &cp);
 	if (where) {
 		vdiag(v, at, field,
-		      "contains a control character (U+%04X) at character %d; "
+		      "contains a control character (U+%04X) at character %zu; "
 		      "strings must be one line of printable text",
-		      cp, where);
+		      (unsigned)cp, where);
 		return false;
 	}
 	return true;
@@ -746,13 +711,46 @@ static void get_string_array(struct vctx *v, json_t *e, const struct jpos *pe,
 }
 
 /*
- * A setup command becomes one RUN line.  A trailing backslash would join
- * the next Dockerfile line to it, letting a value add an instruction.
+ * White space as Docker's Dockerfile parser (Go's unicode.IsSpace, used by
+ * strings.TrimSpace) reads it: it trims all of these from the arguments of
+ * RUN before deciding between the shell form and the exec form.
+ */
+static bool is_go_space(uint32_t cp)
+{
+	return (cp >= 0x09 && cp <= 0x0D) || cp == ' ' || cp == 0x85 ||
+	       cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
+	       cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
+	       cp == 0x3000;
+}
+
+/*
+ * A setup command becomes one shell-form RUN line, "RUN " and the value,
+ * and must stay one: nothing in it may change what RUN does.
  */
 static char *check_setup_command(const char *s)
 {
-	size_t n = strlen(s);
+	size_t n = strlen(s), i = 0;
+	uint32_t cp = 0;
 
+	/* Docker trims white space before it looks at the arguments. */
+	while (i < n) {
+		size_t k = utf8_decode(s + i, n - i, &cp);
+		if (k == 0 || !is_go_space(cp))
+			break;
+		i += k;
+	}
+	if (i == n)
+		return xstrdup("is only white space, which would make a RUN "
+			       "with no command");
+	if (s[i] == '-')
+		return xstrdup(
+		    "starts with '-', which Docker reads as an option of RUN "
+		    "(such as --network=host or --mount) or the shell as one "
+		    "of its own; start with the command");
+	if (s[i] == '[')
+		return xstrdup("starts with '[', which Docker reads as the exec "
+			       "form of RUN (a JSON array run without a "
+			       "shell); start with the command");
 	/* Docker continues a line that ends in a backslash and blanks. */
 	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
 		n--;
@@ -794,12 +792,12 @@ static void get_env(struct vctx *v, json_t *e, const struct jpos *pe,
 				  .col = m ? m->kcol : 0};
 		cleanup_free char *field = NULL;
 		cleanup_free char *qname = msgquote(name);
-		unsigned cp;
+		uint32_t cp;
 		char *msg;
 
 		/* Report a bad name by its quoted form: it may hold anything.
 		 */
-		if (find_control(name, strlen(name), &cp))
+		if (text_find_control(name, strlen(name), &cp))
 			field = xasprintf("env_vars.%.*s",
 					  (int)strlen(qname) - 2, qname + 1);
 		else
@@ -831,8 +829,8 @@ static void validate_entry(struct catalog *cat, int index, json_t *e,
 	j = json_object_get(e, "alias");
 	msg = json_is_string(j) ? catalog_check_alias(json_string_value(j))
 				: xstrdup("");
-	if (!msg && !find_control(json_string_value(j), json_string_length(j),
-				  &(unsigned){0}))
+	if (!msg && !text_find_control(json_string_value(j),
+				       json_string_length(j), &(uint32_t){0}))
 		v.entry = xasprintf("'%s'", json_string_value(j));
 	else
 		v.entry = xasprintf("$[%d]", index);
