@@ -165,8 +165,8 @@ static bool want_string(struct vctx *v, const json_t *j, const struct jpos *at,
 		vdiag(v, at, field, "must be a string, not %s", type_name(j));
 		return false;
 	}
-	where = text_find_control(json_string_value(j), json_string_length(j),
-				  &cp);
+	where =
+	    text_find_control(json_string_value(j), json_string_length(j), &cp);
 	if (where) {
 		vdiag(v, at, field,
 		      "contains a control character (U+%04X) at character %zu; "
@@ -266,10 +266,9 @@ static bool is_tag_char(char c)
 	return is_alnum(c) || c == '_' || c == '.' || c == '-';
 }
 
-static bool is_hex(char c)
+static bool is_lower_hex(char c)
 {
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
-	       (c >= 'A' && c <= 'F');
+	return (c >= '0' && c <= 'f') && (c <= '9' || c >= 'a');
 }
 
 static bool is_alpha(char c)
@@ -277,33 +276,33 @@ static bool is_alpha(char c)
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-/* algorithm ":" hex{32,} where algorithm is [A-Za-z][A-Za-z0-9]* joined
- * by [-_+.] */
+/*
+ * A digest Docker accepts: the grammar admits any algorithm and 32 or more
+ * hex digits, but go-digest then refuses an algorithm it has no hash for
+ * and an encoded part of the wrong length or case.  Docker links sha256,
+ * sha384 and sha512.
+ */
 static bool is_digest(const char *s)
 {
-	const char *colon = strchr(s, ':');
-	size_t hex;
+	static const struct {
+		const char *alg;
+		size_t hex;
+	} algs[] = {{"sha256:", 64}, {"sha384:", 96}, {"sha512:", 128}};
 
-	if (!colon || colon == s)
-		return false;
-	for (const char *p = s; p < colon; p++) {
-		if (!is_alpha(*p))
-			return false;
-		while (p + 1 < colon && is_alnum(p[1]))
-			p++;
-		if (p + 1 < colon) {
-			if (!strchr("-_+.", p[1]) || p + 2 == colon)
-				return false;
-			p++;
-		}
+	for (size_t i = 0; i < sizeof(algs) / sizeof(algs[0]); i++) {
+		size_t al = strlen(algs[i].alg);
+		if (strncmp(s, algs[i].alg, al) == 0)
+			return strlen(s + al) == algs[i].hex &&
+			       span_class(s + al, algs[i].hex, is_lower_hex) ==
+				   algs[i].hex;
 	}
-	hex = strlen(colon + 1);
-	return hex >= 32 && span_class(colon + 1, hex, is_hex) == hex;
+	return false;
 }
 
 /* Docker's reference grammar (distribution/reference), without IPv6 hosts:
- * [domain/]path[/path...][:tag][@digest] */
-static bool is_image_ref(const char *s, size_t *namelen)
+ * [domain/]path[/path...][:tag][@digest].  *namelen is the length of the
+ * name, *domainlen that of its domain (0 when there is none). */
+static bool is_image_ref(const char *s, size_t *namelen, size_t *domainlen)
 {
 	const char *at = strchr(s, '@');
 	size_t n = at ? (size_t)(at - s) : strlen(s);
@@ -311,8 +310,7 @@ static bool is_image_ref(const char *s, size_t *namelen)
 	const char *colon = memrchr(s, ':', n);
 	size_t start = 0;
 
-	if (at && !is_digest(at + 1))
-		return false;
+	*domainlen = 0;
 	if (colon && (!slash || colon > slash)) {
 		size_t tl = n - (size_t)(colon - s) - 1;
 		if (tl == 0 || tl > 128 || colon[1] == '.' || colon[1] == '-' ||
@@ -327,14 +325,32 @@ static bool is_image_ref(const char *s, size_t *namelen)
 		/* The first of several components is a registry host when it
 		 * looks like one, as Docker decides: a '.', a ':' or localhost.
 		 */
-		if (!is_path_component(s + start, i - start) &&
-		    !(start == 0 && i < n && is_domain(s, i) &&
-		      (memchr(s, '.', i) || memchr(s, ':', i) ||
-		       (i == 9 && memcmp(s, "localhost", 9) == 0))))
+		if (start == 0 && i < n && is_domain(s, i) &&
+		    (memchr(s, '.', i) || memchr(s, ':', i) ||
+		     (i == 9 && memcmp(s, "localhost", 9) == 0)))
+			*domainlen = i;
+		else if (!is_path_component(s + start, i - start))
 			return false;
 		start = i + 1;
 	}
 	return true;
+}
+
+/*
+ * The length of the name as Docker normalises it before it applies its
+ * limit of 255: "busybox" is "docker.io/library/busybox", a name with a
+ * path but no domain gets "docker.io/", and "index.docker.io" is
+ * "docker.io".
+ */
+static size_t normalized_name_length(const char *s, size_t namelen,
+				     size_t domainlen)
+{
+	if (domainlen == 15 && memcmp(s, "index.docker.io", 15) == 0)
+		return namelen - 6;
+	if (domainlen)
+		return namelen;
+	return strlen("docker.io/") +
+	       (memchr(s, '/', namelen) ? 0 : strlen("library/")) + namelen;
 }
 
 /* The value quoted for a message, made only when there is a message. */
@@ -363,16 +379,26 @@ char *catalog_check_alias(const char *s)
 char *catalog_check_image_ref(const char *s)
 {
 	cleanup_free char *q = NULL;
-	size_t namelen = 0;
+	const char *at = strchr(s, '@');
+	size_t namelen = 0, domainlen = 0;
 
 	if (!*s)
 		return xstrdup("must not be empty");
-	if (!is_image_ref(s, &namelen))
+	if (at && !is_digest(at + 1))
+		return xasprintf("%s is not a valid image reference: a digest "
+				 "is 'sha256:' and 64 lower-case hex digits "
+				 "(or sha384 with 96, sha512 with 128)",
+				 QUOTED(s));
+	if (!is_image_ref(s, &namelen, &domainlen))
 		return xasprintf("%s is not a valid image reference "
 				 "([registry/]name[:tag][@digest], name in "
 				 "lower case)",
 				 QUOTED(s));
-	if (namelen > 255)
+	if (namelen == 64 && span_class(s, 64, is_lower_hex) == 64)
+		return xasprintf("%s is not a valid image reference: a name of "
+				 "64 hex digits is read as an image ID",
+				 QUOTED(s));
+	if (normalized_name_length(s, namelen, domainlen) > 255)
 		return xasprintf(
 		    "%s is not a valid image reference: the name is "
 		    "longer than 255 characters",
@@ -748,9 +774,10 @@ static char *check_setup_command(const char *s)
 		    "(such as --network=host or --mount) or the shell as one "
 		    "of its own; start with the command");
 	if (s[i] == '[')
-		return xstrdup("starts with '[', which Docker reads as the exec "
-			       "form of RUN (a JSON array run without a "
-			       "shell); start with the command");
+		return xstrdup(
+		    "starts with '[', which Docker reads as the exec "
+		    "form of RUN (a JSON array run without a "
+		    "shell); start with the command");
 	/* Docker continues a line that ends in a backslash and blanks. */
 	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
 		n--;
