@@ -624,7 +624,8 @@ static const struct jpos *member_pos(const struct jpos *pe, const char *key)
 	return m ? m->val : pe;
 }
 
-/* jansson keeps the last of two equal keys; the operator meant one. */
+/* jansson keeps the last of two equal keys; the operator meant one.  The
+ * position scan noted each key's first member, so this is one pass. */
 static void check_duplicates(struct vctx *v, const struct jpos *obj,
 			     const char *prefix)
 {
@@ -632,22 +633,18 @@ static void check_duplicates(struct vctx *v, const struct jpos *obj,
 		return;
 	for (size_t i = 0; i < obj->n; i++) {
 		const struct jpos_member *m = &obj->members[i];
-		for (size_t k = 0; k < i; k++) {
-			struct jpos at = {.line = m->kline, .col = m->kcol};
-			cleanup_free char *q = NULL;
-			cleanup_free char *field = NULL;
+		const struct jpos_member *first = &obj->members[m->first];
+		struct jpos at = {.line = m->kline, .col = m->kcol};
+		cleanup_free char *q = NULL;
+		cleanup_free char *field = NULL;
 
-			if (strcmp(obj->members[k].key, m->key) != 0)
-				continue;
-			q = msgquote(m->key);
-			field = xasprintf("%s%.*s", prefix, (int)strlen(q) - 2,
-					  q + 1);
-			vdiag(
-			    v, &at, field,
-			    "duplicate key; the first is at line %d, column %d",
-			    obj->members[k].kline, obj->members[k].kcol);
-			break;
-		}
+		if (m->first == i)
+			continue;
+		q = msgquote(m->key);
+		field = xasprintf("%s%.*s", prefix, (int)strlen(q) - 2, q + 1);
+		vdiag(v, &at, field,
+		      "duplicate key; the first is at line %d, column %d",
+		      first->kline, first->kcol);
 	}
 }
 
@@ -974,26 +971,26 @@ static int cmp_alias_index(const void *a, const void *b, void *arg)
 }
 
 /* Aliases name images, directories and compose keys: one each.  Sorting
- * keeps this O(n log n) for big catalogues. */
+ * keeps this O(n log n) for big catalogues, and each run of equal aliases
+ * is reported against its first entry in one pass. */
 static void report_duplicate_aliases(struct catalog *cat,
 				     const struct jpos *proot)
 {
 	size_t *idx = xcalloc(cat->n, sizeof(*idx));
-	size_t m = 0;
+	size_t m = 0, first = 0;
 
 	for (size_t i = 0; i < cat->n; i++)
 		if (cat->rt[i].alias)
 			idx[m++] = i;
 	qsort_r(idx, m, sizeof(*idx), cmp_alias_index, cat->rt);
 	for (size_t k = 1; k < m; k++) {
-		size_t first = k - 1, i = idx[k];
+		size_t i = idx[k];
 		struct vctx v = {.cat = cat, .index = (int)i};
 
-		while (first > 0 && strcmp(cat->rt[idx[first - 1]].alias,
-					   cat->rt[i].alias) == 0)
-			first--;
-		if (strcmp(cat->rt[idx[first]].alias, cat->rt[i].alias) != 0)
+		if (strcmp(cat->rt[idx[k - 1]].alias, cat->rt[i].alias) != 0) {
+			first = k;
 			continue;
+		}
 		v.entry = xasprintf("'%s'", cat->rt[i].alias);
 		vdiag(&v, member_pos(jpos_item(proot, i), "alias"), "alias",
 		      "duplicate alias; entry #%zu already uses it",
