@@ -394,9 +394,9 @@ char *catalog_check_image_ref(const char *s)
 				 "([registry/]name[:tag][@digest], name in "
 				 "lower case)",
 				 QUOTED(s));
-	if (namelen == 64 && span_class(s, 64, is_lower_hex) == 64)
-		return xasprintf("%s is not a valid image reference: a name of "
-				 "64 hex digits is read as an image ID",
+	if (strlen(s) == 64 && span_class(s, 64, is_lower_hex) == 64)
+		return xasprintf("%s is not a valid image reference: 64 hex "
+				 "digits alone are read as an image ID",
 				 QUOTED(s));
 	if (normalized_name_length(s, namelen, domainlen) > 255)
 		return xasprintf(
