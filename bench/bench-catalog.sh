@@ -59,3 +59,51 @@ awk -v c="$c_ms" -v g="$g_ms" -v ck="$c_kb" -v gk="$g_kb" 'BEGIN {
 	printf "targets: check %s (%d ms, %.1f MiB), generate %s (%d ms, %.1f MiB)\n",
 		(c < 50 && ck < 10240) ? "met" : "MISSED", c, ck / 1024,
 		(g < 50 && gk < 10240) ? "met" : "MISSED", g, gk / 1024 }'
+
+# Scaling (issue 7): `check` once took time quadratic in the keys of one
+# object, the env vars of an entry and the entries sharing an alias.  Each
+# shape is timed at N and 4N; linear work takes about 4 times as long,
+# quadratic 16 times.  The catalogues carry an error, so the position scan
+# and the duplicate checks run too.
+shape() { # shape KIND N: a catalogue on stdout
+	awk -v kind="$1" -v n="$2" 'BEGIN {
+		e = "{\"alias\": \"a\", \"description\": \"d\", \"image\": \"busybox:1\""
+		printf "["
+		if (kind == "env vars") {
+			printf "%s, \"mem_limit\": \"1\", \"env_vars\": {", e
+			for (i = 0; i < n; i++) printf "%s\"V%d\": \"x\"", i ? ", " : "", i
+			printf "}}"
+		} else if (kind == "duplicate env vars") {
+			printf "%s, \"env_vars\": {", e
+			for (i = 0; i < n; i++) printf "%s\"V%d\": \"x\"", i ? ", " : "", i % (n / 2)
+			printf "}}"
+		} else if (kind == "unknown keys") {
+			printf "%s", e
+			for (i = 0; i < n; i++) printf ", \"k%d\": 1", i
+			printf "}"
+		} else if (kind == "entries, one alias") {
+			for (i = 0; i < n; i++) printf "%s%s}", i ? ",\n" : "", e
+		}
+		print "]"
+	}'
+}
+median3() { # median3 CMD...: median wall time of 3 runs, in ms
+	for n in 1 2 3; do
+		start=$(date +%s%N)
+		"$@" >/dev/null 2>&1
+		echo $(( ($(date +%s%N) - start) / 1000000 ))
+	done | sort -n | sed -n 2p
+}
+N=10000
+worst=0
+for kind in "env vars" "duplicate env vars" "unknown keys" "entries, one alias"; do
+	shape "$kind" $N >"$T/s1.json"
+	shape "$kind" $((4 * N)) >"$T/s4.json"
+	t1=$(median3 "$S" check "$T/s1.json")
+	t4=$(median3 "$S" check "$T/s4.json")
+	awk -v k="$kind" -v n=$N -v a="$t1" -v b="$t4" 'BEGIN {
+		printf "check, %-20s %6d: %6d ms   %6d: %6d ms   ratio %5.1f (linear 4, quadratic 16)\n",
+			k, n, a, 4 * n, b, a ? b / a : 0 }'
+	worst=$(awk -v w="$worst" -v a="$t1" -v b="$t4" 'BEGIN { r = a ? b / a : 0; print (r > w ? r : w) }')
+done
+awk -v w="$worst" 'BEGIN { printf "scaling: %s (worst ratio %.1f; above 8 is not linear)\n", w <= 8 ? "linear" : "RELAPSE", w }'

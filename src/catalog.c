@@ -111,33 +111,24 @@ static void vdiag_msg(struct vctx *v, const struct jpos *at, const char *field,
 }
 
 /*
- * A value quoted for a message: control characters escaped so a message is
- * always one line, and long values cut so a 10 kB string stays readable.
+ * A value quoted for a message: escaped by text_add_escaped (so a message
+ * is always one line), and cut after 60 characters so a 10 kB string stays
+ * readable.
  */
 static char *msgquote(const char *s)
 {
 	struct strbuf sb = STRBUF_INIT;
-	size_t chars = 0;
+	size_t len = strlen(s), cut = 0;
 
-	strbuf_addch(&sb, '\'');
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if ((*p & 0xC0) != 0x80 && ++chars > 60) {
-			strbuf_addstr(&sb, "...");
-			break;
-		}
-		if (*p == '\n')
-			strbuf_addstr(&sb, "\\n");
-		else if (*p == '\r')
-			strbuf_addstr(&sb, "\\r");
-		else if (*p == '\t')
-			strbuf_addstr(&sb, "\\t");
-		else if (*p < 0x20 || *p == 0x7F)
-			strbuf_addf(&sb, "\\x%02x", *p);
-		else if (*p == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F)
-			strbuf_addf(&sb, "\\u%04x", *++p); /* C1 controls */
-		else
-			strbuf_addch(&sb, *p);
+	for (size_t chars = 0; cut < len && chars < 60; chars++) {
+		uint32_t cp;
+		size_t n = utf8_decode(s + cut, len - cut, &cp);
+		cut += n ? n : 1;
 	}
+	strbuf_addch(&sb, '\'');
+	text_add_escaped(&sb, s, cut);
+	if (cut < len)
+		strbuf_addstr(&sb, "...");
 	strbuf_addch(&sb, '\'');
 	return strbuf_detach(&sb, NULL);
 }
@@ -163,50 +154,24 @@ static const char *type_name(const json_t *j)
 	return "something else";
 }
 
-/*
- * Offset (in characters, 1-based) and code point of the first control
- * character in s: C0, DEL and C1.  C1 matters because YAML reads U+0085 as a
- * line break, and every string here ends up in a Dockerfile or compose file.
- */
-static int find_control(const char *s, size_t len, unsigned *cp)
-{
-	int chars = 0;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char b = (unsigned char)s[i];
-		if ((b & 0xC0) == 0x80)
-			continue;
-		chars++;
-		if (b < 0x20 || b == 0x7F) {
-			*cp = b;
-			return chars;
-		}
-		if (b == 0xC2 && i + 1 < len &&
-		    (unsigned char)s[i + 1] >= 0x80 &&
-		    (unsigned char)s[i + 1] <= 0x9F) {
-			*cp = (unsigned char)s[i + 1];
-			return chars;
-		}
-	}
-	return 0;
-}
-
 /* Check that j is a string without control characters; report if not. */
 static bool want_string(struct vctx *v, const json_t *j, const struct jpos *at,
 			const char *field)
 {
-	unsigned cp = 0;
-	int where;
+	uint32_t cp = 0;
+	size_t where;
 
 	if (!json_is_string(j)) {
 		vdiag(v, at, field, "must be a string, not %s", type_name(j));
 		return false;
 	}
-	where = find_control(json_string_value(j), json_string_length(j), &cp);
+	where =
+	    text_find_control(json_string_value(j), json_string_length(j), &cp);
 	if (where) {
 		vdiag(v, at, field,
-		      "contains a control character (U+%04X) at character %d; "
+		      "contains a control character (U+%04X) at character %zu; "
 		      "strings must be one line of printable text",
-		      cp, where);
+		      (unsigned)cp, where);
 		return false;
 	}
 	return true;
@@ -301,10 +266,9 @@ static bool is_tag_char(char c)
 	return is_alnum(c) || c == '_' || c == '.' || c == '-';
 }
 
-static bool is_hex(char c)
+static bool is_lower_hex(char c)
 {
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
-	       (c >= 'A' && c <= 'F');
+	return (c >= '0' && c <= 'f') && (c <= '9' || c >= 'a');
 }
 
 static bool is_alpha(char c)
@@ -312,33 +276,33 @@ static bool is_alpha(char c)
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-/* algorithm ":" hex{32,} where algorithm is [A-Za-z][A-Za-z0-9]* joined
- * by [-_+.] */
+/*
+ * A digest Docker accepts: the grammar admits any algorithm and 32 or more
+ * hex digits, but go-digest then refuses an algorithm it has no hash for
+ * and an encoded part of the wrong length or case.  Docker links sha256,
+ * sha384 and sha512.
+ */
 static bool is_digest(const char *s)
 {
-	const char *colon = strchr(s, ':');
-	size_t hex;
+	static const struct {
+		const char *alg;
+		size_t hex;
+	} algs[] = {{"sha256:", 64}, {"sha384:", 96}, {"sha512:", 128}};
 
-	if (!colon || colon == s)
-		return false;
-	for (const char *p = s; p < colon; p++) {
-		if (!is_alpha(*p))
-			return false;
-		while (p + 1 < colon && is_alnum(p[1]))
-			p++;
-		if (p + 1 < colon) {
-			if (!strchr("-_+.", p[1]) || p + 2 == colon)
-				return false;
-			p++;
-		}
+	for (size_t i = 0; i < sizeof(algs) / sizeof(algs[0]); i++) {
+		size_t al = strlen(algs[i].alg);
+		if (strncmp(s, algs[i].alg, al) == 0)
+			return strlen(s + al) == algs[i].hex &&
+			       span_class(s + al, algs[i].hex, is_lower_hex) ==
+				   algs[i].hex;
 	}
-	hex = strlen(colon + 1);
-	return hex >= 32 && span_class(colon + 1, hex, is_hex) == hex;
+	return false;
 }
 
 /* Docker's reference grammar (distribution/reference), without IPv6 hosts:
- * [domain/]path[/path...][:tag][@digest] */
-static bool is_image_ref(const char *s, size_t *namelen)
+ * [domain/]path[/path...][:tag][@digest].  *namelen is the length of the
+ * name, *domainlen that of its domain (0 when there is none). */
+static bool is_image_ref(const char *s, size_t *namelen, size_t *domainlen)
 {
 	const char *at = strchr(s, '@');
 	size_t n = at ? (size_t)(at - s) : strlen(s);
@@ -346,8 +310,7 @@ static bool is_image_ref(const char *s, size_t *namelen)
 	const char *colon = memrchr(s, ':', n);
 	size_t start = 0;
 
-	if (at && !is_digest(at + 1))
-		return false;
+	*domainlen = 0;
 	if (colon && (!slash || colon > slash)) {
 		size_t tl = n - (size_t)(colon - s) - 1;
 		if (tl == 0 || tl > 128 || colon[1] == '.' || colon[1] == '-' ||
@@ -362,14 +325,32 @@ static bool is_image_ref(const char *s, size_t *namelen)
 		/* The first of several components is a registry host when it
 		 * looks like one, as Docker decides: a '.', a ':' or localhost.
 		 */
-		if (!is_path_component(s + start, i - start) &&
-		    !(start == 0 && i < n && is_domain(s, i) &&
-		      (memchr(s, '.', i) || memchr(s, ':', i) ||
-		       (i == 9 && memcmp(s, "localhost", 9) == 0))))
+		if (start == 0 && i < n && is_domain(s, i) &&
+		    (memchr(s, '.', i) || memchr(s, ':', i) ||
+		     (i == 9 && memcmp(s, "localhost", 9) == 0)))
+			*domainlen = i;
+		else if (!is_path_component(s + start, i - start))
 			return false;
 		start = i + 1;
 	}
 	return true;
+}
+
+/*
+ * The length of the name as Docker normalises it before it applies its
+ * limit of 255: "busybox" is "docker.io/library/busybox", a name with a
+ * path but no domain gets "docker.io/", and "index.docker.io" is
+ * "docker.io".
+ */
+static size_t normalized_name_length(const char *s, size_t namelen,
+				     size_t domainlen)
+{
+	if (domainlen == 15 && memcmp(s, "index.docker.io", 15) == 0)
+		return namelen - 6;
+	if (domainlen)
+		return namelen;
+	return strlen("docker.io/") +
+	       (memchr(s, '/', namelen) ? 0 : strlen("library/")) + namelen;
 }
 
 /* The value quoted for a message, made only when there is a message. */
@@ -398,16 +379,26 @@ char *catalog_check_alias(const char *s)
 char *catalog_check_image_ref(const char *s)
 {
 	cleanup_free char *q = NULL;
-	size_t namelen = 0;
+	const char *at = strchr(s, '@');
+	size_t namelen = 0, domainlen = 0;
 
 	if (!*s)
 		return xstrdup("must not be empty");
-	if (!is_image_ref(s, &namelen))
+	if (at && !is_digest(at + 1))
+		return xasprintf("%s is not a valid image reference: a digest "
+				 "is 'sha256:' and 64 lower-case hex digits "
+				 "(or sha384 with 96, sha512 with 128)",
+				 QUOTED(s));
+	if (!is_image_ref(s, &namelen, &domainlen))
 		return xasprintf("%s is not a valid image reference "
 				 "([registry/]name[:tag][@digest], name in "
 				 "lower case)",
 				 QUOTED(s));
-	if (namelen > 255)
+	if (strlen(s) == 64 && span_class(s, 64, is_lower_hex) == 64)
+		return xasprintf("%s is not a valid image reference: 64 hex "
+				 "digits alone are read as an image ID",
+				 QUOTED(s));
+	if (normalized_name_length(s, namelen, domainlen) > 255)
 		return xasprintf(
 		    "%s is not a valid image reference: the name is "
 		    "longer than 255 characters",
@@ -633,7 +624,8 @@ static const struct jpos *member_pos(const struct jpos *pe, const char *key)
 	return m ? m->val : pe;
 }
 
-/* jansson keeps the last of two equal keys; the operator meant one. */
+/* jansson keeps the last of two equal keys; the operator meant one.  The
+ * position scan noted each key's first member, so this is one pass. */
 static void check_duplicates(struct vctx *v, const struct jpos *obj,
 			     const char *prefix)
 {
@@ -641,22 +633,18 @@ static void check_duplicates(struct vctx *v, const struct jpos *obj,
 		return;
 	for (size_t i = 0; i < obj->n; i++) {
 		const struct jpos_member *m = &obj->members[i];
-		for (size_t k = 0; k < i; k++) {
-			struct jpos at = {.line = m->kline, .col = m->kcol};
-			cleanup_free char *q = NULL;
-			cleanup_free char *field = NULL;
+		const struct jpos_member *first = &obj->members[m->first];
+		struct jpos at = {.line = m->kline, .col = m->kcol};
+		cleanup_free char *q = NULL;
+		cleanup_free char *field = NULL;
 
-			if (strcmp(obj->members[k].key, m->key) != 0)
-				continue;
-			q = msgquote(m->key);
-			field = xasprintf("%s%.*s", prefix, (int)strlen(q) - 2,
-					  q + 1);
-			vdiag(
-			    v, &at, field,
-			    "duplicate key; the first is at line %d, column %d",
-			    obj->members[k].kline, obj->members[k].kcol);
-			break;
-		}
+		if (m->first == i)
+			continue;
+		q = msgquote(m->key);
+		field = xasprintf("%s%.*s", prefix, (int)strlen(q) - 2, q + 1);
+		vdiag(v, &at, field,
+		      "duplicate key; the first is at line %d, column %d",
+		      first->kline, first->kcol);
 	}
 }
 
@@ -746,13 +734,47 @@ static void get_string_array(struct vctx *v, json_t *e, const struct jpos *pe,
 }
 
 /*
- * A setup command becomes one RUN line.  A trailing backslash would join
- * the next Dockerfile line to it, letting a value add an instruction.
+ * White space as Docker's Dockerfile parser (Go's unicode.IsSpace, used by
+ * strings.TrimSpace) reads it: it trims all of these from the arguments of
+ * RUN before deciding between the shell form and the exec form.
+ */
+static bool is_go_space(uint32_t cp)
+{
+	return (cp >= 0x09 && cp <= 0x0D) || cp == ' ' || cp == 0x85 ||
+	       cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
+	       cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
+	       cp == 0x3000;
+}
+
+/*
+ * A setup command becomes one shell-form RUN line, "RUN " and the value,
+ * and must stay one: nothing in it may change what RUN does.
  */
 static char *check_setup_command(const char *s)
 {
-	size_t n = strlen(s);
+	size_t n = strlen(s), i = 0;
+	uint32_t cp = 0;
 
+	/* Docker trims white space before it looks at the arguments. */
+	while (i < n) {
+		size_t k = utf8_decode(s + i, n - i, &cp);
+		if (k == 0 || !is_go_space(cp))
+			break;
+		i += k;
+	}
+	if (i == n)
+		return xstrdup("is only white space, which would make a RUN "
+			       "with no command");
+	if (s[i] == '-')
+		return xstrdup(
+		    "starts with '-', which Docker reads as an option of RUN "
+		    "(such as --network=host or --mount) or the shell as one "
+		    "of its own; start with the command");
+	if (s[i] == '[')
+		return xstrdup(
+		    "starts with '[', which Docker reads as the exec "
+		    "form of RUN (a JSON array run without a "
+		    "shell); start with the command");
 	/* Docker continues a line that ends in a backslash and blanks. */
 	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
 		n--;
@@ -794,12 +816,12 @@ static void get_env(struct vctx *v, json_t *e, const struct jpos *pe,
 				  .col = m ? m->kcol : 0};
 		cleanup_free char *field = NULL;
 		cleanup_free char *qname = msgquote(name);
-		unsigned cp;
+		uint32_t cp;
 		char *msg;
 
 		/* Report a bad name by its quoted form: it may hold anything.
 		 */
-		if (find_control(name, strlen(name), &cp))
+		if (text_find_control(name, strlen(name), &cp))
 			field = xasprintf("env_vars.%.*s",
 					  (int)strlen(qname) - 2, qname + 1);
 		else
@@ -831,8 +853,8 @@ static void validate_entry(struct catalog *cat, int index, json_t *e,
 	j = json_object_get(e, "alias");
 	msg = json_is_string(j) ? catalog_check_alias(json_string_value(j))
 				: xstrdup("");
-	if (!msg && !find_control(json_string_value(j), json_string_length(j),
-				  &(unsigned){0}))
+	if (!msg && !text_find_control(json_string_value(j),
+				       json_string_length(j), &(uint32_t){0}))
 		v.entry = xasprintf("'%s'", json_string_value(j));
 	else
 		v.entry = xasprintf("$[%d]", index);
@@ -949,26 +971,26 @@ static int cmp_alias_index(const void *a, const void *b, void *arg)
 }
 
 /* Aliases name images, directories and compose keys: one each.  Sorting
- * keeps this O(n log n) for big catalogues. */
+ * keeps this O(n log n) for big catalogues, and each run of equal aliases
+ * is reported against its first entry in one pass. */
 static void report_duplicate_aliases(struct catalog *cat,
 				     const struct jpos *proot)
 {
 	size_t *idx = xcalloc(cat->n, sizeof(*idx));
-	size_t m = 0;
+	size_t m = 0, first = 0;
 
 	for (size_t i = 0; i < cat->n; i++)
 		if (cat->rt[i].alias)
 			idx[m++] = i;
 	qsort_r(idx, m, sizeof(*idx), cmp_alias_index, cat->rt);
 	for (size_t k = 1; k < m; k++) {
-		size_t first = k - 1, i = idx[k];
+		size_t i = idx[k];
 		struct vctx v = {.cat = cat, .index = (int)i};
 
-		while (first > 0 && strcmp(cat->rt[idx[first - 1]].alias,
-					   cat->rt[i].alias) == 0)
-			first--;
-		if (strcmp(cat->rt[idx[first]].alias, cat->rt[i].alias) != 0)
+		if (strcmp(cat->rt[idx[k - 1]].alias, cat->rt[i].alias) != 0) {
+			first = k;
 			continue;
+		}
 		v.entry = xasprintf("'%s'", cat->rt[i].alias);
 		vdiag(&v, member_pos(jpos_item(proot, i), "alias"), "alias",
 		      "duplicate alias; entry #%zu already uses it",

@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "jsonpos.h"
@@ -150,6 +151,44 @@ static struct jpos *scan_array(struct cursor *c, int depth)
 	return p;
 }
 
+/* FNV-1a: keys are short, and hostile ones gain nothing from collisions
+ * here beyond what jansson, which parsed the same keys, already allowed. */
+static size_t key_hash(const char *k)
+{
+	uint64_t h = 14695981039346656037ull;
+	for (; *k; k++)
+		h = (h ^ (unsigned char)*k) * 1099511628211ull;
+	return (size_t)h;
+}
+
+/* The slot of key: the one holding it, or the empty one it would take. */
+static size_t find_slot(const struct jpos *p, const char *key)
+{
+	size_t mask = p->nslots - 1;
+	size_t i = key_hash(key) & mask;
+
+	while (p->slots[i] && strcmp(p->members[p->slots[i] - 1].key, key))
+		i = (i + 1) & mask;
+	return i;
+}
+
+/* Index the members of an object, noting each key's first member. */
+static void index_members(struct jpos *p)
+{
+	if (p->n == 0)
+		return;
+	p->nslots = 4;
+	while (p->nslots < 2 * p->n)
+		p->nslots *= 2;
+	p->slots = xcalloc(p->nslots, sizeof(*p->slots));
+	for (size_t i = 0; i < p->n; i++) {
+		size_t s = find_slot(p, p->members[i].key);
+		p->members[i].first =
+		    p->slots[s] ? p->members[p->slots[s] - 1].first : i;
+		p->slots[s] = i + 1;
+	}
+}
+
 static struct jpos *scan_object(struct cursor *c, int depth)
 {
 	struct jpos *p = new_node(c, '{');
@@ -180,6 +219,7 @@ static struct jpos *scan_object(struct cursor *c, int depth)
 	}
 	if (peek(c) == '}')
 		advance(c);
+	index_members(p);
 	return p;
 }
 
@@ -225,6 +265,7 @@ void jpos_free(struct jpos *p)
 	}
 	free(p->members);
 	free(p->items);
+	free(p->slots);
 	free(p);
 }
 
@@ -237,10 +278,10 @@ const struct jpos *jpos_item(const struct jpos *p, size_t i)
 
 const struct jpos_member *jpos_member(const struct jpos *p, const char *key)
 {
-	if (!p || p->kind != '{')
+	size_t s;
+
+	if (!p || p->kind != '{' || p->n == 0)
 		return NULL;
-	for (size_t i = p->n; i-- > 0;)
-		if (strcmp(p->members[i].key, key) == 0)
-			return &p->members[i];
-	return NULL;
+	s = find_slot(p, key);
+	return p->slots[s] ? &p->members[p->slots[s] - 1] : NULL;
 }

@@ -45,6 +45,30 @@ cat >cat.json <<'JSON'
     "description": "a second runtime",
     "base_image": "sbxcat-test/busybox:1",
     "setup_commands": ["echo second > /marker"]
+  },
+  {
+    "alias": "bb-hostile",
+    "description": "values that try to change what RUN and ENV do",
+    "base_image": "sbxcat-test/busybox:1",
+    "setup_commands": [
+      "\u00a0echo 1 >>/m",
+      "\u3000\u2003 echo 2 >>/m",
+      "echo 3 >>/m # --network=host \\ x",
+      "echo 4 >>/m; : '[\"/bin/true\"]' --mount=type=bind,source=/,target=/h",
+      "echo 5 >>/m; : \\\u00a0",
+      "echo 6 >>/m; : '\u2028USER root'",
+      "echo 7 >>/m\u00a0",
+      "echo 8 >>/m; : ${HOME:-x} $PATH \"q\" 'q' `true`",
+      "echo 9 >>/m; : -- --network=host [ ]",
+      "   echo 10 >>/m"
+    ],
+    "env_vars": {
+      "FLAG": "--network=host",
+      "EXEC": "[\"/bin/true\"]",
+      "NBSP": "\u00a0",
+      "BACKSLASH": "a \\",
+      "SPACE_BRACKET": "\u3000[x]"
+    }
   }
 ]
 JSON
@@ -96,4 +120,30 @@ sed 's/"value"/"changed"/' cat.json >cat2.json && mv cat2.json cat.json
 build bb-one; ok $? "a changed env var builds"
 is "$(run "$("$S" -C cat.json tag bb-one)" sh -c 'printf %s "$PLAIN"')" "changed" "the new tag has the new value"
 [ "$("$S" -C cat.json tag bb-one)" != "$one" ]; ok $? "a changed env var names a new tag"
+
+# Hostile values, read by Docker's own parser: one real build (no -q, so the
+# engine prints each instruction as "Step N/M : ...", M being the count its
+# parser found), then the image says which setup commands ran, in order.
+"$S" -C cat.json check >/dev/null; ok $? "the hostile values are accepted"
+h_tag=$("$S" -C cat.json tag bb-hostile)
+"$S" -C cat.json dockerfile bb-hostile >Dockerfile.hostile &&
+	tb_docker build -t "$h_tag" -f Dockerfile.hostile . >hostile.log 2>&1
+h_rc=$?
+built="$built $h_tag"
+[ $h_rc -eq 0 ] || sed 's/^/# build: /' hostile.log
+ok $h_rc "the engine builds the hostile runtime"
+# FROM, USER, 10 setup RUNs, the account RUN and its ENV, 5 ENVs, LABEL,
+# WORKDIR, USER: had a value split a line, or become a flag (refused by
+# this engine: "Unknown flag"), the count or the build would differ.
+is "$(sed -n 's|^Step 1/\([0-9]*\) : .*|\1|p' hostile.log)" 22 "the engine's parser counts 22 instructions"
+is "$(sed -n 's|^Step [0-9]*/[0-9]* : \([A-Za-z]*\).*|\1|p' hostile.log | tr '\n' ' ')" \
+	"FROM USER RUN RUN RUN RUN RUN RUN RUN RUN RUN RUN RUN ENV ENV ENV ENV ENV ENV LABEL WORKDIR USER " \
+	"the instructions are the ones sbxcat wrote, in order"
+is "$(grep -c '^Step [0-9]*/[0-9]* : RUN *\(--\|\[\)' hostile.log)" 0 "no RUN step shows a flag or the exec form"
+h_run=$(run "$h_tag" cat /m | tr '\n' ' ')
+is "$h_run" "1 2 3 4 5 6 7 8 9 10 " "each setup command ran once, in order, through the shell"
+for v in FLAG EXEC NBSP BACKSLASH SPACE_BRACKET; do
+	want=$(jq -r ".[2].env_vars.$v" cat.json)
+	is "$(run "$h_tag" sh -c "printf '%s' \"\$$v\"")" "$want" "hostile env var $v reaches the container exactly"
+done
 done_testing

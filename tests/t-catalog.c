@@ -243,6 +243,14 @@ static void run_field_tables(void)
 	    {"host:/img", false},
 	    {"img:tag:tag", false},
 	    {"img@sha256:0123456789abcdef0123456789abcde", false},
+	    /* The grammar admits these; go-digest, and so Docker, does not. */
+	    {"img@sha256:0123456789abcdef0123456789abcdef", false},
+	    {"img@sha256:"
+	     "0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF",
+	     false},
+	    {"img@md5:0123456789abcdef0123456789abcdef", false},
+	    {"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+	     false},
 	    {"Python:3.12", false},
 	    {"img:", false},
 	    {":tag", false},

@@ -102,6 +102,29 @@ else
 	is "$(cat err)" "sbxcat: cannot create directory 'ro/full': Permission denied" "read-only: message"
 fi
 
+# Determinism across processes: the bytes and file modes sbxcat writes do
+# not depend on the umask, the time zone or the locale of the caller.
+det() { # det DIR UMASK TZ LC_ALL: generate into DIR, print a listing
+	( umask "$2"; export TZ="$3" LC_ALL="$4"
+	  "$S" -C cat.json generate -o "$1" >/dev/null &&
+	  "$S" -C cat.json dockerfile full >"$1.dockerfile" &&
+	  "$S" -C cat.json tag full >"$1.tag" &&
+	  "$S" -C cat.json briefing >"$1.briefing" ) || return 1
+	find "$1" -type f -exec stat -c '%a %n' {} + | sed "s|^\([0-7]*\) $1|\1 |" | sort
+}
+la=$(det detA 022 UTC C) && lb=$(det detB 077 Asia/Kathmandu C.UTF-8) &&
+	lc=$(det detC 002 America/St_Johns tr_TR.UTF-8)
+ok $? "generate, dockerfile, tag and briefing run under three umasks, zones and locales"
+is "$la" "644 /full/Dockerfile" "generate writes one file, mode 644"
+is "$lb" "$la" "generate writes the same files with the same modes under umask 077, another zone and locale"
+is "$lc" "$la" "... and under umask 002, a third zone and a locale that is not installed"
+same=0
+for f in detB detC; do
+	diff -r detA $f >/dev/null && cmp -s detA.dockerfile $f.dockerfile &&
+		cmp -s detA.tag $f.tag && cmp -s detA.briefing $f.briefing || same=1
+done
+ok $same "the bytes are the same in every process"
+
 # The shipped catalogue and the README's main job.
 "$S" check "$srcdir/catalog/sandbox_runtimes.json" >out; ok $? "the shipped catalogue is valid"
 done_testing

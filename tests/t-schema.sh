@@ -15,6 +15,7 @@ set -u
 
 SBXCAT=${SBXCAT:-./sbxcat}
 srcdir=${srcdir:-.}
+. "$srcdir/tests/tap.sh"
 PYTHON=${PYTHON:-python3}
 schema="$srcdir/docs/catalog.schema.json"
 
@@ -22,25 +23,16 @@ if ! "$PYTHON" -c 'from jsonschema import Draft202012Validator' \
 	>/dev/null 2>&1; then
 	echo "t-schema.sh: $PYTHON cannot import jsonschema.Draft202012Validator;" \
 		"install python3-jsonschema to run this test" >&2
-	echo "1..0 # SKIP python3-jsonschema not installed"
-	exit 0
+	skip_all "python3-jsonschema not installed"
 fi
 
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 1' HUP INT TERM
 
-n=0
-ok() {
-	n=$((n + 1))
-	echo "ok $n - $1"
-}
-not_ok() {
-	n=$((n + 1))
-	echo "not ok $n - $1"
-}
-diag() {
-	sed 's/^/# /' "$@"
+# show FILE: its lines as TAP comments
+show() {
+	diag "$(cat "$1")"
 }
 
 # schema_valid FILE: exit 0 valid, 1 invalid (errors on stdout), 2 broken.
@@ -91,6 +83,14 @@ needs_network as a string	true or false	[{"alias": "a", "description": "d", "ima
 empty briefing sentence	'briefing[0]'	[{"alias": "a", "description": "d", "image": "debian", "briefing": [""]}]
 newline in a setup command	control character	[{"alias": "a", "description": "d", "base_image": "debian", "setup_commands": ["true\nUSER root"]}]
 setup command ending in a backslash	ends with a backslash	[{"alias": "a", "description": "d", "base_image": "debian", "setup_commands": ["true \\"]}]
+setup command starting with a RUN flag	starts with '-'	[{"alias": "a", "description": "d", "base_image": "debian", "setup_commands": ["--network=host curl x"]}]
+setup command of blanks then a RUN flag	starts with '-'	[{"alias": "a", "description": "d", "base_image": "debian", "setup_commands": ["\u00a0\u3000--mount=type=bind,source=/,target=/h true"]}]
+setup command in exec form	starts with '['	[{"alias": "a", "description": "d", "base_image": "debian", "setup_commands": [" [\"/bin/true\"]"]}]
+setup command of only blanks	only white space	[{"alias": "a", "description": "d", "base_image": "debian", "setup_commands": [" \u2003 "]}]
+digest of 32 hex digits	a digest is	[{"alias": "a", "description": "d", "image": "debian@sha256:0123456789abcdef0123456789abcdef"}]
+digest in upper case	a digest is	[{"alias": "a", "description": "d", "image": "debian@sha256:0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF"}]
+digest with md5	a digest is	[{"alias": "a", "description": "d", "image": "debian@md5:0123456789abcdef0123456789abcdef"}]
+an image ID for an image	image ID	[{"alias": "a", "description": "d", "base_image": "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}]
 empty array	no runtimes	[]
 not an array	JSON array	{"alias": "a", "description": "d", "image": "debian"}
 EOF
@@ -104,7 +104,8 @@ cat >"$tmp/full.json" <<'EOF'
     "base_image": "docker.io/library/python:3.12-slim",
     "setup_commands": [
       "set -eu; apt-get update; apt-get install -y --no-install-recommends git ripgrep; rm -rf /var/lib/apt/lists/*",
-      "pip install --no-cache-dir uv"
+      "pip install --no-cache-dir uv",
+      "\u00a0 echo --network=host [x] -y"
     ],
     "packages": ["pandas>=2,<3", "duckdb==1.1.3", "httpx[http2]", "pyyaml"],
     "env_vars": {"MPLBACKEND": "Agg", "PYTHONUTF8": "1", "GREETING": "say \"hi\" for $5 \\o/"},
@@ -124,9 +125,6 @@ cat >"$tmp/full.json" <<'EOF'
 ]
 EOF
 
-nbad=$(wc -l <"$tmp/bad.tab")
-echo "1..$((5 + 2 * nbad))"
-
 if "$PYTHON" - "$schema" >"$tmp/out" 2>&1 <<'EOF'; then
 import json, sys
 from jsonschema import Draft202012Validator
@@ -135,26 +133,18 @@ with open(sys.argv[1], encoding="utf-8") as f:
 Draft202012Validator.check_schema(schema)
 assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
 EOF
-	ok "the schema is a valid draft 2020-12 schema"
+	ok 0 "the schema is a valid draft 2020-12 schema"
 else
-	not_ok "the schema is a valid draft 2020-12 schema"
-	diag "$tmp/out"
+	ok 1 "the schema is a valid draft 2020-12 schema"
+	show "$tmp/out"
 fi
 
 # good NAME FILE: both validators accept FILE.
 good() {
-	if schema_valid "$2" >"$tmp/out" 2>&1; then
-		ok "schema accepts $1"
-	else
-		not_ok "schema accepts $1"
-		diag "$tmp/out"
-	fi
-	if "$SBXCAT" check "$2" >"$tmp/out" 2>&1; then
-		ok "sbxcat check accepts $1"
-	else
-		not_ok "sbxcat check accepts $1 (exit $?)"
-		diag "$tmp/out"
-	fi
+	schema_valid "$2" >"$tmp/out" 2>&1
+	ok $? "schema accepts $1" || show "$tmp/out"
+	"$SBXCAT" check "$2" >"$tmp/out" 2>&1
+	ok $? "sbxcat check accepts $1" || show "$tmp/out"
 }
 good "the shipped catalogue" "$srcdir/catalog/sandbox_runtimes.json"
 good "a catalogue using every field" "$tmp/full.json"
@@ -165,22 +155,12 @@ while IFS="$tab" read -r name expect json; do
 	printf '%s\n' "$json" >"$f"
 
 	schema_valid "$f" >"$tmp/out" 2>&1
-	rc=$?
-	if [ "$rc" -eq 1 ]; then
-		ok "schema rejects $name"
-	else
-		not_ok "schema rejects $name (validator exit $rc)"
-		diag "$tmp/out"
-	fi
+	is $? 1 "schema rejects $name" || show "$tmp/out"
 
 	"$SBXCAT" check "$f" >"$tmp/out" 2>&1
 	rc=$?
-	if [ "$rc" -eq 1 ] && grep -qF -- "$expect" "$tmp/out"; then
-		ok "sbxcat check rejects $name"
-	else
-		not_ok "sbxcat check rejects $name (exit $rc, want 1 and \"$expect\")"
-		diag "$tmp/out"
-	fi
+	grep -qF -- "$expect" "$tmp/out"
+	is "$rc $?" "1 0" "sbxcat check rejects $name, saying \"$expect\"" ||
+		show "$tmp/out"
 done <"$tmp/bad.tab"
-
-exit 0
+done_testing
