@@ -209,11 +209,16 @@ d2_stop() {
 	d2_pid >/dev/null || { [ -n "$d2pid" ] && d2_start >/dev/null 2>&1; }
 	tb_dockerd_stop "$D2" "$D2/data"
 }
-# wait_step FILE: until the plain log shows the build's RUN step begun.
+# wait_step FILE SECS: until the plain log shows the build's RUN step
+# (echo started; sleep SECS) begun and its container runs on the second
+# engine (on the default bridge network a container takes a while to start
+# on a busy machine).
 wait_step() {
 	w_n=0
 	while [ $w_n -lt 300 ]; do
-		grep -q ': step [0-9]*/[0-9]* : RUN echo started' "$1" && return 0
+		grep -q ": step [0-9]*/[0-9]* : RUN echo started; sleep $2\$" "$1" &&
+			DOCKER_HOST=$D2SOCK "$DOCKER" ps --no-trunc --format '{{.Command}}' |
+			grep -q "echo started; sleep $2" && return 0
 		sleep 0.1; w_n=$((w_n + 1))
 	done
 	return 1
@@ -234,7 +239,7 @@ JSON
 	# Frozen: the socket still accepts, nothing answers.
 	SBXCAT_ENGINE_STALL=2 DOCKER_HOST=$D2SOCK timeout 120 "$S" -C slow.json prewarm >out 2>err &
 	pid=$!
-	if wait_step err; then
+	if wait_step err 30; then
 		sleep 1
 		start=$(date +%s)
 		kill -STOP "$d2pid"
@@ -276,7 +281,7 @@ JSON
 	sed 's/sleep 30/sleep 31/' slow.json >slow2.json
 	DOCKER_HOST=$D2SOCK timeout 120 "$S" -C slow2.json prewarm >out 2>err &
 	pid=$!
-	if wait_step err; then
+	if wait_step err 31; then
 		sleep 1
 		start=$(date +%s)
 		kill -9 "$d2pid"
