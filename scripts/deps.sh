@@ -6,16 +6,20 @@
 set -eu
 build="autoconf automake libtool pkg-config gcc make libc6-dev
 	libjansson-dev libyaml-dev libcurl4-openssl-dev libpq-dev libssl-dev"
-# test: a Docker engine and its client, busybox-static for the base image
-# the tests import, docker-compose to check compose files, jq and curl for
-# the shell tests, python3-jsonschema for the schema test (it brings the
-# python3 the stand-in engine of t-engine.sh runs on), util-linux for flock,
-# mount and setpriv, openssl for the engine's TLS test, GNU time for make
-# bench.
-test="$build docker.io busybox-static docker-compose jq curl
-	python3-jsonschema util-linux openssl time"
+# The engines tests/testbed.sh starts: docker.io (it brings iptables, which
+# each engine uses in its own network namespace), util-linux for flock,
+# unshare, nsenter and umount, iproute2 for ip (the namespace's loopback),
+# curl to ask an engine whether it answers; man-db for man -l docs/sbxcat.1.
+engine="docker.io util-linux iproute2 curl man-db"
+# test: busybox-static for the base image the tests import, docker-compose
+# to check compose files, jq for the shell tests, python3-jsonschema for the
+# schema test (it brings the python3 the stand-in engine of t-engine.sh
+# runs on), setpriv (util-linux) and openssl for the engine's permission
+# and TLS tests, GNU time for make bench.
+test="$build $engine busybox-static docker-compose jq python3-jsonschema
+	openssl time"
 # setup: what the main job uses besides the build: an engine to prewarm on.
-setup="$build docker.io curl util-linux"
+setup="$build $engine"
 case "${1:-build}" in
 build) want=$build ;;
 setup) want=$setup ;;

@@ -158,14 +158,16 @@ else
 fi
 
 # A second, private dockerd, killed (-9) and frozen (SIGSTOP) mid-build;
-# it also listens with TLS on a loopback port, for tcp:// with TLS.
+# it also listens with TLS on a loopback port, for tcp:// with TLS. It runs
+# in a network namespace of its own (tests/testbed.sh's tb_dockerd_start),
+# so its loopback port is reached from inside that namespace (nsenter).
 D2=$T/d2
 D2SOCK=unix://$D2/docker.sock
 D2TLS=""
 # make_certs DIR: a CA, a server certificate for 127.0.0.1 and a client
 # certificate, named as DOCKER_CERT_PATH wants them (ca, cert, key.pem).
 make_certs() {
-	command -v openssl >/dev/null && [ -n "$PY" ] || return 1
+	command -v openssl >/dev/null || return 1
 	( cd "$1" &&
 	  openssl req -x509 -newkey rsa:2048 -nodes -keyout ca-key.pem -out ca.pem \
 		-days 2 -subj /CN=sbxcat-test-ca &&
@@ -179,30 +181,15 @@ make_certs() {
 	  openssl x509 -req -in client.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial \
 		-out cert.pem -days 2 -extfile cli.ext ) >/dev/null 2>&1
 }
-d2_pid() {
-	d_pid=$(cat "$D2/docker.pid" 2>/dev/null) || return 1
-	tr '\0' ' ' 2>/dev/null <"/proc/$d_pid/cmdline" | grep -q "dockerd .*$D2/exec" || return 1
-	echo "$d_pid"
-}
+d2_pid() { tb_dockerd_pid "$D2"; }
 d2_start() {
-	mkdir -p "$D2/exec" "$D2/data" "$D2/certs"
-	echo '{}' >"$D2/daemon.json"
-	tls=""
-	if [ -z "$D2TLS" ] && make_certs "$D2/certs"; then
-		# A port the kernel just handed out, so very likely still free.
-		D2TLS=tcp://127.0.0.1:$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-	fi
-	[ -n "$D2TLS" ] && tls="-H $D2TLS --tlsverify --tlscacert $D2/certs/ca.pem
-		--tlscert $D2/certs/server-cert.pem --tlskey $D2/certs/server-key.pem"
-	# A killed dockerd stays a zombie for a while (init reaps lazily here)
-	# and the new one would refuse its pid file; same for its containerd.
-	d2_pid >/dev/null || rm -f "$D2/docker.pid"
-	grep -qs containerd "/proc/$(cat "$D2/exec/containerd/containerd.pid" 2>/dev/null)/cmdline" ||
-		rm -f "$D2/exec/containerd/containerd.pid"
-	( cd / && setsid nohup dockerd --data-root "$D2/data" --exec-root "$D2/exec" \
-		--pidfile "$D2/docker.pid" -H "$D2SOCK" $tls --config-file "$D2/daemon.json" \
-		--bridge none --iptables=false --ip-forward=false \
-		</dev/null >>"$D2/log" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- & )
+	mkdir -p "$D2/certs"
+	# The namespace is the engine's alone: any port is free there.
+	[ -z "$D2TLS" ] && make_certs "$D2/certs" && D2TLS=tcp://127.0.0.1:2376
+	set --
+	[ -n "$D2TLS" ] && set -- -H "$D2TLS" --tlsverify --tlscacert "$D2/certs/ca.pem" \
+		--tlscert "$D2/certs/server-cert.pem" --tlskey "$D2/certs/server-key.pem"
+	tb_dockerd_start "$D2" "$D2/data" "$@" || return 1
 	d_n=0
 	while [ $d_n -lt 300 ]; do
 		curl -sf --max-time 2 --unix-socket "$D2/docker.sock" http://localhost/_ping \
@@ -210,24 +197,28 @@ d2_start() {
 		sleep 0.1; d_n=$((d_n + 1))
 	done
 	diag "the second engine did not start; its log ends:"
-	tail -n 5 "$D2/log" | sed 's/^/# /'
+	tail -n 5 "$D2/dockerd.log" | sed 's/^/# /'
 	return 1
 }
 # Restart a killed engine so it reaps what it left (the build container),
-# then stop it properly: SIGTERM stops its containers and its containerd.
+# then stop it properly: SIGTERM stops its containers and its containerd;
+# what it left mounted is unmounted and its namespace removed.
 d2_stop() {
 	[ -d "$D2" ] || return 0
 	d_pid=$(d2_pid) && kill -CONT "$d_pid" 2>/dev/null
-	d_pid=$(d2_pid) || { [ -n "$d2pid" ] && d2_start >/dev/null 2>&1; d_pid=$(d2_pid); } || return 0
-	kill "$d_pid"
-	d_n=0
-	while [ -e "/proc/$d_pid" ] && [ $d_n -lt 300 ]; do sleep 0.1; d_n=$((d_n + 1)); done
+	d2_pid >/dev/null || { [ -n "$d2pid" ] && d2_start >/dev/null 2>&1; }
+	tb_dockerd_stop "$D2" "$D2/data"
 }
-# wait_step FILE: until the plain log shows the build's RUN step begun.
+# wait_step FILE SECS: until the plain log shows the build's RUN step
+# (echo started; sleep SECS) begun and its container runs on the second
+# engine (on the default bridge network a container takes a while to start
+# on a busy machine).
 wait_step() {
 	w_n=0
 	while [ $w_n -lt 300 ]; do
-		grep -q ': step [0-9]*/[0-9]* : RUN echo started' "$1" && return 0
+		grep -q ": step [0-9]*/[0-9]* : RUN echo started; sleep $2\$" "$1" &&
+			DOCKER_HOST=$D2SOCK "$DOCKER" ps --no-trunc --format '{{.Command}}' |
+			grep -q "echo started; sleep $2" && return 0
 		sleep 0.1; w_n=$((w_n + 1))
 	done
 	return 1
@@ -248,7 +239,7 @@ JSON
 	# Frozen: the socket still accepts, nothing answers.
 	SBXCAT_ENGINE_STALL=2 DOCKER_HOST=$D2SOCK timeout 120 "$S" -C slow.json prewarm >out 2>err &
 	pid=$!
-	if wait_step err; then
+	if wait_step err 30; then
 		sleep 1
 		start=$(date +%s)
 		kill -STOP "$d2pid"
@@ -270,27 +261,27 @@ JSON
 [{"alias": "eng-img", "description": "the base", "image": "sbxcat-test/busybox:1"}]
 JSON
 		DOCKER_HOST=$D2TLS DOCKER_TLS_VERIFY=1 DOCKER_CERT_PATH=$D2/certs \
-			"$S" -C img.json prewarm >out 2>err
+			nsenter --net="$D2/netns" "$S" -C img.json prewarm >out 2>err
 		is "$?:$(awk '{print $2}' out | head -n 1)" "0:cached" "tcp:// with TLS: verified, the engine answers"
-		DOCKER_HOST=$D2TLS "$S" -C img.json prewarm >out 2>err
+		DOCKER_HOST=$D2TLS nsenter --net="$D2/netns" "$S" -C img.json prewarm >out 2>err
 		is "$?:$(cat err)" "3:sbxcat: the Docker engine at $D2TLS refused GET /version: the Docker engine answered HTTP 400: Client sent an HTTP request to an HTTPS server." \
 			"tcp:// without TLS to a TLS engine: exit 3, the engine's words"
 		mkdir -p noclient && cp "$D2/certs/ca.pem" noclient/
 		DOCKER_HOST=$D2TLS DOCKER_TLS_VERIFY=1 DOCKER_CERT_PATH=$T/noclient \
-			"$S" -C img.json prewarm >out 2>err
+			nsenter --net="$D2/netns" "$S" -C img.json prewarm >out 2>err
 		rc=$?
 		is "$rc" 3 "tcp:// with TLS and no client certificate: exit 3"
 		grep -q "^sbxcat: the Docker engine at $D2TLS .*GET /version: .*certificate" err
 		ok $? "tcp:// with TLS and no client certificate: the TLS error is named"
 	else
-		skip "no openssl or python3 to make certificates" "tcp:// with TLS (4 tests)"
+		skip "no openssl to make certificates" "tcp:// with TLS (4 tests)"
 	fi
 
 	# Killed: the connection drops at once.
 	sed 's/sleep 30/sleep 31/' slow.json >slow2.json
 	DOCKER_HOST=$D2SOCK timeout 120 "$S" -C slow2.json prewarm >out 2>err &
 	pid=$!
-	if wait_step err; then
+	if wait_step err 31; then
 		sleep 1
 		start=$(date +%s)
 		kill -9 "$d2pid"
