@@ -157,8 +157,10 @@ static int cmd_compose(struct sbx_ctx *ctx, int argc, char **argv)
 	struct catalog cat;
 	int c, rc;
 
-	while ((c = getopt_long(argc, argv, COMMON_SHORTOPTS, longopts,
-				NULL)) != -1) {
+	for (;;) {
+		c = getopt_long(argc, argv, COMMON_SHORTOPTS, longopts, NULL);
+		if (c == -1)
+			break;
 		if (c == OPT_CHECK) {
 			check = true;
 			continue;

@@ -72,8 +72,11 @@ static int cmd_generate(struct sbx_ctx *ctx, int argc, char **argv)
 	json_t *report = NULL;
 	int c, rc;
 
-	while ((c = getopt_long(argc, argv, COMMON_SHORTOPTS "o:", longopts,
-				NULL)) != -1) {
+	for (;;) {
+		c = getopt_long(argc, argv, COMMON_SHORTOPTS "o:", longopts,
+				NULL);
+		if (c == -1)
+			break;
 		if (c == 'o') {
 			dir = optarg;
 			continue;

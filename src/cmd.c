@@ -17,6 +17,7 @@
 
 #include "catalog.h"
 #include "cmd.h"
+#include "suggest.h"
 #include "util.h"
 
 #ifndef SBXCAT_DATADIR
@@ -99,51 +100,17 @@ int cmd_usage_error(const struct cmd_entry *cmd, const char *fmt, ...)
 	return SBX_EXIT_USAGE;
 }
 
-/* Levenshtein distance, ASCII case folded, for did-you-mean. */
-static size_t edit_distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	size_t *row = xcalloc(st_add(lb, 1), sizeof(*row));
-	size_t d;
-
-	for (size_t j = 0; j <= lb; j++)
-		row[j] = j;
-	for (size_t i = 1; i <= la; i++) {
-		size_t prev = row[0];
-
-		row[0] = i;
-		for (size_t j = 1; j <= lb; j++) {
-			size_t here = row[j];
-			size_t sub =
-			    prev + ((a[i - 1] | 0x20) != (b[j - 1] | 0x20));
-			size_t ins = row[j - 1] + 1, del = here + 1;
-
-			row[j] = sub < ins ? (sub < del ? sub : del)
-					   : (ins < del ? ins : del);
-			prev = here;
-		}
-	}
-	d = row[lb];
-	free(row);
-	return d;
-}
-
 /* The verb of cmd closest to word, when close enough to be a typo. */
 static const char *closest_verb(const struct cmd_entry *cmd, const char *word)
 {
-	const char *best = NULL;
-	size_t bestd = (size_t)-1;
-	size_t limit = strlen(word) / 3 < 2 ? 2 : strlen(word) / 3;
+	const char **names = xcalloc(cmd->nverbs, sizeof(*names));
+	const char *best;
 
-	for (size_t i = 0; i < cmd->nverbs; i++) {
-		size_t d = edit_distance(word, cmd->verbs[i]->name);
-
-		if (d < bestd) {
-			bestd = d;
-			best = cmd->verbs[i]->name;
-		}
-	}
-	return bestd <= limit ? best : NULL;
+	for (size_t i = 0; i < cmd->nverbs; i++)
+		names[i] = cmd->verbs[i]->name;
+	best = suggest_word(word, names, cmd->nverbs);
+	free(names);
+	return best;
 }
 
 /* The verb of cmd named word, or NULL after a usage error (*rc set). */
@@ -185,8 +152,11 @@ int cmd_dispatch(struct sbx_ctx *ctx, const struct cmd_entry *cmd, int argc,
 	if (!cmd->nverbs)
 		return cmd->exec(ctx, argc, argv);
 	/* '+': stop at the verb; its own options follow it. */
-	while ((c = getopt_long(argc, argv, "+" COMMON_SHORTOPTS, longopts,
-				NULL)) != -1) {
+	for (;;) {
+		c = getopt_long(argc, argv, "+" COMMON_SHORTOPTS, longopts,
+				NULL);
+		if (c == -1)
+			break;
 		rc = cmd_common_option(ctx, cmd, c, optarg);
 		if (rc)
 			return rc < 0 ? 0 : rc;
@@ -247,11 +217,13 @@ int cmd_parse_common(struct sbx_ctx *ctx, const struct cmd_entry *cmd, int argc,
 		     char **argv)
 {
 	static const struct option longopts[] = {COMMON_LONGOPTS, {0}};
-	int c;
+	int c, rc;
 
-	while ((c = getopt_long(argc, argv, COMMON_SHORTOPTS, longopts,
-				NULL)) != -1) {
-		int rc = cmd_common_option(ctx, cmd, c, optarg);
+	for (;;) {
+		c = getopt_long(argc, argv, COMMON_SHORTOPTS, longopts, NULL);
+		if (c == -1)
+			break;
+		rc = cmd_common_option(ctx, cmd, c, optarg);
 
 		if (rc)
 			return rc;

@@ -43,13 +43,14 @@ static int run(struct sbx_ctx *ctx, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 	    COMMON_LONGOPTS, {"version", no_argument, NULL, 'V'}, {0}};
-	int c;
+	int c, rc;
 
 	/* '+': stop at the command name; its own options follow it. */
-	while ((c = getopt_long(argc, argv, "+" COMMON_SHORTOPTS, longopts,
-				NULL)) != -1) {
-		int rc;
-
+	for (;;) {
+		c = getopt_long(argc, argv, "+" COMMON_SHORTOPTS, longopts,
+				NULL);
+		if (c == -1)
+			break;
 		if (c == 'V') {
 			printf("sbxcat %s\n", PACKAGE_VERSION);
 			return 0;
