@@ -12,6 +12,7 @@
 #include "briefing.h"
 #include "catalog.h"
 #include "cmd.h"
+#include "xjson.h"
 
 static int cmd_briefing(struct sbx_ctx *ctx, int argc, char **argv)
 {
@@ -23,8 +24,8 @@ static int cmd_briefing(struct sbx_ctx *ctx, int argc, char **argv)
 	if (rc == 0) {
 		char *md = briefing_markdown(rt, rt == catalog_default(&cat));
 		if (ctx->json) {
-			json_t *o = json_pack("{s:s, s:s}", "alias", rt->alias,
-					      "markdown", md);
+			json_t *o = xjson_pack("{s:s, s:s}", "alias", rt->alias,
+					       "markdown", md);
 			cmd_print_json(o);
 		} else {
 			fputs(md, stdout);

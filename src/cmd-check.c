@@ -1,14 +1,53 @@
 /*
  * cmd-check.c - sbxcat check [CATALOG]: validate, report every error.
+ *
+ * --json prints an array of diagnostics ([] when valid), or, when the file
+ * cannot be read at all, one object {"file", "error", "status"}: a reader
+ * of the output must never mistake "could not look" for "valid".
  */
 #include "config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "alloc.h"
 #include "catalog.h"
 #include "cmd.h"
 #include "error.h"
+#include "xjson.h"
+
+/*
+ * catalog_diags_json with "file" set losslessly (xjson.h): the path is
+ * packed by catalog.c as a plain string, which jansson refuses when it is
+ * not UTF-8, so the diagnostics are made from a shallow copy with a
+ * placeholder path and the real one set afterwards.
+ */
+static json_t *diags_json(const struct catalog *cat)
+{
+	struct catalog copy = *cat;
+	char placeholder[] = "";
+	json_t *arr;
+
+	copy.path = placeholder;
+	arr = catalog_diags_json(&copy);
+	for (size_t i = 0; i < json_array_size(arr); i++)
+		xjson_set_path(json_array_get(arr, i), "file", cat->path);
+	if (json_array_size(arr) != cat->ndiags)
+		die_bug("check --json: %zu diagnostics, %zu in JSON",
+			cat->ndiags, json_array_size(arr));
+	return arr;
+}
+
+static int report_unreadable(const char *path, struct sbx_error **err)
+{
+	json_t *o = json_object();
+
+	xjson_set_path(o, "file", path);
+	json_object_set_new(o, "error", xjson_text((*err)->msg));
+	json_object_set_new(o, "status", json_integer((*err)->status));
+	cmd_print_json(o);
+	return cmd_report(err);
+}
 
 static int cmd_check(struct sbx_ctx *ctx, int argc, char **argv)
 {
@@ -25,9 +64,10 @@ static int cmd_check(struct sbx_ctx *ctx, int argc, char **argv)
 
 	catalog_init(&cat);
 	if (catalog_load(&cat, path, &err) < 0)
-		return cmd_report(&err);
+		return ctx->json ? report_unreadable(path, &err)
+				 : cmd_report(&err);
 	if (ctx->json) {
-		cmd_print_json(catalog_diags_json(&cat));
+		cmd_print_json(diags_json(&cat));
 	} else {
 		cmd_print_diags(&cat);
 		if (catalog_valid(&cat))

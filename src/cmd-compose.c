@@ -18,7 +18,9 @@
 #include "cmd.h"
 #include "compose.h"
 #include "error.h"
+#include "sig.h"
 #include "util.h"
+#include "xjson.h"
 
 enum { OPT_CHECK = 256, OPT_PRINT };
 enum mode { MODE_WRITE, MODE_CHECK, MODE_PRINT };
@@ -45,11 +47,14 @@ static void report_error(struct file_state *f, int *rc)
 
 static json_t *file_json(const struct file_state *f, const char *msg)
 {
-	json_t *o =
-	    json_pack("{s:s, s:s, s:b}", "path", f->path, "state", f->state,
-		      "changed", strcmp(f->state, "written") == 0);
+	json_t *o = json_object();
+
+	xjson_set_path(o, "path", f->path);
+	json_object_set_new(o, "state", xjson_pack("s", f->state));
+	json_object_set_new(o, "changed",
+			    json_boolean(strcmp(f->state, "written") == 0));
 	if (msg)
-		json_object_set_new(o, "error", json_string(msg));
+		json_object_set_new(o, "error", xjson_text(msg));
 	return o;
 }
 
@@ -81,6 +86,13 @@ static int run(struct sbx_ctx *ctx, enum mode mode, const struct catalog *cat,
 		struct file_state *f = &fs[i];
 		char *msg = NULL;
 
+		if (sig_caught()) {
+			/* Interrupted: write no further file, say nothing;
+			 * main re-raises the signal. */
+			sbx_error_free(&f->err);
+			compose_result_release(&f->res);
+			continue;
+		}
 		if (f->err) {
 			msg = xstrdup(f->err->msg);
 			cmd_report(&f->err);
@@ -122,10 +134,11 @@ static int run(struct sbx_ctx *ctx, enum mode mode, const struct catalog *cat,
 			"sbxcat: %zu of %zu files cannot be updated; nothing "
 			"was written\n",
 			nbad, nfiles);
-	if (report) {
-		json_dumpf(report, stdout, JSON_INDENT(2));
-		fputc('\n', stdout);
+	if (sig_caught()) {
 		json_decref(report);
+		rc = sig_exit_status();
+	} else if (report) {
+		cmd_print_json(report);
 	}
 	free(fs);
 	return rc;
@@ -144,8 +157,10 @@ static int cmd_compose(struct sbx_ctx *ctx, int argc, char **argv)
 	struct catalog cat;
 	int c, rc;
 
-	while ((c = getopt_long(argc, argv, COMMON_SHORTOPTS, longopts,
-				NULL)) != -1) {
+	for (;;) {
+		c = getopt_long(argc, argv, COMMON_SHORTOPTS, longopts, NULL);
+		if (c == -1)
+			break;
 		if (c == OPT_CHECK) {
 			check = true;
 			continue;

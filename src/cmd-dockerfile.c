@@ -9,6 +9,7 @@
 #include "catalog.h"
 #include "cmd.h"
 #include "error.h"
+#include "xjson.h"
 
 static int cmd_dockerfile(struct sbx_ctx *ctx, int argc, char **argv)
 {
@@ -28,9 +29,9 @@ static int cmd_dockerfile(struct sbx_ctx *ctx, int argc, char **argv)
 		char *df = recipe_dockerfile(rt, &ctx->recipe, &len);
 		char *tag = recipe_tag_of(rt, df, len);
 		if (ctx->json)
-			cmd_print_json(json_pack("{s:s, s:s, s:s%}", "alias",
-						 rt->alias, "tag", tag,
-						 "dockerfile", df, len));
+			cmd_print_json(xjson_pack("{s:s, s:s, s:s%}", "alias",
+						  rt->alias, "tag", tag,
+						  "dockerfile", df, len));
 		else
 			fwrite(df, 1, len, stdout);
 		free(tag);

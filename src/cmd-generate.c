@@ -3,11 +3,13 @@
  * every built runtime.
  *
  * Files are replaced atomically and only when their bytes change, so a
- * regeneration leaves timestamps alone; all of them are flushed together
- * (atomic_batch), and a failure before the renames leaves every old file
- * in place.  Nothing else in DIR is touched: a runtime removed from the
- * catalogue keeps its old directory, since deleting files the operator may
- * have put there is not this command's call.
+ * regeneration leaves timestamps alone; they are written as one batch
+ * (atomic_batch, fileio.h says exactly what a failure half-way leaves: an
+ * error before the renames, or Ctrl-C, leaves every old file in place and
+ * no temporary file).  A Dockerfile that is a symbolic link is written
+ * through, like compose's files.  Nothing else in DIR is touched: a runtime
+ * removed from the catalogue keeps its old directory, since deleting files
+ * the operator may have put there is not this command's call.
  */
 #include "config.h"
 
@@ -18,7 +20,9 @@
 #include "catalog.h"
 #include "cmd.h"
 #include "error.h"
+#include "sig.h"
 #include "util.h"
+#include "xjson.h"
 
 #define GENERATE_DIR_DEFAULT "dockerfiles"
 
@@ -68,8 +72,11 @@ static int cmd_generate(struct sbx_ctx *ctx, int argc, char **argv)
 	json_t *report = NULL;
 	int c, rc;
 
-	while ((c = getopt_long(argc, argv, COMMON_SHORTOPTS "o:", longopts,
-				NULL)) != -1) {
+	for (;;) {
+		c = getopt_long(argc, argv, COMMON_SHORTOPTS "o:", longopts,
+				NULL);
+		if (c == -1)
+			break;
 		if (c == 'o') {
 			dir = optarg;
 			continue;
@@ -92,18 +99,27 @@ static int cmd_generate(struct sbx_ctx *ctx, int argc, char **argv)
 		return rc;
 	}
 	out = xcalloc(cat.n, sizeof(*out));
-	if (generate(ctx, &cat, dir, out, &err) < 0)
+	if (generate(ctx, &cat, dir, out, &err) < 0 && sig_caught()) {
+		/* Interrupted: main re-raises the signal; nothing to say. */
+		sbx_error_free(&err);
+		rc = sig_exit_status();
+	} else if (err) {
 		rc = cmd_report(&err);
+	}
 	if (ctx->json && rc == 0)
 		report = json_array();
 	for (size_t i = 0; i < cat.n; i++) {
-		if (rc == 0 && out[i].path && report)
-			json_array_append_new(
-			    report, json_pack("{s:s, s:s, s:s, s:b}", "alias",
-					      cat.rt[i].alias, "path",
-					      out[i].path, "tag", out[i].tag,
-					      "changed", out[i].changed));
-		else if (rc == 0 && out[i].path)
+		if (rc == 0 && out[i].path && report) {
+			json_t *o =
+			    xjson_pack("{s:s}", "alias", cat.rt[i].alias);
+
+			xjson_set_path(o, "path", out[i].path);
+			json_object_set_new(o, "tag",
+					    xjson_pack("s", out[i].tag));
+			json_object_set_new(o, "changed",
+					    json_boolean(out[i].changed));
+			json_array_append_new(report, o);
+		} else if (rc == 0 && out[i].path)
 			printf("%s: %s (%s)\n", out[i].path,
 			       out[i].changed ? "written" : "up to date",
 			       out[i].tag);

@@ -10,6 +10,7 @@
 #include "catalog.h"
 #include "cmd.h"
 #include "util.h"
+#include "xjson.h"
 
 enum {
 	COL_ALIAS,
@@ -54,7 +55,7 @@ static int cmd_list(struct sbx_ctx *ctx, int argc, char **argv)
 
 		if (arr) {
 			json_array_append_new(
-			    arr, json_pack(
+			    arr, xjson_pack(
 				     "{s:s, s:s, s:s, s:s, s:i, s:o, s:b, s:b}",
 				     "alias", rt->alias, "kind",
 				     rt->image ? "image" : "built",

@@ -8,6 +8,7 @@
 
 #include "catalog.h"
 #include "cmd.h"
+#include "xjson.h"
 
 static int cmd_tag(struct sbx_ctx *ctx, int argc, char **argv)
 {
@@ -19,8 +20,8 @@ static int cmd_tag(struct sbx_ctx *ctx, int argc, char **argv)
 	if (rc == 0) {
 		char *tag = recipe_tag(rt, &ctx->recipe);
 		if (ctx->json)
-			cmd_print_json(json_pack("{s:s, s:s}", "alias",
-						 rt->alias, "tag", tag));
+			cmd_print_json(xjson_pack("{s:s, s:s}", "alias",
+						  rt->alias, "tag", tag));
 		else
 			puts(tag);
 		free(tag);

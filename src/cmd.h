@@ -1,9 +1,15 @@
 /*
  * cmd.h - what every subcommand shares: the command descriptor, the global
- * options, and the few helpers that talk to the user on its behalf.
+ * options, and the few helpers that talk to the user on its behalf (in
+ * src/cmd.c).
  *
  * Each src/cmd-NAME.c exports one `const struct cmd_entry cmd_NAME_entry`
- * and src/sbxcat.c lists them all in its command table.
+ * and src/sbxcat.c lists them all in its command table, the verbs of its
+ * root entry.  A command with verbs (`sbxcat session open|ls|close`) has no
+ * exec of its own but a table of verbs, each a cmd_entry whose parent is
+ * the command: cmd_dispatch() parses the common options between the two
+ * words, finds the verb (or says which it is not, with a did-you-mean) and
+ * runs it; `sbxcat help session` and `sbxcat session --help` list them.
  */
 #ifndef SBX_CMD_H
 #define SBX_CMD_H
@@ -11,6 +17,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "recipe.h"
 
@@ -31,8 +38,46 @@ struct cmd_entry {
 	const char *name;
 	const char *usage;   /* arguments after the name */
 	const char *summary; /* one line for `sbxcat help` */
+	/* argv[0] is the command's (or verb's) own name; getopt is reset. */
 	int (*exec)(struct sbx_ctx *ctx, int argc, char **argv);
+	/* A command with verbs: exec is NULL and verbs[0..nverbs) are its
+	 * verbs, each with parent pointing back here. */
+	const struct cmd_entry *const *verbs;
+	size_t nverbs;
+	const struct cmd_entry *parent;
+	const char *epilog; /* a paragraph after the verbs in its help */
 };
+
+/*
+ * The root entry: name "sbxcat", its verbs the command table.  main sets
+ * it once before anything else here runs.
+ */
+void cmd_set_root(const struct cmd_entry *root);
+
+/*
+ * Run cmd with argv[0] its name: its exec, or for a command with verbs the
+ * verb named after its common options.  Returns the exit status (0 after
+ * printing help).
+ */
+int cmd_dispatch(struct sbx_ctx *ctx, const struct cmd_entry *cmd, int argc,
+		 char **argv);
+
+/*
+ * `sbxcat help [COMMAND [VERB]]`: argv are the words after "help".  Prints
+ * the help of what they name on stdout and returns 0, or 2 with a message.
+ */
+int cmd_help_command(int argc, char **argv);
+
+/* The help of cmd: its usage, summary, verbs and epilog. */
+void cmd_print_help(FILE *f, const struct cmd_entry *cmd);
+
+/*
+ * At exit: flush and close stdout as git does.  A write error (a full disk,
+ * /dev/full) prints "sbxcat: write error on standard output: REASON" and
+ * makes the status 3 (rc when worse); a closed pipe (EPIPE, with SIGPIPE
+ * ignored by whoever started us) kills the program by SIGPIPE, quietly.
+ */
+int cmd_close_stdout(int rc);
 
 /* Options every command accepts, before or after its name. */
 #define COMMON_SHORTOPTS "C:h"
@@ -47,7 +92,8 @@ struct cmd_entry {
 /*
  * Handle a common option returned by getopt_long; returns 0 when handled,
  * or an exit status (2 after printing usage) when the option is unknown.
- * -h prints the command's usage and returns -1: exit 0.
+ * -h prints the command's help (the root's when cmd is NULL) and returns
+ * -1: exit 0.
  */
 int cmd_common_option(struct sbx_ctx *ctx, const struct cmd_entry *cmd, int c,
 		      const char *arg);
@@ -61,7 +107,10 @@ int cmd_parse_common(struct sbx_ctx *ctx, const struct cmd_entry *cmd, int argc,
 int cmd_usage_error(const struct cmd_entry *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Print a JSON document (stolen) on stdout, indented, with a newline. */
+/*
+ * Print a JSON document (stolen) on stdout, indented, with a newline.  Paths
+ * and untrusted text go into documents through xjson.h.
+ */
 void cmd_print_json(json_t *doc);
 
 /* Print an error as "sbxcat: message" and return its exit status. */

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "error.h"
-#include "util.h"
 
 int sbx_error_set(struct sbx_error **err, int status, int errnum,
 		  const char *fmt, ...)

@@ -27,8 +27,16 @@ void sig_init(void)
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_RESETHAND;
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		struct sigaction old;
+
+		/* A signal ignored on entry stays ignored: nohup's SIGHUP, or
+		 * SIGINT for a background job of a script, must not stop us. */
+		if (sigaction(sigs[i], NULL, &old) == 0 &&
+		    old.sa_handler == SIG_IGN)
+			continue;
 		sigaction(sigs[i], &sa, NULL);
+	}
 }
 
 int sig_caught(void)

@@ -1,7 +1,8 @@
 /*
  * sig.h - the program's one place for signals.
  *
- * main() calls sig_init() once.  SIGINT, SIGTERM and SIGHUP then only
+ * main() calls sig_init() once.  SIGINT, SIGTERM and SIGHUP (unless ignored
+ * when the program started, as nohup and background jobs arrange) then only
  * record which signal came (the first one wins) in a C11 atomic that any
  * thread may read; every loop that can run long polls sig_caught() and
  * unwinds: temporary files removed, containers and builds left as they

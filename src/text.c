@@ -6,8 +6,8 @@
 
 #include <string.h>
 
+#include "alloc.h"
 #include "text.h"
-#include "util.h"
 
 size_t utf8_decode(const char *str, size_t len, uint32_t *cp)
 {

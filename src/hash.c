@@ -1,0 +1,24 @@
+/*
+ * hash.c - SHA-256 through libcrypto (hash.h).
+ */
+#include "config.h"
+
+#include <openssl/evp.h>
+
+#include "alloc.h"
+#include "hash.h"
+
+void sha256_hex(const void *data, size_t len, char out[65])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	static const char hex[] = "0123456789abcdef";
+
+	if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL))
+		die_oom(); /* only fails on allocation */
+	for (unsigned i = 0; i < 32; i++) {
+		out[2 * i] = hex[md[i] >> 4];
+		out[2 * i + 1] = hex[md[i] & 15];
+	}
+	out[64] = '\0';
+}

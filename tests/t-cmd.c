@@ -1,0 +1,189 @@
+/*
+ * t-cmd.c - the command layer (src/cmd.c) with a fake command table: a
+ * command with verbs dispatches to them, parses common options between the
+ * words, prints its usage with exit 2 when the verb is missing, suggests
+ * the nearest verb for a typo, and `help CMD [VERB]` lists and describes
+ * them.  No real command has verbs yet, so this is where they are tested.
+ */
+#include "config.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "tap.h"
+#include "util.h"
+
+static char called[64];
+static int called_argc;
+
+static int exec_open(struct sbx_ctx *ctx, int argc, char **argv)
+{
+	snprintf(called, sizeof(called), "open %s %s", argv[0],
+		 ctx->json ? "json" : "text");
+	called_argc = argc;
+	return 0;
+}
+
+static int exec_ls(struct sbx_ctx *ctx, int argc, char **argv)
+{
+	snprintf(called, sizeof(called), "ls");
+	return 7;
+}
+
+static int exec_plain(struct sbx_ctx *ctx, int argc, char **argv)
+{
+	return cmd_parse_common(ctx, NULL, argc, argv) < 0 ? 0 : 5;
+}
+
+extern const struct cmd_entry fake_session, fake_open, fake_ls;
+static const struct cmd_entry *const session_verbs[] = {&fake_open, &fake_ls};
+const struct cmd_entry fake_session = {
+    .name = "session",
+    .usage = "VERB [ARGS]",
+    .summary = "manage sessions",
+    .verbs = session_verbs,
+    .nverbs = 2,
+};
+const struct cmd_entry fake_open = {.name = "open",
+				    .usage = "ALIAS",
+				    .summary = "open a session",
+				    .exec = exec_open,
+				    .parent = &fake_session};
+const struct cmd_entry fake_ls = {.name = "ls",
+				  .usage = "",
+				  .summary = "list sessions",
+				  .exec = exec_ls,
+				  .parent = &fake_session};
+static const struct cmd_entry fake_plain = {
+    .name = "plain", .usage = "[X]", .summary = "no verbs", .exec = exec_plain};
+static const struct cmd_entry *const table[] = {&fake_plain, &fake_session};
+static const struct cmd_entry root = {
+    .name = "sbxcat",
+    .usage = "COMMAND [ARGS]",
+    .verbs = table,
+    .nverbs = 2,
+    .epilog = "epilog text",
+};
+
+struct result {
+	int rc;
+	char out[4096], err[4096];
+};
+
+static void slurp(int fd, char *buf, size_t size)
+{
+	ssize_t n = pread(fd, buf, size - 1, 0);
+
+	buf[n > 0 ? n : 0] = '\0';
+}
+
+/* Run `sbxcat WORDS...` (help when the first word is "help"), capturing
+ * stdout and stderr. */
+static struct result run(const char *words)
+{
+	static struct result r;
+	struct sbx_ctx ctx = {0};
+	char *copy = xstrdup(words), *argv[16];
+	int argc = 0, o = dup(1), e = dup(2);
+	FILE *fo = tmpfile(), *fe = tmpfile();
+
+	argv[argc++] = (char *)"sbxcat";
+	for (char *w = strtok(copy, " "); w && argc < 15; w = strtok(NULL, " "))
+		argv[argc++] = w;
+	argv[argc] = NULL;
+	called[0] = '\0';
+	fflush(stdout);
+	dup2(fileno(fo), 1);
+	dup2(fileno(fe), 2);
+	if (argc > 1 && strcmp(argv[1], "help") == 0)
+		r.rc = cmd_help_command(argc - 2, argv + 2);
+	else
+		r.rc = cmd_dispatch(&ctx, &root, argc, argv);
+	fflush(stdout);
+	fflush(stderr);
+	dup2(o, 1);
+	dup2(e, 2);
+	close(o);
+	close(e);
+	slurp(fileno(fo), r.out, sizeof(r.out));
+	slurp(fileno(fe), r.err, sizeof(r.err));
+	fclose(fo);
+	fclose(fe);
+	free(copy);
+	return r;
+}
+
+int main(void)
+{
+	struct result r;
+
+	cmd_set_root(&root);
+
+	r = run("session open x");
+	is_int(r.rc, 0, "a verb runs");
+	is_str(called, "open open text", "the verb gets argv from its name");
+	is_int(called_argc, 2, "and its operands");
+	r = run("session --json open x");
+	is_str(called, "open open json",
+	       "common options between command and verb are parsed");
+	r = run("session ls");
+	is_int(r.rc, 7, "the verb's exit status is the command's");
+
+	r = run("session");
+	is_int(r.rc, 2, "a command without its verb exits 2");
+	ok(strstr(r.err, "sbxcat: 'session' needs a verb\n"
+			 "usage: sbxcat session VERB [ARGS]\n") == r.err,
+	   "and says so with its usage");
+	ok(strstr(r.err, "\nverbs:\n  open ") && strstr(r.err, "\n  ls "),
+	   "the usage lists the verbs");
+	ok(r.out[0] == '\0', "usage errors go to stderr only");
+
+	r = run("session opne");
+	is_int(r.rc, 2, "an unknown verb exits 2");
+	ok(strstr(r.err, "sbxcat: 'opne' is not a verb of 'sbxcat session'; "
+			 "did you mean 'open'?\n") == r.err,
+	   "an unknown verb: did you mean");
+	r = run("session zzzzzz");
+	ok(strstr(r.err, "sbxcat: 'zzzzzz' is not a verb of 'sbxcat "
+			 "session'\n") == r.err,
+	   "no suggestion when nothing is close");
+	r = run("sesion ls");
+	ok(strstr(r.err, "sbxcat: 'sesion' is not an sbxcat command; did you "
+			 "mean 'session'?\n") == r.err,
+	   "an unknown command: did you mean");
+
+	r = run("help session");
+	is_int(r.rc, 0, "help session exits 0");
+	is_str(
+	    r.out,
+	    "usage: sbxcat session VERB [ARGS]\n  manage sessions\n\nverbs:\n"
+	    "  open        ALIAS                  open a session\n"
+	    "  ls                                 list sessions\n",
+	    "help session lists the verbs");
+	r = run("session --help");
+	is_str(r.out, run("help session").out,
+	       "session --help is the same as help session");
+	r = run("help session open");
+	is_str(r.out, "usage: sbxcat session open ALIAS\n  open a session\n",
+	       "help session open describes the verb");
+	r = run("help plain");
+	is_str(r.out, "usage: sbxcat plain [X]\n  no verbs\n",
+	       "help of a command without verbs");
+	r = run("plain --help");
+	is_int(r.rc, 0, "--help of a command without verbs exits 0");
+	r = run("help plain x");
+	is_int(r.rc, 2, "help of a verb of a command without verbs exits 2");
+	r = run("help");
+	ok(strstr(r.out,
+		  "usage: sbxcat COMMAND [ARGS]\n\ncommands:\n  plain ") ==
+		   r.out &&
+	       strstr(r.out, "\n\nepilog text\n"),
+	   "help lists the commands and the epilog");
+	r = run("help nope");
+	is_int(r.rc, 2, "help of an unknown command exits 2");
+	return done_testing();
+}

@@ -1,0 +1,562 @@
+/*
+ * t-util.c - the bottom layers: checked size arithmetic (overflow is fatal,
+ * never a short buffer), strbuf, xjson (checked packs, lossless paths) and
+ * text.c against independent references: glibc's iconv for UTF-8 validity
+ * (exhaustive over every 1-, 2- and 3-byte sequence, sampled over 4-byte
+ * ones) and small fuzzers for the printable and escaped forms.
+ *
+ * T_UTIL_QUICK=1 samples the 3-byte space instead of walking all of it
+ * (for valgrind runs).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <iconv.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "tap.h"
+#include "util.h"
+#include "xjson.h"
+
+/* A small deterministic generator: the same cases on every run. */
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+
+static uint32_t rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (uint32_t)(rng_state >> 16);
+}
+
+/*
+ * Run fn in a child; true when it died by SIGABRT having written a line
+ * containing want on stderr.
+ */
+static bool dies_with(void (*fn)(void), const char *want)
+{
+	int fds[2];
+	char buf[512];
+	size_t got = 0;
+	int status;
+	pid_t pid;
+
+	if (pipe(fds) < 0)
+		bail_out("pipe: %s", strerror(errno));
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		bail_out("fork: %s", strerror(errno));
+	if (pid == 0) {
+		dup2(fds[1], STDERR_FILENO);
+		close(fds[0]);
+		signal(SIGABRT, SIG_DFL);
+		fn();
+		_exit(0);
+	}
+	close(fds[1]);
+	for (;;) {
+		ssize_t n = read(fds[0], buf + got, sizeof(buf) - 1 - got);
+
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	close(fds[0]);
+	waitpid(pid, &status, 0);
+	if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT)) {
+		diag("child status %d, stderr: %s", status, buf);
+		return false;
+	}
+	if (!strstr(buf, want)) {
+		diag("stderr was: %s", buf);
+		return false;
+	}
+	return true;
+}
+
+static volatile size_t sink;
+
+static void add_overflow(void)
+{
+	sink = st_add(SIZE_MAX, 1);
+}
+
+static void mult_overflow(void)
+{
+	sink = st_mult(SIZE_MAX / 3, 4);
+}
+
+static void grow_overflow(void)
+{
+	/* An element count that fits, times a size that does not. */
+	uint64_t *p = NULL;
+	size_t alloc = 0;
+
+	ALLOC_GROW(p, SIZE_MAX / 8 + 1, alloc);
+	sink = (size_t)p;
+}
+
+static void strbuf_overflow(void)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	strbuf_addstr(&sb, "x");
+	strbuf_grow(&sb, SIZE_MAX); /* len + extra + 1 wraps to 1 */
+	sink = sb.alloc;
+}
+
+static void pack_fails(void)
+{
+	json_t *j = xjson_pack("{s:s}", "path", "\xff");
+
+	sink = (size_t)j;
+}
+
+static void test_sizes(void)
+{
+	size_t a;
+	int *p = NULL;
+	size_t alloc = 0;
+
+	is_int((long long)st_add(2, 3), 5, "st_add in range");
+	is_int((long long)(st_mult(SIZE_MAX / 2, 2) == SIZE_MAX - 1), 1,
+	       "st_mult at the edge does not trip");
+	ok(dies_with(add_overflow, "size overflow"),
+	   "st_add past SIZE_MAX is fatal with a message");
+	ok(dies_with(mult_overflow, "size overflow"),
+	   "st_mult past SIZE_MAX is fatal with a message");
+	ok(dies_with(grow_overflow, "size overflow"),
+	   "ALLOC_GROW whose byte count overflows is fatal");
+	ok(dies_with(strbuf_overflow, "size overflow"),
+	   "strbuf_grow whose size overflows is fatal");
+	ok(dies_with(pack_fails, "json_pack(\"{s:s}\")"),
+	   "a failed xjson_pack is fatal and names the format");
+
+	is_int((long long)alloc_nr(0, 1), 8, "alloc_nr starts at 8");
+	is_int((long long)alloc_nr(8, 9), 16, "alloc_nr doubles");
+	is_int((long long)alloc_nr(8, 100), 100, "alloc_nr jumps to want");
+	a = alloc_nr(SIZE_MAX / 2 + 1, SIZE_MAX / 2 + 2);
+	ok(a == SIZE_MAX / 2 + 2, "alloc_nr near SIZE_MAX gives want, not a "
+				  "wrapped double");
+	for (int i = 0; i < 1000; i++) {
+		ALLOC_GROW(p, (size_t)i + 1, alloc);
+		p[i] = i;
+	}
+	ok(alloc >= 1000 && p[999] == 999, "ALLOC_GROW grows to 1000");
+	free(p);
+}
+
+static void test_strbuf(void)
+{
+	struct strbuf sb = STRBUF_INIT;
+	char *s;
+	size_t len;
+
+	is_str(strbuf_str(&sb), "", "an empty strbuf reads as \"\"");
+	strbuf_addstr(&sb, "abc");
+	strbuf_addch(&sb, 0);
+	strbuf_add(&sb, "de", 2);
+	strbuf_addf(&sb, "%d-%s", 42, "x");
+	is_int((long long)sb.len, 10, "strbuf holds binary bytes");
+	ok(memcmp(sb.buf, "abc\0de42-x", 11) == 0,
+	   "strbuf bytes and the NUL after them");
+	for (int i = 0; i < 10000; i++)
+		strbuf_addch(&sb, 'a' + i % 26);
+	is_int((long long)sb.len, 10010, "strbuf grows across many appends");
+	ok(sb.buf[sb.len] == '\0', "strbuf stays NUL-terminated");
+	s = strbuf_detach(&sb, &len);
+	ok(len == 10010 && sb.buf == NULL && sb.len == 0,
+	   "strbuf_detach hands over and resets");
+	free(s);
+	s = strbuf_detach(&sb, &len);
+	ok(len == 0 && s[0] == '\0', "detach of an empty strbuf gives \"\"");
+	free(s);
+	strbuf_release(&sb);
+}
+
+/* The path decoded from obj[key] and obj[key_base64] as xjson.h says. */
+static char *path_from_json(json_t *o, const char *key)
+{
+	char *k = xasprintf("%s_base64", key);
+	json_t *b = json_object_get(o, k);
+	char *out;
+
+	free(k);
+	if (!b)
+		return xstrdup(json_string_value(json_object_get(o, key)));
+	out = xcalloc(json_string_length(b) + 1, 1);
+	EVP_DecodeBlock((unsigned char *)out,
+			(const unsigned char *)json_string_value(b),
+			(int)json_string_length(b));
+	return out; /* trailing zero padding from base64 is NULs: fine */
+}
+
+static void test_xjson(void)
+{
+	static const char *const paths[] = {
+	    "plain.json", "caf\xc3\xa9/x",    "bad\xff.json",
+	    "\x80",	  "a\xed\xa0\x80z",   "ab",
+	    "abc",	  "\xff\xfe\xfd\xfc",
+	};
+	bool all = true, flagged = true;
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		json_t *o = json_object();
+		char *dump, *back;
+		json_t *re;
+
+		xjson_set_path(o, "path", paths[i]);
+		/* Through text and back, as a reader would get it. */
+		dump = json_dumps(o, 0);
+		re = json_loads(dump, 0, NULL);
+		back = re ? path_from_json(re, "path") : NULL;
+		if (!back || strcmp(back, paths[i]) != 0)
+			all = false;
+		if ((json_object_get(o, "path_base64") != NULL) !=
+		    (utf8_first_invalid(paths[i], strlen(paths[i])) >= 0))
+			flagged = false;
+		free(back);
+		free(dump);
+		json_decref(re);
+		json_decref(o);
+	}
+	ok(all, "xjson_set_path is lossless for valid and invalid UTF-8");
+	ok(flagged, "path_base64 is present exactly when the path is not "
+		    "UTF-8");
+	{
+		json_t *t = xjson_text("a\xffz");
+		is_str(json_string_value(t), "a\xef\xbf\xbdz",
+		       "xjson_text replaces an invalid byte by U+FFFD");
+		json_decref(t);
+	}
+}
+
+/*
+ * The reference: what glibc's iconv makes of the first character of s.
+ * Returns its length with *cp set, or 0 when s does not start with a whole
+ * valid UTF-8 character.
+ */
+static iconv_t cd;
+
+static size_t ref_decode(const unsigned char *s, size_t len, uint32_t *cp)
+{
+	char *in = (char *)s, *out = (char *)cp;
+	size_t inleft = len, outleft = 4;
+	size_t r;
+
+	iconv(cd, NULL, NULL, NULL, NULL);
+	r = iconv(cd, &in, &inleft, &out, &outleft);
+	if (outleft != 0)
+		return 0; /* no character came out: invalid or cut short */
+	(void)r;
+	return len - inleft;
+}
+
+static bool same_decode(const unsigned char *s, size_t len)
+{
+	uint32_t a = 0, b = 0;
+	size_t n = utf8_decode((const char *)s, len, &a);
+	size_t m = ref_decode(s, len, &b);
+
+	if (n != m || (n && a != b)) {
+		diag("%02x %02x %02x %02x (len %zu): utf8_decode %zu/%x, "
+		     "iconv %zu/%x",
+		     s[0], len > 1 ? s[1] : 0, len > 2 ? s[2] : 0,
+		     len > 3 ? s[3] : 0, len, n, a, m, b);
+		return false;
+	}
+	return true;
+}
+
+static void test_utf8(void)
+{
+	static const struct {
+		const char *s;
+		size_t len, want;
+	} known[] = {
+	    {"\xed\xa0\x80", 3, 0},	/* surrogate */
+	    {"\xc0\x80", 2, 0},		/* overlong NUL */
+	    {"\xe0\x80\x80", 3, 0},	/* overlong */
+	    {"\xf0\x80\x80\x80", 4, 0}, /* overlong */
+	    {"\xf4\x90\x80\x80", 4, 0}, /* past U+10FFFF */
+	    {"\xe2\x82", 2, 0},		/* cut short */
+	    {"\xf0\x9f\x98\x80", 4, 4}, /* U+1F600 */
+	    {"\xef\xbf\xbf", 3, 3},	/* U+FFFF, a noncharacter, valid */
+	    {"\xf4\x8f\xbf\xbf", 4, 4}, /* U+10FFFF */
+	};
+	bool refok = true, good = true;
+	bool quick = getenv("T_UTIL_QUICK") != NULL;
+	unsigned char s[4];
+	uint32_t cp;
+	long bad_at_ok = 0;
+
+	cd = iconv_open("UTF-32LE", "UTF-8");
+	if (cd == (iconv_t)-1)
+		bail_out("iconv_open: %s", strerror(errno));
+	/* A reference is only worth what it gets right: check it first. */
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (ref_decode((const unsigned char *)known[i].s, known[i].len,
+			       &cp) != known[i].want)
+			refok = false;
+	if (!ok(refok, "iconv rejects surrogates, overlongs and code "
+		       "points past U+10FFFF"))
+		bail_out("iconv is no reference for UTF-8 here");
+
+	for (unsigned a = 0; a < 256 && good; a++) {
+		s[0] = (unsigned char)a;
+		good = same_decode(s, 1);
+	}
+	ok(good, "utf8_decode matches iconv on all 1-byte sequences");
+	for (unsigned a = 0; a < 65536 && good; a++) {
+		s[0] = (unsigned char)(a >> 8), s[1] = (unsigned char)a;
+		good = same_decode(s, 2);
+	}
+	ok(good, "utf8_decode matches iconv on all 2-byte sequences");
+	for (uint32_t a = 0; a < (1u << 24) && good; a++) {
+		uint32_t v = quick ? rnd() & 0xFFFFFF : a;
+
+		if (quick && a >= 200000)
+			break;
+		s[0] = (unsigned char)(v >> 16), s[1] = (unsigned char)(v >> 8),
+		s[2] = (unsigned char)v;
+		good = same_decode(s, 3);
+	}
+	ok(good, "utf8_decode matches iconv on all 3-byte sequences%s",
+	   quick ? " (sampled)" : "");
+	for (int i = 0; i < 2000000 && good; i++) {
+		uint32_t v = rnd() ^ (rnd() << 16);
+
+		s[0] = (unsigned char)(i % 2 ? 0xF0 | (v >> 24 & 7) : v >> 24);
+		s[1] =
+		    (unsigned char)(i % 3 ? 0x80 | (v >> 16 & 0x3F) : v >> 16);
+		s[2] = (unsigned char)(v >> 8), s[3] = (unsigned char)v;
+		good = same_decode(s, 4);
+	}
+	ok(good, "utf8_decode matches iconv on 2,000,000 4-byte sequences");
+
+	/* utf8_first_invalid against iconv over whole random buffers. */
+	for (int i = 0; i < 20000 && good; i++) {
+		unsigned char buf[16];
+		size_t len = rnd() % sizeof(buf), inleft = len, outleft;
+		char *in = (char *)buf, *out;
+		uint32_t wide[16];
+		long want;
+
+		for (size_t k = 0; k < len; k++)
+			buf[k] = (unsigned char)(rnd() % 4 ? 0x80 + rnd() % 0x80
+							   : rnd() % 0x80);
+		out = (char *)wide, outleft = sizeof(wide);
+		iconv(cd, NULL, NULL, NULL, NULL);
+		want = iconv(cd, &in, &inleft, &out, &outleft) == (size_t)-1
+			   ? (long)(len - inleft)
+			   : -1;
+		if (utf8_first_invalid((const char *)buf, len) != want)
+			good = false;
+		else if (want >= 0)
+			bad_at_ok++;
+	}
+	ok(good && bad_at_ok > 1000,
+	   "utf8_first_invalid matches iconv on 20,000 random buffers");
+	iconv_close(cd);
+}
+
+/* True when s[0..len) is valid UTF-8 with no control or bidi character,
+ * decoded by iconv, not by the code under test. */
+static bool clean_by_iconv(const char *s, size_t len)
+{
+	iconv_t c = iconv_open("UTF-32LE", "UTF-8");
+	uint32_t *wide = xcalloc(len + 1, 4);
+	char *in = (char *)s, *out = (char *)wide;
+	size_t inleft = len, outleft = (len + 1) * 4;
+	bool clean = iconv(c, &in, &inleft, &out, &outleft) != (size_t)-1;
+
+	for (size_t i = 0; clean && i < (len + 1) * 4 / 4 - outleft / 4; i++) {
+		uint32_t cp = wide[i];
+
+		if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) ||
+		    (cp >= 0x202A && cp <= 0x202E) ||
+		    (cp >= 0x2066 && cp <= 0x2069))
+			clean = false;
+	}
+	free(wide);
+	iconv_close(c);
+	return clean;
+}
+
+/* Random bytes rich in what terminals and text.c care about. */
+static size_t hostile(char *buf, size_t max)
+{
+	static const char *const bits[] = {
+	    "\x1b",
+	    "[",
+	    "]",
+	    "\x07",
+	    "\x1b\\",
+	    "\xc2\x9b",
+	    "\xc2\x9c",
+	    "\xc2\x9d",
+	    "\xc2\x85",
+	    "\x9b",
+	    "\xe2\x80\xae",
+	    "\xe2\x81\xa6",
+	    "\xed\xa0\x80",
+	    "\xf0\x9f\x98\x80",
+	    "\xc3\xa9",
+	    "\n",
+	    "\r",
+	    "\t",
+	    "\\",
+	    "0;",
+	    "31m",
+	    "P",
+	    "_",
+	    "^",
+	    "X",
+	    "\x7f",
+	    "\x00",
+	    "\xff",
+	    "\xc3",
+	    "a",
+	    "b",
+	    " ",
+	};
+	size_t len = 0, want = rnd() % max;
+
+	while (len < want) {
+		const char *b = bits[rnd() % (sizeof(bits) / sizeof(bits[0]))];
+		size_t n = b[0] ? strlen(b) : 1;
+
+		if (rnd() % 4 == 0) {
+			buf[len++] = (char)rnd();
+			continue;
+		}
+		if (len + n > max)
+			break;
+		memcpy(buf + len, b, n);
+		len += n;
+	}
+	return len;
+}
+
+/* Undo text_add_escaped as text.h documents it. */
+static char *unescape(const char *s, size_t len, size_t *outlen)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	for (size_t i = 0; i < len; i++) {
+		unsigned v;
+
+		if (s[i] != '\\') {
+			strbuf_addch(&sb, s[i]);
+			continue;
+		}
+		i++;
+		if (s[i] == 'n' || s[i] == 'r' || s[i] == 't' || s[i] == '\\') {
+			strbuf_addch(&sb, s[i] == 'n'	? '\n'
+					  : s[i] == 'r' ? '\r'
+					  : s[i] == 't' ? '\t'
+							: '\\');
+		} else if (s[i] == 'x' && sscanf(s + i + 1, "%2x", &v) == 1) {
+			strbuf_addch(&sb, (int)v);
+			i += 2;
+		} else if (s[i] == 'u' && sscanf(s + i + 1, "%4x", &v) == 1) {
+			if (v < 0x800) {
+				strbuf_addch(&sb, (int)(0xC0 | v >> 6));
+			} else {
+				strbuf_addch(&sb, (int)(0xE0 | v >> 12));
+				strbuf_addch(&sb,
+					     (int)(0x80 | (v >> 6 & 0x3F)));
+			}
+			strbuf_addch(&sb, (int)(0x80 | (v & 0x3F)));
+			i += 4;
+		} else {
+			strbuf_addstr(&sb, "<bad escape>");
+		}
+	}
+	return strbuf_detach(&sb, outlen);
+}
+
+static void test_text(void)
+{
+	static const struct {
+		const char *in, *want;
+	} esc[] = {
+	    {"A\x1b[31;1mB", "AB"},
+	    {"A\x1b]0;title\x07"
+	     "B",
+	     "AB"},
+	    {"A\x1b]8;;http://x\x1b\\B", "AB"},
+	    {"A\xc2\x9b"
+	     "2JB",
+	     "AB"},
+	    {"A\xc2\x9d"
+	     "evil\xc2\x9c"
+	     "B",
+	     "AB"},
+	    {"A\x1bP+q\x1b\\B", "AB"},
+	    {"A\x1b"
+	     "cB",
+	     "AB"},
+	    {"A\x1b(BB", "AB"},
+	};
+	bool printable = true, whole = true, escaped = true, inverse = true;
+
+	for (size_t i = 0; i < sizeof(esc) / sizeof(esc[0]); i++) {
+		struct strbuf sb = STRBUF_INIT;
+
+		text_add_printable(&sb, esc[i].in, strlen(esc[i].in));
+		if (strcmp(strbuf_str(&sb), esc[i].want) != 0) {
+			diag("printable(%zu) = '%s'", i, strbuf_str(&sb));
+			whole = false;
+		}
+		strbuf_release(&sb);
+	}
+	ok(whole, "ESC, CSI, OSC, DCS and C1-introduced sequences are "
+		  "removed whole");
+
+	for (int i = 0; i < 20000; i++) {
+		char in[96];
+		size_t len = hostile(in, sizeof(in)), back_len;
+		struct strbuf p = STRBUF_INIT, e = STRBUF_INIT;
+		char *back;
+
+		text_add_printable(&p, in, len);
+		if (p.len && !clean_by_iconv(p.buf, p.len))
+			printable = false;
+		text_add_escaped(&e, in, len);
+		if (e.len && !clean_by_iconv(e.buf, e.len))
+			escaped = false;
+		back = unescape(e.buf ? e.buf : "", e.len, &back_len);
+		if (back_len != len || memcmp(back, in, len) != 0)
+			inverse = false;
+		free(back);
+		strbuf_release(&p);
+		strbuf_release(&e);
+	}
+	ok(printable, "text_add_printable: 20,000 hostile inputs give valid "
+		      "UTF-8 without C0, DEL, C1 or bidi controls");
+	ok(escaped, "text_add_escaped: the same inputs give valid UTF-8 "
+		    "without controls");
+	ok(inverse, "text_add_escaped is injective: each output decodes back "
+		    "to its input");
+}
+
+int main(void)
+{
+	xjson_init();
+	test_sizes();
+	test_strbuf();
+	test_utf8();
+	test_text();
+	test_xjson();
+	return done_testing();
+}
