@@ -187,7 +187,10 @@ cat >cat.json <<JSON
 ]
 JSON
 : >"$T/trace"
-"$S" -C cat.json prewarm -j 2 >out 2>err &
+# A background job of a script starts with SIGINT ignored, and sbxcat keeps
+# a signal ignored on entry ignored (as nohup expects): restore the default
+# the way a terminal's foreground job has it.
+perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV or die' "$S" -C cat.json prewarm -j 2 >out 2>err &
 pid=$!
 n=0
 while ! grep -q "^$Q: step [0-9]*/[0-9]* : RUN echo slow" err && [ $n -lt 200 ]; do sleep 0.1; n=$((n + 1)); done
