@@ -15,7 +15,9 @@
 #include "catalog.h"
 #include "error.h"
 #include "jsonpos.h"
+#include "suggest.h"
 #include "util.h"
+#include "xjson.h"
 
 static const char *const known_fields[] = {
     "alias",	"description", "image",	   "base_image", "setup_commands",
@@ -561,52 +563,9 @@ char *catalog_check_mem_limit(const char *s)
 	return NULL;
 }
 
-/* Levenshtein distance, for did-you-mean. */
-static size_t edit_distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	size_t *row = xcalloc(lb + 1, sizeof(*row));
-	size_t result;
-
-	for (size_t j = 0; j <= lb; j++)
-		row[j] = j;
-	for (size_t i = 1; i <= la; i++) {
-		size_t diag = row[0];
-		row[0] = i;
-		for (size_t j = 1; j <= lb; j++) {
-			size_t up = row[j];
-			size_t cost =
-			    (a[i - 1] | 0x20) == (b[j - 1] | 0x20) ? 0 : 1;
-			size_t best = diag + cost;
-			if (up + 1 < best)
-				best = up + 1;
-			if (row[j - 1] + 1 < best)
-				best = row[j - 1] + 1;
-			row[j] = best;
-			diag = up;
-		}
-	}
-	result = row[lb];
-	free(row);
-	return result;
-}
-
 static const char *did_you_mean(const char *key)
 {
-	const char *best = NULL;
-	size_t bestd = (size_t)-1;
-	size_t limit = strlen(key) / 3;
-
-	if (limit < 2)
-		limit = 2;
-	for (size_t i = 0; i < NFIELDS; i++) {
-		size_t d = edit_distance(key, known_fields[i]);
-		if (d < bestd) {
-			bestd = d;
-			best = known_fields[i];
-		}
-	}
-	return bestd <= limit ? best : NULL;
+	return suggest_word(key, known_fields, NFIELDS);
 }
 
 static bool is_known_field(const char *key)
@@ -1179,16 +1138,16 @@ json_t *catalog_diags_json(const struct catalog *cat)
 		const struct catalog_diag *d = &cat->diags[i];
 		const struct runtime *rt =
 		    d->index >= 0 ? &cat->rt[d->index] : NULL;
-		json_t *o = json_pack(
-		    "{s:s, s:o, s:o, s:o, s:o, s:o, s:s}", "file", cat->path,
-		    "line", d->line ? json_integer(d->line) : json_null(),
-		    "column", d->col ? json_integer(d->col) : json_null(),
-		    "entry",
+		json_t *o = xjson_pack(
+		    "{s:o, s:o, s:o, s:o, s:o, s:o}", "line",
+		    d->line ? json_integer(d->line) : json_null(), "column",
+		    d->col ? json_integer(d->col) : json_null(), "entry",
 		    d->index >= 0 ? json_integer(d->index + 1) : json_null(),
 		    "alias",
-		    rt && rt->alias ? json_string(rt->alias) : json_null(),
-		    "field", d->field ? json_string(d->field) : json_null(),
-		    "message", d->msg);
+		    rt && rt->alias ? xjson_text(rt->alias) : json_null(),
+		    "field", d->field ? xjson_text(d->field) : json_null(),
+		    "message", xjson_text(d->msg));
+		xjson_set_path(o, "file", cat->path);
 		json_array_append_new(arr, o);
 	}
 	return arr;

@@ -16,22 +16,11 @@
 #include "error.h"
 #include "xjson.h"
 
-/*
- * catalog_diags_json with "file" set losslessly (xjson.h): the path is
- * packed by catalog.c as a plain string, which jansson refuses when it is
- * not UTF-8, so the diagnostics are made from a shallow copy with a
- * placeholder path and the real one set afterwards.
- */
+/* catalog_diags_json, checked: one object per diagnostic, none dropped. */
 static json_t *diags_json(const struct catalog *cat)
 {
-	struct catalog copy = *cat;
-	char placeholder[] = "";
-	json_t *arr;
+	json_t *arr = catalog_diags_json(cat);
 
-	copy.path = placeholder;
-	arr = catalog_diags_json(&copy);
-	for (size_t i = 0; i < json_array_size(arr); i++)
-		xjson_set_path(json_array_get(arr, i), "file", cat->path);
 	if (json_array_size(arr) != cat->ndiags)
 		die_bug("check --json: %zu diagnostics, %zu in JSON",
 			cat->ndiags, json_array_size(arr));

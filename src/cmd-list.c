@@ -63,7 +63,7 @@ static int cmd_list(struct sbx_ctx *ctx, int argc, char **argv)
 				     rt->image ? rt->image : rt->base_image,
 				     "tag", tag, "packages", (int)rt->npackages,
 				     "mem_limit",
-				     rt->mem_limit ? json_string(rt->mem_limit)
+				     rt->mem_limit ? xjson_string(rt->mem_limit)
 						   : json_null(),
 				     "needs_network", rt->needs_network,
 				     "default", i == 0));

@@ -36,6 +36,7 @@
 #include "prewarm.h"
 #include "sig.h"
 #include "util.h"
+#include "xjson.h"
 
 #define JOBS_MAX 64
 /* Often enough to look alive, rarely enough to cost nothing. */
@@ -279,7 +280,7 @@ static json_t *strv_json(char **v, size_t n)
 {
 	json_t *a = json_array();
 	for (size_t i = 0; i < n; i++)
-		json_array_append_new(a, json_string(v[i]));
+		json_array_append_new(a, xjson_text(v[i]));
 	return a;
 }
 
@@ -293,19 +294,24 @@ static json_t *report_json(const struct prewarm *p)
 
 		for (size_t k = 0; k < j->nkept; k++)
 			json_array_append_new(
-			    kept, json_pack("{s:s, s:s}", "tag", j->kept[k].tag,
-					    "reason", j->kept[k].why));
+			    kept,
+			    xjson_pack("{s:o, s:o}", "tag",
+				       xjson_text(j->kept[k].tag), "reason",
+				       xjson_text(j->kept[k].why)));
 		json_array_append_new(
-		    arr, json_pack(
-			     "{s:s, s:s, s:s, s:s, s:I, s:s?, s:s?, s:o, "
-			     "s:o, s:o}",
-			     "alias", j->rt->alias, "kind",
-			     j->dockerfile ? "built" : "image", "tag", j->tag,
-			     "result", prewarm_state_name(j->state), "ms",
-			     (json_int_t)j->ms, "error", j->error, "step",
-			     j->failed_step, "output",
-			     strv_json(j->output, j->noutput), "removed",
-			     strv_json(j->removed, j->nremoved), "kept", kept));
+		    arr,
+		    xjson_pack(
+			"{s:s, s:s, s:s, s:s, s:I, s:o, s:o, s:o, "
+			"s:o, s:o}",
+			"alias", j->rt->alias, "kind",
+			j->dockerfile ? "built" : "image", "tag", j->tag,
+			"result", prewarm_state_name(j->state), "ms",
+			(json_int_t)j->ms, "error",
+			j->error ? xjson_text(j->error) : json_null(), "step",
+			j->failed_step ? xjson_text(j->failed_step)
+				       : json_null(),
+			"output", strv_json(j->output, j->noutput), "removed",
+			strv_json(j->removed, j->nremoved), "kept", kept));
 	}
 	return arr;
 }

@@ -31,6 +31,7 @@
 #include "compose.h"
 #include "error.h"
 #include "util.h"
+#include "xjson.h"
 
 /* ---- the value ---- */
 
@@ -38,7 +39,7 @@ static json_t *jstrings(char *const *v, size_t n)
 {
 	json_t *a = json_array();
 	for (size_t i = 0; i < n; i++)
-		json_array_append_new(a, json_string(v[i]));
+		json_array_append_new(a, xjson_string(v[i]));
 	return a;
 }
 
@@ -46,9 +47,9 @@ static json_t *runtime_json(const struct runtime *rt, bool service_bridge)
 {
 	json_t *e = json_object();
 
-	json_object_set_new(e, "description", json_string(rt->description));
+	json_object_set_new(e, "description", xjson_string(rt->description));
 	if (rt->image) {
-		json_object_set_new(e, "image", json_string(rt->image));
+		json_object_set_new(e, "image", xjson_string(rt->image));
 	} else {
 		json_t *r = json_object();
 		json_t *env = json_object();
@@ -57,12 +58,12 @@ static json_t *runtime_json(const struct runtime *rt, bool service_bridge)
 		 */
 		for (size_t i = 0; i < rt->nenv; i++)
 			json_object_set_new(env, rt->env[i].name,
-					    json_string(rt->env[i].value));
-		json_object_set_new(r, "name", json_string(rt->alias));
+					    xjson_string(rt->env[i].value));
+		json_object_set_new(r, "name", xjson_string(rt->alias));
 		json_object_set_new(r, "base_image",
-				    json_string(rt->base_image));
+				    xjson_string(rt->base_image));
 		json_object_set_new(r, "description",
-				    json_string(rt->description));
+				    xjson_string(rt->description));
 		json_object_set_new(r, "setup_commands",
 				    jstrings(rt->setup_commands, rt->nsetup));
 		json_object_set_new(r, "packages",
@@ -71,9 +72,10 @@ static json_t *runtime_json(const struct runtime *rt, bool service_bridge)
 		json_object_set_new(e, "runtime", r);
 	}
 	if (rt->mem_limit)
-		json_object_set_new(e, "mem_limit", json_string(rt->mem_limit));
+		json_object_set_new(e, "mem_limit",
+				    xjson_string(rt->mem_limit));
 	if (rt->needs_network && !service_bridge)
-		json_object_set_new(e, "network_mode", json_string("bridge"));
+		json_object_set_new(e, "network_mode", xjson_string("bridge"));
 	return e;
 }
 

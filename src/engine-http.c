@@ -26,6 +26,7 @@
 #include "error.h"
 #include "tar.h"
 #include "text.h"
+#include "xjson.h"
 
 /* An error reply or a plain JSON answer larger than this is refused. */
 #define REPLY_MAX (8u << 20)
@@ -74,8 +75,8 @@ void engine_add_filter_values(struct strbuf *sb, const char *key,
 	char *s;
 
 	for (size_t i = 0; i < n; i++)
-		json_array_append_new(vals, json_string(values[i]));
-	f = json_pack("{s:o}", key, vals);
+		json_array_append_new(vals, xjson_string(values[i]));
+	f = xjson_pack("{s:o}", key, vals);
 	s = f ? json_dumps(f, JSON_COMPACT) : NULL;
 	if (!s)
 		die_oom();

@@ -11,6 +11,7 @@
 #include "engine-http.h"
 #include "error.h"
 #include "tar.h"
+#include "xjson.h"
 
 static char *xstrdup_or_null(const char *s)
 {
@@ -282,7 +283,7 @@ int engine_build(struct engine *e, struct tar *context,
 		char *js;
 		for (size_t i = 0; i < a->nlabels; i++)
 			json_object_set_new(labels, a->label_keys[i],
-					    json_string(a->label_values[i]));
+					    xjson_string(a->label_values[i]));
 		js = json_dumps(labels, JSON_COMPACT | JSON_SORT_KEYS);
 		if (!js)
 			die_oom();

@@ -82,3 +82,12 @@ void xjson_set_path(json_t *obj, const char *key, const char *path)
 		free(b64);
 	}
 }
+
+json_t *xjson_string(const char *s)
+{
+	json_t *j = json_string(s);
+
+	if (!j)
+		die_bug("a string that should be UTF-8 is not: '%s'", s);
+	return j;
+}

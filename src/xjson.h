@@ -30,6 +30,10 @@ void xjson_init(void);
 /* json_pack, or a fatal error naming the format and jansson's reason. */
 json_t *xjson_pack(const char *fmt, ...);
 
+/* A JSON string of s, which must be valid UTF-8 (catalogue values, which
+ * the catalogue checked): a fatal error otherwise, never a silent NULL. */
+json_t *xjson_string(const char *s);
+
 /* A JSON string of s, each byte that is not valid UTF-8 as U+FFFD. */
 json_t *xjson_text(const char *s);
 
