@@ -90,12 +90,12 @@ is "$(jq -r '.[0] | [.state, .path_base64] | @tsv' out)" "error	$(b64 "$NUL8-non
 # interrupts it.  DFL_INT: background jobs start with SIGINT ignored, and
 # sbxcat, like any well-behaved tool, leaves such a signal alone.
 mkfifo block.json
-perl -e "$DFL_INT" "$S" check block.json >/dev/null 2>&1 &
-pid=$!; sleep 0.3; kill -TERM $pid; wait $pid
-is $? 143 "SIGTERM: the shell sees death by SIGTERM (143), not an exit"
-perl -e "$DFL_INT" "$S" check block.json >/dev/null 2>&1 &
-pid=$!; sleep 0.3; kill -INT $pid; wait $pid
-is $? 130 "SIGINT: the shell sees death by SIGINT (130)"
+for sig in TERM:15 INT:2 HUP:1; do
+	rm -f st st.pid
+	spawn_status st "$S" check block.json >/dev/null 2>&1 &
+	pid=$(spawn_pid st); sleep 0.3; kill -"${sig%:*}" "$pid"; wait $!
+	is "$(cat st)" "signal ${sig#*:}" "SIG${sig%:*}: sbxcat dies by the signal (not exit $((128 + ${sig#*:})))"
+done
 (trap '' INT; exec "$S" check block.json >/dev/null 2>&1) &
 pid=$!; sleep 0.3; kill -INT $pid; sleep 0.2
 kill -0 $pid 2>/dev/null; ok $? "a SIGINT ignored at start stays ignored (nohup, background jobs)"

@@ -112,9 +112,8 @@ kill $drain 2>/dev/null
 exec 3>&-
 
 # SIGTERM during a build: prompt, with every worker joined (the process
-# exits only after prewarm_run joined them).  main() re-raising SIGTERM is
-# the core helper's change: with it, the shell sees 143 as death by SIGTERM;
-# without it, exit status 143.  Either way $? is 143.
+# ends only after prewarm_run joined them), and then death by SIGTERM, so a
+# parent sees the signal, not an exit status that looks like it.
 cat >cat.json <<JSON
 [
   {"alias": "tpio-s-$sfx", "description": "slow", "base_image": "sbxcat-test/busybox:1",
@@ -123,19 +122,20 @@ cat >cat.json <<JSON
    "setup_commands": ["echo slow-$sfx; sleep 61"]}
 ]
 JSON
-"$S" -C cat.json prewarm -j 2 >out 2>err &
-pw=$!
+rm -f st st.pid
+spawn_status st "$S" -C cat.json prewarm -j 2 >out 2>err &
+parent=$!
+pw=$(spawn_pid st)
 n=0
 while [ "$(grep -c ': step [0-9]*/[0-9]* : RUN echo slow' err)" -lt 2 ] && [ $n -lt 300 ]; do
 	sleep 0.1; n=$((n + 1))
 done
 sleep 1
 start=$(date +%s)
-kill -TERM $pw
-wait $pw
-rc=$?
+kill -TERM "$pw"
+wait $parent
 took=$(( $(date +%s) - start ))
-is "$rc" 143 "SIGTERM: status 143 (128 + SIGTERM)"
+is "$(cat st)" "signal 15" "SIGTERM: prewarm stops, then dies by SIGTERM"
 [ "$took" -le 3 ]; ok $? "SIGTERM ends it promptly, both workers stopped (${took} s)"
 is "$(awk '$2 == "cancelled"' out | wc -l)" 2 "the report says both builds were cancelled"
 done_testing

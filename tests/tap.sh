@@ -23,3 +23,28 @@ skip() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $2 # SKIP $1"; }
 skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 diag() { printf '%s\n' "$*" | sed 's/^/# /'; }
 done_testing() { echo "1..$tap_n"; exit 0; }
+
+# spawn_status FILE COMMAND... &: run COMMAND as a child of a small perl
+# parent, with SIGINT at its default (a script's background jobs start with
+# it ignored), and write the child's pid to FILE.pid at once and, when it
+# ends, how it ended to FILE: "signal N" or "exit N".  A shell's $? cannot
+# tell death by SIGTERM from exit(143); this can.
+spawn_status() {
+	perl -e '
+		my $f = shift;
+		my $p = fork // die "fork: $!";
+		if (!$p) { $SIG{INT} = "DEFAULT"; exec @ARGV or die "exec: $!" }
+		open(my $h, ">", "$f.pid.tmp") or die; print $h "$p\n"; close $h;
+		rename("$f.pid.tmp", "$f.pid") or die;
+		waitpid($p, 0);
+		my $s = $?;
+		open($h, ">", "$f.tmp") or die;
+		print $h (($s & 127) ? "signal " . ($s & 127) : "exit " . ($s >> 8)), "\n";
+		close $h; rename("$f.tmp", $f) or die;' "$@"
+}
+# spawn_pid FILE: the pid spawn_status wrote, waiting up to 5 s for it.
+spawn_pid() {
+	sp_n=0
+	while [ ! -s "$1.pid" ] && [ $sp_n -lt 50 ]; do sleep 0.1; sp_n=$((sp_n + 1)); done
+	cat "$1.pid"
+}
