@@ -375,8 +375,11 @@ static int cmd_prewarm(struct sbx_ctx *ctx, int argc, char **argv)
 		jobs = 1;
 	if (jobs > JOBS_MAX)
 		jobs = JOBS_MAX;
-	while ((c = getopt_long(argc, argv, COMMON_SHORTOPTS "j:", longopts,
-				NULL)) != -1) {
+	for (;;) {
+		c = getopt_long(argc, argv, COMMON_SHORTOPTS "j:", longopts,
+				NULL);
+		if (c == -1)
+			break;
 		switch (c) {
 		case 'j':
 			rc = parse_positive("-j", optarg, JOBS_MAX, &jobs);
