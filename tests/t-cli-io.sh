@@ -160,8 +160,21 @@ if [ "$(id -u)" -eq 0 ]; then
 	"$S" -C cat.json compose own.yml >/dev/null
 	is "$(stat -c '%u:%g' own.yml)" "1234:1234" "compose run as root keeps the owner and group"
 	cmp -s own.yml "$srcdir/compose/docker-compose.yml"; is $? 1 "(and did rewrite it)"
+	# Someone else's file in a directory we may write: the owner cannot be
+	# kept, so nothing is replaced (exit 3) and no temporary file stays.
+	mkdir nobody.d; cp "$srcdir/compose/docker-compose.yml" nobody.d/c.yml
+	chown 65534:65534 nobody.d; chown 1234:1234 nobody.d/c.yml; chmod 666 nobody.d/c.yml
+	cp nobody.d/c.yml nobody.orig
+	setpriv --reuid 65534 --regid 65534 --clear-groups "$S" -C "$PWD/cat.json" \
+		compose nobody.d/c.yml >out 2>err
+	is $? 3 "compose as another user: the owner cannot be kept, exit 3"
+	grep -q "cannot keep the owner and group of '.*nobody.d/c.yml' (1234:1234): Operation not permitted" err
+	ok $? "and says why"
+	cmp -s nobody.d/c.yml nobody.orig && [ "$(stat -c %u nobody.d/c.yml)" = 1234 ]
+	ok $? "and the file is untouched"
+	is "$(ls -A nobody.d | grep -vc '^c.yml$')" 0 "and no temporary file stays"
 else
-	for n in 1 2 3; do skip "not root: cannot chown" "owner kept ($n)"; done
+	for n in 1 2 3 4 5 6 7; do skip "not root: cannot chown" "owner kept ($n)"; done
 fi
 
 # A symbolic link is written through, for generate and compose alike.
