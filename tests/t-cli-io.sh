@@ -162,6 +162,7 @@ if [ "$(id -u)" -eq 0 ]; then
 	cmp -s own.yml "$srcdir/compose/docker-compose.yml"; is $? 1 "(and did rewrite it)"
 	# Someone else's file in a directory we may write: the owner cannot be
 	# kept, so nothing is replaced (exit 3) and no temporary file stays.
+	chmod 755 "$T"	# the other user must reach the catalogue and the file
 	mkdir nobody.d; cp "$srcdir/compose/docker-compose.yml" nobody.d/c.yml
 	chown 65534:65534 nobody.d; chown 1234:1234 nobody.d/c.yml; chmod 666 nobody.d/c.yml
 	cp nobody.d/c.yml nobody.orig
@@ -169,7 +170,7 @@ if [ "$(id -u)" -eq 0 ]; then
 		compose nobody.d/c.yml >out 2>err
 	is $? 3 "compose as another user: the owner cannot be kept, exit 3"
 	grep -q "cannot keep the owner and group of '.*nobody.d/c.yml' (1234:1234): Operation not permitted" err
-	ok $? "and says why"
+	ok $? "and says why" || diag "$(cat err)"
 	cmp -s nobody.d/c.yml nobody.orig && [ "$(stat -c %u nobody.d/c.yml)" = 1234 ]
 	ok $? "and the file is untouched"
 	is "$(ls -A nobody.d | grep -vc '^c.yml$')" 0 "and no temporary file stays"
