@@ -390,6 +390,36 @@ void atomic_batch_abort(struct atomic_batch *b)
 	b->n = b->alloc = 0;
 }
 
+/*
+ * A directory just made survives a crash only once the entry naming it in
+ * its parent is flushed too; the files later written into it are flushed
+ * with their own directory, which does not cover this.
+ */
+static int sync_parent(const char *path, struct sbx_error **err)
+{
+	cleanup_free char *dir = xstrdup(path);
+	size_t len = strlen(dir);
+	char *slash;
+	int fd, rc = 0;
+
+	while (len > 1 && dir[len - 1] == '/')
+		dir[--len] = '\0';
+	slash = strrchr(dir, '/');
+	if (!slash) {
+		free(dir);
+		dir = xstrdup(".");
+	} else {
+		slash[slash == dir ? 1 : 0] = '\0';
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) < 0)
+		rc = sbx_error_set(err, SBX_EXIT_ENV, errno,
+				   "cannot flush directory '%s'", dir);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
 int mkdir_p(const char *path, unsigned mode, struct sbx_error **err)
 {
 	cleanup_free char *parent = NULL;
@@ -397,7 +427,9 @@ int mkdir_p(const char *path, unsigned mode, struct sbx_error **err)
 
 	/* The whole path first: usually it exists or only its last part is
 	 * missing, so one call, not one per component. */
-	if (mkdir(path, mode) == 0 || errno == EEXIST)
+	if (mkdir(path, mode) == 0)
+		return sync_parent(path, err);
+	if (errno == EEXIST)
 		return 0;
 	if (errno != ENOENT)
 		return sbx_error_set(err, SBX_EXIT_ENV, errno,
@@ -414,7 +446,9 @@ int mkdir_p(const char *path, unsigned mode, struct sbx_error **err)
 	*slash = '\0';
 	if (mkdir_p(parent, mode, err) < 0)
 		return -1;
-	if (mkdir(path, mode) < 0 && errno != EEXIST)
+	if (mkdir(path, mode) == 0)
+		return sync_parent(path, err);
+	if (errno != EEXIST)
 		return sbx_error_set(err, SBX_EXIT_ENV, errno,
 				     "cannot create directory '%s'", path);
 	return 0;

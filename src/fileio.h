@@ -80,7 +80,8 @@ void atomic_batch_abort(struct atomic_batch *b);
  */
 char *resolve_link(const char *path, struct sbx_error **err);
 
-/* mkdir -p; existing directories are fine. */
+/* mkdir -p; existing directories are fine.  Each directory made is flushed
+ * in its parent, so it survives a crash with the files later put in it. */
 int mkdir_p(const char *path, unsigned mode, struct sbx_error **err);
 
 #endif

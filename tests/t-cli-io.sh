@@ -195,4 +195,32 @@ ln -s real/compose.yml link.yml
 [ -L link.yml ]; ok $? "compose leaves a symbolic link a link"
 cmp -s real/compose.yml "$srcdir/compose/docker-compose.yml"; is $? 1 "and writes the file it points to"
 "$S" -C cat.json compose --check link.yml >/dev/null; ok $? "which is then up to date"
+# A directory generate makes is flushed in its parent (its entry there),
+# each one: seen as mkdir(D) = 0, then an fsync of an fd opened on D's
+# parent before the next mkdir.
+if command -v strace >/dev/null; then
+	strace -f -qq -o mk.trace -e trace=mkdir,openat,fsync \
+		"$S" -C cat.json generate -o "$T/mk/a/b" >/dev/null
+	awk '
+		/mkdir\(".*"[^)]*\) = 0/ {
+			if (want != "") bad = bad " " want
+			d = $0; sub(/^[^"]*"/, "", d); sub(/".*/, "", d)
+			want = d; sub(/\/[^\/]*$/, "", want); made++; next
+		}
+		/openat\(/ && want != "" {
+			p = $0; sub(/^[^"]*"/, "", p); sub(/".*/, "", p)
+			if (p == want) { fd = $NF; opened = 1 }
+			next
+		}
+		/fsync\(/ && opened && want != "" {
+			f = $0; sub(/^[^(]*\(/, "", f); sub(/\).*/, "", f)
+			if (f == fd) { want = ""; opened = 0 }
+		}
+		END { if (want != "") bad = bad " " want; print made + 0, (bad == "" ? "ok" : "unflushed:" bad) }
+	' mk.trace >mk.out
+	is "$(cat mk.out)" "4 ok" "generate flushes the parent of each of the 4 directories it makes"
+else
+	skip "no strace" "generate flushes the parent of each directory it makes"
+fi
+
 done_testing
