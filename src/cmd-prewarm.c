@@ -205,13 +205,21 @@ static void plain_event(struct display *d, const struct prewarm *p,
 /* Called by prewarm_run() without its lock: this may block on stderr. */
 static void notify(void *ctx, const struct prewarm *p,
 		   const struct prewarm_snap *snap,
-		   const struct prewarm_event *events, size_t nevents)
+		   const struct prewarm_event *events, size_t nevents,
+		   unsigned long long lost)
 {
 	struct display *d = ctx;
 
 	if (d->mode == SHOW_TTY) {
 		tty_draw(d, p, snap);
 	} else if (d->mode == SHOW_PLAIN) {
+		/* The log fell behind (stderr not read): say so, and go on
+		 * from the events that were kept. */
+		if (lost)
+			fprintf(stderr,
+				"prewarm: %llu progress line%s not shown: "
+				"standard error was not being read\n",
+				lost, lost == 1 ? "" : "s");
 		for (size_t i = 0; i < nevents; i++)
 			plain_event(d, p, &events[i]);
 		fflush(stderr);

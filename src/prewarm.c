@@ -665,7 +665,8 @@ static void *worker(void *arg)
 
 /* Under the lock: copy what notify may read. */
 static size_t take_snapshot(struct prewarm *p, struct prewarm_snap *snap,
-			    struct prewarm_event *events)
+			    struct prewarm_event *events,
+			    unsigned long long *lost)
 {
 	size_t n = p->nevents;
 
@@ -681,6 +682,8 @@ static size_t take_snapshot(struct prewarm *p, struct prewarm_snap *snap,
 	}
 	memcpy(events, p->events, n * sizeof(*events));
 	p->nevents = 0;
+	*lost = p->events_lost;
+	p->events_lost = 0;
 	return n;
 }
 
@@ -711,6 +714,7 @@ void prewarm_run(struct prewarm *p)
 	pthread_mutex_lock(&p->lock);
 	while (more) {
 		size_t nev;
+		unsigned long long lost;
 
 		if (p->nevents == 0 && p->finished < p->n) {
 			if (p->tick_ms > 0) {
@@ -726,10 +730,10 @@ void prewarm_run(struct prewarm *p)
 			}
 		}
 		more = p->finished < p->n;
-		nev = take_snapshot(p, snap, events);
+		nev = take_snapshot(p, snap, events, &lost);
 		pthread_mutex_unlock(&p->lock);
 		if (p->notify)
-			p->notify(p->ctx, p, snap, events, nev);
+			p->notify(p->ctx, p, snap, events, nev, lost);
 		pthread_mutex_lock(&p->lock);
 	}
 	pthread_mutex_unlock(&p->lock);

@@ -50,7 +50,7 @@ struct sbx_error;
 
 /* A build or pull has an hour; a catalogue's whole install fits in one. */
 #define PREWARM_TIMEOUT_SECONDS 3600
-/* Events kept between two calls of notify; more are counted, not kept. */
+/* Events kept between two calls of notify; more are counted (lost). */
 #define PREWARM_EVENTS_MAX 256
 #define PREWARM_DEPLOYMENT_DEFAULT "default"
 #define PREWARM_DEPLOYMENT_LABEL "io.sbxcat.deployment"
@@ -124,10 +124,12 @@ struct prewarm_event {
 };
 
 struct prewarm;
+/* lost: events dropped since the last call because the queue was full
+ * (the display fell behind); snap still has every job's latest state. */
 typedef void (*prewarm_notify_fn)(void *ctx, const struct prewarm *p,
 				  const struct prewarm_snap *snap,
 				  const struct prewarm_event *events,
-				  size_t nevents);
+				  size_t nevents, unsigned long long lost);
 
 struct prewarm {
 	struct prewarm_job *jobs;

@@ -8,6 +8,7 @@
 #              (a complete stream) without tagging anything
 #   stall      like build, but POST /build sends one line and then nothing,
 #              and GET /_ping never answers: an engine that stopped
+#   many       like build, but POST /build streams 1,000 steps at once
 #
 # Each request line and its headers are appended to DIR/requests; the body
 # of each POST /build, de-chunked, is saved as DIR/build-N.tar.
@@ -101,6 +102,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Type", "application/json")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
+            if mode == "many":
+                self.chunk("".join('{"stream":"Step %d/1000 : RUN true\\n"}\r\n' % i
+                                   for i in range(1, 1001)))
             self.chunk('{"stream":"Step 1/2 : FROM sbxcat-test/busybox:1"}\r\n')
             if mode == "stall":
                 time.sleep(3600)

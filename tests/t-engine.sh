@@ -114,7 +114,7 @@ fake() {
 	return 1
 }
 
-if [ -n "$PY" ] && fake old && fake notdocker && fake build && fake stall; then
+if [ -n "$PY" ] && fake old && fake notdocker && fake build && fake stall && fake many; then
 	pw "unix://$T/old.sock"
 	is "$rc:$(cat err)" "3:sbxcat: the Docker engine at unix://$T/old.sock speaks API 1.40 (Docker 19.03.15); sbxcat needs API 1.41 or later (Docker 20.10)" \
 		"an engine older than API 1.41 is refused clearly"
@@ -153,8 +153,31 @@ if [ -n "$PY" ] && fake old && fake notdocker && fake build && fake stall; then
 	[ "$took" -le 10 ]; ok $? "it gives up within the deadline (${took} s for a 1 s stall), no hang"
 	grep -q "stopped answering during POST /build: nothing for 1 s, and GET /_ping failed" out
 	ok $? "the report says the engine stopped answering"
+
+	# A log that falls behind: 1,000 steps arrive while stderr is a full
+	# FIFO nobody reads; the queue keeps 256 events, and the log says how
+	# many lines it could not show instead of dropping them silently.
+	mkfifo many.fifo
+	exec 4<>many.fifo
+	dd if=/dev/zero bs=4096 count=16 >&4 2>/dev/null
+	DOCKER_HOST=unix://$T/many.sock "$S" -C cat.json prewarm >out 2>many.fifo &
+	many=$!
+	n=0
+	while ! grep -q 'POST .*/build' many/requests 2>/dev/null && [ $n -lt 100 ]; do
+		sleep 0.1; n=$((n + 1))
+	done
+	sleep 1
+	cat <&4 >many.err &
+	drain=$!
+	wait $many
+	exec 4>&-
+	sleep 0.2; kill $drain 2>/dev/null
+	grep -aEq '^prewarm: [0-9]+ progress lines not shown: standard error was not being read$' many.err
+	ok $? "a log that fell behind says how many progress lines it did not show"
+	grep -aq "^eng-one: step 1/1000 : RUN true$" many.err
+	ok $? "and shows the lines it kept"
 else
-	skip "no python3 for the fake engine" "engine replies a real engine will not give (12 tests)"
+	skip "no python3 for the fake engine" "engine replies a real engine will not give (14 tests)"
 fi
 
 # A second, private dockerd, killed (-9) and frozen (SIGSTOP) mid-build;
