@@ -77,7 +77,7 @@ void engine_add_filter_values(struct strbuf *sb, const char *key,
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(vals, xjson_string(values[i]));
 	f = xjson_pack("{s:o}", key, vals);
-	s = f ? json_dumps(f, JSON_COMPACT) : NULL;
+	s = json_dumps(f, JSON_COMPACT);
 	if (!s)
 		die_oom();
 	strbuf_addstr(sb, "filters=");

@@ -397,27 +397,9 @@ void atomic_batch_abort(struct atomic_batch *b)
  */
 static int sync_parent(const char *path, struct sbx_error **err)
 {
-	cleanup_free char *dir = xstrdup(path);
-	size_t len = strlen(dir);
-	char *slash;
-	int fd, rc = 0;
+	cleanup_free char *copy = xstrdup(path);
 
-	while (len > 1 && dir[len - 1] == '/')
-		dir[--len] = '\0';
-	slash = strrchr(dir, '/');
-	if (!slash) {
-		free(dir);
-		dir = xstrdup(".");
-	} else {
-		slash[slash == dir ? 1 : 0] = '\0';
-	}
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || fsync(fd) < 0)
-		rc = sbx_error_set(err, SBX_EXIT_ENV, errno,
-				   "cannot flush directory '%s'", dir);
-	if (fd >= 0)
-		close(fd);
-	return rc;
+	return fsync_dir(dirname(copy), err);
 }
 
 int mkdir_p(const char *path, unsigned mode, struct sbx_error **err)

@@ -238,6 +238,12 @@ static void keep(struct prewarm_job *job, const char *tag, char *why)
 	job->nkept++;
 }
 
+static void note_removed(struct prewarm_job *job, const char *tag)
+{
+	ALLOC_GROW(job->removed, job->nremoved + 1, job->aremoved);
+	job->removed[job->nremoved++] = xstrdup(tag);
+}
+
 /* The first line of an error, for a one-line reason. */
 static char *first_line(struct sbx_error **err)
 {
@@ -423,8 +429,7 @@ static void sweep_hash(struct prewarm *p, struct engine *e,
 	} else if (!remove_unused(e, job, claim, claim)) {
 		return;
 	}
-	ALLOC_GROW(job->removed, job->nremoved + 1, job->aremoved);
-	job->removed[job->nremoved++] = xstrdup(has_content ? content : claim);
+	note_removed(job, has_content ? content : claim);
 }
 
 /*
@@ -499,10 +504,8 @@ static void remove_replaced(struct engine *e, struct prewarm_job *job,
 	}
 	if (present && img.ntags)
 		keep(job, what, xasprintf("still tagged '%s'", img.tags[0]));
-	else if (present && remove_unused(e, job, old_id, what)) {
-		ALLOC_GROW(job->removed, job->nremoved + 1, job->aremoved);
-		job->removed[job->nremoved++] = xstrdup(what);
-	}
+	else if (present && remove_unused(e, job, old_id, what))
+		note_removed(job, what);
 	engine_image_release(&img);
 }
 
