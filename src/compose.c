@@ -30,6 +30,7 @@
 #include "catalog.h"
 #include "compose.h"
 #include "error.h"
+#include "hash.h"
 #include "util.h"
 #include "xjson.h"
 
@@ -271,17 +272,9 @@ static const char *ev_tag(const yaml_event_t *ev)
 	}
 }
 
-static size_t hash_name(const char *s)
-{
-	size_t h = 14695981039346656037u;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211u;
-	return h;
-}
-
 static struct anchor_slot *anchor_slot(struct walker *w, const char *name)
 {
-	size_t i = hash_name(name) & (w->cap - 1);
+	size_t i = hash_str(name) & (w->cap - 1);
 
 	while (w->anchors[i].name && strcmp(w->anchors[i].name, name) != 0)
 		i = (i + 1) & (w->cap - 1);

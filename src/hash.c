@@ -1,9 +1,10 @@
 /*
- * hash.c - SHA-256 through libcrypto (hash.h).
+ * hash.c - SHA-256 through libcrypto, FNV-1a for tables (hash.h).
  */
 #include "config.h"
 
 #include <openssl/evp.h>
+#include <stdint.h>
 
 #include "alloc.h"
 #include "hash.h"
@@ -21,4 +22,13 @@ void sha256_hex(const void *data, size_t len, char out[65])
 		out[2 * i + 1] = hex[md[i] & 15];
 	}
 	out[64] = '\0';
+}
+
+size_t hash_str(const char *s)
+{
+	uint64_t h = 14695981039346656037ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return (size_t)h;
 }

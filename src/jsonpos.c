@@ -6,9 +6,9 @@
  */
 #include "config.h"
 
-#include <stdint.h>
 #include <string.h>
 
+#include "hash.h"
 #include "jsonpos.h"
 #include "util.h"
 
@@ -151,21 +151,11 @@ static struct jpos *scan_array(struct cursor *c, int depth)
 	return p;
 }
 
-/* FNV-1a: keys are short, and hostile ones gain nothing from collisions
- * here beyond what jansson, which parsed the same keys, already allowed. */
-static size_t key_hash(const char *k)
-{
-	uint64_t h = 14695981039346656037ull;
-	for (; *k; k++)
-		h = (h ^ (unsigned char)*k) * 1099511628211ull;
-	return (size_t)h;
-}
-
 /* The slot of key: the one holding it, or the empty one it would take. */
 static size_t find_slot(const struct jpos *p, const char *key)
 {
 	size_t mask = p->nslots - 1;
-	size_t i = key_hash(key) & mask;
+	size_t i = hash_str(key) & mask;
 
 	while (p->slots[i] && strcmp(p->members[p->slots[i] - 1].key, key))
 		i = (i + 1) & mask;
