@@ -50,7 +50,7 @@ static json_t *file_json(const struct file_state *f, const char *msg)
 	json_t *o = json_object();
 
 	xjson_set_path(o, "path", f->path);
-	json_object_set_new(o, "state", xjson_pack("s", f->state));
+	json_object_set_new(o, "state", xjson_string(f->state));
 	json_object_set_new(o, "changed",
 			    json_boolean(strcmp(f->state, "written") == 0));
 	if (msg)

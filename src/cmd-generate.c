@@ -114,8 +114,7 @@ static int cmd_generate(struct sbx_ctx *ctx, int argc, char **argv)
 			    xjson_pack("{s:s}", "alias", cat.rt[i].alias);
 
 			xjson_set_path(o, "path", out[i].path);
-			json_object_set_new(o, "tag",
-					    xjson_pack("s", out[i].tag));
+			json_object_set_new(o, "tag", xjson_string(out[i].tag));
 			json_object_set_new(o, "changed",
 					    json_boolean(out[i].changed));
 			json_array_append_new(report, o);

@@ -30,6 +30,15 @@ json_t *xjson_pack(const char *fmt, ...)
 	return j;
 }
 
+json_t *xjson_string(const char *s)
+{
+	json_t *j = json_string(s);
+
+	if (!j)
+		die_bug("a string that should be UTF-8 is not: '%s'", s);
+	return j;
+}
+
 /* s with each invalid byte as U+FFFD; *lossy says whether any was. */
 static char *utf8_lossy(const char *s, bool *lossy)
 {
@@ -57,7 +66,7 @@ json_t *xjson_text(const char *s)
 {
 	bool lossy;
 	char *v = utf8_lossy(s, &lossy);
-	json_t *j = xjson_pack("s", v);
+	json_t *j = xjson_string(v);
 
 	free(v);
 	return j;
@@ -68,7 +77,7 @@ void xjson_set_path(json_t *obj, const char *key, const char *path)
 	bool lossy;
 	char *v = utf8_lossy(path, &lossy);
 
-	json_object_set_new(obj, key, xjson_pack("s", v));
+	json_object_set_new(obj, key, xjson_string(v));
 	free(v);
 	if (lossy) {
 		size_t len = strlen(path);
@@ -77,17 +86,8 @@ void xjson_set_path(json_t *obj, const char *key, const char *path)
 
 		EVP_EncodeBlock((unsigned char *)b64,
 				(const unsigned char *)path, (int)len);
-		json_object_set_new(obj, k, xjson_pack("s", b64));
+		json_object_set_new(obj, k, xjson_string(b64));
 		free(k);
 		free(b64);
 	}
-}
-
-json_t *xjson_string(const char *s)
-{
-	json_t *j = json_string(s);
-
-	if (!j)
-		die_bug("a string that should be UTF-8 is not: '%s'", s);
-	return j;
 }
