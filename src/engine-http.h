@@ -40,8 +40,6 @@ struct call {
 	char errbuf[CURL_ERROR_SIZE];
 };
 
-long long engine_now_ms(void);
-
 /*
  * method path: path starts with '/' and may carry a query; versioned
  * prefixes the negotiated API version.

@@ -43,9 +43,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "engine-stream.h"
 
 struct sbx_error;
+struct strbuf;
 struct tar;
 
 #define ENGINE_DEFAULT_HOST "unix:///var/run/docker.sock"
@@ -90,6 +93,9 @@ void engine_copy(struct engine *dst, const struct engine *src);
 void engine_release(struct engine *e);
 
 int engine_ping(struct engine *e, struct sbx_error **err);
+
+/* CLOCK_MONOTONIC in milliseconds: what deadlines are measured on. */
+long long engine_now_ms(void);
 
 /* What an inspect tells of an image. */
 struct engine_image {
@@ -148,5 +154,78 @@ int engine_image_pull(struct engine *e, const char *ref,
 int engine_build(struct engine *e, struct tar *context,
 		 const struct engine_build_args *a, struct engine_stream *s,
 		 struct sbx_error **err);
+
+/*
+ * Containers and execs (engine-container.c).  Bodies and replies are JSON
+ * as the Engine API defines them: the caller builds a create body and
+ * reads an inspect, so nothing here knows what a session is.  A missing
+ * container or exec is an error with err->http 404; a name already taken
+ * is 409.  Container ids and names go into paths escaped.
+ */
+
+/* POST /containers/create?name=NAME: *id the new container's id. */
+int engine_container_create(struct engine *e, const char *name,
+			    json_t *body, char **id, struct sbx_error **err);
+/* POST /containers/{id}/start: one already running (304) is success. */
+int engine_container_start(struct engine *e, const char *id,
+			   struct sbx_error **err);
+/* POST /containers/{id}/stop?t=SECONDS: one already stopped is success. */
+int engine_container_stop(struct engine *e, const char *id, int seconds,
+			  struct sbx_error **err);
+/* POST /containers/{id}/kill?signal=SIG (e.g. "KILL"). */
+int engine_container_kill(struct engine *e, const char *id, const char *sig,
+			  struct sbx_error **err);
+/* POST /containers/{id}/unpause: one not paused is success. */
+int engine_container_unpause(struct engine *e, const char *id,
+			     struct sbx_error **err);
+/*
+ * DELETE /containers/{id}?force=&v=0: one already gone (404) or already
+ * being removed (409 "removal in progress") is success, *gone saying
+ * which (may be NULL).
+ */
+int engine_container_remove(struct engine *e, const char *id, bool force,
+			    bool *gone, struct sbx_error **err);
+/* GET /containers/{id}/json: *out a new reference. */
+int engine_container_inspect(struct engine *e, const char *id, json_t **out,
+			     struct sbx_error **err);
+/*
+ * GET /containers/json?all=1&filters={"label":[labels...]}: every
+ * container, running or not, carrying all of labels[] ("KEY=VALUE" or
+ * "KEY"); *out a new reference to the array.
+ */
+int engine_container_list(struct engine *e, const char *const *labels,
+			  size_t nlabels, json_t **out, struct sbx_error **err);
+/*
+ * HEAD /containers/{id}/archive?path=PATH: does path exist in the
+ * container's file system (created or running)?  *mode its mode bits as
+ * the engine reports them (Go's os.FileMode; may be NULL), *link the
+ * symlink target or NULL (may be NULL; free it).
+ */
+int engine_container_stat(struct engine *e, const char *id, const char *path,
+			  bool *exists, unsigned long *mode, char **link,
+			  struct sbx_error **err);
+
+/* POST /containers/{id}/exec with body: *exec_id the new exec's id. */
+int engine_exec_create(struct engine *e, const char *id, json_t *body,
+		       char **exec_id, struct sbx_error **err);
+/* GET /exec/{id}/json: *out a new reference (ExitCode, Running, Pid). */
+int engine_exec_inspect(struct engine *e, const char *exec_id, json_t **out,
+			struct sbx_error **err);
+
+/*
+ * POST /exec/{id}/start {"Detach":false,"Tty":false} on a connection of
+ * its own, hijacked (Upgrade: tcp, reply 101; an engine answering 200
+ * without upgrading is accepted too): *fd is the connected socket
+ * (blocking, close-on-exec), carrying the multiplexed output one way and
+ * the command's stdin the other (shutdown(SHUT_WR) is its EOF).  Bytes of
+ * the stream that came with the reply's headers are in *pre (a strbuf
+ * the caller releases), to be decoded before anything read from *fd.
+ * Works over unix:// and plain tcp:// engines; a TLS engine is refused
+ * (status 3).  deadline_ms (monotonic, engine_now_ms(); 0: none) bounds
+ * connecting and the reply's headers.
+ */
+int engine_exec_attach(struct engine *e, const char *exec_id,
+		       long long deadline_ms, int *fd, struct strbuf *pre,
+		       struct sbx_error **err);
 
 #endif

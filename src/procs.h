@@ -1,0 +1,74 @@
+/*
+ * procs.h - the processes of one exec, found and stopped from the host
+ * side; never prints.
+ *
+ * sbxcat puts a marker, SBXCAT_EXEC=<32 random hex digits>, in the
+ * environment of every command it runs in a session (exec's Env).  Every
+ * process the command starts inherits it, including those that leave its
+ * process group or session (setsid, a double fork, nohup ... &) and are
+ * re-parented to the container's init.  The engine is local (the
+ * workspace is a bind mount of a host directory), so the container's
+ * processes are host processes: procs_find() scans /proc for those in the
+ * container's PID namespace (the same /proc/PID/ns/pid as the container's
+ * init, State.Pid) whose environment holds the marker, read as root, so a
+ * process cannot hide by making itself non-dumpable.  It also takes every
+ * descendant of root_pid (the exec's own process, GET /exec/{id}/json
+ * Pid), marker or not: a process that scrubbed its environment is still
+ * caught while its ancestry holds.
+ *
+ * Killing is race-free against PID reuse: each process is opened as a
+ * pidfd before it is checked, and signalled through that pidfd, so a
+ * process that exits and whose PID is reused in between is never hit.
+ *
+ * What this cannot catch (docs/sessions.md): a process that both leaves
+ * the exec's ancestry and overwrites the marker in its own environment
+ * before the deadline.
+ */
+#ifndef SBX_PROCS_H
+#define SBX_PROCS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct sbx_error;
+
+#define PROCS_MARKER_VAR "SBXCAT_EXEC"
+/* "SBXCAT_EXEC=" + 32 hex digits */
+#define PROCS_MARKER_LEN (sizeof(PROCS_MARKER_VAR) + 32)
+
+/* A new marker "SBXCAT_EXEC=<32 hex>" from getrandom(2), into out. */
+int procs_marker(char out[PROCS_MARKER_LEN + 1], struct sbx_error **err);
+
+/*
+ * The host PIDs of the processes carrying marker (the whole
+ * "SBXCAT_EXEC=..." string, matched as one environment entry) in the PID
+ * namespace of init_pid, plus the descendants of root_pid (0: none).
+ * *pids is newly allocated.  Status 3 when /proc cannot be read or
+ * init_pid is gone.
+ */
+int procs_find(pid_t init_pid, pid_t root_pid, const char *marker,
+	       pid_t **pids, size_t *n, struct sbx_error **err);
+
+/*
+ * Stop them all: SIGTERM to each found, wait up to grace_ms for them to
+ * go (re-scanning, so that children they start meanwhile are caught),
+ * then SIGKILL to each left, re-scanning and killing until a scan finds
+ * none or give_up_ms has passed.  *killed counts the distinct processes
+ * signalled; *left those found still alive at the end (0 unless it gave
+ * up).
+ */
+int procs_stop(pid_t init_pid, pid_t root_pid, const char *marker,
+	       long grace_ms, long give_up_ms, size_t *killed, size_t *left,
+	       struct sbx_error **err);
+
+/*
+ * How many times the kernel's OOM killer has killed a process in the
+ * memory cgroup of pid (the container's init): cgroup v2 memory.events
+ * "oom_kill", or v1 memory.oom_control "oom_kill".  -1 with *err when it
+ * cannot be read (no memory controller, the process gone).
+ */
+int procs_oom_kills(pid_t pid, unsigned long long *count,
+		    struct sbx_error **err);
+
+#endif

@@ -1,0 +1,165 @@
+/*
+ * session.h - what a session is on the host: its key, the configuration
+ * that governs it, its workspace and sbxcat's own record of it, and the
+ * lock that decides quotas; never prints, never talks to the engine
+ * (session-engine.c, session-engine.h, does that).  brief section 7,
+ * docs/sessions.md.
+ *
+ * Keys: "xc-" ORG8 "-" SCOPE "-" 26 base32 digits ([a-z2-7]) = 130 bits of
+ * HMAC-SHA256(secret, fields) when a secret is configured
+ * (SBXCAT_KEY_SECRET, or the first line of the file SBXCAT_KEY_SECRET_FILE
+ * names), else of SHA-256(fields).  fields is an unambiguous encoding of
+ * "docker", scope, tenant, host and subject (each length-prefixed).  ORG8
+ * is the tenant lowercased with every byte outside [a-z0-9] dropped, cut
+ * to 8 ("x" when nothing is left).  At most 3+8+1+12+1+26 = 51 characters.
+ *
+ * Layout on the host:
+ *   ROOT/                   SANDBOXD_WORKSPACE_ROOT, root's, not writable
+ *                           by group or others, not a symlink
+ *   ROOT/.sbxcat.lock       flock()ed by every sbxcat that decides a quota
+ *   ROOT/KEY/               root's, 0700: the sandbox cannot reach it
+ *   ROOT/KEY/session.json   sbxcat's record (below), replaced atomically
+ *   ROOT/KEY/workspace/     the sandbox uid's, 0755; bind-mounted at the
+ *                           same path in the container
+ *
+ * Everything below ROOT is reached from a directory descriptor of ROOT
+ * with O_NOFOLLOW: a KEY that is not a key, or a ROOT/KEY that is a
+ * symlink or not root's, is refused.
+ */
+#ifndef SBX_SESSION_H
+#define SBX_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct sbx_error;
+
+#define SESSION_KEY_MAX 64
+#define SESSION_ROOT_DEFAULT "/srv/sandboxd/workspaces"
+#define SESSION_LABEL_TENANT "io.sbxcat.tenant"
+#define SESSION_LABEL_KEY "io.sbxcat.key"
+#define SESSION_LABEL_RUNTIME "io.sbxcat.runtime"
+#define SESSION_LABEL_CREATED "io.sbxcat.created"
+#define SESSION_TENANT_MAX 128
+#define SESSION_SUBJECT_MAX 1024
+#define SESSION_HOST_MAX 253
+
+/*
+ * The configuration, from the environment (each variable named in
+ * docs/sessions.md with its default).  session_config_load() validates
+ * every value it reads: a bad one is status 2 naming the variable.
+ */
+struct session_config {
+	char *root;		     /* SANDBOXD_WORKSPACE_ROOT */
+	unsigned max_per_tenant;     /* SANDBOXD_MAX_SESSIONS_PER_TENANT 10 */
+	unsigned max_sessions;	     /* SANDBOXD_MAX_SESSIONS 20 */
+	unsigned long long mem_limit; /* SANDBOXD_MEM_LIMIT "1g", bytes */
+	long execute_timeout_s;	      /* SANDBOXD_EXECUTE_TIMEOUT 300 */
+	unsigned long long max_output; /* SANDBOXD_MAX_OUTPUT_BYTES 10 MiB */
+	bool persist_containers;       /* SANDBOXD_PERSIST_CONTAINERS */
+	char *network;		       /* SBXCAT_SESSION_NETWORK "bridge" */
+	char *deployment;	       /* SBXCAT_DEPLOYMENT_ID "default" */
+	unsigned char *secret;	       /* NULL: keys are plain SHA-256 */
+	size_t secret_len;
+};
+
+int session_config_load(struct session_config *c, struct sbx_error **err);
+void session_config_release(struct session_config *c);
+
+/*
+ * Parse a memory size as the catalogue and compose write it ("512m",
+ * "1g", "1.5g", "1073741824", suffixes b k m g t, either case, powers of
+ * 1024): status 2 for anything else, or 0, or over 2^62.
+ */
+int session_parse_size(const char *s, unsigned long long *bytes,
+		       struct sbx_error **err);
+
+/* Field checks: NULL when acceptable, else a static message. */
+const char *session_check_scope(const char *s); /* run conversation ... */
+const char *session_check_tenant(const char *s);
+const char *session_check_subject(const char *s);
+const char *session_check_host(const char *s);
+/* A string of the key's shape: [a-z0-9][a-z0-9-]*, at most 64. */
+bool session_key_valid(const char *s);
+
+/* The key of (tenant, scope, subject, host), into key[SESSION_KEY_MAX+1]. */
+void session_key(const struct session_config *c, const char *tenant,
+		 const char *scope, const char *subject, const char *host,
+		 char key[SESSION_KEY_MAX + 1]);
+
+/* HMAC-SHA256 (RFC 2104) on hash.c's SHA-256; exposed for its test. */
+void hmac_sha256(const void *key, size_t klen, const void *data, size_t len,
+		 unsigned char out[32]);
+
+/* sbxcat's record of a session (ROOT/KEY/session.json). */
+struct session_record {
+	char key[SESSION_KEY_MAX + 1];
+	char *tenant, *scope, *runtime, *image;
+	char *container; /* id, or NULL before the first create */
+	long long created, last_activity; /* Unix seconds */
+};
+void session_record_release(struct session_record *r);
+
+/* The held workspace root. */
+struct session_root {
+	char *path;
+	int fd; /* O_DIRECTORY of ROOT */
+	int lock_fd;
+};
+
+/*
+ * Open ROOT, creating it (and its parents, 0755) when missing; refuse a
+ * ROOT that is a symlink, not a directory, not owned by root (uid 0), or
+ * writable by group or others (status 3, saying which and what to do).
+ */
+int session_root_open(struct session_root *r, const char *path,
+		      struct sbx_error **err);
+void session_root_close(struct session_root *r);
+
+/* flock(LOCK_EX) ROOT/.sbxcat.lock (created 0600); unlock releases it. */
+int session_lock(struct session_root *r, struct sbx_error **err);
+void session_unlock(struct session_root *r);
+
+/* "ROOT/KEY/workspace", newly allocated. */
+char *session_workspace_path(const struct session_root *r, const char *key);
+
+/*
+ * Make ROOT/KEY (root's, 0700) and ROOT/KEY/workspace (uid:uid, 0755)
+ * when missing; check them when present (ROOT/KEY a directory of root's,
+ * not a symlink; workspace a directory, not a symlink).  *created says
+ * whether the workspace was made now.
+ */
+int session_workspace_make(struct session_root *r, const char *key,
+			   unsigned long uid, bool *created,
+			   struct sbx_error **err);
+
+/*
+ * Read ROOT/KEY/session.json.  A key with no directory or no record is
+ * status 1 with errnum ENOENT ("no session 'KEY'"); a record that does
+ * not parse is status 3 naming the file.
+ */
+int session_record_read(struct session_root *r, const char *key,
+			struct session_record *rec, struct sbx_error **err);
+/* Write it atomically (temporary file in ROOT/KEY, fsync, rename). */
+int session_record_write(struct session_root *r,
+			 const struct session_record *rec,
+			 struct sbx_error **err);
+/* Set last_activity to now and write the record back. */
+int session_record_touch(struct session_root *r, const char *key,
+			 struct sbx_error **err);
+/* The keys that have a directory under ROOT, sorted; *keys newly
+ * allocated (strv_free). */
+int session_keys(struct session_root *r, char ***keys, size_t *n,
+		 struct sbx_error **err);
+/* Remove ROOT/KEY and everything under it, without following any
+ * symlink in the tree (unlinkat/openat O_NOFOLLOW all the way down). */
+int session_purge(struct session_root *r, const char *key,
+		  struct sbx_error **err);
+/* Bytes used by ROOT/KEY/workspace (st_blocks * 512, not following
+ * symlinks, not crossing mounts); entries counted into *files. */
+int session_workspace_size(struct session_root *r, const char *key,
+			   unsigned long long *bytes, unsigned long long *files,
+			   struct sbx_error **err);
+
+#endif
