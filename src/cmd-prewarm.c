@@ -231,7 +231,7 @@ static void notify(void *ctx, const struct prewarm *p,
  * the engine's messages are escaped already, this is the backstop for a
  * message made elsewhere that quotes one.
  */
-static void print_indented(const char *indent, const char *msg)
+static void print_indented(FILE *f, const char *indent, const char *msg)
 {
 	struct strbuf sb = STRBUF_INIT;
 
@@ -239,13 +239,13 @@ static void print_indented(const char *indent, const char *msg)
 		size_t n = strcspn(msg, "\n");
 		sb.len = 0;
 		text_add_escaped(&sb, msg, n);
-		printf("%s%s\n", indent, strbuf_str(&sb));
+		fprintf(f, "%s%s\n", indent, strbuf_str(&sb));
 		msg += n + (msg[n] == '\n');
 	}
 	strbuf_release(&sb);
 }
 
-static void print_report(const struct prewarm *p)
+static void print_report(FILE *f, const struct prewarm *p)
 {
 	size_t w = alias_width(p), counts[PREWARM_CANCELLED + 1] = {0};
 	static const enum prewarm_state order[] = {
@@ -258,30 +258,30 @@ static void print_report(const struct prewarm *p)
 		const struct prewarm_job *j = &p->jobs[i];
 
 		counts[j->state]++;
-		printf("%-*s  %-9s %6.1f s  %s\n", (int)w, j->rt->alias,
+		fprintf(f, "%-*s  %-9s %6.1f s  %s\n", (int)w, j->rt->alias,
 		       prewarm_state_name(j->state), (double)j->ms / 1000.0,
 		       j->tag);
 		if (j->error)
-			print_indented("    ", j->error);
+			print_indented(f, "    ", j->error);
 		if (j->failed_step)
-			printf("    at %s\n", j->failed_step);
+			fprintf(f, "    at %s\n", j->failed_step);
 		for (size_t k = 0; k < j->noutput; k++)
-			printf("    | %s\n", j->output[k]);
+			fprintf(f, "    | %s\n", j->output[k]);
 		for (size_t k = 0; k < j->nremoved; k++)
-			printf("    removed superseded %s\n", j->removed[k]);
+			fprintf(f, "    removed superseded %s\n", j->removed[k]);
 		for (size_t k = 0; k < j->nkept; k++)
-			printf("    kept superseded %s: %s\n", j->kept[k].tag,
+			fprintf(f, "    kept superseded %s: %s\n", j->kept[k].tag,
 			       j->kept[k].why);
 	}
-	printf("%zu runtime%s:", p->n, p->n == 1 ? "" : "s");
+	fprintf(f, "%zu runtime%s:", p->n, p->n == 1 ? "" : "s");
 	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
 		if (!counts[order[i]])
 			continue;
-		printf("%s %zu %s", sep, counts[order[i]],
+		fprintf(f, "%s %zu %s", sep, counts[order[i]],
 		       prewarm_state_name(order[i]));
 		sep = ",";
 	}
-	printf("%s\n", *sep ? "" : " nothing to do");
+	fprintf(f, "%s\n", *sep ? "" : " nothing to do");
 }
 
 static json_t *strv_json(char **v, size_t n)
@@ -483,7 +483,7 @@ static int cmd_prewarm(struct sbx_ctx *ctx, int argc, char **argv)
 		fputc('\n', stdout);
 		json_decref(report);
 	} else {
-		print_report(&p);
+		print_report(stdout, &p);
 	}
 	fflush(stdout);
 	rc = exit_status(&p);
@@ -501,3 +501,39 @@ const struct cmd_entry cmd_prewarm_entry = {
     .summary = "build or pull every runtime the engine does not have yet",
     .exec = cmd_prewarm,
 };
+
+int cmd_prewarm_one(struct sbx_ctx *ctx, const struct engine *engine,
+		    const struct runtime *rt, char **why)
+{
+	struct prewarm p;
+	struct display d = {0};
+	enum prewarm_state said_state = PREWARM_WAITING;
+	int said_step = 0, rc;
+	const char *deployment = getenv("SBXCAT_DEPLOYMENT_ID");
+
+	if (!deployment || !*deployment)
+		deployment = PREWARM_DEPLOYMENT_DEFAULT;
+	prewarm_init(&p);
+	p.deployment = deployment;
+	prewarm_add(&p, rt, &ctx->recipe);
+	p.concurrency = 1;
+	p.timeout_ms = PREWARM_TIMEOUT_SECONDS * 1000L;
+	p.engine = engine;
+	p.cancel = sig_flag();
+	d.said_state = &said_state;
+	d.said_step = &said_step;
+	d.mode = isatty(STDERR_FILENO) ? SHOW_TTY : SHOW_PLAIN;
+	p.notify = notify;
+	p.ctx = &d;
+	p.tick_ms = d.mode == SHOW_TTY ? TICK_TTY_MS : 0;
+
+	prewarm_run(&p);
+
+	if (d.mode == SHOW_TTY)
+		tty_clear(&d);
+	print_report(stderr, &p);
+	rc = exit_status(&p);
+	*why = p.jobs[0].error ? xstrdup(p.jobs[0].error) : NULL;
+	prewarm_release(&p);
+	return rc;
+}

@@ -141,6 +141,34 @@ int cmd_runtime_operand(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
 			int argc, char **argv, bool may_default,
 			struct catalog *cat, const struct runtime **rt);
 
+/*
+ * Build or pull one runtime as `sbxcat prewarm ALIAS` does, its display
+ * and report on stderr (session open, when the engine lacks the image).
+ * Returns prewarm's exit status; *why is the failure's reason or NULL.
+ */
+struct engine;
+int cmd_prewarm_one(struct sbx_ctx *ctx, const struct engine *engine,
+		    const struct runtime *rt, char **why);
+
+/*
+ * What session and exec share (cmd-session.c): the configuration loaded
+ * and the workspace root opened (a bad SANDBOXD_SANDBOX_UID reported
+ * here); the engine configured and negotiated, cancelled by a signal;
+ * --tenant or SBXCAT_TENANT (NULL: every tenant); and a session's record,
+ * where another tenant's session is "no session 'KEY'" exactly as a key
+ * that does not exist (status 1, errnum ENOENT).
+ */
+struct session_config;
+struct session_root;
+struct session_record;
+int cmd_session_begin(struct sbx_ctx *ctx, struct session_config *cfg,
+		      struct session_root *root, struct sbx_error **err);
+int cmd_engine_begin(struct engine *e, struct sbx_error **err);
+const char *cmd_tenant(const char *opt);
+int cmd_session_find(struct session_root *root, const char *key,
+		     const char *tenant, struct session_record *rec,
+		     struct sbx_error **err);
+
 /* The path the catalogue is read from, resolved as brief section 2 says. */
 const char *cmd_catalog_path(const struct sbx_ctx *ctx);
 
@@ -152,5 +180,7 @@ extern const struct cmd_entry cmd_tag_entry;
 extern const struct cmd_entry cmd_briefing_entry;
 extern const struct cmd_entry cmd_prewarm_entry;
 extern const struct cmd_entry cmd_compose_entry;
+extern const struct cmd_entry cmd_session_entry;
+extern const struct cmd_entry cmd_exec_entry;
 
 #endif

@@ -73,6 +73,10 @@ struct exec_io_result {
 	bool cut[2];		       /* bytes[i] > written[i] by the cap */
 	bool timed_out, cancelled;
 	bool eof; /* the engine closed the stream */
+	/* The first bytes of stdout, kept (not shown) so the caller can
+	 * tell the engine's own "could not start" message. */
+	char head[256];
+	size_t nhead;
 };
 
 /*

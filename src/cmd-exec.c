@@ -1,0 +1,436 @@
+/*
+ * cmd-exec.c - sbxcat exec KEY [-i] [--timeout S] [--max-output BYTES]
+ * [--tenant T] -- CMD [ARG...] | -c STRING: run a command in a session,
+ * with a deadline that holds (brief section 7, docs/sessions.md).
+ *
+ * The command runs as the session's user, in the workspace, with the
+ * runtime's environment and a marker (procs.h) every process it starts
+ * inherits.  Its output is streamed as it comes (exec-io.c) and its exit
+ * status is ours; sbxcat's own failures are 125, as `docker exec` and
+ * timeout(1) do:
+ *   124  the deadline passed: every process the command started stopped
+ *   125  sbxcat could not run it (no such session, not running, engine)
+ *   126  the command cannot be invoked; 127  not found
+ * Nothing the command wrote is ever quoted in what sbxcat says.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "engine.h"
+#include "error.h"
+#include "exec-io.h"
+#include "procs.h"
+#include "session-engine.h"
+#include "session.h"
+#include "sig.h"
+#include "util.h"
+#include "xjson.h"
+
+enum {
+	EXIT_TIMEOUT = 124,
+	EXIT_CANNOT_RUN = 125,
+	EXIT_CANNOT_INVOKE = 126,
+	EXIT_NOT_FOUND = 127,
+};
+
+/* TERM, then KILL after this; then give up re-scanning after that. */
+#define STOP_GRACE_MS 2000
+#define STOP_GIVE_UP_MS 10000
+/* After the kill, how long the stream's tail may take to drain. */
+#define DRAIN_MS 2000
+
+extern const struct cmd_entry cmd_exec_entry;
+
+static int parse_count(const char *opt, const char *arg,
+		       unsigned long long max, unsigned long long *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	if (*arg < '0' || *arg > '9')
+		goto bad;
+	v = strtoull(arg, &end, 10);
+	if (errno || *end || v == 0 || v > max)
+		goto bad;
+	*out = v;
+	return 0;
+bad:
+	return cmd_usage_error(&cmd_exec_entry,
+			       "%s wants a whole number from 1 to %llu, not "
+			       "'%s'",
+			       opt, max, arg);
+}
+
+/* Print an error of sbxcat's own and give 125 (a usage error stays 2). */
+static int cannot_run(struct sbx_error **err)
+{
+	if ((*err)->errnum == ECANCELED) {
+		sbx_error_free(err);
+		return sig_exit_status();
+	}
+	if ((*err)->status == SBX_EXIT_USAGE)
+		return cmd_report(err);
+	cmd_report(err);
+	return EXIT_CANNOT_RUN;
+}
+
+static const char *plural(unsigned long long n, const char *one,
+			  const char *many)
+{
+	return n == 1 ? one : many;
+}
+
+/* The session's container, running: else why not (status 1). */
+static int running_container(struct engine *e, const struct session_config *c,
+			     const char *key, json_t **inspect,
+			     struct sbx_error **err)
+{
+	json_t *st;
+	const char *state;
+
+	if (session_engine_inspect(e, c, key, inspect, err) < 0)
+		return -1;
+	if (!*inspect)
+		return sbx_error_set(err, SBX_EXIT_FAIL, 0,
+				     "session '%s' is not running (its "
+				     "container is gone)",
+				     key);
+	st = json_object_get(*inspect, "State");
+	state = session_state(*inspect);
+	if (strcmp(state, "running") == 0 &&
+	    !json_is_true(json_object_get(st, "Paused")))
+		return 0;
+	if (json_is_true(json_object_get(st, "OOMKilled")))
+		state = "OOMKilled";
+	sbx_error_set(err, SBX_EXIT_FAIL, 0, "session '%s' is not running (%s)",
+		      key, state);
+	sbx_error_hint(*err, "sbxcat session open starts it again");
+	json_decref(*inspect);
+	*inspect = NULL;
+	return -1;
+}
+
+/* Did the engine fail to start the command itself?  Its message is in
+ * the stream (as stdout) and ExitCode is 126; "not found" is 127. */
+static int exit_code_of(json_t *exec_inspect, bool *known)
+{
+	json_t *ec = json_object_get(exec_inspect, "ExitCode");
+
+	*known = json_is_integer(ec);
+	return *known ? (int)json_integer_value(ec) : EXIT_CANNOT_RUN;
+}
+
+/* Stop the command's processes; say how it went on stderr. */
+static void stop_all(pid_t init_pid, pid_t exec_pid, const char *marker,
+		     size_t *killed)
+{
+	struct sbx_error *err = NULL;
+	size_t left = 0;
+
+	*killed = 0;
+	if (procs_stop(init_pid, exec_pid, marker, STOP_GRACE_MS,
+		       STOP_GIVE_UP_MS, killed, &left, &err) < 0) {
+		fprintf(stderr, "sbxcat: warning: %s\n", err->msg);
+		sbx_error_free(&err);
+	}
+	if (left)
+		fprintf(stderr,
+			"sbxcat: warning: %zu %s of the command could not be "
+			"stopped\n",
+			left, plural(left, "process", "processes"));
+}
+
+static pid_t pid_of(json_t *j, const char *obj)
+{
+	json_t *o = obj ? json_object_get(j, obj) : j;
+	json_int_t pid = json_integer_value(json_object_get(o, "Pid"));
+
+	return pid > 0 && pid < (1 << 30) ? (pid_t)pid : 0;
+}
+
+/* The exec's record once its process has ended (it may lag the stream's
+ * end by a moment). */
+static int exec_finished(struct engine *e, const char *exec_id, json_t **ei,
+			 struct sbx_error **err)
+{
+	for (int i = 0; i < 100; i++) {
+		if (engine_exec_inspect(e, exec_id, ei, err) < 0)
+			return -1;
+		if (!json_is_true(json_object_get(*ei, "Running")))
+			return 0;
+		json_decref(*ei);
+		*ei = NULL;
+		usleep(20000);
+	}
+	return sbx_error_set(err, SBX_EXIT_ENV, 0,
+			     "the engine still reports the command running "
+			     "after its output ended");
+}
+
+/* 126 from the engine when it could not start the command: its own
+ * message came first on stdout; "not found" is 127, as a shell says. */
+static int invoke_status(int code, const struct exec_io_result *r)
+{
+	if (code != EXIT_CANNOT_INVOKE)
+		return code;
+	if (r->nhead && memmem(r->head, r->nhead, "OCI runtime exec failed", 23) &&
+	    (memmem(r->head, r->nhead, "executable file not found", 25) ||
+	     memmem(r->head, r->nhead, "no such file or directory", 25)))
+		return EXIT_NOT_FOUND;
+	return code;
+}
+
+static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    COMMON_LONGOPTS,
+	    {"interactive", no_argument, NULL, 'i'},
+	    {"timeout", required_argument, NULL, 't'},
+	    {"max-output", required_argument, NULL, 'm'},
+	    {"tenant", required_argument, NULL, 'T'},
+	    {"command", required_argument, NULL, 'c'},
+	    {0}};
+	struct sbx_error *err = NULL;
+	struct session_config cfg = {0};
+	struct session_root root = {.fd = -1, .lock_fd = -1};
+	struct session_record rec = {0};
+	struct engine engine = {0};
+	json_t *inspect = NULL, *body = NULL, *cmdv, *ei = NULL;
+	const char *tenant = NULL, *shell = NULL, *key = NULL, *user;
+	char marker[PROCS_MARKER_LEN + 1], *exec_id = NULL, *ws = NULL;
+	bool interactive = false, known, have_oom = false;
+	unsigned long long timeout_s = 0, max_out = 0, oom_before = 0,
+			   oom_after = 0;
+	struct strbuf pre = STRBUF_INIT;
+	struct exec_io io = {0};
+	struct exec_io_result res = {0};
+	long long started, limit_s;
+	pid_t init_pid;
+	size_t killed = 0;
+	int c, rc = 0, conn = -1, code;
+	char **cmd = NULL;
+	int ncmd = 0;
+
+	for (;;) {
+		c = getopt_long(argc, argv, "+" COMMON_SHORTOPTS "it:m:c:",
+				longopts, NULL);
+		if (c == -1) {
+			/* KEY may come before or among the options; what
+			 * follows "--" (or a second operand) is the command. */
+			if (optind < argc && !key &&
+			    strcmp(argv[optind - 1], "--") != 0) {
+				key = argv[optind++];
+				continue;
+			}
+			break;
+		}
+		switch (c) {
+		case 'i':
+			interactive = true;
+			break;
+		case 't':
+			if ((rc = parse_count("--timeout", optarg, 7 * 86400ULL,
+					      &timeout_s)))
+				return rc;
+			break;
+		case 'm':
+			if ((rc = parse_count("--max-output", optarg,
+					      1ULL << 40, &max_out)))
+				return rc;
+			break;
+		case 'T':
+			tenant = optarg;
+			break;
+		case 'c':
+			shell = optarg;
+			break;
+		default:
+			rc = cmd_common_option(ctx, &cmd_exec_entry, c, optarg);
+			if (rc)
+				return rc < 0 ? 0 : rc;
+		}
+	}
+	if (!key && optind < argc)
+		key = argv[optind++];
+	cmd = argv + optind;
+	ncmd = argc - optind;
+	if (!key)
+		return cmd_usage_error(&cmd_exec_entry,
+				       "which session? KEY is missing");
+	if (shell && ncmd)
+		return cmd_usage_error(&cmd_exec_entry,
+				       "give the command after -- or as -c "
+				       "STRING, not both");
+	if (!shell && !ncmd)
+		return cmd_usage_error(&cmd_exec_entry,
+				       "no command: give it after -- or as -c "
+				       "STRING");
+	tenant = cmd_tenant(tenant);
+
+	if (cmd_session_begin(ctx, &cfg, &root, &err) < 0 ||
+	    cmd_session_find(&root, key, tenant, &rec, &err) < 0 ||
+	    cmd_engine_begin(&engine, &err) < 0 ||
+	    running_container(&engine, &cfg, rec.key, &inspect, &err) < 0 ||
+	    procs_marker(marker, &err) < 0) {
+		rc = cannot_run(&err);
+		goto out;
+	}
+	init_pid = pid_of(inspect, "State");
+	if (init_pid &&
+	    procs_oom_kills(init_pid, &oom_before, &err) == 0)
+		have_oom = true;
+	sbx_error_free(&err);
+
+	cmdv = json_array();
+	if (shell) {
+		json_array_append_new(cmdv, json_string("/bin/sh"));
+		json_array_append_new(cmdv, json_string("-c"));
+		json_array_append_new(cmdv, xjson_string(shell));
+	} else {
+		for (int i = 0; i < ncmd; i++)
+			json_array_append_new(cmdv, xjson_string(cmd[i]));
+	}
+	ws = session_workspace_path(&root, rec.key);
+	user = json_string_value(
+	    json_object_get(json_object_get(inspect, "Config"), "User"));
+	body = xjson_pack("{s:b, s:b, s:b, s:b, s:o, s:[s], s:s, s:s, s:b}",
+			  "AttachStdin", interactive, "AttachStdout", 1,
+			  "AttachStderr", 1, "Tty", 0, "Cmd", cmdv, "Env",
+			  marker, "User", user ? user : "", "WorkingDir", ws,
+			  "Privileged", 0);
+	limit_s = cfg.execute_timeout_s;
+	if (timeout_s && (long long)timeout_s < limit_s)
+		limit_s = (long long)timeout_s;
+	started = engine_now_ms();
+	if (engine_exec_create(&engine,
+			       json_string_value(json_object_get(inspect, "Id")),
+			       body, &exec_id, &err) < 0 ||
+	    engine_exec_attach(&engine, exec_id, started + limit_s * 1000,
+			       &conn, &pre, &err) < 0) {
+		rc = cannot_run(&err);
+		goto out;
+	}
+	if (session_record_touch(&root, rec.key, &err) < 0) {
+		fprintf(stderr, "sbxcat: warning: %s\n", err->msg);
+		sbx_error_free(&err);
+	}
+
+	signal(SIGPIPE, SIG_IGN);
+	io.conn = conn;
+	io.pre = pre.buf;
+	io.npre = pre.len;
+	io.in_fd = interactive ? STDIN_FILENO : -1;
+	io.out_fd[EXEC_IO_STDOUT] = STDOUT_FILENO;
+	io.out_fd[EXEC_IO_STDERR] = STDERR_FILENO;
+	io.max_out = max_out ? max_out : cfg.max_output;
+	io.deadline_ms = started + limit_s * 1000;
+	io.cancel = sig_flag();
+	fflush(stdout);
+	if (exec_io_run(&io, &res, &err) < 0 && !res.timed_out &&
+	    !res.cancelled) {
+		/* Our own stdout or stderr went away, or the connection
+		 * broke: the command must not outlive us unbounded. */
+		bool pipe = err->errnum == EPIPE;
+		if (!pipe)
+			cmd_report(&err);
+		sbx_error_free(&err);
+		if (engine_exec_inspect(&engine, exec_id, &ei, &err) == 0)
+			stop_all(init_pid, pid_of(ei, NULL), marker, &killed);
+		sbx_error_free(&err);
+		rc = pipe ? 128 + SIGPIPE : EXIT_CANNOT_RUN;
+		goto out;
+	}
+	sbx_error_free(&err);
+
+	if (res.timed_out || res.cancelled) {
+		if (engine_exec_inspect(&engine, exec_id, &ei, &err) < 0) {
+			fprintf(stderr, "sbxcat: warning: %s\n", err->msg);
+			sbx_error_free(&err);
+		}
+		stop_all(init_pid, ei ? pid_of(ei, NULL) : 0, marker, &killed);
+		if (exec_io_drain(&io, &res, engine_now_ms() + DRAIN_MS,
+				  &err) < 0)
+			sbx_error_free(&err);
+		if (res.cancelled) {
+			rc = sig_exit_status();
+			goto out;
+		}
+		fprintf(stderr,
+			"sbxcat: command timed out after %lld s; stopped %zu "
+			"%s; it wrote %llu %s to stdout and %llu %s to "
+			"stderr\n",
+			limit_s, killed, plural(killed, "process", "processes"),
+			res.bytes[0], plural(res.bytes[0], "byte", "bytes"),
+			res.bytes[1], plural(res.bytes[1], "byte", "bytes"));
+		rc = EXIT_TIMEOUT;
+		goto out;
+	}
+
+	if (exec_finished(&engine, exec_id, &ei, &err) < 0) {
+		rc = cannot_run(&err);
+		goto out;
+	}
+	code = exit_code_of(ei, &known);
+	json_decref(inspect);
+	inspect = NULL;
+	if (running_container(&engine, &cfg, rec.key, &inspect, &err) < 0) {
+		/* The container died under the command. */
+		sbx_error_wrap(&err, "the command did not finish");
+		rc = cannot_run(&err);
+		goto out;
+	}
+	rc = known ? invoke_status(code, &res) : EXIT_CANNOT_RUN;
+	if (rc == 128 + SIGKILL && have_oom &&
+	    procs_oom_kills(init_pid, &oom_after, &err) == 0 &&
+	    oom_after > oom_before)
+		fprintf(stderr,
+			"sbxcat: the command was killed by the out-of-memory "
+			"killer (memory limit %lld bytes)\n",
+			(long long)json_integer_value(json_object_get(
+			    json_object_get(inspect, "HostConfig"), "Memory")));
+	sbx_error_free(&err);
+out:
+	for (int i = 0; i < 2; i++)
+		if (res.cut[i])
+			fprintf(stderr,
+				"sbxcat: %s cut at %llu bytes; the command "
+				"wrote %llu bytes to it\n",
+				i ? "stderr" : "stdout", io.max_out,
+				res.bytes[i]);
+	if (exec_id && rec.key[0] &&
+	    session_record_touch(&root, rec.key, &err) < 0)
+		sbx_error_free(&err);
+	if (conn >= 0)
+		close(conn);
+	strbuf_release(&pre);
+	free(exec_id);
+	free(ws);
+	json_decref(body);
+	json_decref(ei);
+	json_decref(inspect);
+	session_record_release(&rec);
+	engine_release(&engine);
+	session_root_close(&root);
+	session_config_release(&cfg);
+	return rc;
+}
+
+const struct cmd_entry cmd_exec_entry = {
+    .name = "exec",
+    .usage = "KEY [-i] [--timeout S] [--max-output BYTES] [--tenant T] "
+	     "(-- CMD [ARG...] | -c STRING)",
+    .summary = "run a command in a session, with a deadline that holds",
+    .exec = cmd_exec,
+    .epilog = "Exit status: the command's own; 124 when it was stopped at "
+	      "its deadline; 125 when sbxcat could not run it; 126 when it "
+	      "cannot be invoked; 127 when it is not found.",
+};
