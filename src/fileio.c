@@ -8,6 +8,7 @@
 #include <libgen.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,31 +20,34 @@
 int read_file_limited(const char *path, size_t max, char **data, size_t *len,
 		      struct sbx_error **err)
 {
-	struct stat st;
-	struct strbuf sb = STRBUF_INIT;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int rc;
 
 	if (fd < 0)
 		return sbx_error_set(err, SBX_EXIT_ENV, errno,
 				     "cannot open '%s'", path);
-	if (fstat(fd, &st) < 0) {
-		int e = errno;
-		close(fd);
-		return sbx_error_set(err, SBX_EXIT_ENV, e, "cannot stat '%s'",
-				     path);
-	}
-	if (S_ISDIR(st.st_mode)) {
-		close(fd);
+	rc = read_fd_limited(fd, path, max, data, len, err);
+	close(fd);
+	return rc;
+}
+
+int read_fd_limited(int fd, const char *path, size_t max, char **data,
+		    size_t *len, struct sbx_error **err)
+{
+	struct stat st;
+	struct strbuf sb = STRBUF_INIT;
+
+	if (fstat(fd, &st) < 0)
+		return sbx_error_set(err, SBX_EXIT_ENV, errno,
+				     "cannot stat '%s'", path);
+	if (S_ISDIR(st.st_mode))
 		return sbx_error_set(err, SBX_EXIT_ENV, EISDIR,
 				     "cannot read '%s'", path);
-	}
-	if (S_ISREG(st.st_mode) && (size_t)st.st_size > max) {
-		close(fd);
+	if (S_ISREG(st.st_mode) && (size_t)st.st_size > max)
 		return sbx_error_set(
 		    err, SBX_EXIT_FAIL, 0,
 		    "'%s' is %lld bytes, over the limit of %zu bytes", path,
 		    (long long)st.st_size, max);
-	}
 	for (;;) {
 		char chunk[65536];
 		ssize_t n = read(fd, chunk, sizeof(chunk));
@@ -52,7 +56,6 @@ int read_file_limited(const char *path, size_t max, char **data, size_t *len,
 			continue;
 		if (n < 0) {
 			int e = errno;
-			close(fd);
 			strbuf_release(&sb);
 			return sbx_error_set(err, SBX_EXIT_ENV, e,
 					     "cannot read '%s'", path);
@@ -61,7 +64,6 @@ int read_file_limited(const char *path, size_t max, char **data, size_t *len,
 			break;
 		/* A pipe or a file that grew after fstat: same limit. */
 		if (sb.len + (size_t)n > max) {
-			close(fd);
 			strbuf_release(&sb);
 			return sbx_error_set(
 			    err, SBX_EXIT_FAIL, 0,
@@ -69,7 +71,6 @@ int read_file_limited(const char *path, size_t max, char **data, size_t *len,
 		}
 		strbuf_add(&sb, chunk, (size_t)n);
 	}
-	close(fd);
 	*data = strbuf_detach(&sb, len);
 	return 0;
 }
@@ -182,6 +183,24 @@ static int keep_attributes(int fd, const char *target, const struct stat *old,
 	return 0;
 }
 
+/* write(2) until all of data is written; -1 with errno set otherwise. */
+static int write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 /*
  * Write data to a new temporary file beside target; *tmp names it.  sync:
  * fsync it now; otherwise start its write-back so a later fdatasync finds
@@ -193,8 +212,6 @@ static int write_temp(const char *target, const void *data, size_t len,
 {
 	struct stat old;
 	bool exists = stat(target, &old) == 0;
-	const char *p = data;
-	size_t left = len;
 	int fd, e;
 
 	*tmp = NULL;
@@ -211,18 +228,10 @@ static int write_temp(const char *target, const void *data, size_t len,
 		    err, SBX_EXIT_ENV, e,
 		    "cannot create a temporary file beside '%s'", target);
 	}
-	while (left > 0) {
-		ssize_t n = write(fd, p, left);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			sbx_error_set(err, SBX_EXIT_ENV, errno,
-				      "cannot write '%s'", target);
-			goto fail;
-		}
-		p += n;
-		left -= (size_t)n;
+	if (write_all(fd, data, len) < 0) {
+		sbx_error_set(err, SBX_EXIT_ENV, errno, "cannot write '%s'",
+			      target);
+		goto fail;
 	}
 	if (keep_attributes(fd, target, exists ? &old : NULL, mode, err) < 0)
 		goto fail;
@@ -433,5 +442,70 @@ int mkdir_p(const char *path, unsigned mode, struct sbx_error **err)
 	if (errno != EEXIST)
 		return sbx_error_set(err, SBX_EXIT_ENV, errno,
 				     "cannot create directory '%s'", path);
+	return 0;
+}
+
+/* Open a new file NAME.tmpXXXXXX in dirfd, exclusively; *tmp names it. */
+static int open_temp_at(int dirfd, const char *name, unsigned mode, char **tmp)
+{
+	static const char chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				    "abcdefghijklmnopqrstuvwxyz0123456789";
+
+	/* mkostemp's own bound on tries. */
+	for (int tries = 0; tries < 238328; tries++) {
+		unsigned char rnd[6];
+		char suffix[7];
+		int fd;
+
+		if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+			return -1;
+		for (size_t i = 0; i < sizeof(rnd); i++)
+			suffix[i] = chars[rnd[i] % (sizeof(chars) - 1)];
+		suffix[6] = '\0';
+		*tmp = xasprintf("%s.tmp%s", name, suffix);
+		fd = openat(
+		    dirfd, *tmp,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		if (fd >= 0)
+			return fd;
+		free(*tmp);
+		*tmp = NULL;
+		if (errno != EEXIST)
+			return -1;
+	}
+	errno = EEXIST;
+	return -1;
+}
+
+int write_file_atomic_at(int dirfd, const char *dir, const char *name,
+			 const void *data, size_t len, unsigned mode,
+			 struct sbx_error **err)
+{
+	cleanup_free char *tmp = NULL;
+	int fd = open_temp_at(dirfd, name, mode, &tmp);
+	int e;
+
+	if (fd < 0)
+		return sbx_error_set(err, SBX_EXIT_ENV, errno,
+				     "cannot create a temporary file in '%s'",
+				     dir);
+	/* fchmod: the mode given, whatever the umask took away. */
+	if (write_all(fd, data, len) < 0 || fchmod(fd, mode) < 0 ||
+	    fsync(fd) < 0) {
+		e = errno;
+		close(fd);
+		unlinkat(dirfd, tmp, 0);
+		return sbx_error_set(err, SBX_EXIT_ENV, e,
+				     "cannot write '%s/%s'", dir, name);
+	}
+	if (close(fd) < 0 || renameat(dirfd, tmp, dirfd, name) < 0) {
+		e = errno;
+		unlinkat(dirfd, tmp, 0);
+		return sbx_error_set(err, SBX_EXIT_ENV, e,
+				     "cannot write '%s/%s'", dir, name);
+	}
+	if (fsync(dirfd) < 0 && errno != EINVAL)
+		return sbx_error_set(err, SBX_EXIT_ENV, errno,
+				     "cannot sync '%s'", dir);
 	return 0;
 }

@@ -34,6 +34,10 @@ struct sbx_error;
 int read_file_limited(const char *path, size_t max, char **data, size_t *len,
 		      struct sbx_error **err);
 
+/* The same on a file already open (path names it in messages). */
+int read_fd_limited(int fd, const char *path, size_t max, char **data,
+		    size_t *len, struct sbx_error **err);
+
 /*
  * Replace path with data atomically: a temporary file beside the target,
  * fsync, rename over the target, fsync of the directory.  A new file gets
@@ -41,6 +45,17 @@ int read_file_limited(const char *path, size_t max, char **data, size_t *len,
  */
 int write_file_atomic(const char *path, const void *data, size_t len,
 		      unsigned mode, bool *changed, struct sbx_error **err);
+
+/*
+ * The same for dirfd/name, reached only through the descriptor: the
+ * temporary file is made there with O_EXCL | O_NOFOLLOW, the file is
+ * renamed over name (a symbolic link name is replaced, not written
+ * through), owner and mode are the caller's and mode's, and dirfd is
+ * fsynced.  dir names the directory in messages.
+ */
+int write_file_atomic_at(int dirfd, const char *dir, const char *name,
+			 const void *data, size_t len, unsigned mode,
+			 struct sbx_error **err);
 
 /*
  * Many files replaced as one step.  add writes a temporary file beside each

@@ -9,7 +9,9 @@
  * HMAC-SHA256(secret, fields) when a secret is configured
  * (SBXCAT_KEY_SECRET, or the first line of the file SBXCAT_KEY_SECRET_FILE
  * names), else of SHA-256(fields).  fields is an unambiguous encoding of
- * "docker", scope, tenant, host and subject (each length-prefixed).  ORG8
+ * "docker", scope, tenant, host and subject, in that order, each as its
+ * length (4 bytes, big-endian) then its bytes.  The 26 digits are the
+ * digest's first 130 bits, most significant first.  ORG8
  * is the tenant lowercased with every byte outside [a-z0-9] dropped, cut
  * to 8 ("x" when nothing is left).  At most 3+8+1+12+1+26 = 51 characters.
  *
@@ -75,8 +77,14 @@ void session_config_release(struct session_config *c);
 int session_parse_size(const char *s, unsigned long long *bytes,
 		       struct sbx_error **err);
 
-/* Field checks: NULL when acceptable, else a static message. */
-const char *session_check_scope(const char *s); /* run conversation ... */
+/*
+ * Field checks: NULL when acceptable, else a static message.  scope: run,
+ * conversation, channel, user or agent.  tenant: 1 to 128 bytes of
+ * [A-Za-z0-9._@-], the first a letter or a digit.  subject: 1 to 1024
+ * bytes of valid UTF-8 without a control character (text.h: C0, DEL, C1).
+ * host: 0 to 253 bytes of [A-Za-z0-9.-].
+ */
+const char *session_check_scope(const char *s);
 const char *session_check_tenant(const char *s);
 const char *session_check_subject(const char *s);
 const char *session_check_host(const char *s);
@@ -88,7 +96,7 @@ void session_key(const struct session_config *c, const char *tenant,
 		 const char *scope, const char *subject, const char *host,
 		 char key[SESSION_KEY_MAX + 1]);
 
-/* HMAC-SHA256 (RFC 2104) on hash.c's SHA-256; exposed for its test. */
+/* HMAC-SHA256 (RFC 2104) through libcrypto; exposed for its test. */
 void hmac_sha256(const void *key, size_t klen, const void *data, size_t len,
 		 unsigned char out[32]);
 
@@ -112,12 +120,19 @@ struct session_root {
  * Open ROOT, creating it (and its parents, 0755) when missing; refuse a
  * ROOT that is a symlink, not a directory, not owned by root (uid 0), or
  * writable by group or others (status 3, saying which and what to do).
+ * Every directory on the way from / is checked too: root's, and not
+ * writable by group or others unless sticky (as /tmp), since whoever can
+ * rename a component can redirect the bind mounts the engine makes by
+ * path.  A symlink on the way (not ROOT itself) is followed, and what it
+ * leads to checked the same way.  path must be absolute, printable UTF-8.
  */
 int session_root_open(struct session_root *r, const char *path,
 		      struct sbx_error **err);
 void session_root_close(struct session_root *r);
 
-/* flock(LOCK_EX) ROOT/.sbxcat.lock (created 0600); unlock releases it. */
+/* flock(LOCK_EX) ROOT/.sbxcat.lock (created 0600, never through a
+ * symlink); unlock releases it.  A caught signal (sig.h) ends the wait
+ * with an error of status sig_exit_status(). */
 int session_lock(struct session_root *r, struct sbx_error **err);
 void session_unlock(struct session_root *r);
 
@@ -137,7 +152,11 @@ int session_workspace_make(struct session_root *r, const char *key,
 /*
  * Read ROOT/KEY/session.json.  A key with no directory or no record is
  * status 1 with errnum ENOENT ("no session 'KEY'"); a record that does
- * not parse is status 3 naming the file.
+ * not parse is status 3 naming the file.  The record is one JSON object
+ * of exactly the members version (1), key, tenant, scope, runtime, image,
+ * container (a 64-hex id or null), created and last_activity, at most 64
+ * KiB; every member is checked as when it was written, and key must name
+ * the directory it is in.
  */
 int session_record_read(struct session_root *r, const char *key,
 			struct session_record *rec, struct sbx_error **err);
@@ -145,7 +164,9 @@ int session_record_read(struct session_root *r, const char *key,
 int session_record_write(struct session_root *r,
 			 const struct session_record *rec,
 			 struct sbx_error **err);
-/* Set last_activity to now and write the record back. */
+/* Set last_activity to now and write the record back (under an flock of
+ * ROOT/KEY, which session_record_write takes too, so a touch never puts
+ * back a record a concurrent write replaced). */
 int session_record_touch(struct session_root *r, const char *key,
 			 struct sbx_error **err);
 /* The keys that have a directory under ROOT, sorted; *keys newly
@@ -153,7 +174,9 @@ int session_record_touch(struct session_root *r, const char *key,
 int session_keys(struct session_root *r, char ***keys, size_t *n,
 		 struct sbx_error **err);
 /* Remove ROOT/KEY and everything under it, without following any
- * symlink in the tree (unlinkat/openat O_NOFOLLOW all the way down). */
+ * symlink in the tree (unlinkat/openat O_NOFOLLOW all the way down) and
+ * without crossing a mount (a mount point inside stops it, status 3).
+ * Iterative: any depth, one directory open at a time. */
 int session_purge(struct session_root *r, const char *key,
 		  struct sbx_error **err);
 /* Bytes used by ROOT/KEY/workspace (st_blocks * 512, not following
