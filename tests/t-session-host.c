@@ -1,5 +1,5 @@
 /*
- * t-session.c - session.c without an engine: keys (format, determinism,
+ * t-session-host.c - session.c without an engine: keys (format, determinism,
  * each field and the secret counted, no collision among 100,000 subjects,
  * no ambiguity between fields, checked against an independent encoding),
  * the configuration's variables, the size parser, the field checks (and a
