@@ -15,7 +15,8 @@
  * with Content-Length or chunked bodies and hostile bytes in them.
  *
  * Every container is named t-container-PID-*, labelled
- * t-container.pid=PID, and removed at the end.
+ * t-container.pid=PID (PID: $T_CONTAINER_PID, else our own), and removed
+ * at the end.
  */
 #include "config.h"
 
@@ -1033,10 +1034,24 @@ int main(void)
 	char *cid = NULL;
 
 	xjson_init();
-	snprintf(pidstr, sizeof(pidstr), "%ld", (long)getpid());
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/t-container.XXXXXX");
-	if (!mkdtemp(tmpdir) || chmod(tmpdir, 0755) < 0)
+	/* t-container.sh passes its own pid, to find what a crash left. */
+	if (getenv("T_CONTAINER_PID") &&
+	    strspn(getenv("T_CONTAINER_PID"), "0123456789") ==
+		strlen(getenv("T_CONTAINER_PID")) &&
+	    strlen(getenv("T_CONTAINER_PID")) < sizeof(pidstr) &&
+	    *getenv("T_CONTAINER_PID"))
+		snprintf(pidstr, sizeof(pidstr), "%s", getenv("T_CONTAINER_PID"));
+	else
+		snprintf(pidstr, sizeof(pidstr), "%ld", (long)getpid());
+	/* The directory bind-mounted, and the fakes' socket. */
+	if (getenv("T_CONTAINER_DIR") && *getenv("T_CONTAINER_DIR") == '/' &&
+	    strlen(getenv("T_CONTAINER_DIR")) < 40)
+		snprintf(tmpdir, sizeof(tmpdir), "%s",
+			 getenv("T_CONTAINER_DIR"));
+	else if (!mkdtemp(strcpy(tmpdir, "/tmp/t-container.XXXXXX")))
 		bail_out("mkdtemp: %s", strerror(errno));
+	if (chmod(tmpdir, 0755) < 0)
+		bail_out("chmod %s: %s", tmpdir, strerror(errno));
 	if (engine_init(&E, NULL, &err) < 0 ||
 	    engine_negotiate(&E, NULL, &err) < 0) {
 		printf("1..0 # SKIP no Docker engine at DOCKER_HOST=%s: %s\n",
