@@ -26,7 +26,11 @@
  *   nonexist: not found" on stderr) has a Pid other than 0.
  * So: Pid 0 with ExitCode 126 means the command never started; the
  * stdout frame says why ("executable file not found" or "no such file or
- * directory": 127; anything else: 126).
+ * directory": 127; anything else: 126).  Starting an exec a second time
+ * is refused the same way, after the 101, in a stdout frame: "Error:
+ * Exec command ID has already run" (or "is already running" while the
+ * engine has not yet recorded the first run's end).  Only a missing exec
+ * (404) and a container not running (409) fail in the HTTP reply itself.
  */
 #include "config.h"
 
