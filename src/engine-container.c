@@ -29,8 +29,11 @@
  * directory": 127; anything else: 126).  Starting an exec a second time
  * is refused the same way, after the 101, in a stdout frame: "Error:
  * Exec command ID has already run" (or "is already running" while the
- * engine has not yet recorded the first run's end).  Only a missing exec
- * (404) and a container not running (409) fail in the HTTP reply itself.
+ * engine has not yet recorded the first run's end).  What fails in the
+ * HTTP reply itself: a missing exec (404), which is also what an exec
+ * gets whose container stopped between its create and its start (the
+ * engine drops a stopped container's execs); creating an exec in a
+ * container not running is 409 "Container ID is not running".
  */
 #include "config.h"
 
