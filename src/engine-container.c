@@ -41,7 +41,6 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -53,8 +52,6 @@
 
 #include "engine-http.h"
 #include "error.h"
-#include "text.h"
-#include "xjson.h"
 
 /* The reply headers of the hijacked exec start are refused past this. */
 #define ATTACH_HEADERS_MAX (16u << 10)
