@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,13 +43,14 @@ long long engine_now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void engine_add_path_escaped(struct strbuf *sb, const char *s)
+/* s with every byte but letters, digits and those in keep %-encoded. */
+static void add_escaped(struct strbuf *sb, const char *s, const char *keep)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9') || strchr("/:@._-", c)) {
+		    (c >= '0' && c <= '9') || strchr(keep, c)) {
 			strbuf_addch(sb, c);
 		} else {
 			strbuf_addch(sb, '%');
@@ -56,6 +58,22 @@ void engine_add_path_escaped(struct strbuf *sb, const char *s)
 			strbuf_addch(sb, hex[c & 15]);
 		}
 	}
+}
+
+void engine_add_path_escaped(struct strbuf *sb, const char *s)
+{
+	add_escaped(sb, s, "/:@._-");
+}
+
+/*
+ * Neither '/' nor '.' is let through, so an id of "../../images/x" (or
+ * "..") cannot become a dot segment that curl resolves into another
+ * endpoint; the engine decodes %2E and %2F back and answers for the name
+ * as given (no such container).
+ */
+void engine_add_segment_escaped(struct strbuf *sb, const char *s)
+{
+	add_escaped(sb, s, "_-");
 }
 
 void engine_add_query_escaped(struct strbuf *sb, const char *s)
@@ -119,6 +137,7 @@ void call_release(struct call *c)
 	free(c->what);
 	free(c->url);
 	free(c->stall_why);
+	free(c->header_value);
 	strbuf_release(&c->body);
 }
 
@@ -144,6 +163,24 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
 		return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
 	}
 	strbuf_add(&c->body, p, n);
+	return n;
+}
+
+/* Keeps the value of c->want_header (the last one, when repeated). */
+static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
+{
+	struct call *c = ud;
+	size_t n = size * nmemb, k = strlen(c->want_header);
+
+	if (n > k && p[k] == ':' && strncasecmp(p, c->want_header, k) == 0) {
+		const char *v = p + k + 1, *end = p + n;
+		while (v < end && (*v == ' ' || *v == '\t'))
+			v++;
+		while (end > v && strchr(" \t\r\n", end[-1]))
+			end--;
+		free(c->header_value);
+		c->header_value = xstrndup(v, (size_t)(end - v));
+	}
 	return n;
 }
 
@@ -184,20 +221,23 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow,
 	return ping_for_stall(c) < 0 ? 1 : 0;
 }
 
-static void trace(struct call *c)
+void engine_trace(struct engine *e, const char *method, const char *path)
 {
 	char *line;
-	const char *path;
 
-	if (c->e->trace_fd < 0)
+	if (e->trace_fd < 0)
 		return;
-	path = c->url + strlen(c->e->base);
-	line = xasprintf("%s %s\n", c->method, path);
+	line = xasprintf("%s %s\n", method, path);
 	/* One write with O_APPEND: lines of concurrent calls do not mix. */
-	if (write(c->e->trace_fd, line, strlen(line)) < 0) {
+	if (write(e->trace_fd, line, strlen(line)) < 0) {
 		/* a trace is a debugging aid; losing a line is acceptable */
 	}
 	free(line);
+}
+
+static void trace(struct call *c)
+{
+	engine_trace(c->e, c->method, c->url + strlen(c->e->base));
 }
 
 static const char *unreachable_hint(int oserr)
@@ -245,10 +285,10 @@ static int cancelled(struct sbx_error **err)
  * The engine's own words from an error reply ({"message": "..."}),
  * escaped: a message can quote a build's output or a sandbox's file name.
  */
-static char *reply_message(struct call *c)
+static char *reply_message(const char *body, size_t len)
 {
-	json_t *j =
-	    json_loadb(c->body.buf ? c->body.buf : "", c->body.len, 0, NULL);
+	const char *b = body ? body : "";
+	json_t *j = json_loadb(b, len, 0, NULL);
 	json_t *m = json_object_get(j, "message");
 	struct strbuf sb = STRBUF_INIT;
 
@@ -256,8 +296,7 @@ static char *reply_message(struct call *c)
 		text_add_escaped(&sb, json_string_value(m),
 				 json_string_length(m));
 	} else {
-		size_t n = c->body.len;
-		const char *b = c->body.buf ? c->body.buf : "";
+		size_t n = len;
 		while (n > 0 && (b[n - 1] == '\n' || b[n - 1] == '\r' ||
 				 b[n - 1] == ' '))
 			n--;
@@ -272,15 +311,21 @@ static char *reply_message(struct call *c)
 	return strbuf_detach(&sb, NULL);
 }
 
-int call_reply_error(struct call *c, struct sbx_error **err)
+int engine_reply_error(long status, const char *body, size_t len,
+		       struct sbx_error **err)
 {
-	cleanup_free char *m = reply_message(c);
+	cleanup_free char *m = reply_message(body, len);
 	int rc = sbx_error_set(err, SBX_EXIT_FAIL, 0,
 			       "the Docker engine answered HTTP %ld: %s",
-			       c->status, m);
+			       status, m);
 	if (err && *err)
-		(*err)->http = (int)c->status;
+		(*err)->http = (int)status;
 	return rc;
+}
+
+int call_reply_error(struct call *c, struct sbx_error **err)
+{
+	return engine_reply_error(c->status, c->body.buf, c->body.len, err);
 }
 
 /*
@@ -334,7 +379,8 @@ static void opt_fn(struct setter *s, CURLoption o, const char *name,
 {
 	CURLcode rc = CURLE_BAD_FUNCTION_ARGUMENT;
 
-	if (o == CURLOPT_WRITEFUNCTION && write_fn)
+	if ((o == CURLOPT_WRITEFUNCTION || o == CURLOPT_HEADERFUNCTION) &&
+	    write_fn)
 		rc = sym_curl_easy_setopt(s->h, o, write_fn);
 	else if (o == CURLOPT_READFUNCTION && read_fn)
 		rc = sym_curl_easy_setopt(s->h, o, read_fn);
@@ -349,6 +395,9 @@ static void opt_fn(struct setter *s, CURLoption o, const char *name,
 #define OPT_PTR(s, o, v) opt_ptr(s, o, #o, v)
 #define OPT_WRITE(s, fn)                                                       \
 	opt_fn(s, CURLOPT_WRITEFUNCTION, "CURLOPT_WRITEFUNCTION", fn, NULL,    \
+	       NULL, NULL)
+#define OPT_HEADER(s, fn)                                                      \
+	opt_fn(s, CURLOPT_HEADERFUNCTION, "CURLOPT_HEADERFUNCTION", fn, NULL,  \
 	       NULL, NULL)
 #define OPT_READ(s, fn)                                                        \
 	opt_fn(s, CURLOPT_READFUNCTION, "CURLOPT_READFUNCTION", NULL, fn,      \
@@ -366,9 +415,15 @@ static struct curl_slist *setup(struct call *c, struct setter *s)
 	struct engine *e = c->e;
 	struct curl_slist *headers = NULL;
 
+	bool head = strcmp(c->method, "HEAD") == 0;
+
 	OPT_PTR(s, CURLOPT_URL, c->url);
+	/* A HEAD through CUSTOMREQUEST would wait for the Content-Length
+	 * bytes that never come: NOBODY is curl's own HEAD. */
+	if (head)
+		OPT_LONG(s, CURLOPT_NOBODY, 1L);
 	OPT_PTR(s, CURLOPT_CUSTOMREQUEST,
-		strcmp(c->method, "GET") && strcmp(c->method, "POST")
+		strcmp(c->method, "GET") && strcmp(c->method, "POST") && !head
 		    ? c->method
 		    : NULL);
 	OPT_LONG(s, CURLOPT_NOSIGNAL, 1L);
@@ -396,6 +451,10 @@ static struct curl_slist *setup(struct call *c, struct setter *s)
 	OPT_LONG(s, CURLOPT_NOPROGRESS, 0L);
 	OPT_XFERINFO(s, on_progress);
 	OPT_PTR(s, CURLOPT_XFERINFODATA, c);
+	if (c->want_header) {
+		OPT_HEADER(s, on_header);
+		OPT_PTR(s, CURLOPT_HEADERDATA, c);
+	}
 	if (c->upload) {
 		/* Unknown length up front: chunked, no 100-continue wait. */
 		headers = sym_curl_slist_append(
@@ -410,6 +469,15 @@ static struct curl_slist *setup(struct call *c, struct setter *s)
 		OPT_PTR(s, CURLOPT_READDATA, c->upload);
 		OPT_SEEK(s, on_seek);
 		OPT_PTR(s, CURLOPT_SEEKDATA, c->upload);
+		OPT_PTR(s, CURLOPT_HTTPHEADER, headers);
+	} else if (c->json_body) {
+		headers = sym_curl_slist_append(
+		    headers, "Content-Type: application/json");
+		headers = sym_curl_slist_append(headers, "Expect:");
+		if (!headers)
+			die_oom();
+		OPT_PTR(s, CURLOPT_POSTFIELDS, c->json_body);
+		OPT_LONG(s, CURLOPT_POSTFIELDSIZE, (long)strlen(c->json_body));
 		OPT_PTR(s, CURLOPT_HTTPHEADER, headers);
 	} else if (strcmp(c->method, "POST") == 0) {
 		OPT_PTR(s, CURLOPT_POSTFIELDS, "");

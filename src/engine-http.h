@@ -35,6 +35,9 @@ struct call {
 	size_t body_max;
 	struct engine_stream *stream; /* a 2xx reply goes here */
 	struct tar *upload;
+	const char *json_body;	 /* a POST's JSON body, or NULL (empty) */
+	const char *want_header; /* a reply header to keep, e.g. "X-Foo" */
+	char *header_value;	 /* its value (trimmed), or NULL */
 	long long last_rx, last_ping;
 	char *stall_why; /* the stream went silent and the ping failed */
 	char errbuf[CURL_ERROR_SIZE];
@@ -42,7 +45,7 @@ struct call {
 
 /*
  * method path: path starts with '/' and may carry a query; versioned
- * prefixes the negotiated API version.
+ * prefixes the negotiated API version.  A HEAD reads the headers only.
  */
 void call_init(struct call *c, struct engine *e, const char *method,
 	       const char *path, bool versioned);
@@ -56,6 +59,14 @@ int call_stream(struct call *c, struct engine_stream *s,
 		struct sbx_error **err);
 /* An error for a reply of status c->status: its message, err->http set. */
 int call_reply_error(struct call *c, struct sbx_error **err);
+/*
+ * The same for a reply read without a struct call (the hijacked exec
+ * connection): status, and the body, the engine's {"message": ...}.
+ */
+int engine_reply_error(long status, const char *body, size_t len,
+		       struct sbx_error **err);
+/* One SBXCAT_ENGINE_TRACE line for a request made without a call. */
+void engine_trace(struct engine *e, const char *method, const char *path);
 
 /*
  * A request whose reply body is not needed: 0 when the status is 2xx or
@@ -67,6 +78,8 @@ int call_simple(struct engine *e, const char *method, const char *path,
 
 /* Path bytes of a reference kept as they are; anything else %-encoded. */
 void engine_add_path_escaped(struct strbuf *sb, const char *s);
+/* A container or exec id or name: one path segment, '/' and '.' encoded. */
+void engine_add_segment_escaped(struct strbuf *sb, const char *s);
 void engine_add_query_escaped(struct strbuf *sb, const char *s);
 /* filters={"KEY":["VALUE", ...]} (values ORed), escaped for a query. */
 void engine_add_filter_values(struct strbuf *sb, const char *key,

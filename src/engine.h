@@ -172,7 +172,8 @@ int engine_container_start(struct engine *e, const char *id,
 /* POST /containers/{id}/stop?t=SECONDS: one already stopped is success. */
 int engine_container_stop(struct engine *e, const char *id, int seconds,
 			  struct sbx_error **err);
-/* POST /containers/{id}/kill?signal=SIG (e.g. "KILL"). */
+/* POST /containers/{id}/kill?signal=SIG (e.g. "KILL"); one not running
+ * is an error with err->http 409. */
 int engine_container_kill(struct engine *e, const char *id, const char *sig,
 			  struct sbx_error **err);
 /* POST /containers/{id}/unpause: one not paused is success. */
@@ -181,7 +182,7 @@ int engine_container_unpause(struct engine *e, const char *id,
 /*
  * DELETE /containers/{id}?force=&v=0: one already gone (404) or already
  * being removed (409 "removal in progress") is success, *gone saying
- * which (may be NULL).
+ * which (may be NULL): true only when it was gone already.
  */
 int engine_container_remove(struct engine *e, const char *id, bool force,
 			    bool *gone, struct sbx_error **err);
@@ -221,8 +222,9 @@ int engine_exec_inspect(struct engine *e, const char *exec_id, json_t **out,
  * the stream that came with the reply's headers are in *pre (a strbuf
  * the caller releases), to be decoded before anything read from *fd.
  * Works over unix:// and plain tcp:// engines; a TLS engine is refused
- * (status 3).  deadline_ms (monotonic, engine_now_ms(); 0: none) bounds
- * connecting and the reply's headers.
+ * (status 3).  deadline_ms (monotonic, engine_now_ms(); 0: the engine's
+ * request_ms from now) bounds connecting and the reply's headers.  An
+ * exec that cannot start still attaches: see engine-container.c.
  */
 int engine_exec_attach(struct engine *e, const char *exec_id,
 		       long long deadline_ms, int *fd, struct strbuf *pre,
