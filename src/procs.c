@@ -466,7 +466,9 @@ static int pin_and_signal(const struct proc *p, int sig, bool *sent,
 		if (errno == ESRCH)
 			return 0;
 		return sbx_error_set(err, SBX_EXIT_ENV, errno,
-				     "pidfd_open of process %d", (int)p->pid);
+				     "cannot pin process %d to signal it "
+				     "(pidfd_open, Linux 5.3 or later)",
+				     (int)p->pid);
 	}
 	procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (procfd < 0) {

@@ -789,6 +789,7 @@ static void test_out_epipe(void)
 
 int main(void)
 {
+	alarm(120); /* a loop that hangs fails the test */
 	test_decoder();
 	test_fuzz();
 	test_separate();
