@@ -176,13 +176,17 @@ static int exec_finished(struct engine *e, const char *exec_id, json_t **ei,
 			     "after its output ended");
 }
 
-/* 126 from the engine when it could not start the command: its own
- * message came first on stdout; "not found" is 127, as a shell says. */
-static int invoke_status(int code, const struct exec_io_result *r)
+/*
+ * 126 with Pid 0 from the engine: the command never started, and the
+ * engine's reason came first on stdout (engine-container.c has what
+ * dockerd says).  "not found" is 127, as a shell says; a command that
+ * ran and exited 126 itself has a Pid and keeps its status.
+ */
+static int invoke_status(int code, json_t *ei, const struct exec_io_result *r)
 {
-	if (code != EXIT_CANNOT_INVOKE)
+	if (code != EXIT_CANNOT_INVOKE || pid_of(ei, NULL) != 0)
 		return code;
-	if (r->nhead && memmem(r->head, r->nhead, "OCI runtime exec failed", 23) &&
+	if (r->nhead &&
 	    (memmem(r->head, r->nhead, "executable file not found", 25) ||
 	     memmem(r->head, r->nhead, "no such file or directory", 25)))
 		return EXIT_NOT_FOUND;
@@ -388,7 +392,7 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 		rc = cannot_run(&err);
 		goto out;
 	}
-	rc = known ? invoke_status(code, &res) : EXIT_CANNOT_RUN;
+	rc = known ? invoke_status(code, ei, &res) : EXIT_CANNOT_RUN;
 	if (rc == 128 + SIGKILL && have_oom &&
 	    procs_oom_kills(init_pid, &oom_after, &err) == 0 &&
 	    oom_after > oom_before)
