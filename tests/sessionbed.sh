@@ -31,6 +31,7 @@ sb_init() {
 	testbed_base_image || skip_all "no base image sbxcat-test/busybox:1 (reason above)"
 	[ "$(id -u)" = 0 ] || skip_all "sessions need root: the workspace root must be root's and workspaces are given to uid 10001"
 
+	sb_t0=$(date +%s)
 	sfx=$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
 	T=$(mktemp -d) || exit 1
 	ROOT=$T/root
@@ -70,6 +71,12 @@ sb_init() {
 ]
 JSON
 	"$S" -C "$CAT" check >/dev/null || { diag "the test catalogue is invalid"; exit 1; }
+}
+
+# sb_done: the plan, with the wall time (the budget is about 90 s on 2 cores).
+sb_done() {
+	diag "wall time: $(($(date +%s) - sb_t0)) s"
+	done_testing
 }
 
 sb_cleanup() {

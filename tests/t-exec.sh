@@ -38,6 +38,9 @@ sbx session show "$K" --json
 la0=$(jq -r .last_activity "$T/out")
 
 # ex KEY ARGS...: sbxcat exec KEY ARGS (stdin /dev/null unless redirected).
+# A command whose output has no end runs under ulimit -f (in 512- or
+# 1024-byte blocks: 2 or 4 MiB either way), so that an exec that fails to
+# cap or to stop it fails the test instead of filling the disk.
 ex() { sbx exec "$@"; }
 
 # -- Where and as whom a command runs.
@@ -143,7 +146,7 @@ cmp -s "$T/in.bin" "$T/out"; ok $? "... and cat gives back the same bytes"
 rc=$?
 is "$rc:$(out)" "0:onetwo" "-i passes a slow writer's bytes and then EOF"
 t0=$(now)
-bounded exec "$K" -- cat </dev/zero >"$T/out" 2>"$T/err"
+(ulimit -f 4096; bounded exec "$K" -- cat </dev/zero >"$T/out" 2>"$T/err")
 rc=$?
 t1=$(now)
 is "$rc:$(wc -c <"$T/out" | tr -d ' ')" "0:0" "without -i, cat reads nothing, even with /dev/zero on stdin"
@@ -214,7 +217,8 @@ ex "$K" --max-output 100000 -c 'yes e | head -c 300000 >&2'
 is "$rc:$(grep -c '^e$' "$T/err")" "0:50000" "stderr is cut at the cap too"
 is "$(tail -n 1 "$T/err")" "sbxcat: stderr cut at 100000 bytes; the command wrote 300000 bytes to it" \
 	"... with its own summary"
-ex "$K" --max-output 100000 --timeout 2 -- yes
+(ulimit -f 4096; bounded exec "$K" --max-output 100000 --timeout 2 -- yes >"$T/out" 2>"$T/err")
+rc=$?
 is "$rc:$(wc -c <"$T/out" | tr -d ' ')" "124:100000" "yes without end: cut at the cap, drained until the deadline"
 n=$(sed -n 's/^sbxcat: stdout cut at 100000 bytes; the command wrote \([0-9]*\) bytes to it$/\1/p' "$T/err")
 [ "${n:-0}" -gt 100000 ]; ok $? "... and the summary counts what was drained ($n)"
@@ -265,9 +269,11 @@ la1=$(jq -r .last_activity "$T/out")
 awk -v a="$la1" -v b="$la0" 'BEGIN { exit !(a > b) }'; ok $? "exec stamps last_activity ($la0 -> $la1)"
 
 # -- A container that dies under a command, is stopped, is removed.
-bounded exec "$K" --timeout 60 -- sleep 30 >"$T/d.out" 2>"$T/d.err" &
+bounded exec "$K" --timeout 60 -c 'echo started; exec sleep 30' >"$T/d.out" 2>"$T/d.err" &
 dpid=$!
-sleep 1
+n=0
+while ! grep -q started "$T/d.out" && [ $n -lt 50 ]; do sleep 0.1; n=$((n + 1)); done
+is "$(cat "$T/d.out")" started "a command runs, about to lose its container"
 tb_docker kill "$(ctr "$K")" >/dev/null
 t0=$(now)
 wait $dpid
@@ -287,4 +293,4 @@ is "$rc" 125 "exec in a session whose container was removed: 125"
 grep -q "$K" "$T/err"; ok $? "... naming the session"
 diag "$(err)"
 
-done_testing
+sb_done

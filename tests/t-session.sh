@@ -110,49 +110,49 @@ Kdef=$(out)
 is "$rc:$(insp "$Kdef" '{{index .Config.Labels "io.sbxcat.runtime"}}')" "0:$RA" \
 	"without --runtime, the catalogue's first runtime"
 
-# -- The container as the engine reports it.
-f() { insp "$K1" "$1"; }
-is "$(f '{{.Config.User}}')" "10001:10001" "User is the sandbox uid"
-is "$(f '{{.HostConfig.Init}}')" true "Init (PID 1 reaps zombies)"
-is "$(f '{{json .HostConfig.CapDrop}}')" '["ALL"]' "CapDrop is ALL"
-is "$(f '{{json .HostConfig.CapAdd}}')" null "CapAdd is empty"
-f '{{json .HostConfig.SecurityOpt}}' | grep -Eq '"no-new-privileges(:true|=true)?"'
+# -- The container as the engine reports it: one inspect, read with jq.
+tb_docker inspect "$(ctr "$K1")" >"$T/inspect.json"
+f() { jq -r ".[0] | $1" "$T/inspect.json"; }
+is "$(f .Config.User)" "10001:10001" "User is the sandbox uid"
+is "$(f .HostConfig.Init)" true "Init (PID 1 reaps zombies)"
+is "$(f '.HostConfig.CapDrop | tojson')" '["ALL"]' "CapDrop is ALL"
+is "$(f '.HostConfig.CapAdd // [] | length')" 0 "CapAdd is empty"
+f '.HostConfig.SecurityOpt // [] | .[]' | grep -Eqx 'no-new-privileges([:=]true)?'
 ok $? "SecurityOpt has no-new-privileges"
-f '{{json .HostConfig.SecurityOpt}}' | grep -q unconfined
+f '.HostConfig.SecurityOpt // [] | .[]' | grep -q unconfined
 ok $((!$?)) "SecurityOpt names nothing unconfined (the default seccomp profile holds)"
-is "$(f '{{.HostConfig.PidsLimit}}')" 512 "PidsLimit is 512"
-is "$(f '{{.HostConfig.NanoCpus}}')" 2000000000 "NanoCpus is 2 CPUs"
-is "$(f '{{.HostConfig.Memory}}')" 1073741824 "Memory is SANDBOXD_MEM_LIMIT's default, 1g"
-is "$(f '{{.HostConfig.MemorySwap}}')" "$(f '{{.HostConfig.Memory}}')" "MemorySwap equals Memory: no swap"
-is "$(f '{{range $k, $v := .HostConfig.Tmpfs}}{{$k}} {{end}}')" "/tmp " "one tmpfs, at /tmp"
-f '{{index .HostConfig.Tmpfs "/tmp"}}' | grep -Eq '(^|,)size=64m(,|$)'; ok $? "... of size=64m"
-is "$(f '{{.HostConfig.NetworkMode}}')" none "NetworkMode is none"
-is "$(f '{{len .NetworkSettings.Networks}}{{range $k, $v := .NetworkSettings.Networks}} {{$k}}{{end}}')" "1 none" \
-	"attached to the none network alone"
-is "$(f '{{index .Config.Labels "io.sbxcat.deployment"}}')" "$DEP" "label io.sbxcat.deployment"
-is "$(f '{{index .Config.Labels "io.sbxcat.tenant"}}')" acme "label io.sbxcat.tenant"
-is "$(f '{{index .Config.Labels "io.sbxcat.key"}}')" "$K1" "label io.sbxcat.key"
-is "$(f '{{index .Config.Labels "io.sbxcat.runtime"}}')" "$RA" "label io.sbxcat.runtime"
-c=$(f '{{index .Config.Labels "io.sbxcat.created"}}')
+is "$(f .HostConfig.PidsLimit)" 512 "PidsLimit is 512"
+is "$(f .HostConfig.NanoCpus)" 2000000000 "NanoCpus is 2 CPUs"
+is "$(f .HostConfig.Memory)" 1073741824 "Memory is SANDBOXD_MEM_LIMIT's default, 1g"
+is "$(f .HostConfig.MemorySwap)" "$(f .HostConfig.Memory)" "MemorySwap equals Memory: no swap"
+is "$(f '.HostConfig.Tmpfs // {} | keys | join(" ")')" /tmp "one tmpfs, at /tmp"
+f '.HostConfig.Tmpfs["/tmp"]' | grep -Eq '(^|,)size=64m(,|$)'; ok $? "... of size=64m"
+is "$(f .HostConfig.NetworkMode)" none "NetworkMode is none"
+is "$(f '.NetworkSettings.Networks | keys | join(" ")')" none "attached to the none network alone"
+is "$(f '.Config.Labels["io.sbxcat.deployment"]')" "$DEP" "label io.sbxcat.deployment"
+is "$(f '.Config.Labels["io.sbxcat.tenant"]')" acme "label io.sbxcat.tenant"
+is "$(f '.Config.Labels["io.sbxcat.key"]')" "$K1" "label io.sbxcat.key"
+is "$(f '.Config.Labels["io.sbxcat.runtime"]')" "$RA" "label io.sbxcat.runtime"
+c=$(f '.Config.Labels["io.sbxcat.created"]')
 [ "$c" -ge "$t0" ] 2>/dev/null && [ "$c" -le "$t1" ]; ok $? "label io.sbxcat.created is the Unix time of the open ($c)"
-is "$(f '{{len .Mounts}}{{range .Mounts}} {{.Type}} {{.Source}} {{.Destination}} {{.RW}}{{end}}')" \
-	"1 bind $WS1 $WS1 true" "exactly one mount: the workspace, bound at the same path, writable"
-is "$(f '{{json .HostConfig.Binds}}')" null "no Binds (Mounts refuses a missing source)"
-is "$(f '{{json .HostConfig.Mounts}}' | jq -r 'length')" 1 "one HostConfig.Mounts entry"
-is "$(f '{{.Config.WorkingDir}}')" "$WS1" "WorkingDir is the workspace"
-is "$(f '{{.Config.Image}}')" "$IMG" "the image is the runtime's content tag"
-f '{{json .Config.Env}}' | jq -e "index(\"SBX_T=tv-$sfx\")" >/dev/null; ok $? "the runtime's env vars are set"
-f '{{.Path}} {{join .Args " "}}' | grep -q sleep; ok $? "the main process is sleep, not the image's CMD"
-is "$(f '{{.HostConfig.Privileged}}')" false "not privileged"
-is "$(f '{{len .HostConfig.Devices}}:{{len .HostConfig.DeviceCgroupRules}}:{{len .HostConfig.DeviceRequests}}')" \
+is "$(f '.Mounts | map(.Type + " " + .Source + " " + .Destination + " " + (.RW | tostring)) | join(";")')" \
+	"bind $WS1 $WS1 true" "exactly one mount: the workspace, bound at the same path, writable"
+is "$(f '.HostConfig.Binds | tojson')" null "no Binds (Mounts refuses a missing source)"
+is "$(f '.HostConfig.Mounts // [] | length')" 1 "one HostConfig.Mounts entry"
+is "$(f .Config.WorkingDir)" "$WS1" "WorkingDir is the workspace"
+is "$(f .Config.Image)" "$IMG" "the image is the runtime's content tag"
+f '.Config.Env // [] | .[]' | grep -qx "SBX_T=tv-$sfx"; ok $? "the runtime's env vars are set"
+f '[.Path] + .Args | join(" ")' | grep -q sleep; ok $? "the main process is sleep, not the image's CMD"
+is "$(f .HostConfig.Privileged)" false "not privileged"
+is "$(f '[.HostConfig.Devices, .HostConfig.DeviceCgroupRules, .HostConfig.DeviceRequests] | map(. // [] | length) | join(":")')" \
 	"0:0:0" "no devices"
 for m in PidMode IpcMode UTSMode UsernsMode NetworkMode; do
-	v=$(f "{{.HostConfig.$m}}")
+	v=$(f ".HostConfig.$m")
 	[ "$v" != host ]; ok $? "$m is not host ($v)"
 done
-is "$(f '{{json .HostConfig.PortBindings}}' | jq -r 'length')" 0 "no published ports"
-tb_docker inspect "$(ctr "$K1")" | grep -c 'docker\.sock' | grep -qx 0
-ok $? "docker.sock appears nowhere in the container's configuration"
+is "$(f '.HostConfig.PortBindings // {} | length')" 0 "no published ports"
+grep -q 'docker\.sock' "$T/inspect.json"
+ok $((!$?)) "docker.sock appears nowhere in the container's configuration"
 
 # -- The workspace on the host.
 is "$(stat -c '%u %a' "$ROOT/$K1")" "0 700" "ROOT/KEY is root's, mode 0700"
@@ -167,7 +167,7 @@ is "$rc" 0 "session show --json exits 0"
 cp "$T/out" "$T/show.json"
 j() { jq -r "$1" "$T/show.json"; }
 is "$(j .key):$(j .tenant):$(j .runtime):$(j .state)" "$K1:acme:$RA:running" "show: key, tenant, runtime, state"
-is "$(j .container):$(j .image):$(j .workspace)" "$(f '{{.Id}}'):$IMG:$WS1" "show: container, image, workspace"
+is "$(j .container):$(j .image):$(j .workspace)" "$(insp "$K1" '{{.Id}}'):$IMG:$WS1" "show: container, image, workspace"
 j .created | grep -Eq "$RFC3339_RE" && j .last_activity | grep -Eq "$RFC3339_RE"
 ok $? "show: created and last_activity are RFC 3339"
 [ "$(j .workspace_bytes)" -ge 100000 ] && [ "$(j .workspace_files)" -ge 1 ]
@@ -269,19 +269,19 @@ is "$(ndep --filter label=io.sbxcat.tenant=same)" 1 "... and the engine holds ex
 # -- Reopen: a stopped container is started again, a removed one made again,
 # on the same workspace.
 echo "kept-$sfx" >"$WS1/kept"
-id1=$(f '{{.Id}}')
+id1=$(insp "$K1" '{{.Id}}')
 tb_docker stop -t 1 "$(ctr "$K1")" >/dev/null
 sbx session ls --json
 is "$(jq -r ".[] | select(.key == \"$K1\") | .state" "$T/out")" exited "ls shows a stopped session as exited"
 open_s acme run subject-1 --json
-is "$rc:$(jq -r .outcome "$T/out"):$(f '{{.Id}}')" "0:restarted:$id1" "reopening a stopped container restarts it"
+is "$rc:$(jq -r .outcome "$T/out"):$(insp "$K1" '{{.Id}}')" "0:restarted:$id1" "reopening a stopped container restarts it"
 is "$(state "$K1"):$(cat "$WS1/kept")" "running:kept-$sfx" "... running, its files there"
 tb_docker rm -f "$(ctr "$K1")" >/dev/null
 sbx session ls --json
 is "$(jq -r ".[] | select(.key == \"$K1\") | .state" "$T/out")" closed "ls shows a session whose container is gone as closed"
 open_s acme run subject-1 --json
 is "$rc:$(jq -r .outcome "$T/out")" "0:created" "reopening a removed container creates it again"
-[ "$(f '{{.Id}}')" != "$id1" ]; ok $? "... a new container"
+[ "$(insp "$K1" '{{.Id}}')" != "$id1" ]; ok $? "... a new container"
 is "$(jq -r .workspace "$T/out"):$(cat "$WS1/kept")" "$WS1:kept-$sfx" "... on the same workspace, files kept"
 
 # SANDBOXD_PERSIST_CONTAINERS: close only stops.
@@ -388,4 +388,4 @@ else
 	skip "docker network create --internal failed" "a networked runtime joins SBXCAT_SESSION_NETWORK"
 fi
 
-done_testing
+sb_done
