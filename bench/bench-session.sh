@@ -54,7 +54,7 @@ sx() { "$S" -C cat.json "$@"; }
 IMG=$(sx tag "$RT")
 sx prewarm "$RT" >/dev/null 2>&1 || { echo "bench-session: prewarm of the bench runtime failed"; exit 1; }
 
-N=20
+N=${SBXCAT_BENCH_RUNS:-20}	# runs of each measurement
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", b - a }'; }
 # stats FILE: "median p95" of the seconds in FILE, one a line (p95 is the
@@ -97,7 +97,7 @@ echo "engine: $DOCKER_HOST; client for comparison: $DOCKER"
 # (a) open vs docker run -d with the same flags and a bind mount of a
 # workspace made the same way (root's directory, the uid's workspace).
 i=1
-while [ $i -le $N ]; do
+while [ $i -le "$N" ]; do
 	time1 a.sbx sx session open --runtime "$RT" --tenant bench --scope run --subject "a-$i"
 	ws=$T/docker/d-$i/workspace
 	t0=$(now)
@@ -123,7 +123,7 @@ compare "(a) open" "sbxcat session open" a.sbx "docker run -d" a.docker
 # (b) exec true in one session vs docker exec true in one container.
 K=$(sx session open --runtime "$RT" --tenant bench --scope run --subject a-1)
 i=1
-while [ $i -le $N ]; do
+while [ $i -le "$N" ]; do
 	time1 b.sbx sx exec "$K" -- true
 	time1 b.docker tb_docker exec "bs-$sfx-1" true
 	i=$((i + 1))
@@ -136,7 +136,7 @@ first() {
 		sx exec "$f_k" -- true
 }
 i=1
-while [ $i -le $N ]; do
+while [ $i -le "$N" ]; do
 	time1 c.sbx first $i
 	i=$((i + 1))
 done
@@ -145,7 +145,7 @@ printf '(c) open to first command: sbxcat median %s s p95 %s s (published median
 
 # (d) 16 sessions opened at once, 20 times.
 i=1
-while [ $i -le $N ]; do
+while [ $i -le "$N" ]; do
 	t0=$(now)
 	j=1
 	while [ $j -le 16 ]; do
