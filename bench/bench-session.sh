@@ -1,0 +1,170 @@
+#!/bin/sh
+# bench/bench-session.sh - sbxcat sessions beside the docker CLI (issue 8),
+# on the test-bed engine, medians and p95 of 20 runs each:
+#  (a) `sbxcat session open` (create, start, workspace) against `docker run
+#      -d` with the same flags and the same kind of bind mount (target: ratio
+#      of medians <= 1.0);
+#  (b) `sbxcat exec KEY -- true` against `docker exec CONTAINER true`
+#      (target <= 1.0);
+#  (c) open to first command (open, then exec true), beside the medians the
+#      hosted sandboxes publish (Daytona 0.11 s, E2B 0.44 s);
+#  (d) 16 sessions opened at once: sessions per second.
+# sbxcat talks to the engine directly; the CLI goes through its own client,
+# so both ratios should be at or below 1.  A missed target exits 1.
+# Everything made here (containers labelled with this run's deployment id,
+# workspaces, the runtime's image) is removed at the end.
+# cleanup and first are called indirectly (trap, time1):
+# shellcheck disable=SC2317
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+srcdir=${srcdir:-$here/..}
+S=${SBXCAT:-$here/../sbxcat}
+# shellcheck source=tests/testbed.sh
+. "$srcdir/tests/testbed.sh"
+testbed_docker || { echo "bench-session: no Docker engine (reason above)"; exit 1; }
+testbed_base_image || { echo "bench-session: no base image (reason above)"; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "bench-session: needs root (the workspace root must be root's)"; exit 1; }
+
+sfx=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
+T=$(mktemp -d)
+DEP=bench-session-$$
+RT=bs-$sfx
+cleanup() {
+	# shellcheck disable=SC2046
+	tb_docker rm -f $(tb_docker ps -aq --filter "label=io.sbxcat.deployment=$DEP") \
+		>/dev/null 2>&1
+	testbed_remove_mine "$sfx"
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+cd "$T" || exit 1
+unset SBXCAT_CATALOG SBXCAT_ENGINE_TRACE SBXCAT_KEY_SECRET SBXCAT_KEY_SECRET_FILE \
+	SBXCAT_TENANT SBXCAT_SESSION_NETWORK SANDBOXD_PERSIST_CONTAINERS SANDBOXD_MEM_LIMIT
+mkdir -m 755 root
+SANDBOXD_WORKSPACE_ROOT=$T/root SBXCAT_DEPLOYMENT_ID=$DEP
+SANDBOXD_MAX_SESSIONS=200 SANDBOXD_MAX_SESSIONS_PER_TENANT=200
+export SANDBOXD_WORKSPACE_ROOT SBXCAT_DEPLOYMENT_ID SANDBOXD_MAX_SESSIONS \
+	SANDBOXD_MAX_SESSIONS_PER_TENANT
+cat >cat.json <<JSON
+[{"alias": "$RT", "description": "bench", "base_image": "sbxcat-test/busybox:1"}]
+JSON
+sx() { "$S" -C cat.json "$@"; }
+IMG=$(sx tag "$RT")
+sx prewarm "$RT" >/dev/null 2>&1 || { echo "bench-session: prewarm of the bench runtime failed"; exit 1; }
+
+N=${SBXCAT_BENCH_RUNS:-20}	# runs of each measurement
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", b - a }'; }
+# stats FILE: "median p95" of the seconds in FILE, one a line (p95 is the
+# nearest rank: with 20 runs, the 19th).
+stats() {
+	sort -n "$1" | awk '{ v[NR] = $1 } END {
+		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		r = int(0.95 * NR + 0.999999); if (r < 1) r = 1
+		printf "%.3f %.3f", m, v[r] }'
+}
+med() { stats "$1" | cut -d ' ' -f 1; }
+p95() { stats "$1" | cut -d ' ' -f 2; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+verdict() {
+	if awk -v v="$1" -v t="$3" "BEGIN { exit !(v $2 t) }"; then v=ok; else v=MISSED; missed=1; fi
+}
+missed=0
+# compare LABEL NAME FILE DOCKER-NAME DOCKER-FILE: both medians and p95s,
+# and the ratio of the medians against the target, 1.0.
+compare() {
+	c_r=$(ratio "$(med "$3")" "$(med "$5")")
+	verdict "$c_r" "<=" 1.0
+	printf '%s: %s median %s s p95 %s s; %s median %s s p95 %s s: ratio %s (target <= 1.0) %s\n' \
+		"$1" "$2" "$(med "$3")" "$(p95 "$3")" "$4" "$(med "$5")" "$(p95 "$5")" "$c_r" "$v"
+}
+# time1 FILE CMD...: append CMD's wall time to FILE; a failure stops the bench.
+time1() {
+	t_f=$1
+	shift
+	t0=$(now)
+	"$@" >"$T/last.out" 2>"$T/last.err" || {
+		echo "bench-session: '$*' failed:"; cat "$T/last.err"; exit 1; }
+	t1=$(now)
+	elapsed "$t0" "$t1" >>"$t_f"
+	echo >>"$t_f"
+}
+
+echo "engine: $DOCKER_HOST; client for comparison: $DOCKER"
+
+# (a) open vs docker run -d with the same flags and a bind mount of a
+# workspace made the same way (root's directory, the uid's workspace).
+i=1
+while [ $i -le "$N" ]; do
+	time1 a.sbx sx session open --runtime "$RT" --tenant bench --scope run --subject "a-$i"
+	ws=$T/docker/d-$i/workspace
+	t0=$(now)
+	if ! { mkdir -p "$ws" && chmod 700 "$T/docker/d-$i" && chown 10001:10001 "$ws"; }; then
+		echo "bench-session: cannot make $ws"; exit 1
+	fi
+	tb_docker run -d --name "bs-$sfx-$i" --init --user 10001:10001 --cap-drop ALL \
+		--security-opt no-new-privileges --pids-limit 512 --cpus 2 \
+		--memory 1g --memory-swap 1g --tmpfs /tmp:size=64m --network none \
+		--label "io.sbxcat.deployment=$DEP" --label io.sbxcat.tenant=bench \
+		--label "io.sbxcat.key=d-$i" --label "io.sbxcat.runtime=$RT" \
+		--label "io.sbxcat.created=$(date +%s)" \
+		--mount "type=bind,source=$ws,target=$ws" -w "$ws" \
+		--entrypoint /bin/sleep "$IMG" 2147483647 >/dev/null ||
+		{ echo "bench-session: docker run failed"; exit 1; }
+	t1=$(now)
+	elapsed "$t0" "$t1" >>a.docker
+	echo >>a.docker
+	i=$((i + 1))
+done
+compare "(a) open" "sbxcat session open" a.sbx "docker run -d" a.docker
+
+# (b) exec true in one session vs docker exec true in one container.
+K=$(sx session open --runtime "$RT" --tenant bench --scope run --subject a-1)
+i=1
+while [ $i -le "$N" ]; do
+	time1 b.sbx sx exec "$K" -- true
+	time1 b.docker tb_docker exec "bs-$sfx-1" true
+	i=$((i + 1))
+done
+compare "(b) exec" "sbxcat exec -- true" b.sbx "docker exec true" b.docker
+
+# (c) open to first command: a new session, then exec true in it.
+first() {
+	f_k=$(sx session open --runtime "$RT" --tenant bench --scope run --subject "c-$1") &&
+		sx exec "$f_k" -- true
+}
+i=1
+while [ $i -le "$N" ]; do
+	time1 c.sbx first $i
+	i=$((i + 1))
+done
+printf '(c) open to first command: sbxcat median %s s p95 %s s (published medians: Daytona 0.11 s, E2B 0.44 s)\n' \
+	"$(med c.sbx)" "$(p95 c.sbx)"
+
+# (d) 16 sessions opened at once, 20 times.
+i=1
+while [ $i -le "$N" ]; do
+	t0=$(now)
+	j=1
+	while [ $j -le 16 ]; do
+		sx session open --runtime "$RT" --tenant "burst-$i" --scope run --subject "d-$j" \
+			>"d.$i.$j.out" 2>"d.$i.$j.err" &
+		j=$((j + 1))
+	done
+	wait
+	t1=$(now)
+	[ "$(cat d."$i".*.out | wc -l | tr -d ' ')" = 16 ] ||
+		{ echo "bench-session: a burst of 16 opens did not give 16 sessions:"; cat d."$i".*.err; exit 1; }
+	awk -v e="$(elapsed "$t0" "$t1")" 'BEGIN { printf "%.4f\n", 16 / e }' >>d.rate
+	# Close this burst's sessions so every burst starts from the same count.
+	# shellcheck disable=SC2046
+	tb_docker rm -f $(tb_docker ps -aq --filter "label=io.sbxcat.tenant=burst-$i" \
+		--filter "label=io.sbxcat.deployment=$DEP") >/dev/null 2>&1
+	i=$((i + 1))
+done
+# A rate's bad tail is its low end: the 5th percentile, not the 95th.
+printf '(d) 16 opens at once: median %s sessions/s, 5th percentile %s sessions/s\n' "$(med d.rate)" \
+	"$(sort -n d.rate | awk '{ v[NR] = $1 } END { r = int(0.05 * NR); if (r < 1) r = 1; printf "%.3f", v[r] }')"
+exit $missed

@@ -1,0 +1,161 @@
+# tests/sessionbed.sh - what t-session.sh and t-exec.sh share: the engine,
+# a workspace root and a deployment of the test's own, a catalogue FROM the
+# test-bed's base image, and the helpers that read a session back from the
+# engine and from the host (docs/sessions.md, CLI.md of issue 8).
+#
+#   . "$srcdir/tests/tap.sh"; . "$srcdir/tests/testbed.sh"
+#   . "$srcdir/tests/sessionbed.sh"
+#   sb_init t-session ts       # skips the whole test when there is no engine
+#
+# After sb_init: $S (sbxcat), $T (the test's temporary directory, also the
+# current directory), $ROOT (SANDBOXD_WORKSPACE_ROOT), $DEP
+# (SBXCAT_DEPLOYMENT_ID, unique to this run), $sfx, $CAT (the catalogue)
+# and its runtimes:
+#   $RA      base_image sbxcat-test/busybox:1 with env SBX_T=tv-$sfx (built;
+#            the first, so the default), memory the service default
+#   $RSMALL  image sbxcat-test/busybox:1, mem_limit 64m
+#   $RNET    image sbxcat-test/busybox:1, mem_limit 96m, needs_network
+#   $RNOSLEEP image sbxcat/PREFIX-nosleep-$sfx:1 (made by sb_nosleep_image)
+# Everything the test made is removed at exit: every container labelled
+# io.sbxcat.deployment=$DEP, the names in $sb_names, the networks in
+# $sb_networks, the images named after $sfx, and $T.
+#
+# The variables set here are the sourcing test's to use:
+# shellcheck disable=SC2034
+
+# sb_init NAME PREFIX
+sb_init() {
+	S=${SBXCAT:?SBXCAT must name the built binary}
+	command -v jq >/dev/null || skip_all "jq is missing (apt-get install jq): the JSON output cannot be read"
+	testbed_docker || skip_all "no Docker engine could be reached or started (reason above)"
+	testbed_base_image || skip_all "no base image sbxcat-test/busybox:1 (reason above)"
+	[ "$(id -u)" = 0 ] || skip_all "sessions need root: the workspace root must be root's and workspaces are given to uid 10001"
+
+	sb_t0=$(date +%s)
+	sfx=$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
+	T=$(mktemp -d) || exit 1
+	ROOT=$T/root
+	DEP=$1-$$
+	RA=$2-a-$sfx RSMALL=$2-small-$sfx RNET=$2-net-$sfx RNOSLEEP=$2-nosleep-$sfx
+	NOSLEEP_IMAGE=sbxcat/$RNOSLEEP:1
+	CAT=$T/cat.json
+	sb_names="" sb_networks=""
+	trap sb_cleanup EXIT
+	trap 'exit 129' HUP
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	mkdir "$ROOT" && chmod 755 "$ROOT" || exit 1
+	cd "$T" || exit 1
+
+	# Only what the test sets: nothing of the caller's environment.
+	unset SBXCAT_CATALOG SBXCAT_ENGINE_TRACE SBXCAT_KEY_SECRET \
+		SBXCAT_KEY_SECRET_FILE SBXCAT_TENANT SBXCAT_SESSION_NETWORK \
+		SANDBOXD_PERSIST_CONTAINERS SANDBOXD_EXECUTE_TIMEOUT \
+		SANDBOXD_MAX_OUTPUT_BYTES SANDBOXD_MEM_LIMIT SANDBOXD_SANDBOX_UID
+	SANDBOXD_WORKSPACE_ROOT=$ROOT SBXCAT_DEPLOYMENT_ID=$DEP
+	# Room for every session a test opens; the quota checks set their own.
+	SANDBOXD_MAX_SESSIONS=100 SANDBOXD_MAX_SESSIONS_PER_TENANT=100
+	export SANDBOXD_WORKSPACE_ROOT SBXCAT_DEPLOYMENT_ID SANDBOXD_MAX_SESSIONS \
+		SANDBOXD_MAX_SESSIONS_PER_TENANT
+
+	cat >"$CAT" <<JSON
+[
+  {"alias": "$RA", "description": "built from the test-bed base",
+   "base_image": "sbxcat-test/busybox:1", "env_vars": {"SBX_T": "tv-$sfx"}},
+  {"alias": "$RSMALL", "description": "64m of memory", "image": "sbxcat-test/busybox:1",
+   "mem_limit": "64m"},
+  {"alias": "$RNET", "description": "with a network", "image": "sbxcat-test/busybox:1",
+   "mem_limit": "96m", "needs_network": true},
+  {"alias": "$RNOSLEEP", "description": "busybox without its applet links",
+   "image": "$NOSLEEP_IMAGE"}
+]
+JSON
+	"$S" -C "$CAT" check >/dev/null || { diag "the test catalogue is invalid"; exit 1; }
+}
+
+# sb_done: the plan, with the wall time (the budget is about 90 s on 2 cores).
+sb_done() {
+	diag "wall time: $(($(date +%s) - sb_t0)) s"
+	done_testing
+}
+
+sb_cleanup() {
+	# shellcheck disable=SC2046,SC2086
+	tb_docker rm -f $(tb_docker ps -aq --filter "label=io.sbxcat.deployment=$DEP") \
+		$sb_names >/dev/null 2>&1
+	for sb_n in $sb_networks; do tb_docker network rm "$sb_n" >/dev/null 2>&1; done
+	testbed_remove_mine "$sfx"
+	[ -n "${T:-}" ] && rm -rf "$T"
+}
+
+# bounded ARGS...: sbxcat on the test's catalogue, killed (status 137, so
+# never mistaken for its own 124) if it runs past 60 s: a deadline sbxcat
+# fails to enforce must fail the test, not hang it.
+bounded() { timeout -s KILL 60 "$S" -C "$CAT" "$@"; }
+# sbx ARGS...: bounded, status in $rc, stdout in $T/out, stderr in $T/err.
+sbx() {
+	bounded "$@" >"$T/out" 2>"$T/err"
+	rc=$?
+}
+out() { cat "$T/out"; }
+err() { cat "$T/err"; }
+
+# open_s TENANT SCOPE SUBJECT [OPTIONS...]: session open (of $RA unless
+# OPTIONS say --runtime); the key in $key, the status in $rc.
+open_s() {
+	os_t=$1 os_s=$2 os_j=$3
+	shift 3
+	case " $* " in *" --runtime "*) ;; *) set -- --runtime "$RA" "$@" ;; esac
+	sbx session open --tenant "$os_t" --scope "$os_s" --subject "$os_j" "$@"
+	key=""
+	[ $rc -eq 0 ] && case " $* " in
+	*" --json "*) key=$(jq -r .key "$T/out") ;;
+	*) key=$(out) ;;
+	esac
+}
+
+# The engine's view of a session.
+ctr() { echo "sbxcat-$DEP-$1"; }
+insp() { tb_docker inspect -f "$2" "$(ctr "$1")" 2>/dev/null; }
+state() { insp "$1" '{{.State.Status}}'; }
+# ndep [FILTER...]: how many containers of this deployment (any state).
+ndep() {
+	tb_docker ps -aq --filter "label=io.sbxcat.deployment=$DEP" "$@" | wc -l | tr -d ' '
+}
+# nrunning: this deployment's containers the quotas count.
+nrunning() {
+	{ tb_docker ps -q --filter "label=io.sbxcat.deployment=$DEP" --filter status=running
+	  tb_docker ps -q --filter "label=io.sbxcat.deployment=$DEP" --filter status=paused
+	  tb_docker ps -q --filter "label=io.sbxcat.deployment=$DEP" --filter status=restarting
+	} | wc -l | tr -d ' '
+}
+ws() { echo "$ROOT/$1/workspace"; }
+
+# cgfile KEY CONTROLLER FILE: the path of FILE in the container's cgroup
+# of CONTROLLER (pids, memory), cgroup v1 or v2, seen from the host.
+cgfile() {
+	cg_pid=$(insp "$1" '{{.State.Pid}}')
+	cg_path=$(awk -F: -v c="$2" '$2 == c { print $3 }' "/proc/$cg_pid/cgroup")
+	if [ -n "$cg_path" ]; then
+		echo "/sys/fs/cgroup/$2$cg_path/$3"
+	else
+		echo "/sys/fs/cgroup$(awk -F: '$1 == "0" { print $3 }' "/proc/$cg_pid/cgroup")/$3"
+	fi
+}
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+# lt A B: is the number A below B?
+lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
+
+# sb_nosleep_image: an image holding /bin/busybox and nothing else (no
+# applet links, so neither /bin/sleep nor /bin/sh), as $NOSLEEP_IMAGE.
+sb_nosleep_image() {
+	ns_dir=$T/nosleep
+	mkdir -p "$ns_dir/bin" && cp /bin/busybox "$ns_dir/bin/" &&
+		tar -C "$ns_dir" --owner=0 --group=0 --numeric-owner -c . |
+		tb_docker import - "$NOSLEEP_IMAGE" >/dev/null
+}
+
+KEY_RE='^xc-[a-z0-9]{1,8}-(run|conversation|channel|user|agent)-[a-z2-7]{26}$'
+RFC3339_RE='^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z$'

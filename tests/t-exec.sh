@@ -1,0 +1,296 @@
+#!/bin/sh
+# t-exec.sh - sbxcat exec against the real engine (issue 8, "Conformance
+# tests"; docs/sessions.md): what a command sees from inside a session (uid,
+# no privileges, read-only system, the workspace, /tmp's 64 MiB, the pids
+# and memory limits, no network, no engine socket, zombies reaped); exit
+# statuses (the command's own, 124, 125, 126, 127, 2); stdin far larger
+# than a pipe; deadlines that kill everything the command started, setsid
+# and double-forked daemons included, and report byte counts, never content;
+# output caps; two execs side by side; a container that dies under a
+# command, is stopped or is removed.
+#
+# Everything runs under a deployment id and a workspace root of this run's
+# own; every container carrying that id is removed at the end.
+# Go templates for docker inspect are single-quoted on purpose.
+# shellcheck disable=SC2016
+set -u
+: "${srcdir:?srcdir must name the source tree}"
+# shellcheck source=tests/tap.sh
+. "$srcdir/tests/tap.sh"
+# shellcheck source=tests/testbed.sh
+. "$srcdir/tests/testbed.sh"
+# shellcheck source=tests/sessionbed.sh
+. "$srcdir/tests/sessionbed.sh"
+sb_init t-exec te
+
+open_s acme run exec-main
+K=$key
+is "$rc" 0 "session open of the built runtime"
+open_s acme run exec-small --runtime "$RSMALL"
+KS=$key
+is "$rc" 0 "session open of the 64m runtime"
+if [ -z "$K" ] || [ -z "$KS" ]; then
+	echo "Bail out! session open failed: $(err)"
+	exit 1
+fi
+WS=$(ws "$K")
+sbx session show "$K" --json
+la0=$(jq -r .last_activity "$T/out")
+
+# ex KEY ARGS...: sbxcat exec KEY ARGS (stdin /dev/null unless redirected).
+# A command whose output has no end runs under ulimit -f (in 512- or
+# 1024-byte blocks: 2 or 4 MiB either way), so that an exec that fails to
+# cap or to stop it fails the test instead of filling the disk.
+ex() { sbx exec "$@"; }
+
+# -- Where and as whom a command runs.
+ex "$K" -- id -u
+is "$rc:$(out)" "0:10001" "the command runs as uid 10001"
+ex "$K" -- pwd
+is "$(out)" "$WS" "in the workspace"
+ex "$K" -c 'echo "$SBX_T"' 
+is "$(out)" "tv-$sfx" "with the runtime's env vars"
+ex "$K" -c 'echo "$SBXCAT_EXEC"' 
+m1=$(out)
+echo "$m1" | grep -Eqx '[0-9a-f]{32}'; ok $? "SBXCAT_EXEC is 32 hex digits ($m1)"
+ex "$K" -c 'echo "$SBXCAT_EXEC"' 
+[ "$(out)" != "$m1" ]; ok $? "each exec has its own marker"
+ex "$K" -c 'echo to-out; echo to-err >&2'
+is "$(out)|$(err)" "to-out|to-err" "stdout and stderr stay apart"
+ex "$K" -c 'echo $((6 * 7))'
+is "$(out)" 42 "-c runs a shell string"
+ex "$K" -- echo --timeout 1 -c x
+is "$(out)" "--timeout 1 -c x" "what follows -- is the command's, not sbxcat's"
+
+# -- Isolation, seen from inside.
+ex "$K" -- cat /proc/self/status
+st() { awk -v f="$1:" '$1 == f { print $2 }' "$T/out"; }
+is "$(st NoNewPrivs)" 1 "NoNewPrivs: 1"
+is "$(st CapEff)" 0000000000000000 "CapEff: 0"
+is "$(st CapPrm):$(st CapBnd)" "0000000000000000:0000000000000000" "CapPrm and CapBnd: 0"
+if grep -q '^Seccomp:' /proc/self/status; then
+	is "$(st Seccomp)" 2 "Seccomp: 2 (the engine's default profile is in force)"
+else
+	skip "the kernel reports no Seccomp field" "the default seccomp profile is in force"
+fi
+ex "$K" -c 'echo x >/etc/x'
+[ "$rc" != 0 ]; ok $? "writing /etc/x fails"
+ex "$K" -c 'echo written >w1'
+is "$rc:$(cat "$WS/w1" 2>/dev/null)" "0:written" "writing the workspace succeeds"
+is "$(stat -c '%u' "$WS/w1")" 10001 "... and the file is 10001's on the host"
+ex "$K" -c 'df -k /tmp | awk "NR == 2 { print \$2 }"'
+is "$(out)" 65536 "/tmp is 64 MiB"
+ex "$K" -c 'dd if=/dev/zero of=/tmp/fill bs=1M count=80 2>&1; echo "rc=$?"; rm -f /tmp/fill'
+grep -q 'No space left on device' "$T/out" && grep -q '^rc=1$' "$T/out"
+ok $? "filling /tmp past 64 MiB fails with ENOSPC"
+ex "$K" -c "awk 'NR > 2 { print \$1 }' /proc/net/dev"
+is "$(out)" "lo:" "without a network, /proc/net/dev lists lo alone"
+ex "$K" -- ip -o link
+is "$(awk -F': ' '{ print $2 }' "$T/out")" lo "... and so does ip link"
+# RFC 5737's documentation range: with no interface no packet can leave.
+ex "$K" -c 'nc -w 2 192.0.2.1 80 </dev/null'
+[ "$rc" != 0 ] && grep -q 'Network is unreachable' "$T/err"
+ok $? "a TCP connect fails: network unreachable"
+ex "$K" -c "ls /var/run/docker.sock /run/docker.sock ${DOCKER_HOST#unix://}"
+[ "$rc" != 0 ] && [ -z "$(out)" ]; ok $? "/var/run/docker.sock (and the engine's own socket) do not exist"
+ex "$K" -c 'find / -path /proc -prune -o -path /sys -prune -o -type s -print'
+is "$(out)" "" "no socket file anywhere in the container"
+# A double fork: the grandchild is orphaned, ends, and must be reaped by
+# PID 1 (Init); with the image's sleep as PID 1 it would stay a zombie.
+ex "$K" -c '( (sleep 0.3; exit 0) >/dev/null 2>&1 & ); echo started'
+sleep 1
+ex "$K" -- ps -o stat,comm
+is "$(awk 'NR > 1 && $1 ~ /Z/' "$T/out")" "" "a zombie left by a command is reaped"
+is "$(awk 'NR == 2 { print $2 }' "$T/out")" docker-init "PID 1 is the engine's init"
+
+# -- Exit statuses.
+for c in 0 1 7 255; do
+	ex "$K" -- sh -c "exit $c"
+	is "$rc" "$c" "exit $c passes through"
+done
+ex "$K" -c 'exit 7'
+is "$rc" 7 "-c: exit 7 passes through"
+ex "$K" -- sh -c 'kill -TERM $$'
+is "$rc" 143 "a command killed by SIGTERM: 128 + 15"
+ex "$K" -- "no-such-command-$sfx"
+is "$rc" 127 "a missing command: 127"
+grep -q "no-such-command-$sfx" "$T/err"; ok $? "... named on stderr"
+ex "$K" -c 'printf "#!/bin/sh\necho ran\n" >notexec; chmod 644 notexec'
+ex "$K" -- ./notexec
+is "$rc:$(out)" "126:" "a file that is not executable: 126"
+ex xc-acme-run-aaaaaaaaaaaaaaaaaaaaaaaaaa -- true
+is "$rc:$(err)" "125:sbxcat: no session 'xc-acme-run-aaaaaaaaaaaaaaaaaaaaaaaaaa'" "an unknown key: 125, no session"
+ex "$K" --tenant someone-else -- true
+is "$rc:$(err)" "125:sbxcat: no session '$K'" "another tenant's key (--tenant): exactly like an unknown key"
+SBXCAT_TENANT=someone-else ex "$K" -- true
+is "$rc:$(err)" "125:sbxcat: no session '$K'" "another tenant's key (SBXCAT_TENANT): the same"
+for bad in "--timeout abc" "--timeout -1" "--max-output lots" "--bogus"; do
+	# shellcheck disable=SC2086
+	ex "$K" $bad -- true
+	is "$rc" 2 "exec $bad: usage error, 2"
+done
+ex
+is "$rc" 2 "exec without a key: 2"
+ex "$K"
+is "$rc" 2 "exec without a command: 2"
+
+# -- stdin: 4 MiB through -i, and nothing without it.
+head -c 4194304 /dev/urandom >"$T/in.bin"
+ex "$K" -i -- wc -c <"$T/in.bin"
+is "$rc:$(out | tr -d ' ')" "0:4194304" "4 MiB of stdin with -i: wc -c counts them all"
+ex "$K" -i -- sha256sum <"$T/in.bin"
+is "$(out | awk '{ print $1 }')" "$(sha256sum <"$T/in.bin" | awk '{ print $1 }')" "... and sha256sum agrees with the host's"
+ex "$K" -i -- cat <"$T/in.bin"
+cmp -s "$T/in.bin" "$T/out"; ok $? "... and cat gives back the same bytes"
+(printf one; sleep 1; printf two) | bounded exec "$K" -i -- cat >"$T/out" 2>"$T/err"
+rc=$?
+is "$rc:$(out)" "0:onetwo" "-i passes a slow writer's bytes and then EOF"
+t0=$(now)
+(ulimit -f 4096; bounded exec "$K" -- cat </dev/zero >"$T/out" 2>"$T/err")
+rc=$?
+t1=$(now)
+is "$rc:$(wc -c <"$T/out" | tr -d ' ')" "0:0" "without -i, cat reads nothing, even with /dev/zero on stdin"
+lt "$(elapsed "$t0" "$t1")" 5; ok $? "... and ends at once ($(elapsed "$t0" "$t1") s)"
+mkfifo "$T/fifo"
+sleep 30 >"$T/fifo" &
+spid=$!
+t0=$(now)
+bounded exec "$K" -- cat <"$T/fifo" >"$T/out" 2>"$T/err"
+rc=$?
+t1=$(now)
+kill "$spid" 2>/dev/null
+is "$rc:$(wc -c <"$T/out" | tr -d ' ')" "0:0" "without -i, cat ends on a stdin that stays open and silent"
+lt "$(elapsed "$t0" "$t1")" 5; ok $? "... at once ($(elapsed "$t0" "$t1") s)"
+
+# -- The deadline: everything the command started is stopped, its children,
+# a setsid grandchild, a nohup-style daemon (busybox-static has no nohup
+# applet: the same, by hand) and a double-forked one.
+d=7$(($(printf '%d' "0x$sfx") % 900000 + 100000))
+mine() { pgrep -cf "^sleep ${d}[1-5]\$"; }
+cmd="echo \"\$SBXCAT_EXEC\"; echo out-secret-$sfx; echo err-secret-$sfx >&2
+sleep ${d}1 & setsid sleep ${d}2 & (trap '' HUP; exec sleep ${d}3) >/dev/null 2>&1 &
+(sleep ${d}4 &); sleep ${d}5"
+t0=$(now)
+bounded exec "$K" --timeout 2 -c "$cmd" >"$T/to.out" 2>"$T/to.err" &
+tpid=$!
+sleep 1.2
+is "$(mine)" 5 "the command's five sleeps run (seen in the host's ps)"
+wait $tpid
+rc=$?
+t1=$(now)
+is "$rc" 124 "a command past --timeout 2 exits 124"
+lt "$(elapsed "$t0" "$t1")" 8; ok $? "... within the deadline and the TERM-to-KILL grace ($(elapsed "$t0" "$t1") s)"
+mk=$(head -n 1 "$T/to.out")
+echo "$mk" | grep -Eqx '[0-9a-f]{32}'; ok $? "the command printed its marker first"
+nout=$(printf '%s\nout-secret-%s\n' "$mk" "$sfx" | wc -c | tr -d ' ')
+nerr=$(printf 'err-secret-%s\n' "$sfx" | wc -c | tr -d ' ')
+last=$(tail -n 1 "$T/to.err")
+echo "$last" | grep -Eqx "sbxcat: command timed out after 2 s; stopped [0-9]+ processes; it wrote $nout bytes to stdout and $nerr bytes to stderr"
+ok $? "stderr ends with the deadline, the kill count and the byte counts"
+diag "$last"
+killed=$(echo "$last" | sed -n 's/.*stopped \([0-9]*\) processes.*/\1/p')
+[ "${killed:-0}" -ge 6 ]; ok $? "... which counts the shell and its five sleeps ($killed)"
+case $last in *secret*) r=1 ;; *) r=0 ;; esac
+ok $r "... and never the content"
+is "$(mine)" 0 "no sleep of the command survives on the host"
+ex "$K" -c "for p in /proc/[0-9]*; do tr '\\0' '\\n' <\$p/environ 2>/dev/null | grep -qx 'SBXCAT_EXEC=$mk' && echo \"\${p#/proc/}\"; done; true"
+is "$rc:$(out)" "0:" "a fresh exec finds no process carrying the first one's marker"
+SANDBOXD_EXECUTE_TIMEOUT=1 ex "$K" --timeout 100 -- sleep 30
+is "$rc" 124 "the deadline is min(--timeout, SANDBOXD_EXECUTE_TIMEOUT)"
+tail -n 1 "$T/err" | grep -q '^sbxcat: command timed out after 1 s;'; ok $? "... and says 1 s"
+
+# Two execs side by side: one's deadline leaves the other alone.
+bounded exec "$K" -- sh -c 'sleep 4; echo B-done' >"$T/b.out" 2>"$T/b.err" &
+bpid=$!
+sleep 0.5
+ex "$K" --timeout 1 -- sleep 30
+is "$rc" 124 "exec A reaches its deadline"
+wait $bpid
+is "$?:$(cat "$T/b.out")" "0:B-done" "exec B in the same session runs to its end"
+
+# -- Output caps: cut, drained, counted.
+ex "$K" --max-output 100000 -c 'yes | head -c 5000000'
+is "$rc:$(wc -c <"$T/out" | tr -d ' ')" "0:100000" "stdout past --max-output 100000 is cut at exactly 100000 bytes"
+is "$(tail -n 1 "$T/err")" "sbxcat: stdout cut at 100000 bytes; the command wrote 5000000 bytes to it" \
+	"... and the summary says how much there was"
+ex "$K" --max-output 100000 -c 'yes e | head -c 300000 >&2'
+is "$rc:$(grep -c '^e$' "$T/err")" "0:50000" "stderr is cut at the cap too"
+is "$(tail -n 1 "$T/err")" "sbxcat: stderr cut at 100000 bytes; the command wrote 300000 bytes to it" \
+	"... with its own summary"
+(ulimit -f 4096; bounded exec "$K" --max-output 100000 --timeout 2 -- yes >"$T/out" 2>"$T/err")
+rc=$?
+is "$rc:$(wc -c <"$T/out" | tr -d ' ')" "124:100000" "yes without end: cut at the cap, drained until the deadline"
+n=$(sed -n 's/^sbxcat: stdout cut at 100000 bytes; the command wrote \([0-9]*\) bytes to it$/\1/p' "$T/err")
+[ "${n:-0}" -gt 100000 ]; ok $? "... and the summary counts what was drained ($n)"
+
+# -- A fork bomb is held at 512 tasks; the host stays usable; the deadline
+# ends it all.
+pmax=$(cgfile "$K" pids pids.max)
+pcur=$(cgfile "$K" pids pids.current)
+pev=$(cgfile "$K" pids pids.events)
+is "$(cat "$pmax")" 512 "the container's pids cgroup allows 512 tasks"
+bounded exec "$K" --timeout 5 \
+	-c 'b() { b | b & }; b >/dev/null 2>&1; exec sleep 100000' >"$T/bomb.out" 2>"$T/bomb.err" &
+bpid=$!
+peak=0 n=0
+while kill -0 $bpid 2>/dev/null && [ $n -lt 300 ]; do
+	c=$(cat "$pcur")
+	[ "$c" -gt "$peak" ] && peak=$c
+	[ $n = 12 ] && alive=$(timeout 5 sh -c 'echo alive')
+	sleep 0.25
+	n=$((n + 1))
+done
+wait $bpid
+brc=$?
+[ "$peak" -le 512 ] && [ "$peak" -ge 400 ]; ok $? "a fork bomb is held at 512 tasks (peak $peak)"
+awk '$1 == "max" { exit !($2 > 0) }' "$pev"; ok $? "... the limit refused forks ($(cat "$pev"))"
+is "${alive:-}" alive "... and a host command runs meanwhile"
+is "$brc" 124 "the bomb ends at its deadline, 124"
+n=0
+while [ "$(cat "$pcur")" -gt 2 ] && [ $n -lt 50 ]; do sleep 0.2; n=$((n + 1)); done
+is "$(cat "$pcur")" 2 "... and nothing of it is left (init and sleep only)"
+ex "$K" -- true
+is "$rc" 0 "the session works after the bomb"
+
+# -- A memory hog in a 64m runtime: killed, and said so by exec and show.
+ex "$KS" --timeout 30 -- dd if=/dev/zero of=/dev/null bs=128M count=1
+is "$rc" 137 "a memory hog is OOM-killed: 137"
+is "$(tail -n 1 "$T/err")" "sbxcat: the command was killed by the out-of-memory killer (memory limit 67108864 bytes)" \
+	"... and exec says so"
+sbx session show "$KS" --json
+jq -e '.oom_kills >= 1' "$T/out" >/dev/null; ok $? "session show counts the OOM kill ($(jq -c .oom_kills "$T/out"))"
+is "$(jq -r .state "$T/out")" running "... and the session runs on"
+ex "$KS" -- true
+is "$rc" 0 "... and takes the next command"
+
+# -- Every exec stamps the session's last activity.
+sbx session show "$K" --json
+la1=$(jq -r .last_activity "$T/out")
+awk -v a="$la1" -v b="$la0" 'BEGIN { exit !(a > b) }'; ok $? "exec stamps last_activity ($la0 -> $la1)"
+
+# -- A container that dies under a command, is stopped, is removed.
+bounded exec "$K" --timeout 60 -c 'echo started; exec sleep 30' >"$T/d.out" 2>"$T/d.err" &
+dpid=$!
+n=0
+while ! grep -q started "$T/d.out" && [ $n -lt 50 ]; do sleep 0.1; n=$((n + 1)); done
+is "$(cat "$T/d.out")" started "a command runs, about to lose its container"
+tb_docker kill "$(ctr "$K")" >/dev/null
+t0=$(now)
+wait $dpid
+rc=$?
+t1=$(now)
+[ "$rc" != 0 ] && lt "$(elapsed "$t0" "$t1")" 10; ok $? "an exec whose container dies ends ($rc, $(elapsed "$t0" "$t1") s)"
+grep -q '^sbxcat: ' "$T/d.err"; ok $? "... saying why"
+diag "$(cat "$T/d.err")"
+t0=$(now)
+ex "$K" -- true
+t1=$(now)
+is "$rc:$(err)" "125:sbxcat: session '$K' is not running (exited)" "exec in a stopped session: 125, not running (exited)"
+lt "$(elapsed "$t0" "$t1")" 5; ok $? "... at once"
+tb_docker rm -f "$(ctr "$K")" >/dev/null
+ex "$K" -- true
+is "$rc" 125 "exec in a session whose container was removed: 125"
+grep -q "$K" "$T/err"; ok $? "... naming the session"
+diag "$(err)"
+
+sb_done
