@@ -25,6 +25,8 @@
 #include "exec-io.h"
 
 #define RBUF (64u << 10)
+/* A read's payload, and the held head of stdout let go with it. */
+#define PAYBUF (RBUF + sizeof(((struct exec_io_result *)0)->head))
 /* How often a cancel flag set by another thread is looked at, at worst. */
 #define CANCEL_POLL_MS 50
 
@@ -89,10 +91,61 @@ struct pump {
 	size_t headoff;		 /* bytes of it written */
 };
 
+/* Queue what the cap lets through of one payload piece. */
+static void admit(struct pump *pm, int stream, const char *p, size_t len)
+{
+	unsigned long long cap = pm->io->max_out, take = len;
+
+	if (cap && take > cap - pm->admitted[stream])
+		take = cap - pm->admitted[stream];
+	if (!take)
+		return;
+	pm->admitted[stream] += take;
+	if (pm->nseg && pm->segs[pm->nseg - 1].stream == stream) {
+		pm->segs[pm->nseg - 1].len += take;
+	} else {
+		ALLOC_GROW(pm->segs, pm->nseg + 1, pm->aseg);
+		pm->segs[pm->nseg].stream = stream;
+		pm->segs[pm->nseg].len = take;
+		pm->nseg++;
+	}
+	if (pm->npay + take > PAYBUF)
+		die_bug("exec-io: payload larger than the read it came from");
+	memcpy(pm->pay + pm->npay, p, take);
+	pm->npay += take;
+}
+
+/*
+ * Could stdout's first bytes be the engine's own "could not start"
+ * message (engine-container.c)?  Compared over what has come so far.
+ */
+static bool maybe_engine_message(const char *p, size_t len)
+{
+	static const char *const prefixes[] = {"OCI runtime exec failed",
+					       "unable to find user"};
+
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		size_t n = strlen(prefixes[i]);
+		if (memcmp(p, prefixes[i], len < n ? len : n) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Stop holding: what was held goes out first, as it came. */
+static void release_held(struct pump *pm)
+{
+	if (!pm->r->held)
+		return;
+	pm->r->held = false;
+	admit(pm, EXEC_IO_STDOUT, pm->r->head, pm->r->nhead);
+}
+
 static int sink(void *ctx, int stream, const char *p, size_t len)
 {
 	struct pump *pm = ctx;
-	unsigned long long cap = pm->io->max_out, take = len;
+	unsigned long long cap = pm->io->max_out;
+	bool first = pm->r->bytes[EXEC_IO_STDOUT] == 0;
 
 	if (stream == EXEC_IO_STDOUT && pm->r->nhead < sizeof(pm->r->head)) {
 		size_t n = sizeof(pm->r->head) - pm->r->nhead;
@@ -104,25 +157,31 @@ static int sink(void *ctx, int stream, const char *p, size_t len)
 	pm->r->bytes[stream] += len;
 	if (cap && pm->r->bytes[stream] > cap)
 		pm->r->cut[stream] = true;
-	if (pm->count_only)
+	if (pm->count_only || !len)
 		return 0;
-	if (cap && take > cap - pm->admitted[stream])
-		take = cap - pm->admitted[stream];
-	if (!take)
+	/* Hold stdout's first bytes while they may be the engine's reason
+	 * for not starting the command: the caller shows that on stderr.
+	 * Anything else that comes lets them go. */
+	if (stream == EXEC_IO_STDOUT && (first || pm->r->held) &&
+	    pm->r->bytes[stream] <= sizeof(pm->r->head) &&
+	    maybe_engine_message(pm->r->head, pm->r->nhead)) {
+		pm->r->held = true;
 		return 0;
-	pm->admitted[stream] += take;
-	if (pm->nseg && pm->segs[pm->nseg - 1].stream == stream) {
-		pm->segs[pm->nseg - 1].len += take;
-	} else {
-		ALLOC_GROW(pm->segs, pm->nseg + 1, pm->aseg);
-		pm->segs[pm->nseg].stream = stream;
-		pm->segs[pm->nseg].len = take;
-		pm->nseg++;
 	}
-	if (pm->npay + take > RBUF)
-		die_bug("exec-io: payload larger than the read it came from");
-	memcpy(pm->pay + pm->npay, p, take);
-	pm->npay += take;
+	if (pm->r->held) {
+		release_held(pm);
+		if (stream == EXEC_IO_STDOUT) {
+			/* Part of this piece is in head already. */
+			size_t had = pm->r->nhead - (pm->r->bytes[stream] - len <
+							     pm->r->nhead
+							 ? pm->r->nhead -
+							       (pm->r->bytes[stream] -
+								len)
+							 : 0);
+			(void)had;
+		}
+	}
+	admit(pm, stream, p, len);
 	return 0;
 }
 
@@ -339,7 +398,7 @@ int exec_io_run(struct exec_io *io, struct exec_io_result *r,
 	int saved[2], ret = 0;
 
 	memset(r, 0, sizeof(*r));
-	pm.pay = xmalloc(RBUF);
+	pm.pay = xmalloc(PAYBUF);
 	in.buf = xmalloc(RBUF);
 	if (io->in_fd < 0) {
 		in.eof = in.done = true;

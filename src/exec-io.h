@@ -77,6 +77,10 @@ struct exec_io_result {
 	 * tell the engine's own "could not start" message. */
 	char head[256];
 	size_t nhead;
+	/* At the end, head[0..nhead) was not written: it began like the
+	 * engine's own message ("OCI runtime exec failed...") and nothing
+	 * else came.  The caller writes it, or shows it as the reason. */
+	bool held;
 };
 
 /*

@@ -48,6 +48,8 @@
 #define ENV_MAX (64u << 20)
 /* Between two scans while waiting for processes to go. */
 #define RESCAN_MS 20
+/* SIGSTOP sweeps before each KILL round (see freeze()). */
+#define FREEZE_ROUNDS 50
 
 enum mark { MARK_NONE, MARK_OURS, MARK_OTHER };
 
@@ -498,6 +500,54 @@ static void sleep_ms(long ms)
 	poll(NULL, 0, (int)ms);
 }
 
+static bool cannot_fork(const struct proc *p)
+{
+	return p->dead || p->state == 'T' || p->state == 't' ||
+	       p->state == 'Z' || p->state == 'X';
+}
+
+/*
+ * Before a KILL round: SIGSTOP every process found, re-scanning until a
+ * scan finds every one of them stopped (or FREEZE_ROUNDS pass).  A
+ * stopped process cannot fork, so a fork bomb cannot refill, from the
+ * processes not yet killed, the slots that killing frees; KILL reaches
+ * stopped processes.  *v and *n are the last scan's.
+ */
+static int freeze(pid_t init_pid, pid_t root_pid, const char *marker,
+		  struct seen *seen, struct proc **v, size_t *n,
+		  struct sbx_error **err)
+{
+	for (int round = 0; round < FREEZE_ROUNDS; round++) {
+		bool all = true, gone;
+
+		for (size_t i = 0; i < *n; i++) {
+			bool sent;
+			if (cannot_fork(&(*v)[i]))
+				continue;
+			all = false;
+			if (pin_and_signal(&(*v)[i], SIGSTOP, &sent, err) < 0)
+				return -1;
+			if (sent && !seen_has(seen, &(*v)[i])) {
+				ALLOC_GROW(seen->v, seen->n + 1, seen->alloc);
+				seen->v[seen->n++] = (*v)[i];
+			}
+		}
+		if (all)
+			break;
+		free(*v);
+		*v = NULL;
+		*n = 0;
+		if (scan(init_pid, root_pid, marker, v, n, &gone, err) < 0) {
+			if (!gone)
+				return -1;
+			sbx_error_free(err);
+			*n = 0;
+			return 0;
+		}
+	}
+	return 0;
+}
+
 int procs_stop(pid_t init_pid, pid_t root_pid, const char *marker,
 	       long grace_ms, long give_up_ms, size_t *killed, size_t *left,
 	       struct sbx_error **err)
@@ -541,6 +591,9 @@ int procs_stop(pid_t init_pid, pid_t root_pid, const char *marker,
 			free(v);
 			break;
 		}
+		if (kill_phase)
+			ret = freeze(init_pid, root_pid, marker, &seen, &v, &n,
+				     err);
 		for (size_t i = 0; i < n && ret == 0; i++) {
 			bool sent, known = seen_has(&seen, &v[i]);
 			/* TERM once each; KILL every time it is still there. */

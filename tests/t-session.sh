@@ -100,6 +100,10 @@ SBXCAT_KEY_SECRET=first-secret-$sfx open_s acme run subject-1
 Ksec=$key
 [ "$rc" = 0 ] && [ "$Ksec" != "$K1" ]; ok $? "SBXCAT_KEY_SECRET gives a different key"
 echo "first-secret-$sfx" >"$T/secret"
+chmod 644 "$T/secret"
+SBXCAT_KEY_SECRET_FILE=$T/secret open_s acme run subject-1
+is "$rc" 3 "a secret file others can read is refused"
+chmod 600 "$T/secret"
 SBXCAT_KEY_SECRET_FILE=$T/secret open_s acme run subject-1
 is "$rc:$key" "0:$Ksec" "SBXCAT_KEY_SECRET_FILE with the same secret gives the same key"
 SBXCAT_KEY_SECRET=second-secret-$sfx open_s acme run subject-1
