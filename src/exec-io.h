@@ -33,7 +33,17 @@
  *
  * Errors: -1 with *err (status 3) when the connection breaks in a way
  * that is not a normal end, or a write to out/err fails (EPIPE on our own
- * stdout: the caller decides); the counts are valid either way.
+ * stdout: the caller decides; err->errnum says which); the counts are
+ * valid either way.
+ *
+ * Details of the call: exec_io_run() zeroes *r first; it advances
+ * io->pre/io->npre over what it decoded, so exec_io_drain() goes on where
+ * it stopped (io->frames too).  With in_fd < 0 it half-closes the
+ * connection itself at the start.  The out descriptors are O_NONBLOCK
+ * during the call and get their flags back on return; that flag belongs
+ * to the open file, shared with its other descriptors (a terminal's
+ * stdin among them), which is why reads of in_fd take EAGAIN in stride.
+ * cut[i] is bytes[i] > max_out.
  */
 #ifndef SBX_EXEC_IO_H
 #define SBX_EXEC_IO_H

@@ -58,7 +58,6 @@ struct proc {
 	unsigned long long start; /* clock ticks after boot */
 	long threads;
 	char state;
-	bool in_ns;
 	bool dead; /* a zombie with no live thread, or exiting */
 	enum mark mark;
 	bool desc; /* root_pid or one of its descendants */
@@ -333,6 +332,7 @@ static int scan(pid_t init_pid, pid_t root_pid, const char *marker,
 	struct dirent *de;
 	char *buf;
 	bool grew;
+	pid_t self = getpid();
 
 	*init_gone = false;
 	procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -365,11 +365,19 @@ static int scan(pid_t init_pid, pid_t root_pid, const char *marker,
 		pid = strtol(de->d_name, &end, 10);
 		if (*end || pid <= 0 || pid > INT_MAX)
 			continue;
+		/*
+		 * The namespace first: one stat for each process of the host
+		 * outside it (a busy host has thousands).  A session cannot
+		 * make a nested PID namespace (no CAP_SYS_ADMIN, and the
+		 * default seccomp profile refuses new user namespaces), so
+		 * root_pid's descendants are all in it too.
+		 */
+		if (ns_of(procfd, (pid_t)pid, &pns) < 0 || pns.dev != ns.dev ||
+		    pns.ino != ns.ino)
+			continue;
 		if (read_stat(procfd, (pid_t)pid, &p) < 0)
 			continue;
-		p.in_ns = ns_of(procfd, p.pid, &pns) == 0 &&
-			  pns.dev == ns.dev && pns.ino == ns.ino;
-		if (p.in_ns && !p.dead)
+		if (!p.dead)
 			p.mark = read_mark(procfd, &p, marker, buf);
 		ALLOC_GROW(v, n + 1, alloc);
 		v[n++] = p;
@@ -389,7 +397,7 @@ static int scan(pid_t init_pid, pid_t root_pid, const char *marker,
 	 */
 	root = root_pid > 0 && root_pid != init_pid ? lookup(v, n, root_pid)
 						     : NULL;
-	if (root && root->in_ns &&
+	if (root &&
 	    (root->mark == MARK_OURS ||
 	     (root->mark == MARK_NONE && is_ns_init(init_pid))))
 		root->desc = true;
@@ -409,9 +417,9 @@ static int scan(pid_t init_pid, pid_t root_pid, const char *marker,
 
 	for (size_t i = 0; i < n; i++) {
 		struct proc *p = &v[i];
-		if (p->dead || p->pid == init_pid || p->pid == getpid())
+		if (p->dead || p->pid == init_pid || p->pid == self)
 			continue;
-		if ((p->in_ns && p->mark == MARK_OURS) || p->desc)
+		if (p->mark == MARK_OURS || p->desc)
 			v[k++] = *p;
 	}
 	*out = v;

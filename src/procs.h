@@ -46,6 +46,15 @@ int procs_marker(char out[PROCS_MARKER_LEN + 1], struct sbx_error **err);
  * namespace of init_pid, plus the descendants of root_pid (0: none).
  * *pids is newly allocated.  Status 3 when /proc cannot be read or
  * init_pid is gone.
+ *
+ * Never returned: init_pid itself, the calling process, zombies (dead,
+ * nothing to stop; a zombie leader whose other threads still run is
+ * alive and is returned, its environment read through those threads).
+ * root_pid may be stale (its PID reused), so its descendants are taken
+ * only when it is in the namespace and carries no other exec's marker;
+ * when it carries no marker at all (scrubbed), only when init_pid is
+ * truly the init of its namespace (NSpid ends in 1), so that a reused
+ * init_pid on the host cannot lead to a host process tree.
  */
 int procs_find(pid_t init_pid, pid_t root_pid, const char *marker,
 	       pid_t **pids, size_t *n, struct sbx_error **err);
@@ -56,7 +65,12 @@ int procs_find(pid_t init_pid, pid_t root_pid, const char *marker,
  * then SIGKILL to each left, re-scanning and killing until a scan finds
  * none or give_up_ms has passed.  *killed counts the distinct processes
  * signalled; *left those found still alive at the end (0 unless it gave
- * up).
+ * up).  give_up_ms counts from the call; at least one KILL round is made
+ * when any process outlives the grace.  Each process is pinned with
+ * pidfd_open(2) (Linux 5.3) and re-checked (same start time) before it
+ * is signalled through pidfd_send_signal(2); without pidfds it fails
+ * (status 3) rather than signal a bare PID.  An init_pid that is gone
+ * is success with nothing left: the kernel killed its namespace with it.
  */
 int procs_stop(pid_t init_pid, pid_t root_pid, const char *marker,
 	       long grace_ms, long give_up_ms, size_t *killed, size_t *left,

@@ -425,6 +425,7 @@ static void test_tree(const char *dir)
 		}
 	ok(negs_alive, "stop: the look-alikes are untouched");
 out:
+	kill_found(marker, root); /* when stopping failed: leave nothing */
 	for (size_t i = 0; i < nneg; i++)
 		kill(neg[i], SIGKILL);
 	usleep(100000);
@@ -449,6 +450,7 @@ static void test_spawner(void)
 		procs_find(getpid(), root, marker, &got, &n, &err);
 		is_int((long long)n, 0, "spawner: a fresh scan finds none");
 		free(got);
+		kill_found(marker, root);
 	}
 	usleep(50000);
 	reap_all();
@@ -477,6 +479,7 @@ static void test_zombie(void)
 		   "zombie: stop kills the one live process (%zu killed, %zu "
 		   "left)",
 		   killed, left);
+	kill_found(marker, root);
 	usleep(50000);
 	reap_all();
 	sbx_error_free(&err);
