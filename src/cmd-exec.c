@@ -41,9 +41,12 @@ enum {
 	EXIT_NOT_FOUND = 127,
 };
 
-/* TERM, then KILL after this; then give up re-scanning after that. */
+/* TERM, then KILL after this; re-scanning and killing until that, then
+ * the container is frozen for the rest (stop_all). */
 #define STOP_GRACE_MS 2000
-#define STOP_GIVE_UP_MS 10000
+#define STOP_GIVE_UP_MS 4000
+/* The engine's freeze can fail while processes fork: tried this often. */
+#define PAUSE_TRIES 5
 /* After the kill, how long the stream's tail may take to drain. */
 #define DRAIN_MS 2000
 
@@ -129,24 +132,54 @@ static int exit_code_of(json_t *exec_inspect, bool *known)
 	return *known ? (int)json_integer_value(ec) : EXIT_CANNOT_RUN;
 }
 
-/* Stop the command's processes; say how it went on stderr. */
-static void stop_all(pid_t init_pid, pid_t exec_pid, const char *marker,
-		     size_t *killed)
+/*
+ * Stop the command's processes; say on stderr what could not be.  When
+ * the scan is outrun (a fork bomb whose processes live for milliseconds:
+ * reading their environments waits on their forks), the container is
+ * frozen for a moment (pause), every process still carrying the marker
+ * is sent SIGKILL while nothing can fork, and it is thawed: other execs'
+ * processes are paused for that moment and never signalled.
+ */
+static void stop_all(struct engine *e, const char *id, pid_t init_pid,
+		     pid_t exec_pid, const char *marker, size_t *killed)
 {
 	struct sbx_error *err = NULL;
-	size_t left = 0;
+	size_t left = 0, more = 0, n = 0;
 
 	*killed = 0;
 	if (procs_stop(init_pid, exec_pid, marker, STOP_GRACE_MS,
-		       STOP_GIVE_UP_MS, killed, &left, &err) < 0) {
-		fprintf(stderr, "sbxcat: warning: %s\n", err->msg);
+		       STOP_GIVE_UP_MS, killed, &left, &err) < 0)
+		goto warn;
+	if (!left)
+		return;
+	for (int i = 0; engine_container_pause(e, id, &err) < 0; i++) {
+		if (i + 1 == PAUSE_TRIES)
+			goto warn;
 		sbx_error_free(&err);
+		usleep(100000);
 	}
+	if (procs_signal(init_pid, exec_pid, marker, SIGKILL, &n, &err) < 0) {
+		struct sbx_error *e2 = NULL;
+		engine_container_unpause(e, id, &e2);
+		sbx_error_free(&e2);
+		goto warn;
+	}
+	if (engine_container_unpause(e, id, &err) < 0)
+		goto warn;
+	*killed += n;
+	if (procs_stop(init_pid, exec_pid, marker, 0, STOP_GRACE_MS, &more,
+		       &left, &err) < 0)
+		goto warn;
+	*killed += more;
 	if (left)
 		fprintf(stderr,
 			"sbxcat: warning: %zu %s of the command could not be "
 			"stopped\n",
 			left, plural(left, "process", "processes"));
+	return;
+warn:
+	fprintf(stderr, "sbxcat: warning: %s\n", err->msg);
+	sbx_error_free(&err);
 }
 
 static pid_t pid_of(json_t *j, const char *obj)
@@ -209,7 +242,8 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 	struct session_record rec = {0};
 	struct engine engine = {0};
 	json_t *inspect = NULL, *body = NULL, *cmdv, *ei = NULL;
-	const char *tenant = NULL, *shell = NULL, *key = NULL, *user;
+	const char *tenant = NULL, *shell = NULL, *key = NULL, *user,
+		   *cid = NULL;
 	char marker[PROCS_MARKER_LEN + 1], *exec_id = NULL, *ws = NULL;
 	bool interactive = false, known, have_oom = false;
 	unsigned long long timeout_s = 0, max_out = 0, oom_before = 0,
@@ -315,9 +349,8 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 	if (timeout_s && (long long)timeout_s < limit_s)
 		limit_s = (long long)timeout_s;
 	started = engine_now_ms();
-	if (engine_exec_create(&engine,
-			       json_string_value(json_object_get(inspect, "Id")),
-			       body, &exec_id, &err) < 0 ||
+	cid = json_string_value(json_object_get(inspect, "Id"));
+	if (engine_exec_create(&engine, cid, body, &exec_id, &err) < 0 ||
 	    engine_exec_attach(&engine, exec_id, started + limit_s * 1000,
 			       &conn, &pre, &err) < 0) {
 		rc = cannot_run(&err);
@@ -348,7 +381,8 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 			cmd_report(&err);
 		sbx_error_free(&err);
 		if (engine_exec_inspect(&engine, exec_id, &ei, &err) == 0)
-			stop_all(init_pid, pid_of(ei, NULL), marker, &killed);
+			stop_all(&engine, cid, init_pid, pid_of(ei, NULL),
+				 marker, &killed);
 		sbx_error_free(&err);
 		rc = pipe ? 128 + SIGPIPE : EXIT_CANNOT_RUN;
 		goto out;
@@ -360,7 +394,8 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 			fprintf(stderr, "sbxcat: warning: %s\n", err->msg);
 			sbx_error_free(&err);
 		}
-		stop_all(init_pid, ei ? pid_of(ei, NULL) : 0, marker, &killed);
+		stop_all(&engine, cid, init_pid, ei ? pid_of(ei, NULL) : 0,
+			 marker, &killed);
 		if (exec_io_drain(&io, &res, engine_now_ms() + DRAIN_MS,
 				  &err) < 0)
 			sbx_error_free(&err);
@@ -393,6 +428,23 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 	rc = known ? invoke_status(code, ei, &res) : EXIT_CANNOT_RUN;
+	if (res.held) {
+		if (code == EXIT_CANNOT_INVOKE && pid_of(ei, NULL) == 0) {
+			/* The engine's reason, not the command's output. */
+			struct strbuf sb = STRBUF_INIT;
+			size_t n = res.nhead;
+			while (n && (res.head[n - 1] == '\n' ||
+				     res.head[n - 1] == '\r'))
+				n--;
+			text_add_escaped(&sb, res.head, n);
+			fprintf(stderr, "sbxcat: the command could not be "
+					"started: %s\n",
+				strbuf_str(&sb));
+			strbuf_release(&sb);
+		} else {
+			fwrite(res.head, 1, res.nhead, stdout);
+		}
+	}
 	if (rc == 128 + SIGKILL && have_oom &&
 	    procs_oom_kills(init_pid, &oom_after, &err) == 0 &&
 	    oom_after > oom_before)

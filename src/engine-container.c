@@ -187,6 +187,12 @@ int engine_container_kill(struct engine *e, const char *id, const char *sig,
 	return rc;
 }
 
+int engine_container_pause(struct engine *e, const char *id,
+			   struct sbx_error **err)
+{
+	return container_post(e, id, "/pause", NULL, err);
+}
+
 int engine_container_unpause(struct engine *e, const char *id,
 			     struct sbx_error **err)
 {

@@ -176,6 +176,9 @@ int engine_container_stop(struct engine *e, const char *id, int seconds,
  * is an error with err->http 409. */
 int engine_container_kill(struct engine *e, const char *id, const char *sig,
 			  struct sbx_error **err);
+/* POST /containers/{id}/pause: freeze every process (cgroup freezer). */
+int engine_container_pause(struct engine *e, const char *id,
+			   struct sbx_error **err);
 /* POST /containers/{id}/unpause: one not paused is success. */
 int engine_container_unpause(struct engine *e, const char *id,
 			     struct sbx_error **err);

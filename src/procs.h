@@ -77,6 +77,16 @@ int procs_stop(pid_t init_pid, pid_t root_pid, const char *marker,
 	       struct sbx_error **err);
 
 /*
+ * One scan, and sig to every process found (pinned as procs_stop does);
+ * *n counts those it reached.  For a container frozen by the engine
+ * (pause), where the scan cannot be outrun: a process that forks faster
+ * than /proc can be read (a fork bomb) is caught here, and a SIGKILL
+ * sent to a frozen process takes it the moment it thaws.
+ */
+int procs_signal(pid_t init_pid, pid_t root_pid, const char *marker, int sig,
+		 size_t *n, struct sbx_error **err);
+
+/*
  * How many times the kernel's OOM killer has killed a process in the
  * memory cgroup of pid (the container's init): cgroup v2 memory.events
  * "oom_kill", or v1 memory.oom_control "oom_kill".  -1 with *err when it

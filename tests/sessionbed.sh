@@ -98,7 +98,8 @@ sbx() {
 	rc=$?
 }
 out() { cat "$T/out"; }
-err() { cat "$T/err"; }
+# stderr without the "hint:" lines that follow some errors (checked apart).
+err() { grep -v '^hint: ' "$T/err"; }
 
 # open_s TENANT SCOPE SUBJECT [OPTIONS...]: session open (of $RA unless
 # OPTIONS say --runtime); the key in $key, the status in $rc.

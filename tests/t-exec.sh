@@ -189,7 +189,8 @@ echo "$last" | grep -Eqx "sbxcat: command timed out after 2 s; stopped [0-9]+ pr
 ok $? "stderr ends with the deadline, the kill count and the byte counts"
 diag "$last"
 killed=$(echo "$last" | sed -n 's/.*stopped \([0-9]*\) processes.*/\1/p')
-[ "${killed:-0}" -ge 6 ]; ok $? "... which counts the shell and its five sleeps ($killed)"
+# The shell may exec its last sleep: five processes at least.
+[ "${killed:-0}" -ge 5 ]; ok $? "... which counts its five sleeps ($killed)"
 case $last in *secret*) r=1 ;; *) r=0 ;; esac
 ok $r "... and never the content"
 is "$(mine)" 0 "no sleep of the command survives on the host"
