@@ -421,6 +421,23 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 	code = exit_code_of(ei, &known);
 	json_decref(inspect);
 	inspect = NULL;
+	/* The container's init gone (killed, OOM): the engine may take a
+	 * moment to say so; wait for it, so the reason is told. */
+	if (init_pid && kill(init_pid, 0) < 0 && errno == ESRCH) {
+		for (int i = 0; i < 40; i++) {
+			if (running_container(&engine, &cfg, rec.key, &inspect,
+					      &err) < 0)
+				break;
+			json_decref(inspect);
+			inspect = NULL;
+			usleep(50000);
+		}
+		if (err) {
+			sbx_error_wrap(&err, "the command did not finish");
+			rc = cannot_run(&err);
+			goto out;
+		}
+	}
 	if (running_container(&engine, &cfg, rec.key, &inspect, &err) < 0) {
 		/* The container died under the command. */
 		sbx_error_wrap(&err, "the command did not finish");
