@@ -15,9 +15,10 @@ engine="docker.io util-linux iproute2 curl man-db"
 # to check compose files, jq for the shell tests, python3-jsonschema for the
 # schema test (it brings the python3 the stand-in engine of t-engine.sh
 # runs on), setpriv (util-linux) and openssl for the engine's permission
-# and TLS tests, GNU time for make bench.
+# and TLS tests, GNU time for make bench, procps for the session tests'
+# pgrep and ps (what a timed-out command left on the host).
 test="$build $engine busybox-static docker-compose jq python3-jsonschema
-	openssl time"
+	openssl time procps"
 # setup: what the main job uses besides the build: an engine to prewarm on.
 setup="$build $engine"
 case "${1:-build}" in

@@ -276,7 +276,7 @@ static int session_open(struct sbx_ctx *ctx, int argc, char **argv)
 	rec.tenant = xstrdup(tenant);
 	rec.scope = xstrdup(scope);
 	rec.runtime = xstrdup(rt->alias);
-	rec.image = xstrdup(image);
+	rec.image = xstrdup(spec.image_used ? spec.image_used : image);
 	rec.container = xstrdup(id);
 	rec.created = spec.created;
 	rec.last_activity = (long long)time(NULL);
@@ -290,7 +290,7 @@ static int session_open(struct sbx_ctx *ctx, int argc, char **argv)
 		json_t *doc = xjson_pack(
 		    "{s:s, s:s, s:o, s:s, s:s, s:o, s:s}", "key", key,
 		    "container", id, "name", json_string(name), "runtime",
-		    rt->alias, "image", image, "created",
+		    rt->alias, "image", rec.image, "created",
 		    time_json(spec.created), "outcome",
 		    session_outcome_name(outcome));
 		xjson_set_path(doc, "workspace", ws);
@@ -304,6 +304,7 @@ out:
 	rc = err ? cmd_report(&err) : 0;
 	session_record_release(&rec);
 	session_record_release(&old);
+	free(spec.image_used);
 	free(id);
 	free(ws);
 	free(image);

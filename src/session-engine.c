@@ -326,6 +326,26 @@ int session_engine_open(struct engine *e, struct session_spec *s,
 	if (session_engine_inspect(e, s->cfg, s->key, &j, err) < 0)
 		return -1;
 	if (j) {
+		json_t *cfg = json_object_get(j, "Config");
+		const char *rt = label_of(json_object_get(cfg, "Labels"),
+					  SESSION_LABEL_RUNTIME);
+		const char *img = json_string_value(json_object_get(cfg, "Image"));
+
+		if (!rt || strcmp(rt, s->rt->alias) != 0) {
+			struct strbuf sb = STRBUF_INIT;
+			text_add_escaped(&sb, rt ? rt : "?", strlen(rt ? rt : "?"));
+			sbx_error_set(err, SBX_EXIT_FAIL, 0,
+				      "session '%s' runs runtime '%s', not '%s'",
+				      s->key, strbuf_str(&sb), s->rt->alias);
+			sbx_error_hint(*err, "close it first to open it with "
+					     "another runtime");
+			strbuf_release(&sb);
+			json_decref(j);
+			return -1;
+		}
+		/* A stopped container keeps the image it was made from. */
+		free(s->image_used);
+		s->image_used = xstrdup(img ? img : s->image);
 		*id = xstrdup(json_string_value(json_object_get(j, "Id")));
 		state = session_state(j);
 		if (strcmp(state, "running") == 0 ||

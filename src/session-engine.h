@@ -39,6 +39,9 @@ struct session_spec {
 	unsigned long uid; /* 0: the image's own user */
 	const char *sleep; /* the idle program's path in the image */
 	long long created; /* Unix seconds */
+	/* Set by session_engine_open when it adopted or restarted a
+	 * container: the image that container runs (free it). */
+	char *image_used;
 };
 /* The POST /containers/create body (new reference). */
 json_t *session_container_body(const struct session_spec *s);

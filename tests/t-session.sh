@@ -81,6 +81,10 @@ is "$(jq -r .name "$T/out")" "$(ctr "$K1")" "--json: name is sbxcat-DEPLOYMENT-K
 is "$(jq -r .workspace "$T/out")" "$WS1" "--json: workspace is ROOT/KEY/workspace"
 is "$(jq -r .runtime "$T/out"):$(jq -r .image "$T/out")" "$RA:$IMG" "--json: runtime and image (the content tag)"
 jq -r .created "$T/out" | grep -Eq "$RFC3339_RE"; ok $? "--json: created is RFC 3339 UTC"
+open_s acme run subject-1 --runtime "$RSMALL"
+is "$rc:$(err)" "1:sbxcat: session '$K1' runs runtime '$RA', not '$RSMALL'" \
+	"the same key asked for with another runtime is refused, not adopted"
+is "$(insp "$K1" '{{index .Config.Labels "io.sbxcat.runtime"}}')" "$RA" "... and its container is left as it was"
 is "$(ndep)" 1 "adopting made no second container"
 open_s acme run subject-1 --host other-host
 Khost=$key
