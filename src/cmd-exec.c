@@ -318,7 +318,7 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 	    cmd_session_find(&root, key, tenant, &rec, &err) < 0 ||
 	    cmd_engine_begin(&engine, &err) < 0 ||
 	    running_container(&engine, &cfg, rec.key, &inspect, &err) < 0 ||
-	    procs_marker(marker, &err) < 0) {
+	    procs_usable(&err) < 0 || procs_marker(marker, &err) < 0) {
 		rc = cannot_run(&err);
 		goto out;
 	}

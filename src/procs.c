@@ -850,3 +850,17 @@ int procs_signal(pid_t init_pid, pid_t root_pid, const char *marker, int sig,
 	free(v);
 	return ret;
 }
+
+int procs_usable(struct sbx_error **err)
+{
+	int fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+
+	if (fd < 0)
+		return sbx_error_set(err, SBX_EXIT_ENV, errno,
+				     "this system cannot pin a process to "
+				     "signal it (pidfd_open, Linux 5.3 or "
+				     "later), so a command's deadline could "
+				     "not be enforced");
+	close(fd);
+	return 0;
+}

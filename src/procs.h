@@ -37,6 +37,13 @@ struct sbx_error;
 /* "SBXCAT_EXEC=" + 32 hex digits */
 #define PROCS_MARKER_LEN (sizeof(PROCS_MARKER_VAR) + 32)
 
+/*
+ * Can processes be stopped here at all (pidfd_open works)?  exec asks
+ * before it runs anything: a command whose deadline cannot be enforced
+ * is not started.  Status 3 when not.
+ */
+int procs_usable(struct sbx_error **err);
+
 /* A new marker "SBXCAT_EXEC=<32 hex>" from getrandom(2), into out. */
 int procs_marker(char out[PROCS_MARKER_LEN + 1], struct sbx_error **err);
 
