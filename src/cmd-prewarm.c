@@ -360,6 +360,17 @@ static int parse_positive(const char *opt, const char *arg, long max, long *out)
 	return 0;
 }
 
+/* Run p with d's display (d->mode chosen) and clear it at the end. */
+static void run_shown(struct prewarm *p, struct display *d)
+{
+	p->notify = notify;
+	p->ctx = d;
+	p->tick_ms = d->mode == SHOW_TTY ? TICK_TTY_MS : 0;
+	prewarm_run(p);
+	if (d->mode == SHOW_TTY)
+		tty_clear(d);
+}
+
 static int cmd_prewarm(struct sbx_ctx *ctx, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -469,14 +480,7 @@ static int cmd_prewarm(struct sbx_ctx *ctx, int argc, char **argv)
 		d.mode = SHOW_TTY;
 	else
 		d.mode = SHOW_PLAIN;
-	p.notify = notify;
-	p.ctx = &d;
-	p.tick_ms = d.mode == SHOW_TTY ? TICK_TTY_MS : 0;
-
-	prewarm_run(&p);
-
-	if (d.mode == SHOW_TTY)
-		tty_clear(&d);
+	run_shown(&p, &d);
 	if (ctx->json) {
 		json_t *report = report_json(&p);
 		json_dumpf(report, stdout, JSON_INDENT(2));
@@ -523,14 +527,7 @@ int cmd_prewarm_one(struct sbx_ctx *ctx, const struct engine *engine,
 	d.said_state = &said_state;
 	d.said_step = &said_step;
 	d.mode = isatty(STDERR_FILENO) ? SHOW_TTY : SHOW_PLAIN;
-	p.notify = notify;
-	p.ctx = &d;
-	p.tick_ms = d.mode == SHOW_TTY ? TICK_TTY_MS : 0;
-
-	prewarm_run(&p);
-
-	if (d.mode == SHOW_TTY)
-		tty_clear(&d);
+	run_shown(&p, &d);
 	print_report(stderr, &p);
 	rc = exit_status(&p);
 	*why = p.jobs[0].error ? xstrdup(p.jobs[0].error) : NULL;

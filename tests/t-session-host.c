@@ -44,15 +44,6 @@
 static char tmpdir[] = "/tmp/t-session.XXXXXX";
 static bool quick;
 
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-
-static uint32_t rnd(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return (uint32_t)(rng_state >> 16);
-}
 
 static char *tpath(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *tpath(const char *fmt, ...)
@@ -288,8 +279,8 @@ static void test_keys(void)
 	for (size_t i = 0; i < nkeys; i++) {
 		char subj[40];
 
-		snprintf(subj, sizeof(subj), "subject-%08x%08x-%zu", rnd(),
-			 rnd(), i);
+		snprintf(subj, sizeof(subj), "subject-%08x%08x-%zu", tap_rand(),
+			 tap_rand(), i);
 		key_of(&sec, "acme", "conversation", subj, "", k);
 		if (regexec(&re, k, 0, NULL, 0) != 0)
 			badform++;
@@ -424,11 +415,11 @@ static void test_fuzz(void)
 
 	for (int r = 0; r < rounds; r++) {
 		char s[300], k[SESSION_KEY_MAX + 1];
-		size_t n = rnd() % 140;
+		size_t n = tap_rand() % 140;
 		bool ok_t, ok_s;
 
 		for (size_t i = 0; i < n; i++)
-			s[i] = alphabet[rnd() % (sizeof(alphabet) - 1)];
+			s[i] = alphabet[tap_rand() % (sizeof(alphabet) - 1)];
 		s[n] = '\0';
 		ok_t = session_check_tenant(s) == NULL;
 		if (ok_t != ref_tenant(s, n))

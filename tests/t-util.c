@@ -25,16 +25,6 @@
 #include "util.h"
 #include "xjson.h"
 
-/* A small deterministic generator: the same cases on every run. */
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-
-static uint32_t rnd(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return (uint32_t)(rng_state >> 16);
-}
 
 /*
  * Run fn in a child; true when it died by SIGABRT having written a line
@@ -322,7 +312,7 @@ static void test_utf8(void)
 	}
 	ok(good, "utf8_decode matches iconv on all 2-byte sequences");
 	for (uint32_t a = 0; a < (1u << 24) && good; a++) {
-		uint32_t v = quick ? rnd() & 0xFFFFFF : a;
+		uint32_t v = quick ? tap_rand() & 0xFFFFFF : a;
 
 		if (quick && a >= 200000)
 			break;
@@ -333,7 +323,7 @@ static void test_utf8(void)
 	ok(good, "utf8_decode matches iconv on all 3-byte sequences%s",
 	   quick ? " (sampled)" : "");
 	for (int i = 0; i < 2000000 && good; i++) {
-		uint32_t v = rnd() ^ (rnd() << 16);
+		uint32_t v = tap_rand() ^ (tap_rand() << 16);
 
 		s[0] = (unsigned char)(i % 2 ? 0xF0 | (v >> 24 & 7) : v >> 24);
 		s[1] =
@@ -346,14 +336,14 @@ static void test_utf8(void)
 	/* utf8_first_invalid against iconv over whole random buffers. */
 	for (int i = 0; i < 20000 && good; i++) {
 		unsigned char buf[16];
-		size_t len = rnd() % sizeof(buf), inleft = len, outleft;
+		size_t len = tap_rand() % sizeof(buf), inleft = len, outleft;
 		char *in = (char *)buf, *out;
 		uint32_t wide[16];
 		long want;
 
 		for (size_t k = 0; k < len; k++)
-			buf[k] = (unsigned char)(rnd() % 4 ? 0x80 + rnd() % 0x80
-							   : rnd() % 0x80);
+			buf[k] = (unsigned char)(tap_rand() % 4 ? 0x80 + tap_rand() % 0x80
+							   : tap_rand() % 0x80);
 		out = (char *)wide, outleft = sizeof(wide);
 		iconv(cd, NULL, NULL, NULL, NULL);
 		want = iconv(cd, &in, &inleft, &out, &outleft) == (size_t)-1
@@ -429,14 +419,14 @@ static size_t hostile(char *buf, size_t max)
 	    "b",
 	    " ",
 	};
-	size_t len = 0, want = rnd() % max;
+	size_t len = 0, want = tap_rand() % max;
 
 	while (len < want) {
-		const char *b = bits[rnd() % (sizeof(bits) / sizeof(bits[0]))];
+		const char *b = bits[tap_rand() % (sizeof(bits) / sizeof(bits[0]))];
 		size_t n = b[0] ? strlen(b) : 1;
 
-		if (rnd() % 4 == 0) {
-			buf[len++] = (char)rnd();
+		if (tap_rand() % 4 == 0) {
+			buf[len++] = (char)tap_rand();
 			continue;
 		}
 		if (len + n > max)

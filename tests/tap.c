@@ -2,6 +2,7 @@
  * tap.c - TAP output for the C tests (see tap.h).
  */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,4 +117,14 @@ int done_testing(void)
 		printf("1..%d\n", count);
 	fflush(stdout);
 	return 0;
+}
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+
+uint32_t tap_rand(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (uint32_t)(rng_state >> 16);
 }

@@ -10,6 +10,7 @@
 #define SBX_TAP_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 void plan(int n);
 bool ok(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -23,5 +24,9 @@ void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void bail_out(const char *fmt, ...)
     __attribute__((format(printf, 1, 2), noreturn));
 int done_testing(void);
+
+/* A small deterministic generator (xorshift): the same cases on every run
+ * of a fuzzing test. */
+uint32_t tap_rand(void);
 
 #endif
