@@ -29,7 +29,7 @@ cleanup() {
 }
 trap cleanup EXIT
 cd "$T" || exit 1
-unset SBXCAT_CATALOG SBXCAT_ENGINE_STALL SBXCAT_ENGINE_TIMEOUT
+unset SBXCAT_DEPLOYMENT_ID SBXCAT_CATALOG SBXCAT_ENGINE_STALL SBXCAT_ENGINE_TIMEOUT
 # Every request sbxcat sends, one line each: how "no build" is proven.
 SBXCAT_ENGINE_TRACE=$T/trace; export SBXCAT_ENGINE_TRACE
 
