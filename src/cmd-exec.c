@@ -182,6 +182,36 @@ warn:
 	sbx_error_free(&err);
 }
 
+/*
+ * Is the container's init gone or on its way out?  Killing a PID
+ * namespace's init kills its other processes first while init itself is
+ * still exiting (PF_EXITING in /proc/PID/stat's flags), and a zombie
+ * until the engine's shim reaps it: either way the container is dying.
+ */
+static bool init_dying(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long flags = 0;
+	char state = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT || errno == ESRCH;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state,
+			 &flags) != 2)
+		return false;
+	return state == 'Z' || state == 'X' || (flags & 0x4) != 0;
+}
+
 static pid_t pid_of(json_t *j, const char *obj)
 {
 	json_t *o = obj ? json_object_get(j, obj) : j;
@@ -423,7 +453,7 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 	inspect = NULL;
 	/* The container's init gone (killed, OOM): the engine may take a
 	 * moment to say so; wait for it, so the reason is told. */
-	if (init_pid && kill(init_pid, 0) < 0 && errno == ESRCH) {
+	if (init_pid && init_dying(init_pid)) {
 		for (int i = 0; i < 40; i++) {
 			if (running_container(&engine, &cfg, rec.key, &inspect,
 					      &err) < 0)
