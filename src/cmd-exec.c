@@ -52,27 +52,6 @@ enum {
 
 extern const struct cmd_entry cmd_exec_entry;
 
-static int parse_count(const char *opt, const char *arg,
-		       unsigned long long max, unsigned long long *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	if (*arg < '0' || *arg > '9')
-		goto bad;
-	v = strtoull(arg, &end, 10);
-	if (errno || *end || v == 0 || v > max)
-		goto bad;
-	*out = v;
-	return 0;
-bad:
-	return cmd_usage_error(&cmd_exec_entry,
-			       "%s wants a whole number from 1 to %llu, not "
-			       "'%s'",
-			       opt, max, arg);
-}
-
 /* Print an error of sbxcat's own and give 125 (a usage error stays 2). */
 static int cannot_run(struct sbx_error **err)
 {
@@ -92,44 +71,13 @@ static const char *plural(unsigned long long n, const char *one,
 	return n == 1 ? one : many;
 }
 
-/* The session's container, running: else why not (status 1). */
-static int running_container(struct engine *e, const struct session_config *c,
-			     const char *key, json_t **inspect,
-			     struct sbx_error **err)
-{
-	json_t *st;
-	const char *state;
-
-	if (session_engine_inspect(e, c, key, inspect, err) < 0)
-		return -1;
-	if (!*inspect)
-		return sbx_error_set(err, SBX_EXIT_FAIL, 0,
-				     "session '%s' is not running (its "
-				     "container is gone)",
-				     key);
-	st = json_object_get(*inspect, "State");
-	state = session_state(*inspect);
-	if (strcmp(state, "running") == 0 &&
-	    !json_is_true(json_object_get(st, "Paused")))
-		return 0;
-	if (json_is_true(json_object_get(st, "OOMKilled")))
-		state = "OOMKilled";
-	sbx_error_set(err, SBX_EXIT_FAIL, 0, "session '%s' is not running (%s)",
-		      key, state);
-	sbx_error_hint(*err, "sbxcat session open starts it again");
-	json_decref(*inspect);
-	*inspect = NULL;
-	return -1;
-}
-
-/* Did the engine fail to start the command itself?  Its message is in
- * the stream (as stdout) and ExitCode is 126; "not found" is 127. */
-static int exit_code_of(json_t *exec_inspect, bool *known)
+/* The exec's ExitCode; 125 when the engine gives none. */
+static int exit_code_of(json_t *exec_inspect)
 {
 	json_t *ec = json_object_get(exec_inspect, "ExitCode");
 
-	*known = json_is_integer(ec);
-	return *known ? (int)json_integer_value(ec) : EXIT_CANNOT_RUN;
+	return json_is_integer(ec) ? (int)json_integer_value(ec)
+				   : EXIT_CANNOT_RUN;
 }
 
 /*
@@ -180,36 +128,6 @@ static void stop_all(struct engine *e, const char *id, pid_t init_pid,
 warn:
 	fprintf(stderr, "sbxcat: warning: %s\n", err->msg);
 	sbx_error_free(&err);
-}
-
-/*
- * Is the container's init gone or on its way out?  Killing a PID
- * namespace's init kills its other processes first while init itself is
- * still exiting (PF_EXITING in /proc/PID/stat's flags), and a zombie
- * until the engine's shim reaps it: either way the container is dying.
- */
-static bool init_dying(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long flags = 0;
-	char state = 0;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT || errno == ESRCH;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state,
-			 &flags) != 2)
-		return false;
-	return state == 'Z' || state == 'X' || (flags & 0x4) != 0;
 }
 
 static pid_t pid_of(json_t *j, const char *obj)
@@ -275,7 +193,7 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 	const char *tenant = NULL, *shell = NULL, *key = NULL, *user,
 		   *cid = NULL;
 	char marker[PROCS_MARKER_LEN + 1], *exec_id = NULL, *ws = NULL;
-	bool interactive = false, known, have_oom = false;
+	bool interactive = false, have_oom = false;
 	unsigned long long timeout_s = 0, max_out = 0, oom_before = 0,
 			   oom_after = 0;
 	struct strbuf pre = STRBUF_INIT;
@@ -306,13 +224,15 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 			interactive = true;
 			break;
 		case 't':
-			if ((rc = parse_count("--timeout", optarg, 7 * 86400ULL,
-					      &timeout_s)))
+			if ((rc = cmd_parse_count(&cmd_exec_entry, "--timeout",
+						  optarg, 7 * 86400ULL,
+						  &timeout_s)))
 				return rc;
 			break;
 		case 'm':
-			if ((rc = parse_count("--max-output", optarg,
-					      1ULL << 40, &max_out)))
+			if ((rc = cmd_parse_count(&cmd_exec_entry,
+						  "--max-output", optarg,
+						  1ULL << 40, &max_out)))
 				return rc;
 			break;
 		case 'T':
@@ -347,7 +267,7 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 	if (cmd_session_begin(ctx, &cfg, &root, &err) < 0 ||
 	    cmd_session_find(&root, key, tenant, &rec, &err) < 0 ||
 	    cmd_engine_begin(&engine, &err) < 0 ||
-	    running_container(&engine, &cfg, rec.key, &inspect, &err) < 0 ||
+	    session_engine_running(&engine, &cfg, rec.key, &inspect, &err) < 0 ||
 	    procs_usable(&err) < 0 || procs_marker(marker, &err) < 0) {
 		rc = cannot_run(&err);
 		goto out;
@@ -448,15 +368,15 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 		rc = cannot_run(&err);
 		goto out;
 	}
-	code = exit_code_of(ei, &known);
+	code = exit_code_of(ei);
 	json_decref(inspect);
 	inspect = NULL;
 	/* The container's init gone (killed, OOM): the engine may take a
 	 * moment to say so; wait for it, so the reason is told. */
-	if (init_pid && init_dying(init_pid)) {
+	if (init_pid && procs_exiting(init_pid)) {
 		for (int i = 0; i < 40; i++) {
-			if (running_container(&engine, &cfg, rec.key, &inspect,
-					      &err) < 0)
+			if (session_engine_running(&engine, &cfg, rec.key,
+						   &inspect, &err) < 0)
 				break;
 			json_decref(inspect);
 			inspect = NULL;
@@ -468,13 +388,13 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 			goto out;
 		}
 	}
-	if (running_container(&engine, &cfg, rec.key, &inspect, &err) < 0) {
+	if (session_engine_running(&engine, &cfg, rec.key, &inspect, &err) < 0) {
 		/* The container died under the command. */
 		sbx_error_wrap(&err, "the command did not finish");
 		rc = cannot_run(&err);
 		goto out;
 	}
-	rc = known ? invoke_status(code, ei, &res) : EXIT_CANNOT_RUN;
+	rc = invoke_status(code, ei, &res);
 	if (res.held) {
 		if (code == EXIT_CANNOT_INVOKE && pid_of(ei, NULL) == 0) {
 			/* The engine's reason, not the command's output. */

@@ -345,21 +345,6 @@ static int exit_status(const struct prewarm *p)
 	return rc;
 }
 
-static int parse_positive(const char *opt, const char *arg, long max, long *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(arg, &end, 10);
-	if (!*arg || *end || errno || v < 1 || v > max)
-		return cmd_usage_error(
-		    &cmd_prewarm_entry,
-		    "%s '%s': expected a number from 1 to %ld", opt, arg, max);
-	*out = v;
-	return 0;
-}
-
 /* Run p with d's display (d->mode chosen) and clear it at the end. */
 static void run_shown(struct prewarm *p, struct display *d)
 {
@@ -384,14 +369,13 @@ static int cmd_prewarm(struct sbx_ctx *ctx, int argc, char **argv)
 	struct engine engine;
 	struct prewarm p;
 	struct display d = {0};
-	long jobs = sysconf(_SC_NPROCESSORS_ONLN),
-	     timeout = PREWARM_TIMEOUT_SECONDS;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned long long jobs = cpus < 1 ? 1 : (unsigned long long)cpus,
+			   timeout = PREWARM_TIMEOUT_SECONDS;
 	bool force = false, *chosen = NULL;
 	const char *deployment;
 	int c, rc = 0;
 
-	if (jobs < 1)
-		jobs = 1;
 	if (jobs > JOBS_MAX)
 		jobs = JOBS_MAX;
 	for (;;) {
@@ -401,14 +385,15 @@ static int cmd_prewarm(struct sbx_ctx *ctx, int argc, char **argv)
 			break;
 		switch (c) {
 		case 'j':
-			rc = parse_positive("-j", optarg, JOBS_MAX, &jobs);
+			rc = cmd_parse_count(&cmd_prewarm_entry, "-j", optarg,
+					     JOBS_MAX, &jobs);
 			break;
 		case 'F':
 			force = true;
 			break;
 		case 'T':
-			rc = parse_positive("--timeout", optarg, 7 * 86400L,
-					    &timeout);
+			rc = cmd_parse_count(&cmd_prewarm_entry, "--timeout",
+					     optarg, 7 * 86400ULL, &timeout);
 			break;
 		default:
 			rc = cmd_common_option(ctx, &cmd_prewarm_entry, c,
@@ -469,7 +454,7 @@ static int cmd_prewarm(struct sbx_ctx *ctx, int argc, char **argv)
 	free(chosen);
 	p.concurrency = (unsigned)jobs;
 	p.force = force;
-	p.timeout_ms = timeout * 1000;
+	p.timeout_ms = (long)timeout * 1000;
 	p.engine = &engine;
 	p.cancel = sig_flag();
 	d.said_state = xcalloc(p.n ? p.n : 1, sizeof(*d.said_state));

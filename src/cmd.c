@@ -357,3 +357,21 @@ int cmd_runtime_operand(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
 			    : catalog_default(cat);
 	return *rt ? 0 : SBX_EXIT_FAIL;
 }
+
+int cmd_parse_count(const struct cmd_entry *cmd, const char *opt,
+		    const char *arg, unsigned long long max,
+		    unsigned long long *out)
+{
+	char *end;
+	unsigned long long v = 0;
+
+	errno = 0;
+	if (*arg >= '0' && *arg <= '9')
+		v = strtoull(arg, &end, 10);
+	if (v == 0 || errno || *end || v > max)
+		return cmd_usage_error(cmd, "%s '%s': expected a number from 1 "
+					    "to %llu",
+				       opt, arg, max);
+	*out = v;
+	return 0;
+}

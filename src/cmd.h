@@ -108,6 +108,14 @@ int cmd_usage_error(const struct cmd_entry *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /*
+ * An option's whole number from 1 to max, digits only; else a usage
+ * error naming opt (returns 2).
+ */
+int cmd_parse_count(const struct cmd_entry *cmd, const char *opt,
+		    const char *arg, unsigned long long max,
+		    unsigned long long *out);
+
+/*
  * Print a JSON document (stolen) on stdout, indented, with a newline.  Paths
  * and untrusted text go into documents through xjson.h.
  */

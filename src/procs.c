@@ -60,6 +60,7 @@ struct proc {
 	unsigned long long start; /* clock ticks after boot */
 	long threads;
 	char state;
+	unsigned long flags; /* the kernel's PF_* */
 	bool dead; /* a zombie with no live thread, or exiting */
 	enum mark mark;
 	bool desc; /* root_pid or one of its descendants */
@@ -139,6 +140,7 @@ static int read_stat(int procfd, pid_t pid, struct proc *p)
 	}
 	p->pid = pid;
 	p->ppid = (pid_t)v[3];
+	p->flags = (unsigned long)v[8];
 	p->threads = (long)v[19];
 	p->start = v[21];
 	/*
@@ -463,14 +465,15 @@ static bool seen_has(const struct seen *s, const struct proc *p)
 }
 
 /*
- * Pin p with a pidfd, check it is still the process scanned, signal it
- * through the pidfd.  *sent when the signal reached it.
+ * Pin p with a pidfd, check (through procfd, /proc) it is still the
+ * process scanned, signal it through the pidfd.  *sent when the signal
+ * reached it.
  */
-static int pin_and_signal(const struct proc *p, int sig, bool *sent,
-			  struct sbx_error **err)
+static int pin_and_signal(int procfd, const struct proc *p, int sig,
+			  bool *sent, struct sbx_error **err)
 {
 	struct proc now = {0};
-	int pfd, procfd;
+	int pfd;
 
 	*sent = false;
 	pfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
@@ -482,25 +485,18 @@ static int pin_and_signal(const struct proc *p, int sig, bool *sent,
 				     "(pidfd_open, Linux 5.3 or later)",
 				     (int)p->pid);
 	}
-	procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (procfd < 0) {
-		close(pfd);
-		return sbx_error_set(err, SBX_EXIT_ENV, errno, "opening /proc");
-	}
 	if (read_stat(procfd, p->pid, &now) == 0 && now.start == p->start &&
 	    !now.dead) {
 		if (syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0) == 0)
 			*sent = true;
 		else if (errno != ESRCH) {
 			int e = errno;
-			close(procfd);
 			close(pfd);
 			return sbx_error_set(err, SBX_EXIT_ENV, e,
 					     "signalling process %d",
 					     (int)p->pid);
 		}
 	}
-	close(procfd);
 	close(pfd);
 	return 0;
 }
@@ -523,9 +519,9 @@ static bool cannot_fork(const struct proc *p)
  * processes not yet killed, the slots that killing frees; KILL reaches
  * stopped processes.  *v and *n are the last scan's.
  */
-static int freeze(pid_t init_pid, pid_t root_pid, const char *marker,
-		  long long until_ms, struct seen *seen, struct proc **v,
-		  size_t *n, struct sbx_error **err)
+static int freeze(int procfd, pid_t init_pid, pid_t root_pid,
+		  const char *marker, long long until_ms, struct seen *seen,
+		  struct proc **v, size_t *n, struct sbx_error **err)
 {
 	for (int round = 0; round < FREEZE_ROUNDS && engine_now_ms() < until_ms;
 	     round++) {
@@ -536,7 +532,8 @@ static int freeze(pid_t init_pid, pid_t root_pid, const char *marker,
 			if (cannot_fork(&(*v)[i]))
 				continue;
 			all = false;
-			if (pin_and_signal(&(*v)[i], SIGSTOP, &sent, err) < 0)
+			if (pin_and_signal(procfd, &(*v)[i], SIGSTOP, &sent,
+					   err) < 0)
 				return -1;
 			if (sent && !seen_has(seen, &(*v)[i])) {
 				ALLOC_GROW(seen->v, seen->n + 1, seen->alloc);
@@ -598,27 +595,40 @@ static void boost_end(const struct boost *b)
 		setpriority(PRIO_PROCESS, 0, b->nice);
 }
 
-static int stop_all(pid_t init_pid, pid_t root_pid, const char *marker,
-		    long grace_ms, long give_up_ms, size_t *killed,
-		    size_t *left, struct sbx_error **err);
+static int stop_all(int procfd, pid_t init_pid, pid_t root_pid,
+		    const char *marker, long grace_ms, long give_up_ms,
+		    size_t *killed, size_t *left, struct sbx_error **err);
+
+static int open_proc(struct sbx_error **err)
+{
+	int fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		sbx_error_set(err, SBX_EXIT_ENV, errno, "opening /proc");
+	return fd;
+}
 
 int procs_stop(pid_t init_pid, pid_t root_pid, const char *marker,
 	       long grace_ms, long give_up_ms, size_t *killed, size_t *left,
 	       struct sbx_error **err)
 {
 	struct boost b;
-	int rc;
+	int rc, procfd = open_proc(err);
 
+	*killed = *left = 0;
+	if (procfd < 0)
+		return -1;
 	boost_begin(&b);
-	rc = stop_all(init_pid, root_pid, marker, grace_ms, give_up_ms, killed,
-		      left, err);
+	rc = stop_all(procfd, init_pid, root_pid, marker, grace_ms, give_up_ms,
+		      killed, left, err);
 	boost_end(&b);
+	close(procfd);
 	return rc;
 }
 
-static int stop_all(pid_t init_pid, pid_t root_pid, const char *marker,
-		    long grace_ms, long give_up_ms, size_t *killed,
-		    size_t *left, struct sbx_error **err)
+static int stop_all(int procfd, pid_t init_pid, pid_t root_pid,
+		    const char *marker, long grace_ms, long give_up_ms,
+		    size_t *killed, size_t *left, struct sbx_error **err)
 {
 	struct seen seen = {0};
 	long long t0 = engine_now_ms();
@@ -660,14 +670,15 @@ static int stop_all(pid_t init_pid, pid_t root_pid, const char *marker,
 			break;
 		}
 		if (kill_phase)
-			ret = freeze(init_pid, root_pid, marker,
+			ret = freeze(procfd, init_pid, root_pid, marker,
 				     t0 + give_up_ms, &seen, &v, &n, err);
 		for (size_t i = 0; i < n && ret == 0; i++) {
 			bool sent, known = seen_has(&seen, &v[i]);
 			/* TERM once each; KILL every time it is still there. */
 			if (!kill_phase && known)
 				continue;
-			ret = pin_and_signal(&v[i], kill_phase ? SIGKILL : SIGTERM,
+			ret = pin_and_signal(procfd, &v[i],
+					     kill_phase ? SIGKILL : SIGTERM,
 					     &sent, err);
 			if (ret == 0 && sent && !known) {
 				ALLOC_GROW(seen.v, seen.n + 1, seen.alloc);
@@ -833,7 +844,7 @@ int procs_signal(pid_t init_pid, pid_t root_pid, const char *marker, int sig,
 	struct proc *v = NULL;
 	size_t nv = 0;
 	bool gone;
-	int ret = 0;
+	int ret = 0, procfd;
 
 	*n = 0;
 	if (scan(init_pid, root_pid, marker, &v, &nv, &gone, err) < 0) {
@@ -842,11 +853,17 @@ int procs_signal(pid_t init_pid, pid_t root_pid, const char *marker, int sig,
 		sbx_error_free(err);
 		return 0;
 	}
+	procfd = open_proc(err);
+	if (procfd < 0) {
+		free(v);
+		return -1;
+	}
 	for (size_t i = 0; i < nv && ret == 0; i++) {
 		bool sent;
-		ret = pin_and_signal(&v[i], sig, &sent, err);
+		ret = pin_and_signal(procfd, &v[i], sig, &sent, err);
 		*n += sent;
 	}
+	close(procfd);
 	free(v);
 	return ret;
 }
@@ -863,4 +880,23 @@ int procs_usable(struct sbx_error **err)
 				     "not be enforced");
 	close(fd);
 	return 0;
+}
+
+/* The kernel's PF_EXITING, in /proc/PID/stat's flags. */
+#define PF_EXITING_FLAG 0x4ul
+
+bool procs_exiting(pid_t pid)
+{
+	struct proc p = {0};
+	int procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rc;
+
+	if (procfd < 0)
+		return false;
+	rc = read_stat(procfd, pid, &p);
+	close(procfd);
+	if (rc < 0)
+		return errno == ENOENT || errno == ESRCH;
+	return p.state == 'Z' || p.state == 'X' || p.state == 'x' ||
+	       (p.flags & PF_EXITING_FLAG) != 0;
 }

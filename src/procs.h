@@ -94,6 +94,15 @@ int procs_signal(pid_t init_pid, pid_t root_pid, const char *marker, int sig,
 		 size_t *n, struct sbx_error **err);
 
 /*
+ * Is pid gone, a zombie, or exiting (PF_EXITING)?  Killing a PID
+ * namespace's init kills its other processes first while init itself is
+ * still exiting, then leaves a zombie until its parent reaps it: an exec
+ * whose process died can tell "the container is dying" from this before
+ * the engine says so.
+ */
+bool procs_exiting(pid_t pid);
+
+/*
  * How many times the kernel's OOM killer has killed a process in the
  * memory cgroup of pid (the container's init): cgroup v2 memory.events
  * "oom_kill", or v1 memory.oom_control "oom_kill".  -1 with *err when it

@@ -157,6 +157,40 @@ int session_engine_inspect(struct engine *e, const struct session_config *c,
 	return rc;
 }
 
+/* One word for a container that is not running: "OOMKilled" when the
+ * kernel killed it for memory, else its state ("exited", "dead"...). */
+static const char *stopped_word(json_t *inspect)
+{
+	json_t *st = json_object_get(inspect, "State");
+
+	if (json_is_true(json_object_get(st, "OOMKilled")))
+		return "OOMKilled";
+	return session_state(inspect);
+}
+
+int session_engine_running(struct engine *e, const struct session_config *c,
+			   const char *key, json_t **inspect,
+			   struct sbx_error **err)
+{
+	if (session_engine_inspect(e, c, key, inspect, err) < 0)
+		return -1;
+	if (!*inspect)
+		return sbx_error_set(err, SBX_EXIT_FAIL, 0,
+				     "session '%s' is not running (its "
+				     "container is gone)",
+				     key);
+	if (strcmp(session_state(*inspect), "running") == 0 &&
+	    !json_is_true(json_object_get(json_object_get(*inspect, "State"),
+					  "Paused")))
+		return 0;
+	sbx_error_set(err, SBX_EXIT_FAIL, 0, "session '%s' is not running (%s)",
+		      key, stopped_word(*inspect));
+	sbx_error_hint(*err, "sbxcat session open starts it again");
+	json_decref(*inspect);
+	*inspect = NULL;
+	return -1;
+}
+
 int session_engine_list(struct engine *e, const struct session_config *c,
 			json_t **by_key, struct sbx_error **err)
 {
@@ -225,7 +259,7 @@ static int check_quota(struct engine *e, const struct session_spec *s,
 }
 
 /* Why a container is not running, from its inspect: "OOMKilled",
- * "exited with status 1", the engine's error. */
+ * "exited, exit status 1", the engine's error. */
 static char *not_running_why(json_t *inspect)
 {
 	json_t *st = json_object_get(inspect, "State");
@@ -233,8 +267,8 @@ static char *not_running_why(json_t *inspect)
 	struct strbuf sb = STRBUF_INIT;
 
 	if (json_is_true(json_object_get(st, "OOMKilled")))
-		return xstrdup("OOMKilled");
-	strbuf_addf(&sb, "%s, exit status %lld", session_state(inspect),
+		return xstrdup(stopped_word(inspect));
+	strbuf_addf(&sb, "%s, exit status %lld", stopped_word(inspect),
 		    (long long)json_integer_value(
 			json_object_get(st, "ExitCode")));
 	if (error && *error) {

@@ -73,6 +73,15 @@ int session_engine_inspect(struct engine *e, const struct session_config *c,
 			   const char *key, json_t **inspect,
 			   struct sbx_error **err);
 
+/*
+ * The session's container, running (not paused): *inspect its inspect.
+ * Else status 1, "session 'KEY' is not running (exited)" (or
+ * "(OOMKilled)", "(its container is gone)"), with a hint.
+ */
+int session_engine_running(struct engine *e, const struct session_config *c,
+			   const char *key, json_t **inspect,
+			   struct sbx_error **err);
+
 /* State.Status of an inspect ("running", ...), "closed" when NULL. */
 const char *session_state(json_t *inspect);
 
