@@ -359,6 +359,36 @@ static int secret_from_env(struct session_config *c, struct sbx_error **err)
 	return 0;
 }
 
+/* A duration in whole seconds, 1 to 10 years. */
+static int env_seconds(const char *var, long long *out,
+		       struct sbx_error **err)
+{
+	unsigned long long v = (unsigned long long)*out;
+
+	if (env_uint(var, 1, 10ull * 366 * 86400, &v, err) < 0)
+		return -1;
+	*out = (long long)v;
+	return 0;
+}
+
+/* The spill directory: one name at the workspace's top, not hidden by
+ * accident of a slash or a dot-dot. */
+static int spill_from_env(struct session_config *c, struct sbx_error **err)
+{
+	const char *v = env("SANDBOXD_SPILL_DIR");
+
+	if (!v)
+		v = "large_tool_results";
+	if (strchr(v, '/') || strcmp(v, ".") == 0 || strcmp(v, "..") == 0 ||
+	    strlen(v) > 255 || text_find_control(v, strlen(v), NULL) != 0 ||
+	    utf8_first_invalid(v, strlen(v)) >= 0)
+		return bad_value(err, "SANDBOXD_SPILL_DIR", v,
+				 "expected one directory name at the "
+				 "workspace's top, such as large_tool_results");
+	c->spill = xstrdup(v);
+	return 0;
+}
+
 int session_config_load(struct session_config *c, struct sbx_error **err)
 {
 	unsigned long long per_tenant = 10, max = 20, timeout = 300;
@@ -367,6 +397,10 @@ int session_config_load(struct session_config *c, struct sbx_error **err)
 	memset(c, 0, sizeof(*c));
 	c->mem_limit = 1ull << 30;
 	c->max_output = 10ull << 20;
+	c->max_read = 8ull << 20;
+	c->max_write = 64ull << 20;
+	c->idle_timeout = 1800;
+	c->container_ttl = 86400;
 	if (root_from_env(c, err) < 0 ||
 	    env_uint("SANDBOXD_MAX_SESSIONS_PER_TENANT", 1, 100000, &per_tenant,
 		     err) < 0 ||
@@ -377,8 +411,24 @@ int session_config_load(struct session_config *c, struct sbx_error **err)
 	    env_size("SANDBOXD_MAX_OUTPUT_BYTES", 1, &c->max_output, err) < 0 ||
 	    env_bool("SANDBOXD_PERSIST_CONTAINERS", &c->persist_containers,
 		     err) < 0 ||
-	    network_from_env(c, err) < 0)
+	    network_from_env(c, err) < 0 ||
+	    env_size("SANDBOXD_MAX_READ_BYTES", 1, &c->max_read, err) < 0 ||
+	    env_size("SANDBOXD_MAX_WRITE_BYTES", 1, &c->max_write, err) < 0 ||
+	    spill_from_env(c, err) < 0 ||
+	    env_seconds("SANDBOXD_IDLE_TIMEOUT", &c->idle_timeout, err) < 0 ||
+	    env_seconds("SANDBOXD_CONTAINER_TTL", &c->container_ttl, err) <
+		0 ||
+	    env_seconds("SANDBOXD_WORKSPACE_TTL", &c->workspace_ttl, err) < 0)
 		goto fail;
+	if (c->workspace_ttl && c->workspace_ttl <= c->idle_timeout) {
+		sbx_error_set(err, SBX_EXIT_USAGE, 0,
+			      "SANDBOXD_WORKSPACE_TTL (%lld s) must be longer "
+			      "than SANDBOXD_IDLE_TIMEOUT (%lld s): a "
+			      "workspace is deleted only once its session "
+			      "has been stopped as idle",
+			      c->workspace_ttl, c->idle_timeout);
+		goto fail;
+	}
 	if (dep && prewarm_deployment_check(dep, err) < 0) {
 		set_status(err, SBX_EXIT_USAGE); /* a bad value, as the rest */
 		goto fail;
@@ -400,6 +450,7 @@ void session_config_release(struct session_config *c)
 	free(c->root);
 	free(c->network);
 	free(c->deployment);
+	free(c->spill);
 	if (c->secret)
 		OPENSSL_cleanse(c->secret, c->secret_len);
 	free(c->secret);
@@ -958,6 +1009,28 @@ static int open_keydir(struct session_root *r, const char *key,
 				     r->path, key, (unsigned)st.st_uid,
 				     (unsigned)(st.st_mode & 07777));
 	}
+	return fd;
+}
+
+int session_workspace_open(struct session_root *r, const char *key,
+			   struct sbx_error **err)
+{
+	int kfd = open_keydir(r, key, err), fd;
+
+	if (kfd < 0)
+		return -1;
+	fd = openat(kfd, WORKSPACE_NAME,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		int e = errno;
+
+		close(kfd);
+		return sbx_error_set(err, SBX_EXIT_ENV, e,
+				     "cannot open the workspace of '%s' "
+				     "(%s/%s/" WORKSPACE_NAME ")",
+				     key, r->path, key);
+	}
+	close(kfd);
 	return fd;
 }
 

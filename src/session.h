@@ -64,6 +64,14 @@ struct session_config {
 	char *deployment;	       /* SBXCAT_DEPLOYMENT_ID "default" */
 	unsigned char *secret;	       /* NULL: keys are plain SHA-256 */
 	size_t secret_len;
+	/* Workspace operations (docs/workspace.md). */
+	unsigned long long max_read;  /* SANDBOXD_MAX_READ_BYTES 8 MiB */
+	unsigned long long max_write; /* SANDBOXD_MAX_WRITE_BYTES 64 MiB */
+	char *spill; /* SANDBOXD_SPILL_DIR "large_tool_results": one name */
+	/* Lifetimes (docs/lifetimes.md), seconds; 0 workspace_ttl: kept. */
+	long long idle_timeout;	 /* SANDBOXD_IDLE_TIMEOUT 1800 */
+	long long container_ttl; /* SANDBOXD_CONTAINER_TTL 86400 */
+	long long workspace_ttl; /* SANDBOXD_WORKSPACE_TTL unset */
 };
 
 int session_config_load(struct session_config *c, struct sbx_error **err);
@@ -135,6 +143,15 @@ void session_root_close(struct session_root *r);
  * with an error of status sig_exit_status(). */
 int session_lock(struct session_root *r, struct sbx_error **err);
 void session_unlock(struct session_root *r);
+
+/*
+ * Open ROOT/KEY/workspace (O_RDONLY | O_DIRECTORY, never through a
+ * symlink; ROOT/KEY checked as every other use of it) and return its
+ * descriptor; a key without a directory is "no session 'KEY'" (status 1,
+ * ENOENT), a missing workspace status 3.
+ */
+int session_workspace_open(struct session_root *r, const char *key,
+			   struct sbx_error **err);
 
 /* "ROOT/KEY/workspace", newly allocated. */
 char *session_workspace_path(const struct session_root *r, const char *key);

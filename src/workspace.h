@@ -1,0 +1,192 @@
+/*
+ * workspace.h - the workspace operations of `sbxcat fs`, done on the host
+ * side of the bind mount, race-free against the sandbox that owns the
+ * files; never prints.  brief section 7, docs/workspace.md.
+ *
+ * Everything the sandbox can change is hostile: names, types, sizes,
+ * symlinks, and all of them can change between two system calls.  So:
+ *
+ *   - A workspace is a held directory descriptor (ROOT/KEY/workspace,
+ *     from session_workspace_open()); no path is ever built from the
+ *     workspace's own path and opened.
+ *   - A user path is checked lexically first (workspace_path_check):
+ *     relative, no ".." component, no NUL, at most PATH_MAX bytes; "." and
+ *     empty components and repeated slashes are dropped.
+ *   - Then it is resolved by the kernel, beneath the held descriptor, with
+ *     openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV).
+ *     A symlink that stays beneath is followed; one that leads out,
+ *     through a magic link, or onto another mount is refused (EXDEV,
+ *     ELOOP), naming the path and why.  EAGAIN (a rename raced the
+ *     lookup) is retried a few times, then refused.  A kernel without
+ *     openat2 (ENOSYS, Linux < 5.6) is status 3; there is no fallback.
+ *   - A file to read is opened O_PATH first, fstat()ed, refused unless
+ *     regular (device files, FIFOs, sockets, directories: status 1, naming
+ *     the type), and only then reopened for reading through
+ *     /proc/self/fd/N, which reopens that very inode: nothing but a
+ *     regular file is ever opened for reading.  Every size check is an
+ *     fstat() of the descriptor that is then read.
+ *   - Writes go to a temporary file made (O_EXCL) in the target's own
+ *     directory, held as a descriptor, then renameat() within it: the name
+ *     is replaced, never written through (a symlink or a hard link at the
+ *     target is replaced, not followed).  Directories made on the way are
+ *     made with mkdirat() relative to their held parent.  What write and
+ *     edit make is the sandbox uid's (fchown on the descriptor).
+ *
+ * Errors: status 1 for a refusal or a missing path (the message names the
+ * path as the user gave it, escaped, and says why), 3 for the environment.
+ */
+#ifndef SBX_WORKSPACE_H
+#define SBX_WORKSPACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+struct sbx_error;
+
+struct workspace {
+	int fd;		       /* ROOT/KEY/workspace, O_DIRECTORY, held */
+	dev_t dev;	       /* its filesystem */
+	unsigned long uid;     /* owner of what write/edit make (gid = uid) */
+	unsigned long long max_read;  /* SANDBOXD_MAX_READ_BYTES */
+	unsigned long long max_write; /* SANDBOXD_MAX_WRITE_BYTES */
+	char *path;	       /* the workspace's path, for messages only */
+};
+
+/*
+ * Take fd (from session_workspace_open; owned from here on, closed by
+ * workspace_close even on failure) and check that openat2 with
+ * RESOLVE_BENEATH works on this kernel (status 3 "sbxcat fs needs
+ * openat2 (Linux 5.6 or later); this kernel has none, and sbxcat does not
+ * fall back to resolving paths itself").
+ */
+int workspace_init(struct workspace *w, int fd, const char *path,
+		   unsigned long uid, unsigned long long max_read,
+		   unsigned long long max_write, struct sbx_error **err);
+void workspace_close(struct workspace *w);
+
+/*
+ * Check a user path and normalise it into *rel (newly allocated; "" for
+ * the workspace itself: "", ".", "./", "a/.." is refused, not "").
+ * Refused (status 1): absolute, a ".." component, a NUL (never reaches
+ * here from argv, but from JSON it could), over PATH_MAX bytes.
+ * may_be_root: "" (or ".") allowed, for ls, glob, grep; write, edit, rm
+ * and read of the workspace itself are refused.
+ */
+int workspace_path_check(const char *path, bool may_be_root, char **rel,
+			 struct sbx_error **err);
+
+/*
+ * openat2 beneath the workspace: rel as workspace_path_check returned it,
+ * flags as open(2)'s (O_CLOEXEC added), resolve as above plus what the
+ * caller adds (RESOLVE_NO_SYMLINKS).  Returns the descriptor or -1; shown
+ * is the path to name in messages (the user's spelling).
+ */
+int workspace_openat(const struct workspace *w, const char *rel,
+		     uint64_t flags, uint64_t mode, uint64_t resolve,
+		     const char *shown, struct sbx_error **err);
+
+/*
+ * Open rel for reading: a regular file (see above), *st its fstat.  No
+ * size check here.
+ */
+int workspace_open_file(const struct workspace *w, const char *rel,
+			const char *shown, struct stat *st,
+			struct sbx_error **err);
+
+/*
+ * read-bytes: open rel and check its size against max_read before a byte
+ * is read: "'data.csv' is 52428800 bytes, over the 8388608-byte read
+ * limit; read a slice with --offset/--limit or use exec" (status 1).
+ * Returns the descriptor (the caller copies it out and closes it).
+ */
+int workspace_open_read(const struct workspace *w, const char *rel,
+			const char *shown, struct stat *st,
+			struct sbx_error **err);
+
+/*
+ * read: lines offset .. offset+limit-1 (1-based) of a text file.
+ *
+ * A file of at most max_read bytes is read whole (one fstat-checked read
+ * of st_size bytes, and no more), its lines counted, so lines_left is
+ * exact.  A larger file without a slice (offset 1, limit the default,
+ * given == false) is refused as read-bytes is; with a slice, it is read
+ * in blocks only up to the end of the last line shown, plus one byte to
+ * learn whether more follows (lines_left is then unknown: -1, and more
+ * says whether anything follows).  What is shown is at most max_read
+ * bytes in all: a slice that would show more stops early (cut = true).
+ * A line is shown as it is (no newline); a file not ending in a newline
+ * has a last line all the same.
+ */
+struct workspace_lines {
+	char *buf;	  /* the bytes of the lines shown, newlines kept */
+	size_t len;
+	size_t *start;	  /* n + 1 offsets into buf; line i is
+			     buf[start[i] .. start[i+1]) minus its '\n' */
+	size_t n;	  /* lines shown */
+	unsigned long long first; /* the first one's number (= offset) */
+	long long lines_left;	  /* after the last shown; -1 unknown */
+	bool more;		  /* something follows the last shown */
+	bool cut;		  /* stopped at max_read bytes shown */
+	unsigned long long size;  /* the file's st_size */
+};
+int workspace_read_lines(const struct workspace *w, const char *rel,
+			 const char *shown, unsigned long long offset,
+			 unsigned long long limit, bool sliced,
+			 struct workspace_lines *out, struct sbx_error **err);
+void workspace_lines_release(struct workspace_lines *l);
+
+/*
+ * write: the bytes read from in_fd (to its EOF) become rel, atomically:
+ * parent directories made (the uid's, 0755) as needed, a temporary
+ * ".sbxcat-XXXXXX" in the target's directory written, fsync'd, fchown'd
+ * to uid:uid, given the old file's mode (permission bits only) or 0644,
+ * then renamed over rel.  Over max_write bytes: refused, the temporary
+ * removed, nothing changed.  A directory at rel is refused.  *bytes is
+ * what was written; *created whether rel did not exist.
+ */
+int workspace_write(const struct workspace *w, const char *rel,
+		    const char *shown, int in_fd, unsigned long long *bytes,
+		    bool *created, struct sbx_error **err);
+
+/*
+ * edit: replace old (oldlen > 0 bytes) by new in rel (a regular file of at
+ * most max_read bytes), every occurrence when all, else only when there is
+ * exactly one.  Refused (status 1) when old is absent ("'--old' text not
+ * found in 'PATH'") or, without all, found more than once ("'--old' text
+ * matches 3 times in 'PATH', on lines 4, 9 and 12; give more context to
+ * make it unique, or use --all"; at most 10 line numbers, then "...").
+ * Occurrences do not overlap (leftmost first, as str.replace).  The
+ * result is written as workspace_write writes (same directory, the
+ * uid's, the old mode), over max_write refused.  *count is how many were
+ * replaced; *line the first one's line number.
+ */
+int workspace_edit(const struct workspace *w, const char *rel,
+		   const char *shown, const char *old, size_t oldlen,
+		   const char *new, size_t newlen, bool all, size_t *count,
+		   unsigned long long *line, struct sbx_error **err);
+
+/*
+ * stat: rel's lstat (the last component not followed; its directory
+ * resolved beneath); *target the symlink's target when it is one (newly
+ * allocated, else NULL).
+ */
+int workspace_stat(const struct workspace *w, const char *rel,
+		   const char *shown, struct stat *st, char **target,
+		   struct sbx_error **err);
+
+/*
+ * rm: unlink rel (a file, symlink, or any non-directory), or rmdir it
+ * when an empty directory; a non-empty directory needs recursive (else
+ * status 1 "'PATH' is a directory that is not empty; use -r").  The tree
+ * is removed from held descriptors, never following a symlink (a swapped
+ * in symlink is unlinked as a symlink) and never crossing a mount (status
+ * 1).  *removed counts what was removed.
+ */
+int workspace_rm(const struct workspace *w, const char *rel,
+		 const char *shown, bool recursive, unsigned long long *removed,
+		 struct sbx_error **err);
+
+#endif
