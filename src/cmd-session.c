@@ -33,27 +33,6 @@
 extern const struct cmd_entry cmd_session_open_entry, cmd_session_ls_entry,
     cmd_session_show_entry, cmd_session_close_entry;
 
-static void rfc3339(char out[32], long long t)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-
-	if (t <= 0 || !gmtime_r(&tt, &tm))
-		snprintf(out, 32, "-");
-	else
-		strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-static json_t *time_json(long long t)
-{
-	char buf[32];
-
-	if (t <= 0)
-		return json_null();
-	rfc3339(buf, t);
-	return json_string(buf);
-}
-
 int cmd_session_begin(struct sbx_ctx *ctx, struct session_config *cfg,
 		      struct session_root *root, struct sbx_error **err)
 {
@@ -291,7 +270,7 @@ static int session_open(struct sbx_ctx *ctx, int argc, char **argv)
 		    "{s:s, s:s, s:o, s:s, s:s, s:o, s:s}", "key", key,
 		    "container", id, "name", json_string(name), "runtime",
 		    rt->alias, "image", rec.image, "created",
-		    time_json(spec.created), "outcome",
+		    cmd_time_json(spec.created), "outcome",
 		    session_outcome_name(outcome));
 		xjson_set_path(doc, "workspace", ws);
 		cmd_print_json(doc);
@@ -321,8 +300,8 @@ static json_t *row_json(const struct session_record *r, const char *state)
 {
 	return xjson_pack("{s:s, s:s, s:s, s:s, s:o, s:o}", "key", r->key,
 			  "tenant", r->tenant, "runtime", r->runtime, "state",
-			  state, "created", time_json(r->created),
-			  "last_activity", time_json(r->last_activity));
+			  state, "created", cmd_time_json(r->created),
+			  "last_activity", cmd_time_json(r->last_activity));
 }
 
 static int session_ls(struct sbx_ctx *ctx, int argc, char **argv)

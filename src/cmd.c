@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "catalog.h"
@@ -374,4 +375,25 @@ int cmd_parse_count(const struct cmd_entry *cmd, const char *opt,
 				       opt, arg, max);
 	*out = v;
 	return 0;
+}
+
+void cmd_rfc3339(char out[32], long long t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (t <= 0 || !gmtime_r(&tt, &tm))
+		snprintf(out, 32, "-");
+	else
+		strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+json_t *cmd_time_json(long long t)
+{
+	char buf[32];
+
+	if (t <= 0)
+		return json_null();
+	cmd_rfc3339(buf, t);
+	return json_string(buf);
 }

@@ -121,6 +121,11 @@ int cmd_parse_count(const struct cmd_entry *cmd, const char *opt,
  */
 void cmd_print_json(json_t *doc);
 
+/* Unix seconds as RFC 3339 UTC ("2026-12-01T10:00:00Z"); "-" (JSON null)
+ * for 0 or less. */
+void cmd_rfc3339(char out[32], long long t);
+json_t *cmd_time_json(long long t);
+
 /* Print an error as "sbxcat: message" and return its exit status. */
 int cmd_report(struct sbx_error **err);
 
