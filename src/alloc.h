@@ -119,6 +119,13 @@ void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
 const char *strbuf_str(struct strbuf *sb);
+/* Empty it, keeping its memory. */
+static inline void strbuf_reset(struct strbuf *sb)
+{
+	sb->len = 0;
+	if (sb->buf)
+		sb->buf[0] = 0;
+}
 
 /* Free n strings and the array that holds them. */
 void strv_free(char **v, size_t n);
