@@ -549,6 +549,14 @@ int reap_pass_run(struct engine *e, const struct session_config *c,
 			if ((*err)->errnum != ENOENT) {
 				warn(p, xstrdup((*err)->msg));
 				known[nknown++] = keys[i];
+			} else {
+				/* Under the lock no open is half-way: an
+				 * open or a purge was interrupted. */
+				warn(p, xasprintf("'%s/%s' has no session "
+						  "record (an interrupted "
+						  "open or purge); left "
+						  "alone",
+						  r->path, keys[i]));
 			}
 			sbx_error_free(err);
 			continue;
