@@ -304,6 +304,23 @@ static json_t *row_json(const struct session_record *r, const char *state)
 			  "last_activity", cmd_time_json(r->last_activity));
 }
 
+/* workspace_bytes and workspace_files of key into doc (0 and a warning
+ * when the walk fails). */
+static void add_size(struct session_root *root, const char *key, json_t *doc)
+{
+	struct sbx_error *err = NULL;
+	unsigned long long bytes = 0, files = 0;
+
+	if (session_workspace_size(root, key, &bytes, &files, &err) < 0) {
+		fprintf(stderr, "sbxcat: warning: %s\n", err->msg);
+		sbx_error_free(&err);
+	}
+	json_object_set_new(doc, "workspace_bytes",
+			    json_integer((json_int_t)bytes));
+	json_object_set_new(doc, "workspace_files",
+			    json_integer((json_int_t)files));
+}
+
 static int session_ls(struct sbx_ctx *ctx, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -357,9 +374,15 @@ static int session_ls(struct sbx_ctx *ctx, int argc, char **argv)
 		if (!tenant || strcmp(r.tenant, tenant) == 0) {
 			c_ = json_object_get(by_key, keys[i]);
 			st = json_object_get(c_, "State");
+			json_t *row;
+
 			if (json_is_string(st))
 				state = json_string_value(st);
-			json_array_append_new(arr, row_json(&r, state));
+			row = row_json(&r, state);
+			/* Only --json pays for the walk of every workspace. */
+			if (ctx->json)
+				add_size(&root, r.key, row);
+			json_array_append_new(arr, row);
 		}
 		session_record_release(&r);
 	}
@@ -511,7 +534,7 @@ static int session_show(struct sbx_ctx *ctx, int argc, char **argv)
 	struct session_record r = {0};
 	struct engine engine = {0};
 	json_t *inspect = NULL, *doc, *st;
-	unsigned long long bytes = 0, files = 0, ooms;
+	unsigned long long ooms;
 	int rc = key_verb_options(ctx, &cmd_session_show_entry, argc, argv,
 				  &tenant, NULL, &key);
 
@@ -532,12 +555,7 @@ static int session_show(struct sbx_ctx *ctx, int argc, char **argv)
 		xjson_set_path(doc, "workspace", ws);
 		free(ws);
 	}
-	if (session_workspace_size(&root, r.key, &bytes, &files, &err) < 0) {
-		fprintf(stderr, "sbxcat: warning: %s\n", err->msg);
-		sbx_error_free(&err);
-	}
-	json_object_set_new(doc, "workspace_bytes", json_integer((json_int_t)bytes));
-	json_object_set_new(doc, "workspace_files", json_integer((json_int_t)files));
+	add_size(&root, r.key, doc);
 	st = json_object_get(inspect, "State");
 	json_object_set_new(doc, "oom_killed",
 			    json_boolean(json_is_true(

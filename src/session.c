@@ -1338,6 +1338,36 @@ static int lock_keydir(struct session_root *r, int kfd, const char *key,
 	return 0;
 }
 
+int session_keydir_lock(struct session_root *r, const char *key,
+			struct sbx_error **err)
+{
+	int kfd = open_keydir(r, key, err);
+
+	if (kfd < 0)
+		return -1;
+	while (flock(kfd, LOCK_EX) < 0) {
+		int e = errno;
+
+		if (e == EINTR && !sig_caught())
+			continue;
+		close(kfd);
+		if (e == EINTR)
+			return sbx_error_set(err, sig_exit_status(), 0,
+					     "interrupted by signal %d while "
+					     "waiting for '%s/%s'",
+					     sig_caught(), r->path, key);
+		return sbx_error_set(err, SBX_EXIT_ENV, e,
+				     "cannot lock '%s/%s'", r->path, key);
+	}
+	return kfd;
+}
+
+void session_keydir_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd); /* releases the flock */
+}
+
 int session_record_write(struct session_root *r,
 			 const struct session_record *rec,
 			 struct sbx_error **err)

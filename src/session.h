@@ -186,6 +186,16 @@ int session_record_write(struct session_root *r,
  * back a record a concurrent write replaced). */
 int session_record_touch(struct session_root *r, const char *key,
 			 struct sbx_error **err);
+/*
+ * flock(LOCK_EX) ROOT/KEY, the lock session_record_write and
+ * session_record_touch take: while it is held no stamp lands.  Returns
+ * the descriptor that holds it (session_keydir_unlock releases it); a
+ * missing ROOT/KEY is "no session 'KEY'" (status 1, ENOENT); a caught
+ * signal (sig.h) ends the wait with an error of status sig_exit_status().
+ */
+int session_keydir_lock(struct session_root *r, const char *key,
+			struct sbx_error **err);
+void session_keydir_unlock(int fd);
 /* The keys that have a directory under ROOT, sorted; *keys newly
  * allocated (strv_free). */
 int session_keys(struct session_root *r, char ***keys, size_t *n,

@@ -1,0 +1,130 @@
+/*
+ * reap.h - the lifetimes (brief section 7, docs/lifetimes.md): one pass
+ * of the reaper, planned and carried out; never prints.
+ *
+ * A pass runs under the lock `session open` uses (session_lock), so no
+ * session is opened, restarted or purged while it decides and acts.  It
+ * lists every container carrying io.sbxcat.deployment with exactly this
+ * deployment's value (the engine's filter, then the value checked again
+ * here: a container without it is never touched, whatever its name) and
+ * reads every session record (without ROOT/KEY's flock: the record is
+ * replaced atomically, so a read sees one whole version).  It decides:
+ *
+ *   stop          a running or paused session container whose record's
+ *                 last activity is older than the idle timeout (a paused
+ *                 one is unpaused, then stopped); files kept
+ *   remove        an exited session container stopped (the later of its
+ *                 State.FinishedAt and the last activity) for longer than
+ *                 the container TTL; workspace kept
+ *   delete        a session unused for longer than the workspace TTL (when
+ *                 set) whose container is not running, paused or
+ *                 restarting: its container removed, then ROOT/KEY purged
+ *   remove-orphan a container of this deployment whose key label has no
+ *                 record behind it, created longer ago than the idle
+ *                 timeout: removed by force
+ *   remove-stuck  a container in state created, dead or removing, created
+ *                 longer ago than the idle timeout: removed by force
+ *   closed        a record whose container is gone: shown, nothing done
+ *
+ * The actions are taken oldest first, at most `limit` of them; the rest
+ * are counted in `left`.  Before acting on a session the pass takes the
+ * flock of ROOT/KEY (session_keydir_lock) and reads the record again: a
+ * last activity that moved since the decision leaves the session alone
+ * (`skipped`).  Every age is measured from `now`.
+ *
+ * Ownership: struct reap_pass owns every string in it; reap_pass_release
+ * frees them.
+ */
+#ifndef SBX_REAP_H
+#define SBX_REAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct engine;
+struct sbx_error;
+struct session_config;
+struct session_root;
+struct strbuf;
+
+#define REAP_LIMIT_DEFAULT 100
+#define REAP_REPORT_DEFAULT 20
+
+enum reap_what {
+	REAP_STOP,
+	REAP_REMOVE,
+	REAP_DELETE,
+	REAP_ORPHAN,
+	REAP_STUCK,
+	REAP_CLOSED,
+};
+
+/* "stop", "remove", "delete", "remove-orphan", "remove-stuck", "closed". */
+const char *reap_what_name(enum reap_what w);
+
+struct reap_action {
+	enum reap_what what;
+	char *key;	 /* the session's key, or a container's key label, or NULL */
+	char *container; /* the container's name, or NULL when there is none */
+	char *id;	 /* its id, or NULL */
+	char *state;	 /* its engine state when decided, or NULL */
+	char *reason;	 /* "idle for 2h 5m (idle timeout 30m)", ... */
+	long long since; /* what the age counts from (Unix seconds) */
+	long long age;	 /* now - since */
+	long long stamp; /* the record's last_activity when decided; -1 none */
+	bool done;
+	const char *skipped; /* static: why it was left alone, or NULL */
+	char *error;	     /* why it failed, or NULL */
+};
+
+struct reap_pass {
+	long long now;
+	bool dry_run;
+	/* The actions taken (or, dry, that would be), oldest first, then the
+	 * closed sessions in key order. */
+	struct reap_action *acts;
+	size_t nacts, alloc;
+	size_t left;	  /* actions over the limit, left for the next pass */
+	size_t failed;	  /* actions with an error */
+	char **warnings;  /* records that could not be read, ... */
+	size_t nwarnings, walloc;
+};
+
+/*
+ * One pass at time now (Unix seconds), at most limit actions; dry_run
+ * decides and takes nothing.  Returns -1 (with *err) only when the pass
+ * could not look (the lock, the engine, the root); an action that fails
+ * is recorded in its error and counted in p->failed, and the rest go on.
+ */
+int reap_pass_run(struct engine *e, const struct session_config *c,
+		  struct session_root *r, long long now, size_t limit,
+		  bool dry_run, struct reap_pass *p, struct sbx_error **err);
+void reap_pass_release(struct reap_pass *p);
+
+/* A workspace's size, for --report. */
+struct reap_usage {
+	char *key, *tenant;
+	unsigned long long bytes, files;
+};
+/*
+ * The top workspaces by bytes (ties by key), at most top of them, with
+ * their records' tenants (NULL when the record cannot be read); no lock,
+ * no engine.  Problems with one workspace go into *warnings (strv_free).
+ */
+int reap_report(struct session_root *r, size_t top, struct reap_usage **v,
+		size_t *n, char ***warnings, size_t *nwarnings,
+		struct sbx_error **err);
+void reap_usage_free(struct reap_usage *v, size_t n);
+
+/*
+ * Unix seconds, or RFC 3339 UTC ("2026-12-01T10:00:00Z", fractional
+ * seconds allowed, "Z" or "+00:00"), into *t.  Returns 0, or -1 for
+ * anything else (a date that does not exist included).
+ */
+int reap_parse_time(const char *s, long long *t);
+
+/* A duration as people read it: "45s", "30m", "2h 5m", "1d 2h", "31d"
+ * (the largest unit, and the next one when not zero). */
+void reap_add_duration(struct strbuf *sb, long long seconds);
+
+#endif

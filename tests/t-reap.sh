@@ -1,0 +1,266 @@
+#!/bin/sh
+# t-reap.sh - sbxcat reap against the real engine (issue 9, "Reaper";
+# docs/lifetimes.md): --now drives the idle stop (files kept), the
+# container TTL (container removed, workspace kept) and the workspace TTL
+# (ROOT/KEY gone, never while the session runs); --dry-run changes nothing
+# and says what and why; --limit bounds the actions, oldest first; --json;
+# containers of another deployment or without labels survive every pass,
+# whatever their names; an orphan and a stuck `created` container are
+# removed once older than the idle timeout and left while younger; a
+# workspace whose container went behind sbxcat's back shows as closed; a
+# session stamped while the reaper waits for its lock is left alone;
+# --report; exit statuses.
+#
+# Records are re-stamped the way only root can (a temporary file renamed
+# over session.json, every other member kept), so ages are exact.
+# Go templates for docker inspect are single-quoted on purpose.
+# shellcheck disable=SC2016
+set -u
+: "${srcdir:?srcdir must name the source tree}"
+# shellcheck source=tests/tap.sh
+. "$srcdir/tests/tap.sh"
+# shellcheck source=tests/testbed.sh
+. "$srcdir/tests/testbed.sh"
+# shellcheck source=tests/sessionbed.sh
+. "$srcdir/tests/sessionbed.sh"
+sb_init t-reap tr
+command -v flock >/dev/null || skip_all "flock(1) (util-linux) is missing: the race cannot be held open"
+
+unset SANDBOXD_IDLE_TIMEOUT SANDBOXD_CONTAINER_TTL SANDBOXD_WORKSPACE_TTL
+IMG=sbxcat-test/busybox:1
+N0=$(date +%s)
+H2=$((N0 + 7200))
+
+# stamp KEY T: the record's last_activity set to T, atomically, as root.
+stamp() {
+	jq -c --argjson t "$2" '.last_activity = $t' "$ROOT/$1/session.json" >"$ROOT/$1/.stamp" &&
+		mv "$ROOT/$1/.stamp" "$ROOT/$1/session.json"
+}
+# reap ARGS...: status in $rc, stdout in $T/out, stderr in $T/err.
+reap() { sbx reap "$@"; }
+lines() { wc -l <"$T/out" | tr -d ' '; }
+gone() { ! tb_docker inspect "$1" >/dev/null 2>&1; }
+
+# -- Containers that are not ours, made first so every pass sees them old:
+# a name of our shape without labels, another deployment's label (the
+# filter's prefix and suffix cases), our key label under a near value.
+F1=sbxcat-$DEP-xc-foreign-$sfx
+F2=tr-other-$sfx
+F3=tr-suffix-$sfx
+F4=tr-running-$sfx
+sb_names="$F1 $F2 $F3 $F4"
+tb_docker create --name "$F1" "$IMG" true >/dev/null &&
+	tb_docker create --name "$F2" --label "io.sbxcat.deployment=${DEP}x" \
+		--label io.sbxcat.key=xc-acme-run-aaaaaaaaaaaaaaaaaaaaaaaaaa "$IMG" true >/dev/null &&
+	tb_docker create --name "$F3" --label "io.sbxcat.deployment=$DEP-other" "$IMG" true >/dev/null &&
+	tb_docker run -d --name "$F4" --label "io.sbxcat.deployment= $DEP" "$IMG" sleep 3600 >/dev/null
+ok $? "four foreign containers made (no label; ${DEP}x; $DEP-other; ' $DEP', running)"
+foreign_alive() {
+	for f in $F1 $F2 $F3 $F4; do tb_docker inspect "$f" >/dev/null 2>&1 || return 1; done
+	[ "$(tb_docker inspect -f '{{.State.Status}}' "$F4")" = running ]
+}
+
+# -- Three sessions, idle for 2h 5m, 2h 3m 20s and 2h 1m 40s at N0+2h.
+open_s acme run s1; K1=$key
+open_s acme run s2; K2=$key
+open_s acme run s3; K3=$key
+[ -n "$K1" ] && [ -n "$K2" ] && [ -n "$K3" ]; ok $? "three sessions open"
+stamp "$K1" $((N0 - 300)) && stamp "$K2" $((N0 - 200)) && stamp "$K3" $((N0 - 100))
+ok $? "their records re-stamped"
+echo kept >"$(ws "$K1")/notes.txt"
+
+reap
+is "$rc:$(out)" "0:" "reap now: nothing to do, no output, exit 0"
+
+reap --dry-run --now "$H2"
+is "$rc" 0 "--dry-run exits 0"
+is "$(out)" "would stop $K1: idle for 2h 5m (idle timeout 30m)
+would stop $K2: idle for 2h 3m (idle timeout 30m)
+would stop $K3: idle for 2h 1m (idle timeout 30m)" "--dry-run says what and why, oldest first"
+is "$(state "$K1"):$(state "$K2"):$(state "$K3")" running:running:running "--dry-run stopped nothing"
+
+# --now as RFC 3339: the same instant.
+reap --dry-run --now "$(date -u -d "@$H2" +%Y-%m-%dT%H:%M:%SZ)"
+is "$(sed -n 1p "$T/out")" "would stop $K1: idle for 2h 5m (idle timeout 30m)" "--now takes RFC 3339 UTC"
+
+reap --dry-run --now "$H2" --limit 1 --json
+is "$rc" 0 "--dry-run --limit 1 --json exits 0"
+is "$(jq -c '[.now, .dry_run, .left, (.actions | length)]' "$T/out")" "[$H2,true,2,1]" \
+	"--json: now, dry_run, left (2 over the limit), one action"
+is "$(jq -c '.actions[0] | [.action, .key, .container, .age_s, .done, .error, .reason]' "$T/out")" \
+	"[\"stop\",\"$K1\",\"$(ctr "$K1")\",7500,false,null,\"idle for 2h 5m (idle timeout 30m)\"]" \
+	"--json: the oldest action, with its key, container, age, reason"
+
+reap --now "$H2" --limit 2
+is "$rc" 0 "reap --limit 2 exits 0"
+is "$(out)" "stopped $K1: idle for 2h 5m (idle timeout 30m)
+stopped $K2: idle for 2h 3m (idle timeout 30m)" "--limit 2: the two oldest stopped"
+grep -q "1 more action left" "$T/err"; ok $? "... and stderr says one is left"
+is "$(state "$K1"):$(state "$K2"):$(state "$K3")" exited:exited:running "the two oldest stopped, the third still runs"
+is "$(cat "$(ws "$K1")/notes.txt")" kept "an idle stop keeps the files"
+
+sleep 1 # K3 stops a second after the others: the TTL pass orders by it
+reap --now "$H2"
+is "$rc:$(out)" "0:stopped $K3: idle for 2h 1m (idle timeout 30m)" "the next pass stops the third"
+reap --now "$H2"
+is "$rc:$(out)" "0:" "then nothing: stopped containers are young for the container TTL"
+
+# -- The container TTL: 1 day after the later of FinishedAt and the stamp.
+D2=$((N0 + 2 * 86400))
+reap --now "$D2" --dry-run
+n=0
+for k in "$K1" "$K2" "$K3"; do grep -qx "would remove $k: stopped for 1d 23h (container TTL 1d)" "$T/out" && n=$((n + 1)); done
+is "$n:$(lines)" 3:3 "--dry-run: would remove the three, stopped for 1d 23h"
+reap --now "$D2"
+is "$rc" 0 "reap at +2d exits 0"
+# Oldest first by when each stopped: K1 and K2 in one second, then K3.
+is "$(sed -n 3p "$T/out")" "removed $K3: stopped for 1d 23h (container TTL 1d)" "the last stopped is removed last"
+is "$(sort "$T/out")" "$(printf 'removed %s: stopped for 1d 23h (container TTL 1d)\n' "$K1" "$K2" "$K3" | sort)" \
+	"stopped containers past their TTL removed"
+gone "$(ctr "$K1")" && gone "$(ctr "$K2")" && gone "$(ctr "$K3")"; ok $? "... their containers are gone"
+is "$(cat "$(ws "$K1")/notes.txt")" kept "... the workspace stays (the workspace TTL is unset)"
+foreign_alive; ok $? "the foreign containers survive"
+
+reap
+is "$rc" 0 "a pass with records whose containers are gone exits 0"
+is "$(out)" "$(printf 'closed %s: its container is gone\n' "$K1" "$K2" "$K3" | sort)" \
+	"... and shows them as closed, in key order"
+
+# -- The workspace TTL: a bad one is refused; a running session's
+# workspace is never deleted, however old.
+SANDBOXD_WORKSPACE_TTL=1000 reap --dry-run
+is "$rc" 2 "a workspace TTL not above the idle timeout exits 2"
+open_s acme run s4; K4=$key
+stamp "$K4" "$N0"
+D31=$((N0 + 31 * 86400))
+export SANDBOXD_WORKSPACE_TTL=2592000
+reap --now "$D31" --dry-run
+grep -qx "would delete $K1: unused for 31d (workspace TTL 30d)" "$T/out"; ok $? "--dry-run: would delete, unused for 31d"
+grep -qx "would stop $K4: idle for 31d (idle timeout 30m)" "$T/out"; ok $? "--dry-run: the running one would only be stopped"
+[ -d "$ROOT/$K1" ]; ok $? "--dry-run deleted nothing"
+touch "$(ws "$K2")/pinned" && chattr +i "$(ws "$K2")/pinned" 2>/dev/null
+pinned=$?
+reap --now "$D31"
+if [ $pinned -eq 0 ]; then
+	is "$rc" 1 "a delete that fails (an immutable file) exits 1"
+	grep -q "^sbxcat: cannot delete $K2: " "$T/err"; ok $? "... naming the session"
+	[ -d "$ROOT/$K2" ]; ok $? "... which stays"
+	chattr -i "$(ws "$K2")/pinned"
+else
+	skip "chattr +i is not supported here" "a failing delete exits 1"
+fi
+[ ! -e "$ROOT/$K1" ] && [ ! -e "$ROOT/$K3" ]; ok $? "the other workspaces past their TTL are deleted (the rest still done)"
+grep -qx "deleted $K3: unused for 31d (workspace TTL 30d)" "$T/out"; ok $? "... and says so"
+grep -qx "stopped $K4: idle for 31d (idle timeout 30m)" "$T/out"; ok $? "the running session is stopped, not deleted"
+[ -d "$(ws "$K4")" ]; ok $? "... its workspace stays"
+reap --now "$D31"
+[ ! -e "$ROOT/$K4" ]; ok $? "once stopped, the next pass deletes it"
+if [ $pinned -eq 0 ]; then
+	# The failed purge took the record with it: what is left is said,
+	# never guessed at.
+	grep -q "warning: '$ROOT/$K2' has no session record" "$T/err"
+	ok $? "a workspace left without its record by a failed delete is reported"
+	rm -rf "${ROOT:?}/$K2"
+fi
+unset SANDBOXD_WORKSPACE_TTL
+foreign_alive; ok $? "the foreign containers survive"
+
+# -- A container removed behind sbxcat's back: closed, not lost.
+open_s acme run s5; K5=$key
+tb_docker rm -f "$(ctr "$K5")" >/dev/null
+reap
+is "$rc:$(out)" "0:closed $K5: its container is gone" "a container removed by hand shows its session as closed"
+[ -d "$(ws "$K5")" ]; ok $? "... and the workspace stays"
+
+# -- Orphans and stuck containers: left while young, removed once older
+# than the idle timeout.  One running orphan with a key nobody has, one
+# created without a key, and K5's container stuck in `created`.
+ORPH=tr-orphan-$sfx NOKEY=tr-nokey-$sfx
+tb_docker run -d --name "$ORPH" --label "io.sbxcat.deployment=$DEP" \
+	--label io.sbxcat.key=xc-ghost-run-aaaaaaaaaaaaaaaaaaaaaaaaaa "$IMG" sleep 3600 >/dev/null &&
+	tb_docker create --name "$NOKEY" --label "io.sbxcat.deployment=$DEP" "$IMG" true >/dev/null &&
+	tb_docker create --name "$(ctr "$K5")" --label "io.sbxcat.deployment=$DEP" \
+		--label "io.sbxcat.key=$K5" "$IMG" true >/dev/null
+ok $? "an orphan, a keyless orphan and a stuck created container made"
+reap
+is "$rc:$(out)" "0:" "young orphans and a young stuck container are left alone"
+tb_docker inspect "$ORPH" "$NOKEY" "$(ctr "$K5")" >/dev/null 2>&1; ok $? "... all three still there"
+NOW=$(date +%s)
+reap --now $((NOW + 3700))
+is "$rc" 0 "reap an hour later exits 0"
+grep -Eqx "removed orphan $ORPH: no workspace behind it, created 1h( 1m)? ago" "$T/out"
+ok $? "the orphan is removed, saying why"
+grep -Eqx "removed orphan $NOKEY: no workspace behind it, created 1h( 1m)? ago" "$T/out"
+ok $? "the keyless one too"
+grep -Eqx "removed stuck $(ctr "$K5"): created for 1h( 1m)? \(state created\)" "$T/out"
+ok $? "the stuck created container is removed by force"
+gone "$ORPH" && gone "$NOKEY" && gone "$(ctr "$K5")"; ok $? "... all three are gone"
+foreign_alive; ok $? "the foreign containers survive"
+cat "$T/out" "$T/err" | grep -q "tr-other\|tr-suffix\|tr-running\|xc-foreign"
+ok $((!$?)) "no pass ever named a foreign container"
+
+# -- The race: K6 is stamped while the reaper waits for ROOT/K6's lock.
+open_s acme run s6; K6=$key
+N6=$(date +%s)
+stamp "$K6" "$N6"
+ino=$(stat -c %i "$ROOT/$K6")
+flock "$ROOT/$K6" sh -c "touch '$T/held'; while [ ! -e '$T/release' ]; do sleep 0.05; done" &
+holder=$!
+n=0
+while [ ! -e "$T/held" ] && [ $n -lt 100 ]; do sleep 0.05; n=$((n + 1)); done
+bounded reap --now $((N6 + 7200)) >"$T/race.out" 2>"$T/race.err" &
+reaper=$!
+n=0
+blocked=1
+while [ $n -lt 200 ]; do
+	if grep -q -- "-> FLOCK .*:$ino " /proc/locks; then blocked=0; break; fi
+	sleep 0.05
+	n=$((n + 1))
+done
+ok $blocked "the reaper waits for ROOT/KEY's lock (a blocked waiter in /proc/locks)"
+stamp "$K6" $((N6 + 60))
+touch "$T/release"
+wait $holder
+wait $reaper
+is "$?" 0 "the reaper exits 0"
+grep -qx "$K6 became active during the pass; left alone" "$T/race.out"
+ok $? "the reaper says it left the session alone"
+grep -q "^stopped $K6" "$T/race.out"
+ok $((!$?)) "... and did not stop it"
+is "$(state "$K6")" running "... and its container still runs"
+reap --now $((N6 + 7200))
+grep -qx "stopped $K6: idle for 1h 59m (idle timeout 30m)" "$T/out"
+ok $? "without the stamp, the same pass stops it"
+
+# -- --report and session ls --json: sizes.
+head -c 1048576 /dev/zero >"$(ws "$K6")/big"
+echo a >"$(ws "$K6")/a"
+reap --report
+is "$rc" 0 "--report exits 0"
+b6=$(out | awk -F'\t' -v k="$K6" '$4 == k { print $1 }')
+f6=$(out | awk -F'\t' -v k="$K6" '$4 == k { print $2 }')
+is "$(out | head -1 | cut -f3,4)" "acme	$K6" "--report: the largest workspace first, with its tenant"
+[ "${b6:-0}" -ge 1048576 ]; ok $? "--report: its bytes ($b6)"
+is "$f6" 2 "--report: its files"
+reap --report --limit 1 --json
+is "$(jq -c '[length, .[0].key, .[0].tenant, .[0].files]' "$T/out")" "[1,\"$K6\",\"acme\",2]" "--report --limit 1 --json"
+sbx session ls --json
+is "$(jq -c --arg k "$K6" '.[] | select(.key == $k) | [.workspace_bytes >= 1048576, .workspace_files]' "$T/out")" \
+	"[true,2]" "session ls --json gives workspace_bytes and workspace_files"
+
+# -- Exit statuses.
+reap --now yesterday
+is "$rc" 2 "--now that is not a time exits 2"
+reap --now 2026-02-30T10:00:00Z
+is "$rc" 2 "--now of a date that does not exist exits 2"
+reap --limit 0
+is "$rc" 2 "--limit 0 exits 2"
+reap extra
+is "$rc" 2 "an operand exits 2"
+DOCKER_HOST=unix://$T/no.sock reap
+is "$rc" 3 "an unreachable engine exits 3"
+DOCKER_HOST=unix://$T/no.sock reap --report
+is "$rc" 0 "--report needs no engine"
+
+foreign_alive; ok $? "the foreign containers survived every pass"
+sb_done
