@@ -71,6 +71,47 @@ static void quoted(struct strbuf *sb, const char *s)
 	text_add_escaped(sb, s, strlen(s));
 }
 
+/*
+ * PCRE2 before 10.43 has a JIT bug (PCRE2Project/pcre2 issue 224): with
+ * PCRE2_MATCH_INVALID_UTF, a negated type such as \S, \D or \W does not
+ * match a multibyte character (\S misses "\xc3\xa9"), so lines would be
+ * lost.  Ask the library once; when it has the bug, a pattern with such an
+ * escape (a backslash and an upper-case letter, over-approximated) runs
+ * in the interpreter, slower but right.  Debian 12 ships 10.42.
+ */
+static bool jit_misses_types(void)
+{
+	static int buggy = -1;
+	pcre2_code *re;
+	pcre2_match_data *md;
+	int code;
+	PCRE2_SIZE off;
+
+	if (buggy >= 0)
+		return buggy;
+	buggy = 0;
+	re = pcre2_compile((PCRE2_SPTR)"\\S", 2,
+			   PCRE2_UTF | PCRE2_MATCH_INVALID_UTF, &code, &off,
+			   NULL);
+	md = pcre2_match_data_create(1, NULL);
+	if (!re || !md)
+		die_oom();
+	if (pcre2_jit_compile(re, PCRE2_JIT_COMPLETE) == 0 &&
+	    pcre2_match(re, (PCRE2_SPTR)"\xc3\xa9", 2, 0, 0, md, NULL) < 0)
+		buggy = 1;
+	pcre2_match_data_free(md);
+	pcre2_code_free(re);
+	return buggy;
+}
+
+static bool has_type_escape(const char *p, size_t n)
+{
+	for (size_t i = 0; i + 1 < n; i++)
+		if (p[i] == '\\' && p[i + 1] >= 'A' && p[i + 1] <= 'Z')
+			return true;
+	return false;
+}
+
 int grep_new(const struct grep_opts *o, struct grep **gp,
 	     struct sbx_error **err)
 {
@@ -134,7 +175,8 @@ int grep_new(const struct grep_opts *o, struct grep **gp,
 		return r;
 	}
 	/* Without JIT support PCRE2 interprets; the limits hold either way. */
-	(void)pcre2_jit_compile(g->re, PCRE2_JIT_COMPLETE);
+	if (!jit_misses_types() || !has_type_escape(g->pattern, g->plen))
+		(void)pcre2_jit_compile(g->re, PCRE2_JIT_COMPLETE);
 	g->md = pcre2_match_data_create(1, NULL);
 	g->mctx = pcre2_match_context_create(NULL);
 	g->jst = pcre2_jit_stack_create(GREP_JIT_STACK_MIN, GREP_JIT_STACK_MAX,

@@ -25,6 +25,9 @@
 #include "walk.h"
 #include "workspace.h"
 
+/* tests/ws-stub.c: openat2 missing (valgrind), plain openat instead */
+extern bool ws_stub_emulated;
+
 static char root[64];
 static char ws[128];
 
@@ -528,9 +531,23 @@ int main(void)
 	test_entries_bound();
 	test_depth_bound();
 	test_left_out();
-	test_symlinks();
-	test_other_mount();
-	test_race();
+	{
+		struct workspace w;
+
+		fresh(&w);
+		walk_run(&w, "", "", &(struct walk_opts){0},
+			 &(struct walk_result){0}, &(struct sbx_error *){NULL});
+		workspace_close(&w);
+	}
+	if (ws_stub_emulated) {
+		skip("no openat2 here (valgrind's syscall table lacks it); "
+		     "the escapes and the race need RESOLVE_BENEATH",
+		     "symlinks, another mount, the race");
+	} else {
+		test_symlinks();
+		test_other_mount();
+		test_race();
+	}
 	test_stop();
 	rm_rf(root);
 	return done_testing();
