@@ -38,9 +38,9 @@
 #include "fileio.h"
 #include "prewarm.h"
 #include "session.h"
-#include "tree.h"
 #include "sig.h"
 #include "text.h"
+#include "tree.h"
 #include "xjson.h"
 
 #define RECORD_NAME "session.json"
@@ -1384,7 +1384,8 @@ static int cmp_str(const void *a, const void *b)
 int session_keys(struct session_root *r, char ***keys, size_t *n,
 		 struct sbx_error **err)
 {
-	DIR *d = tree_dir_of(openat(r->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	DIR *d =
+	    tree_dir_of(openat(r->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 	struct dirent *de;
 	size_t alloc = 0;
 

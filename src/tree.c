@@ -124,8 +124,8 @@ int tree_walk_up(struct tree_walk *w, bool resume, struct sbx_error **err)
 	}
 	d = tree_dir_of(fd);
 	if (!d)
-		return sbx_error_set(err, w->status, errno,
-				     "cannot walk '%s'", w->top);
+		return sbx_error_set(err, w->status, errno, "cannot walk '%s'",
+				     w->top);
 	if (resume)
 		seekdir(d, l->pos);
 	closedir(w->d);
@@ -179,8 +179,8 @@ gone:
  * removed is not listed again, so no position is trusted across removals,
  * which some file systems shift).
  */
-int tree_empty(int fd, const char *top, int status,
-	       unsigned long long *removed, struct sbx_error **err)
+int tree_empty(int fd, const char *top, int status, unsigned long long *removed,
+	       struct sbx_error **err)
 {
 	struct tree_walk w;
 	struct dirent *de;

@@ -63,7 +63,7 @@ int tree_walk_up(struct tree_walk *w, bool resume, struct sbx_error **err);
  * unmount it first"); what was removed before stays removed.  *removed,
  * when not NULL, is increased by every entry removed.  Polls sig_caught().
  */
-int tree_empty(int fd, const char *top, int status,
-	       unsigned long long *removed, struct sbx_error **err);
+int tree_empty(int fd, const char *top, int status, unsigned long long *removed,
+	       struct sbx_error **err);
 
 #endif
