@@ -183,8 +183,7 @@ static int keep_attributes(int fd, const char *target, const struct stat *old,
 	return 0;
 }
 
-/* write(2) until all of data is written; -1 with errno set otherwise. */
-static int write_all(int fd, const void *data, size_t len)
+int write_all(int fd, const void *data, size_t len)
 {
 	const char *p = data;
 
@@ -445,8 +444,7 @@ int mkdir_p(const char *path, unsigned mode, struct sbx_error **err)
 	return 0;
 }
 
-/* Open a new file NAME.tmpXXXXXX in dirfd, exclusively; *tmp names it. */
-static int open_temp_at(int dirfd, const char *name, unsigned mode, char **tmp)
+int open_temp_at(int dirfd, const char *prefix, unsigned mode, char **tmp)
 {
 	static const char chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 				    "abcdefghijklmnopqrstuvwxyz0123456789";
@@ -462,7 +460,7 @@ static int open_temp_at(int dirfd, const char *name, unsigned mode, char **tmp)
 		for (size_t i = 0; i < sizeof(rnd); i++)
 			suffix[i] = chars[rnd[i] % (sizeof(chars) - 1)];
 		suffix[6] = '\0';
-		*tmp = xasprintf("%s.tmp%s", name, suffix);
+		*tmp = xasprintf("%s%s", prefix, suffix);
 		fd = openat(
 		    dirfd, *tmp,
 		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
@@ -482,7 +480,8 @@ int write_file_atomic_at(int dirfd, const char *dir, const char *name,
 			 struct sbx_error **err)
 {
 	cleanup_free char *tmp = NULL;
-	int fd = open_temp_at(dirfd, name, mode, &tmp);
+	cleanup_free char *prefix = xasprintf("%s.tmp", name);
+	int fd = open_temp_at(dirfd, prefix, mode, &tmp);
 	int e;
 
 	if (fd < 0)

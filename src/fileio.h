@@ -95,6 +95,16 @@ void atomic_batch_abort(struct atomic_batch *b);
  */
 char *resolve_link(const char *path, struct sbx_error **err);
 
+/* write(2) until all of data is written; -1 with errno set otherwise. */
+int write_all(int fd, const void *data, size_t len);
+
+/*
+ * Open a new file PREFIXXXXXXX (six random letters and digits) in dirfd,
+ * O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC with mode; *tmp
+ * names it (newly allocated).  -1 with errno set when none could be made.
+ */
+int open_temp_at(int dirfd, const char *prefix, unsigned mode, char **tmp);
+
 /* mkdir -p; existing directories are fine.  Each directory made is flushed
  * in its parent, so it survives a crash with the files later put in it. */
 int mkdir_p(const char *path, unsigned mode, struct sbx_error **err);

@@ -40,6 +40,7 @@
 #include "session.h"
 #include "sig.h"
 #include "text.h"
+#include "tree.h"
 #include "xjson.h"
 
 #define RECORD_NAME "session.json"
@@ -1405,18 +1406,6 @@ int session_record_touch(struct session_root *r, const char *key,
 	return rc;
 }
 
-/* fdopendir(fd), or NULL with fd closed and errno kept. */
-static DIR *dir_of(int fd)
-{
-	DIR *d = fd < 0 ? NULL : fdopendir(fd);
-	int e = errno;
-
-	if (!d && fd >= 0)
-		close(fd);
-	errno = e;
-	return d;
-}
-
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -1425,7 +1414,8 @@ static int cmp_str(const void *a, const void *b)
 int session_keys(struct session_root *r, char ***keys, size_t *n,
 		 struct sbx_error **err)
 {
-	DIR *d = dir_of(openat(r->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	DIR *d =
+	    tree_dir_of(openat(r->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 	struct dirent *de;
 	size_t alloc = 0;
 
@@ -1463,211 +1453,6 @@ int session_keys(struct session_root *r, char ***keys, size_t *n,
 	return 0;
 }
 
-/* ---- walking a tree the sandbox owns ---- */
-
-/*
- * An iterative walk down a tree and back up: one directory open at a
- * time (a 10,000-deep tree would need 10,000 descriptors), each level
- * remembered as the identity of the directory above it and where its
- * listing stopped.  Going up is openat(".."), checked against that
- * identity: if the sandbox moved a directory meanwhile, the walk stops
- * instead of wandering out of the tree.  Down is openat(O_NOFOLLOW |
- * O_DIRECTORY) and only on the top's device: a symlink is never followed
- * and a mount is never crossed.
- */
-struct walk_level {
-	dev_t dev;
-	ino_t ino;
-	long pos; /* telldir() of the entry gone down into */
-};
-
-struct walk {
-	const char *top; /* for messages */
-	dev_t dev;	 /* the top's: never left */
-	DIR *d;		 /* the directory being listed */
-	struct walk_level *up;
-	size_t depth, alloc;
-};
-
-static int walk_start(struct walk *w, int fd, const char *top,
-		      struct sbx_error **err)
-{
-	struct stat st;
-
-	memset(w, 0, sizeof(*w));
-	w->top = top;
-	if (fstat(fd, &st) < 0) {
-		close(fd);
-		fd = -1;
-	}
-	w->d = dir_of(fd);
-	if (!w->d)
-		return sbx_error_set(err, SBX_EXIT_ENV, errno,
-				     "cannot read '%s'", top);
-	w->dev = st.st_dev;
-	return 0;
-}
-
-static void walk_end(struct walk *w)
-{
-	if (w->d)
-		closedir(w->d);
-	free(w->up);
-	memset(w, 0, sizeof(*w));
-}
-
-/* Into the directory name of the one being listed. */
-static int walk_down(struct walk *w, const char *name, struct stat *st,
-		     struct sbx_error **err)
-{
-	struct stat here;
-	int fd =
-	    openat(dirfd(w->d), name,
-		   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-	DIR *d;
-
-	if (fd < 0 || fstat(fd, st) < 0 || fstat(dirfd(w->d), &here) < 0) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
-		return sbx_error_set(err, SBX_EXIT_ENV, e,
-				     "cannot open a directory in '%s'", w->top);
-	}
-	if (st->st_dev != w->dev) {
-		close(fd);
-		return sbx_error_set(err, SBX_EXIT_ENV, 0,
-				     "'%s' has a mount point inside; "
-				     "unmount it first",
-				     w->top);
-	}
-	d = dir_of(fd);
-	if (!d)
-		return sbx_error_set(err, SBX_EXIT_ENV, errno,
-				     "cannot read a directory in '%s'", w->top);
-	ALLOC_GROW(w->up, w->depth + 1, w->alloc);
-	w->up[w->depth].dev = here.st_dev;
-	w->up[w->depth].ino = here.st_ino;
-	w->up[w->depth].pos = telldir(w->d);
-	w->depth++;
-	closedir(w->d);
-	w->d = d;
-	return 0;
-}
-
-/* Back to the directory above; resume: where its listing stopped. */
-static int walk_up(struct walk *w, bool resume, struct sbx_error **err)
-{
-	struct walk_level *l = &w->up[w->depth - 1];
-	int fd = openat(dirfd(w->d), "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	struct stat st;
-	DIR *d;
-
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
-		return sbx_error_set(err, SBX_EXIT_ENV, e, "cannot walk '%s'",
-				     w->top);
-	}
-	if (st.st_dev != l->dev || st.st_ino != l->ino) {
-		close(fd);
-		return sbx_error_set(err, SBX_EXIT_ENV, 0,
-				     "'%s' changed while it was walked (a "
-				     "directory moved); try again",
-				     w->top);
-	}
-	d = dir_of(fd);
-	if (!d)
-		return sbx_error_set(err, SBX_EXIT_ENV, errno,
-				     "cannot walk '%s'", w->top);
-	if (resume)
-		seekdir(d, l->pos);
-	closedir(w->d);
-	w->d = d;
-	w->depth--;
-	return 0;
-}
-
-static bool dot_or_dotdot(const char *s)
-{
-	return s[0] == '.' && (!s[1] || (s[1] == '.' && !s[2]));
-}
-
-/*
- * Empty the directory fd (consumed).  A directory that will not go is
- * gone down into; when one is empty, the walk climbs back and lists its
- * parent again from the start (what was removed is not listed again, so
- * no position is trusted across removals, which some file systems shift).
- */
-static int empty_tree(int fd, const char *top, struct sbx_error **err)
-{
-	struct walk w;
-	struct dirent *de;
-	int rc = walk_start(&w, fd, top, err);
-
-	while (rc == 0) {
-		bool down = false;
-
-		if (sig_caught()) {
-			rc = sbx_error_set(err, sig_exit_status(), 0,
-					   "interrupted by signal %d while "
-					   "removing '%s'",
-					   sig_caught(), top);
-			break;
-		}
-		for (errno = 0; rc == 0 && (de = readdir(w.d)); errno = 0) {
-			int dfd = dirfd(w.d);
-			struct stat st;
-
-			if (dot_or_dotdot(de->d_name))
-				continue;
-			if (de->d_type != DT_DIR &&
-			    unlinkat(dfd, de->d_name, 0) == 0)
-				continue;
-			if (de->d_type != DT_DIR && errno != EISDIR) {
-				if (errno != ENOENT)
-					rc = sbx_error_set(
-					    err, SBX_EXIT_ENV, errno,
-					    "cannot remove a file in '%s'",
-					    top);
-				continue;
-			}
-			if (unlinkat(dfd, de->d_name, AT_REMOVEDIR) == 0 ||
-			    errno == ENOENT)
-				continue;
-			if (errno == EBUSY) {
-				rc = sbx_error_set(err, SBX_EXIT_ENV, 0,
-						   "'%s' has a mount point "
-						   "inside; unmount it first",
-						   top);
-				break;
-			}
-			if (errno != ENOTEMPTY && errno != EEXIST) {
-				rc = sbx_error_set(
-				    err, SBX_EXIT_ENV, errno,
-				    "cannot remove a directory in '%s'", top);
-				break;
-			}
-			rc = walk_down(&w, de->d_name, &st, err);
-			down = true;
-			break;
-		}
-		if (rc < 0 || down)
-			continue;
-		if (errno) {
-			rc = sbx_error_set(err, SBX_EXIT_ENV, errno,
-					   "cannot read a directory in '%s'",
-					   top);
-			break;
-		}
-		if (w.depth == 0)
-			break;
-		rc = walk_up(&w, false, err);
-	}
-	walk_end(&w);
-	return rc;
-}
-
 int session_purge(struct session_root *r, const char *key,
 		  struct sbx_error **err)
 {
@@ -1677,7 +1462,7 @@ int session_purge(struct session_root *r, const char *key,
 	if (kfd < 0)
 		return -1;
 	top = xasprintf("%s/%s", r->path, key);
-	if (empty_tree(kfd, top, err) < 0)
+	if (tree_empty(kfd, top, SBX_EXIT_ENV, NULL, err) < 0)
 		return -1;
 	if (unlinkat(r->fd, key, AT_REMOVEDIR) < 0)
 		return sbx_error_set(err, SBX_EXIT_ENV, errno,
@@ -1707,7 +1492,7 @@ static int cmp_linked(const void *a, const void *b)
 }
 
 /* Blocks of the tree below the walk's top, in 512-byte units. */
-static int size_tree(struct walk *w, unsigned long long *blocks,
+static int size_tree(struct tree_walk *w, unsigned long long *blocks,
 		     unsigned long long *files, struct sbx_error **err)
 {
 	struct linked *links = NULL;
@@ -1727,7 +1512,7 @@ static int size_tree(struct walk *w, unsigned long long *blocks,
 		for (errno = 0; (de = readdir(w->d)); errno = 0) {
 			struct stat st;
 
-			if (dot_or_dotdot(de->d_name))
+			if (tree_dot_or_dotdot(de->d_name))
 				continue;
 			if (fstatat(dirfd(w->d), de->d_name, &st,
 				    AT_SYMLINK_NOFOLLOW) < 0)
@@ -1736,7 +1521,7 @@ static int size_tree(struct walk *w, unsigned long long *blocks,
 			if (S_ISDIR(st.st_mode)) {
 				if (st.st_dev != w->dev)
 					continue; /* a mount point */
-				rc = walk_down(w, de->d_name, &st, err);
+				rc = tree_walk_down(w, de->d_name, &st, err);
 				if (rc == 0)
 					*blocks +=
 					    (unsigned long long)st.st_blocks;
@@ -1762,7 +1547,7 @@ static int size_tree(struct walk *w, unsigned long long *blocks,
 		}
 		if (w->depth == 0)
 			break;
-		rc = walk_up(w, true, err);
+		rc = tree_walk_up(w, true, err);
 	}
 	if (nlinks)
 		qsort(links, nlinks, sizeof(*links), cmp_linked);
@@ -1779,7 +1564,7 @@ int session_workspace_size(struct session_root *r, const char *key,
 {
 	cleanup_free char *top = NULL;
 	unsigned long long blocks = 0;
-	struct walk w;
+	struct tree_walk w;
 	struct stat st;
 	int kfd = open_keydir(r, key, err);
 	int fd, rc;
@@ -1801,10 +1586,10 @@ int session_workspace_size(struct session_root *r, const char *key,
 				     top);
 	}
 	blocks = (unsigned long long)st.st_blocks;
-	rc = walk_start(&w, fd, top, err);
+	rc = tree_walk_start(&w, fd, top, SBX_EXIT_ENV, err);
 	if (rc == 0)
 		rc = size_tree(&w, &blocks, files, err);
-	walk_end(&w);
+	tree_walk_end(&w);
 	if (rc == 0)
 		*bytes = blocks * 512;
 	return rc;

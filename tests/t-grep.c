@@ -307,7 +307,6 @@ static void cases(void)
 /* ---- grep_run over a tree, against GNU grep ---- */
 
 /* tests/ws-stub.c: openat2 missing (valgrind), plain openat instead */
-extern bool ws_stub_emulated;
 
 static char ws[128];
 
@@ -447,8 +446,11 @@ static void tree(void)
 	mkdir(ws, 0755);
 	gen_tree();
 	fd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (workspace_init(&w, fd, ws, 0, 8 << 20, 64 << 20, &err) < 0)
+	if (workspace_init(&w, fd, ws, 0, 8 << 20, 64 << 20, &err) < 0) {
+		if (err && err->status == 3) /* no openat2 (valgrind 3.19) */
+			skip_all(err->msg);
 		bail_out("workspace_init");
+	}
 
 	if (system("grep --version >/dev/null 2>&1") != 0) {
 		skip("no GNU grep here", "grep_run against grep -rn");
@@ -540,11 +542,8 @@ static void tree(void)
 	   "searched alone");
 	grep_stats_release(&st);
 	memset(&st, 0, sizeof(st));
-	if (ws_stub_emulated)
-		skip("no openat2 here (valgrind)", "a start leading out");
-	else
-		ok(run(&w, &o, "out", &h, &st) == -1,
-		   "a start leading out is refused");
+	ok(run(&w, &o, "out", &h, &st) == -1,
+	   "a start leading out is refused");
 	grep_stats_release(&st);
 	memset(&st, 0, sizeof(st));
 	ok(run(&w, &o, "missing", &h, &st) == -1, "a missing start is refused");

@@ -26,7 +26,6 @@
 #include "workspace.h"
 
 /* tests/ws-stub.c: openat2 missing (valgrind), plain openat instead */
-extern bool ws_stub_emulated;
 
 static char root[64];
 static char ws[128];
@@ -70,8 +69,11 @@ static void fresh(struct workspace *w)
 	if (mkdir(ws, 0755) < 0)
 		bail_out("mkdir %s: %s", ws, strerror(errno));
 	fd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || workspace_init(w, fd, ws, 0, 8 << 20, 64 << 20, &err) < 0)
+	if (fd < 0 || workspace_init(w, fd, ws, 0, 8 << 20, 64 << 20, &err) < 0) {
+		if (err && err->status == 3) /* no openat2 (valgrind 3.19) */
+			skip_all(err->msg);
 		bail_out("workspace_init: %s", err ? err->msg : strerror(errno));
+	}
 }
 
 static const struct walk_entry *find(const struct walk_result *r,
@@ -539,15 +541,9 @@ int main(void)
 			 &(struct walk_result){0}, &(struct sbx_error *){NULL});
 		workspace_close(&w);
 	}
-	if (ws_stub_emulated) {
-		skip("no openat2 here (valgrind's syscall table lacks it); "
-		     "the escapes and the race need RESOLVE_BENEATH",
-		     "symlinks, another mount, the race");
-	} else {
-		test_symlinks();
-		test_other_mount();
-		test_race();
-	}
+	test_symlinks();
+	test_other_mount();
+	test_race();
 	test_stop();
 	rm_rf(root);
 	return done_testing();

@@ -24,6 +24,8 @@ void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void bail_out(const char *fmt, ...)
     __attribute__((format(printf, 1, 2), noreturn));
 int done_testing(void);
+/* Skip the whole test, loudly (before any check: else a bail out). */
+void skip_all(const char *why) __attribute__((noreturn));
 
 /* A small deterministic generator (xorshift): the same cases on every run
  * of a fuzzing test. */

@@ -1,0 +1,1097 @@
+/*
+ * workspace.c - the workspace operations of `sbxcat fs` (workspace.h):
+ * every path resolved by the kernel beneath a held directory descriptor
+ * with openat2, every file read through a descriptor whose fstat was
+ * checked, every write a temporary file renamed within a held directory.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "error.h"
+#include "fileio.h"
+#include "sig.h"
+#include "text.h"
+#include "tree.h"
+#include "workspace.h"
+
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+
+#define RESOLVE_ALWAYS                                                         \
+	(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
+
+/* openat2 says EAGAIN when a rename anywhere raced the lookup. */
+#define RESOLVE_TRIES 16
+/* A name that keeps changing under a remove or a mkdir: give up after. */
+#define RACE_TRIES 8
+#define BLOCK 65536
+/* Line numbers named when --old is not unique. */
+#define LINES_NAMED 10
+
+#define NO_OPENAT2                                                             \
+	"sbxcat fs needs openat2 (Linux 5.6 or later); this kernel has none, " \
+	"and sbxcat does not fall back to resolving paths itself"
+
+/* s escaped for a message (newly allocated). */
+static char *quote(const char *s)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	text_add_escaped(&sb, s, strlen(s));
+	strbuf_addstr(&sb, "");
+	return strbuf_detach(&sb, NULL);
+}
+
+/* A refusal naming the user's path: "'PATH' WHY". */
+static int refuse(struct sbx_error **err, int status, int errnum,
+		  const char *shown, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int refuse(struct sbx_error **err, int status, int errnum,
+		  const char *shown, const char *fmt, ...)
+{
+	cleanup_free char *q = quote(shown);
+	cleanup_free char *why = NULL;
+	va_list ap;
+
+	va_start(ap, fmt);
+	why = xvasprintf(fmt, ap);
+	va_end(ap);
+	return sbx_error_set(err, status, errnum, "'%s' %s", q, why);
+}
+
+/* The status of a failed system call: the machine's fault, or the path's. */
+static int status_of(int e)
+{
+	switch (e) {
+	case ENOSPC:
+	case EDQUOT:
+	case EIO:
+	case EMFILE:
+	case ENFILE:
+	case ENOMEM:
+	case EROFS:
+		return SBX_EXIT_ENV;
+	default:
+		return SBX_EXIT_FAIL;
+	}
+}
+
+/* openat2 beneath dirfd; -1 with errno set. */
+static int beneath(int dirfd, const char *path, uint64_t flags, uint64_t mode,
+		   uint64_t resolve)
+{
+	struct open_how how;
+
+	memset(&how, 0, sizeof(how));
+	how.flags = flags | O_CLOEXEC;
+	how.mode = mode;
+	how.resolve = resolve | RESOLVE_ALWAYS;
+	for (int tries = 0;; tries++) {
+		long fd = syscall(SYS_openat2, dirfd, *path ? path : ".", &how,
+				  sizeof(how));
+
+		if (fd >= 0)
+			return (int)fd;
+		if (errno == EINTR ||
+		    (errno == EAGAIN && tries < RESOLVE_TRIES))
+			continue;
+		return -1;
+	}
+}
+
+static int open_error(int e, const char *shown, struct sbx_error **err)
+{
+	switch (e) {
+	case EXDEV:
+		return refuse(err, SBX_EXIT_FAIL, 0, shown,
+			      "leads outside the workspace (a symlink out of "
+			      "it, or onto another mount)");
+	case ELOOP:
+		return refuse(err, SBX_EXIT_FAIL, 0, shown,
+			      "cannot be followed: a symlink loop, a magic "
+			      "link, or a symlink where none is allowed");
+	case ENOENT:
+		return refuse(err, SBX_EXIT_FAIL, 0, shown, "does not exist");
+	case ENOTDIR:
+		return refuse(err, SBX_EXIT_FAIL, 0, shown,
+			      "is not a directory, or one of its parents is "
+			      "not");
+	case EACCES:
+	case EPERM:
+		return refuse(err, SBX_EXIT_FAIL, 0, shown,
+			      "cannot be opened: permission denied");
+	case EAGAIN:
+		return refuse(err, SBX_EXIT_FAIL, 0, shown,
+			      "kept changing while it was looked up (renames "
+			      "raced it); try again");
+	case EISDIR:
+		return refuse(err, SBX_EXIT_FAIL, 0, shown, "is a directory");
+	case ENAMETOOLONG:
+		return refuse(err, SBX_EXIT_FAIL, 0, shown,
+			      "has a name that is too long");
+	case ENOSYS:
+		return sbx_error_set(err, SBX_EXIT_ENV, 0, NO_OPENAT2);
+	default:
+		return refuse(err, status_of(e), e, shown, "cannot be opened");
+	}
+}
+
+int workspace_init(struct workspace *w, int fd, const char *path,
+		   unsigned long uid, unsigned long long max_read,
+		   unsigned long long max_write, struct sbx_error **err)
+{
+	struct stat st;
+	int probe, e;
+
+	memset(w, 0, sizeof(*w));
+	w->fd = fd;
+	w->path = xstrdup(path);
+	w->uid = uid;
+	w->max_read = max_read;
+	w->max_write = max_write;
+	if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		e = fstat(fd, &st) < 0 ? errno : ENOTDIR;
+		sbx_error_set(err, SBX_EXIT_ENV, e,
+			      "cannot use the workspace '%s'", path);
+		workspace_close(w);
+		return -1;
+	}
+	w->dev = st.st_dev;
+	probe = beneath(fd, ".", O_PATH | O_DIRECTORY, 0, 0);
+	if (probe < 0) {
+		e = errno;
+		if (e == ENOSYS)
+			sbx_error_set(err, SBX_EXIT_ENV, 0, NO_OPENAT2);
+		else
+			sbx_error_set(err, SBX_EXIT_ENV, e,
+				      "cannot open the workspace '%s'", path);
+		workspace_close(w);
+		return -1;
+	}
+	close(probe);
+	return 0;
+}
+
+void workspace_close(struct workspace *w)
+{
+	if (w->fd >= 0)
+		close(w->fd);
+	w->fd = -1;
+	free(w->path);
+	w->path = NULL;
+}
+
+/* workspace_path_check naming shown (the user's spelling) in messages. */
+static int check_path(const char *path, const char *shown, bool may_be_root,
+		      char **rel, struct sbx_error **err)
+{
+	struct strbuf sb = STRBUF_INIT;
+	size_t len = strlen(path);
+
+	*rel = NULL;
+	if (path[0] == '/')
+		return refuse(err, SBX_EXIT_FAIL, 0, shown,
+			      "is outside the workspace: paths are relative to "
+			      "it");
+	if (len >= PATH_MAX)
+		return sbx_error_set(err, SBX_EXIT_FAIL, 0,
+				     "a path of %zu bytes is over the %d-byte "
+				     "limit",
+				     len, PATH_MAX - 1);
+	for (const char *p = path; *p;) {
+		size_t n = strcspn(p, "/");
+
+		if (n == 2 && p[0] == '.' && p[1] == '.') {
+			strbuf_release(&sb);
+			return refuse(err, SBX_EXIT_FAIL, 0, shown,
+				      "is outside the workspace: '..' is not "
+				      "allowed");
+		}
+		if (n && !(n == 1 && p[0] == '.')) {
+			if (sb.len)
+				strbuf_addch(&sb, '/');
+			strbuf_add(&sb, p, n);
+		}
+		p += n;
+		if (*p == '/')
+			p++;
+	}
+	if (!sb.len && !may_be_root)
+		return refuse(err, SBX_EXIT_FAIL, 0, shown,
+			      "is the workspace itself; name something in it");
+	strbuf_addstr(&sb, "");
+	*rel = strbuf_detach(&sb, NULL);
+	return 0;
+}
+
+int workspace_path_check(const char *path, bool may_be_root, char **rel,
+			 struct sbx_error **err)
+{
+	return check_path(path, path, may_be_root, rel, err);
+}
+
+int workspace_openat(const struct workspace *w, const char *rel, uint64_t flags,
+		     uint64_t mode, uint64_t resolve, const char *shown,
+		     struct sbx_error **err)
+{
+	int fd = beneath(w->fd, rel, flags, mode, resolve);
+
+	return fd >= 0 ? fd : open_error(errno, shown, err);
+}
+
+static const char *type_name(mode_t m)
+{
+	if (S_ISDIR(m))
+		return "a directory";
+	if (S_ISFIFO(m))
+		return "a FIFO";
+	if (S_ISSOCK(m))
+		return "a socket";
+	if (S_ISCHR(m) || S_ISBLK(m))
+		return "a device file";
+	if (S_ISLNK(m))
+		return "a symbolic link";
+	return "of an unknown type";
+}
+
+/*
+ * pathfd (an O_PATH descriptor, consumed) reopened for reading when it is
+ * a regular file: through /proc/self/fd, which reopens that very inode,
+ * checked again after the open.
+ */
+static int reopen_regular(int pathfd, const char *shown, struct stat *st,
+			  struct sbx_error **err)
+{
+	char proc[64];
+	struct stat again;
+	int fd, e;
+
+	if (fstat(pathfd, st) < 0) {
+		e = errno;
+		close(pathfd);
+		return refuse(err, status_of(e), e, shown,
+			      "cannot be examined");
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(pathfd);
+		return refuse(err, SBX_EXIT_FAIL, 0, shown,
+			      "is %s, not a regular file",
+			      type_name(st->st_mode));
+	}
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pathfd);
+	fd = open(proc, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+	e = errno;
+	close(pathfd);
+	if (fd < 0 && e == ENOENT)
+		return refuse(err, SBX_EXIT_ENV, e, shown,
+			      "cannot be reopened through %s (is /proc "
+			      "mounted?)",
+			      proc);
+	if (fd < 0)
+		return refuse(err, status_of(e), e, shown,
+			      "cannot be opened for reading");
+	if (fstat(fd, &again) < 0 || again.st_dev != st->st_dev ||
+	    again.st_ino != st->st_ino || !S_ISREG(again.st_mode)) {
+		close(fd);
+		return refuse(err, SBX_EXIT_FAIL, 0, shown,
+			      "changed while it was opened; try again");
+	}
+	*st = again;
+	return fd;
+}
+
+int workspace_open_file(const struct workspace *w, const char *rel,
+			const char *shown, struct stat *st,
+			struct sbx_error **err)
+{
+	int pathfd = workspace_openat(w, rel, O_PATH, 0, 0, shown, err);
+
+	return pathfd < 0 ? -1 : reopen_regular(pathfd, shown, st, err);
+}
+
+static int over_read_limit(const struct workspace *w, const char *shown,
+			   const struct stat *st, const char *what,
+			   struct sbx_error **err)
+{
+	return refuse(err, SBX_EXIT_FAIL, 0, shown,
+		      "is %llu bytes, over the %llu-byte read limit; %s",
+		      (unsigned long long)st->st_size, w->max_read, what);
+}
+
+#define READ_ON "read a slice with --offset/--limit or use exec"
+
+int workspace_open_read(const struct workspace *w, const char *rel,
+			const char *shown, struct stat *st,
+			struct sbx_error **err)
+{
+	int fd = workspace_open_file(w, rel, shown, st, err);
+
+	if (fd >= 0 && (unsigned long long)st->st_size > w->max_read) {
+		close(fd);
+		return over_read_limit(w, shown, st, READ_ON, err);
+	}
+	return fd;
+}
+
+/* read(2) into buf until len bytes or the end; -1 with errno set. */
+static ssize_t read_upto(int fd, char *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, buf + got, len - got);
+
+		if (n < 0 && errno == EINTR && !sig_caught())
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+/* A regular file's bytes, st_size of them and no more (fd consumed). */
+static int read_whole(int fd, const char *shown, const struct stat *st,
+		      char **data, size_t *len, struct sbx_error **err)
+{
+	size_t size = (size_t)st->st_size;
+	char *buf = xmalloc(st_add(size, 1));
+	ssize_t n = read_upto(fd, buf, size);
+	int e = errno;
+
+	close(fd);
+	if (n < 0) {
+		free(buf);
+		return refuse(err, status_of(e), e, shown, "cannot be read");
+	}
+	buf[n] = '\0';
+	*data = buf;
+	*len = (size_t)n;
+	return 0;
+}
+
+static int past_end(const char *shown, unsigned long long lines,
+		    unsigned long long offset, struct sbx_error **err)
+{
+	return refuse(err, SBX_EXIT_FAIL, 0, shown,
+		      "has %llu line%s; --offset %llu is past the end", lines,
+		      lines == 1 ? "" : "s", offset);
+}
+
+static size_t count_lines(const char *s, size_t len)
+{
+	size_t n = 0;
+
+	for (const char *p = s, *end = s + len;
+	     p < end && (p = memchr(p, '\n', (size_t)(end - p))); p++)
+		n++;
+	return n + (len && s[len - 1] != '\n');
+}
+
+/* Record line n as ending at end (its newline included, if any). */
+static void add_line(struct workspace_lines *l, size_t *alloc, size_t end)
+{
+	ALLOC_GROW(l->start, l->n + 2, *alloc);
+	l->start[++l->n] = end;
+}
+
+/* The slice of a file read whole: data becomes l->buf. */
+static int slice_whole(char *data, size_t len, const char *shown,
+		       unsigned long long offset, unsigned long long limit,
+		       struct workspace_lines *l, struct sbx_error **err)
+{
+	size_t total = count_lines(data, len), alloc = 0, from = 0, pos;
+
+	if (offset > total && !(offset == 1 && total == 0)) {
+		free(data);
+		return past_end(shown, total, offset, err);
+	}
+	for (unsigned long long i = 1; i < offset; i++)
+		from = (size_t)((char *)memchr(data + from, '\n', len - from) -
+				data) +
+		       1;
+	memmove(data, data + from, len - from);
+	len -= from;
+	l->buf = data;
+	ALLOC_GROW(l->start, 1, alloc);
+	l->start[0] = 0;
+	for (pos = 0; l->n < limit && pos < len;) {
+		const char *nl = memchr(data + pos, '\n', len - pos);
+
+		pos = nl ? (size_t)(nl - data) + 1 : len;
+		add_line(l, &alloc, pos);
+	}
+	l->len = pos;
+	l->buf[pos] = '\0';
+	l->lines_left = (long long)(total - (offset - 1) - l->n);
+	l->more = l->lines_left > 0;
+	return 0;
+}
+
+struct reader {
+	int fd;
+	char *blk;
+	size_t pos, len;
+	bool eof;
+};
+
+/* Read up to want more bytes into r->blk (empty); r->eof at the end. */
+static int refill(struct reader *r, size_t want, const char *shown,
+		  struct sbx_error **err)
+{
+	ssize_t n;
+
+	if (sig_caught())
+		return refuse(err, sig_exit_status(), 0, shown,
+			      "was being read when signal %d came",
+			      sig_caught());
+	n = read_upto(r->fd, r->blk, want);
+	if (n < 0)
+		return refuse(err, status_of(errno), errno, shown,
+			      "cannot be read");
+	r->pos = 0;
+	r->len = (size_t)n;
+	r->eof = n == 0;
+	return 0;
+}
+
+/*
+ * The slice of a file too big to read whole: block by block, lines before
+ * offset skipped (counted, not kept), then lines kept up to limit or
+ * max_read bytes, then at most one byte more to learn whether anything
+ * follows.
+ */
+static int slice_stream(const struct workspace *w, int fd, const char *shown,
+			unsigned long long offset, unsigned long long limit,
+			struct workspace_lines *l, struct sbx_error **err)
+{
+	struct reader r = {fd, xmalloc(BLOCK), 0, 0, false};
+	struct strbuf sb = STRBUF_INIT;
+	unsigned long long line = 1;
+	bool partial = false;
+	size_t alloc = 0;
+	int rc = 0;
+
+	while (rc == 0 && line < offset) {
+		const char *nl;
+
+		if (r.pos == r.len && (rc = refill(&r, BLOCK, shown, err)) < 0)
+			break;
+		if (r.eof) {
+			rc = past_end(shown, line - 1 + partial, offset, err);
+			break;
+		}
+		nl = memchr(r.blk + r.pos, '\n', r.len - r.pos);
+		partial = !nl;
+		if (nl)
+			line++;
+		r.pos = nl ? (size_t)(nl - r.blk) + 1 : r.len;
+	}
+	ALLOC_GROW(l->start, 1, alloc);
+	l->start[0] = 0;
+	while (rc == 0 && l->n < limit) {
+		const char *nl;
+		size_t take;
+
+		if (r.pos == r.len && (rc = refill(&r, BLOCK, shown, err)) < 0)
+			break;
+		if (r.eof) {
+			if (sb.len > l->start[l->n])
+				add_line(l, &alloc, sb.len);
+			else if (l->n == 0)
+				rc = past_end(shown, offset - 1, offset, err);
+			break;
+		}
+		nl = memchr(r.blk + r.pos, '\n', r.len - r.pos);
+		take = nl ? (size_t)(nl - r.blk) + 1 - r.pos : r.len - r.pos;
+		if (sb.len + take > w->max_read) {
+			/* A first line longer than the limit is shown cut;
+			 * otherwise the slice ends before the line that
+			 * does not fit. */
+			l->cut = l->more = true;
+			if (l->n == 0) {
+				strbuf_add(&sb, r.blk + r.pos,
+					   (size_t)w->max_read - sb.len);
+				add_line(l, &alloc, sb.len);
+			} else {
+				sb.len = l->start[l->n];
+			}
+			break;
+		}
+		strbuf_add(&sb, r.blk + r.pos, take);
+		r.pos += take;
+		if (nl)
+			add_line(l, &alloc, sb.len);
+	}
+	if (rc == 0 && !l->cut && !r.eof) {
+		if (r.pos == r.len)
+			rc = refill(&r, 1, shown, err);
+		l->more = rc == 0 && r.pos < r.len;
+	}
+	free(r.blk);
+	close(fd);
+	if (rc < 0) {
+		strbuf_release(&sb);
+		return -1;
+	}
+	strbuf_addstr(&sb, "");
+	l->buf = strbuf_detach(&sb, &l->len);
+	l->len = l->start[l->n];
+	l->lines_left = -1;
+	return 0;
+}
+
+int workspace_read_lines(const struct workspace *w, const char *rel,
+			 const char *shown, unsigned long long offset,
+			 unsigned long long limit, bool sliced,
+			 struct workspace_lines *out, struct sbx_error **err)
+{
+	struct stat st;
+	char *data;
+	size_t len;
+	int fd, rc;
+
+	memset(out, 0, sizeof(*out));
+	if (offset == 0)
+		offset = 1;
+	out->first = offset;
+	fd = workspace_open_file(w, rel, shown, &st, err);
+	if (fd < 0)
+		return -1;
+	out->size = (unsigned long long)st.st_size;
+	if ((unsigned long long)st.st_size > w->max_read) {
+		if (!sliced) {
+			close(fd);
+			return over_read_limit(w, shown, &st, READ_ON, err);
+		}
+		rc = slice_stream(w, fd, shown, offset, limit, out, err);
+	} else {
+		rc = read_whole(fd, shown, &st, &data, &len, err);
+		if (rc == 0)
+			rc = slice_whole(data, len, shown, offset, limit, out,
+					 err);
+	}
+	if (rc < 0)
+		workspace_lines_release(out);
+	return rc;
+}
+
+void workspace_lines_release(struct workspace_lines *l)
+{
+	free(l->buf);
+	free(l->start);
+	memset(l, 0, sizeof(*l));
+}
+
+/* rel split at its last slash: the directory ("" for the top) and name. */
+static char *split(const char *rel, const char **name)
+{
+	const char *slash = strrchr(rel, '/');
+
+	*name = slash ? slash + 1 : rel;
+	return slash ? xstrndup(rel, (size_t)(slash - rel)) : xstrdup("");
+}
+
+/*
+ * The directory prefix (a path beneath the workspace), made as comp in
+ * parent (the held directory prefix's parent resolved to) when missing:
+ * the uid's, 0755.
+ */
+static int make_one(const struct workspace *w, int parent, const char *prefix,
+		    const char *comp, const char *shown, struct sbx_error **err)
+{
+	for (int tries = 0; tries < RACE_TRIES; tries++) {
+		int fd = beneath(w->fd, prefix, O_RDONLY | O_DIRECTORY, 0, 0);
+
+		if (fd >= 0)
+			return fd;
+		if (errno != ENOENT)
+			return open_error(errno, shown, err);
+		if (mkdirat(parent, comp, 0755) < 0) {
+			if (errno == EEXIST)
+				continue; /* made meanwhile, or a dangling
+					     symlink: look again */
+			return refuse(err, status_of(errno), errno, shown,
+				      "cannot have its directories made");
+		}
+		/* What was just made, not what may have been swapped in. */
+		fd = beneath(parent, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW,
+			     0, RESOLVE_NO_SYMLINKS);
+		if (fd < 0)
+			continue;
+		if (fchown(fd, (uid_t)w->uid, (gid_t)w->uid) < 0 ||
+		    fchmod(fd, 0755) < 0) {
+			int e = errno;
+			close(fd);
+			return refuse(err, status_of(e), e, shown,
+				      "cannot have its directories made");
+		}
+		(void)fsync(parent);
+		return fd;
+	}
+	return refuse(err, SBX_EXIT_FAIL, 0, shown,
+		      "cannot have its directories made: one on the way keeps "
+		      "changing, or is a symlink that leads nowhere");
+}
+
+/* Every directory of dir made as needed, one held descriptor at a time. */
+static int make_dirs(const struct workspace *w, const char *dir,
+		     const char *shown, struct sbx_error **err)
+{
+	cleanup_free char *prefix = xstrdup(dir);
+	size_t i = 0, len = strlen(dir);
+	int fd =
+	    workspace_openat(w, "", O_RDONLY | O_DIRECTORY, 0, 0, shown, err);
+
+	while (fd >= 0 && i < len) {
+		size_t j = i + strcspn(dir + i, "/");
+		int next;
+
+		prefix[j] = '\0';
+		next = make_one(w, fd, prefix, prefix + i, shown, err);
+		prefix[j] = dir[j];
+		close(fd);
+		fd = next;
+		i = j + 1;
+	}
+	return fd;
+}
+
+/*
+ * The held directory of rel (made when make and missing); *name points at
+ * rel's last component.
+ */
+static int open_parent(const struct workspace *w, const char *rel,
+		       const char *shown, bool make, const char **name,
+		       struct sbx_error **err)
+{
+	cleanup_free char *dir = split(rel, name);
+	int fd = beneath(w->fd, dir, O_RDONLY | O_DIRECTORY, 0, 0);
+
+	if (fd >= 0)
+		return fd;
+	if (errno == ENOENT && make)
+		return make_dirs(w, dir, shown, err);
+	return open_error(errno, shown, err);
+}
+
+/* Copy in_fd to its end into fd, at most max_write bytes. */
+static int copy_in(const struct workspace *w, int fd, int in_fd,
+		   const char *shown, unsigned long long *total,
+		   struct sbx_error **err)
+{
+	cleanup_free char *buf = xmalloc(BLOCK);
+
+	for (;;) {
+		ssize_t n;
+
+		if (sig_caught())
+			return refuse(err, sig_exit_status(), 0, shown,
+				      "was being written when signal %d came; "
+				      "nothing was changed",
+				      sig_caught());
+		n = read(in_fd, buf, BLOCK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return refuse(err, SBX_EXIT_ENV, errno, shown,
+				      "cannot be written: its content cannot "
+				      "be read");
+		if (n == 0)
+			return 0;
+		if (*total + (size_t)n > w->max_write)
+			return refuse(err, SBX_EXIT_FAIL, 0, shown,
+				      "would be over the %llu-byte write "
+				      "limit; nothing was written",
+				      w->max_write);
+		if (write_all(fd, buf, (size_t)n) < 0)
+			return refuse(err, status_of(errno), errno, shown,
+				      "cannot be written");
+		*total += (size_t)n;
+	}
+}
+
+/*
+ * Make name in the held directory pfd: the bytes of in_fd (when >= 0) or
+ * data, in a temporary file there that is flushed, given to the uid and
+ * mode, then renamed over name.  On failure the temporary goes and name
+ * is as it was.
+ */
+static int put_file(const struct workspace *w, int pfd, const char *name,
+		    const char *shown, int in_fd, const char *data, size_t len,
+		    unsigned mode, unsigned long long *bytes,
+		    struct sbx_error **err)
+{
+	cleanup_free char *tmp = NULL;
+	unsigned long long total = 0;
+	int fd = open_temp_at(pfd, ".sbxcat-", 0600, &tmp);
+	int e;
+
+	if (fd < 0)
+		return refuse(err, status_of(errno), errno, shown,
+			      "cannot be written: no temporary file in its "
+			      "directory");
+	if (in_fd >= 0) {
+		if (copy_in(w, fd, in_fd, shown, &total, err) < 0)
+			goto fail;
+	} else {
+		if (write_all(fd, data, len) < 0) {
+			refuse(err, status_of(errno), errno, shown,
+			       "cannot be written");
+			goto fail;
+		}
+		total = len;
+	}
+	if (fsync(fd) < 0 || fchown(fd, (uid_t)w->uid, (gid_t)w->uid) < 0 ||
+	    fchmod(fd, mode) < 0) {
+		refuse(err, status_of(errno), errno, shown,
+		       "cannot be written");
+		goto fail;
+	}
+	e = close(fd);
+	fd = -1;
+	if (e < 0 || renameat(pfd, tmp, pfd, name) < 0) {
+		e = errno;
+		if (e == EISDIR)
+			refuse(err, SBX_EXIT_FAIL, 0, shown, "is a directory");
+		else
+			refuse(err, status_of(e), e, shown,
+			       "cannot be written");
+		goto fail;
+	}
+	if (fsync(pfd) < 0 && errno != EINVAL)
+		return refuse(err, status_of(errno), errno, shown,
+			      "was written, but its directory cannot be "
+			      "flushed");
+	*bytes = total;
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	unlinkat(pfd, tmp, 0);
+	return -1;
+}
+
+int workspace_write(const struct workspace *w, const char *rel,
+		    const char *shown, int in_fd, unsigned long long *bytes,
+		    bool *created, struct sbx_error **err)
+{
+	cleanup_free char *norm = NULL;
+	const char *name;
+	unsigned mode = 0644;
+	struct stat st;
+	int pfd, rc;
+
+	*bytes = 0;
+	*created = false;
+	if (check_path(rel, shown, false, &norm, err) < 0)
+		return -1;
+	pfd = open_parent(w, norm, shown, true, &name, err);
+	if (pfd < 0)
+		return -1;
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (S_ISDIR(st.st_mode)) {
+			close(pfd);
+			return refuse(err, SBX_EXIT_FAIL, 0, shown,
+				      "is a directory");
+		}
+		if (S_ISREG(st.st_mode))
+			mode = st.st_mode & 0777;
+	} else if (errno == ENOENT) {
+		*created = true;
+	} else {
+		int e = errno;
+		close(pfd);
+		return open_error(e, shown, err);
+	}
+	rc = put_file(w, pfd, name, shown, in_fd, NULL, 0, mode, bytes, err);
+	close(pfd);
+	return rc;
+}
+
+/* "4", "4 and 9", "4, 9 and 12", or ten of them and ", ...". */
+static void add_line_list(struct strbuf *sb, const unsigned long long *lines,
+			  size_t n, bool more)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			strbuf_addstr(sb, i == n - 1 && !more ? " and " : ", ");
+		strbuf_addf(sb, "%llu", lines[i]);
+	}
+	if (more)
+		strbuf_addstr(sb, ", ...");
+}
+
+static int not_unique(const char *shown, size_t count,
+		      const unsigned long long *lines, size_t nlines, bool more,
+		      struct sbx_error **err)
+{
+	cleanup_free char *q = quote(shown);
+	struct strbuf sb = STRBUF_INIT;
+	int rc;
+
+	add_line_list(&sb, lines, nlines, more);
+	rc = sbx_error_set(err, SBX_EXIT_FAIL, 0,
+			   "'--old' text matches %zu times in '%s', on line%s "
+			   "%s; give more context to make it unique, or use "
+			   "--all",
+			   count, q, nlines > 1 ? "s" : "", strbuf_str(&sb));
+	strbuf_release(&sb);
+	return rc;
+}
+
+/*
+ * The edit of data: every non-overlapping occurrence of old, leftmost
+ * first, replaced in *res; *count of them, the first on *line.
+ */
+static int replace(const char *data, size_t len, const char *shown,
+		   const char *old, size_t oldlen, const char *new,
+		   size_t newlen, bool all, struct strbuf *res, size_t *count,
+		   unsigned long long *line, struct sbx_error **err)
+{
+	unsigned long long lines[LINES_NAMED], at = 1;
+	size_t nlines = 0, from = 0, counted = 0;
+	bool more = false;
+	const char *p;
+
+	*count = 0;
+	while (from + oldlen <= len &&
+	       (p = memmem(data + from, len - from, old, oldlen))) {
+		size_t pos = (size_t)(p - data);
+
+		for (const char *q = data + counted;
+		     (q = memchr(q, '\n', pos - (size_t)(q - data))); q++)
+			at++;
+		counted = pos;
+		if (!*count)
+			*line = at;
+		if (!nlines || lines[nlines - 1] != at) {
+			if (nlines < LINES_NAMED)
+				lines[nlines++] = at;
+			else
+				more = true;
+		}
+		(*count)++;
+		strbuf_add(res, data + from, pos - from);
+		strbuf_add(res, new, newlen);
+		from = pos + oldlen;
+	}
+	strbuf_add(res, data + from, len - from);
+	if (*count == 0) {
+		cleanup_free char *q = quote(shown);
+		return sbx_error_set(err, SBX_EXIT_FAIL, 0,
+				     "'--old' text not found in '%s'", q);
+	}
+	if (*count > 1 && !all)
+		return not_unique(shown, *count, lines, nlines, more, err);
+	return 0;
+}
+
+int workspace_edit(const struct workspace *w, const char *rel,
+		   const char *shown, const char *old, size_t oldlen,
+		   const char *new, size_t newlen, bool all, size_t *count,
+		   unsigned long long *line, struct sbx_error **err)
+{
+	cleanup_free char *norm = NULL;
+	cleanup_free char *data = NULL;
+	struct strbuf res = STRBUF_INIT;
+	unsigned long long bytes;
+	const char *name;
+	struct stat st;
+	size_t len;
+	int pfd, fd, rc;
+
+	*count = 0;
+	*line = 0;
+	if (oldlen == 0)
+		return sbx_error_set(err, SBX_EXIT_USAGE, 0,
+				     "'--old' text is empty");
+	if (check_path(rel, shown, false, &norm, err) < 0)
+		return -1;
+	pfd = open_parent(w, norm, shown, false, &name, err);
+	if (pfd < 0)
+		return -1;
+	/* The name itself, not a symlink's target: what is read is what the
+	 * rename below replaces. */
+	fd = beneath(pfd, name, O_PATH | O_NOFOLLOW, 0, 0);
+	if (fd < 0) {
+		rc = open_error(errno, shown, err);
+		goto out;
+	}
+	fd = reopen_regular(fd, shown, &st, err);
+	if (fd < 0) {
+		rc = -1;
+		goto out;
+	}
+	if ((unsigned long long)st.st_size > w->max_read) {
+		close(fd);
+		rc = over_read_limit(w, shown, &st, "edit it with exec", err);
+		goto out;
+	}
+	rc = read_whole(fd, shown, &st, &data, &len, err);
+	if (rc == 0)
+		rc = replace(data, len, shown, old, oldlen, new, newlen, all,
+			     &res, count, line, err);
+	if (rc == 0 && res.len > w->max_write)
+		rc = refuse(err, SBX_EXIT_FAIL, 0, shown,
+			    "would be %zu bytes after the edit, over the "
+			    "%llu-byte write limit",
+			    res.len, w->max_write);
+	if (rc == 0)
+		rc = put_file(w, pfd, name, shown, -1, res.buf ? res.buf : "",
+			      res.len, st.st_mode & 0777, &bytes, err);
+	if (rc < 0)
+		*count = 0;
+out:
+	strbuf_release(&res);
+	close(pfd);
+	return rc;
+}
+
+int workspace_stat(const struct workspace *w, const char *rel,
+		   const char *shown, struct stat *st, char **target,
+		   struct sbx_error **err)
+{
+	cleanup_free char *norm = NULL;
+	size_t size = 256;
+	int fd;
+
+	*target = NULL;
+	if (check_path(rel, shown, true, &norm, err) < 0)
+		return -1;
+	/* O_PATH | O_NOFOLLOW: a symlink at the end is itself what is
+	 * opened; a mount there is refused (RESOLVE_NO_XDEV). */
+	fd = workspace_openat(w, norm, O_PATH | O_NOFOLLOW, 0, 0, shown, err);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, st) < 0) {
+		int e = errno;
+		close(fd);
+		return refuse(err, status_of(e), e, shown,
+			      "cannot be examined");
+	}
+	while (S_ISLNK(st->st_mode)) {
+		char *buf = xmalloc(size);
+		ssize_t n = readlinkat(fd, "", buf, size);
+
+		if (n >= 0 && (size_t)n < size) {
+			buf[n] = '\0';
+			*target = buf;
+			break;
+		}
+		free(buf);
+		if (n < 0) {
+			int e = errno;
+			close(fd);
+			return refuse(err, status_of(e), e, shown,
+				      "is a symlink that cannot be read");
+		}
+		size = st_mult(size, 2);
+	}
+	close(fd);
+	return 0;
+}
+
+/* A directory at name in pfd emptied (from a held descriptor) and removed. */
+static int rm_tree(int pfd, const char *name, const char *shown,
+		   unsigned long long *removed, struct sbx_error **err)
+{
+	cleanup_free char *q = NULL;
+	int fd = beneath(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0,
+			 RESOLVE_NO_SYMLINKS);
+
+	if (fd < 0 && errno == EXDEV)
+		return refuse(err, SBX_EXIT_FAIL, 0, shown,
+			      "is a mount point; it is not removed");
+	if (fd < 0)
+		return errno == ELOOP || errno == ENOTDIR || errno == ENOENT
+			   ? 1 /* swapped: look again */
+			   : open_error(errno, shown, err);
+	q = quote(shown);
+	if (tree_empty(fd, q, SBX_EXIT_FAIL, removed, err) < 0)
+		return -1;
+	return 1;
+}
+
+int workspace_rm(const struct workspace *w, const char *rel, const char *shown,
+		 bool recursive, unsigned long long *removed,
+		 struct sbx_error **err)
+{
+	cleanup_free char *norm = NULL;
+	const char *name;
+	int pfd, rc = 1;
+
+	*removed = 0;
+	if (check_path(rel, shown, false, &norm, err) < 0)
+		return -1;
+	pfd = open_parent(w, norm, shown, false, &name, err);
+	if (pfd < 0)
+		return -1;
+	/* rc 1: the name changed under us; look at it again. */
+	for (int tries = 0; rc == 1 && tries < RACE_TRIES; tries++) {
+		struct stat st;
+
+		if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			rc = open_error(errno, shown, err);
+			break;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			if (unlinkat(pfd, name, 0) == 0)
+				rc = 0;
+			else if (errno == EBUSY)
+				rc = refuse(err, SBX_EXIT_FAIL, 0, shown,
+					    "is a mount point; it is not "
+					    "removed");
+			else if (errno != EISDIR && errno != ENOENT)
+				rc = refuse(err, status_of(errno), errno, shown,
+					    "cannot be removed");
+			continue;
+		}
+		if (st.st_dev != w->dev) {
+			rc = refuse(err, SBX_EXIT_FAIL, 0, shown,
+				    "is a mount point; it is not removed");
+			break;
+		}
+		if (unlinkat(pfd, name, AT_REMOVEDIR) == 0) {
+			rc = 0;
+			continue;
+		}
+		if (errno == EBUSY) {
+			rc = refuse(err, SBX_EXIT_FAIL, 0, shown,
+				    "is a mount point; it is not removed");
+		} else if (errno == ENOTEMPTY || errno == EEXIST) {
+			if (!recursive)
+				rc = refuse(err, SBX_EXIT_FAIL, 0, shown,
+					    "is a directory that is not "
+					    "empty; use -r");
+			else
+				rc = rm_tree(pfd, name, shown, removed, err);
+		} else if (errno != ENOTDIR && errno != ENOENT) {
+			rc = refuse(err, status_of(errno), errno, shown,
+				    "cannot be removed");
+		}
+	}
+	if (rc == 1)
+		rc = refuse(err, SBX_EXIT_FAIL, 0, shown,
+			    "kept changing while it was removed; try again");
+	if (rc == 0) {
+		(*removed)++;
+		(void)fsync(pfd);
+	}
+	close(pfd);
+	return rc;
+}
