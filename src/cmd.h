@@ -195,6 +195,7 @@ extern const struct cmd_entry cmd_prewarm_entry;
 extern const struct cmd_entry cmd_compose_entry;
 extern const struct cmd_entry cmd_session_entry;
 extern const struct cmd_entry cmd_exec_entry;
+extern const struct cmd_entry cmd_fs_entry;
 extern const struct cmd_entry cmd_reap_entry;
 
 #endif
