@@ -949,47 +949,78 @@ static int fs_options(struct sbx_ctx *ctx, const struct fs_verb *v, int argc,
 	return 0;
 }
 
+/* An option that takes its value as the next word, when given before
+ * the verb ("--tenant T"; "--tenant=T" is one word). */
+static bool takes_value(const char *a)
+{
+	static const char *const with[] = {"-C", "--catalog", "--sandbox-uid",
+					   "--tenant"};
+
+	for (size_t i = 0; i < sizeof(with) / sizeof(*with); i++)
+		if (strcmp(a, with[i]) == 0)
+			return true;
+	return false;
+}
+
 static int fs_main(struct sbx_ctx *ctx, int argc, char **argv)
 {
 	const struct cmd_entry *cmd = fs_cmd();
-	const struct fs_verb *v;
+	const struct fs_verb *v = NULL;
 	struct fs_call c = {0};
 	struct sbx_error *err = NULL;
-	int i = 1, rc;
+	char **args;
+	int nargs = 0, verb = 0, rc = 0;
 	bool found = false;
 
-	/* Common options before KEY (sbxcat fs --json KEY ls). */
-	for (; i < argc && argv[i][0] == '-'; i++) {
-		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-			cmd_print_help(stdout, cmd);
-			return 0;
+	/* Options may come before KEY and between KEY and VERB too
+	 * (sbxcat fs --json KEY ls, sbxcat fs KEY --tenant T read x): they
+	 * are moved after the verb, where getopt sees them all. */
+	args = xcalloc((size_t)argc + 1, sizeof(*args));
+	for (int k = 1; k < argc; k++) {
+		if (argv[k][0] == '-' && argv[k][1]) {
+			if (strcmp(argv[k], "-h") == 0 ||
+			    strcmp(argv[k], "--help") == 0) {
+				cmd_print_help(stdout, cmd);
+				free(args);
+				return 0;
+			}
+			args[nargs++] = argv[k];
+			if (takes_value(argv[k]) && k + 1 < argc)
+				args[nargs++] = argv[++k];
+		} else if (!c.key) {
+			c.key = argv[k];
+		} else {
+			verb = k;
+			break;
 		}
-		if (strcmp(argv[i], "--json") == 0)
-			ctx->json = true;
-		else
-			return cmd_usage_error(cmd, "'%s' goes after the verb "
-						    "(sbxcat fs KEY VERB ...)",
-					       argv[i]);
 	}
-	if (i >= argc)
-		return cmd_usage_error(cmd, "which session? KEY is missing");
-	c.key = argv[i++];
-	if (i >= argc)
-		return cmd_usage_error(cmd, "which operation? VERB is missing "
-					    "(write, read, read-bytes, edit, "
-					    "ls, glob, grep, stat, rm)");
-	v = find_verb(argv[i]);
-	if (!v) {
+	if (!c.key)
+		rc = cmd_usage_error(cmd, "which session? KEY is missing");
+	else if (!verb)
+		rc = cmd_usage_error(cmd, "which operation? VERB is missing "
+					  "(write, read, read-bytes, edit, "
+					  "ls, glob, grep, stat, rm)");
+	else if (!(v = find_verb(argv[verb]))) {
 		struct strbuf sb = STRBUF_INIT;
 
 		rc = cmd_usage_error(cmd, "'%s' is not an fs verb (write, read, "
 					  "read-bytes, edit, ls, glob, grep, "
 					  "stat, rm)",
-				     shown(&sb, argv[i]));
+				     shown(&sb, argv[verb]));
 		strbuf_release(&sb);
+	}
+	if (rc) {
+		free(args);
 		return rc;
 	}
-	rc = fs_options(ctx, v, argc - i, argv + i, &c.a);
+	/* argv of the verb: its name, the options moved, the rest. */
+	memmove(args + 1, args, (size_t)nargs * sizeof(*args));
+	args[0] = argv[verb];
+	nargs++;
+	for (int k = verb + 1; k < argc; k++)
+		args[nargs++] = argv[k];
+	rc = fs_options(ctx, v, nargs, args, &c.a);
+	free(args);
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	c.ctx = ctx;
