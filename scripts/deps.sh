@@ -17,8 +17,9 @@ engine="docker.io util-linux iproute2 curl man-db"
 # schema test (it brings the python3 the stand-in engine of t-engine.sh
 # runs on), setpriv (util-linux) and openssl for the engine's permission
 # and TLS tests, GNU time for make bench, procps for the session tests'
-# pgrep and ps (what a timed-out command left on the host).
-test="$build $engine busybox-static docker-compose jq python3-jsonschema
+# pgrep and ps (what a timed-out command left on the host), strace for
+# t-fs.sh (a refused read reads not a byte of the file).
+test="$build $engine busybox-static docker-compose jq python3-jsonschema strace
 	openssl time procps"
 # setup: what the main job uses besides the build: an engine to prewarm on.
 setup="$build $engine"
