@@ -1015,7 +1015,7 @@ static int fs_main(struct sbx_ctx *ctx, int argc, char **argv)
 	}
 	/* argv of the verb: its name, the options moved, the rest. */
 	memmove(args + 1, args, (size_t)nargs * sizeof(*args));
-	args[0] = argv[verb];
+	args[0] = argv[0]; /* "sbxcat", for getopt's messages */
 	nargs++;
 	for (int k = verb + 1; k < argc; k++)
 		args[nargs++] = argv[k];

@@ -150,6 +150,9 @@ int cmd_dispatch(struct sbx_ctx *ctx, const struct cmd_entry *cmd, int argc,
 	int c, rc = 0;
 
 	optind = 0; /* reset getopt for this word's own options */
+	/* getopt names argv[0] in its messages: "sbxcat: unrecognized
+	 * option '--x'", as every other message of ours begins. */
+	argv[0] = (char *)"sbxcat";
 	if (!cmd->nverbs)
 		return cmd->exec(ctx, argc, argv);
 	/* '+': stop at the verb; its own options follow it. */
