@@ -404,6 +404,35 @@ static void add_problem(struct grep_stats *st, const char *path,
 }
 
 /*
+ * Open a file the walk found, for reading: beneath the workspace, its last
+ * component not a symlink, O_NONBLOCK so that a FIFO swapped in since the
+ * walk saw a file neither blocks nor is read (it is closed unread when
+ * fstat says it is not regular).  This is one system call where
+ * workspace_open_file() takes three, for every file of a tree: a device
+ * node is the one thing it could open that workspace_open_file() would
+ * not, and the sandbox cannot make one (CapDrop ALL takes CAP_MKNOD).
+ */
+static int open_file(const struct workspace *w, const char *rel,
+		     struct stat *sb, struct sbx_error **e)
+{
+	int fd = workspace_openat(w, rel,
+				  O_RDONLY | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW,
+				  0, 0, rel, e);
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, sb) < 0 || !S_ISREG(sb->st_mode)) {
+		int errnum = S_ISREG(sb->st_mode) ? errno : 0;
+
+		close(fd);
+		sbx_error_set(e, SBX_EXIT_FAIL, errnum,
+			      "not a regular file any more");
+		return -1;
+	}
+	return fd;
+}
+
+/*
  * Read the file rel into g->buf: the number of bytes, or -1 (skipped and
  * counted: unreadable or too big).
  */
@@ -416,7 +445,7 @@ static long long read_file(struct grep *g, const struct workspace *w,
 	struct sbx_error *e = NULL;
 	struct stat sb;
 	size_t n = 0;
-	int fd = workspace_open_file(w, rel, rel, &sb, &e);
+	int fd = open_file(w, rel, &sb, &e);
 
 	if (fd < 0) {
 		st->unreadable++;
@@ -437,6 +466,7 @@ static long long read_file(struct grep *g, const struct workspace *w,
 		g->buf = xmalloc(g->abuf);
 	}
 	for (;;) {
+		size_t want;
 		ssize_t r;
 
 		if (n == g->abuf) {
@@ -450,7 +480,8 @@ static long long read_file(struct grep *g, const struct workspace *w,
 				g->abuf = max + 1;
 			g->buf = xrealloc(g->buf, g->abuf);
 		}
-		r = read(fd, g->buf + n, g->abuf - n);
+		want = g->abuf - n;
+		r = read(fd, g->buf + n, want);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
@@ -461,9 +492,12 @@ static long long read_file(struct grep *g, const struct workspace *w,
 			close(fd);
 			return -1;
 		}
-		if (r == 0)
-			break;
 		n += (size_t)r;
+		/* A short read of a regular file is its end: the read that
+		 * would say 0 is spared. */
+		if (r == 0 || ((size_t)r < want &&
+			       n >= (size_t)sb.st_size))
+			break;
 	}
 	close(fd);
 	if (n > max) {
@@ -554,6 +588,7 @@ int grep_run(struct grep *g, const struct workspace *w, const char *start,
 	}
 
 	wo.recursive = true;
+	wo.types_only = true;
 	wo.want = want_file;
 	wo.stop = stop_walk;
 	wo.ctx = g;

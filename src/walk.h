@@ -72,6 +72,9 @@ struct walk_opts {
 	bool hidden;	     /* descend into and report dot entries */
 	bool all;	     /* skills/ and the spill directory too */
 	const char *spill;   /* the spill directory's name */
+	/* Only the entries' types are needed (grep): size, mtime and mode
+	 * are left 0 for what readdir's d_type already names. */
+	bool types_only;
 	/* Called for each entry in walk order; return false to leave it
 	 * out of the result (it still counts against max_entries).  NULL:
 	 * keep all.  May prune: set *descend false for a directory. */
