@@ -38,7 +38,8 @@ struct cmd_entry {
 	const char *name;
 	const char *usage;   /* arguments after the name */
 	const char *summary; /* one line for `sbxcat help` */
-	/* argv[0] is the command's (or verb's) own name; getopt is reset. */
+	/* argv[1..] are what follows the command's (or verb's) name; argv[0]
+	 * is "sbxcat", the name getopt's messages begin with; getopt is reset. */
 	int (*exec)(struct sbx_ctx *ctx, int argc, char **argv);
 	/* A command with verbs: exec is NULL and verbs[0..nverbs) are its
 	 * verbs, each with parent pointing back here. */

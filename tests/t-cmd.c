@@ -125,10 +125,11 @@ int main(void)
 
 	r = run("session open x");
 	is_int(r.rc, 0, "a verb runs");
-	is_str(called, "open open text", "the verb gets argv from its name");
+	is_str(called, "open sbxcat text",
+	       "the verb gets argv from its name on, argv[0] \"sbxcat\" for getopt's messages");
 	is_int(called_argc, 2, "and its operands");
 	r = run("session --json open x");
-	is_str(called, "open open json",
+	is_str(called, "open sbxcat json",
 	       "common options between command and verb are parsed");
 	r = run("session ls");
 	is_int(r.rc, 7, "the verb's exit status is the command's");
