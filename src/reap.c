@@ -424,6 +424,27 @@ static int remove_ctr(struct engine *e, const struct reap_action *a,
  * still carries the stamp it was decided on.  Without force: a stopped
  * container that something started behind sbxcat's back is not killed.
  */
+/*
+ * Whether the container has an exec running (its inspect's ExecIDs, which
+ * lists only running ones): 1, 0, or -1 with *err.  Exec stamps the
+ * activity when it starts and ends, not while it runs, so a command that
+ * runs longer than the idle timeout (SANDBOXD_EXECUTE_TIMEOUT may be set
+ * so) would otherwise look idle.
+ */
+static int running_execs(struct engine *e, const char *id,
+			 struct sbx_error **err)
+{
+	json_t *j = NULL, *ids;
+	int n;
+
+	if (engine_container_inspect(e, id, &j, err) < 0)
+		return -1;
+	ids = json_object_get(j, "ExecIDs");
+	n = json_is_array(ids) && json_array_size(ids) > 0;
+	json_decref(j);
+	return n;
+}
+
 static void act_session(struct engine *e, struct session_root *r,
 			struct reap_pass *p, struct reap_action *a)
 {
@@ -448,6 +469,13 @@ static void act_session(struct engine *e, struct session_root *r,
 	}
 	if (rec.last_activity != a->stamp) {
 		a->skipped = "became active during the pass; left alone";
+		goto out;
+	}
+	if (a->what == REAP_STOP && running_execs(e, a->id, &err) != 0) {
+		if (err)
+			failed(p, a, &err);
+		else
+			a->skipped = "has a command running (exec); left alone";
 		goto out;
 	}
 	switch (a->what) {

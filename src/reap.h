@@ -30,7 +30,8 @@
  * are counted in `left`.  Before acting on a session the pass takes the
  * flock of ROOT/KEY (session_keydir_lock) and reads the record again: a
  * last activity that moved since the decision leaves the session alone
- * (`skipped`).  Every age is measured from `now`.
+ * (`skipped`); so does an idle session whose container has an exec
+ * running (the engine's ExecIDs).  Every age is measured from `now`.
  *
  * Ownership: struct reap_pass owns every string in it; reap_pass_release
  * frees them.

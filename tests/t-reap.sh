@@ -232,6 +232,28 @@ reap --now $((N6 + 7200))
 grep -qx "stopped $K6: idle for 1h 59m (idle timeout 30m)" "$T/out"
 ok $? "without the stamp, the same pass stops it"
 
+# -- A session whose command runs longer than the idle timeout (exec
+# stamps when it starts and ends, not while it runs) is not stopped.
+open_s acme run s7; K7=$key
+sbx exec "$K7" -- sleep 6 >/dev/null 2>&1 &
+execer=$!
+n=0
+while [ $n -lt 100 ]; do
+	[ "$(tb_docker inspect -f '{{len .ExecIDs}}' "$(ctr "$K7")" 2>/dev/null)" = 1 ] && break
+	sleep 0.05
+	n=$((n + 1))
+done
+N7=$(date +%s)
+stamp "$K7" $((N7 - 7200))
+reap --now "$N7"
+grep -qx "$K7 has a command running (exec); left alone" "$T/out"
+ok $? "an idle-looking session with an exec running is left alone, saying why"
+is "$(state "$K7")" running "... and its container still runs"
+wait $execer
+reap --now $((N7 + 7200))
+grep -q "^stopped $K7: idle for" "$T/out"
+ok $? "once the command ended, the session idles and is stopped"
+
 # -- --report and session ls --json: sizes.
 head -c 1048576 /dev/zero >"$(ws "$K6")/big"
 echo a >"$(ws "$K6")/a"
