@@ -842,11 +842,11 @@ static int fs_options(struct sbx_ctx *ctx, const struct fs_verb *v, int argc,
 	    {"fixed-strings", no_argument, NULL, 'F'},
 	    {0}};
 	const struct cmd_entry *cmd = fs_cmd();
-	int c, rc;
+	int c, rc, li = -1;
 
 	optind = 0; /* full reset: argv is a new vector */
 	while ((c = getopt_long(argc, argv, COMMON_SHORTOPTS "RriF", longopts,
-				NULL)) != -1) {
+				&li)) != -1) {
 		unsigned need = c == OPT_OFFSET	   ? O_OFFSET
 				: c == OPT_LIMIT   ? O_LIMIT
 				: c == OPT_OLD	   ? O_OLD
@@ -863,9 +863,15 @@ static int fs_options(struct sbx_ctx *ctx, const struct fs_verb *v, int argc,
 				    ? O_GREP
 				    : 0;
 		rc = 0;
-		if (need && !(v->opts & need))
-			return cmd_usage_error(cmd, "'%s' does not take %s",
-					       v->name, argv[optind - 1]);
+		if (need && !(v->opts & need)) {
+			if (li >= 0)
+				return cmd_usage_error(cmd,
+						       "'%s' does not take --%s",
+						       v->name, longopts[li].name);
+			return cmd_usage_error(cmd, "'%s' does not take -%c",
+					       v->name, c);
+		}
+		li = -1;
 		switch (c) {
 		case OPT_TENANT:
 			a->tenant = optarg;
@@ -937,7 +943,11 @@ static int fs_options(struct sbx_ctx *ctx, const struct fs_verb *v, int argc,
 		a->operand[a->noperands++] = argv[optind];
 	}
 	if (a->noperands < v->min_operands)
-		return cmd_usage_error(cmd, "usage: sbxcat fs KEY %s %s",
+		return cmd_usage_error(cmd, "%s: %s is missing (sbxcat fs KEY %s %s)",
+				       v->name,
+				       v->run == fs_glob || v->run == fs_grep
+					   ? "PATTERN"
+					   : "PATH",
 				       v->name, v->usage);
 	if ((v->opts & O_OLD) && (!a->old || !*a->old))
 		return cmd_usage_error(cmd, "edit needs --old TEXT, not empty");
