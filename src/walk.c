@@ -107,7 +107,8 @@ static int cmp_name(const void *a, const void *b)
  */
 static void names_trim(struct names *nm, size_t keep)
 {
-	qsort(nm->v, nm->n, sizeof(*nm->v), cmp_name);
+	if (nm->n > 1) /* qsort(NULL, 0) is undefined */
+		qsort(nm->v, nm->n, sizeof(*nm->v), cmp_name);
 	while (nm->n > keep)
 		free(nm->v[--nm->n]);
 }
