@@ -16,57 +16,23 @@
 # call, which is the cost sbxcat saves.  A missed target exits 1.
 # Everything made here (the session's container, the workspace root, the
 # runtime's image) is removed at the end.
-# cleanup and the timed helpers are called indirectly (trap, time1):
+# the timed helpers are called indirectly (time1):
 # shellcheck disable=SC2317
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-srcdir=${srcdir:-$here/..}
-S=${SBXCAT:-$here/../sbxcat}
-# shellcheck source=tests/testbed.sh
-. "$srcdir/tests/testbed.sh"
-testbed_docker || { echo "bench-fs: no Docker engine (reason above)"; exit 1; }
-testbed_base_image || { echo "bench-fs: no base image (reason above)"; exit 1; }
-[ "$(id -u)" = 0 ] || { echo "bench-fs: needs root (the workspace root must be root's)"; exit 1; }
-
-sfx=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
-T=$(mktemp -d)
-DEP=bench-fs-$$
-RT=bf-$sfx
-cleanup() {
-	# shellcheck disable=SC2046
-	tb_docker rm -f $(tb_docker ps -aq --filter "label=io.sbxcat.deployment=$DEP") \
-		>/dev/null 2>&1
-	testbed_remove_mine "$sfx"
-	rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-cd "$T" || exit 1
-unset SBXCAT_CATALOG SBXCAT_ENGINE_TRACE SBXCAT_KEY_SECRET SBXCAT_KEY_SECRET_FILE \
-	SBXCAT_TENANT SBXCAT_SESSION_NETWORK SANDBOXD_PERSIST_CONTAINERS SANDBOXD_MEM_LIMIT \
-	SANDBOXD_MAX_READ_BYTES SANDBOXD_MAX_WRITE_BYTES SANDBOXD_SPILL_DIR
-mkdir -m 755 root
-SANDBOXD_WORKSPACE_ROOT=$T/root SBXCAT_DEPLOYMENT_ID=$DEP
-export SANDBOXD_WORKSPACE_ROOT SBXCAT_DEPLOYMENT_ID
-cat >cat.json <<JSON
-[{"alias": "$RT", "description": "bench", "base_image": "sbxcat-test/busybox:1"}]
-JSON
-sx() { "$S" -C cat.json "$@"; }
-sx prewarm "$RT" >/dev/null 2>&1 || { echo "bench-fs: prewarm of the bench runtime failed"; exit 1; }
+# shellcheck source=bench/sessionbench.sh
+. "$here/sessionbench.sh"
+sb_bench_init bench-fs bf
 K=$(sx session open --runtime "$RT" --tenant bench --scope run --subject fs) ||
 	{ echo "bench-fs: session open failed"; exit 1; }
 CTR=sbxcat-$DEP-$K
 WS=$T/root/$K/workspace
 
 N=${SBXCAT_BENCH_FS_RUNS:-5}
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", b - a }'; }
 med() {
 	sort -n "$1" | awk '{ v[NR] = $1 } END {
 		printf "%.4f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 missed=0
 # compare LABEL NAME FILE OTHER-NAME OTHER-FILE [TARGET]: both medians and
 # their ratio, against TARGET when given.

@@ -13,50 +13,18 @@
 # so both ratios should be at or below 1.  A missed target exits 1.
 # Everything made here (containers labelled with this run's deployment id,
 # workspaces, the runtime's image) is removed at the end.
-# cleanup and first are called indirectly (trap, time1):
+# first is called indirectly (time1):
 # shellcheck disable=SC2317
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-srcdir=${srcdir:-$here/..}
-S=${SBXCAT:-$here/../sbxcat}
-# shellcheck source=tests/testbed.sh
-. "$srcdir/tests/testbed.sh"
-testbed_docker || { echo "bench-session: no Docker engine (reason above)"; exit 1; }
-testbed_base_image || { echo "bench-session: no base image (reason above)"; exit 1; }
-[ "$(id -u)" = 0 ] || { echo "bench-session: needs root (the workspace root must be root's)"; exit 1; }
-
-sfx=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
-T=$(mktemp -d)
-DEP=bench-session-$$
-RT=bs-$sfx
-cleanup() {
-	# shellcheck disable=SC2046
-	tb_docker rm -f $(tb_docker ps -aq --filter "label=io.sbxcat.deployment=$DEP") \
-		>/dev/null 2>&1
-	testbed_remove_mine "$sfx"
-	rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-cd "$T" || exit 1
-unset SBXCAT_CATALOG SBXCAT_ENGINE_TRACE SBXCAT_KEY_SECRET SBXCAT_KEY_SECRET_FILE \
-	SBXCAT_TENANT SBXCAT_SESSION_NETWORK SANDBOXD_PERSIST_CONTAINERS SANDBOXD_MEM_LIMIT
-mkdir -m 755 root
-SANDBOXD_WORKSPACE_ROOT=$T/root SBXCAT_DEPLOYMENT_ID=$DEP
+# shellcheck source=bench/sessionbench.sh
+. "$here/sessionbench.sh"
+sb_bench_init bench-session bs
 SANDBOXD_MAX_SESSIONS=200 SANDBOXD_MAX_SESSIONS_PER_TENANT=200
-export SANDBOXD_WORKSPACE_ROOT SBXCAT_DEPLOYMENT_ID SANDBOXD_MAX_SESSIONS \
-	SANDBOXD_MAX_SESSIONS_PER_TENANT
-cat >cat.json <<JSON
-[{"alias": "$RT", "description": "bench", "base_image": "sbxcat-test/busybox:1"}]
-JSON
-sx() { "$S" -C cat.json "$@"; }
+export SANDBOXD_MAX_SESSIONS SANDBOXD_MAX_SESSIONS_PER_TENANT
 IMG=$(sx tag "$RT")
-sx prewarm "$RT" >/dev/null 2>&1 || { echo "bench-session: prewarm of the bench runtime failed"; exit 1; }
 
 N=${SBXCAT_BENCH_RUNS:-20}	# runs of each measurement
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", b - a }'; }
 # stats FILE: "median p95" of the seconds in FILE, one a line (p95 is the
 # nearest rank: with 20 runs, the 19th).
 stats() {
@@ -67,7 +35,6 @@ stats() {
 }
 med() { stats "$1" | cut -d ' ' -f 1; }
 p95() { stats "$1" | cut -d ' ' -f 2; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 verdict() {
 	if awk -v v="$1" -v t="$3" "BEGIN { exit !(v $2 t) }"; then v=ok; else v=MISSED; missed=1; fi
 }
