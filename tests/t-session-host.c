@@ -45,19 +45,6 @@ static char tmpdir[] = "/tmp/t-session.XXXXXX";
 static bool quick;
 
 
-static char *tpath(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *tpath(const char *fmt, ...)
-{
-	va_list ap;
-	char *rel, *p;
-
-	va_start(ap, fmt);
-	rel = xvasprintf(fmt, ap);
-	va_end(ap);
-	p = xasprintf("%s/%s", tmpdir, rel);
-	free(rel);
-	return p;
-}
 
 static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void sh(const char *fmt, ...)
@@ -606,8 +593,8 @@ static void test_secret(void)
 	struct session_config c, f;
 	struct sbx_error *err = NULL;
 	char k1[SESSION_KEY_MAX + 1], k2[SESSION_KEY_MAX + 1];
-	char *file = tpath("secret"), *link = tpath("secret-link");
-	char *dir = tpath("secret-dir"), *fifo = tpath("secret-fifo");
+	char *file = tap_path(tmpdir, "secret"), *link = tap_path(tmpdir, "secret-link");
+	char *dir = tap_path(tmpdir, "secret-dir"), *fifo = tap_path(tmpdir, "secret-fifo");
 	int rc;
 
 	is_int(load_with("SBXCAT_KEY_SECRET", "Hunter2-TopSecret", &c, &err), 0,
@@ -759,7 +746,7 @@ static void test_root(void)
 {
 	struct session_root r;
 	struct sbx_error *err = NULL;
-	char *p = tpath("a/b/root");
+	char *p = tap_path(tmpdir, "a/b/root");
 	struct stat st;
 	int rc;
 
@@ -775,25 +762,25 @@ static void test_root(void)
 	free(p);
 
 	sh("mkdir -p %s/real && ln -s real %s/link", tmpdir, tmpdir);
-	p = tpath("link");
+	p = tap_path(tmpdir, "link");
 	rc = open_root(p, &r, &err);
 	ok(rc < 0 && err->status == 3 && msg_has(err, "symlink"),
 	   "a root that is a symlink: refused");
 	free(p);
-	p = tpath("link/");
+	p = tap_path(tmpdir, "link/");
 	rc = open_root(p, &r, &err);
 	ok(rc < 0 && msg_has(err, "symlink"), "even with a trailing slash");
 	free(p);
 
 	sh("touch %s/file", tmpdir);
-	p = tpath("file");
+	p = tap_path(tmpdir, "file");
 	rc = open_root(p, &r, &err);
 	ok(rc < 0 && err->status == 3 && msg_has(err, "not a directory"),
 	   "a root that is a file: refused");
 	free(p);
 
 	sh("mkdir -p %s/other && chown %d %s/other", tmpdir, OTHER_UID, tmpdir);
-	p = tpath("other");
+	p = tap_path(tmpdir, "other");
 	rc = open_root(p, &r, &err);
 	ok(rc < 0 && err->status == 3 && msg_has(err, "owned by uid 12345"),
 	   "a root of another uid: refused");
@@ -802,35 +789,35 @@ static void test_root(void)
 	sh("mkdir -p %s/m777 %s/m775 %s/m1777 && chmod 777 %s/m777 && "
 	   "chmod 775 %s/m775 && chmod 1777 %s/m1777",
 	   tmpdir, tmpdir, tmpdir, tmpdir, tmpdir, tmpdir);
-	p = tpath("m777");
+	p = tap_path(tmpdir, "m777");
 	rc = open_root(p, &r, &err);
 	ok(rc < 0 && msg_has(err, "writable by group or others (mode 0777)"),
 	   "a root of mode 0777: refused");
 	free(p);
-	p = tpath("m775");
+	p = tap_path(tmpdir, "m775");
 	rc = open_root(p, &r, &err);
 	ok(rc < 0 && msg_has(err, "mode 0775"), "a root of mode 0775: refused");
 	free(p);
-	p = tpath("m1777");
+	p = tap_path(tmpdir, "m1777");
 	rc = open_root(p, &r, &err);
 	ok(rc < 0 && msg_has(err, "mode 1777"),
 	   "a sticky root writable by others: refused all the same");
 	free(p);
 
 	/* Ancestors. */
-	p = tpath("m777/root");
+	p = tap_path(tmpdir, "m777/root");
 	rc = open_root(p, &r, &err);
 	ok(rc < 0 && msg_has(err, "ancestor") && msg_has(err, "/m777'") &&
 	       msg_has(err, "not sticky"),
 	   "an ancestor writable by others: refused, named");
 	ok(access(p, F_OK) != 0, "and nothing made below it");
 	free(p);
-	p = tpath("m1777/root");
+	p = tap_path(tmpdir, "m1777/root");
 	is_int(open_root(p, &r, &err), 0,
 	       "a sticky ancestor writable by others (as /tmp): accepted");
 	session_root_close(&r);
 	free(p);
-	p = tpath("other/root");
+	p = tap_path(tmpdir, "other/root");
 	sh("mkdir -p %s/other/root", tmpdir);
 	rc = open_root(p, &r, &err);
 	ok(rc < 0 && msg_has(err, "ancestor") && msg_has(err, "/other'") &&
@@ -841,7 +828,7 @@ static void test_root(void)
 	sh("mkdir -p %s/safe && ln -s safe %s/to-safe && ln -s m777 "
 	   "%s/to-unsafe && ln -s %s/m1777 %s/to-sticky-abs",
 	   tmpdir, tmpdir, tmpdir, tmpdir, tmpdir);
-	p = tpath("to-safe/root");
+	p = tap_path(tmpdir, "to-safe/root");
 	is_int(open_root(p, &r, &err), 0,
 	       "a symlink ancestor into a safe directory: accepted");
 	ok(access(tmpdir, F_OK) == 0 && stat(p, &st) == 0 &&
@@ -849,12 +836,12 @@ static void test_root(void)
 	   "the root made where the link leads");
 	session_root_close(&r);
 	free(p);
-	p = tpath("to-unsafe/root");
+	p = tap_path(tmpdir, "to-unsafe/root");
 	rc = open_root(p, &r, &err);
 	ok(rc < 0 && msg_has(err, "/m777'"),
 	   "a symlink ancestor into an unsafe directory: refused, named");
 	free(p);
-	p = tpath("to-sticky-abs/x/../root2");
+	p = tap_path(tmpdir, "to-sticky-abs/x/../root2");
 	rc = open_root(p, &r, &err);
 	ok(rc == 0, "an absolute symlink and '..' on the way");
 	if (rc == 0)
@@ -875,7 +862,7 @@ static struct session_root root;
 static void test_workspace(void)
 {
 	struct sbx_error *err = NULL;
-	char *rp = tpath("ws-root");
+	char *rp = tap_path(tmpdir, "ws-root");
 	const char *key = "xc-acme-run-aaaaaaaaaaaaaaaaaaaaaaaaaa";
 	bool created = false;
 	struct stat st;
@@ -923,7 +910,7 @@ static void test_workspace(void)
 	/* Planted ROOT/KEY. */
 	{
 		const char *k2 = "xc-acme-run-bbbbbbbbbbbbbbbbbbbbbbbbbb";
-		char *elsewhere = tpath("elsewhere");
+		char *elsewhere = tap_path(tmpdir, "elsewhere");
 		char *kp = xasprintf("%s/%s", rp, k2);
 		char *wsx = xasprintf("%s/workspace", elsewhere);
 
@@ -1301,7 +1288,7 @@ static void test_purge(void)
 {
 	struct sbx_error *err = NULL;
 	const char *key = "xc-purge-run-aaaaaaaaaaaaaaaaaaaaaaaaaa";
-	char *outside = tpath("outside");
+	char *outside = tap_path(tmpdir, "outside");
 	char *ws = session_workspace_path(&root, key);
 	char *kp = xasprintf("%s/%s", root.path, key);
 	bool created;

@@ -52,24 +52,11 @@ static char tmpdir[] = "/tmp/t-workspace.XXXXXX";
 static struct workspace w;
 static bool quick;
 
-static char *tp(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *tp(const char *fmt, ...)
-{
-	va_list ap;
-	char *rel, *p;
-
-	va_start(ap, fmt);
-	rel = xvasprintf(fmt, ap);
-	va_end(ap);
-	p = xasprintf("%s/%s", tmpdir, rel);
-	free(rel);
-	return p;
-}
 
 /* tmpdir/rel holds data. */
 static void put_n(const char *rel, const char *data, size_t len)
 {
-	char *p = tp("%s", rel);
+	char *p = tap_path(tmpdir, "%s", rel);
 	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 
 	if (fd < 0 || write(fd, data, len) != (ssize_t)len || close(fd) < 0)
@@ -85,7 +72,7 @@ static void put(const char *rel, const char *data)
 /* tmpdir/rel's bytes, or NULL. */
 static char *slurp(const char *rel, size_t *len)
 {
-	char *p = tp("%s", rel);
+	char *p = tap_path(tmpdir, "%s", rel);
 	struct strbuf sb = STRBUF_INIT;
 	char buf[4096];
 	int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -112,7 +99,7 @@ static void has(const char *rel, const char *want, const char *name)
 
 static void mkd(const char *rel)
 {
-	char *p = tp("%s", rel);
+	char *p = tap_path(tmpdir, "%s", rel);
 
 	if (mkdir(p, 0755) < 0 && errno != EEXIST)
 		bail_out("mkdir %s: %s", p, strerror(errno));
@@ -121,7 +108,7 @@ static void mkd(const char *rel)
 
 static void lnk(const char *target, const char *rel)
 {
-	char *p = tp("%s", rel);
+	char *p = tap_path(tmpdir, "%s", rel);
 
 	unlink(p);
 	if (symlink(target, p) < 0)
@@ -131,7 +118,7 @@ static void lnk(const char *target, const char *rel)
 
 static bool lexists(const char *rel)
 {
-	char *p = tp("%s", rel);
+	char *p = tap_path(tmpdir, "%s", rel);
 	struct stat st;
 	bool r = lstat(p, &st) == 0;
 
@@ -141,7 +128,7 @@ static bool lexists(const char *rel)
 
 static int lst(const char *rel, struct stat *st)
 {
-	char *p = tp("%s", rel);
+	char *p = tap_path(tmpdir, "%s", rel);
 	int r = lstat(p, st);
 
 	free(p);
@@ -264,7 +251,7 @@ static void setup(void)
 	mkd("out");
 	put("out/secret", SENTINEL "\n");
 	put("out/victim", "victim\n");
-	ws = tp("ws");
+	ws = tap_path(tmpdir, "ws");
 	fd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		bail_out("open %s: %s", ws, strerror(errno));
@@ -368,7 +355,7 @@ static void test_traversal(void)
 {
 	struct sbx_error *err = NULL;
 	struct workspace_lines l;
-	char *out = tp("out");
+	char *out = tap_path(tmpdir, "out");
 	struct stat st;
 	int fd;
 
@@ -463,7 +450,7 @@ static void test_special_files(void)
 	char *p;
 	int s;
 
-	p = tp("ws/fifo");
+	p = tap_path(tmpdir, "ws/fifo");
 	if (mkfifo(p, 0666) < 0)
 		bail_out("mkfifo: %s", strerror(errno));
 	free(p);
@@ -479,19 +466,19 @@ static void test_special_files(void)
 	}
 	alarm(0);
 
-	p = tp("ws/null");
+	p = tap_path(tmpdir, "ws/null");
 	if (mknod(p, S_IFCHR | 0666, makedev(1, 3)) < 0)
 		bail_out("mknod: %s", strerror(errno));
 	free(p);
 	open_refused("null", "'null' is a device file, not a regular file",
 		     "a character device is refused");
-	p = tp("ws/blk");
+	p = tap_path(tmpdir, "ws/blk");
 	if (mknod(p, S_IFBLK | 0600, makedev(7, 0)) < 0)
 		bail_out("mknod: %s", strerror(errno));
 	free(p);
 	open_refused("blk", "is a device file", "a block device is refused");
 
-	p = tp("ws/sock");
+	p = tap_path(tmpdir, "ws/sock");
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", p);
 	s = socket(AF_UNIX, SOCK_STREAM, 0);
 	if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0)
@@ -789,7 +776,7 @@ static void test_write(void)
 	unsigned long long bytes;
 	bool created;
 	struct stat st, before;
-	char *s, *big, *ws = tp("ws"), *victim;
+	char *s, *big, *ws = tap_path(tmpdir, "ws"), *victim;
 	mode_t old_umask = umask(077);
 
 	done_ok(ws_write("new.txt", "hello\n", 6, &bytes, &created, &err), &err,
@@ -800,7 +787,7 @@ static void test_write(void)
 	       st.st_gid == SANDBOX_UID && (st.st_mode & 07777) == 0644,
 	   "owned by the sandbox uid:uid, mode 0644 (umask 077 ignored)");
 
-	s = tp("ws/new.txt");
+	s = tap_path(tmpdir, "ws/new.txt");
 	chmod(s, 0750);
 	free(s);
 	done_ok(ws_write("new.txt", "again", 5, &bytes, &created, &err), &err,
@@ -823,7 +810,7 @@ static void test_write(void)
 	   "the symlink is replaced by a file");
 	has("ws/file.txt", "inside\n", "its target is not written through");
 
-	victim = tp("out/victim");
+	victim = tap_path(tmpdir, "out/victim");
 	lnk(victim, "ws/lout");
 	lst("out/victim", &before);
 	done_ok(ws_write("lout", "pwned", 5, &bytes, &created, &err), &err,
@@ -832,7 +819,7 @@ static void test_write(void)
 	   "the symlink is replaced, not followed");
 	has("out/victim", "victim\n", "the outside file is untouched");
 
-	if (link(victim, s = tp("ws/hard")) < 0)
+	if (link(victim, s = tap_path(tmpdir, "ws/hard")) < 0)
 		bail_out("link: %s", strerror(errno));
 	free(s);
 	done_ok(ws_write("hard", "pwned", 5, &bytes, &created, &err), &err,
@@ -910,7 +897,7 @@ static void test_edit(void)
 	char *s;
 
 	put("ws/e.txt", "hello world\n");
-	s = tp("ws/e.txt");
+	s = tap_path(tmpdir, "ws/e.txt");
 	chmod(s, 0640);
 	free(s);
 	done_ok(edit("e.txt", "world", "there", false, &count, &line, &err),
@@ -1062,10 +1049,10 @@ static void test_rm(void)
 	mkd("ws/tree/a/b");
 	put("ws/tree/a/b/f1", "1");
 	put("ws/tree/a/f2", "2");
-	s = tp("out");
+	s = tap_path(tmpdir, "out");
 	lnk(s, "ws/tree/a/b/to_out");
 	free(s);
-	s = tp("out/secret");
+	s = tap_path(tmpdir, "out/secret");
 	lnk(s, "ws/tree/secret_link");
 	free(s);
 	lnk("../../../../out", "ws/tree/a/b/rel_out");
@@ -1079,7 +1066,7 @@ static void test_rm(void)
 	   "what the symlinks pointed at is still there");
 	free(s);
 
-	s = tp("out");
+	s = tap_path(tmpdir, "out");
 	lnk(s, "ws/dirlink");
 	free(s);
 	done_ok(workspace_rm(&w, "dirlink", "dirlink", true, &removed, &err),
@@ -1139,10 +1126,10 @@ static void mount_checks(int fd)
 		dprintf(fd, "!unshare(CLONE_NEWNS): %s\n", strerror(errno));
 		_exit(0);
 	}
-	s = tp("out");
-	if (mount(s, tp("ws/bind"), NULL, MS_BIND, NULL) < 0 ||
-	    mount("tmpfs", tp("ws/tmpfs"), "tmpfs", 0, "size=1m") < 0 ||
-	    mount("tmpfs", tp("ws/holder/inner"), "tmpfs", 0, "size=1m") < 0) {
+	s = tap_path(tmpdir, "out");
+	if (mount(s, tap_path(tmpdir, "ws/bind"), NULL, MS_BIND, NULL) < 0 ||
+	    mount("tmpfs", tap_path(tmpdir, "ws/tmpfs"), "tmpfs", 0, "size=1m") < 0 ||
+	    mount("tmpfs", tap_path(tmpdir, "ws/holder/inner"), "tmpfs", 0, "size=1m") < 0) {
 		dprintf(fd, "!mount: %s\n", strerror(errno));
 		_exit(0);
 	}
@@ -1151,7 +1138,7 @@ static void mount_checks(int fd)
 	/* The held descriptor is of the mount it was opened in: open the
 	 * workspace again in this namespace, where the mounts are. */
 	{
-		char *ws = tp("ws");
+		char *ws = tap_path(tmpdir, "ws");
 		int wfd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 		workspace_close(&w);
@@ -1258,7 +1245,7 @@ static void test_mounts(void)
 	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
 		ok(line[0] == '+', "%s", line + 1);
 	/* The namespace went with the child. */
-	holder = tp("ws/holder");
+	holder = tap_path(tmpdir, "ws/holder");
 	rm_rf(holder);
 	free(holder);
 }
@@ -1277,7 +1264,7 @@ static void init_without_openat2(int fd)
 	struct sock_fprog prog = {sizeof(f) / sizeof(*f), f};
 	struct sbx_error *err = NULL;
 	struct workspace w2;
-	char *ws = tp("ws");
+	char *ws = tap_path(tmpdir, "ws");
 	int wfd = open(ws, O_RDONLY | O_DIRECTORY);
 
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
@@ -1316,7 +1303,7 @@ enum { V_FILE, V_DIR, V_LINK_DIR, V_LINK_FILE, V_REL_OUT, V_LINK_ROOTISH, NV };
 /* A fresh entry of kind v at ws/stage (whatever was there removed). */
 static void make_variant(int v, const char *out)
 {
-	char *stage = tp("ws/stage"), *p;
+	char *stage = tap_path(tmpdir, "ws/stage"), *p;
 
 	rm_rf(stage);
 	switch (v) {
@@ -1347,7 +1334,7 @@ static void make_variant(int v, const char *out)
 
 static void swapper(int iterations)
 {
-	char *race = tp("ws/race"), *stage = tp("ws/stage"), *out = tp("out");
+	char *race = tap_path(tmpdir, "ws/race"), *stage = tap_path(tmpdir, "ws/stage"), *out = tap_path(tmpdir, "out");
 
 	for (int i = 0; iterations == 0 || i < iterations; i++) {
 		make_variant(i % NV, out);
@@ -1394,7 +1381,7 @@ static void test_race(void)
 	outside_snapshot(&before);
 	make_variant(V_FILE, NULL);
 	{
-		char *from = tp("ws/stage"), *to = tp("ws/race");
+		char *from = tap_path(tmpdir, "ws/stage"), *to = tap_path(tmpdir, "ws/race");
 		rename(from, to);
 		free(from);
 		free(to);
@@ -1483,7 +1470,7 @@ static void test_race(void)
 	ok(reads > 0 && writes > 0,
 	   "race: the operations did succeed inside meanwhile");
 	{
-		char *ws = tp("ws");
+		char *ws = tap_path(tmpdir, "ws");
 		ok(no_temp_in(ws), "race: no temporary file left behind");
 		free(ws);
 	}

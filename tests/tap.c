@@ -1,6 +1,8 @@
 /*
  * tap.c - TAP output for the C tests (see tap.h).
  */
+#include "config.h"
+
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -136,4 +138,19 @@ uint32_t tap_rand(void)
 	rng_state ^= rng_state >> 7;
 	rng_state ^= rng_state << 17;
 	return (uint32_t)(rng_state >> 16);
+}
+
+char *tap_path(const char *dir, const char *fmt, ...)
+{
+	va_list ap;
+	char *rel, *p;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&rel, fmt, ap);
+	va_end(ap);
+	if (n < 0 || asprintf(&p, "%s/%s", dir, rel) < 0)
+		bail_out("out of memory");
+	free(rel);
+	return p;
 }

@@ -31,4 +31,8 @@ void skip_all(const char *why) __attribute__((noreturn));
  * of a fuzzing test. */
 uint32_t tap_rand(void);
 
+/* "DIR/" then fmt formatted, newly allocated (free it). */
+char *tap_path(const char *dir, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 #endif
