@@ -188,7 +188,7 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 	struct session_config cfg = {0};
 	struct session_root root = {.fd = -1, .lock_fd = -1};
 	struct session_record rec = {0};
-	struct engine engine = {0};
+	struct engine engine = ENGINE_INIT;
 	json_t *inspect = NULL, *body = NULL, *cmdv, *ei = NULL;
 	const char *tenant = NULL, *shell = NULL, *key = NULL, *user,
 		   *cid = NULL;

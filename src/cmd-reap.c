@@ -163,7 +163,7 @@ static int reap_pass_cmd(struct sbx_ctx *ctx, const struct reap_opts *o)
 	struct sbx_error *err = NULL;
 	struct session_config cfg = {0};
 	struct session_root root;
-	struct engine engine = {0};
+	struct engine engine = ENGINE_INIT;
 	struct reap_pass p = {0};
 	int rc;
 

@@ -72,6 +72,9 @@ struct engine {
 	int trace_fd; /* SBXCAT_ENGINE_TRACE: one line per request, or -1 */
 	void *curl, *ping; /* CURL *, made on first use */
 };
+/* An engine not yet configured: engine_release() of it is safe (and
+ * closes no descriptor: {0} would make trace_fd standard input). */
+#define ENGINE_INIT {.trace_fd = -1}
 
 struct engine_version {
 	char api[16];	     /* negotiated */

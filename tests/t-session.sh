@@ -210,6 +210,12 @@ SBXCAT_TENANT=someone-else sbx session close "$K1"
 is "$rc:$(state "$K1")" "1:running" "close under SBXCAT_TENANT of another tenant refuses and touches nothing"
 sbx session show xc-acme-run-aaaaaaaaaaaaaaaaaaaaaaaaaa
 is "$rc:$(err)" "1:sbxcat: no session 'xc-acme-run-aaaaaaaaaaaaaaaaaaaaaaaaaa'" "show of an unknown key exits 1"
+# An engine not yet configured is released without closing a descriptor
+# (once, {0} made its trace descriptor standard input).
+for v in show close; do
+	env ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 strace -f -qq -e trace=close -o "$T/close.log" "$S" -C "$CAT" session "$v" xc-acme-run-aaaaaaaaaaaaaaaaaaaaaaaaaa </dev/null >/dev/null 2>&1
+	! grep -q 'close(0)' "$T/close.log"; ok $? "session $v of an unknown key does not close standard input"
+done
 sbx session show ../../etc
 [ "$rc" = 1 ] || [ "$rc" = 2 ]; ok $? "a key that would leave the root is refused ($rc)"
 
