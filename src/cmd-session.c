@@ -72,8 +72,11 @@ int cmd_session_find(struct session_root *root, const char *key,
 		     struct sbx_error **err)
 {
 	memset(rec, 0, sizeof(*rec));
-	if (!session_key_valid(key) ||
-	    session_record_read(root, key, rec, err) < 0 ||
+	if (session_key_valid(key) &&
+	    session_record_read(root, key, rec, err) < 0 &&
+	    (*err)->errnum != ENOENT)
+		return -1; /* a record that cannot be read: not "no session" */
+	if (!session_key_valid(key) || *err ||
 	    (tenant && strcmp(rec->tenant, tenant) != 0)) {
 		struct strbuf sb = STRBUF_INIT;
 
@@ -153,7 +156,7 @@ static int session_open(struct sbx_ctx *ctx, int argc, char **argv)
 	struct session_config cfg = {0};
 	struct session_root root;
 	struct session_record rec = {0}, old = {0};
-	struct engine engine = {0};
+	struct engine engine = ENGINE_INIT;
 	struct catalog cat;
 	const struct runtime *rt;
 	struct session_spec spec = {0};
@@ -329,7 +332,7 @@ static int session_ls(struct sbx_ctx *ctx, int argc, char **argv)
 	struct sbx_error *err = NULL;
 	struct session_config cfg = {0};
 	struct session_root root;
-	struct engine engine = {0};
+	struct engine engine = ENGINE_INIT;
 	json_t *by_key = NULL, *arr = json_array();
 	char **keys = NULL;
 	size_t nkeys = 0;
@@ -377,7 +380,8 @@ static int session_ls(struct sbx_ctx *ctx, int argc, char **argv)
 			json_t *row;
 
 			if (json_is_string(st))
-				state = json_string_value(st);
+				state = session_state_word(
+				    json_string_value(st));
 			row = row_json(&r, state);
 			/* Only --json pays for the walk of every workspace. */
 			if (ctx->json)
@@ -502,27 +506,37 @@ static json_t *limits_json(json_t *inspect)
 	    json_object_get(hc, "ReadonlyRootfs"));
 }
 
+/* Fields from the engine as "key: value" lines, keys and strings escaped
+ * (State.Error, mount paths and tmpfs keys are the engine's text). */
 static void print_fields(json_t *doc, const char *prefix)
 {
+	struct strbuf sb = STRBUF_INIT;
 	const char *k;
 	json_t *v;
 
 	json_object_foreach(doc, k, v)
 	{
+		strbuf_reset(&sb);
+		strbuf_addstr(&sb, prefix);
+		text_add_escaped(&sb, k, strlen(k));
 		if (json_is_object(v)) {
-			char *p = xasprintf("%s%s.", prefix, k);
-			print_fields(v, p);
-			free(p);
+			strbuf_addch(&sb, '.');
+			print_fields(v, sb.buf);
 			continue;
 		}
+		strbuf_addstr(&sb, ": ");
 		if (json_is_string(v)) {
-			printf("%s%s: %s\n", prefix, k, json_string_value(v));
+			text_add_escaped(&sb, json_string_value(v),
+					 json_string_length(v));
 		} else {
-			char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-			printf("%s%s: %s\n", prefix, k, s ? s : "?");
-			free(s);
+			char *d = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+
+			strbuf_addstr(&sb, d ? d : "?");
+			free(d);
 		}
+		printf("%s\n", sb.buf);
 	}
+	strbuf_release(&sb);
 }
 
 static int session_show(struct sbx_ctx *ctx, int argc, char **argv)
@@ -532,7 +546,7 @@ static int session_show(struct sbx_ctx *ctx, int argc, char **argv)
 	struct session_config cfg = {0};
 	struct session_root root;
 	struct session_record r = {0};
-	struct engine engine = {0};
+	struct engine engine = ENGINE_INIT;
 	json_t *inspect = NULL, *doc, *st;
 	unsigned long long ooms;
 	int rc = key_verb_options(ctx, &cmd_session_show_entry, argc, argv,
@@ -605,7 +619,7 @@ static int session_close(struct sbx_ctx *ctx, int argc, char **argv)
 	struct session_config cfg = {0};
 	struct session_root root;
 	struct session_record r = {0};
-	struct engine engine = {0};
+	struct engine engine = ENGINE_INIT;
 	bool purge = false, locked = false;
 	int rc = key_verb_options(ctx, &cmd_session_close_entry, argc, argv,
 				  &tenant, &purge, &key);

@@ -164,16 +164,29 @@ static void our_containers(json_t *list, const struct session_config *c,
 		    json_array_get(json_object_get(s, "Names"), 0));
 		struct ctr *x;
 
-		if (!dep || strcmp(dep, c->deployment) != 0 || !id)
+		const char *key = label_of(s, SESSION_LABEL_KEY);
+		char *want;
+		bool session;
+
+		if (!dep || strcmp(dep, c->deployment) != 0 || !id || !name ||
+		    !key || !session_key_valid(key))
+			continue;
+		/* A session's container has the key label and the name made
+		 * of it.  The deployment label alone is not enough: prewarm
+		 * puts it on the images it builds, and every container run
+		 * from one inherits it. */
+		want = session_container_name(c, key);
+		session = strcmp(name + (*name == '/'), want) == 0;
+		free(want);
+		if (!session)
 			continue;
 		ALLOC_GROW(*v, *n + 1, alloc);
 		x = &(*v)[(*n)++];
 		x->id = id;
-		x->name = name ? name + (*name == '/') : id;
-		x->state = json_string_value(json_object_get(s, "State"));
-		if (!x->state)
-			x->state = "unknown";
-		x->key = label_of(s, SESSION_LABEL_KEY);
+		x->name = name + (*name == '/');
+		x->state = session_state_word(
+		    json_string_value(json_object_get(s, "State")));
+		x->key = key;
 		x->created = json_integer_value(json_object_get(s, "Created"));
 		x->claimed = false;
 	}
@@ -187,8 +200,6 @@ static bool is_state(const char *state, const char *const *set)
 	return false;
 }
 
-static const char *const live_states[] = {"running", "paused", "restarting",
-					  NULL};
 static const char *const stuck_states[] = {"created", "dead", "removing",
 					   NULL};
 
@@ -283,7 +294,7 @@ static int decide_session(struct engine *e, const struct session_config *c,
 	if (x)
 		x->claimed = true;
 	if (c->workspace_ttl && idle > c->workspace_ttl &&
-	    (!x || !is_state(x->state, live_states))) {
+	    (!x || !session_state_live(x->state))) {
 		a = add_action(p, REAP_DELETE, rec->key, x, rec->last_activity);
 		a->reason = reason("unused", a->age, "workspace TTL",
 				   c->workspace_ttl);
@@ -293,7 +304,7 @@ static int decide_session(struct engine *e, const struct session_config *c,
 				       rec->last_activity);
 			a->reason = xstrdup("its container is gone");
 		}
-	} else if (is_state(x->state, live_states)) {
+	} else if (session_state_live(x->state)) {
 		if (idle > c->idle_timeout) {
 			a = add_action(p, REAP_STOP, rec->key, x,
 				       rec->last_activity);
@@ -304,8 +315,14 @@ static int decide_session(struct engine *e, const struct session_config *c,
 		long long fin;
 		bool gone;
 
-		if (finished_at(e, x, &fin, &gone, err) < 0)
-			return -1;
+		if (finished_at(e, x, &fin, &gone, err) < 0) {
+			/* One container the engine cannot describe does not
+			 * stop the pass: it is said, and left for the next. */
+			warn(p, xasprintf("cannot inspect %s: %s", x->name,
+					  (*err)->msg));
+			sbx_error_free(err);
+			return 0;
+		}
 		if (fin < rec->last_activity)
 			fin = rec->last_activity;
 		if (!gone && p->now - fin > c->container_ttl) {

@@ -115,15 +115,24 @@ static bool ours(json_t *labels, const struct session_config *c,
 	       strcmp(k, key) == 0;
 }
 
+const char *session_state_word(const char *s)
+{
+	static const char *const known[] = {"created", "running", "paused",
+					    "restarting", "removing", "exited",
+					    "dead"};
+
+	for (size_t i = 0; s && i < sizeof(known) / sizeof(*known); i++)
+		if (strcmp(s, known[i]) == 0)
+			return known[i];
+	return "unknown";
+}
+
 const char *session_state(json_t *inspect)
 {
-	const char *s;
-
 	if (!inspect)
 		return "closed";
-	s = json_string_value(
-	    json_object_get(json_object_get(inspect, "State"), "Status"));
-	return s ? s : "unknown";
+	return session_state_word(json_string_value(
+	    json_object_get(json_object_get(inspect, "State"), "Status")));
 }
 
 int session_engine_inspect(struct engine *e, const struct session_config *c,
@@ -216,8 +225,7 @@ int session_engine_list(struct engine *e, const struct session_config *c,
 	return 0;
 }
 
-/* A state that holds a slot: the session can run commands, or will. */
-static bool holds_slot(const char *state)
+bool session_state_live(const char *state)
 {
 	return state && (strcmp(state, "running") == 0 ||
 			 strcmp(state, "paused") == 0 ||
@@ -237,7 +245,7 @@ static int check_quota(struct engine *e, const struct session_spec *s,
 	{
 		const char *t;
 		if (strcmp(k, s->key) == 0 ||
-		    !holds_slot(json_string_value(json_object_get(v, "State"))))
+		    !session_state_live(json_string_value(json_object_get(v, "State"))))
 			continue;
 		all++;
 		t = label_of(json_object_get(v, "Labels"),
@@ -347,9 +355,9 @@ static int create_new(struct engine *e, struct session_spec *s, char **id,
 	return rc;
 }
 
-int session_engine_open(struct engine *e, struct session_spec *s,
-			enum session_outcome *outcome, char **id,
-			struct sbx_error **err)
+static int open_once(struct engine *e, struct session_spec *s,
+		     enum session_outcome *outcome, char **id, bool retry,
+		     struct sbx_error **err)
 {
 	json_t *j = NULL;
 	struct sbx_error *e2 = NULL;
@@ -412,11 +420,13 @@ int session_engine_open(struct engine *e, struct session_spec *s,
 		return -1;
 	*outcome = SESSION_CREATED;
 	rc = create_new(e, s, id, err);
-	if (rc < 0 && *err && (*err)->http == 409) {
+	if (rc < 0 && *err && (*err)->http == 409 && retry) {
 		/* Made meanwhile by an sbxcat on another root sharing this
-		 * engine: adopt it if it is ours (inspect refuses if not). */
+		 * engine: adopt it if it is ours (inspect refuses if not).
+		 * Once: a name the engine holds while it removes the
+		 * container answers 409 to create and 404 to inspect. */
 		sbx_error_free(err);
-		return session_engine_open(e, s, outcome, id, err);
+		return open_once(e, s, outcome, id, false, err);
 	}
 	if (rc == 0 && start_checked(e, *id, err) < 0) {
 		engine_container_remove(e, *id, true, NULL, &e2);
@@ -426,6 +436,13 @@ int session_engine_open(struct engine *e, struct session_spec *s,
 		rc = -1;
 	}
 	return rc;
+}
+
+int session_engine_open(struct engine *e, struct session_spec *s,
+			enum session_outcome *outcome, char **id,
+			struct sbx_error **err)
+{
+	return open_once(e, s, outcome, id, true, err);
 }
 
 int session_engine_close(struct engine *e, const struct session_config *c,

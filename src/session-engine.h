@@ -84,6 +84,12 @@ int session_engine_running(struct engine *e, const struct session_config *c,
 
 /* State.Status of an inspect ("running", ...), "closed" when NULL. */
 const char *session_state(json_t *inspect);
+/* A state the engine reported, as one of the engine's own words (a
+ * static string), or "unknown": what is printed is never its text. */
+const char *session_state_word(const char *state);
+/* running, paused or restarting: the session holds a quota slot and its
+ * container is not to be removed. */
+bool session_state_live(const char *state);
 
 /*
  * Every container of this deployment: an object mapping its key label to

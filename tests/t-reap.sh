@@ -173,15 +173,22 @@ is "$rc:$(out)" "0:closed $K5: its container is gone" "a container removed by ha
 [ -d "$(ws "$K5")" ]; ok $? "... and the workspace stays"
 
 # -- Orphans and stuck containers: left while young, removed once older
-# than the idle timeout.  One running orphan with a key nobody has, one
-# created without a key, and K5's container stuck in `created`.
-ORPH=tr-orphan-$sfx NOKEY=tr-nokey-$sfx
+# than the idle timeout.  One running orphan (a session's name and labels,
+# a key nobody has) and K5's container stuck in `created`.  Not ours: a
+# container with the deployment label and no key, and one run from the
+# runtime's prewarmed image, which carries the deployment label prewarm
+# puts on the images it builds (a container inherits its image's labels).
+GHOST=xc-ghost-run-aaaaaaaaaaaaaaaaaaaaaaaaaa
+ORPH=$(ctr "$GHOST") NOKEY=tr-nokey-$sfx FROMIMG=tr-fromimage-$sfx
 tb_docker run -d --name "$ORPH" --label "io.sbxcat.deployment=$DEP" \
-	--label io.sbxcat.key=xc-ghost-run-aaaaaaaaaaaaaaaaaaaaaaaaaa "$IMG" sleep 3600 >/dev/null &&
+	--label "io.sbxcat.key=$GHOST" "$IMG" sleep 3600 >/dev/null &&
 	tb_docker create --name "$NOKEY" --label "io.sbxcat.deployment=$DEP" "$IMG" true >/dev/null &&
 	tb_docker create --name "$(ctr "$K5")" --label "io.sbxcat.deployment=$DEP" \
-		--label "io.sbxcat.key=$K5" "$IMG" true >/dev/null
-ok $? "an orphan, a keyless orphan and a stuck created container made"
+		--label "io.sbxcat.key=$K5" "$IMG" true >/dev/null &&
+	tb_docker run -d --name "$FROMIMG" "$(sbx tag "$RA"; cat "$T/out")" sleep 3600 >/dev/null
+ok $? "an orphan, a keyless container, a stuck created container and one from the prewarmed image made"
+is "$(tb_docker inspect -f '{{index .Config.Labels "io.sbxcat.deployment"}}' "$FROMIMG")" "$DEP" \
+	"... the one from the prewarmed image carries the deployment label"
 reap
 is "$rc:$(out)" "0:" "young orphans and a young stuck container are left alone"
 tb_docker inspect "$ORPH" "$NOKEY" "$(ctr "$K5")" >/dev/null 2>&1; ok $? "... all three still there"
@@ -190,11 +197,14 @@ reap --now $((NOW + 3700))
 is "$rc" 0 "reap an hour later exits 0"
 grep -Eqx "removed orphan $ORPH: no workspace behind it, created 1h( 1m)? ago" "$T/out"
 ok $? "the orphan is removed, saying why"
-grep -Eqx "removed orphan $NOKEY: no workspace behind it, created 1h( 1m)? ago" "$T/out"
-ok $? "the keyless one too"
 grep -Eqx "removed stuck $(ctr "$K5"): created for 1h( 1m)? \(state created\)" "$T/out"
 ok $? "the stuck created container is removed by force"
-gone "$ORPH" && gone "$NOKEY" && gone "$(ctr "$K5")"; ok $? "... all three are gone"
+gone "$ORPH" && gone "$(ctr "$K5")"; ok $? "... both are gone"
+tb_docker inspect "$NOKEY" "$FROMIMG" >/dev/null 2>&1
+ok $? "the keyless container and the one from the prewarmed image survive (not sessions)"
+cat "$T/out" "$T/err" | grep -q "$NOKEY\|$FROMIMG"
+ok $((!$?)) "... and the pass never named them"
+tb_docker rm -f "$NOKEY" "$FROMIMG" >/dev/null 2>&1
 foreign_alive; ok $? "the foreign containers survive"
 cat "$T/out" "$T/err" | grep -q "tr-other\|tr-suffix\|tr-running\|xc-foreign"
 ok $((!$?)) "no pass ever named a foreign container"
