@@ -57,7 +57,6 @@ struct fs_args {
 	const char *operand[2];
 	size_t noperands;
 	unsigned long long offset, limit;
-	bool sliced;
 	const char *old, *new;
 	bool all_matches, recursive, all, hidden;
 	unsigned long long max_depth, max_entries;
@@ -83,6 +82,7 @@ struct fs_verb {
 	unsigned opts;
 	size_t min_operands, max_operands;
 	bool may_be_root; /* the operand may name the workspace itself */
+	bool pattern;	  /* its first operand is a pattern, checked by it */
 	int (*run)(struct fs_call *c, struct sbx_error **err);
 };
 
@@ -220,7 +220,7 @@ static void print_problems(const struct walk_problem *p, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		const char *path = shown(&sb, p[i].path);
 
-		fprintf(stderr, "sbxcat: cannot list '%s': %s; skipped\n",
+		fprintf(stderr, "sbxcat: skipped '%s': %s\n",
 			*path ? path : ".", p[i].why);
 	}
 	strbuf_release(&sb);
@@ -291,7 +291,7 @@ static int fs_read(struct fs_call *c, struct sbx_error **err)
 	unsigned long long next;
 
 	if (workspace_read_lines(&c->ws, c->rel, c->a.operand[0], offset,
-				 limit, c->a.sliced, &l, err) < 0)
+				 limit, c->a.offset || c->a.limit, &l, err) < 0)
 		return -1;
 	next = offset + l.n;
 	if (c->ctx->json) {
@@ -789,22 +789,22 @@ static int fs_rm(struct fs_call *c, struct sbx_error **err)
 }
 
 static const struct fs_verb verbs[] = {
-    {"write", "PATH  (content from stdin)", 0, 1, 1, false, fs_write},
+    {"write", "PATH  (content from stdin)", 0, 1, 1, false, false, fs_write},
     {"read", "PATH [--offset LINE] [--limit N]", O_OFFSET | O_LIMIT, 1, 1,
-     false, fs_read},
-    {"read-bytes", "PATH", 0, 1, 1, false, fs_read_bytes},
+     false, false, fs_read},
+    {"read-bytes", "PATH", 0, 1, 1, false, false, fs_read_bytes},
     {"edit", "PATH --old TEXT --new TEXT [--all]",
-     O_OLD | O_NEW | O_ALLMATCH, 1, 1, false, fs_edit},
+     O_OLD | O_NEW | O_ALLMATCH, 1, 1, false, false, fs_edit},
     {"ls", "[PATH] [-R] [--all] [--max-depth N] [--max-entries N]",
-     O_RECURSIVE | O_ALL | O_BOUNDS, 0, 1, true, fs_ls},
+     O_RECURSIVE | O_ALL | O_BOUNDS, 0, 1, true, false, fs_ls},
     {"glob", "PATTERN [--hidden] [--all] [--max-depth N] [--max-entries N]",
-     O_HIDDEN | O_ALL | O_BOUNDS, 1, 1, true, fs_glob},
+     O_HIDDEN | O_ALL | O_BOUNDS, 1, 1, true, true, fs_glob},
     {"grep",
      "PATTERN [PATH] [--include GLOB] [-i] [-F] [--hidden] [--all] "
      "[--max-count N] [--max-depth N] [--max-entries N] [--timeout S]",
-     O_GREP | O_HIDDEN | O_ALL | O_BOUNDS, 1, 2, true, fs_grep},
-    {"stat", "PATH", 0, 1, 1, false, fs_stat},
-    {"rm", "PATH [-r]", O_RECURSIVE, 1, 1, false, fs_rm},
+     O_GREP | O_HIDDEN | O_ALL | O_BOUNDS, 1, 2, true, true, fs_grep},
+    {"stat", "PATH", 0, 1, 1, false, false, fs_stat},
+    {"rm", "PATH [-r]", O_RECURSIVE, 1, 1, false, false, fs_rm},
 };
 
 static const struct fs_verb *find_verb(const char *name)
@@ -817,30 +817,32 @@ static const struct fs_verb *find_verb(const char *name)
 
 /* ---- parsing ---- */
 
+/* The options of every verb; fs_options says which verb takes which. */
+enum { OPT_TENANT = 256, OPT_OFFSET, OPT_LIMIT, OPT_OLD, OPT_NEW,
+       OPT_ALL, OPT_HIDDEN, OPT_DEPTH, OPT_ENTRIES, OPT_INCLUDE,
+       OPT_COUNT, OPT_TIMEOUT };
+static const struct option longopts[] = {
+    COMMON_LONGOPTS,
+    {"tenant", required_argument, NULL, OPT_TENANT},
+    {"offset", required_argument, NULL, OPT_OFFSET},
+    {"limit", required_argument, NULL, OPT_LIMIT},
+    {"old", required_argument, NULL, OPT_OLD},
+    {"new", required_argument, NULL, OPT_NEW},
+    {"all", no_argument, NULL, OPT_ALL},
+    {"hidden", no_argument, NULL, OPT_HIDDEN},
+    {"max-depth", required_argument, NULL, OPT_DEPTH},
+    {"max-entries", required_argument, NULL, OPT_ENTRIES},
+    {"include", required_argument, NULL, OPT_INCLUDE},
+    {"max-count", required_argument, NULL, OPT_COUNT},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"recursive", no_argument, NULL, 'R'},
+    {"ignore-case", no_argument, NULL, 'i'},
+    {"fixed-strings", no_argument, NULL, 'F'},
+    {0}};
+
 static int fs_options(struct sbx_ctx *ctx, const struct fs_verb *v, int argc,
 		      char **argv, struct fs_args *a)
 {
-	enum { OPT_TENANT = 256, OPT_OFFSET, OPT_LIMIT, OPT_OLD, OPT_NEW,
-	       OPT_ALL, OPT_HIDDEN, OPT_DEPTH, OPT_ENTRIES, OPT_INCLUDE,
-	       OPT_COUNT, OPT_TIMEOUT };
-	static const struct option longopts[] = {
-	    COMMON_LONGOPTS,
-	    {"tenant", required_argument, NULL, OPT_TENANT},
-	    {"offset", required_argument, NULL, OPT_OFFSET},
-	    {"limit", required_argument, NULL, OPT_LIMIT},
-	    {"old", required_argument, NULL, OPT_OLD},
-	    {"new", required_argument, NULL, OPT_NEW},
-	    {"all", no_argument, NULL, OPT_ALL},
-	    {"hidden", no_argument, NULL, OPT_HIDDEN},
-	    {"max-depth", required_argument, NULL, OPT_DEPTH},
-	    {"max-entries", required_argument, NULL, OPT_ENTRIES},
-	    {"include", required_argument, NULL, OPT_INCLUDE},
-	    {"max-count", required_argument, NULL, OPT_COUNT},
-	    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-	    {"recursive", no_argument, NULL, 'R'},
-	    {"ignore-case", no_argument, NULL, 'i'},
-	    {"fixed-strings", no_argument, NULL, 'F'},
-	    {0}};
 	const struct cmd_entry *cmd = fs_cmd();
 	int c, rc, li = -1;
 
@@ -879,12 +881,10 @@ static int fs_options(struct sbx_ctx *ctx, const struct fs_verb *v, int argc,
 		case OPT_OFFSET:
 			rc = cmd_parse_count(cmd, "--offset", optarg,
 					     1ULL << 62, &a->offset);
-			a->sliced = true;
 			break;
 		case OPT_LIMIT:
 			rc = cmd_parse_count(cmd, "--limit", optarg,
 					     1ULL << 62, &a->limit);
-			a->sliced = true;
 			break;
 		case OPT_OLD:
 			a->old = optarg;
@@ -945,9 +945,7 @@ static int fs_options(struct sbx_ctx *ctx, const struct fs_verb *v, int argc,
 	if (a->noperands < v->min_operands)
 		return cmd_usage_error(cmd, "%s: %s is missing (sbxcat fs KEY %s %s)",
 				       v->name,
-				       v->run == fs_glob || v->run == fs_grep
-					   ? "PATTERN"
-					   : "PATH",
+				       v->pattern ? "PATTERN" : "PATH",
 				       v->name, v->usage);
 	if ((v->opts & O_OLD) && (!a->old || !*a->old))
 		return cmd_usage_error(cmd, "edit needs --old TEXT, not empty");
@@ -959,16 +957,17 @@ static int fs_options(struct sbx_ctx *ctx, const struct fs_verb *v, int argc,
 	return 0;
 }
 
-/* An option that takes its value as the next word, when given before
- * the verb ("--tenant T"; "--tenant=T" is one word). */
+/* An option given before the verb that takes its value as the next word
+ * ("--tenant T"; "--tenant=T" is one word): longopts says which. */
 static bool takes_value(const char *a)
 {
-	static const char *const with[] = {"-C", "--catalog", "--sandbox-uid",
-					   "--tenant"};
-
-	for (size_t i = 0; i < sizeof(with) / sizeof(*with); i++)
-		if (strcmp(a, with[i]) == 0)
-			return true;
+	if (a[0] != '-')
+		return false;
+	if (a[1] != '-')
+		return strcmp(a, "-C") == 0; /* the one short option with one */
+	for (const struct option *o = longopts; o->name; o++)
+		if (strcmp(a + 2, o->name) == 0)
+			return o->has_arg == required_argument;
 	return false;
 }
 
@@ -1065,7 +1064,7 @@ static int fs_main(struct sbx_ctx *ctx, int argc, char **argv)
 	}
 	/* The verbs that take a path check it here; glob and grep check
 	 * theirs (a pattern, and an optional path after it). */
-	if (v->run != fs_glob && v->run != fs_grep &&
+	if (!v->pattern &&
 	    workspace_path_check(c.a.noperands ? c.a.operand[0] : ".",
 				 v->may_be_root, &c.rel, &err) < 0)
 		goto out;

@@ -22,8 +22,10 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "engine.h"
 #include "error.h"
 #include "grep.h"
+#include "sig.h"
 #include "text.h"
 #include "walk.h"
 #include "workspace.h"
@@ -47,6 +49,7 @@ struct grep {
 	size_t plen;
 	bool memmem;	/* fixed and !icase */
 	bool never;	/* a fixed pattern with a newline: no line has it */
+	bool per_line;	/* it sees past its line: matched one line at a time */
 	char *include;
 	bool include_path; /* include holds a '/': match the whole path */
 	struct walk_opts walk;
@@ -59,8 +62,7 @@ struct grep {
 	pcre2_jit_stack *jst;
 	char *buf;
 	size_t abuf;
-	bool has_deadline;
-	struct timespec deadline;
+	long long deadline_ms; /* engine_now_ms(); 0: none */
 };
 
 /* The outcome of searching one buffer. */
@@ -104,6 +106,27 @@ static bool jit_misses_types(void)
 	return buggy;
 }
 
+/*
+ * Whether a regular expression can tell the whole buffer from its line:
+ * \A, \z, \Z and \G anchor to the subject, and a lookaround can look
+ * over a newline.  Such a pattern is matched line by line, as grep -P
+ * does (slower; everything else is searched over the whole buffer).
+ */
+static bool sees_past_line(const char *p, size_t n)
+{
+	for (size_t i = 0; i + 1 < n; i++) {
+		if (p[i] == '\\') {
+			if (strchr("AzZG", p[i + 1]))
+				return true;
+			i++; /* an escaped character is not a construct */
+		} else if (p[i] == '(' && p[i + 1] == '?' && i + 2 < n &&
+			   strchr("<=!", p[i + 2])) {
+			return true;
+		}
+	}
+	return false;
+}
+
 static bool has_type_escape(const char *p, size_t n)
 {
 	for (size_t i = 0; i + 1 < n; i++)
@@ -138,6 +161,7 @@ int grep_new(const struct grep_opts *o, struct grep **gp,
 	g->plen = strlen(o->pattern);
 	g->memmem = o->fixed && !o->icase;
 	g->never = o->fixed && memchr(g->pattern, '\n', g->plen);
+	g->per_line = !o->fixed && sees_past_line(g->pattern, g->plen);
 	g->include = o->include ? xstrdup(o->include) : NULL;
 	g->include_path = o->include && strchr(o->include, '/');
 	g->walk = o->walk;
@@ -208,16 +232,19 @@ void grep_free(struct grep *g)
 
 static bool past_deadline(const struct grep *g)
 {
-	struct timespec now;
-
-	if (!g->has_deadline)
-		return false;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return now.tv_sec > g->deadline.tv_sec ||
-	       (now.tv_sec == g->deadline.tv_sec &&
-		now.tv_nsec >= g->deadline.tv_nsec);
+	return g->deadline_ms && engine_now_ms() >= g->deadline_ms;
 }
 
+/* Stop now: a caught signal (sig.h), or the budget spent (said so). */
+static bool must_stop(const struct grep *g, struct grep_stats *st)
+{
+	if (sig_caught())
+		return true;
+	if (!past_deadline(g))
+		return false;
+	st->out_of_time = true;
+	return true;
+}
 /* Newlines in buf[from..to). */
 static unsigned long long count_lines(const char *buf, size_t from, size_t to)
 {
@@ -263,10 +290,8 @@ static int report(struct grep *g, struct cursor *c, size_t ls, size_t le,
 	r = emit(ctx, &m);
 	if (r < 0)
 		return r;
-	if (st->matches % 4096 == 0 && past_deadline(g)) {
-		st->out_of_time = true;
+	if (st->matches % 4096 == 0 && must_stop(g, st))
 		return SEARCH_STOP;
-	}
 	return SEARCH_DONE;
 }
 
@@ -313,10 +338,38 @@ static bool limited(int rc, struct grep_stats *st)
 	return true;
 }
 
+/* One line at a time: the subject of each match is its line alone. */
+static int search_lines(struct grep *g, struct cursor *c,
+			int (*emit)(void *, const struct grep_match *),
+			void *ctx, struct grep_stats *st)
+{
+	size_t ls = 0;
+
+	while (ls < c->len) {
+		const char *nl = memchr(c->buf + ls, '\n', c->len - ls);
+		size_t le = nl ? (size_t)(nl - c->buf) : c->len;
+		int rc = pcre2_match(g->re, (PCRE2_SPTR)(c->buf + ls), le - ls,
+				     0, 0, g->md, g->mctx);
+
+		if (rc >= 0) {
+			int r = report(g, c, ls, le, emit, ctx, st);
+
+			if (r != SEARCH_DONE)
+				return r;
+		} else if (limited(rc, st)) {
+			break;
+		}
+		ls = le + 1;
+	}
+	return SEARCH_DONE;
+}
+
 static int search_pcre2(struct grep *g, struct cursor *c,
 			int (*emit)(void *, const struct grep_match *),
 			void *ctx, struct grep_stats *st)
 {
+	if (g->per_line)
+		return search_lines(g, c, emit, ctx, st);
 	const unsigned char *subj = (const unsigned char *)c->buf;
 	bool nl_end = c->len > 0 && c->buf[c->len - 1] == '\n';
 	size_t pos = 0;
@@ -387,20 +440,8 @@ int grep_buffer(struct grep *g, const char *buf, size_t len,
 static void add_problem(struct grep_stats *st, const char *path,
 			const struct sbx_error *e)
 {
-	struct walk_problem *p;
-
-	ALLOC_GROW(st->problems, st->nproblems + 1, st->aproblems);
-	p = &st->problems[st->nproblems++];
-	p->path = xstrdup(path);
-	if (e && e->errnum == EACCES)
-		p->why = xstrdup("permission denied");
-	else if (e && (e->errnum == ELOOP || e->errnum == EXDEV))
-		p->why = xstrdup("it leads outside the workspace or onto "
-				 "another mount");
-	else if (e && e->errnum)
-		p->why = xstrdup(strerror(e->errnum));
-	else
-		p->why = xstrdup("not a regular file any more");
+	walk_problem_add(&st->problems, &st->nproblems, &st->aproblems, path,
+			 e ? e->errnum : 0, "it is not a regular file any more");
 }
 
 /*
@@ -421,13 +462,16 @@ static int open_file(const struct workspace *w, const char *rel,
 
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, sb) < 0 || !S_ISREG(sb->st_mode)) {
-		int errnum = S_ISREG(sb->st_mode) ? errno : 0;
+	if (fstat(fd, sb) < 0) {
+		int errnum = errno;
 
 		close(fd);
-		sbx_error_set(e, SBX_EXIT_FAIL, errnum,
-			      "not a regular file any more");
-		return -1;
+		return sbx_error_set(e, SBX_EXIT_ENV, errnum, "cannot stat");
+	}
+	if (!S_ISREG(sb->st_mode)) {
+		close(fd);
+		return sbx_error_set(e, SBX_EXIT_FAIL, 0,
+				     "not a regular file any more");
 	}
 	return fd;
 }
@@ -534,7 +578,7 @@ static bool want_file(void *ctx, const struct walk_entry *e, bool *descend)
 
 static bool stop_walk(void *ctx)
 {
-	return past_deadline(ctx);
+	return sig_caught() || past_deadline(ctx);
 }
 
 int grep_run(struct grep *g, const struct workspace *w, const char *start,
@@ -550,14 +594,7 @@ int grep_run(struct grep *g, const struct workspace *w, const char *start,
 	memset(st, 0, sizeof(*st));
 	if (!shown)
 		shown = *start ? start : ".";
-	clock_gettime(CLOCK_MONOTONIC, &g->deadline);
-	g->deadline.tv_sec += g->budget_ms / 1000;
-	g->deadline.tv_nsec += (g->budget_ms % 1000) * 1000000L;
-	if (g->deadline.tv_nsec >= 1000000000L) {
-		g->deadline.tv_sec++;
-		g->deadline.tv_nsec -= 1000000000L;
-	}
-	g->has_deadline = true;
+	g->deadline_ms = engine_now_ms() + g->budget_ms;
 
 	fd = workspace_openat(w, start, O_PATH, 0, 0, shown, err);
 	if (fd < 0)
@@ -573,7 +610,7 @@ int grep_run(struct grep *g, const struct workspace *w, const char *start,
 	if (S_ISREG(sb.st_mode)) {
 		/* A file named on its own is searched, whatever its name. */
 		r = search_file(g, w, start, emit, ctx, st);
-		g->has_deadline = false;
+		g->deadline_ms = 0;
 		return r < 0 ? r : 0;
 	}
 	if (!S_ISDIR(sb.st_mode)) {
@@ -596,33 +633,27 @@ int grep_run(struct grep *g, const struct workspace *w, const char *start,
 		return -1;
 	st->truncated = res.truncated;
 	st->why = res.why;
-	st->out_of_time = res.stopped;
+	st->out_of_time = res.stopped && !sig_caught();
 	st->problems = res.problems;
 	st->nproblems = res.nproblems;
 	st->aproblems = res.aproblems;
 	res.problems = NULL;
 	res.nproblems = res.aproblems = 0;
 	for (size_t i = 0; i < res.n && !st->out_of_time; i++) {
-		if (past_deadline(g)) {
-			st->out_of_time = true;
+		if (must_stop(g, st))
 			break;
-		}
 		r = search_file(g, w, res.v[i].path, emit, ctx, st);
 		if (r != SEARCH_DONE)
 			break;
 	}
 	walk_result_release(&res);
-	g->has_deadline = false;
+	g->deadline_ms = 0;
 	return r < 0 ? r : 0;
 }
 
 void grep_stats_release(struct grep_stats *st)
 {
-	for (size_t i = 0; i < st->nproblems; i++) {
-		free(st->problems[i].path);
-		free(st->problems[i].why);
-	}
-	free(st->problems);
+	walk_problems_free(st->problems, st->nproblems);
 	st->problems = NULL;
 	st->nproblems = st->aproblems = 0;
 }

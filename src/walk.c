@@ -20,6 +20,7 @@
 
 #include "alloc.h"
 #include "error.h"
+#include "sig.h"
 #include "text.h"
 #include "walk.h"
 #include "workspace.h"
@@ -45,7 +46,7 @@ static bool is_temporary(const char *name)
 	return strncmp(name, ".sbxcat-", 8) == 0 && strlen(name) == 14;
 }
 
-/* A short reason for a directory that could not be listed. */
+/* A short reason for an entry that could not be listed or read. */
 static const char *problem_why(int errnum)
 {
 	switch (errnum) {
@@ -53,14 +54,14 @@ static const char *problem_why(int errnum)
 	case EPERM:
 		return "permission denied";
 	case ENOENT:
-		return "it disappeared while listing";
+		return "it disappeared meanwhile";
 	case ENOTDIR:
 	case ELOOP:
-		return "it was replaced by a symlink or a file while listing";
+		return "it was replaced by a symlink or a file meanwhile";
 	case EXDEV:
 		return "it leads outside the workspace or onto another mount";
 	case EAGAIN:
-		return "it was renamed while listing";
+		return "it was renamed meanwhile";
 	case EMFILE:
 	case ENFILE:
 		return "too many open files";
@@ -69,14 +70,14 @@ static const char *problem_why(int errnum)
 	}
 }
 
-static void add_problem(struct walk_result *res, const char *path, int errnum,
-			const char *msg)
+void walk_problem_add(struct walk_problem **v, size_t *n, size_t *alloc,
+		      const char *path, int errnum, const char *msg)
 {
 	const char *why = problem_why(errnum);
 	struct walk_problem *p;
 
-	ALLOC_GROW(res->problems, res->nproblems + 1, res->aproblems);
-	p = &res->problems[res->nproblems++];
+	ALLOC_GROW(*v, *n + 1, *alloc);
+	p = &(*v)[(*n)++];
 	p->path = xstrdup(path);
 	if (why)
 		p->why = xstrdup(why);
@@ -84,6 +85,22 @@ static void add_problem(struct walk_result *res, const char *path, int errnum,
 		p->why = xstrdup(strerror(errnum));
 	else
 		p->why = xstrdup(msg ? msg : "cannot be read");
+}
+
+void walk_problems_free(struct walk_problem *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].path);
+		free(v[i].why);
+	}
+	free(v);
+}
+
+static void add_problem(struct walk_result *res, const char *path, int errnum,
+			const char *msg)
+{
+	walk_problem_add(&res->problems, &res->nproblems, &res->aproblems,
+			 path, errnum, msg);
 }
 
 struct dirq {
@@ -252,10 +269,8 @@ static bool dir_has_entries(const struct workspace *w, const char *rel,
 			    const struct walk_opts *o)
 {
 	struct sbx_error *e = NULL;
-	struct names nm = {0};
 	int fd = open_dir(w, rel, false, rel, &e);
-	bool any;
-
+	struct dirent *de;
 	DIR *d;
 
 	sbx_error_free(&e);
@@ -264,10 +279,14 @@ static bool dir_has_entries(const struct workspace *w, const char *rel,
 	d = open_dirstream(fd);
 	if (!d)
 		return false;
-	any = read_names(d, o, rel, 1, &nm) == 0 && nm.n > 0;
-	names_release(&nm);
+	/* The first name the walk would report answers it. */
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") != 0 &&
+		    strcmp(de->d_name, "..") != 0 &&
+		    name_listed(o, rel, de->d_name))
+			break;
 	closedir(d);
-	return any;
+	return de != NULL;
 }
 
 static void set_entries_bound(struct walk_result *res)
@@ -415,7 +434,7 @@ int walk_run(const struct workspace *w, const char *start, const char *shown,
 		if (level >= max_depth) {
 			/* Only a directory that has entries is cut off. */
 			for (size_t i = 0; i < ncur; i++) {
-				if (o.stop && o.stop(o.ctx)) {
+				if (sig_caught() || (o.stop && o.stop(o.ctx))) {
 					res->stopped = true;
 					goto out;
 				}
@@ -430,7 +449,7 @@ int walk_run(const struct workspace *w, const char *start, const char *shown,
 		for (size_t i = 0; i < ncur; i++) {
 			struct sbx_error *e = NULL;
 
-			if (o.stop && o.stop(o.ctx)) {
+			if (sig_caught() || (o.stop && o.stop(o.ctx))) {
 				res->stopped = true;
 				goto out;
 			}
@@ -459,11 +478,7 @@ void walk_result_release(struct walk_result *res)
 	for (size_t i = 0; i < res->n; i++)
 		free(res->v[i].path);
 	free(res->v);
-	for (size_t i = 0; i < res->nproblems; i++) {
-		free(res->problems[i].path);
-		free(res->problems[i].why);
-	}
-	free(res->problems);
+	walk_problems_free(res->problems, res->nproblems);
 	memset(res, 0, sizeof(*res));
 }
 

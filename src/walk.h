@@ -65,6 +65,12 @@ struct walk_problem {
 	char *why;  /* "permission denied", ... */
 };
 
+/* Append a problem: path, and why in a few words from errnum (else msg,
+ * else "cannot be read"); free a list of them. */
+void walk_problem_add(struct walk_problem **v, size_t *n, size_t *alloc,
+		      const char *path, int errnum, const char *msg);
+void walk_problems_free(struct walk_problem *v, size_t n);
+
 struct walk_opts {
 	unsigned max_depth;  /* 0: WALK_DEPTH_DEFAULT */
 	size_t max_entries;  /* 0: WALK_ENTRIES_DEFAULT */

@@ -111,7 +111,9 @@ static int beneath(int dirfd, const char *path, uint64_t flags, uint64_t mode,
 	}
 }
 
-static int open_error(int e, const char *shown, struct sbx_error **err)
+/* The refusal of a failed open, its errno kept in errnum (the message
+ * says why in words, so no strerror is added to it). */
+static int open_refusal(int e, const char *shown, struct sbx_error **err)
 {
 	switch (e) {
 	case EXDEV:
@@ -146,6 +148,15 @@ static int open_error(int e, const char *shown, struct sbx_error **err)
 	default:
 		return refuse(err, status_of(e), e, shown, "cannot be opened");
 	}
+}
+
+static int open_error(int e, const char *shown, struct sbx_error **err)
+{
+	int rc = open_refusal(e, shown, err);
+
+	if (err && *err)
+		(*err)->errnum = e;
+	return rc;
 }
 
 int workspace_init(struct workspace *w, int fd, const char *path,
@@ -291,7 +302,9 @@ static int reopen_regular(int pathfd, const char *shown, struct stat *st,
 			      type_name(st->st_mode));
 	}
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pathfd);
-	fd = open(proc, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+	/* O_NONBLOCK: a lease the sandbox holds on its own file is not
+	 * waited for (lease-break-time) */
+	fd = open(proc, O_RDONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
 	e = errno;
 	close(pathfd);
 	if (fd < 0 && e == ENOENT)
@@ -756,8 +769,10 @@ static int put_file(const struct workspace *w, int pfd, const char *name,
 		}
 		total = len;
 	}
-	if (fsync(fd) < 0 || fchown(fd, (uid_t)w->uid, (gid_t)w->uid) < 0 ||
-	    fchmod(fd, mode) < 0) {
+	/* Owner and mode before fsync: what a crash leaves after the rename
+	 * is the sandbox's file, not a root-owned one. */
+	if (fchown(fd, (uid_t)w->uid, (gid_t)w->uid) < 0 ||
+	    fchmod(fd, mode) < 0 || fsync(fd) < 0) {
 		refuse(err, status_of(errno), errno, shown,
 		       "cannot be written");
 		goto fail;

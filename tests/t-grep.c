@@ -300,13 +300,41 @@ static void cases(void)
 	grep_buffer(g, "a\n\nb", 4, collect, &h, &st);
 	ok(h.n == 3, "the empty pattern matches every line (%llu)", h.n);
 	grep_free(g);
+
+	/* Patterns that could see past their line are matched line by
+	 * line, as grep -P matches them. */
+	{
+		static const struct {
+			const char *pat, *want;
+		} per_line[] = {
+		    {"\\Afoo", "1:foo\n2:foo bar\n"},
+		    {"foo\\z", "1:foo\n3:xfoo\n"},
+		    {"foo\\Z", "1:foo\n3:xfoo\n"},
+		    {"(?<!x)foo", "1:foo\n2:foo bar\n"},
+		    {"foo(?=\\n)", ""},
+		    {"foo(?!\\s)", "1:foo\n3:xfoo\n"},
+		    {"\\Gfoo", "1:foo\n2:foo bar\n"},
+		};
+
+		for (size_t i = 0; i < sizeof(per_line) / sizeof(*per_line);
+		     i++) {
+			g = new_grep(per_line[i].pat, false, false);
+			memset(&st, 0, sizeof(st));
+			strbuf_reset(&h.sb);
+			h.n = 0;
+			grep_buffer(g, "foo\nfoo bar\nxfoo\n", 17, collect, &h,
+				    &st);
+			is_str(h.sb.buf ? h.sb.buf : "", per_line[i].want,
+			       "'%s' is matched line by line, as grep -P",
+			       per_line[i].pat);
+			grep_free(g);
+		}
+	}
 	strbuf_release(&h.sb);
 	strbuf_release(&big);
 }
 
 /* ---- grep_run over a tree, against GNU grep ---- */
-
-/* tests/ws-stub.c: openat2 missing (valgrind), plain openat instead */
 
 static char ws[128];
 
