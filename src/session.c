@@ -785,7 +785,25 @@ static int walk_to_root(const char *path, struct strbuf *root, int *fdp,
 		sub = open_component(fd, name, &made);
 		if (sub < 0 && errno == ELOOP && !last) {
 			char target[PATH_MAX + 1];
-			ssize_t n = readlinkat(fd, name, target, PATH_MAX);
+			struct stat lst;
+			ssize_t n;
+
+			/* Its owner can point it elsewhere at any time (in a
+			 * sticky directory such as /tmp too): only root's
+			 * symlinks are followed, as fs.protected_symlinks
+			 * would have it. */
+			if (fstatat(fd, name, &lst, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    lst.st_uid != 0) {
+				rc = sbx_error_set(
+				    err, SBX_EXIT_ENV, 0,
+				    "workspace root '%s': the symlink '%s' on "
+				    "the way is owned by uid %u; only root's "
+				    "symlinks are followed to it",
+				    root->buf, name, (unsigned)lst.st_uid);
+				free(name);
+				break;
+			}
+			n = readlinkat(fd, name, target, PATH_MAX);
 
 			if (n < 0 || ++links > LINKS_MAX) {
 				rc = sbx_error_set(
@@ -1519,12 +1537,18 @@ static int size_tree(struct tree_walk *w, unsigned long long *blocks,
 				continue; /* gone since it was listed */
 			(*files)++;
 			if (S_ISDIR(st.st_mode)) {
-				if (st.st_dev != w->dev)
-					continue; /* a mount point */
-				rc = tree_walk_down(w, de->d_name, &st, err);
-				if (rc == 0)
-					*blocks +=
-					    (unsigned long long)st.st_blocks;
+				struct sbx_error *skip = NULL;
+
+				/* A mount point, or a directory the sandbox
+				 * swapped meanwhile: counted, not entered (a
+				 * failure here would let it hide its size). */
+				if (st.st_dev != w->dev ||
+				    tree_walk_down(w, de->d_name, &st, &skip) <
+					0) {
+					sbx_error_free(&skip);
+					continue;
+				}
+				*blocks += (unsigned long long)st.st_blocks;
 				down = true;
 				break;
 			}

@@ -8,7 +8,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "alloc.h"
@@ -67,15 +69,40 @@ static int mount_inside(const struct tree_walk *w, struct sbx_error **err)
 			     w->top);
 }
 
+/*
+ * Open the directory name in dirfd, never through a symlink and never onto
+ * another mount: openat2 with RESOLVE_NO_XDEV sees a bind mount of the
+ * same file system too, where st_dev does not (EXDEV).  Where openat2 is
+ * missing (a kernel before 5.6, valgrind) a plain openat, and the st_dev
+ * check the caller makes.
+ */
+static int open_below(int dirfd, const char *name)
+{
+	struct open_how how;
+	int tries = 0;
+	long fd;
+
+	memset(&how, 0, sizeof(how));
+	how.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY;
+	how.resolve = RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS |
+		      RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH;
+	do
+		fd = syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+	while (fd < 0 && (errno == EINTR || (errno == EAGAIN && ++tries < 16)));
+	if (fd < 0 && errno == ENOSYS)
+		fd = openat(dirfd, name, (int)how.flags);
+	return (int)fd;
+}
+
 int tree_walk_down(struct tree_walk *w, const char *name, struct stat *st,
 		   struct sbx_error **err)
 {
 	struct stat here;
-	int fd =
-	    openat(dirfd(w->d), name,
-		   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	int fd = open_below(dirfd(w->d), name);
 	DIR *d;
 
+	if (fd < 0 && errno == EXDEV)
+		return mount_inside(w, err);
 	if (fd < 0 || fstat(fd, st) < 0 || fstat(dirfd(w->d), &here) < 0) {
 		int e = errno;
 		if (fd >= 0)

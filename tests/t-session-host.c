@@ -841,6 +841,19 @@ static void test_root(void)
 	ok(rc < 0 && msg_has(err, "/m777'"),
 	   "a symlink ancestor into an unsafe directory: refused, named");
 	free(p);
+	/* A symlink of another user in a sticky directory: its owner can
+	 * point it elsewhere whenever it likes. */
+	sh("ln -s %s/safe %s/m1777/users-link && chown -h 12345 "
+	   "%s/m1777/users-link",
+	   tmpdir, tmpdir, tmpdir);
+	p = tap_path(tmpdir, "m1777/users-link/root3");
+	rc = open_root(p, &r, &err);
+	ok(rc < 0 && msg_has(err, "owned by uid 12345") &&
+	       msg_has(err, "'users-link'"),
+	   "a symlink of another uid on the way: refused, named");
+	if (rc == 0)
+		session_root_close(&r);
+	free(p);
 	p = tap_path(tmpdir, "to-sticky-abs/x/../root2");
 	rc = open_root(p, &r, &err);
 	ok(rc == 0, "an absolute symlink and '..' on the way");
