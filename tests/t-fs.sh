@@ -206,6 +206,11 @@ f glob 'gl/*.txt' --hidden
 is "$(out | sort | tr '\n' ' ')" "gl/.h.txt gl/a.txt " "glob --hidden: hidden files too"
 f glob 'gl/**/*.nomatch'
 is "$rc:$(out)" "0:" "glob without a match: exit 0, nothing"
+f glob 'nosuch/dir/*.txt'
+is "$rc:$(out)" "0:" "glob under a directory that does not exist: no match, exit 0"
+printf '1\n2\n3\n' >"$WS/gl/three.md"
+sbx fs --limit 1 "$K" read gl/three.md
+is "$rc:$(out | tail -n 1)" "0:... 2 more lines; read on with --offset 2" "an option with a value before KEY (--limit 1) is the verb's"
 f glob 'gl/**/*.nomatch' --json
 is "$(jq -c '[.pattern, .matches, .truncated]' "$T/out")" '["gl/**/*.nomatch",[],false]' "glob --json without a match: matches []"
 f glob 'gl/x/*' --json
