@@ -19,8 +19,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
 #include "alloc.h"
 #include "cmd.h"
 #include "error.h"
@@ -388,17 +386,13 @@ static int fs_read_bytes(struct fs_call *c, struct sbx_error **err)
 	}
 	close(fd);
 	if (rc == 0 && c->ctx->json) {
-		size_t cap = st_add(st_mult(st_add(data.len, 2) / 3, 4), 1);
-		unsigned char *b64 = xmalloc(cap);
 		json_t *o = json_object();
 
-		EVP_EncodeBlock(b64, (const unsigned char *)data.buf,
-				(int)data.len);
 		xjson_set_path(o, "path", c->rel);
 		json_object_set_new(o, "bytes", json_integer((json_int_t)total));
 		json_object_set_new(o, "content_base64",
-				    json_string((const char *)b64));
-		free(b64);
+				    xjson_base64(data.buf ? data.buf : "",
+						 data.len));
 		cmd_print_json(o);
 	}
 	strbuf_release(&data);
@@ -468,7 +462,8 @@ static bool glob_want(void *ctx, const struct walk_entry *e, bool *descend)
 	const struct glob_ctx *g = ctx;
 
 	if (e->type == WALK_DIR)
-		*descend = glob_may_descend(g->pattern, e->path, g->hidden);
+		*descend = *descend &&
+			   glob_may_descend(g->pattern, e->path, g->hidden);
 	return glob_match(g->pattern, e->path, g->hidden);
 }
 
@@ -656,7 +651,6 @@ static int fs_grep(struct fs_call *c, struct sbx_error **err)
 	o.icase = c->a.icase;
 	o.include = c->a.include;
 	walk_opts_from(c, &o.walk);
-	o.walk.recursive = true;
 	o.max_count = c->a.max_count ? c->a.max_count : GREP_MAX_COUNT_DEFAULT;
 	o.budget_ms = c->a.timeout_s ? (long long)c->a.timeout_s * 1000
 				     : GREP_BUDGET_MS_DEFAULT;

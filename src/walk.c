@@ -339,8 +339,7 @@ static bool list_dir(const struct workspace *w, const char *dir, int fd,
 		descend = o->recursive && e.type == WALK_DIR &&
 			  st.st_dev == w->dev;
 		keep = o->want ? o->want(o->ctx, &e, &descend) : true;
-		if (descend && o->recursive && e.type == WALK_DIR &&
-		    st.st_dev == w->dev) {
+		if (descend) {
 			ALLOC_GROW(*next, *nnext + 1, *anext);
 			(*next)[*nnext].path = xstrdup(e.path);
 			(*next)[(*nnext)++].depth = d + 1;
@@ -384,7 +383,7 @@ int walk_run(const struct workspace *w, const char *start, const char *shown,
 	size_t max_entries = o.max_entries ? o.max_entries : WALK_ENTRIES_DEFAULT;
 	unsigned max_depth = o.max_depth ? o.max_depth : WALK_DEPTH_DEFAULT;
 	struct dirq *cur = NULL, *next = NULL;
-	size_t ncur = 0, acur = 0, nnext = 0, anext = 0;
+	size_t ncur = 0, nnext = 0, anext = 0;
 	struct stat st;
 	int pfd, fd;
 
@@ -428,7 +427,6 @@ int walk_run(const struct workspace *w, const char *start, const char *shown,
 		dirq_free(cur, ncur);
 		cur = next;
 		ncur = nnext;
-		acur = anext;
 		next = NULL;
 		nnext = anext = 0;
 		if (level >= max_depth) {
@@ -467,7 +465,6 @@ int walk_run(const struct workspace *w, const char *start, const char *shown,
 		}
 	}
 out:
-	(void)acur;
 	dirq_free(cur, ncur);
 	dirq_free(next, nnext);
 	return 0;

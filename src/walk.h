@@ -83,7 +83,8 @@ struct walk_opts {
 	bool types_only;
 	/* Called for each entry in walk order; return false to leave it
 	 * out of the result (it still counts against max_entries).  NULL:
-	 * keep all.  May prune: set *descend false for a directory. */
+	 * keep all.  May prune: set *descend false for a directory (never
+	 * true: whether it may be descended at all is the walk's). */
 	bool (*want)(void *ctx, const struct walk_entry *e, bool *descend);
 	void *ctx;
 	/* Checked between directories: true stops the walk (a deadline, a

@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include <limits.h>
 #include <string.h>
 
 #include <openssl/evp.h>
@@ -72,6 +73,19 @@ json_t *xjson_text(const char *s)
 	return j;
 }
 
+json_t *xjson_base64(const void *data, size_t len)
+{
+	char *b64 = xmalloc(st_add(st_mult(st_add(len, 2) / 3, 4), 1));
+	json_t *j;
+
+	if (len > INT_MAX)
+		die_oom(); /* EVP_EncodeBlock counts in int */
+	EVP_EncodeBlock((unsigned char *)b64, data, (int)len);
+	j = xjson_string(b64);
+	free(b64);
+	return j;
+}
+
 void xjson_set_path(json_t *obj, const char *key, const char *path)
 {
 	bool lossy;
@@ -80,14 +94,9 @@ void xjson_set_path(json_t *obj, const char *key, const char *path)
 	json_object_set_new(obj, key, xjson_string(v));
 	free(v);
 	if (lossy) {
-		size_t len = strlen(path);
-		char *b64 = xmalloc(st_add(st_mult(st_add(len, 2) / 3, 4), 1));
 		char *k = xasprintf("%s_base64", key);
 
-		EVP_EncodeBlock((unsigned char *)b64,
-				(const unsigned char *)path, (int)len);
-		json_object_set_new(obj, k, xjson_string(b64));
+		json_object_set_new(obj, k, xjson_base64(path, strlen(path)));
 		free(k);
-		free(b64);
 	}
 }

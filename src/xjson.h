@@ -37,6 +37,9 @@ json_t *xjson_string(const char *s);
 /* A JSON string of s, each byte that is not valid UTF-8 as U+FFFD. */
 json_t *xjson_text(const char *s);
 
+/* A JSON string of data's bytes in base64 (RFC 4648, padded). */
+json_t *xjson_base64(const void *data, size_t len);
+
 /* Set obj[key] to path as the header says (and obj[key_base64]). */
 void xjson_set_path(json_t *obj, const char *key, const char *path);
 
