@@ -20,7 +20,6 @@
 
 /* Seconds an idle session's container is given to stop (its StopSignal
  * is SIGKILL, so it never needs them); as session close. */
-#define REAP_STOP_SECONDS 2
 
 const char *reap_what_name(enum reap_what w)
 {
@@ -311,7 +310,10 @@ static int decide_session(struct engine *e, const struct session_config *c,
 			a->reason = reason("idle", a->age, "idle timeout",
 					   c->idle_timeout);
 		}
-	} else if (strcmp(x->state, "exited") == 0) {
+	} else if (strcmp(x->state, "exited") == 0 &&
+		   p->now - rec->last_activity > c->container_ttl) {
+		/* (its age counts from no earlier than the last activity:
+		 * only then is the inspect worth making) */
 		long long fin;
 		bool gone;
 
@@ -497,11 +499,7 @@ static void act_session(struct engine *e, struct session_root *r,
 	}
 	switch (a->what) {
 	case REAP_STOP:
-		if (strcmp(a->state, "paused") == 0)
-			rc = engine_container_unpause(e, a->id, &err);
-		if (rc == 0)
-			rc = engine_container_stop(e, a->id, REAP_STOP_SECONDS,
-						   &err);
+		rc = session_engine_stop(e, a->id, a->state, &err);
 		break;
 	case REAP_REMOVE:
 		rc = remove_ctr(e, a, false, &err);

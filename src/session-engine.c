@@ -445,6 +445,16 @@ int session_engine_open(struct engine *e, struct session_spec *s,
 	return open_once(e, s, outcome, id, true, err);
 }
 
+int session_engine_stop(struct engine *e, const char *id, const char *state,
+			struct sbx_error **err)
+{
+	/* A paused container's processes cannot take the SIGTERM. */
+	if (strcmp(state, "paused") == 0 &&
+	    engine_container_unpause(e, id, err) < 0)
+		return -1;
+	return engine_container_stop(e, id, SESSION_STOP_SECONDS, err);
+}
+
 int session_engine_close(struct engine *e, const struct session_config *c,
 			 const char *key, bool stop_only, const char **what,
 			 struct sbx_error **err)
@@ -461,15 +471,9 @@ int session_engine_close(struct engine *e, const struct session_config *c,
 		return 0;
 	id = json_string_value(json_object_get(j, "Id"));
 	state = session_state(j);
-	if (stop_only && (strcmp(state, "running") == 0 ||
-			  strcmp(state, "paused") == 0 ||
-			  strcmp(state, "restarting") == 0 ||
+	if (stop_only && (session_state_live(state) ||
 			  strcmp(state, "exited") == 0)) {
-		rc = 0;
-		if (strcmp(state, "paused") == 0)
-			rc = engine_container_unpause(e, id, err);
-		if (rc == 0)
-			rc = engine_container_stop(e, id, 2, err);
+		rc = session_engine_stop(e, id, state, err);
 		*what = "stopped";
 	} else {
 		rc = engine_container_remove(e, id, true, &gone, err);

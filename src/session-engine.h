@@ -98,6 +98,12 @@ bool session_state_live(const char *state);
 int session_engine_list(struct engine *e, const struct session_config *c,
 			json_t **by_key, struct sbx_error **err);
 
+/* Stop a session's container of state (a paused one unpaused first),
+ * SESSION_STOP_SECONDS after SIGTERM the KILL. */
+#define SESSION_STOP_SECONDS 2
+int session_engine_stop(struct engine *e, const char *id, const char *state,
+			struct sbx_error **err);
+
 /*
  * Close: remove the container by force, or only stop it when stop_only
  * (a paused one is unpaused first); *what is "removed", "stopped" or

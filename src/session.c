@@ -1416,8 +1416,14 @@ int session_record_touch(struct session_root *r, const char *key,
 	if (rc == 0)
 		rc = record_read_at(r, kfd, key, &rec, err);
 	if (rc == 0) {
-		rec.last_activity = (long long)time(NULL);
-		rc = record_write_at(r, kfd, &rec, err);
+		long long now = (long long)time(NULL);
+
+		/* Stamped this second already: nothing to write (many fs
+		 * calls a second would each cost two fsyncs). */
+		if (rec.last_activity != now) {
+			rec.last_activity = now;
+			rc = record_write_at(r, kfd, &rec, err);
+		}
 		session_record_release(&rec);
 	}
 	close(kfd);

@@ -181,7 +181,8 @@ int session_record_read(struct session_root *r, const char *key,
 int session_record_write(struct session_root *r,
 			 const struct session_record *rec,
 			 struct sbx_error **err);
-/* Set last_activity to now and write the record back (under an flock of
+/* Set last_activity to now and write the record back, unless it says
+ * this very second already (under an flock of
  * ROOT/KEY, which session_record_write takes too, so a touch never puts
  * back a record a concurrent write replaced). */
 int session_record_touch(struct session_root *r, const char *key,
