@@ -1,0 +1,152 @@
+/*
+ * audit.h - the operation audit's rows, and the recorder every workspace
+ * operation goes through (brief section 8, docs/audit.md).
+ *
+ * A row says what was touched and how it went, never what it contained:
+ * the path or the command (cut at AUDIT_TARGET_MAX characters, the cut
+ * marked), ok, exit status, a byte and a result count, the duration, and
+ * one line of detail that sbxcat itself writes.  Every row has a UUID made
+ * here, so a replayed row is a no-op, and the time the operation happened.
+ *
+ * The recorder sends the row to PostgreSQL (auditdb.h) when a database is
+ * configured and answers; otherwise to the local append-only spool
+ * (spool.h), fsync'd before the operation reports success; when neither
+ * takes it, the operation fails with "audit record could not be written:
+ * ..." (status 3).  Operations that change the workspace call
+ * audit_ready() first, so they fail closed before any change.
+ */
+#ifndef SBX_AUDIT_H
+#define SBX_AUDIT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct sbx_error;
+struct strbuf;
+
+/* The op column's values, in the order of the CHECK constraint. */
+enum audit_op {
+	AUDIT_WRITE,
+	AUDIT_EDIT,
+	AUDIT_READ,
+	AUDIT_READ_BYTES,
+	AUDIT_LS_INFO,
+	AUDIT_GLOB_INFO,
+	AUDIT_GREP_RAW,
+	AUDIT_EXECUTE,
+	AUDIT_OPEN,
+	AUDIT_CLOSE,
+	AUDIT_REAP,
+	AUDIT_NOPS
+};
+
+/* "write", "read_bytes", ...; NULL past AUDIT_NOPS. */
+const char *audit_op_name(enum audit_op op);
+/* The op named s (exactly as audit_op_name spells it); -1 when none. */
+int audit_op_parse(const char *s);
+
+#define AUDIT_TARGET_MAX 512 /* characters, the cut mark included */
+#define AUDIT_DETAIL_MAX 200 /* characters */
+#define AUDIT_ID_MAX 200     /* bytes of an agent or run id */
+#define AUDIT_NONE (-1LL)    /* bytes, results: not counted */
+
+struct audit_row {
+	char id[37];	      /* UUID version 4, lowercase, hyphenated */
+	long long created_us; /* when it happened: Unix microseconds */
+	char *tenant;	      /* "" when not known (a reaped orphan) */
+	char *session_key;
+	char *runtime;	      /* catalogue alias, "" when not known */
+	char *agent;	      /* NULL: none */
+	char *run;	      /* NULL: none */
+	enum audit_op op;
+	char *target;	      /* clean: see audit_clean */
+	bool ok;
+	bool has_exit;	      /* exit_status is meaningful (execute) */
+	int exit_status;
+	long long bytes;      /* >= 0, or AUDIT_NONE */
+	long long results;    /* >= 0, or AUDIT_NONE */
+	long long duration_ms; /* >= 0 */
+	char *detail;	      /* "" or one line written by sbxcat */
+};
+
+/*
+ * A new row for op: a fresh UUID (from getrandom), created_us now, strings
+ * empty ("" owned by the row), agent and run NULL, bytes and results
+ * AUDIT_NONE.  Strings are then set with audit_row_set, which cleans them.
+ */
+void audit_row_init(struct audit_row *r, enum audit_op op);
+void audit_row_release(struct audit_row *r);
+
+/*
+ * Replace *field (one of r's strings) with a clean copy of s[0..len):
+ * valid UTF-8 (an invalid byte becomes \xNN), no NUL or control character
+ * (written as \n, \t, \xNN), and at most max characters; when cut, the
+ * last characters are " [cut]" so the whole is max characters.
+ * Targets use AUDIT_TARGET_MAX, details AUDIT_DETAIL_MAX.
+ */
+void audit_clean(struct strbuf *out, const char *s, size_t len, size_t max);
+void audit_row_set(char **field, const char *s, size_t len, size_t max);
+
+/*
+ * The canonical encoding the chain hashes (docs/audit.md, "The chain"):
+ * "sbxcat-audit-1" then, for each field in the order of struct audit_row
+ * (id, created_us, tenant, session_key, runtime, agent, run, op, target,
+ * ok, exit_status, bytes, results, duration_ms, detail), a newline and
+ * either "-" (NULL: agent, run, exit_status when !has_exit, bytes and
+ * results when AUDIT_NONE) or the value's byte length in decimal, ':', and
+ * the value (numbers in decimal, ok as "t" or "f", op as its name).
+ */
+void audit_canonical(struct strbuf *out, const struct audit_row *r);
+/* SHA-256 of prev (32 bytes) followed by audit_canonical(r). */
+void audit_chain_hash(const unsigned char prev[32], const struct audit_row *r,
+		      unsigned char out[32]);
+
+/*
+ * The row as a JSON object, the spool's and `audit export --format jsonl`'s
+ * shape: {"id","created_at" (RFC 3339 UTC with microseconds),"tenant",
+ * "session","runtime","agent","run","op","target","ok","exit_status",
+ * "bytes","results","duration_ms","detail"}, nulls for what is not set.
+ */
+json_t *audit_row_json(const struct audit_row *r);
+/* The inverse, strict: every key, the right types, op known, sizes in
+ * range, strings clean (audit_clean would not change them). */
+int audit_row_from_json(json_t *j, struct audit_row *r,
+			struct sbx_error **err);
+
+/*
+ * The recorder.  audit_open reads the configuration: the database from
+ * db_uri (--db), else SBXCAT_DATABASE_URL, else libpq's own environment
+ * (PGHOST, PGHOSTADDR, PGPORT, PGDATABASE, PGUSER or PGSERVICE set); with
+ * none of these, no database (the spool alone).  The spool directory from
+ * SBXCAT_SPOOL_DIR, else /var/spool/sbxcat.  SBXCAT_AUDIT=off switches
+ * recording off (benchmarks; docs/audit.md).  Agent and run from the
+ * arguments, else SBXCAT_AGENT_ID and SBXCAT_RUN_ID.  Nothing is
+ * connected or opened yet: that happens on first need.  Returns -1 with
+ * status 2 for an invalid agent or run id (empty, over AUDIT_ID_MAX, or
+ * not clean).
+ */
+struct audit;
+int audit_open(struct audit **a, const char *db_uri, const char *agent,
+	       const char *run, struct sbx_error **err);
+/*
+ * Make sure a row could be written, before a change to the workspace:
+ * connected to the database (replaying a non-empty spool first), or the
+ * spool's file open for appending.  -1 "audit record could not be written:
+ * ..." (status 3) when neither.
+ */
+int audit_ready(struct audit *a, struct sbx_error **err);
+/*
+ * Record r (its agent and run set from a's when NULL): to the database
+ * when it answers (replaying a non-empty spool first, so the chain keeps
+ * the order rows were made in), else to the spool, fsync'd.  -1 with
+ * "audit record could not be written: DATABASE REASON; SPOOL REASON"
+ * (status 3) when neither took it.  *where says which took it (may be
+ * NULL).
+ */
+enum audit_where { AUDIT_TO_NOWHERE, AUDIT_TO_DB, AUDIT_TO_SPOOL, AUDIT_OFF };
+int audit_record(struct audit *a, struct audit_row *r, enum audit_where *where,
+		 struct sbx_error **err);
+void audit_close(struct audit *a);
+
+#endif

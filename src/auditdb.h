@@ -1,0 +1,129 @@
+/*
+ * auditdb.h - the audit's PostgreSQL side: connecting, the schema and its
+ * migrations, inserting rows onto their session's hash chain, verifying
+ * the chains, their heads, and the retention sweep.  libpq is loaded on
+ * first use (pq-dl.h).  Queries for auditors are in auditq.h.
+ *
+ * The schema (docs/audit.md, "Schema"), migration 1:
+ *
+ *   agents (id text PRIMARY KEY, created_at timestamptz DEFAULT now())
+ *   runs (id text PRIMARY KEY, agent_id text REFERENCES agents ON DELETE
+ *         SET NULL, created_at timestamptz DEFAULT now())
+ *   sandbox_operations (
+ *     id uuid PRIMARY KEY, seq bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+ *     created_at timestamptz NOT NULL, tenant text NOT NULL, session_key
+ *     text NOT NULL, runtime text NOT NULL, agent_id text REFERENCES
+ *     agents ON DELETE SET NULL, run_id text REFERENCES runs ON DELETE SET
+ *     NULL, agent_ref text, run_ref text (the ids as recorded: what the
+ *     chain covers, kept when the agent goes), op text NOT NULL CHECK (op
+ *     IN (...audit_op_name...)), target text NOT NULL CHECK
+ *     (char_length(target) <= 512), ok boolean NOT NULL, exit_status
+ *     integer, bytes bigint CHECK (bytes >= 0), results bigint CHECK
+ *     (results >= 0), duration_ms bigint NOT NULL CHECK (duration_ms >=
+ *     0), detail text NOT NULL, hash bytea NOT NULL CHECK
+ *     (octet_length(hash) = 32))
+ *   audit_chains (session_key text PRIMARY KEY, tenant text NOT NULL, head
+ *     bytea NOT NULL, head_seq bigint, nrows bigint NOT NULL, swept_hash
+ *     bytea NOT NULL, swept_rows bigint NOT NULL, swept_at timestamptz)
+ *   schema_migrations (version integer PRIMARY KEY, name text NOT NULL,
+ *     applied_at timestamptz NOT NULL DEFAULT now())
+ *   indexes: (created_at DESC, seq DESC); (tenant, created_at DESC, seq
+ *     DESC); likewise session_key, agent_ref, run_ref, op; (created_at
+ *     DESC, seq DESC) WHERE NOT ok; GIN (target gin_trgm_ops) (pg_trgm);
+ *     (session_key, seq) for the chains.
+ *
+ * A chain is a session's rows in seq order (the order of insertion).  A
+ * row's hash is audit_chain_hash(previous row's hash, row); the first
+ * row's previous hash is its chain's swept_hash (32 zero bytes until a
+ * sweep removes rows).  Inserting takes the chain's row lock (SELECT ...
+ * FOR UPDATE on audit_chains), so concurrent writers of one session queue
+ * and the chain is the order rows were inserted in.
+ */
+#ifndef SBX_AUDITDB_H
+#define SBX_AUDITDB_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct audit_row;
+struct sbx_error;
+struct auditdb;
+
+/*
+ * The connection string sbxcat would use: uri when not NULL, else
+ * SBXCAT_DATABASE_URL, else "" when libpq's environment names a database
+ * (PGHOST, PGHOSTADDR, PGPORT, PGDATABASE, PGUSER or PGSERVICE set), else
+ * NULL: no database configured.  *source says which ("--db",
+ * "SBXCAT_DATABASE_URL", "libpq environment"); may be NULL.
+ */
+const char *auditdb_conninfo(const char *uri, const char **source);
+
+/*
+ * Connect (libpq loaded first; connect_timeout PGCONNECT_TIMEOUT or 5 s
+ * unless the string sets it; application_name sbxcat; statement_timeout
+ * 30 s).  -1 status 3 "database unreachable: REASON" (the password never
+ * shown), status 3 naming libpq5 when libpq is missing.
+ */
+int auditdb_connect(const char *conninfo, struct auditdb **db,
+		    struct sbx_error **err);
+void auditdb_close(struct auditdb *db);
+
+/*
+ * Migrations compiled into the binary, numbered from 1.  migrate applies
+ * the pending ones in order, each in its own transaction under
+ * pg_advisory_xact_lock(AUDITDB_LOCK_MIGRATE), re-checking under the lock
+ * whether another migrator applied it meanwhile; *applied counts what this
+ * call applied (0 the second time).  status: an array of {"version",
+ * "name", "applied_at" (RFC 3339 or null: pending)}.
+ */
+#define AUDITDB_LOCK_MIGRATE 0x73627863 /* "sbxc" */
+int auditdb_migrate(struct auditdb *db, int *applied, struct sbx_error **err);
+int auditdb_migrate_status(struct auditdb *db, json_t **status,
+			   struct sbx_error **err);
+/* Latest applied version (0: none), and the latest this binary knows. */
+int auditdb_schema_version(struct auditdb *db, int *applied, int *known,
+			   struct sbx_error **err);
+
+/*
+ * Insert rows[0..n) in one transaction, each onto its session's chain in
+ * the order given; a row whose id is already in the table is skipped (a
+ * replay), counted in *skipped.  Agents and runs named are created in
+ * agents/runs when missing.  Large n goes through COPY.  A schema older
+ * than the binary's is an error naming `sbxcat audit migrate` (status 3).
+ * On error nothing of the call is kept (the transaction rolls back).
+ */
+int auditdb_insert(struct auditdb *db, const struct audit_row *rows, size_t n,
+		   size_t *inserted, size_t *skipped, struct sbx_error **err);
+
+/*
+ * Verify chains (every one, or one session's, or one tenant's): recompute
+ * each row's hash from the previous one's; the first row that does not
+ * match is reported (edited, or a row before it deleted, or inserted out
+ * of place), and a head that is not its last row's hash (rows deleted at
+ * the end).  *report: {"chains","rows","bad":[{"session","seq","id",
+ * "why"}]} (at most one bad entry per chain).  Returns 0 when verified
+ * (bad empty), 1 when not, -1 on error.
+ */
+int auditdb_verify(struct auditdb *db, const char *session, const char *tenant,
+		   json_t **report, struct sbx_error **err);
+/* Every chain's head: [{"session","tenant","rows","head_seq","head"
+ * (hex)}], sorted by session. */
+int auditdb_heads(struct auditdb *db, const char *session, const char *tenant,
+		  json_t **heads, struct sbx_error **err);
+
+/*
+ * Delete rows created before cutoff_us, in transactions of at most batch
+ * rows.  Per chain only a prefix goes (rows in seq order up to the first
+ * that is not old), so a chain stays whole; the chain's swept_hash becomes
+ * the hash of the last row removed.  *deleted rows removed, *held old rows
+ * kept because a newer row precedes them in their chain (after a replay).
+ */
+int auditdb_sweep(struct auditdb *db, long long cutoff_us, size_t batch,
+		  unsigned long long *deleted, unsigned long long *held,
+		  struct sbx_error **err);
+
+/* The libpq connection, for auditq.c (a PGconn *). */
+void *auditdb_conn(struct auditdb *db);
+
+#endif

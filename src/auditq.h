@@ -1,0 +1,90 @@
+/*
+ * auditq.h - the auditors' queries over sandbox_operations: filtered,
+ * newest-first pages with an opaque keyset cursor, streamed export, stats.
+ *
+ * Order is (created_at DESC, seq DESC) everywhere; a page's cursor is the
+ * last row's (created_at, seq), base64url-encoded with a version prefix,
+ * and --after CURSOR continues strictly after it, so pages never repeat or
+ * skip a row however many rows arrive meanwhile.  Every value reaches the
+ * server as a parameter ($1...), never spliced into SQL; --search is a
+ * substring of target with %, _ and \ taken literally (LIKE with those
+ * escaped and ESCAPE '\').
+ */
+#ifndef SBX_AUDITQ_H
+#define SBX_AUDITQ_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+struct auditdb;
+struct sbx_error;
+
+struct auditq_filter {
+	const char *tenant, *session, *agent, *run; /* NULL: any */
+	unsigned ops;	     /* bit (1 << enum audit_op); 0: any */
+	bool failed;	     /* NOT ok only */
+	const char *search;  /* substring of target; NULL: any */
+	long long since_us;  /* created_at >= ; 0: unbounded */
+	long long until_us;  /* created_at < ; 0: unbounded */
+	bool has_after;	     /* continue after (after_us, after_seq) */
+	long long after_us, after_seq;
+};
+
+/*
+ * TIME for --since/--until: ISO 8601 / RFC 3339 ("2026-12-01",
+ * "2026-12-01T10:00", "2026-12-01T10:00:00Z", "...+02:00", fractions
+ * allowed; no zone means UTC), or relative to now_us: N followed by s, m,
+ * h, d or w ("2h", "7d") meaning N units ago.  -1 status 2 naming the text
+ * and the accepted forms.
+ */
+int auditq_parse_time(const char *s, long long now_us, long long *out_us,
+		      struct sbx_error **err);
+
+/* Cursor text <-> (created_us, seq).  Decoding anything not made by
+ * encode is -1 status 2 "--after: not a cursor sbxcat printed". */
+void auditq_cursor_encode(long long created_us, long long seq, char out[64]);
+int auditq_cursor_decode(const char *s, long long *created_us, long long *seq,
+			 struct sbx_error **err);
+
+/*
+ * One page of at most limit rows, newest first: *rows an array of objects
+ * shaped as audit_row_json plus "seq"; *cursor (malloc'd) the cursor of
+ * the last row when the page is full and more may follow, else NULL.
+ */
+int auditq_page(struct auditdb *db, const struct auditq_filter *f,
+		unsigned long limit, json_t **rows, char **cursor,
+		struct sbx_error **err);
+
+/*
+ * Every matching row, newest first, to out as CSV (a header line, RFC 4180
+ * quoting) or JSON lines (the page's object shape), through COPY ... TO
+ * STDOUT: constant memory whatever the count.  *count rows written.
+ */
+enum auditq_format { AUDITQ_CSV, AUDITQ_JSONL };
+int auditq_export(struct auditdb *db, const struct auditq_filter *f,
+		  enum auditq_format fmt, FILE *out, unsigned long long *count,
+		  struct sbx_error **err);
+
+/*
+ * Counts over a window (since/tenant of f; the other filters too):
+ * {"since","until","total","failed","ops":{"read":{"count","failed",
+ * "p50_ms","p95_ms","max_ms"},...},"slowest":[up to 10 rows, page shape]}.
+ */
+int auditq_stats(struct auditdb *db, const struct auditq_filter *f,
+		 json_t **stats, struct sbx_error **err);
+
+/*
+ * The SQL a page runs (for the EXPLAIN test and `audit ls --explain`):
+ * the statement and its parameters as text (free with auditq_sql_free).
+ */
+struct auditq_sql {
+	char *sql;
+	char **params;
+	int nparams;
+};
+void auditq_page_sql(const struct auditq_filter *f, unsigned long limit,
+		     struct auditq_sql *q);
+void auditq_sql_free(struct auditq_sql *q);
+
+#endif
