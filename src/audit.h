@@ -149,4 +149,32 @@ int audit_record(struct audit *a, struct audit_row *r, enum audit_where *where,
 		 struct sbx_error **err);
 void audit_close(struct audit *a);
 
+/*
+ * Record one operation (audit_record of a row made from ev): strings
+ * cleaned and cut, the detail from why when the operation failed (see
+ * audit_detail_of), else ev->detail.  Nothing when recording is off.
+ */
+struct audit_event {
+	enum audit_op op;
+	const char *tenant, *session_key, *runtime, *target; /* NULL: "" */
+	bool ok;
+	const struct sbx_error *why; /* what made it fail, or NULL */
+	const char *detail;	     /* sbxcat's own words, or NULL */
+	bool has_exit;
+	int exit_status;
+	long long bytes, results; /* AUDIT_NONE: not counted */
+	long long duration_ms;
+};
+int audit_event(struct audit *a, const struct audit_event *ev,
+		struct sbx_error **err);
+
+/*
+ * The detail of a row for an operation that ended in err, in sbxcat's own
+ * words, never err's message (which quotes paths and engine text):
+ * "refused: REASON" (status 1) or "failed: REASON" (2, 3), REASON being
+ * err->reason, else the name of err->errnum ("ENOSPC"), else nothing
+ * ("refused").  Appended to out.
+ */
+void audit_detail_of(struct strbuf *out, const struct sbx_error *err);
+
 #endif

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "cmd.h"
 #include "engine.h"
 #include "error.h"
@@ -52,9 +53,12 @@ enum {
 
 extern const struct cmd_entry cmd_exec_entry;
 
-/* Print an error of sbxcat's own and give 125 (a usage error stays 2). */
-static int cannot_run(struct sbx_error **err)
+/* Print an error of sbxcat's own and give 125 (a usage error stays 2);
+ * the audit's detail of it into detail. */
+static int cannot_run(struct sbx_error **err, struct strbuf *detail)
 {
+	strbuf_reset(detail);
+	audit_detail_of(detail, *err);
 	if ((*err)->errnum == ECANCELED) {
 		sbx_error_free(err);
 		return sig_exit_status();
@@ -174,6 +178,36 @@ static int invoke_status(int code, json_t *ei, const struct exec_io_result *r)
 	return code;
 }
 
+/* The command as the audit's target: -c's string, or argv joined by
+ * spaces, an argument with a blank or a quote in single quotes (as sh
+ * would take it). */
+static void command_text(struct strbuf *out, const char *shell, char **argv,
+			 int argc)
+{
+	if (shell) {
+		strbuf_addstr(out, shell);
+		return;
+	}
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (i)
+			strbuf_addch(out, ' ');
+		if (*a && !a[strcspn(a, " \t\n'\"\\$`")]) {
+			strbuf_addstr(out, a);
+			continue;
+		}
+		strbuf_addch(out, '\'');
+		for (; *a; a++) {
+			if (*a == '\'')
+				strbuf_addstr(out, "'\\''");
+			else
+				strbuf_addch(out, *a);
+		}
+		strbuf_addch(out, '\'');
+	}
+}
+
 static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -196,8 +230,10 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 	bool interactive = false, have_oom = false;
 	unsigned long long timeout_s = 0, max_out = 0, oom_before = 0,
 			   oom_after = 0;
-	struct strbuf pre = STRBUF_INIT;
+	struct strbuf pre = STRBUF_INIT, detail = STRBUF_INIT;
 	struct exec_io io = {0};
+	struct audit *au = NULL;
+	bool ran = false, exited = false;
 	struct exec_io_result res = {0};
 	long long started, limit_s;
 	pid_t init_pid;
@@ -263,13 +299,16 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 				       "no command: give it after -- or as -c "
 				       "STRING");
 	tenant = cmd_tenant(tenant);
+	if (cmd_audit_open(ctx, &au, &err) < 0)
+		return cmd_report(&err);
+	started = engine_now_ms();
 
 	if (cmd_session_begin(ctx, &cfg, &root, &err) < 0 ||
 	    cmd_session_find(&root, key, tenant, &rec, &err) < 0 ||
 	    cmd_engine_begin(&engine, &err) < 0 ||
 	    session_engine_running(&engine, &cfg, rec.key, &inspect, &err) < 0 ||
 	    procs_usable(&err) < 0 || procs_marker(marker, &err) < 0) {
-		rc = cannot_run(&err);
+		rc = cannot_run(&err, &detail);
 		goto out;
 	}
 	init_pid = pid_of(inspect, "State");
@@ -298,18 +337,18 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 	limit_s = cfg.execute_timeout_s;
 	if (timeout_s && (long long)timeout_s < limit_s)
 		limit_s = (long long)timeout_s;
-	started = engine_now_ms();
 	cid = json_string_value(json_object_get(inspect, "Id"));
 	if (engine_exec_create(&engine, cid, body, &exec_id, &err) < 0 ||
 	    engine_exec_attach(&engine, exec_id, started + limit_s * 1000,
 			       &conn, &pre, &err) < 0) {
-		rc = cannot_run(&err);
+		rc = cannot_run(&err, &detail);
 		goto out;
 	}
 	if (session_record_touch(&root, rec.key, &err) < 0) {
 		fprintf(stderr, "sbxcat: warning: %s\n", err->msg);
 		sbx_error_free(&err);
 	}
+	ran = true;
 
 	signal(SIGPIPE, SIG_IGN);
 	io.conn = conn;
@@ -327,6 +366,9 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 		/* Our own stdout or stderr went away, or the connection
 		 * broke: the command must not outlive us unbounded. */
 		bool pipe = err->errnum == EPIPE;
+		strbuf_reset(&detail);
+		strbuf_addstr(&detail, pipe ? "failed: output closed"
+					    : "failed: stream broken");
 		if (!pipe)
 			cmd_report(&err);
 		sbx_error_free(&err);
@@ -350,9 +392,13 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 				  &err) < 0)
 			sbx_error_free(&err);
 		if (res.cancelled) {
+			strbuf_addf(&detail, "cancelled by a signal, killed %zu",
+				    killed);
 			rc = sig_exit_status();
 			goto out;
 		}
+		strbuf_addf(&detail, "timed out after %lld s, killed %zu",
+			    limit_s, killed);
 		fprintf(stderr,
 			"sbxcat: command timed out after %lld s; stopped %zu "
 			"%s; it wrote %llu %s to stdout and %llu %s to "
@@ -365,7 +411,7 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 	}
 
 	if (exec_finished(&engine, exec_id, &ei, &err) < 0) {
-		rc = cannot_run(&err);
+		rc = cannot_run(&err, &detail);
 		goto out;
 	}
 	code = exit_code_of(ei);
@@ -384,14 +430,14 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 		}
 		if (err) {
 			sbx_error_wrap(&err, "the command did not finish");
-			rc = cannot_run(&err);
+			rc = cannot_run(&err, &detail);
 			goto out;
 		}
 	}
 	if (session_engine_running(&engine, &cfg, rec.key, &inspect, &err) < 0) {
 		/* The container died under the command. */
 		sbx_error_wrap(&err, "the command did not finish");
-		rc = cannot_run(&err);
+		rc = cannot_run(&err, &detail);
 		goto out;
 	}
 	rc = invoke_status(code, ei, &res);
@@ -412,9 +458,12 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 			fwrite(res.head, 1, res.nhead, stdout);
 		}
 	}
+	strbuf_addf(&detail, "exit %d", rc);
+	exited = true;
 	if (rc == 128 + SIGKILL && have_oom &&
 	    procs_oom_kills(init_pid, &oom_after, &err) == 0 &&
-	    oom_after > oom_before)
+	    oom_after > oom_before &&
+	    (strbuf_addstr(&detail, ", out of memory"), true))
 		fprintf(stderr,
 			"sbxcat: the command was killed by the out-of-memory "
 			"killer (memory limit %lld bytes)\n",
@@ -432,6 +481,34 @@ out:
 	if (exec_id && rec.key[0] &&
 	    session_record_touch(&root, rec.key, &err) < 0)
 		sbx_error_free(&err);
+	{
+		struct strbuf target = STRBUF_INIT;
+		struct audit_event ev = {
+		    .op = AUDIT_EXECUTE,
+		    .tenant = rec.key[0] ? rec.tenant : tenant,
+		    .session_key = rec.key[0] ? rec.key : key,
+		    .runtime = rec.runtime,
+		    .ok = exited && rc == 0,
+		    .detail = strbuf_str(&detail),
+		    .has_exit = exited,
+		    .exit_status = rc,
+		    .bytes = ran ? (long long)(res.bytes[0] + res.bytes[1])
+				 : AUDIT_NONE,
+		    .results = AUDIT_NONE,
+		    .duration_ms = engine_now_ms() - started,
+		};
+
+		command_text(&target, shell, cmd, ncmd);
+		ev.target = strbuf_str(&target);
+		if (audit_event(au, &ev, &err) < 0) {
+			int arc = cmd_report(&err);
+			if (!rc)
+				rc = arc;
+		}
+		strbuf_release(&target);
+	}
+	audit_close(au);
+	strbuf_release(&detail);
 	if (conn >= 0)
 		close(conn);
 	strbuf_release(&pre);

@@ -20,7 +20,9 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "audit.h"
 #include "cmd.h"
+#include "engine.h"
 #include "error.h"
 #include "grep.h"
 #include "session.h"
@@ -72,6 +74,10 @@ struct fs_call {
 	struct workspace ws;
 	struct fs_args a;
 	char *rel; /* the first operand, checked */
+	/* What the audit's row says of it (audit.h): counts, AUDIT_NONE when
+	 * not counted, and a few words of sbxcat's own. */
+	long long out_bytes, out_results;
+	const char *out_detail;
 };
 
 struct fs_verb {
@@ -82,6 +88,8 @@ struct fs_verb {
 	bool may_be_root; /* the operand may name the workspace itself */
 	bool pattern;	  /* its first operand is a pattern, checked by it */
 	int (*run)(struct fs_call *c, struct sbx_error **err);
+	enum audit_op op; /* its audit row's op */
+	bool changes;	  /* it changes the workspace: the audit first */
 };
 
 static const struct cmd_entry *fs_cmd(void);
@@ -265,6 +273,8 @@ static int fs_write(struct fs_call *c, struct sbx_error **err)
 	if (workspace_write(&c->ws, c->rel, c->a.operand[0], STDIN_FILENO,
 			    &bytes, &created, err) < 0)
 		return -1;
+	c->out_bytes = (long long)bytes;
+	c->out_detail = created ? "created" : "replaced";
 	if (c->ctx->json) {
 		json_t *o = json_object();
 
@@ -292,6 +302,10 @@ static int fs_read(struct fs_call *c, struct sbx_error **err)
 				 limit, c->a.offset || c->a.limit, &l, err) < 0)
 		return -1;
 	next = offset + l.n;
+	c->out_results = (long long)l.n;
+	c->out_bytes = (long long)(l.n ? l.start[l.n] - l.start[0] : 0);
+	if (l.cut)
+		c->out_detail = "cut at the read limit";
 	if (c->ctx->json) {
 		json_t *lines = json_array(), *o = json_object();
 
@@ -385,6 +399,7 @@ static int fs_read_bytes(struct fs_call *c, struct sbx_error **err)
 			break;
 	}
 	close(fd);
+	c->out_bytes = (long long)total;
 	if (rc == 0 && c->ctx->json) {
 		json_t *o = json_object();
 
@@ -409,6 +424,7 @@ static int fs_edit(struct fs_call *c, struct sbx_error **err)
 			   strlen(c->a.old), c->a.new, strlen(c->a.new),
 			   c->a.all_matches, &count, &line, err) < 0)
 		return -1;
+	c->out_results = (long long)count;
 	if (c->ctx->json) {
 		json_t *o = json_object();
 
@@ -436,6 +452,9 @@ static int fs_ls(struct fs_call *c, struct sbx_error **err)
 	o.hidden = true; /* ls shows dot files; grep and glob need --hidden */
 	if (walk_run(&c->ws, c->rel, path, &o, &res, err) < 0)
 		return -1;
+	c->out_results = (long long)res.n;
+	if (res.truncated)
+		c->out_detail = "listing stopped at a bound";
 	doc = json_object();
 	entries = json_array();
 	xjson_set_path(doc, "path", c->rel);
@@ -542,6 +561,9 @@ static int fs_glob(struct fs_call *c, struct sbx_error **err)
 			goto out;
 		sbx_error_free(err);
 	}
+	c->out_results = (long long)res.n;
+	if (res.truncated)
+		c->out_detail = "listing stopped at a bound";
 	doc = json_object();
 	matches = json_array();
 	json_object_set_new(doc, "pattern", xjson_text(pattern));
@@ -662,6 +684,11 @@ static int fs_grep(struct fs_call *c, struct sbx_error **err)
 		out.matches = json_array();
 	if (grep_run(g, &c->ws, start, path, grep_emit, &out, &st, err) < 0)
 		goto out;
+	c->out_results = (long long)st.matches;
+	c->out_detail = st.out_of_time		? "stopped at the time budget"
+			: st.truncated_matches	? "stopped at the match bound"
+			: st.truncated		? "listing stopped at a bound"
+						: NULL;
 	if (out.json) {
 		const char *why = st.out_of_time	 ? "time"
 				  : st.truncated_matches ? "matches"
@@ -722,6 +749,8 @@ static int fs_stat(struct fs_call *c, struct sbx_error **err)
 	if (workspace_stat(&c->ws, c->rel, c->a.operand[0], &st, &target,
 			   err) < 0)
 		return -1;
+	c->out_bytes = (long long)st.st_size;
+	c->out_results = 1;
 	o = json_object();
 	xjson_set_path(o, "path", c->rel);
 	json_object_set_new(o, "type", json_string(type_of(st.st_mode)));
@@ -764,6 +793,8 @@ static int fs_rm(struct fs_call *c, struct sbx_error **err)
 	if (workspace_rm(&c->ws, c->rel, c->a.operand[0], c->a.recursive,
 			 &removed, err) < 0)
 		return -1;
+	c->out_results = (long long)removed;
+	c->out_detail = "removed";
 	if (c->ctx->json) {
 		json_t *o = json_object();
 
@@ -783,22 +814,29 @@ static int fs_rm(struct fs_call *c, struct sbx_error **err)
 }
 
 static const struct fs_verb verbs[] = {
-    {"write", "PATH  (content from stdin)", 0, 1, 1, false, false, fs_write},
+    {"write", "PATH  (content from stdin)", 0, 1, 1, false, false, fs_write,
+     AUDIT_WRITE, true},
     {"read", "PATH [--offset LINE] [--limit N]", O_OFFSET | O_LIMIT, 1, 1,
-     false, false, fs_read},
-    {"read-bytes", "PATH", 0, 1, 1, false, false, fs_read_bytes},
+     false, false, fs_read, AUDIT_READ, false},
+    {"read-bytes", "PATH", 0, 1, 1, false, false, fs_read_bytes,
+     AUDIT_READ_BYTES, false},
     {"edit", "PATH --old TEXT --new TEXT [--all]",
-     O_OLD | O_NEW | O_ALLMATCH, 1, 1, false, false, fs_edit},
+     O_OLD | O_NEW | O_ALLMATCH, 1, 1, false, false, fs_edit, AUDIT_EDIT,
+     true},
     {"ls", "[PATH] [-R] [--all] [--max-depth N] [--max-entries N]",
-     O_RECURSIVE | O_ALL | O_BOUNDS, 0, 1, true, false, fs_ls},
+     O_RECURSIVE | O_ALL | O_BOUNDS, 0, 1, true, false, fs_ls, AUDIT_LS_INFO,
+     false},
     {"glob", "PATTERN [--hidden] [--all] [--max-depth N] [--max-entries N]",
-     O_HIDDEN | O_ALL | O_BOUNDS, 1, 1, true, true, fs_glob},
+     O_HIDDEN | O_ALL | O_BOUNDS, 1, 1, true, true, fs_glob, AUDIT_GLOB_INFO,
+     false},
     {"grep",
      "PATTERN [PATH] [--include GLOB] [-i] [-F] [--hidden] [--all] "
      "[--max-count N] [--max-depth N] [--max-entries N] [--timeout S]",
-     O_GREP | O_HIDDEN | O_ALL | O_BOUNDS, 1, 2, true, true, fs_grep},
-    {"stat", "PATH", 0, 1, 1, false, false, fs_stat},
-    {"rm", "PATH [-r]", O_RECURSIVE, 1, 1, false, false, fs_rm},
+     O_GREP | O_HIDDEN | O_ALL | O_BOUNDS, 1, 2, true, true, fs_grep,
+     AUDIT_GREP_RAW, false},
+    {"stat", "PATH", 0, 1, 1, false, false, fs_stat, AUDIT_LS_INFO, false},
+    {"rm", "PATH [-r]", O_RECURSIVE, 1, 1, false, false, fs_rm, AUDIT_WRITE,
+     true},
 };
 
 static const struct fs_verb *find_verb(const char *name)
@@ -965,12 +1003,45 @@ static bool takes_value(const char *a)
 	return false;
 }
 
+/*
+ * The operation's audit row: the session's tenant, key and runtime (or,
+ * for a session not found, the tenant and key asked for), the path (for
+ * grep the directory searched, never the pattern, which may be what the
+ * agent looks for), and how it went.  A failure to record goes to *aerr.
+ */
+static void fs_record(struct fs_call *c, const struct fs_verb *v,
+		      struct audit *au, bool found, long long started,
+		      struct sbx_error **err, struct sbx_error **aerr)
+{
+	struct audit_event ev = {
+	    .op = v->op,
+	    .tenant = found ? c->rec.tenant : cmd_tenant(c->a.tenant),
+	    .session_key = found ? c->rec.key : c->key,
+	    .runtime = found ? c->rec.runtime : NULL,
+	    .target = v->op == AUDIT_GREP_RAW
+			  ? (c->a.noperands > 1 ? c->a.operand[1] : ".")
+		      : c->a.noperands ? c->a.operand[0]
+				       : ".",
+	    .ok = !*err,
+	    .why = *err,
+	    .detail = c->out_detail,
+	    .bytes = c->out_bytes,
+	    .results = c->out_results,
+	    .duration_ms = engine_now_ms() - started,
+	};
+
+	audit_event(au, &ev, aerr);
+}
+
 static int fs_main(struct sbx_ctx *ctx, int argc, char **argv)
 {
 	const struct cmd_entry *cmd = fs_cmd();
 	const struct fs_verb *v = NULL;
 	struct fs_call c = {0};
-	struct sbx_error *err = NULL;
+	struct sbx_error *err = NULL, *aerr = NULL;
+	struct audit *au = NULL;
+	bool unrecorded = false;
+	long long started;
 	char **args;
 	int nargs = 0, verb = 0, rc = 0;
 	bool found = false;
@@ -1026,8 +1097,12 @@ static int fs_main(struct sbx_ctx *ctx, int argc, char **argv)
 	free(args);
 	if (rc)
 		return rc < 0 ? 0 : rc;
+	if (cmd_audit_open(ctx, &au, &err) < 0)
+		return cmd_report(&err);
 	c.ctx = ctx;
 	c.ws.fd = -1;
+	c.out_bytes = c.out_results = AUDIT_NONE;
+	started = engine_now_ms();
 	if (cmd_session_begin(ctx, &c.cfg, &c.root, &err) < 0 ||
 	    cmd_session_find(&c.root, c.key, cmd_tenant(c.a.tenant), &c.rec,
 			     &err) < 0)
@@ -1062,6 +1137,11 @@ static int fs_main(struct sbx_ctx *ctx, int argc, char **argv)
 	    workspace_path_check(c.a.noperands ? c.a.operand[0] : ".",
 				 v->may_be_root, &c.rel, &err) < 0)
 		goto out;
+	/* A change is made only when its row can be written. */
+	if (v->changes && audit_ready(au, &err) < 0) {
+		unrecorded = true;
+		goto out;
+	}
 	v->run(&c, &err);
 out:
 	/* Every operation on a session that exists is activity, refused
@@ -1074,7 +1154,12 @@ out:
 		else
 			sbx_error_free(&terr);
 	}
+	if (!unrecorded)
+		fs_record(&c, v, au, found, started, &err, &aerr);
 	rc = err ? cmd_report(&err) : 0;
+	if (aerr)
+		rc = cmd_report(&aerr);
+	audit_close(au);
 	free(c.rel);
 	workspace_close(&c.ws);
 	session_record_release(&c.rec);

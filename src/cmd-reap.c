@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "audit.h"
 #include "cmd.h"
 #include "engine.h"
 #include "error.h"
@@ -158,6 +159,54 @@ static json_t *pass_json(const struct reap_pass *p)
 			  (json_int_t)p->left);
 }
 
+/*
+ * A row for each action taken or tried (a skipped one and a closed
+ * session are not actions).  The first failure to record is *err; the
+ * rows after it are still tried.
+ */
+static void record_pass(struct audit *au, const struct reap_pass *p,
+			struct sbx_error **err)
+{
+	static const char *const detail[][2] = {
+	    [REAP_STOP] = {"idle: container stopped",
+			   "idle: container could not be stopped"},
+	    [REAP_REMOVE] = {"stopped past its TTL: container removed",
+			     "stopped past its TTL: container could not be "
+			     "removed"},
+	    [REAP_DELETE] = {"unused past the workspace TTL: deleted",
+			     "unused past the workspace TTL: could not be "
+			     "deleted"},
+	    [REAP_ORPHAN] = {"orphan container removed",
+			     "orphan container could not be removed"},
+	    [REAP_STUCK] = {"stuck container removed",
+			    "stuck container could not be removed"},
+	    [REAP_CLOSED] = {"closed", "closed"},
+	};
+
+	for (size_t i = 0; i < p->nacts; i++) {
+		const struct reap_action *a = &p->acts[i];
+		struct sbx_error *aerr = NULL;
+		struct audit_event ev = {
+		    .op = AUDIT_REAP,
+		    .tenant = a->tenant,
+		    .session_key = a->key,
+		    .runtime = a->runtime,
+		    .target = a->container ? a->container : a->key,
+		    .ok = a->done && !a->error,
+		    .detail = detail[a->what][a->error != NULL],
+		    .bytes = AUDIT_NONE,
+		    .results = AUDIT_NONE,
+		};
+
+		if (a->what == REAP_CLOSED || (!a->done && !a->error))
+			continue;
+		if (audit_event(au, &ev, &aerr) < 0 && !*err)
+			*err = aerr;
+		else
+			sbx_error_free(&aerr);
+	}
+}
+
 static int reap_pass_cmd(struct sbx_ctx *ctx, const struct reap_opts *o)
 {
 	struct sbx_error *err = NULL;
@@ -165,13 +214,20 @@ static int reap_pass_cmd(struct sbx_ctx *ctx, const struct reap_opts *o)
 	struct session_root root;
 	struct engine engine = ENGINE_INIT;
 	struct reap_pass p = {0};
+	struct audit *au = NULL;
 	int rc;
 
-	if (cmd_session_begin(ctx, &cfg, &root, &err) < 0 ||
+	if (!o->dry_run && cmd_audit_open(ctx, &au, &err) < 0)
+		return cmd_report(&err);
+	/* Nothing is reaped that could not be recorded. */
+	if ((au && audit_ready(au, &err) < 0) ||
+	    cmd_session_begin(ctx, &cfg, &root, &err) < 0 ||
 	    cmd_engine_begin(&engine, &err) < 0 ||
 	    reap_pass_run(&engine, &cfg, &root, o->now, (size_t)o->limit,
 			  o->dry_run, &p, &err) < 0)
 		goto out;
+	if (au)
+		record_pass(au, &p, &err);
 	for (size_t i = 0; i < p.nwarnings; i++)
 		fprintf(stderr, "sbxcat: warning: %s\n", p.warnings[i]);
 	if (ctx->json) {
@@ -190,6 +246,7 @@ static int reap_pass_cmd(struct sbx_ctx *ctx, const struct reap_opts *o)
 			p.left, p.left == 1 ? "" : "s", o->limit);
 out:
 	rc = err ? cmd_report(&err) : p.failed ? SBX_EXIT_FAIL : 0;
+	audit_close(au);
 	reap_pass_release(&p);
 	engine_release(&engine);
 	session_root_close(&root);

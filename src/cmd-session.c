@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "catalog.h"
 #include "cmd.h"
 #include "engine.h"
@@ -87,6 +88,7 @@ int cmd_session_find(struct session_root *root, const char *key,
 		sbx_error_set(err, SBX_EXIT_FAIL, 0, "no session '%s'",
 			      strbuf_str(&sb));
 		(*err)->errnum = ENOENT;
+		sbx_error_reason(*err, "no such session");
 		strbuf_release(&sb);
 		return -1;
 	}
@@ -140,6 +142,39 @@ static int ensure_image(struct sbx_ctx *ctx, struct engine *e,
 	return 0;
 }
 
+/*
+ * The audit row of open or close.  The operation's own error (*err) is
+ * reported first when recording fails too: then the audit's error takes
+ * its place (status 3).
+ */
+static void session_audit(struct audit *au, enum audit_op op,
+			  const char *tenant, const char *key,
+			  const char *runtime, const char *target,
+			  long long started, const struct sbx_error *why,
+			  const char *detail, struct sbx_error **err)
+{
+	struct sbx_error *aerr = NULL;
+	struct audit_event ev = {
+	    .op = op,
+	    .tenant = tenant,
+	    .session_key = key,
+	    .runtime = runtime,
+	    .target = target,
+	    .ok = !why,
+	    .why = why,
+	    .detail = detail,
+	    .bytes = AUDIT_NONE,
+	    .results = AUDIT_NONE,
+	    .duration_ms = engine_now_ms() - started,
+	};
+
+	if (audit_event(au, &ev, &aerr) == 0)
+		return;
+	if (*err)
+		cmd_report(err);
+	*err = aerr;
+}
+
 static int session_open(struct sbx_ctx *ctx, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -161,8 +196,11 @@ static int session_open(struct sbx_ctx *ctx, int argc, char **argv)
 	const struct runtime *rt;
 	struct session_spec spec = {0};
 	enum session_outcome outcome;
-	char key[SESSION_KEY_MAX + 1], *image = NULL, *ws = NULL, *id = NULL;
-	bool locked = false, made;
+	char key[SESSION_KEY_MAX + 1] = "", *image = NULL, *ws = NULL,
+				       *id = NULL;
+	bool locked = false, made, opened = false;
+	struct audit *au = NULL;
+	long long started = engine_now_ms();
 	int c, rc;
 
 	for (;;) {
@@ -215,6 +253,10 @@ static int session_open(struct sbx_ctx *ctx, int argc, char **argv)
 		return SBX_EXIT_FAIL;
 	}
 
+	if ((rc = cmd_audit_open(ctx, &au, &err)) < 0) {
+		catalog_release(&cat);
+		return cmd_report(&err);
+	}
 	if (cmd_session_begin(ctx, &cfg, &root, &err) < 0)
 		goto out;
 	session_key(&cfg, tenant, scope, subject, host, key);
@@ -223,6 +265,11 @@ static int session_open(struct sbx_ctx *ctx, int argc, char **argv)
 	    ensure_image(ctx, &engine, rt, image, &err) < 0)
 		goto out;
 
+	/* A session is opened only when its row can be written. */
+	if (audit_ready(au, &err) < 0) {
+		opened = true; /* nothing to record it in */
+		goto out;
+	}
 	if (session_lock(&root, &err) < 0)
 		goto out;
 	locked = true;
@@ -283,7 +330,12 @@ static int session_open(struct sbx_ctx *ctx, int argc, char **argv)
 out:
 	if (locked)
 		session_unlock(&root);
+	if (!opened)
+		session_audit(au, AUDIT_OPEN, tenant, key, rt->alias, rt->alias,
+			      started, err,
+			      err ? NULL : session_outcome_name(outcome), &err);
 	rc = err ? cmd_report(&err) : 0;
+	audit_close(au);
 	session_record_release(&rec);
 	session_record_release(&old);
 	free(spec.image_used);
@@ -620,12 +672,20 @@ static int session_close(struct sbx_ctx *ctx, int argc, char **argv)
 	struct session_root root;
 	struct session_record r = {0};
 	struct engine engine = ENGINE_INIT;
-	bool purge = false, locked = false;
+	bool purge = false, locked = false, unrecorded = false;
+	struct audit *au = NULL;
+	long long started = engine_now_ms();
 	int rc = key_verb_options(ctx, &cmd_session_close_entry, argc, argv,
 				  &tenant, &purge, &key);
 
 	if (rc)
 		return rc < 0 ? 0 : rc;
+	if (cmd_audit_open(ctx, &au, &err) < 0)
+		return cmd_report(&err);
+	if (audit_ready(au, &err) < 0) {
+		unrecorded = true;
+		goto out;
+	}
 	if (cmd_session_begin(ctx, &cfg, &root, &err) < 0 ||
 	    cmd_session_find(&root, key, tenant, &r, &err) < 0 ||
 	    cmd_engine_begin(&engine, &err) < 0)
@@ -647,7 +707,12 @@ static int session_close(struct sbx_ctx *ctx, int argc, char **argv)
 out:
 	if (locked)
 		session_unlock(&root);
+	if (!unrecorded)
+		session_audit(au, AUDIT_CLOSE, r.key[0] ? r.tenant : tenant,
+			      r.key[0] ? r.key : key, r.runtime, key, started,
+			      err, purge ? "purged" : what, &err);
 	rc = err ? cmd_report(&err) : 0;
+	audit_close(au);
 	session_record_release(&r);
 	engine_release(&engine);
 	session_root_close(&root);

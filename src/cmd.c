@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "catalog.h"
 #include "cmd.h"
 #include "suggest.h"
@@ -206,6 +207,15 @@ int cmd_common_option(struct sbx_ctx *ctx, const struct cmd_entry *cmd, int c,
 		if (recipe_parse_uid(arg, &ctx->recipe.sandbox_uid, &err) < 0)
 			return cmd_report(&err);
 		sbx_error_free(&ctx->uid_error);
+		return 0;
+	case OPT_AUDIT_DB:
+		ctx->audit_db = arg;
+		return 0;
+	case OPT_AUDIT_AGENT:
+		ctx->audit_agent = arg;
+		return 0;
+	case OPT_AUDIT_RUN:
+		ctx->audit_run = arg;
 		return 0;
 	case 'h':
 		cmd_print_help(stdout, cmd ? cmd : root);
@@ -399,4 +409,11 @@ json_t *cmd_time_json(long long t)
 		return json_null();
 	cmd_rfc3339(buf, t);
 	return json_string(buf);
+}
+
+int cmd_audit_open(struct sbx_ctx *ctx, struct audit **a,
+		   struct sbx_error **err)
+{
+	return audit_open(a, ctx->audit_db, ctx->audit_agent, ctx->audit_run,
+			  err);
 }

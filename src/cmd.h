@@ -32,6 +32,9 @@ struct sbx_ctx {
 	 * load the catalogue (help, --version and check do not need it) and
 	 * forgotten when --sandbox-uid overrides it. */
 	struct sbx_error *uid_error;
+	/* --db, --agent, --run: the audit's database and whom its rows name
+	 * (NULL: the environment's; audit.h). */
+	const char *audit_db, *audit_agent, *audit_run;
 };
 
 struct cmd_entry {
@@ -80,12 +83,19 @@ void cmd_print_help(FILE *f, const struct cmd_entry *cmd);
  */
 int cmd_close_stdout(int rc);
 
-/* Options every command accepts, before or after its name. */
+/* Options every command accepts, before or after its name.  Commands'
+ * own long options without a short form take values from 256 up; the
+ * common ones are above OPT_COMMON. */
+#define OPT_COMMON 0x1000
+enum { OPT_AUDIT_DB = OPT_COMMON + 1, OPT_AUDIT_AGENT, OPT_AUDIT_RUN };
 #define COMMON_SHORTOPTS "C:h"
 #define COMMON_LONGOPTS                                                        \
 	{"catalog", required_argument, NULL, 'C'},                             \
 	    {"json", no_argument, NULL, 'J'},                                  \
 	    {"sandbox-uid", required_argument, NULL, 'U'},                     \
+	    {"db", required_argument, NULL, OPT_AUDIT_DB},                     \
+	    {"agent", required_argument, NULL, OPT_AUDIT_AGENT},               \
+	    {"run", required_argument, NULL, OPT_AUDIT_RUN},                   \
 	{                                                                      \
 		"help", no_argument, NULL, 'h'                                 \
 	}
@@ -183,6 +193,15 @@ int cmd_session_find(struct session_root *root, const char *key,
 		     const char *tenant, struct session_record *rec,
 		     struct sbx_error **err);
 
+/*
+ * The audit recorder of a command that records (audit.h), from --db,
+ * --agent and --run or the environment.  Status 2 for a bad agent or run
+ * id.
+ */
+struct audit;
+int cmd_audit_open(struct sbx_ctx *ctx, struct audit **a,
+		   struct sbx_error **err);
+
 /* The path the catalogue is read from, resolved as brief section 2 says. */
 const char *cmd_catalog_path(const struct sbx_ctx *ctx);
 
@@ -198,5 +217,6 @@ extern const struct cmd_entry cmd_session_entry;
 extern const struct cmd_entry cmd_exec_entry;
 extern const struct cmd_entry cmd_fs_entry;
 extern const struct cmd_entry cmd_reap_entry;
+extern const struct cmd_entry cmd_audit_entry;
 
 #endif

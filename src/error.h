@@ -24,6 +24,10 @@ struct sbx_error {
 	int http; /* HTTP status of an engine reply (404, 409, 304...), or 0 */
 	char *msg;
 	char *hint; /* what the user can do about it, or NULL; printed apart */
+	/* Why, in a few words of sbxcat's own and never text from outside
+	 * ("outside the workspace"): a static string, or NULL.  The audit's
+	 * detail column says this, never msg (which quotes paths). */
+	const char *reason;
 };
 
 /* errnum, when non-zero, appends ": strerror(errnum)". Returns -1. */
@@ -35,6 +39,12 @@ int sbx_error_wrap(struct sbx_error **err, const char *fmt, ...)
 /* Set the error's hint (a copy of the formatted text), replacing any. */
 void sbx_error_hint(struct sbx_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Set the error's reason (a static string: see struct sbx_error). */
+static inline void sbx_error_reason(struct sbx_error *err, const char *why)
+{
+	if (err)
+		err->reason = why;
+}
 void sbx_error_free(struct sbx_error **err);
 
 #endif

@@ -342,8 +342,11 @@ static int decide_session(struct engine *e, const struct session_config *c,
 		strbuf_addf(&sb, " (state %s)", x->state);
 		a->reason = strbuf_detach(&sb, NULL);
 	}
-	if (a)
+	if (a) {
 		a->stamp = rec->last_activity;
+		a->tenant = rec->tenant ? xstrdup(rec->tenant) : NULL;
+		a->runtime = rec->runtime ? xstrdup(rec->runtime) : NULL;
+	}
 	return 0;
 }
 
@@ -395,6 +398,8 @@ static int action_cmp(const void *pa, const void *pb)
 static void action_release(struct reap_action *a)
 {
 	free(a->key);
+	free(a->tenant);
+	free(a->runtime);
 	free(a->container);
 	free(a->id);
 	free(a->state);

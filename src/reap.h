@@ -66,6 +66,8 @@ const char *reap_what_name(enum reap_what w);
 struct reap_action {
 	enum reap_what what;
 	char *key;	 /* the session's key, or a container's key label, or NULL */
+	char *tenant;	 /* the record's tenant and runtime, NULL without one */
+	char *runtime;
 	char *container; /* the container's name, or NULL when there is none */
 	char *id;	 /* its id, or NULL */
 	char *state;	 /* its engine state when decided, or NULL */

@@ -71,6 +71,11 @@ static int refuse(struct sbx_error **err, int status, int errnum,
 	return sbx_error_set(err, status, errnum, "'%s' %s", q, why);
 }
 
+/* A refusal (status 1) with its reason for the audit (error.h). */
+#define refuse_r(err, why, shown, ...)                                         \
+	(refuse(err, SBX_EXIT_FAIL, 0, shown, __VA_ARGS__),                    \
+	 sbx_error_reason(*(err), why), -1)
+
 /* The status of a failed system call: the machine's fault, or the path's. */
 static int status_of(int e)
 {
@@ -117,31 +122,31 @@ static int open_refusal(int e, const char *shown, struct sbx_error **err)
 {
 	switch (e) {
 	case EXDEV:
-		return refuse(err, SBX_EXIT_FAIL, 0, shown,
+		return refuse_r(err, "outside the workspace", shown,
 			      "leads outside the workspace (a symlink out of "
 			      "it, or onto another mount)");
 	case ELOOP:
-		return refuse(err, SBX_EXIT_FAIL, 0, shown,
+		return refuse_r(err, "symlink not followed", shown,
 			      "cannot be followed: a symlink loop, a magic "
 			      "link, or a symlink where none is allowed");
 	case ENOENT:
-		return refuse(err, SBX_EXIT_FAIL, 0, shown, "does not exist");
+		return refuse_r(err, "not found", shown, "does not exist");
 	case ENOTDIR:
-		return refuse(err, SBX_EXIT_FAIL, 0, shown,
+		return refuse_r(err, "not a directory", shown,
 			      "is not a directory, or one of its parents is "
 			      "not");
 	case EACCES:
 	case EPERM:
-		return refuse(err, SBX_EXIT_FAIL, 0, shown,
+		return refuse_r(err, "permission denied", shown,
 			      "cannot be opened: permission denied");
 	case EAGAIN:
-		return refuse(err, SBX_EXIT_FAIL, 0, shown,
+		return refuse_r(err, "changed while looked up", shown,
 			      "kept changing while it was looked up (renames "
 			      "raced it); try again");
 	case EISDIR:
-		return refuse(err, SBX_EXIT_FAIL, 0, shown, "is a directory");
+		return refuse_r(err, "a directory", shown, "is a directory");
 	case ENAMETOOLONG:
-		return refuse(err, SBX_EXIT_FAIL, 0, shown,
+		return refuse_r(err, "name too long", shown,
 			      "has a name that is too long");
 	case ENOSYS:
 		return sbx_error_set(err, SBX_EXIT_ENV, 0, NO_OPENAT2);
@@ -213,20 +218,21 @@ static int check_path(const char *path, const char *shown, bool may_be_root,
 
 	*rel = NULL;
 	if (path[0] == '/')
-		return refuse(err, SBX_EXIT_FAIL, 0, shown,
+		return refuse_r(err, "outside the workspace", shown,
 			      "is outside the workspace: paths are relative to "
 			      "it");
 	if (len >= PATH_MAX)
 		return sbx_error_set(err, SBX_EXIT_FAIL, 0,
 				     "a path of %zu bytes is over the %d-byte "
 				     "limit",
-				     len, PATH_MAX - 1);
+				     len, PATH_MAX - 1),
+		       sbx_error_reason(*err, "path too long"), -1;
 	for (const char *p = path; *p;) {
 		size_t n = strcspn(p, "/");
 
 		if (n == 2 && p[0] == '.' && p[1] == '.') {
 			strbuf_release(&sb);
-			return refuse(err, SBX_EXIT_FAIL, 0, shown,
+			return refuse_r(err, "outside the workspace", shown,
 				      "is outside the workspace: '..' is not "
 				      "allowed");
 		}
@@ -240,7 +246,7 @@ static int check_path(const char *path, const char *shown, bool may_be_root,
 			p++;
 	}
 	if (!sb.len && !may_be_root)
-		return refuse(err, SBX_EXIT_FAIL, 0, shown,
+		return refuse_r(err, "the workspace itself", shown,
 			      "is the workspace itself; name something in it");
 	strbuf_addstr(&sb, "");
 	*rel = strbuf_detach(&sb, NULL);
@@ -297,7 +303,7 @@ static int reopen_regular(int pathfd, const char *shown, struct stat *st,
 	}
 	if (!S_ISREG(st->st_mode)) {
 		close(pathfd);
-		return refuse(err, SBX_EXIT_FAIL, 0, shown,
+		return refuse_r(err, "not a regular file", shown,
 			      "is %s, not a regular file",
 			      type_name(st->st_mode));
 	}
@@ -318,7 +324,7 @@ static int reopen_regular(int pathfd, const char *shown, struct stat *st,
 	if (fstat(fd, &again) < 0 || again.st_dev != st->st_dev ||
 	    again.st_ino != st->st_ino || !S_ISREG(again.st_mode)) {
 		close(fd);
-		return refuse(err, SBX_EXIT_FAIL, 0, shown,
+		return refuse_r(err, "changed while opened", shown,
 			      "changed while it was opened; try again");
 	}
 	*st = again;
@@ -338,7 +344,7 @@ static int over_read_limit(const struct workspace *w, const char *shown,
 			   const struct stat *st, const char *what,
 			   struct sbx_error **err)
 {
-	return refuse(err, SBX_EXIT_FAIL, 0, shown,
+	return refuse_r(err, "over the read limit", shown,
 		      "is %llu bytes, over the %llu-byte read limit; %s",
 		      (unsigned long long)st->st_size, w->max_read, what);
 }
@@ -400,7 +406,7 @@ static int read_whole(int fd, const char *shown, const struct stat *st,
 static int past_end(const char *shown, unsigned long long lines,
 		    unsigned long long offset, struct sbx_error **err)
 {
-	return refuse(err, SBX_EXIT_FAIL, 0, shown,
+	return refuse_r(err, "past the end", shown,
 		      "has %llu line%s; --offset %llu is past the end", lines,
 		      lines == 1 ? "" : "s", offset);
 }
@@ -656,7 +662,7 @@ static int make_one(const struct workspace *w, int parent, const char *prefix,
 		(void)fsync(parent);
 		return fd;
 	}
-	return refuse(err, SBX_EXIT_FAIL, 0, shown,
+	return refuse_r(err, "cannot make directories", shown,
 		      "cannot have its directories made: one on the way keeps "
 		      "changing, or is a symlink that leads nowhere");
 }
@@ -727,7 +733,7 @@ static int copy_in(const struct workspace *w, int fd, int in_fd,
 		if (n == 0)
 			return 0;
 		if (*total + (size_t)n > w->max_write)
-			return refuse(err, SBX_EXIT_FAIL, 0, shown,
+			return refuse_r(err, "over the write limit", shown,
 				      "would be over the %llu-byte write "
 				      "limit; nothing was written",
 				      w->max_write);
@@ -782,7 +788,7 @@ static int put_file(const struct workspace *w, int pfd, const char *name,
 	if (e < 0 || renameat(pfd, tmp, pfd, name) < 0) {
 		e = errno;
 		if (e == EISDIR)
-			refuse(err, SBX_EXIT_FAIL, 0, shown, "is a directory");
+			refuse_r(err, "a directory", shown, "is a directory");
 		else
 			refuse(err, status_of(e), e, shown,
 			       "cannot be written");
@@ -821,7 +827,7 @@ int workspace_write(const struct workspace *w, const char *rel,
 	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (S_ISDIR(st.st_mode)) {
 			close(pfd);
-			return refuse(err, SBX_EXIT_FAIL, 0, shown,
+			return refuse_r(err, "a directory", shown,
 				      "is a directory");
 		}
 		if (S_ISREG(st.st_mode))
@@ -865,6 +871,7 @@ static int not_unique(const char *shown, size_t count,
 			   "%s; give more context to make it unique, or use "
 			   "--all",
 			   count, q, nlines > 1 ? "s" : "", strbuf_str(&sb));
+	sbx_error_reason(*err, "--old not unique");
 	strbuf_release(&sb);
 	return rc;
 }
@@ -908,8 +915,10 @@ static int replace(const char *data, size_t len, const char *shown,
 	strbuf_add(res, data + from, len - from);
 	if (*count == 0) {
 		cleanup_free char *q = quote(shown);
-		return sbx_error_set(err, SBX_EXIT_FAIL, 0,
-				     "'--old' text not found in '%s'", q);
+		sbx_error_set(err, SBX_EXIT_FAIL, 0,
+			      "'--old' text not found in '%s'", q);
+		sbx_error_reason(*err, "--old not found");
+		return -1;
 	}
 	if (*count > 1 && !all)
 		return not_unique(shown, *count, lines, nlines, more, err);
@@ -962,7 +971,7 @@ int workspace_edit(const struct workspace *w, const char *rel,
 		rc = replace(data, len, shown, old, oldlen, new, newlen, all,
 			     &res, count, line, err);
 	if (rc == 0 && res.len > w->max_write)
-		rc = refuse(err, SBX_EXIT_FAIL, 0, shown,
+		rc = refuse_r(err, "over the write limit", shown,
 			    "would be %zu bytes after the edit, over the "
 			    "%llu-byte write limit",
 			    res.len, w->max_write);
@@ -1030,7 +1039,7 @@ static int rm_tree(int pfd, const char *name, const char *shown,
 			 RESOLVE_NO_SYMLINKS);
 
 	if (fd < 0 && errno == EXDEV)
-		return refuse(err, SBX_EXIT_FAIL, 0, shown,
+		return refuse_r(err, "a mount point", shown,
 			      "is a mount point; it is not removed");
 	if (fd < 0)
 		return errno == ELOOP || errno == ENOTDIR || errno == ENOENT
@@ -1068,7 +1077,7 @@ int workspace_rm(const struct workspace *w, const char *rel, const char *shown,
 			if (unlinkat(pfd, name, 0) == 0)
 				rc = 0;
 			else if (errno == EBUSY)
-				rc = refuse(err, SBX_EXIT_FAIL, 0, shown,
+				rc = refuse_r(err, "a mount point", shown,
 					    "is a mount point; it is not "
 					    "removed");
 			else if (errno != EISDIR && errno != ENOENT)
@@ -1077,7 +1086,7 @@ int workspace_rm(const struct workspace *w, const char *rel, const char *shown,
 			continue;
 		}
 		if (st.st_dev != w->dev) {
-			rc = refuse(err, SBX_EXIT_FAIL, 0, shown,
+			rc = refuse_r(err, "a mount point", shown,
 				    "is a mount point; it is not removed");
 			break;
 		}
@@ -1086,11 +1095,11 @@ int workspace_rm(const struct workspace *w, const char *rel, const char *shown,
 			continue;
 		}
 		if (errno == EBUSY) {
-			rc = refuse(err, SBX_EXIT_FAIL, 0, shown,
+			rc = refuse_r(err, "a mount point", shown,
 				    "is a mount point; it is not removed");
 		} else if (errno == ENOTEMPTY || errno == EEXIST) {
 			if (!recursive)
-				rc = refuse(err, SBX_EXIT_FAIL, 0, shown,
+				rc = refuse_r(err, "directory not empty", shown,
 					    "is a directory that is not "
 					    "empty; use -r");
 			else
@@ -1101,7 +1110,7 @@ int workspace_rm(const struct workspace *w, const char *rel, const char *shown,
 		}
 	}
 	if (rc == 1)
-		rc = refuse(err, SBX_EXIT_FAIL, 0, shown,
+		rc = refuse_r(err, "changed while removed", shown,
 			    "kept changing while it was removed; try again");
 	if (rc == 0) {
 		(*removed)++;
