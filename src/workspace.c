@@ -788,7 +788,7 @@ static int put_file(const struct workspace *w, int pfd, const char *name,
 	if (e < 0 || renameat(pfd, tmp, pfd, name) < 0) {
 		e = errno;
 		if (e == EISDIR)
-			refuse_r(err, "a directory", shown, "is a directory");
+			(void)refuse_r(err, "a directory", shown, "is a directory");
 		else
 			refuse(err, status_of(e), e, shown,
 			       "cannot be written");
