@@ -1,0 +1,244 @@
+#!/bin/sh
+# t-audit.sh - the operation audit end to end (issue 10): sessions on the
+# test-bed's engine, their operations recorded in the test-bed's private
+# PostgreSQL (tests/pgbed.sh), one row per operation with the right fields,
+# refused and failed ones too; agents and runs; a path, never a payload
+# (the sentinel); the spool when the database is gone, and nothing lost
+# when it is stopped in the middle of 1,000 operations (a cluster of this
+# test's own, stopped with pg_ctl -m immediate); a torn spool; both sinks
+# unwritable (the write refused before the file changes); audit status,
+# ls and verify through the command line.
+# shellcheck disable=SC2016
+set -u
+: "${srcdir:?srcdir must name the source tree}"
+# shellcheck source=tests/tap.sh
+. "$srcdir/tests/tap.sh"
+# shellcheck source=tests/testbed.sh
+. "$srcdir/tests/testbed.sh"
+# shellcheck source=tests/sessionbed.sh
+. "$srcdir/tests/sessionbed.sh"
+# shellcheck source=tests/pgbed.sh
+. "$srcdir/tests/pgbed.sh"
+sb_init audittest ta
+pgbed_start || skip_all "no PostgreSQL test-bed could be reached or started (reason above)"
+DB=t_audit_$$
+URL=$(pgbed_newdb "$DB") || skip_all "cannot make a database for the test (reason above)"
+crash_cleanup() { :; }
+trap 'crash_cleanup; pgbed_dropdb "$DB" 2>/dev/null; sb_cleanup' EXIT
+unset PGHOST PGHOSTADDR PGPORT PGDATABASE PGUSER PGSERVICE PGSERVICEFILE \
+	SBXCAT_AGENT_ID SBXCAT_RUN_ID SBXCAT_AUDIT OPERATION_RETENTION_DAYS
+SBXCAT_DATABASE_URL=$URL SBXCAT_SPOOL_DIR=$T/spool
+export SBXCAT_DATABASE_URL SBXCAT_SPOOL_DIR
+
+# like GOT TEXT NAME: GOT holds TEXT.
+like() {
+	case $1 in
+	*"$2"*) ok 0 "$3" ;;
+	*) ok 1 "$3"; printf '%s\n' "$1" | sed 's/^/#   got: /' ;;
+	esac
+}
+# q SQL: one value (or rows, | separated) from the test's database.
+q() { pgbed_psql "$DB" -c "$1"; }
+nrows() { q "SELECT count(*) FROM sandbox_operations"; }
+# last: the newest row's fields, | separated.
+last() {
+	q "SELECT op, target, ok, coalesce(exit_status::text, '-'),
+	          coalesce(bytes::text, '-'), coalesce(results::text, '-'), detail
+	   FROM sandbox_operations ORDER BY seq DESC LIMIT 1"
+}
+spooled() { cat "$SBXCAT_SPOOL_DIR"/audit.jsonl 2>/dev/null | wc -l | tr -d ' '; }
+
+# -- Schema.
+sbx audit migrate
+is "$rc:$(out)" "0:applied 1 migration (schema version 1)" "audit migrate: applies the schema"
+sbx audit migrate
+is "$rc:$(out)" "0:schema is up to date (version 1)" "audit migrate again: nothing to do"
+
+# -- Session events and every fs verb: exactly one row each, right fields.
+n0=$(nrows)
+open_s acme run audit-main
+K=$key
+is "$rc" 0 "session open"
+[ -n "$K" ] || { echo "Bail out! session open failed: $(err)"; exit 1; }
+is "$(($(nrows) - n0))" 1 "session open writes one row"
+is "$(q "SELECT op, tenant, session_key, runtime, target, ok FROM sandbox_operations ORDER BY seq DESC LIMIT 1")" \
+	"open|acme|$K|$RA|$RA|t" "... op open, the tenant, the key, the runtime"
+WS=$ROOT/$K/workspace
+[ -d "$WS" ] || WS=$(jq -r .workspace "$T/out" 2>/dev/null)
+
+# one LABEL EXPECT ARGS...: run sbxcat fs K ARGS; one row more; last row.
+one() {
+	one_l=$1 one_e=$2; shift 2
+	one_n=$(nrows)
+	sbx fs "$K" "$@" </dev/null
+	is "$(($(nrows) - one_n)):$(last)" "1:$one_e" "$one_l: one row ($one_e)"
+}
+printf 'hello\nworld\n' >"$T/in.txt"
+one_n=$(nrows)
+sbx fs "$K" write a.txt <"$T/in.txt"
+is "$(($(nrows) - one_n)):$(last)" "1:write|a.txt|t|-|12|-|created" "fs write: one row"
+one "fs read" "read|a.txt|t|-|12|2|" read a.txt
+one "fs read-bytes" "read_bytes|a.txt|t|-|12|-|" read-bytes a.txt
+one "fs edit" "edit|a.txt|t|-|-|1|" edit a.txt --old hello --new howdy
+one "fs ls" "ls_info|.|t|-|-|1|" ls
+one "fs glob" "glob_info|*.txt|t|-|-|1|" glob '*.txt'
+one "fs grep (target: where, never the pattern)" "grep_raw|.|t|-|-|1|" grep howdy
+one "fs stat" "ls_info|a.txt|t|-|12|1|" stat a.txt
+one "fs rm" "write|a.txt|t|-|-|1|removed" rm a.txt
+
+# -- Refused and failed operations are rows too, not ok, in sbxcat's words.
+one "fs read ../x" "read|../x|f|-|-|-|refused: outside the workspace" read ../x
+one "fs read nosuch" "read|nosuch|f|-|-|-|refused: not found" read nosuch
+one "fs read /etc/passwd" "read|/etc/passwd|f|-|-|-|refused: outside the workspace" read /etc/passwd
+one "fs edit, --old absent" "edit|b.txt|f|-|-|-|refused: not found" edit b.txt --old x --new y
+n1=$(nrows)
+sbx fs nosuchkey read a.txt
+is "$rc:$(($(nrows) - n1))" "1:1" "an unknown session: refused, and recorded"
+is "$(last)" "read|a.txt|f|-|-|-|refused: no such session" "... as refused: no such session"
+n1=$(nrows)
+sbx fs "$K" read
+is "$rc:$(($(nrows) - n1))" "2:0" "a usage error is not an operation: no row"
+
+# -- exec.
+n1=$(nrows)
+sbx exec "$K" -c 'echo out; exit 2' </dev/null
+is "$rc:$(($(nrows) - n1))" "2:1" "exec exiting 2: one row"
+is "$(last)" "execute|echo out; exit 2|f|2|4|-|exit 2" "... not ok, exit_status 2, bytes of output, detail 'exit 2'"
+sbx exec "$K" -- true </dev/null
+is "$(last)" "execute|true|t|0|0|-|exit 0" "exec true: ok, exit 0"
+sbx exec "$K" --timeout 1 -- sleep 30 </dev/null
+is "$rc" 124 "exec past its timeout: 124"
+last | grep -q '^execute|sleep 30|f|-|0|-|timed out after 1 s, killed [0-9]*$'
+ok $? "... recorded as 'timed out after 1 s, killed N', not ok, no exit status ($(last))"
+
+# -- Agents and runs: tied, and the rows outlive the agent.
+sbx --agent agent-7 --run run-42 fs "$K" ls
+is "$(q "SELECT agent_id, run_id FROM sandbox_operations ORDER BY seq DESC LIMIT 1")" \
+	"agent-7|run-42" "--agent/--run: the row names them"
+SBXCAT_AGENT_ID=agent-8 SBXCAT_RUN_ID=run-43 sbx fs "$K" ls
+is "$(q "SELECT agent_id, run_id FROM sandbox_operations ORDER BY seq DESC LIMIT 1")" \
+	"agent-8|run-43" "SBXCAT_AGENT_ID/SBXCAT_RUN_ID: likewise"
+q "DELETE FROM runs WHERE agent_id = 'agent-7'; DELETE FROM agents WHERE id = 'agent-7'" >/dev/null
+is "$(q "SELECT count(*), count(agent_id) FROM sandbox_operations WHERE agent_ref = 'agent-7'")" \
+	"1|0" "the agent deleted: its row is kept, agent_id NULL"
+sbx audit verify
+is "$rc" 0 "audit verify passes after the agent is gone ($(out | tail -n 1))"
+sbx --agent "$(printf 'a\tb')" fs "$K" ls
+is "$rc" 2 "an agent id with a control character: usage error"
+
+# -- A path, never a payload.
+SECRET=sentinel-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+printf 'key=%s\n' "$SECRET" >"$T/secret.in"
+sbx fs "$K" write secret.env <"$T/secret.in"
+sbx fs "$K" read secret.env
+sbx fs "$K" read-bytes secret.env
+sbx fs "$K" grep "$SECRET"
+sbx fs "$K" grep -F "$SECRET" secret.env
+sbx exec "$K" -- cat secret.env </dev/null
+sbx exec "$K" -c 'cat secret.env >&2; exit 3' </dev/null
+sbx fs "$K" edit secret.env --old "$SECRET" --new "$SECRET-2"
+sbx fs "$K" edit secret.env --old "nothere-$SECRET" --new x
+# and a few through the spool: the database unreachable
+SBXCAT_DATABASE_URL="host=$T/nowhere user=sbxcat dbname=x" sbx fs "$K" read secret.env
+SBXCAT_DATABASE_URL="host=$T/nowhere user=sbxcat dbname=x" sbx fs "$K" grep "$SECRET"
+hits=$(pgbed_psql "$DB" -c "SELECT count(*) FROM (SELECT t::text FROM sandbox_operations t UNION ALL SELECT t::text FROM audit_chains t UNION ALL SELECT t::text FROM agents t UNION ALL SELECT t::text FROM runs t) x(v) WHERE v LIKE '%$SECRET%'")
+is "$hits" 0 "the sentinel: in no column of any table"
+hits=$(cat "$SBXCAT_SPOOL_DIR"/* 2>/dev/null | grep -c "$SECRET")
+is "$hits" 0 "the sentinel: nowhere in the spool ($(spooled) rows spooled)"
+
+# -- The spool replayed by the next operation that reaches the database.
+s0=$(spooled)
+ok "$([ "$s0" -ge 2 ] && echo 0 || echo 1)" "rows went to the spool while the database was unreachable ($s0)"
+n1=$(nrows)
+sbx fs "$K" ls
+is "$(spooled):$(($(nrows) - n1))" "0:$((s0 + 1))" "the next operation replays the spool first, then its own row"
+sbx audit verify
+is "$rc" 0 "audit verify after the replay"
+
+# -- audit status.
+sbx audit status
+like "$(out)" "database: reachable" "audit status: reachable"
+like "$(out)" "rows ever lost: 0" "... rows ever lost: 0"
+env -u SBXCAT_DATABASE_URL "$S" audit status >"$T/out" 2>"$T/err"
+like "$(out)" "none configured" "without a database: says the audit goes to the spool alone"
+
+# -- Both sinks unwritable: fs write refused before the file changes.
+printf 'before\n' >"$T/b.in"
+sbx fs "$K" write keep.txt <"$T/b.in"
+touch -d '2020-01-01' "$WS/keep.txt"
+m0=$(stat -c '%Y %s' "$WS/keep.txt")
+: >"$T/notadir"
+SBXCAT_DATABASE_URL="host=$T/nowhere user=sbxcat dbname=x" SBXCAT_SPOOL_DIR=$T/notadir \
+	sbx fs "$K" write keep.txt <"$T/in.txt"
+is "$rc" 3 "database and spool both unwritable: fs write exits 3"
+like "$(err)" "audit record could not be written" "... saying the audit record could not be written"
+is "$(stat -c '%Y %s' "$WS/keep.txt"):$(cat "$WS/keep.txt")" "$m0:before" "... and the file is unchanged"
+SBXCAT_DATABASE_URL="host=$T/nowhere user=sbxcat dbname=x" SBXCAT_SPOOL_DIR=$T/notadir \
+	sbx fs "$K" rm keep.txt
+is "$rc:$(cat "$WS/keep.txt")" "3:before" "... and fs rm is refused too, the file kept"
+
+# -- A torn last line is kept aside; the rest flushes.
+SBXCAT_DATABASE_URL="host=$T/nowhere user=sbxcat dbname=x" sbx fs "$K" ls
+SBXCAT_DATABASE_URL="host=$T/nowhere user=sbxcat dbname=x" sbx fs "$K" ls
+printf '{"id":"0000' >>"$SBXCAT_SPOOL_DIR/audit.jsonl"
+n1=$(nrows)
+sbx audit flush
+is "$rc:$(($(nrows) - n1))" "0:2" "flush with a torn last line: the 2 whole rows go in"
+like "$(out)" "1 line kept aside" "... and the torn line is kept aside ($(out))"
+sbx audit flush
+like "$(out)" "flushed 0 rows" "a second flush: nothing"
+
+# -- audit ls through the command line.
+sbx audit ls --session "$K" --op execute --json
+is "$(grep -c '"op":"execute"' "$T/out")" 5 "audit ls --op execute --session: the 5 execs"
+sbx audit ls --session "$K" --limit 3 --json
+cur=$(tail -n 1 "$T/out" | jq -r .next)
+ok "$([ "$cur" != null ] && [ -n "$cur" ] && echo 0 || echo 1)" "a full page ends with a cursor"
+sbx audit ls --session "$K" --limit 3 --after "$cur" --json
+is "$(head -n 3 "$T/out" | jq -s 'length')" 3 "--after CURSOR: the next page"
+sbx audit ls --after garbage
+is "$rc" 2 "--after garbage: usage error"
+
+# -- The database stopped (immediate) in the middle of 1,000 operations,
+# on a cluster of this test's own: every row spooled, nothing lost.
+PGC_RUN=$T/pgc-run PGC_DATA=$T/pgc-data
+chmod 711 "$T"
+crash_cleanup() { (PGB_RUN=$PGC_RUN PGB_DATA=$PGC_DATA; pgb_stop) >/dev/null 2>&1; }
+if (PGB_RUN=$PGC_RUN PGB_DATA=$PGC_DATA; mkdir -p "$PGB_RUN" && pgb_start) 2>"$T/pgc.err"; then
+	CURL="host=$PGC_RUN user=sbxcat dbname=postgres"
+	SBXCAT_SPOOL_DIR=$T/spool2
+	SBXCAT_DATABASE_URL=$CURL sbx audit migrate
+	is "$rc" 0 "crash cluster: migrated"
+	fails=0
+	for i in $(seq 1 1000); do
+		if [ "$i" = 400 ]; then
+			pgc_u=$(stat -c %U "$PGC_DATA/data")
+			pgb_as "$pgc_u" "$PGB_BIN/pg_ctl" -D "$PGC_DATA/data" -m immediate -w stop >/dev/null 2>&1
+		fi
+		SBXCAT_DATABASE_URL=$CURL "$S" -C "$CAT" fs "$K" stat in-$i.txt >/dev/null 2>"$T/err" </dev/null
+		[ $? = 1 ] || fails=$((fails + 1))
+	done
+	is "$fails" 0 "1,000 operations (a refusal each), the database stopped at the 400th: every one ended as a refusal, none failed"
+	sp=$(wc -l <"$SBXCAT_SPOOL_DIR/audit.jsonl" | tr -d ' ')
+	(PGB_RUN=$PGC_RUN PGB_DATA=$PGC_DATA; pgb_start) 2>>"$T/pgc.err"
+	cq() { PGCONNECT_TIMEOUT=10 "$PGB_BIN/psql" -X -q -A -t "$CURL" -c "$1"; }
+	indb=$(cq "SELECT count(*) FROM sandbox_operations")
+	is "$((indb + sp >= 1000))" 1 "before the flush: $indb rows in the database, $sp spooled"
+	SBXCAT_DATABASE_URL=$CURL sbx audit flush
+	is "$rc" 0 "flush after the restart ($(out))"
+	is "$(cq "SELECT count(*) FROM sandbox_operations")" 1000 "exactly 1,000 rows: every operation, once"
+	is "$(cq "SELECT count(DISTINCT target) FROM sandbox_operations WHERE target LIKE 'in-%'")" 1000 "... one per operation"
+	SBXCAT_DATABASE_URL=$CURL sbx audit flush
+	like "$(out)" "flushed 0 rows" "a second flush adds nothing"
+	SBXCAT_DATABASE_URL=$CURL sbx audit status
+	like "$(out)" "rows ever lost: 0" "audit status: rows ever lost: 0"
+	SBXCAT_DATABASE_URL=$CURL sbx audit verify
+	is "$rc" 0 "audit verify on the crash cluster ($(out | tail -n 1))"
+	crash_cleanup
+else
+	diag "the crash cluster did not start: $(cat "$T/pgc.err")"
+	for i in 1 2 3 4 5 6 7 8 9; do
+		skip "no private cluster for the crash test" "crash test $i"
+	done
+fi
+sb_done
