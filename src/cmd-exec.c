@@ -233,9 +233,9 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 	struct strbuf pre = STRBUF_INIT, detail = STRBUF_INIT;
 	struct exec_io io = {0};
 	struct audit *au = NULL;
-	bool ran = false, exited = false;
+	bool ran = false, exited = false, unrecorded = false;
 	struct exec_io_result res = {0};
-	long long started, limit_s;
+	long long started, limit_s, t0;
 	pid_t init_pid;
 	size_t killed = 0;
 	int c, rc = 0, conn = -1, code;
@@ -301,7 +301,7 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 	tenant = cmd_tenant(tenant);
 	if (cmd_audit_open(ctx, &au, &err) < 0)
 		return cmd_report(&err);
-	started = engine_now_ms();
+	t0 = engine_now_ms();
 
 	if (cmd_session_begin(ctx, &cfg, &root, &err) < 0 ||
 	    cmd_session_find(&root, key, tenant, &rec, &err) < 0 ||
@@ -338,6 +338,14 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 	if (timeout_s && (long long)timeout_s < limit_s)
 		limit_s = (long long)timeout_s;
 	cid = json_string_value(json_object_get(inspect, "Id"));
+	/* A command runs only when its row can be written: it may change
+	 * anything in the workspace. */
+	if (audit_ready(au, &err) < 0) {
+		unrecorded = true;
+		rc = cannot_run(&err, &detail);
+		goto out;
+	}
+	started = engine_now_ms();
 	if (engine_exec_create(&engine, cid, body, &exec_id, &err) < 0 ||
 	    engine_exec_attach(&engine, exec_id, started + limit_s * 1000,
 			       &conn, &pre, &err) < 0) {
@@ -481,7 +489,7 @@ out:
 	if (exec_id && rec.key[0] &&
 	    session_record_touch(&root, rec.key, &err) < 0)
 		sbx_error_free(&err);
-	{
+	if (!unrecorded) {
 		struct strbuf target = STRBUF_INIT;
 		struct audit_event ev = {
 		    .op = AUDIT_EXECUTE,
@@ -495,7 +503,7 @@ out:
 		    .bytes = ran ? (long long)(res.bytes[0] + res.bytes[1])
 				 : AUDIT_NONE,
 		    .results = AUDIT_NONE,
-		    .duration_ms = engine_now_ms() - started,
+		    .duration_ms = engine_now_ms() - t0,
 		};
 
 		command_text(&target, shell, cmd, ncmd);
