@@ -164,8 +164,17 @@ static int open_dir(struct spool *s, bool create, bool *missing,
 		if (errno == ELOOP)
 			return fail(s, NULL, 0, err,
 				    "is a symbolic link (refused)");
-		if (errno == ENOTDIR)
+		/* O_DIRECTORY fails first on a symlink: ENOTDIR, not ELOOP */
+		if (errno == ENOTDIR) {
+			struct stat ls;
+
+			if (lstat(s->dir, &ls) < 0)
+				return fail(s, NULL, errno, err, NULL);
+			if (S_ISLNK(ls.st_mode))
+				return fail(s, NULL, 0, err,
+					    "is a symbolic link (refused)");
 			return fail(s, NULL, 0, err, "is not a directory");
+		}
 		return fail(s, NULL, errno, err, NULL);
 	}
 	if (fstat(fd, &st) < 0) {
