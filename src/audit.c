@@ -21,8 +21,8 @@
 #include "xjson.h"
 
 static const char *const op_names[AUDIT_NOPS] = {
-    "write", "edit",	 "read",    "read_bytes", "ls_info", "glob_info",
-    "grep_raw", "execute", "open", "close",	      "reap",
+    "write",	"edit",	   "read", "read_bytes", "ls_info", "glob_info",
+    "grep_raw", "execute", "open", "close",	 "reap",
 };
 
 const char *audit_op_name(enum audit_op op)
@@ -121,7 +121,8 @@ void audit_clean(struct strbuf *out, const char *s, size_t len, size_t max)
 	strbuf_grow(out, len < max ? len : max);
 	for (size_t i = 0; i < len;) {
 		uint32_t c;
-		size_t n = utf8_decode(s + i, len - i, &c), before = out->len, w;
+		size_t n = utf8_decode(s + i, len - i, &c), before = out->len,
+		       w;
 
 		if (n == 0) {
 			text_add_escaped(out, s + i, 1);
@@ -204,8 +205,8 @@ bool audit_time_parse(const char *s, long long *us)
 {
 	static const char shape[] = "dddd-dd-ddTdd:dd:dd.ddddddZ";
 	int v[7] = {0};
-	int pos[7][2] = {{0, 4}, {5, 2}, {8, 2}, {11, 2}, {14, 2}, {17, 2},
-			 {20, 6}};
+	int pos[7][2] = {{0, 4},  {5, 2},  {8, 2}, {11, 2},
+			 {14, 2}, {17, 2}, {20, 6}};
 	struct tm tm = {0}, back;
 	time_t tt;
 
@@ -258,8 +259,9 @@ json_t *audit_row_json(const struct audit_row *r)
 	    "id", r->id, "created_at", when, "tenant", xjson_text(r->tenant),
 	    "session", xjson_text(r->session_key), "runtime",
 	    xjson_text(r->runtime), "agent", opt_text(r->agent), "run",
-	    opt_text(r->run), "op", audit_op_name(r->op) ? audit_op_name(r->op) : "?",
-	    "target", xjson_text(r->target), "ok", (int)r->ok, "exit_status",
+	    opt_text(r->run), "op",
+	    audit_op_name(r->op) ? audit_op_name(r->op) : "?", "target",
+	    xjson_text(r->target), "ok", (int)r->ok, "exit_status",
 	    opt_int(r->has_exit, r->exit_status), "bytes",
 	    opt_int(r->bytes != AUDIT_NONE, r->bytes), "results",
 	    opt_int(r->results != AUDIT_NONE, r->results), "duration_ms",
@@ -274,7 +276,8 @@ static bool uuid_ok(const char *id)
 		if (i == 8 || i == 13 || i == 18 || i == 23) {
 			if (c != '-')
 				return false;
-		} else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+		} else if (!((c >= '0' && c <= '9') ||
+			     (c >= 'a' && c <= 'f'))) {
 			return false;
 		}
 	}
@@ -343,9 +346,9 @@ int audit_row_check(const struct audit_row *r, struct sbx_error **err)
 }
 
 static const char *const row_keys[] = {
-    "id",     "created_at", "tenant",	   "session", "runtime",
-    "agent",  "run",	    "op",	   "target",  "ok",
-    "exit_status", "bytes", "results", "duration_ms", "detail",
+    "id",	   "created_at", "tenant",  "session",	   "runtime",
+    "agent",	   "run",	 "op",	    "target",	   "ok",
+    "exit_status", "bytes",	 "results", "duration_ms", "detail",
 };
 #define NKEYS (sizeof(row_keys) / sizeof(row_keys[0]))
 
@@ -360,8 +363,8 @@ static int get_str(json_t *j, const char *key, bool nullable, char **out,
 	if (nullable && json_is_null(v))
 		return 0;
 	if (!json_is_string(v))
-		return bad(err, key, nullable ? "not a string or null"
-					      : "not a string");
+		return bad(err, key,
+			   nullable ? "not a string or null" : "not a string");
 	if (strlen(json_string_value(v)) != json_string_length(v))
 		return bad(err, key, "holds a NUL");
 	*out = xstrdup(json_string_value(v));
@@ -382,8 +385,9 @@ static int get_int(json_t *j, const char *key, bool nullable, long long min,
 		return 0;
 	}
 	if (!json_is_integer(v))
-		return bad(err, key, nullable ? "not an integer or null"
-					      : "not an integer");
+		return bad(err, key,
+			   nullable ? "not an integer or null"
+				    : "not an integer");
 	if (json_integer_value(v) < min || json_integer_value(v) > max)
 		return bad(err, key, "out of range");
 	*set = true;
@@ -401,7 +405,8 @@ static int from_json(json_t *j, struct audit_row *r, struct sbx_error **err)
 
 	if (!json_is_object(j))
 		return sbx_error_set(err, SBX_EXIT_FAIL, 0, "not an object");
-	json_object_foreach(j, key, v) {
+	json_object_foreach(j, key, v)
+	{
 		size_t k = 0;
 
 		while (k < NKEYS && strcmp(key, row_keys[k]))

@@ -146,9 +146,8 @@ static int open_dir(struct spool *s, bool create, bool *missing,
 	if (s->dirfd >= 0)
 		return 0;
 	for (;;) {
-		fd = open(s->dir,
-			  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC |
-			      O_NOCTTY);
+		fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+				      O_CLOEXEC | O_NOCTTY);
 		if (fd >= 0 || errno != ENOENT)
 			break;
 		if (!create) {
@@ -218,8 +217,8 @@ static int check_file(struct spool *s, const char *name, int fd,
 }
 
 /* openat for a file of the spool; ENOENT and !create: -1 with errno. */
-static int open_file(struct spool *s, const char *name, int flags,
-		     bool create, struct sbx_error **err)
+static int open_file(struct spool *s, const char *name, int flags, bool create,
+		     struct sbx_error **err)
 {
 	flags |= O_NOFOLLOW | O_CLOEXEC | O_NOCTTY;
 	for (;;) {
@@ -373,7 +372,7 @@ struct reader {
 	char *buf;
 	size_t off, len, cap;
 	bool eof, skipping;
-	unsigned long long pos; /* file offset of buf[off] */
+	unsigned long long pos;	  /* file offset of buf[off] */
 	unsigned long long limit; /* stop after this many bytes (status) */
 };
 
@@ -404,8 +403,8 @@ static int reader_next(struct reader *rd, struct line *l)
 {
 	for (;;) {
 		char *nl = memchr(rd->buf + rd->off, '\n', rd->len - rd->off);
-		size_t have = nl ? (size_t)(nl - (rd->buf + rd->off))
-				 : rd->len - rd->off;
+		size_t have =
+		    nl ? (size_t)(nl - (rd->buf + rd->off)) : rd->len - rd->off;
 
 		if (rd->skipping) {
 			rd->pos += have + (nl ? 1 : 0);
@@ -462,8 +461,7 @@ static int reader_next(struct reader *rd, struct line *l)
 
 /* Verify a whole line (without its newline) and parse its row.  -1 with
  * *why (allocated) when it is not one. */
-static int verify_line(const char *p, size_t n, struct audit_row *r,
-		       char **why)
+static int verify_line(const char *p, size_t n, struct audit_row *r, char **why)
 {
 	struct sbx_error *err = NULL;
 	char sum[65];
@@ -471,8 +469,8 @@ static int verify_line(const char *p, size_t n, struct audit_row *r,
 	json_t *j;
 	size_t body;
 
-	if (n < SUM_LEN + 2 || memcmp(p + n - SUM_LEN, SUM_KEY,
-				      sizeof(SUM_KEY) - 1) ||
+	if (n < SUM_LEN + 2 ||
+	    memcmp(p + n - SUM_LEN, SUM_KEY, sizeof(SUM_KEY) - 1) ||
 	    memcmp(p + n - 2, "\"}", 2)) {
 		*why = xstrdup("no sum at the end");
 		return -1;
@@ -501,7 +499,7 @@ static int verify_line(const char *p, size_t n, struct audit_row *r,
 
 struct replay {
 	struct spool *s;
-	int kfd; /* kept-aside.jsonl, -1 until a bad line */
+	int kfd;	/* kept-aside.jsonl, -1 until a bad line */
 	char first[65]; /* SHA-256 of the spool's first line */
 	char **keys;	/* kept-aside entries' keys (64 hex, no NUL) */
 	size_t nkeys, akeys;
@@ -529,8 +527,7 @@ static int kept_open(struct replay *rp, struct sbx_error **err)
 		    memcmp(l.p, KEY_AT, sizeof(KEY_AT) - 1))
 			continue;
 		ALLOC_GROW(rp->keys, rp->nkeys + 1, rp->akeys);
-		rp->keys[rp->nkeys++] =
-		    xstrndup(l.p + sizeof(KEY_AT) - 1, 64);
+		rp->keys[rp->nkeys++] = xstrndup(l.p + sizeof(KEY_AT) - 1, 64);
 	}
 	reader_release(&rd);
 	if (k < 0) {
@@ -569,8 +566,7 @@ static int keep_aside(struct replay *rp, const char *p, size_t n,
 		return 0;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	/* "key" first: kept_open finds it at a fixed place. */
-	j = xjson_pack("{s:s, s:I, s:I, s:b, s:s, s:o}", "key", key,
-		       "kept_us",
+	j = xjson_pack("{s:s, s:I, s:I, s:b, s:s, s:o}", "key", key, "kept_us",
 		       (json_int_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000,
 		       "offset", (json_int_t)at, "cut", (int)trunc, "why", "",
 		       "base64", xjson_base64(p, n));
@@ -639,7 +635,8 @@ static int take_line(struct replay *rp, const struct line *l,
 		 * the last '{"id":"'. */
 		if (l->nl && !l->trunc)
 			for (size_t i = n; i-- > 1;)
-				if (p[i] == '{' && n - i >= sizeof(ROW_START) - 1 &&
+				if (p[i] == '{' &&
+				    n - i >= sizeof(ROW_START) - 1 &&
 				    !memcmp(p + i, ROW_START,
 					    sizeof(ROW_START) - 1)) {
 					start = p + i;

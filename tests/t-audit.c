@@ -109,14 +109,19 @@ static void test_clean_cases(void)
 {
 	char buf[64];
 
-	clean_is("plain/path.txt", 14, 512, "plain/path.txt", "clean unchanged");
+	clean_is("plain/path.txt", 14, 512, "plain/path.txt",
+		 "clean unchanged");
 	clean_is("a\\b", 3, 512, "a\\b", "a backslash stays");
 	clean_is("a\nb\tc\rd", 7, 512, "a\\nb\\tc\\rd", "line breaks, tab");
 	clean_is("a\0b", 3, 512, "a\\x00b", "NUL");
 	clean_is("\x1b[31mred", 8, 512, "\\x1b[31mred", "ESC");
 	clean_is("x\x7fy", 3, 512, "x\\x7fy", "DEL");
-	clean_is("\xc2\x9b" "2J", 4, 512, "\\u009b2J", "C1 CSI");
-	clean_is("a\xe2\x80\xae" "evil", 8, 512, "a\\u202eevil", "RLO");
+	clean_is("\xc2\x9b"
+		 "2J",
+		 4, 512, "\\u009b2J", "C1 CSI");
+	clean_is("a\xe2\x80\xae"
+		 "evil",
+		 8, 512, "a\\u202eevil", "RLO");
 	clean_is("\xe2\x81\xa6x", 4, 512, "\\u2066x", "LRI");
 	clean_is("ok\xffno", 5, 512, "ok\\xffno", "invalid byte");
 	clean_is("\xc3", 1, 512, "\\xc3", "sequence cut short");
@@ -130,8 +135,9 @@ static void test_clean_cases(void)
 	/* multibyte characters count as one each */
 	clean_is("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
 		 "\xc3\xa9\xc3\xa9\xc3\xa9",
-		 20, 10, "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3"
-			 "\xa9\xc3\xa9\xc3\xa9\xc3\xa9",
+		 20, 10,
+		 "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3"
+		 "\xa9\xc3\xa9\xc3\xa9\xc3\xa9",
 		 "10 two-byte characters: max, not cut");
 	clean_is("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xe2\x82\xac\xf0\x9f\x98"
 		 "\x80xyzwv",
@@ -144,9 +150,12 @@ static void test_clean_cases(void)
 		 "an escape just past the kept part goes");
 	clean_is("\x01zzzzzzzzz", 10, 10, "\\x01 [cut]",
 		 "an escape that fits before the mark stays whole");
-	clean_is("\xe2\x80\xae" "abcdefgh", 11, 12, "\\u202e [cut]",
-		 "a bidi escape fits exactly");
-	clean_is("a\xe2\x80\xae" "abcdefgh", 12, 12, "a [cut]",
+	clean_is("\xe2\x80\xae"
+		 "abcdefgh",
+		 11, 12, "\\u202e [cut]", "a bidi escape fits exactly");
+	clean_is("a\xe2\x80\xae"
+		 "abcdefgh",
+		 12, 12, "a [cut]",
 		 "a bidi escape that would straddle goes whole");
 	/* an escape that makes the string longer than max */
 	clean_is("\x01\x02\x03", 3, 10, "\\x01 [cut]",
@@ -161,9 +170,12 @@ static void test_clean_cases(void)
 static size_t random_bytes(char *buf, size_t cap)
 {
 	static const char *const pieces[] = {
-	    "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xe2\x80\xae",
-	    "\xe2\x81\xa9", "\xc2\x85", "\xc2\x9b", "\\", "\\x41", "\n",
-	    "\x1b", "\xff", "\xc3", "\xe2\x82", "\xed\xa0\x80", " [cut]", "\"",
+	    "\xc3\xa9",	    "\xe2\x82\xac", "\xf0\x9f\x98\x80",
+	    "\xe2\x80\xae", "\xe2\x81\xa9", "\xc2\x85",
+	    "\xc2\x9b",	    "\\",	    "\\x41",
+	    "\n",	    "\x1b",	    "\xff",
+	    "\xc3",	    "\xe2\x82",	    "\xed\xa0\x80",
+	    " [cut]",	    "\"",
 	};
 	size_t n = tap_rand() % cap, len = 0;
 
@@ -171,8 +183,9 @@ static size_t random_bytes(char *buf, size_t cap)
 		uint32_t k = tap_rand() % 4;
 
 		if (k == 0) {
-			const char *p = pieces[tap_rand() % (sizeof(pieces) /
-							     sizeof(pieces[0]))];
+			const char *p =
+			    pieces[tap_rand() %
+				   (sizeof(pieces) / sizeof(pieces[0]))];
 			size_t pl = strlen(p);
 
 			if (len + pl > n)
@@ -255,9 +268,10 @@ static void test_clean_fuzz(void)
 	is_int((long long)bad_utf8, 0, "fuzz: output always valid UTF-8");
 	is_int((long long)bad_ctl, 0, "fuzz: no control or bidi character");
 	is_int((long long)bad_len, 0, "fuzz: never over max characters");
-	is_int((long long)bad_exact, 0,
-	       "fuzz: cut only when longer than max, then the beginning and the "
-	       "mark, max characters or at most 5 fewer");
+	is_int(
+	    (long long)bad_exact, 0,
+	    "fuzz: cut only when longer than max, then the beginning and the "
+	    "mark, max characters or at most 5 fewer");
 	is_int((long long)bad_idem, 0, "fuzz: clean(clean(x)) == clean(x)");
 }
 
@@ -358,11 +372,11 @@ static void test_round_trip(void)
 			audit_row_release(&back);
 		}
 		if (i == 0) {
-			const char *k[] = {"id",	  "created_at", "tenant",
-					   "session",	  "runtime",	"agent",
-					   "run",	  "op",		"target",
-					   "ok",	  "exit_status", "bytes",
-					   "results",	  "duration_ms", "detail"};
+			const char *k[] = {"id",      "created_at",  "tenant",
+					   "session", "runtime",     "agent",
+					   "run",     "op",	     "target",
+					   "ok",      "exit_status", "bytes",
+					   "results", "duration_ms", "detail"};
 			size_t n = 0;
 			const char *key;
 			json_t *v;
@@ -458,9 +472,9 @@ static void refuse(const char *key, json_t *v, const char *want,
 static void test_refusals(void)
 {
 	static const char *const keys[] = {
-	    "id",	  "created_at", "tenant",  "session",	  "runtime",
-	    "agent",	  "run",	"op",	   "target",	  "ok",
-	    "exit_status", "bytes",	"results", "duration_ms", "detail"};
+	    "id",	   "created_at", "tenant",  "session",	   "runtime",
+	    "agent",	   "run",	 "op",	    "target",	   "ok",
+	    "exit_status", "bytes",	 "results", "duration_ms", "detail"};
 	char big[700];
 
 	for (size_t i = 0; i < 15; i++) {
