@@ -297,6 +297,32 @@ static void test_flipped(void)
 	ok(kept == 1 && lines_of(d, "kept-aside.jsonl") == 1,
 	   "the flipped line kept aside");
 	got_reset(&g);
+
+	/* A byte changed inside a target: still JSON, still clean; only the
+	 * sum tells. */
+	append_n(&s, 0, 3, ids);
+	{
+		char *p = tap_path(d, "audit.jsonl"), *data = NULL;
+		size_t len = 0;
+		FILE *f = fopen(p, "r");
+		char *hit;
+
+		if (!f || getdelim(&data, &len, '\0', f) < 0)
+			bail_out("read %s", p);
+		fclose(f);
+		hit = strstr(data, "file-1.txt");
+		if (!hit)
+			bail_out("no file-1.txt in the spool");
+		flip_byte(d, hit - data); /* f -> b: "bile-1.txt" */
+		free(data);
+		free(p);
+	}
+	is_int(replay(&s, &g, &moved, &kept, NULL), 0,
+	       "replay with a target edited in place");
+	ok(moved == 2 && g.n == 2 && !strcmp(g.ids[0], ids[0]) &&
+	       !strcmp(g.ids[1], ids[2]) && kept == 1,
+	   "the edited row fails its sum: kept aside, not handed on");
+	got_reset(&g);
 	spool_close(&s);
 	free(d);
 }
