@@ -80,9 +80,13 @@ void audit_row_release(struct audit_row *r);
 
 /*
  * Replace *field (one of r's strings) with a clean copy of s[0..len):
- * valid UTF-8 (an invalid byte becomes \xNN), no NUL or control character
- * (written as \n, \t, \xNN), and at most max characters; when cut, the
- * last characters are " [cut]" so the whole is max characters.
+ * valid UTF-8 (an invalid byte becomes \xNN), no NUL, control character
+ * or bidirectional control (written as text_add_escaped writes them: \n,
+ * \t, \xNN, \uNNNN; a backslash itself stays as it is, so cleaning a
+ * clean string changes nothing), and at most max characters (max >= 6);
+ * when cut, the last characters are " [cut]" so the whole is max
+ * characters, or up to 5 fewer when the cut would split an escape (the
+ * escape goes whole).  audit_clean appends to out.
  * Targets use AUDIT_TARGET_MAX, details AUDIT_DETAIL_MAX.
  */
 void audit_clean(struct strbuf *out, const char *s, size_t len, size_t max);
@@ -103,6 +107,15 @@ void audit_chain_hash(const unsigned char prev[32], const struct audit_row *r,
 		      unsigned char out[32]);
 
 /*
+ * created_at's form: "2026-12-01T10:00:00.123456Z" (UTC, microseconds,
+ * years 0001-9999; "out of range" past them).  parse takes exactly that
+ * form of a time that exists, and gives back the microseconds it was
+ * made from.
+ */
+void audit_time_format(char out[32], long long us);
+bool audit_time_parse(const char *s, long long *us);
+
+/*
  * The row as a JSON object, the spool's and `audit export --format jsonl`'s
  * shape: {"id","created_at" (RFC 3339 UTC with microseconds),"tenant",
  * "session","runtime","agent","run","op","target","ok","exit_status",
@@ -110,9 +123,20 @@ void audit_chain_hash(const unsigned char prev[32], const struct audit_row *r,
  */
 json_t *audit_row_json(const struct audit_row *r);
 /* The inverse, strict: every key, the right types, op known, sizes in
- * range, strings clean (audit_clean would not change them). */
+ * range, strings clean (audit_clean would not change them).  -1 status 1
+ * naming the key and why; *r is then released (all its strings NULL). */
 int audit_row_from_json(json_t *j, struct audit_row *r,
 			struct sbx_error **err);
+/*
+ * What audit_row_from_json checks after the types, on a row in memory (the
+ * spool refuses a row it could not replay): id a lowercase UUID v4,
+ * created_us in years 1-9999, tenant, session and runtime clean and at most
+ * AUDIT_TARGET_MAX characters, agent and run NULL or non-empty, at most
+ * AUDIT_ID_MAX bytes and clean, op known, target and detail clean within
+ * their maxima, bytes and results >= 0 or AUDIT_NONE, duration_ms >= 0.
+ * -1 status 1 naming the JSON key.
+ */
+int audit_row_check(const struct audit_row *r, struct sbx_error **err);
 
 /*
  * The recorder.  audit_open reads the configuration: the database from

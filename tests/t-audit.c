@@ -1,0 +1,564 @@
+/*
+ * t-audit.c - the audit's rows (audit.h): op names, UUIDs (format, the
+ * version and variant bits, no duplicate in 100,000), audit_clean on hand
+ * cases and fuzzed bytes (valid UTF-8, no control character, within max,
+ * idempotent), JSON round trips of fuzzed rows, and from_json refusing
+ * each broken key.
+ */
+#include "config.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "audit.h"
+#include "error.h"
+#include "tap.h"
+#include "text.h"
+#include "xjson.h"
+
+static void test_ops(void)
+{
+	bool all = true;
+
+	for (int i = 0; i < AUDIT_NOPS; i++)
+		all &= audit_op_parse(audit_op_name((enum audit_op)i)) == i;
+	ok(all, "every op name parses back to its op");
+	is_str(audit_op_name(AUDIT_READ_BYTES), "read_bytes", "read_bytes");
+	is_str(audit_op_name(AUDIT_REAP), "reap", "reap is the last op");
+	ok(audit_op_name(AUDIT_NOPS) == NULL, "no name past the last op");
+	is_int(audit_op_parse("Write"), -1, "op names are exact");
+	is_int(audit_op_parse("writes"), -1, "no prefix match");
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	return memcmp(a, b, 36);
+}
+
+static void test_uuid(void)
+{
+	enum { N = 100000 };
+	char(*ids)[37] = xmalloc(sizeof(*ids) * N);
+	bool shape = true, dup = false;
+
+	for (int i = 0; i < N; i++) {
+		struct audit_row r;
+
+		audit_row_init(&r, AUDIT_READ);
+		memcpy(ids[i], r.id, 37);
+		audit_row_release(&r);
+		for (int k = 0; k < 36 && shape; k++) {
+			char c = ids[i][k];
+
+			if (k == 8 || k == 13 || k == 18 || k == 23)
+				shape = c == '-';
+			else
+				shape = (c >= '0' && c <= '9') ||
+					(c >= 'a' && c <= 'f');
+		}
+		shape = shape && ids[i][36] == '\0' && ids[i][14] == '4' &&
+			strchr("89ab", ids[i][19]) != NULL;
+		if (!shape) {
+			diag("bad id: %s", ids[i]);
+			break;
+		}
+	}
+	ok(shape, "100000 ids: lowercase 8-4-4-4-12 hex, version 4, "
+		  "variant 10xx");
+	qsort(ids, N, sizeof(*ids), cmp_id);
+	for (int i = 1; i < N && !dup; i++)
+		dup = !memcmp(ids[i - 1], ids[i], 36);
+	ok(!dup, "no duplicate among 100000 ids");
+	free(ids);
+}
+
+static void test_init(void)
+{
+	struct audit_row r;
+	struct sbx_error *err = NULL;
+
+	audit_row_init(&r, AUDIT_EXECUTE);
+	ok(r.created_us > 1700000000LL * 1000000, "created_us is now");
+	ok(!strcmp(r.tenant, "") && !strcmp(r.target, "") &&
+	       !strcmp(r.detail, "") && r.agent == NULL && r.run == NULL,
+	   "strings empty, agent and run NULL");
+	ok(r.bytes == AUDIT_NONE && r.results == AUDIT_NONE && !r.has_exit,
+	   "bytes, results not counted, no exit status");
+	ok(audit_row_check(&r, &err) == 0, "a new row checks");
+	sbx_error_free(&err);
+	audit_row_release(&r);
+}
+
+static void clean_is(const char *in, size_t len, size_t max, const char *want,
+		     const char *name)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	audit_clean(&sb, in, len, max);
+	is_str(sb.buf ? sb.buf : "", want, "clean: %s", name);
+	if (sb.buf)
+		ok(utf8_chars(sb.buf, sb.len) <= max,
+		   "clean: %s: within %zu characters", name, max);
+	strbuf_release(&sb);
+}
+
+static void test_clean_cases(void)
+{
+	char buf[64];
+
+	clean_is("plain/path.txt", 14, 512, "plain/path.txt",
+		 "clean unchanged");
+	clean_is("a\\b", 3, 512, "a\\b", "a backslash stays");
+	clean_is("a\nb\tc\rd", 7, 512, "a\\nb\\tc\\rd", "line breaks, tab");
+	clean_is("a\0b", 3, 512, "a\\x00b", "NUL");
+	clean_is("\x1b[31mred", 8, 512, "\\x1b[31mred", "ESC");
+	clean_is("x\x7fy", 3, 512, "x\\x7fy", "DEL");
+	clean_is("\xc2\x9b"
+		 "2J",
+		 4, 512, "\\u009b2J", "C1 CSI");
+	clean_is("a\xe2\x80\xae"
+		 "evil",
+		 8, 512, "a\\u202eevil", "RLO");
+	clean_is("\xe2\x81\xa6x", 4, 512, "\\u2066x", "LRI");
+	clean_is("ok\xffno", 5, 512, "ok\\xffno", "invalid byte");
+	clean_is("\xc3", 1, 512, "\\xc3", "sequence cut short");
+	clean_is("\xc0\xaf", 2, 512, "\\xc0\\xaf", "overlong /");
+	clean_is("\xed\xa0\x80", 3, 512, "\\xed\\xa0\\x80", "surrogate");
+	clean_is("caf\xc3\xa9", 5, 512, "caf\xc3\xa9", "é kept");
+
+	/* exactly max, max + 1 */
+	clean_is("0123456789", 10, 10, "0123456789", "exactly max: not cut");
+	clean_is("0123456789a", 11, 10, "0123 [cut]", "max + 1: cut to max");
+	/* multibyte characters count as one each */
+	clean_is("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+		 "\xc3\xa9\xc3\xa9\xc3\xa9",
+		 20, 10,
+		 "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3"
+		 "\xa9\xc3\xa9\xc3\xa9\xc3\xa9",
+		 "10 two-byte characters: max, not cut");
+	clean_is("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xe2\x82\xac\xf0\x9f\x98"
+		 "\x80xyzwv",
+		 20, 10, "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9 [cut]",
+		 "cut next to multibyte characters: whole ones kept");
+	/* the cut next to an escape: it goes whole */
+	clean_is("abc\x01zzzzzzz", 11, 10, "abc [cut]",
+		 "an escape that would straddle the mark goes whole");
+	clean_is("abcd\x01zzzzzz", 11, 10, "abcd [cut]",
+		 "an escape just past the kept part goes");
+	clean_is("\x01zzzzzzzzz", 10, 10, "\\x01 [cut]",
+		 "an escape that fits before the mark stays whole");
+	clean_is("\xe2\x80\xae"
+		 "abcdefgh",
+		 11, 12, "\\u202e [cut]", "a bidi escape fits exactly");
+	clean_is("a\xe2\x80\xae"
+		 "abcdefgh",
+		 12, 12, "a [cut]",
+		 "a bidi escape that would straddle goes whole");
+	/* an escape that makes the string longer than max */
+	clean_is("\x01\x02\x03", 3, 10, "\\x01 [cut]",
+		 "three escapes are 12 characters: cut");
+	memset(buf, 'x', 6);
+	clean_is(buf, 6, 6, "xxxxxx", "max 6, 6 characters");
+	clean_is("xxxxxxx", 7, 6, " [cut]", "max 6, 7 characters: the mark");
+}
+
+/* Random bytes, biased toward what matters: controls, bidi, multibyte,
+ * invalid sequences, backslashes. */
+static size_t random_bytes(char *buf, size_t cap)
+{
+	static const char *const pieces[] = {
+	    "\xc3\xa9",	    "\xe2\x82\xac", "\xf0\x9f\x98\x80",
+	    "\xe2\x80\xae", "\xe2\x81\xa9", "\xc2\x85",
+	    "\xc2\x9b",	    "\\",	    "\\x41",
+	    "\n",	    "\x1b",	    "\xff",
+	    "\xc3",	    "\xe2\x82",	    "\xed\xa0\x80",
+	    " [cut]",	    "\"",
+	};
+	size_t n = tap_rand() % cap, len = 0;
+
+	while (len < n) {
+		uint32_t k = tap_rand() % 4;
+
+		if (k == 0) {
+			const char *p =
+			    pieces[tap_rand() %
+				   (sizeof(pieces) / sizeof(pieces[0]))];
+			size_t pl = strlen(p);
+
+			if (len + pl > n)
+				break;
+			memcpy(buf + len, p, pl);
+			len += pl;
+		} else if (k == 1) {
+			buf[len++] = (char)(tap_rand() & 0xFF);
+		} else {
+			buf[len++] = (char)(0x20 + tap_rand() % 0x5F);
+		}
+	}
+	return len;
+}
+
+static void test_clean_fuzz(void)
+{
+	enum { N = 30000 };
+	char buf[1200];
+	size_t bad_utf8 = 0, bad_ctl = 0, bad_len = 0, bad_idem = 0,
+	       bad_exact = 0;
+
+	for (int i = 0; i < N; i++) {
+		struct strbuf a = STRBUF_INIT, b = STRBUF_INIT;
+		size_t len = random_bytes(buf, sizeof(buf));
+		size_t max = 6 + tap_rand() % 600, chars;
+		uint32_t cp;
+
+		audit_clean(&a, buf, len, max);
+		if (!a.buf)
+			strbuf_addstr(&a, "");
+		if (utf8_first_invalid(a.buf, a.len) >= 0)
+			bad_utf8++;
+		for (size_t k = 0; k < a.len;) {
+			size_t m = utf8_decode(a.buf + k, a.len - k, &cp);
+
+			if (m == 0)
+				break;
+			if (text_is_control(cp) || text_is_bidi(cp)) {
+				bad_ctl++;
+				break;
+			}
+			k += m;
+		}
+		chars = utf8_chars(a.buf, a.len);
+		if (chars > max)
+			bad_len++;
+		/* Cut when the whole would be longer than max: then the kept
+		 * part is the whole's beginning, then the mark, max
+		 * characters or short only by an escape's width (< 6). */
+		{
+			struct strbuf full = STRBUF_INIT;
+
+			audit_clean(&full, buf, len, SIZE_MAX);
+			if (!full.buf)
+				strbuf_addstr(&full, "");
+			if (utf8_chars(full.buf, full.len) > max) {
+				if (a.len < 6 ||
+				    memcmp(a.buf + a.len - 6, " [cut]", 6) ||
+				    chars + 5 < max ||
+				    memcmp(a.buf, full.buf, a.len - 6))
+					bad_exact++;
+			} else if (a.len != full.len ||
+				   memcmp(a.buf, full.buf, a.len)) {
+				bad_exact++;
+			}
+			strbuf_release(&full);
+		}
+		audit_clean(&b, a.buf, a.len, max);
+		if (!b.buf)
+			strbuf_addstr(&b, "");
+		if (b.len != a.len || memcmp(a.buf, b.buf, a.len)) {
+			if (!bad_idem++)
+				diag("not idempotent: '%s' -> '%s'", a.buf,
+				     b.buf);
+		}
+		strbuf_release(&a);
+		strbuf_release(&b);
+	}
+	is_int((long long)bad_utf8, 0, "fuzz: output always valid UTF-8");
+	is_int((long long)bad_ctl, 0, "fuzz: no control or bidi character");
+	is_int((long long)bad_len, 0, "fuzz: never over max characters");
+	is_int(
+	    (long long)bad_exact, 0,
+	    "fuzz: cut only when longer than max, then the beginning and the "
+	    "mark, max characters or at most 5 fewer");
+	is_int((long long)bad_idem, 0, "fuzz: clean(clean(x)) == clean(x)");
+}
+
+static char *random_text(size_t max)
+{
+	char buf[2400];
+	struct strbuf sb = STRBUF_INIT;
+	size_t len = random_bytes(buf, sizeof(buf));
+
+	audit_clean(&sb, buf, len, max);
+	if (!sb.buf)
+		strbuf_addstr(&sb, "");
+	return strbuf_detach(&sb, NULL);
+}
+
+static long long random_ll(void)
+{
+	return (long long)(((unsigned long long)tap_rand() << 31) ^ tap_rand());
+}
+
+static void random_row(struct audit_row *r)
+{
+	audit_row_init(r, (enum audit_op)(tap_rand() % AUDIT_NOPS));
+	/* any time in years 1-9999 */
+	r->created_us = random_ll() % (253402300799LL * 1000000) -
+			(tap_rand() % 2 ? 62135596800LL * 1000000 : 0);
+	if (r->created_us < -62135596800LL * 1000000)
+		r->created_us = -62135596800LL * 1000000;
+	free(r->tenant);
+	r->tenant = random_text(64);
+	free(r->session_key);
+	r->session_key = random_text(64);
+	free(r->runtime);
+	r->runtime = random_text(32);
+	if (tap_rand() % 2) {
+		r->agent = random_text(AUDIT_ID_MAX / 4);
+		if (!*r->agent) {
+			free(r->agent);
+			r->agent = xstrdup("agent-7");
+		}
+	}
+	if (tap_rand() % 2)
+		r->run = xstrdup("run \"1\" \\ é");
+	free(r->target);
+	r->target = random_text(AUDIT_TARGET_MAX);
+	free(r->detail);
+	r->detail = random_text(AUDIT_DETAIL_MAX);
+	r->ok = tap_rand() % 2;
+	r->has_exit = tap_rand() % 2;
+	r->exit_status = r->has_exit ? (int)(int32_t)tap_rand() : 0;
+	r->bytes = tap_rand() % 3 ? llabs(random_ll()) : AUDIT_NONE;
+	r->results = tap_rand() % 3 ? (long long)tap_rand() : AUDIT_NONE;
+	r->duration_ms = tap_rand() % 2 ? LLONG_MAX : llabs(random_ll());
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+static bool rows_equal(const struct audit_row *a, const struct audit_row *b)
+{
+	return !strcmp(a->id, b->id) && a->created_us == b->created_us &&
+	       str_eq(a->tenant, b->tenant) &&
+	       str_eq(a->session_key, b->session_key) &&
+	       str_eq(a->runtime, b->runtime) && str_eq(a->agent, b->agent) &&
+	       str_eq(a->run, b->run) && a->op == b->op &&
+	       str_eq(a->target, b->target) && a->ok == b->ok &&
+	       a->has_exit == b->has_exit && a->exit_status == b->exit_status &&
+	       a->bytes == b->bytes && a->results == b->results &&
+	       a->duration_ms == b->duration_ms && str_eq(a->detail, b->detail);
+}
+
+static void test_round_trip(void)
+{
+	enum { N = 5000 };
+	int bad = 0, bad_text = 0;
+
+	for (int i = 0; i < N; i++) {
+		struct audit_row r, back;
+		struct sbx_error *err = NULL;
+		json_t *j, *j2;
+		char *text;
+
+		random_row(&r);
+		j = audit_row_json(&r);
+		/* through text, as the spool and export carry it */
+		text = json_dumps(j, JSON_COMPACT);
+		json_decref(j);
+		j2 = json_loads(text, 0, NULL);
+		if (audit_row_from_json(j2, &back, &err) < 0) {
+			if (!bad++)
+				diag("refused: %s in %s", err->msg, text);
+			sbx_error_free(&err);
+		} else {
+			if (!rows_equal(&r, &back) && !bad++)
+				diag("differs: %s", text);
+			audit_row_release(&back);
+		}
+		if (i == 0) {
+			const char *k[] = {"id",      "created_at",  "tenant",
+					   "session", "runtime",     "agent",
+					   "run",     "op",	     "target",
+					   "ok",      "exit_status", "bytes",
+					   "results", "duration_ms", "detail"};
+			size_t n = 0;
+			const char *key;
+			json_t *v;
+
+			json_object_foreach(j2, key, v)
+			{
+				if (n < 15 && strcmp(key, k[n]))
+					bad_text++;
+				n++;
+			}
+			if (n != 15)
+				bad_text++;
+		}
+		json_decref(j2);
+		free(text);
+		audit_row_release(&r);
+	}
+	is_int(bad, 0, "%d fuzzed rows: JSON round trip is exact", N);
+	is_int(bad_text, 0, "the keys, in audit.h's order");
+}
+
+static void test_json_shape(void)
+{
+	struct audit_row r;
+	json_t *j;
+	char *text;
+
+	audit_row_init(&r, AUDIT_WRITE);
+	memcpy(r.id, "0b8e4a6c-1d2f-4e3a-9b5c-6d7e8f9a0b1c", 37);
+	r.created_us = 1796119200123456LL; /* 2026-12-01T10:00:00.123456Z */
+	audit_row_set(&r.tenant, "acme", 4, AUDIT_TARGET_MAX);
+	audit_row_set(&r.target, "a.txt", 5, AUDIT_TARGET_MAX);
+	r.duration_ms = 3;
+	r.ok = true;
+	j = audit_row_json(&r);
+	text = json_dumps(j, JSON_COMPACT);
+	is_str(text,
+	       "{\"id\":\"0b8e4a6c-1d2f-4e3a-9b5c-6d7e8f9a0b1c\","
+	       "\"created_at\":\"2026-12-01T10:00:00.123456Z\","
+	       "\"tenant\":\"acme\",\"session\":\"\",\"runtime\":\"\","
+	       "\"agent\":null,\"run\":null,\"op\":\"write\","
+	       "\"target\":\"a.txt\",\"ok\":true,\"exit_status\":null,"
+	       "\"bytes\":null,\"results\":null,\"duration_ms\":3,"
+	       "\"detail\":\"\"}",
+	       "the JSON of a row: keys, nulls, created_at");
+	free(text);
+	json_decref(j);
+	audit_row_release(&r);
+	{
+		char t[32];
+		long long us;
+
+		audit_time_format(t, -1);
+		is_str(t, "1969-12-31T23:59:59.999999Z", "before 1970");
+		ok(audit_time_parse(t, &us) && us == -1, "and back");
+		ok(!audit_time_parse("2026-02-30T00:00:00.000000Z", &us),
+		   "Feb 30 refused");
+		ok(!audit_time_parse("2026-12-01T24:00:00.000000Z", &us),
+		   "24:00 refused");
+		ok(!audit_time_parse("2026-12-01T10:00:00.123456+00:00", &us),
+		   "only Z");
+	}
+}
+
+/* One key of a good row's JSON replaced (or removed: v NULL). */
+static void refuse(const char *key, json_t *v, const char *want,
+		   const char *name)
+{
+	struct audit_row r, back;
+	struct sbx_error *err = NULL;
+	json_t *j;
+	int rc;
+
+	audit_row_init(&r, AUDIT_EXECUTE);
+	r.has_exit = true;
+	r.exit_status = 2;
+	r.agent = xstrdup("agent");
+	j = audit_row_json(&r);
+	audit_row_release(&r);
+	if (v)
+		json_object_set_new(j, key, v);
+	else
+		json_object_del(j, key);
+	rc = audit_row_from_json(j, &back, &err);
+	ok(rc < 0 && err && strstr(err->msg, want) && back.target == NULL,
+	   "refused: %s (%s)", name, err ? err->msg : "accepted");
+	if (rc == 0)
+		audit_row_release(&back);
+	sbx_error_free(&err);
+	json_decref(j);
+}
+
+static void test_refusals(void)
+{
+	static const char *const keys[] = {
+	    "id",	   "created_at", "tenant",  "session",	   "runtime",
+	    "agent",	   "run",	 "op",	    "target",	   "ok",
+	    "exit_status", "bytes",	 "results", "duration_ms", "detail"};
+	char big[700];
+
+	for (size_t i = 0; i < 15; i++) {
+		char want[64];
+
+		snprintf(want, sizeof(want), "'%s': missing", keys[i]);
+		refuse(keys[i], NULL, want, want);
+	}
+	refuse("extra", json_true(), "unknown key 'extra'", "an unknown key");
+	refuse("ev\x1bil", json_true(), "unknown key 'ev\\x1bil'",
+	       "an unknown key, shown escaped");
+	refuse("id", json_string("0B8E4A6C-1D2F-4E3A-9B5C-6D7E8F9A0B1C"),
+	       "'id'", "uppercase id");
+	refuse("id", json_string("0b8e4a6c-1d2f-1e3a-9b5c-6d7e8f9a0b1c"),
+	       "'id'", "version 1 id");
+	refuse("id", json_string("0b8e4a6c-1d2f-4e3a-cb5c-6d7e8f9a0b1c"),
+	       "'id'", "wrong variant");
+	refuse("id", json_integer(4), "'id'", "id not a string");
+	refuse("created_at", json_string("2026-12-01T10:00:00Z"),
+	       "'created_at'", "no microseconds");
+	refuse("created_at", json_string("2026-13-01T10:00:00.000000Z"),
+	       "'created_at'", "month 13");
+	refuse("tenant", json_integer(1), "'tenant': not a string",
+	       "tenant a number");
+	refuse("tenant", json_null(), "'tenant': not a string", "tenant null");
+	refuse("session", json_string("a\nb"), "'session': not clean",
+	       "session with a newline");
+	refuse("runtime", json_string("\xe2\x80\xae"), "'runtime': not clean",
+	       "runtime with RLO");
+	refuse("agent", json_string(""), "'agent': empty", "empty agent");
+	memset(big, 'a', 201);
+	big[201] = '\0';
+	refuse("agent", json_string(big), "'agent': over 200 bytes",
+	       "agent over 200 bytes");
+	refuse("run", json_true(), "'run': not a string or null", "run true");
+	refuse("op", json_string("delete"), "'op': not an operation",
+	       "unknown op");
+	refuse("op", json_null(), "'op': not an operation", "op null");
+	memset(big, 'a', 513);
+	big[513] = '\0';
+	refuse("target", json_string(big), "'target': over 512 characters",
+	       "target of 513 characters");
+	refuse("target", json_stringn("a\0b", 3), "'target'",
+	       "target with NUL");
+	refuse("ok", json_integer(1), "'ok': not true or false", "ok 1");
+	refuse("exit_status", json_integer(1LL << 40), "'exit_status': out of",
+	       "exit status past int");
+	refuse("exit_status", json_real(1.0), "'exit_status': not an integer",
+	       "exit status a real");
+	refuse("bytes", json_integer(-1), "'bytes': out of range",
+	       "negative bytes");
+	refuse("results", json_string("3"), "'results': not an integer",
+	       "results a string");
+	refuse("duration_ms", json_integer(-5), "'duration_ms': out of range",
+	       "negative duration");
+	refuse("duration_ms", json_null(), "'duration_ms': not an integer",
+	       "duration null");
+	memset(big, 'd', 201);
+	big[201] = '\0';
+	refuse("detail", json_string(big), "'detail': over 200 characters",
+	       "detail of 201 characters");
+	refuse("detail", json_string("exit 2\x01"), "'detail': not clean",
+	       "detail with a control");
+	{
+		struct audit_row back;
+		struct sbx_error *err = NULL;
+		json_t *a = json_array();
+
+		ok(audit_row_from_json(a, &back, &err) < 0, "an array refused");
+		sbx_error_free(&err);
+		json_decref(a);
+	}
+}
+
+int main(void)
+{
+	xjson_init();
+	test_ops();
+	test_uuid();
+	test_init();
+	test_clean_cases();
+	test_clean_fuzz();
+	test_json_shape();
+	test_round_trip();
+	test_refusals();
+	return done_testing();
+}

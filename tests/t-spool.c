@@ -1,0 +1,588 @@
+/*
+ * t-spool.c - the audit's spool (spool.h) on real files in a temporary
+ * directory: append then replay in order, a torn last line and a flipped
+ * byte kept aside (once, even when replayed again), a failing sink leaves
+ * the spool whole, 8 processes appending at once, status, and the
+ * directories refused (a symlink, group-writable, a file, read-only).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "audit.h"
+#include "error.h"
+#include "spool.h"
+#include "tap.h"
+#include "xjson.h"
+
+static char root[64];
+static int ndir;
+
+/* A fresh spool in a new directory (SBXCAT_SPOOL_DIR). */
+static char *fresh(struct spool *s)
+{
+	char *d = tap_path(root, "spool%d", ndir++);
+
+	setenv("SBXCAT_SPOOL_DIR", d, 1);
+	spool_init(s);
+	return d;
+}
+
+static void make_row(struct audit_row *r, int i)
+{
+	char t[64];
+
+	audit_row_init(r, AUDIT_WRITE);
+	snprintf(t, sizeof(t), "file-%d.txt", i);
+	audit_row_set(&r->target, t, strlen(t), AUDIT_TARGET_MAX);
+	audit_row_set(&r->tenant, "acme", 4, AUDIT_TARGET_MAX);
+	r->bytes = i;
+	r->ok = true;
+}
+
+struct got {
+	char (*ids)[37];
+	long long *bytes;
+	size_t n, alloc_ids, alloc_bytes;
+	size_t calls;
+	int fail_at; /* call number that fails (1-based), 0: never */
+};
+
+static int sink(void *arg, const struct audit_row *rows, size_t n,
+		struct sbx_error **err)
+{
+	struct got *g = arg;
+
+	g->calls++;
+	if ((int)g->calls == g->fail_at)
+		return sbx_error_set(err, 3, 0, "database went away");
+	for (size_t i = 0; i < n; i++) {
+		ALLOC_GROW(g->ids, g->n + 1, g->alloc_ids);
+		ALLOC_GROW(g->bytes, g->n + 1, g->alloc_bytes);
+		memcpy(g->ids[g->n], rows[i].id, 37);
+		g->bytes[g->n++] = rows[i].bytes;
+	}
+	return 0;
+}
+
+static void got_reset(struct got *g)
+{
+	free(g->ids);
+	free(g->bytes);
+	memset(g, 0, sizeof(*g));
+}
+
+/* Append n rows; their ids into ids (may be NULL). */
+static void append_n(struct spool *s, int from, int n, char (*ids)[37])
+{
+	for (int i = 0; i < n; i++) {
+		struct audit_row r;
+		struct sbx_error *err = NULL;
+
+		make_row(&r, from + i);
+		if (spool_append(s, &r, &err) < 0)
+			bail_out("spool_append: %s", err->msg);
+		if (ids)
+			memcpy(ids[i], r.id, 37);
+		audit_row_release(&r);
+	}
+}
+
+static off_t file_size(const char *dir, const char *name)
+{
+	char *p = tap_path(dir, "%s", name);
+	struct stat st;
+	off_t n = stat(p, &st) == 0 ? st.st_size : -1;
+
+	free(p);
+	return n;
+}
+
+static long long lines_of(const char *dir, const char *name)
+{
+	char *p = tap_path(dir, "%s", name);
+	FILE *f = fopen(p, "r");
+	long long n = 0;
+	int c;
+
+	free(p);
+	if (!f)
+		return -1;
+	while ((c = getc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+static int replay(struct spool *s, struct got *g, unsigned long long *moved,
+		  unsigned long long *kept, char **msg)
+{
+	struct sbx_error *err = NULL;
+	int rc = spool_replay(s, true, sink, g, moved, kept, &err);
+
+	if (msg)
+		*msg = err ? xstrdup(err->msg) : NULL;
+	sbx_error_free(&err);
+	return rc;
+}
+
+static void test_round_trip(void)
+{
+	struct spool s;
+	struct got g = {0};
+	char ids[5][37];
+	unsigned long long moved, kept;
+	struct spool_status st;
+	struct sbx_error *err = NULL;
+	char *d = fresh(&s);
+	bool order = true;
+	struct stat sb;
+
+	ok(!spool_pending(&s), "no spool yet: nothing pending");
+	append_n(&s, 0, 5, ids);
+	ok(stat(d, &sb) == 0 && (sb.st_mode & 07777) == 0700,
+	   "the directory was made 0700");
+	{
+		char *p = tap_path(d, "audit.jsonl");
+
+		ok(stat(p, &sb) == 0 && (sb.st_mode & 07777) == 0600,
+		   "audit.jsonl is 0600");
+		free(p);
+	}
+	ok(spool_pending(&s), "pending after appends");
+	is_int(lines_of(d, "audit.jsonl"), 5, "5 lines");
+	ok(spool_status(&s, &st, &err) == 0 && st.exists && st.rows == 5 &&
+	       st.kept_aside == 0 && st.last_flush_us == 0,
+	   "status: 5 rows, none kept, never flushed");
+	is_int(replay(&s, &g, &moved, &kept, NULL), 0, "replay");
+	is_int((long long)moved, 5, "5 rows moved");
+	is_int((long long)kept, 0, "none kept aside");
+	for (int i = 0; i < 5 && order; i++)
+		order =
+		    g.n == 5 && !strcmp(g.ids[i], ids[i]) && g.bytes[i] == i;
+	ok(order, "the rows, in order, whole");
+	is_int((long long)file_size(d, "audit.jsonl"), 0, "the file emptied");
+	ok(!spool_pending(&s), "nothing pending after the replay");
+	ok(spool_status(&s, &st, &err) == 0 && st.rows == 0 &&
+	       st.last_flush_us > 0 && st.last_flush_rows == 5,
+	   "status: no rows, last flush moved 5");
+	got_reset(&g);
+	is_int(replay(&s, &g, &moved, &kept, NULL), 0, "replay again");
+	ok(moved == 0 && g.n == 0, "the second replay gives nothing");
+	/* appending after a replay, on the same descriptor */
+	append_n(&s, 10, 2, NULL);
+	got_reset(&g);
+	replay(&s, &g, &moved, &kept, NULL);
+	ok(moved == 2 && g.n == 2 && g.bytes[0] == 10,
+	   "appends after a replay land at the start of the file");
+	got_reset(&g);
+	spool_close(&s);
+	free(d);
+}
+
+/* Oldest is the smallest created_us, not the first line's. */
+static void test_status_oldest(void)
+{
+	struct spool s;
+	struct spool_status st;
+	struct sbx_error *err = NULL;
+	char *d = fresh(&s);
+	long long when[3] = {1796119200000000LL, 1796000000000000LL,
+			     1796119300000000LL};
+
+	for (int i = 0; i < 3; i++) {
+		struct audit_row r;
+
+		make_row(&r, i);
+		r.created_us = when[i];
+		if (spool_append(&s, &r, &err) < 0)
+			bail_out("append: %s", err->msg);
+		audit_row_release(&r);
+	}
+	ok(spool_status(&s, &st, &err) == 0 && st.rows == 3 &&
+	       st.oldest_us == when[1],
+	   "status: oldest is the smallest time, from the second line");
+	spool_close(&s);
+	free(d);
+}
+
+static void truncate_to(const char *dir, off_t n)
+{
+	char *p = tap_path(dir, "audit.jsonl");
+
+	if (truncate(p, n) < 0)
+		bail_out("truncate: %s", strerror(errno));
+	free(p);
+}
+
+static void flip_byte(const char *dir, off_t at)
+{
+	char *p = tap_path(dir, "audit.jsonl");
+	int fd = open(p, O_RDWR);
+	char c;
+
+	if (fd < 0 || pread(fd, &c, 1, at) != 1)
+		bail_out("open %s", p);
+	c ^= 0x04;
+	if (pwrite(fd, &c, 1, at) != 1)
+		bail_out("pwrite");
+	close(fd);
+	free(p);
+}
+
+static void test_torn(void)
+{
+	struct spool s;
+	struct got g = {0};
+	char ids[4][37];
+	unsigned long long moved, kept;
+	char *d = fresh(&s);
+	off_t size;
+
+	append_n(&s, 0, 4, ids);
+	size = file_size(d, "audit.jsonl");
+	truncate_to(d, size - 40); /* the last line torn mid-way */
+	is_int(replay(&s, &g, &moved, &kept, NULL), 0, "replay a torn spool");
+	ok(moved == 3 && g.n == 3 && !strcmp(g.ids[2], ids[2]),
+	   "the 3 whole rows replayed");
+	is_int((long long)kept, 1, "the torn line kept aside");
+	is_int(lines_of(d, "kept-aside.jsonl"), 1, "kept-aside.jsonl: 1 line");
+	is_int((long long)file_size(d, "audit.jsonl"), 0, "spool emptied");
+	got_reset(&g);
+
+	/* A torn line, then a later append glued onto it. */
+	append_n(&s, 10, 2, ids);
+	size = file_size(d, "audit.jsonl");
+	truncate_to(d, size - 100);
+	append_n(&s, 20, 2, ids + 2);
+	is_int(replay(&s, &g, &moved, &kept, NULL), 0, "replay a glued line");
+	ok(moved == 3 && g.n == 3 && !strcmp(g.ids[0], ids[0]) &&
+	       !strcmp(g.ids[1], ids[2]) && !strcmp(g.ids[2], ids[3]),
+	   "the row glued onto torn bytes is found and replayed");
+	ok(kept == 1 && lines_of(d, "kept-aside.jsonl") == 2,
+	   "only the torn bytes kept aside");
+	got_reset(&g);
+	spool_close(&s);
+	free(d);
+}
+
+static void test_flipped(void)
+{
+	struct spool s;
+	struct got g = {0};
+	char ids[5][37];
+	unsigned long long moved, kept;
+	char *d = fresh(&s);
+	off_t size, line;
+
+	append_n(&s, 0, 5, ids);
+	size = file_size(d, "audit.jsonl");
+	line = size / 5;
+	flip_byte(d, 2 * line + line / 2); /* inside the third line */
+	is_int(replay(&s, &g, &moved, &kept, NULL), 0,
+	       "replay with a flipped byte");
+	ok(moved == 4 && g.n == 4 && !strcmp(g.ids[1], ids[1]) &&
+	       !strcmp(g.ids[2], ids[3]),
+	   "the 4 good rows replayed, in order, the bad one not handed on");
+	ok(kept == 1 && lines_of(d, "kept-aside.jsonl") == 1,
+	   "the flipped line kept aside");
+	got_reset(&g);
+
+	/* A byte changed inside a target: still JSON, still clean; only the
+	 * sum tells. */
+	append_n(&s, 0, 3, ids);
+	{
+		char *p = tap_path(d, "audit.jsonl"), *data = NULL;
+		size_t len = 0;
+		FILE *f = fopen(p, "r");
+		char *hit;
+
+		if (!f || getdelim(&data, &len, '\0', f) < 0)
+			bail_out("read %s", p);
+		fclose(f);
+		hit = strstr(data, "file-1.txt");
+		if (!hit)
+			bail_out("no file-1.txt in the spool");
+		flip_byte(d, hit - data); /* f -> b: "bile-1.txt" */
+		free(data);
+		free(p);
+	}
+	is_int(replay(&s, &g, &moved, &kept, NULL), 0,
+	       "replay with a target edited in place");
+	ok(moved == 2 && g.n == 2 && !strcmp(g.ids[0], ids[0]) &&
+	       !strcmp(g.ids[1], ids[2]) && kept == 1,
+	   "the edited row fails its sum: kept aside, not handed on");
+	got_reset(&g);
+	spool_close(&s);
+	free(d);
+}
+
+static void test_sink_fails(void)
+{
+	struct spool s;
+	struct got g = {0};
+	unsigned long long moved, kept;
+	char *d = fresh(&s), *msg = NULL;
+	off_t size;
+	int n = SPOOL_BATCH + 5;
+
+	append_n(&s, 0, n, NULL);
+	/* a torn last line, which is kept aside by the failed replay */
+	append_n(&s, n, 1, NULL);
+	truncate_to(d, file_size(d, "audit.jsonl") - 10);
+	size = file_size(d, "audit.jsonl");
+	g.fail_at = 2;
+	ok(replay(&s, &g, &moved, &kept, &msg) < 0 && msg &&
+	       strstr(msg, "database went away"),
+	   "the sink failing on the second batch fails the replay (%s)",
+	   msg ? msg : "no error");
+	free(msg);
+	ok(g.n == SPOOL_BATCH && moved == SPOOL_BATCH,
+	   "the first batch (SPOOL_BATCH rows) was taken");
+	is_int((long long)file_size(d, "audit.jsonl"), (long long)size,
+	       "the spool is left as it was");
+	is_int(lines_of(d, "kept-aside.jsonl"), 1, "the torn line kept aside");
+	got_reset(&g);
+	/* Replayed again (as after a crash before the truncate): everything
+	 * is handed on again, the torn line not kept a second time. */
+	is_int(replay(&s, &g, &moved, &kept, NULL), 0, "replay again");
+	ok(moved == (unsigned long long)n && g.n == (size_t)n && g.calls == 2,
+	   "all %d rows, in two batches", n);
+	ok(kept == 1 && lines_of(d, "kept-aside.jsonl") == 1,
+	   "the torn line counted, but kept aside only once");
+	is_int((long long)file_size(d, "audit.jsonl"), 0, "spool emptied");
+	got_reset(&g);
+	spool_close(&s);
+	free(d);
+}
+
+static void test_concurrent(void)
+{
+	enum { P = 8, N = 500 };
+	struct spool s;
+	struct got g = {0};
+	unsigned long long moved, kept;
+	char *d = fresh(&s);
+	pid_t pids[P];
+	int fails = 0;
+	bool distinct = true;
+
+	fflush(stdout);
+	for (int p = 0; p < P; p++) {
+		pids[p] = fork();
+		if (pids[p] < 0)
+			bail_out("fork: %s", strerror(errno));
+		if (pids[p] == 0) {
+			struct spool c;
+
+			spool_init(&c);
+			for (int i = 0; i < N; i++) {
+				struct audit_row r;
+				struct sbx_error *err = NULL;
+
+				make_row(&r, p * N + i);
+				if (spool_append(&c, &r, &err) < 0)
+					_exit(1);
+				audit_row_release(&r);
+			}
+			spool_close(&c);
+			_exit(0);
+		}
+	}
+	for (int p = 0; p < P; p++) {
+		int status;
+
+		waitpid(pids[p], &status, 0);
+		fails += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+	}
+	is_int(fails, 0, "8 processes appended 500 rows each");
+	is_int(lines_of(d, "audit.jsonl"), P * N, "4000 lines");
+	is_int(replay(&s, &g, &moved, &kept, NULL), 0, "replay");
+	ok(moved == P * N && kept == 0,
+	   "4000 whole rows replayed, none kept "
+	   "aside (%llu, %llu)",
+	   moved, kept);
+	{
+		char *seen = xcalloc(P * N, 1);
+
+		for (size_t i = 0; i < g.n; i++) {
+			long long b = g.bytes[i];
+
+			if (b < 0 || b >= P * N || seen[b]++)
+				distinct = false;
+		}
+		free(seen);
+	}
+	ok(distinct && g.n == P * N, "each row exactly once");
+	got_reset(&g);
+	spool_close(&s);
+	free(d);
+}
+
+static void expect_refused(const char *dir, const char *want, const char *name)
+{
+	struct spool s;
+	struct audit_row r;
+	struct sbx_error *err = NULL;
+	int rc;
+
+	setenv("SBXCAT_SPOOL_DIR", dir, 1);
+	spool_init(&s);
+	make_row(&r, 0);
+	rc = spool_append(&s, &r, &err);
+	ok(rc < 0 && err && err->status == 3 && strstr(err->msg, dir) &&
+	       strstr(err->msg, want),
+	   "%s: status 3 naming it (%s)", name, err ? err->msg : "accepted");
+	sbx_error_free(&err);
+	audit_row_release(&r);
+	spool_close(&s);
+}
+
+static void test_refused(void)
+{
+	/* Arrays, not allocations: the forked child below exits with them
+	 * in use, and valgrind would count them lost. */
+	char real[128], link[128], gw[128], file[128], under[128], ro[128];
+	int fd;
+
+	snprintf(real, sizeof(real), "%s/real", root);
+	snprintf(link, sizeof(link), "%s/link", root);
+	snprintf(gw, sizeof(gw), "%s/gw", root);
+	snprintf(file, sizeof(file), "%s/afile", root);
+	snprintf(under, sizeof(under), "%s/afile/spool", root);
+	snprintf(ro, sizeof(ro), "%s/ro", root);
+
+	if (mkdir(real, 0700) < 0 || symlink(real, link) < 0 ||
+	    mkdir(gw, 0700) < 0 || chmod(gw, 0770) < 0 || mkdir(ro, 0700) < 0)
+		bail_out("setup: %s", strerror(errno));
+	fd = open(file, O_WRONLY | O_CREAT, 0600);
+	if (fd < 0)
+		bail_out("setup: %s", strerror(errno));
+	close(fd);
+	expect_refused(link, "symbolic link", "a symlinked spool directory");
+	expect_refused(gw, "writable by group or others",
+		       "a group-writable spool directory");
+	expect_refused(file, "not a directory", "a file where the dir is");
+	expect_refused(under, "Not a directory",
+		       "a spool directory under a file");
+	if (chmod(gw, 0702) == 0)
+		expect_refused(gw, "writable by group or others",
+			       "a world-writable spool directory");
+	{
+		struct spool s;
+		struct spool_status st;
+		struct sbx_error *err = NULL;
+
+		setenv("SBXCAT_SPOOL_DIR", link, 1);
+		spool_init(&s);
+		ok(spool_status(&s, &st, &err) < 0 && err->status == 3,
+		   "status refuses a symlinked spool too");
+		sbx_error_free(&err);
+		spool_close(&s);
+		setenv("SBXCAT_SPOOL_DIR", under, 1);
+		spool_init(&s);
+		ok(spool_status(&s, &st, &err) < 0 && err->status == 3,
+		   "status on a path through a file: status 3");
+		sbx_error_free(&err);
+		spool_close(&s);
+	}
+
+	/* A read-only file system: a tmpfs mounted read-only in a mount
+	 * namespace of a child's own (nothing of the host's is touched). */
+	fflush(stdout);
+	{
+		pid_t pid = fork();
+		int status;
+
+		if (pid == 0) {
+			struct spool s;
+			struct audit_row r;
+			struct sbx_error *err = NULL;
+			int rc;
+
+			if (unshare(CLONE_NEWNS) < 0 ||
+			    mount("none", "/", "none", MS_REC | MS_PRIVATE,
+				  NULL) < 0 ||
+			    mount("tmpfs", ro, "tmpfs", MS_RDONLY,
+				  "mode=0700") < 0)
+				_exit(77);
+			setenv("SBXCAT_SPOOL_DIR", ro, 1);
+			spool_init(&s);
+			make_row(&r, 0);
+			rc = spool_append(&s, &r, &err);
+			if (rc < 0 && err->status == 3 &&
+			    strstr(err->msg, ro) &&
+			    strstr(err->msg, "audit.jsonl") &&
+			    strstr(err->msg, "Read-only"))
+				rc = 0;
+			else
+				fprintf(stderr, "# read-only: %s\n",
+					err ? err->msg : "accepted");
+			sbx_error_free(&err);
+			audit_row_release(&r);
+			spool_close(&s);
+			_exit(rc == 0 ? 0 : 1);
+		}
+		waitpid(pid, &status, 0);
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+			skip("no mount namespace here (not root?)",
+			     "a read-only spool directory");
+		else
+			ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			   "a read-only spool directory: status 3 naming "
+			   "DIR/audit.jsonl and why");
+	}
+}
+
+/* A row that is not clean is refused before it reaches the file. */
+static void test_unclean_row(void)
+{
+	struct spool s;
+	struct audit_row r;
+	struct sbx_error *err = NULL;
+	char *d = fresh(&s);
+
+	make_row(&r, 0);
+	free(r.target);
+	r.target = xstrdup("bad\nline");
+	ok(spool_append(&s, &r, &err) < 0 && strstr(err->msg, "'target'"),
+	   "an unclean row is refused (%s)", err ? err->msg : "accepted");
+	sbx_error_free(&err);
+	audit_row_release(&r);
+	spool_close(&s);
+	free(d);
+}
+
+int main(void)
+{
+	xjson_init();
+	snprintf(root, sizeof(root), "/tmp/t-spool-XXXXXX");
+	if (!mkdtemp(root))
+		bail_out("mkdtemp: %s", strerror(errno));
+	test_round_trip();
+	test_status_oldest();
+	test_torn();
+	test_flipped();
+	test_sink_fails();
+	test_concurrent();
+	test_refused();
+	test_unclean_row();
+	{
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", root);
+		if (system(cmd) != 0)
+			diag("could not remove %s", root);
+	}
+	return done_testing();
+}
