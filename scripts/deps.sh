@@ -18,9 +18,10 @@ engine="docker.io util-linux iproute2 curl man-db"
 # runs on), setpriv (util-linux) and openssl for the engine's permission
 # and TLS tests, GNU time for make bench, procps for the session tests'
 # pgrep and ps (what a timed-out command left on the host), strace for
-# t-fs.sh (a refused read reads not a byte of the file).
+# t-fs.sh (a refused read reads not a byte of the file); the PostgreSQL 15
+# server and psql for the audit's private cluster (tests/pgbed.sh).
 test="$build $engine busybox-static docker-compose jq python3-jsonschema strace
-	openssl time procps"
+	openssl time procps postgresql-15 postgresql-client-15"
 # setup: what the main job uses besides the build: an engine to prewarm on.
 setup="$build $engine"
 case "${1:-build}" in
@@ -42,6 +43,29 @@ if [ "$(id -u)" != 0 ]; then
 fi
 echo "sbxcat: installing$missing" >&2
 export DEBIAN_FRONTEND=noninteractive
+# Installing the PostgreSQL server must neither create nor start a system
+# cluster (postgresql-common makes and starts "main" on port 5432): the
+# tests run their own (tests/pgbed.sh).  createcluster.conf says so before
+# postgresql-common is installed (it keeps a file it finds); policy-rc.d
+# forbids starting services for the length of the install.
+undo=""
+case " $missing " in
+*" postgresql-15 "*)
+	if ! dpkg-query -W -f '${Status}\n' postgresql-common 2>/dev/null |
+		grep -q '^install ok installed$' &&
+		[ ! -e /etc/postgresql-common/createcluster.conf ]; then
+		mkdir -p /etc/postgresql-common
+		echo 'create_main_cluster = false' >/etc/postgresql-common/createcluster.conf
+	fi
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+		chmod 755 /usr/sbin/policy-rc.d
+		undo=/usr/sbin/policy-rc.d
+		trap 'rm -f "$undo"' EXIT
+	fi ;;
+esac
 apt-get update -qq
+# confold (dpkg's conffiles, ucf's files): a file we wrote is kept.
 # shellcheck disable=SC2086
-apt-get install -y -qq --no-install-recommends $missing >/dev/null
+UCF_FORCE_CONFFOLD=1 apt-get install -y -qq --no-install-recommends \
+	-o Dpkg::Options::=--force-confold $missing >/dev/null

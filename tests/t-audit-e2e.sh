@@ -1,5 +1,5 @@
 #!/bin/sh
-# t-audit.sh - the operation audit end to end (issue 10): sessions on the
+# t-audit-e2e.sh - the operation audit end to end (issue 10): sessions on the
 # test-bed's engine, their operations recorded in the test-bed's private
 # PostgreSQL (tests/pgbed.sh), one row per operation with the right fields,
 # refused and failed ones too; agents and runs; a path, never a payload
