@@ -78,6 +78,13 @@ void auditdb_close(struct auditdb *db);
  * "name", "applied_at" (RFC 3339 or null: pending)}.
  */
 #define AUDITDB_LOCK_MIGRATE 0x73627863 /* "sbxc" */
+struct auditdb_migration {
+	int version; /* 1, 2, ...: auditdb_migrations[i].version == i + 1 */
+	const char *name;
+	const char *sql; /* statements; no BEGIN/COMMIT (migrate wraps them) */
+};
+extern const struct auditdb_migration auditdb_migrations[]; /* audit-schema.c */
+extern const int auditdb_nmigrations;
 int auditdb_migrate(struct auditdb *db, int *applied, struct sbx_error **err);
 int auditdb_migrate_status(struct auditdb *db, json_t **status,
 			   struct sbx_error **err);
