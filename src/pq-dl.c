@@ -35,6 +35,7 @@ DLSYM_DEFINE(PQcmdTuples);
 DLSYM_DEFINE(PQclear);
 DLSYM_DEFINE(PQputCopyData);
 DLSYM_DEFINE(PQputCopyEnd);
+DLSYM_DEFINE(PQgetCopyData);
 DLSYM_DEFINE(PQgetResult);
 DLSYM_DEFINE(PQescapeIdentifier);
 DLSYM_DEFINE(PQescapeLiteral);
@@ -64,6 +65,7 @@ static const struct dl_sym syms[] = {
     DLSYM_ENTRY(PQclear),
     DLSYM_ENTRY(PQputCopyData),
     DLSYM_ENTRY(PQputCopyEnd),
+    DLSYM_ENTRY(PQgetCopyData),
     DLSYM_ENTRY(PQgetResult),
     DLSYM_ENTRY(PQescapeIdentifier),
     DLSYM_ENTRY(PQescapeLiteral),

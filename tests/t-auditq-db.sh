@@ -1,0 +1,12 @@
+#!/bin/sh
+# t-auditq-db.sh - auditq.c against the private PostgreSQL (tests/pgbed.sh):
+# tests/t-auditq-db rows on a fresh database of its own.
+srcdir=${srcdir:-.}
+. "$srcdir/tests/tap.sh"
+. "$srcdir/tests/pgbed.sh"
+pgbed_start || skip_all "no PostgreSQL test-bed (pgbed_start said why on stderr)"
+url=$(pgbed_newdb t_auditq_rows) || skip_all "cannot create the database t_auditq_rows"
+./tests/t-auditq-db rows "$url"
+rc=$?
+pgbed_dropdb t_auditq_rows
+exit $rc

@@ -1,0 +1,634 @@
+/*
+ * t-auditq.c - what auditq.c does without a database: --since/--until
+ * times (hand cases, and a fuzzer against timegm(3) as the reference) and
+ * the cursor (hand cases, a round trip over random values, and a fuzzer:
+ * whatever decode accepts is exactly what encode makes of its numbers),
+ * and the shape of the page SQL (every value a $n parameter).
+ */
+#include "config.h"
+
+#include <limits.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "alloc.h"
+#include "audit.h"
+#include "auditq.h"
+#include "error.h"
+#include "tap.h"
+
+#define NOW 1780000000123456LL /* 2026-05-28T20:26:40.123456Z */
+
+static long long tm_us(int y, int mo, int d, int h, int mi, int s)
+{
+	struct tm tm = {.tm_year = y - 1900,
+			.tm_mon = mo - 1,
+			.tm_mday = d,
+			.tm_hour = h,
+			.tm_min = mi,
+			.tm_sec = s};
+
+	return (long long)timegm(&tm) * 1000000;
+}
+
+static void time_ok(const char *s, long long want)
+{
+	struct sbx_error *err = NULL;
+	long long got = -7;
+	int r = auditq_parse_time(s, NOW, &got, &err);
+
+	if (r) {
+		ok(0, "'%s' parses (%s)", s, err ? err->msg : "?");
+		sbx_error_free(&err);
+		return;
+	}
+	is_int(got, want, "'%s'", s);
+}
+
+static void time_bad(const char *s, const char *why)
+{
+	struct sbx_error *err = NULL;
+	long long got = -7;
+	int r = auditq_parse_time(s, NOW, &got, &err);
+
+	if (!ok(r == -1 && err && err->status == 2 && got == -7 &&
+		    strstr(err->msg, why) && strstr(err->msg, "2026-12-01") &&
+		    strstr(err->msg, "7d"),
+		"'%s' refused: %s", s, why))
+		diag("got %d %lld: %s", r, got, err ? err->msg : "(no error)");
+	sbx_error_free(&err);
+}
+
+static void hand_times(void)
+{
+	long long d = tm_us(2026, 12, 1, 0, 0, 0);
+
+	time_ok("2026-12-01", d);
+	time_ok("2026-12-01T10:00", d + 36000000000LL);
+	time_ok("2026-12-01t10:00", d + 36000000000LL);
+	time_ok("2026-12-01 10:00", d + 36000000000LL);
+	time_ok("2026-12-01T10:00:00Z", d + 36000000000LL);
+	time_ok("2026-12-01T10:00:00z", d + 36000000000LL);
+	time_ok("2026-12-01T10:00:00+02:00", d + 28800000000LL);
+	time_ok("2026-12-01T10:00:00+0200", d + 28800000000LL);
+	time_ok("2026-12-01T10:00:00+02", d + 28800000000LL);
+	time_ok("2026-12-01T10:00-05:30", d + 36000000000LL + 19800000000LL);
+	time_ok("2026-12-01T00:00:00+23:59", d - (23 * 60 + 59) * 60000000LL);
+	time_ok("2026-12-01T10:00:00.5Z", d + 36000500000LL);
+	time_ok("2026-12-01T10:00:00,5Z", d + 36000500000LL);
+	time_ok("2026-12-01T10:00:00.000001Z", d + 36000000001LL);
+	time_ok("2026-12-01T10:00:00.123456789+02:00",
+		d + 28800123457LL); /* rounded up to the microsecond */
+	time_ok("2026-12-01T10:00:00.123456000Z", d + 36000123456LL);
+	time_ok("2026-12-01T10:00:00.999999999Z", d + 36001000000LL);
+	time_ok("2024-02-29", tm_us(2024, 2, 29, 0, 0, 0));
+	time_ok("2000-02-29T23:59:59Z", tm_us(2000, 2, 29, 23, 59, 59));
+	time_ok("1970-01-01T00:00:00.000001Z", 1);
+	time_ok("9999-12-31T23:59:59.999999Z",
+		tm_us(9999, 12, 31, 23, 59, 59) + 999999);
+	time_ok("0s", NOW);
+	time_ok("30s", NOW - 30000000LL);
+	time_ok("15m", NOW - 900000000LL);
+	time_ok("2h", NOW - 7200000000LL);
+	time_ok("7d", NOW - 7 * 86400000000LL);
+	time_ok("2w", NOW - 14 * 86400000000LL);
+	time_ok("0007d", NOW - 7 * 86400000000LL);
+
+	time_bad("", "not a time");
+	time_bad("yesterday", "not a time");
+	time_bad("2026-13-01", "month 13 out of range");
+	time_bad("2026-00-10", "month 0 out of range");
+	time_bad("2026-02-30", "day 30 out of range for 2026-02");
+	time_bad("2025-02-29", "day 29 out of range for 2025-02");
+	time_bad("1900-02-29", "day 29 out of range");
+	time_bad("2026-04-31", "day 31 out of range");
+	time_bad("2026-12-00", "day 0 out of range");
+	time_bad("2026-12-01T24:00", "time of day out of range");
+	time_bad("2026-12-01T10:60", "time of day out of range");
+	time_bad("2026-12-01T10:00:60Z", "time of day out of range");
+	time_bad("2026-12-01T10:00:00+24:00", "zone offset out of range");
+	time_bad("2026-12-01T10:00:00+02:60", "zone offset out of range");
+	time_bad("1969-12-31T23:59:59Z", "before 1970");
+	time_bad("1970-01-01", "before 1970");
+	time_bad("1970-01-01T01:00+01:00", "before 1970");
+	time_bad("2026-12-1", "not a time");
+	time_bad("26-12-01", "not a time");
+	time_bad("2026/12/01", "not a time");
+	time_bad("2026-12-01Z", "not a time");
+	time_bad("2026-12-01T", "not a time");
+	time_bad("2026-12-01T10", "not a time");
+	time_bad("2026-12-01T10:0", "not a time");
+	time_bad("2026-12-01T10:00:0", "not a time");
+	time_bad("2026-12-01T10:00.5", "not a time");
+	time_bad("2026-12-01T10:00:00.", "not a time");
+	time_bad("2026-12-01T10:00:00.1234567890Z", "not a time");
+	time_bad("2026-12-01T10:00:00+2", "not a time");
+	time_bad("2026-12-01T10:00:00+02:0", "not a time");
+	time_bad("2026-12-01T10:00:00Z ", "not a time");
+	time_bad(" 2026-12-01", "not a time");
+	time_bad("2026-12-01T10:00:00ZZ", "not a time");
+	time_bad("+2026-12-01", "not a time");
+	time_bad("2h ", "not a time");
+	time_bad("h", "not a time");
+	time_bad("-2h", "not a time");
+	time_bad("+2h", "not a time");
+	time_bad("2H", "not a time");
+	time_bad("2y", "not a time");
+	time_bad("2hm", "not a time");
+	time_bad("1.5h", "not a time");
+	time_bad("9223372036854775808s", "too far back");
+	time_bad("99999999999999999999999d", "too far back");
+	time_bad("9223372036854w", "too far back");
+	time_bad("1780000001s", "too far back"); /* before 1970 */
+	time_bad("2026-12-01\t", "not a time");
+
+	/* The text is named, escaped. */
+	{
+		struct sbx_error *err = NULL;
+		long long v;
+
+		auditq_parse_time("bad\x1b[31m\xff", NOW, &v, &err);
+		ok(err && strstr(err->msg, "'bad\\x1b[31m\\xff'") &&
+		       !strchr(err->msg, '\x1b'),
+		   "the text is named, escaped: %s", err ? err->msg : "");
+		sbx_error_free(&err);
+	}
+}
+
+/* The reference: the grammar as a regex, the calendar from timegm. */
+static bool ref_time(const char *s, long long *out)
+{
+	static regex_t rel, abs_re;
+	static bool compiled;
+	regmatch_t m[12];
+	int v[11] = {0};
+	long long frac = 0;
+
+	if (!compiled) {
+		if (regcomp(&rel, "^([0-9]+)([smhdw])$", REG_EXTENDED) ||
+		    regcomp(&abs_re,
+			    "^([0-9]{4})-([0-9]{2})-([0-9]{2})([Tt ]([0-9]{2}):"
+			    "([0-9]{2})(:([0-9]{2})([.,]([0-9]{1,9}))?)?"
+			    "([Zz]|[+-][0-9]{2}(:?[0-9]{2})?)?)?$",
+			    REG_EXTENDED))
+			bail_out("regcomp");
+		compiled = true;
+	}
+	if (!regexec(&rel, s, 3, m, 0)) {
+		__int128 n = 0, t;
+		static const long long unit[] = {1, 60, 3600, 86400, 604800};
+
+		for (const char *p = s; *p >= '0' && *p <= '9'; p++) {
+			n = n * 10 + (*p - '0');
+			if (n > (__int128)1 << 80)
+				return false;
+		}
+		t = NOW - n * unit[strchr("smhdw", s[m[2].rm_so]) - "smhdw"] *
+			      1000000;
+		if (t <= 0)
+			return false;
+		*out = (long long)t;
+		return true;
+	}
+	if (regexec(&abs_re, s, 12, m, 0))
+		return false;
+	{
+		static const int groups[] = {1, 2, 3, 5, 6, 8};
+		for (int g = 0; g < 6; g++)
+			if (m[groups[g]].rm_so >= 0)
+				v[g] = atoi(s + m[groups[g]].rm_so);
+	}
+	if (m[10].rm_so >= 0) {
+		int nd = m[10].rm_eo - m[10].rm_so;
+		char d[10] = "000000000";
+
+		memcpy(d, s + m[10].rm_so, (size_t)nd);
+		frac = atoll(d) / 1000 + (atoll(d) % 1000 != 0);
+	}
+	{
+		struct tm tm = {.tm_year = v[0] - 1900,
+				.tm_mon = v[1] - 1,
+				.tm_mday = v[2],
+				.tm_hour = v[3],
+				.tm_min = v[4],
+				.tm_sec = v[5]};
+		long long t;
+		int zone = 0;
+
+		t = timegm(&tm);
+		if (tm.tm_year != v[0] - 1900 || tm.tm_mon != v[1] - 1 ||
+		    tm.tm_mday != v[2] || tm.tm_hour != v[3] ||
+		    tm.tm_min != v[4] || tm.tm_sec != v[5] || v[1] < 1)
+			return false;
+		if (m[11].rm_so >= 0 && strchr("+-", s[m[11].rm_so])) {
+			const char *z = s + m[11].rm_so + 1;
+			int zh = (z[0] - '0') * 10 + z[1] - '0', zm = 0;
+
+			if (z[2])
+				zm = atoi(z + (z[2] == ':' ? 3 : 2));
+			if (zh > 23 || zm > 59)
+				return false;
+			zone = (s[m[11].rm_so] == '-' ? -1 : 1) *
+			       (zh * 3600 + zm * 60);
+		}
+		t = (t - zone) * 1000000 + frac;
+		if (t <= 0)
+			return false;
+		*out = t;
+		return true;
+	}
+}
+
+/* Random valid times in every form, against timegm. */
+static void fuzz_times(void)
+{
+	int bad = 0;
+
+	for (int i = 0; i < 20000; i++) {
+		int y = 1971 + (int)(tap_rand() % 8028), mo = 1 + tap_rand() % 12,
+		    dim = mo == 2 ? ((y % 4 == 0 && y % 100) || y % 400 == 0
+					 ? 29
+					 : 28)
+				  : (mo == 4 || mo == 6 || mo == 9 || mo == 11)
+				      ? 30
+				      : 31,
+		    d = 1 + (int)(tap_rand() % (unsigned)dim),
+		    h = tap_rand() % 24, mi = tap_rand() % 60,
+		    s = tap_rand() % 60, form = tap_rand() % 6,
+		    zh = tap_rand() % 24, zm = tap_rand() % 60,
+		    sign = tap_rand() % 2 ? 1 : -1;
+		long frac = (long)(tap_rand() % 1000000);
+		char buf[80];
+		long long want = tm_us(y, mo, d, h, mi, s), got;
+		struct sbx_error *err = NULL;
+
+		switch (form) {
+		case 0:
+			snprintf(buf, sizeof(buf), "%04d-%02d-%02d", y, mo, d);
+			want = tm_us(y, mo, d, 0, 0, 0);
+			break;
+		case 1:
+			snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d",
+				 y, mo, d, h, mi);
+			want = tm_us(y, mo, d, h, mi, 0);
+			break;
+		case 2:
+			snprintf(buf, sizeof(buf),
+				 "%04d-%02d-%02dT%02d:%02d:%02dZ", y, mo, d, h,
+				 mi, s);
+			break;
+		case 3:
+			snprintf(buf, sizeof(buf),
+				 "%04d-%02d-%02dT%02d:%02d:%02d.%06ld", y, mo,
+				 d, h, mi, s, frac);
+			want += frac;
+			break;
+		default:
+			snprintf(buf, sizeof(buf),
+				 "%04d-%02d-%02d %02d:%02d:%02d.%06ld%c%02d:%02d",
+				 y, mo, d, h, mi, s, frac, sign > 0 ? '+' : '-',
+				 zh, zm);
+			want += frac - sign * (zh * 3600LL + zm * 60) * 1000000;
+			break;
+		}
+		if (auditq_parse_time(buf, NOW, &got, &err) || got != want) {
+			if (bad++ < 5)
+				diag("'%s': got %lld, want %lld (%s)", buf, got,
+				     want, err ? err->msg : "");
+		}
+		sbx_error_free(&err);
+	}
+	is_int(bad, 0, "20000 random valid times agree with timegm");
+
+	/* Garbage from the times' own alphabet, and valid times mutated:
+	 * accepted exactly when the reference (a regex of the grammar, then
+	 * timegm) accepts, with the same value. */
+	bad = 0;
+	int accepted = 0;
+	for (int i = 0; i < 200000; i++) {
+		static const char abc[] = "0123456789-:T.Z+smhdw 0120-,";
+		char buf[48];
+		int n = (int)(tap_rand() % 28);
+		long long got = -7, want;
+		struct sbx_error *err = NULL;
+		int r;
+
+		if (tap_rand() % 2) {
+			snprintf(buf, sizeof(buf),
+				 "2026-%02u-%02uT1%u:%u%u:%u%u.%u%c0%u:%u0",
+				 tap_rand() % 14, tap_rand() % 33,
+				 tap_rand() % 10, tap_rand() % 7,
+				 tap_rand() % 10, tap_rand() % 7,
+				 tap_rand() % 10, tap_rand() % 10,
+				 "+-"[tap_rand() % 2], tap_rand() % 10,
+				 tap_rand() % 7);
+			for (unsigned k = tap_rand() % 3; k > 0; k--) {
+				size_t at = tap_rand() % strlen(buf);
+				if (tap_rand() % 2)
+					buf[at] = abc[tap_rand() %
+						      (sizeof(abc) - 1)];
+				else
+					memmove(buf + at, buf + at + 1,
+						strlen(buf + at));
+			}
+		} else {
+			for (int k = 0; k < n; k++)
+				buf[k] = abc[tap_rand() % (sizeof(abc) - 1)];
+			buf[n] = 0;
+		}
+		r = auditq_parse_time(buf, NOW, &got, &err);
+		accepted += r == 0;
+		if (ref_time(buf, &want)) {
+			if ((r || got != want) && bad++ < 5)
+				diag("'%s': got %d %lld, want %lld", buf, r,
+				     got, want);
+		} else if ((r != -1 || !err || err->status != 2) &&
+			   bad++ < 5) {
+			diag("'%s' accepted as %lld", buf, got);
+		}
+		sbx_error_free(&err);
+	}
+	is_int(bad, 0, "200000 garbage times: refused, or exactly right");
+	ok(accepted > 1000, "the fuzzer reached valid times too (%d)", accepted);
+}
+
+static void cursor_bad(const char *s, const char *why)
+{
+	struct sbx_error *err = NULL;
+	long long a = -7, b = -7;
+	int r = auditq_cursor_decode(s, &a, &b, &err);
+
+	if (!ok(r == -1 && err && err->status == 2 && a == -7 && b == -7 &&
+		    !strcmp(err->msg, "--after: not a cursor sbxcat printed"),
+		"cursor refused: %s", why))
+		diag("got %d %lld %lld", r, a, b);
+	sbx_error_free(&err);
+}
+
+/* base64url, no padding, of text: how a forger would make a cursor. */
+static void b64url(const char *text, char *out)
+{
+	static const char abc[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	size_t n = strlen(text), i;
+	const unsigned char *t = (const unsigned char *)text;
+
+	for (i = 0; i + 2 < n; i += 3) {
+		*out++ = abc[t[i] >> 2];
+		*out++ = abc[(t[i] & 3) << 4 | t[i + 1] >> 4];
+		*out++ = abc[(t[i + 1] & 15) << 2 | t[i + 2] >> 6];
+		*out++ = abc[t[i + 2] & 63];
+	}
+	if (n - i == 1) {
+		*out++ = abc[t[i] >> 2];
+		*out++ = abc[(t[i] & 3) << 4];
+	} else if (n - i == 2) {
+		*out++ = abc[t[i] >> 2];
+		*out++ = abc[(t[i] & 3) << 4 | t[i + 1] >> 4];
+		*out++ = abc[(t[i + 1] & 15) << 2];
+	}
+	*out = 0;
+}
+
+static void forged_bad(const char *text, const char *why)
+{
+	char c[200];
+
+	b64url(text, c);
+	cursor_bad(c, why);
+}
+
+static long long rand_ll(void)
+{
+	unsigned long long v =
+	    (unsigned long long)tap_rand() << 32 | tap_rand();
+
+	switch (tap_rand() % 4) {
+	case 0: return (long long)(v >> 1);
+	case 1: return (long long)(v % 1000);
+	case 2: return (long long)(v % 4000000000000000LL);
+	default: return (long long)(v >> (1 + tap_rand() % 63));
+	}
+}
+
+static void cursors(void)
+{
+	char c[64], f[200];
+	long long a, b;
+	struct sbx_error *err = NULL;
+	int bad = 0;
+
+	auditq_cursor_encode(1780000000123456LL, 42, c);
+	b64url("1:1780000000123456:42", f);
+	is_str(c, f, "a cursor is base64url of 1:CREATED_US:SEQ");
+	ok(auditq_cursor_decode(c, &a, &b, &err) == 0 &&
+	       a == 1780000000123456LL && b == 42,
+	   "and decodes back");
+	auditq_cursor_encode(LLONG_MAX, LLONG_MAX, c);
+	ok(strlen(c) < 64 && auditq_cursor_decode(c, &a, &b, &err) == 0 &&
+	       a == LLONG_MAX && b == LLONG_MAX,
+	   "the largest cursor fits and round-trips (%zu characters)",
+	   strlen(c));
+	auditq_cursor_encode(0, 0, c);
+	ok(auditq_cursor_decode(c, &a, &b, &err) == 0 && a == 0 && b == 0,
+	   "(0, 0) round-trips");
+	sbx_error_free(&err);
+
+	cursor_bad("", "empty");
+	cursor_bad("!!!!", "not base64url");
+	forged_bad("2:1780000000123456:42", "another version");
+	forged_bad("0:1780000000123456:42", "version 0");
+	forged_bad("1:1780000000123456:42:", "trailing colon");
+	forged_bad("1:1780000000123456:42x", "trailing junk");
+	forged_bad("1:1780000000123456:42 ", "trailing blank");
+	forged_bad("1:1780000000123456", "one number");
+	forged_bad("1:1780000000123456:", "empty seq");
+	forged_bad("1::42", "empty time");
+	forged_bad("1:-1780000000123456:42", "negative time");
+	forged_bad("1:1780000000123456:-42", "negative seq");
+	forged_bad("1:+1780000000123456:42", "a plus sign");
+	forged_bad("1:01780000000123456:42", "a leading zero");
+	forged_bad("1:1780000000123456:00", "a zero written twice");
+	forged_bad("1:9223372036854775808:42", "time overflow");
+	forged_bad("1:42:9223372036854775808", "seq overflow");
+	forged_bad("1:42:99999999999999999999999999", "seq overflow, long");
+	forged_bad(" 1:42:42", "a leading blank");
+	forged_bad("1:42:42\n", "a newline");
+	forged_bad("1:0x2a:42", "hexadecimal");
+	auditq_cursor_encode(1780000000123456LL, 42, c);
+	snprintf(f, sizeof(f), "%s=", c);
+	cursor_bad(f, "padding added");
+	snprintf(f, sizeof(f), "%sA", c);
+	cursor_bad(f, "a character appended");
+	snprintf(f, sizeof(f), "%s", c);
+	f[0] = '+';
+	cursor_bad(f, "standard base64's +");
+	f[0] = '/';
+	cursor_bad(f, "standard base64's /");
+	snprintf(f, sizeof(f), " %s", c);
+	cursor_bad(f, "a leading blank");
+	/* "1:42:42" is 7 bytes: 10 characters, the last holding 2 spare
+	 * bits; setting one is another string of the same bytes. */
+	b64url("1:42:42", f);
+	{
+		const char *abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrs"
+				  "tuvwxyz0123456789-_";
+		size_t last = strlen(f) - 1;
+		const char *p = strchr(abc, f[last]);
+
+		f[last] = abc[(p - abc) | 1];
+		cursor_bad(f, "spare bits set");
+	}
+	memset(f, 'A', 100);
+	f[100] = 0;
+	cursor_bad(f, "too long");
+
+	for (int i = 0; i < 100000; i++) {
+		long long x = rand_ll(), y = rand_ll();
+
+		auditq_cursor_encode(x, y, c);
+		if (auditq_cursor_decode(c, &a, &b, &err) || a != x || b != y) {
+			if (bad++ < 5)
+				diag("(%lld, %lld) -> %s -> (%lld, %lld)", x,
+				     y, c, a, b);
+		}
+		sbx_error_free(&err);
+	}
+	is_int(bad, 0, "100000 random cursors round-trip");
+
+	/* Decode accepts only what encode makes: random strings, and valid
+	 * cursors with a character changed, added or removed. */
+	bad = 0;
+	for (int i = 0; i < 300000; i++) {
+		static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghij"
+					  "klmnopqrstuvwxyz0123456789-_=+/. ";
+		char s[80], again[64];
+		size_t n;
+
+		if (i % 3 == 0) {
+			n = tap_rand() % 70;
+			for (size_t k = 0; k < n; k++)
+				s[k] = abc[tap_rand() % (sizeof(abc) - 1)];
+			s[n] = 0;
+		} else if (i % 3 == 1) {
+			char text[64];
+
+			/* forged texts near the real format */
+			snprintf(text, sizeof(text), "%c:%s%lld:%s%lld%s",
+				 "120"[tap_rand() % 3],
+				 tap_rand() % 8 ? "" : "0", rand_ll(),
+				 tap_rand() % 8 ? "" : "-", rand_ll(),
+				 tap_rand() % 8 ? "" : "x");
+			b64url(text, s);
+		} else {
+			auditq_cursor_encode(rand_ll(), rand_ll(), s);
+			n = strlen(s);
+			switch (tap_rand() % 3) {
+			case 0:
+				s[tap_rand() % n] =
+				    abc[tap_rand() % (sizeof(abc) - 1)];
+				break;
+			case 1:
+				s[n] = abc[tap_rand() % (sizeof(abc) - 1)];
+				s[n + 1] = 0;
+				break;
+			default:
+				memmove(s + tap_rand() % n,
+					s + tap_rand() % n + 1, 1);
+				s[n - 1] = 0;
+			}
+		}
+		if (auditq_cursor_decode(s, &a, &b, &err) == 0) {
+			auditq_cursor_encode(a, b, again);
+			if ((strcmp(again, s) || a < 0 || b < 0) && bad++ < 5)
+				diag("'%s' accepted as (%lld, %lld)", s, a, b);
+		} else if ((!err || err->status != 2) && bad++ < 5) {
+			diag("'%s': no status 2 error", s);
+		}
+		sbx_error_free(&err);
+	}
+	is_int(bad, 0, "300000 strings: decode accepts only encode's output");
+}
+
+/* The page SQL: values as parameters only, never in the statement. */
+static void page_sql(void)
+{
+	struct auditq_filter f = {
+	    .tenant = "acme'; DROP TABLE x; --",
+	    .session = "s1",
+	    .agent = "ag",
+	    .run = "rn",
+	    .ops = 1u << AUDIT_WRITE | 1u << AUDIT_EXECUTE,
+	    .failed = true,
+	    .search = "50%_off\\",
+	    .since_us = 1780000000000001LL,
+	    .until_us = 1790000000000000LL,
+	    .has_after = true,
+	    .after_us = 1785000000123456LL,
+	    .after_seq = 99,
+	};
+	struct auditq_sql q;
+	bool found[12] = {0};
+
+	auditq_page_sql(&f, 7, &q);
+	is_int(q.nparams, 11, "every filter is a parameter");
+	ok(!strstr(q.sql, "acme") && !strstr(q.sql, "50%") &&
+	       !strstr(q.sql, "s1") && !strstr(q.sql, "2026"),
+	   "no value in the statement");
+	for (int i = 0; i < q.nparams; i++) {
+		static const char *const want[] = {
+		    "acme'; DROP TABLE x; --",
+		    "s1",
+		    "ag",
+		    "rn",
+		    "{write,execute}",
+		    "%50\\%\\_off\\\\%",
+		    "2026-05-28 20:26:40.000001+00",
+		    "2026-09-21 14:13:20.000000+00",
+		    "2026-07-25 17:20:00.123456+00",
+		    "99",
+		    "7"};
+		for (int k = 0; k < 11; k++)
+			if (!strcmp(q.params[i], want[k]))
+				found[k] = true;
+	}
+	{
+		int all = 1;
+		for (int k = 0; k < 11; k++)
+			all &= found[k];
+		ok(all, "the parameters: the values, the pattern escaped, "
+			"times to the microsecond in UTC");
+	}
+	ok(strstr(q.sql, "ORDER BY created_at DESC, seq DESC LIMIT $11") &&
+	       strstr(q.sql, "(created_at, seq) < ($9::timestamptz, "
+			     "$10::bigint)") &&
+	       strstr(q.sql, "op = ANY($5::text[])") &&
+	       strstr(q.sql, "LIKE $6::text ESCAPE '\\'") &&
+	       strstr(q.sql, "NOT ok"),
+	   "keyset, order, ops and search as agreed");
+	diag("%s", q.sql);
+	auditq_sql_free(&q);
+
+	f = (struct auditq_filter){.ops = 1u << AUDIT_READ};
+	auditq_page_sql(&f, 50, &q);
+	ok(q.nparams == 2 && strstr(q.sql, "op = $1::text") &&
+	       !strcmp(q.params[0], "read"),
+	   "one op is an equality (index order)");
+	auditq_sql_free(&q);
+	f = (struct auditq_filter){0};
+	auditq_page_sql(&f, 50, &q);
+	ok(q.nparams == 1 && !strstr(q.sql, "WHERE"), "no filter, no WHERE");
+	auditq_sql_free(&q);
+}
+
+int main(void)
+{
+	hand_times();
+	fuzz_times();
+	cursors();
+	page_sql();
+	return done_testing();
+}
