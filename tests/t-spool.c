@@ -334,6 +334,7 @@ static void test_sink_fails(void)
 	unsigned long long moved, kept;
 	char *d = fresh(&s), *msg = NULL;
 	off_t size;
+	int rc;
 	int n = SPOOL_BATCH + 5;
 
 	append_n(&s, 0, n, NULL);
@@ -342,8 +343,8 @@ static void test_sink_fails(void)
 	truncate_to(d, file_size(d, "audit.jsonl") - 10);
 	size = file_size(d, "audit.jsonl");
 	g.fail_at = 2;
-	ok(replay(&s, &g, &moved, &kept, &msg) < 0 && msg &&
-	       strstr(msg, "database went away"),
+	rc = replay(&s, &g, &moved, &kept, &msg);
+	ok(rc < 0 && msg && strstr(msg, "database went away"),
 	   "the sink failing on the second batch fails the replay (%s)",
 	   msg ? msg : "no error");
 	free(msg);
@@ -551,11 +552,13 @@ static void test_unclean_row(void)
 	struct audit_row r;
 	struct sbx_error *err = NULL;
 	char *d = fresh(&s);
+	int rc;
 
 	make_row(&r, 0);
 	free(r.target);
 	r.target = xstrdup("bad\nline");
-	ok(spool_append(&s, &r, &err) < 0 && strstr(err->msg, "'target'"),
+	rc = spool_append(&s, &r, &err);
+	ok(rc < 0 && strstr(err->msg, "'target'"),
 	   "an unclean row is refused (%s)", err ? err->msg : "accepted");
 	sbx_error_free(&err);
 	audit_row_release(&r);
