@@ -12,29 +12,6 @@
 #include "alloc.h"
 #include "audit.h"
 
-/*
- * TEMPORARY, until the core helper's audit.c is merged (which defines
- * these two; the integrator removes this copy).
- */
-static const char *const op_names[AUDIT_NOPS] = {
-	"write",   "edit", "read",  "read_bytes", "ls_info", "glob_info",
-	"grep_raw", "execute", "open", "close", "reap",
-};
-
-const char *audit_op_name(enum audit_op op)
-{
-	return (unsigned)op < AUDIT_NOPS ? op_names[op] : NULL;
-}
-
-int audit_op_parse(const char *s)
-{
-	for (int i = 0; i < AUDIT_NOPS; i++)
-		if (!strcmp(s, op_names[i]))
-			return i;
-	return -1;
-}
-/* END TEMPORARY */
-
 /* "\n" then "-" for NULL, else LEN:VALUE. */
 static void add_field(struct strbuf *out, const char *s)
 {

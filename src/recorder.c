@@ -189,6 +189,7 @@ int audit_record(struct audit *a, struct audit_row *r, enum audit_where *where,
 		*where = AUDIT_TO_SPOOL;
 		return 0;
 	}
+	spool_note_lost(&a->spool, r);
 	return both_failed(a, &why, err);
 }
 

@@ -53,6 +53,7 @@
 
 #define SPOOL_FILE "audit.jsonl"
 #define KEPT_FILE "kept-aside.jsonl"
+#define LOST_FILE "lost.jsonl"
 #define FLUSH_FILE "flush.json"
 #define SUM_KEY ",\"sum\":\""
 #define SUM_LEN (sizeof(SUM_KEY) - 1 + 64 + 2) /* ,"sum":"HEX"} */
@@ -347,6 +348,26 @@ int spool_append(struct spool *s, const struct audit_row *r,
 	}
 	strbuf_release(&line);
 	return -1;
+}
+
+void spool_note_lost(struct spool *s, const struct audit_row *r)
+{
+	struct strbuf line = STRBUF_INIT;
+	char t[32];
+	int fd;
+
+	if (open_dir(s, true, NULL, NULL) < 0)
+		return;
+	fd = open_file(s, LOST_FILE, O_WRONLY | O_APPEND, true, NULL);
+	if (fd < 0)
+		return;
+	audit_time_format(t, r->created_us);
+	strbuf_addf(&line, "{\"id\":\"%s\",\"created_at\":\"%s\",\"op\":\"%s\"}\n",
+		    r->id, t, audit_op_name(r->op));
+	if (write(fd, line.buf, line.len) == (ssize_t)line.len)
+		fsync(fd);
+	close(fd);
+	strbuf_release(&line);
 }
 
 bool spool_pending(struct spool *s)
@@ -837,7 +858,8 @@ int spool_status(struct spool *s, struct spool_status *st,
 		return 0;
 	st->exists = true;
 	if (count_lines(s, SPOOL_FILE, &st->rows, &st->oldest_us, err) < 0 ||
-	    count_lines(s, KEPT_FILE, &st->kept_aside, NULL, err) < 0)
+	    count_lines(s, KEPT_FILE, &st->kept_aside, NULL, err) < 0 ||
+	    count_lines(s, LOST_FILE, &st->lost, NULL, err) < 0)
 		return -1;
 	fd = open_file(s, FLUSH_FILE, O_RDONLY, false, err);
 	if (fd < 0)

@@ -56,9 +56,19 @@ struct spool_status {
 	unsigned long long kept_aside; /* lines in kept-aside.jsonl */
 	long long last_flush_us;       /* 0: never */
 	unsigned long long last_flush_rows;
+	unsigned long long lost;       /* lines in lost.jsonl */
 };
 int spool_status(struct spool *s, struct spool_status *st,
 		 struct sbx_error **err);
+
+/*
+ * A row neither the database nor the spool's file took, for an operation
+ * that had already happened: its id, time and op (no target) appended to
+ * DIR/lost.jsonl, which `audit status` counts as rows lost.  Best effort:
+ * a spool directory that cannot be written cannot count either (the
+ * operation's own message on stderr is then all there is).
+ */
+void spool_note_lost(struct spool *s, const struct audit_row *r);
 
 /* Whether audit.jsonl has anything in it (one fstat). */
 bool spool_pending(struct spool *s);
