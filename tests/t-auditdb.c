@@ -461,6 +461,8 @@ static void test_concurrent(void)
 	int fails = 0;
 	pid_t pid[4];
 
+	auditdb_close(db); /* the children would inherit it */
+
 	for (int k = 0; k < 4; k++) {
 		pid[k] = fork();
 		if (pid[k] == 0) {
@@ -483,6 +485,7 @@ static void test_concurrent(void)
 		waitpid(pid[k], &st, 0);
 		fails += !WIFEXITED(st) || WEXITSTATUS(st);
 	}
+	db = open_db(url, false);
 	is_int(fails, 0, "4 writers x 200 rows on one session");
 	is_str(sql(db, "SELECT concat_ws('|', nrows, (SELECT count(*) FROM "
 		       "sandbox_operations)) FROM audit_chains"),
