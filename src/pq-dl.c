@@ -41,6 +41,9 @@ DLSYM_DEFINE(PQescapeIdentifier);
 DLSYM_DEFINE(PQescapeLiteral);
 DLSYM_DEFINE(PQfreemem);
 DLSYM_DEFINE(PQsetNoticeProcessor);
+DLSYM_DEFINE(PQconnectdbParams);
+DLSYM_DEFINE(PQsendQueryParams);
+DLSYM_DEFINE(PQsetSingleRowMode);
 
 static const struct dl_sym syms[] = {
     DLSYM_ENTRY(PQlibVersion),
@@ -68,6 +71,9 @@ static const struct dl_sym syms[] = {
     DLSYM_ENTRY(PQescapeLiteral),
     DLSYM_ENTRY(PQfreemem),
     DLSYM_ENTRY(PQsetNoticeProcessor),
+    DLSYM_ENTRY(PQconnectdbParams),
+    DLSYM_ENTRY(PQsendQueryParams),
+    DLSYM_ENTRY(PQsetSingleRowMode),
 };
 
 static struct dl_lib pq_lib = {

@@ -46,6 +46,9 @@ DLSYM_PROTOTYPE(PQescapeIdentifier);
 DLSYM_PROTOTYPE(PQescapeLiteral);
 DLSYM_PROTOTYPE(PQfreemem);
 DLSYM_PROTOTYPE(PQsetNoticeProcessor);
+DLSYM_PROTOTYPE(PQconnectdbParams);
+DLSYM_PROTOTYPE(PQsendQueryParams);
+DLSYM_PROTOTYPE(PQsetSingleRowMode);
 
 int pq_dl_load(struct sbx_error **err);
 
