@@ -924,6 +924,8 @@ static void load_million(long n)
 	/* The indexes of the schema are dropped for the load and made again
 	 * from their own definitions: a sorted build is minutes faster than
 	 * a million insertions into each (the trigram GIN most). */
+	/* auditdb_connect's 30 s statement_timeout is for the CLI */
+	sql0("SET statement_timeout = 0");
 	sql0("SET maintenance_work_mem = '512MB'");
 	sql0("CREATE TEMP TABLE ix AS SELECT indexname, indexdef FROM "
 	     "pg_indexes WHERE tablename = 'sandbox_operations' AND indexname "
