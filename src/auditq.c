@@ -33,6 +33,7 @@
 #include "auditdb.h"
 #include "auditq.h"
 #include "error.h"
+#include "fileio.h"
 #include "pq-dl.h"
 #include "text.h"
 
@@ -698,12 +699,16 @@ static int copy_unescape(char *buf, int *len)
 	return 0;
 }
 
+/* Bytes of output gathered before each write(2). */
+#define EXPORT_CHUNK 65536
+
 int auditq_export(struct auditdb *db, const struct auditq_filter *f,
-		  enum auditq_format fmt, FILE *out, unsigned long long *count,
+		  enum auditq_format fmt, int fd, unsigned long long *count,
 		  struct sbx_error **err)
 {
 	PGconn *c = auditdb_conn(db);
 	struct qb b = {.sql = STRBUF_INIT, .lit = c};
+	struct strbuf ob = STRBUF_INIT;
 	unsigned long long rows = 0;
 	int werr = 0, bad = 0, n, ret = -1;
 	char *buf;
@@ -747,9 +752,14 @@ int auditq_export(struct auditdb *db, const struct auditq_filter *f,
 	while ((n = sym_PQgetCopyData(c, &buf, 0)) > 0) {
 		if (fmt == AUDITQ_JSONL && !bad && copy_unescape(buf, &n))
 			bad = 1;
-		errno = 0;
-		if (!werr && !bad && fwrite(buf, 1, (size_t)n, out) != (size_t)n)
-			werr = errno ? errno : EIO;
+		if (!werr && !bad) {
+			strbuf_add(&ob, buf, (size_t)n);
+			if (ob.len >= EXPORT_CHUNK) {
+				if (write_all(fd, ob.buf, ob.len) < 0)
+					werr = errno ? errno : EIO;
+				strbuf_reset(&ob);
+			}
+		}
 		sym_PQfreemem(buf);
 		rows++;
 	}
@@ -772,7 +782,9 @@ int auditq_export(struct auditdb *db, const struct auditq_filter *f,
 			      "sbxcat does not know");
 		goto rollback;
 	}
-	if (werr || fflush(out)) {
+	if (!werr && ob.len && write_all(fd, ob.buf, ob.len) < 0)
+		werr = errno ? errno : EIO;
+	if (werr) {
 		sbx_error_set(err, SBX_EXIT_ENV, werr ? werr : errno,
 			      "exporting the audit: writing the output");
 		goto rollback;
@@ -785,6 +797,7 @@ int auditq_export(struct auditdb *db, const struct auditq_filter *f,
 rollback:
 	sym_PQclear(sym_PQexec(c, "ROLLBACK"));
 out:
+	strbuf_release(&ob);
 	strbuf_release(&b.sql);
 	strv_free(b.params, b.n);
 	return ret;

@@ -15,7 +15,6 @@
 
 #include <jansson.h>
 #include <stdbool.h>
-#include <stdio.h>
 
 struct auditdb;
 struct sbx_error;
@@ -57,13 +56,14 @@ int auditq_page(struct auditdb *db, const struct auditq_filter *f,
 		struct sbx_error **err);
 
 /*
- * Every matching row, newest first, to out as CSV (a header line, RFC 4180
+ * Every matching row, newest first, to fd as CSV (a header line, RFC 4180
  * quoting) or JSON lines (the page's object shape), through COPY ... TO
- * STDOUT: constant memory whatever the count.  *count rows written.
+ * STDOUT, written in 64 KiB pieces: constant memory whatever the count.
+ * *count rows written.
  */
 enum auditq_format { AUDITQ_CSV, AUDITQ_JSONL };
 int auditq_export(struct auditdb *db, const struct auditq_filter *f,
-		  enum auditq_format fmt, FILE *out, unsigned long long *count,
+		  enum auditq_format fmt, int fd, unsigned long long *count,
 		  struct sbx_error **err);
 
 /*

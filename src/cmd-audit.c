@@ -621,8 +621,9 @@ static int audit_export(struct sbx_ctx *ctx, int argc, char **argv)
 		strbuf_release(&sb);
 		return rc;
 	}
+	fflush(stdout);
 	if (open_db(ctx, &db, &err) == 0)
-		auditq_export(db, &a.f, fmt, stdout, &count, &err);
+		auditq_export(db, &a.f, fmt, STDOUT_FILENO, &count, &err);
 	rc = err ? cmd_report(&err) : 0;
 	auditdb_close(db);
 	return rc;

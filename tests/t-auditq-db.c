@@ -632,7 +632,7 @@ static void export_csv(const struct combo *c)
 	char *fields[20];
 	int n, rec = 0, bad = 0;
 
-	if (auditq_export(db, &c->f, AUDITQ_CSV, tmp, &count, &err))
+	if (auditq_export(db, &c->f, AUDITQ_CSV, fileno(tmp), &count, &err))
 		bail_out("export: %s", err->msg);
 	rewind(tmp);
 	if (!csv_read(tmp, fields, &n) || n != 16)
@@ -685,7 +685,7 @@ static void export_jsonl(const struct combo *c)
 	json_t *page = NULL;
 	char *cursor = NULL;
 
-	if (auditq_export(db, &c->f, AUDITQ_JSONL, tmp, &count, &err))
+	if (auditq_export(db, &c->f, AUDITQ_JSONL, fileno(tmp), &count, &err))
 		bail_out("export: %s", err->msg);
 	if (auditq_page(db, &c->f, 10000, &page, &cursor, &err))
 		bail_out("page: %s", err->msg);
