@@ -37,6 +37,7 @@ like() {
 	*) ok 1 "$3"; printf '%s\n' "$1" | sed 's/^/#   got: /' ;;
 	esac
 }
+TAB=$(printf '\t')
 # q SQL: one value (or rows, | separated) from the test's database.
 q() { pgbed_psql "$DB" -c "$1"; }
 nrows() { q "SELECT count(*) FROM sandbox_operations"; }
@@ -198,6 +199,36 @@ sbx audit ls --session "$K" --limit 3 --after "$cur" --json
 is "$(head -n 3 "$T/out" | jq -s 'length')" 3 "--after CURSOR: the next page"
 sbx audit ls --after garbage
 is "$rc" 2 "--after garbage: usage error"
+
+# -- The other verbs through the command line.
+sbx audit migrate --status
+is "$rc:$(cut -f1,2 "$T/out")" "0:1${TAB}audit tables" "audit migrate --status: migration 1, applied"
+like "$(out)" "applied 20" "... with when"
+sbx audit head --session "$K"
+is "$rc:$(cut -f1 "$T/out")" "0:$K" "audit head --session: the session's chain"
+is "$(cut -f5 "$T/out" | tr -d '0-9a-f' | wc -c):$(cut -f5 "$T/out" | wc -c)" "1:65" "... its head, 64 hex digits"
+sbx audit export --session "$K" --format csv
+is "$rc:$(($(wc -l <"$T/out") - 1))" "0:$(q "SELECT count(*) FROM sandbox_operations WHERE session_key = '$K'")" \
+	"audit export --format csv: a header and every row of the session"
+sbx audit export --session "$K" --format jsonl
+is "$(jq -s 'length' "$T/out")" "$(q "SELECT count(*) FROM sandbox_operations WHERE session_key = '$K'")" \
+	"audit export --format jsonl: every row, one JSON object a line"
+sbx audit export --format xml
+is "$rc" 2 "audit export --format xml: usage error"
+sbx audit stats --json
+is "$rc:$(jq '.total > 0 and (.ops | has("execute"))' "$T/out")" "0:true" "audit stats --json: counts per op"
+sbx audit ls --since 2x
+is "$rc" 2 "audit ls --since 2x: usage error"
+sbx audit sweep --days 1
+like "$rc:$(out)" "0:deleted 0 rows" "audit sweep --days 1: nothing is a day old yet"
+# Tampering, seen by verify through the command line, naming the row.
+seq=$(q "SELECT seq FROM sandbox_operations WHERE session_key = '$K' AND op = 'read' ORDER BY seq LIMIT 1")
+q "UPDATE sandbox_operations SET target = 'innocent.txt' WHERE seq = $seq" >/dev/null
+sbx audit verify --session "$K"
+is "$rc" 1 "an UPDATE of one row's target: audit verify exits 1"
+like "$(out)" "row $seq " "... naming the row ($(head -n 1 "$T/out"))"
+sbx audit verify --tenant nobody-else
+is "$rc" 0 "... another tenant's chains still verify"
 
 # -- The database stopped (immediate) in the middle of 1,000 operations,
 # on a cluster of this test's own: every row spooled, nothing lost.
