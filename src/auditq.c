@@ -235,21 +235,20 @@ bad:
 /* "YYYY-MM-DD HH:MM:SS.ffffff+00" (sql) or RFC 3339 "...T...Z". */
 static void format_us(char out[64], long long us, bool sql)
 {
-	long long s = us / 1000000;
-	int f = (int)(us % 1000000);
-	time_t t;
-	struct tm tm;
+	char t[32];
+	size_t n;
 
-	if (f < 0) {
-		f += 1000000;
-		s--;
-	}
-	t = (time_t)s;
-	if (!gmtime_r(&t, &tm))
+	audit_time_format(t, us);
+	n = strlen(t);
+	if (n != 27 || t[n - 1] != 'Z')
 		die_bug("time %lld out of range", us);
-	snprintf(out, 64, "%04d-%02d-%02d%c%02d:%02d:%02d.%06d%s",
-		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, sql ? ' ' : 'T',
-		 tm.tm_hour, tm.tm_min, tm.tm_sec, f, sql ? "+00" : "Z");
+	if (!sql) {
+		memcpy(out, t, n + 1);
+		return;
+	}
+	t[10] = ' ';
+	t[n - 1] = '\0';
+	snprintf(out, 64, "%s+00", t);
 }
 
 /* ---- cursors ---- */
