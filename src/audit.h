@@ -171,6 +171,10 @@ int audit_ready(struct audit *a, struct sbx_error **err);
 enum audit_where { AUDIT_TO_NOWHERE, AUDIT_TO_DB, AUDIT_TO_SPOOL, AUDIT_OFF };
 int audit_record(struct audit *a, struct audit_row *r, enum audit_where *where,
 		 struct sbx_error **err);
+/* What the user should hear of the audit though the operation went on (a
+ * spool that could not be replayed, damaged lines kept aside): -1 with
+ * *w once, else 0. */
+int audit_warning(struct audit *a, struct sbx_error **w);
 void audit_close(struct audit *a);
 
 /*

@@ -181,11 +181,15 @@ int auditdb_connect(const char *conninfo, struct auditdb **dbp,
 		    struct sbx_error **err)
 {
 	const char *timeout = getenv("PGCONNECT_TIMEOUT");
-	/* Ours first: what the user's string sets wins (expand_dbname). */
+	/* Ours first: what the user's string sets wins (expand_dbname);
+	 * but the client encoding is always UTF8, after it: rows are UTF-8
+	 * and their hashes are of those bytes, whatever PGCLIENTENCODING
+	 * says. */
 	const char *const keys[] = { "connect_timeout", "application_name",
-				     "dbname", NULL };
+				     "dbname", "client_encoding", NULL };
 	const char *vals[] = { timeout && *timeout ? timeout : "5", "sbxcat",
-			       conninfo ? conninfo : "", NULL };
+			       conninfo ? conninfo : "", "UTF8", NULL };
+	const char *enc;
 	struct auditdb *db;
 	PGresult *res;
 
@@ -202,6 +206,17 @@ int auditdb_connect(const char *conninfo, struct auditdb **dbp,
 					conninfo ? conninfo : "");
 		sbx_error_set(err, SBX_EXIT_ENV, 0, "database unreachable: %s", m);
 		free(m);
+		auditdb_close(db);
+		return -1;
+	}
+	/* A database of another encoding would turn a path into other
+	 * bytes (or refuse it), and the chain would no longer verify. */
+	enc = sym_PQparameterStatus(db->conn, "server_encoding");
+	if (!enc || strcmp(enc, "UTF8") != 0) {
+		sbx_error_set(err, SBX_EXIT_ENV, 0,
+			      "the audit's database must be UTF8, not %s "
+			      "(CREATE DATABASE ... ENCODING 'UTF8')",
+			      enc ? enc : "unknown");
 		auditdb_close(db);
 		return -1;
 	}

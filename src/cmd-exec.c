@@ -220,7 +220,7 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 	    {0}};
 	struct sbx_error *err = NULL;
 	struct session_config cfg = {0};
-	struct session_root root = {.fd = -1, .lock_fd = -1};
+	struct session_root root = SESSION_ROOT_INIT;
 	struct session_record rec = {0};
 	struct engine engine = ENGINE_INIT;
 	json_t *inspect = NULL, *body = NULL, *cmdv, *ei = NULL;
@@ -509,13 +509,16 @@ out:
 		command_text(&target, shell, cmd, ncmd);
 		ev.target = strbuf_str(&target);
 		if (audit_event(au, &ev, &err) < 0) {
-			int arc = cmd_report(&err);
+			/* Said on stderr; a command that succeeded is then
+			 * 125, sbxcat's own failure (its own status kept
+			 * otherwise, as a timeout's 124 is). */
+			cmd_report(&err);
 			if (!rc)
-				rc = arc;
+				rc = EXIT_CANNOT_RUN;
 		}
 		strbuf_release(&target);
 	}
-	audit_close(au);
+	cmd_audit_close(au);
 	strbuf_release(&detail);
 	if (conn >= 0)
 		close(conn);

@@ -1101,6 +1101,7 @@ static int fs_main(struct sbx_ctx *ctx, int argc, char **argv)
 		return cmd_report(&err);
 	c.ctx = ctx;
 	c.ws.fd = -1;
+	c.root = (struct session_root)SESSION_ROOT_INIT;
 	c.out_bytes = c.out_results = AUDIT_NONE;
 	started = engine_now_ms();
 	if (cmd_session_begin(ctx, &c.cfg, &c.root, &err) < 0 ||
@@ -1144,6 +1145,10 @@ static int fs_main(struct sbx_ctx *ctx, int argc, char **argv)
 	}
 	v->run(&c, &err);
 out:
+	/* The row says how the verb went (a stamp that failed after it is
+	 * not the verb's failure). */
+	if (!unrecorded)
+		fs_record(&c, v, au, found, started, &err, &aerr);
 	/* Every operation on a session that exists is activity, refused
 	 * ones too: an agent that keeps trying is not idle. */
 	if (found) {
@@ -1154,12 +1159,10 @@ out:
 		else
 			sbx_error_free(&terr);
 	}
-	if (!unrecorded)
-		fs_record(&c, v, au, found, started, &err, &aerr);
 	rc = err ? cmd_report(&err) : 0;
 	if (aerr)
 		rc = cmd_report(&aerr);
-	audit_close(au);
+	cmd_audit_close(au);
 	free(c.rel);
 	workspace_close(&c.ws);
 	session_record_release(&c.rec);

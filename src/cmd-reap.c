@@ -211,7 +211,7 @@ static int reap_pass_cmd(struct sbx_ctx *ctx, const struct reap_opts *o)
 {
 	struct sbx_error *err = NULL;
 	struct session_config cfg = {0};
-	struct session_root root;
+	struct session_root root = SESSION_ROOT_INIT;
 	struct engine engine = ENGINE_INIT;
 	struct reap_pass p = {0};
 	struct audit *au = NULL;
@@ -246,7 +246,7 @@ static int reap_pass_cmd(struct sbx_ctx *ctx, const struct reap_opts *o)
 			p.left, p.left == 1 ? "" : "s", o->limit);
 out:
 	rc = err ? cmd_report(&err) : p.failed ? SBX_EXIT_FAIL : 0;
-	audit_close(au);
+	cmd_audit_close(au);
 	reap_pass_release(&p);
 	engine_release(&engine);
 	session_root_close(&root);
@@ -258,7 +258,7 @@ static int reap_report_cmd(struct sbx_ctx *ctx, const struct reap_opts *o)
 {
 	struct sbx_error *err = NULL;
 	struct session_config cfg = {0};
-	struct session_root root;
+	struct session_root root = SESSION_ROOT_INIT;
 	struct reap_usage *v = NULL;
 	char **warnings = NULL;
 	size_t n = 0, nwarnings = 0;

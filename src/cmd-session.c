@@ -189,7 +189,7 @@ static int session_open(struct sbx_ctx *ctx, int argc, char **argv)
 		   *subject = NULL, *host = "";
 	struct sbx_error *err = NULL;
 	struct session_config cfg = {0};
-	struct session_root root;
+	struct session_root root = SESSION_ROOT_INIT;
 	struct session_record rec = {0}, old = {0};
 	struct engine engine = ENGINE_INIT;
 	struct catalog cat;
@@ -241,21 +241,28 @@ static int session_open(struct sbx_ctx *ctx, int argc, char **argv)
 	    (rc = check_field(&cmd_session_open_entry, "--host", host, session_check_host)))
 		return rc;
 
+	if (cmd_audit_open(ctx, &au, &err) < 0)
+		return cmd_report(&err);
 	catalog_init(&cat);
 	rc = cmd_load_catalog(ctx, NULL, &cat);
-	if (rc) {
+	rt = rc ? NULL
+		: alias ? cmd_find_runtime(&cat, alias)
+			: catalog_default(&cat);
+	if (!rt) {
+		/* Refused before a key could be made: the row has none. */
+		struct sbx_error why = {.status = rc ? rc : SBX_EXIT_FAIL,
+					.reason = rc ? "the catalogue is invalid"
+						     : "no such runtime"};
+
+		if (!rc)
+			rc = SBX_EXIT_FAIL;
+		session_audit(au, AUDIT_OPEN, tenant, "", alias, alias, started,
+			      &why, NULL, &err);
+		if (err)
+			rc = cmd_report(&err);
+		cmd_audit_close(au);
 		catalog_release(&cat);
 		return rc;
-	}
-	rt = alias ? cmd_find_runtime(&cat, alias) : catalog_default(&cat);
-	if (!rt) {
-		catalog_release(&cat);
-		return SBX_EXIT_FAIL;
-	}
-
-	if ((rc = cmd_audit_open(ctx, &au, &err)) < 0) {
-		catalog_release(&cat);
-		return cmd_report(&err);
 	}
 	if (cmd_session_begin(ctx, &cfg, &root, &err) < 0)
 		goto out;
@@ -335,7 +342,7 @@ out:
 			      started, err,
 			      err ? NULL : session_outcome_name(outcome), &err);
 	rc = err ? cmd_report(&err) : 0;
-	audit_close(au);
+	cmd_audit_close(au);
 	session_record_release(&rec);
 	session_record_release(&old);
 	free(spec.image_used);
@@ -383,7 +390,7 @@ static int session_ls(struct sbx_ctx *ctx, int argc, char **argv)
 	const char *tenant = NULL;
 	struct sbx_error *err = NULL;
 	struct session_config cfg = {0};
-	struct session_root root;
+	struct session_root root = SESSION_ROOT_INIT;
 	struct engine engine = ENGINE_INIT;
 	json_t *by_key = NULL, *arr = json_array();
 	char **keys = NULL;
@@ -596,7 +603,7 @@ static int session_show(struct sbx_ctx *ctx, int argc, char **argv)
 	const char *tenant, *key;
 	struct sbx_error *err = NULL;
 	struct session_config cfg = {0};
-	struct session_root root;
+	struct session_root root = SESSION_ROOT_INIT;
 	struct session_record r = {0};
 	struct engine engine = ENGINE_INIT;
 	json_t *inspect = NULL, *doc, *st;
@@ -669,7 +676,7 @@ static int session_close(struct sbx_ctx *ctx, int argc, char **argv)
 	const char *tenant, *key, *what = "gone";
 	struct sbx_error *err = NULL;
 	struct session_config cfg = {0};
-	struct session_root root;
+	struct session_root root = SESSION_ROOT_INIT;
 	struct session_record r = {0};
 	struct engine engine = ENGINE_INIT;
 	bool purge = false, locked = false, unrecorded = false;
@@ -712,7 +719,7 @@ out:
 			      r.key[0] ? r.key : key, r.runtime, key, started,
 			      err, purge ? "purged" : what, &err);
 	rc = err ? cmd_report(&err) : 0;
-	audit_close(au);
+	cmd_audit_close(au);
 	session_record_release(&r);
 	engine_release(&engine);
 	session_root_close(&root);

@@ -417,3 +417,14 @@ int cmd_audit_open(struct sbx_ctx *ctx, struct audit **a,
 	return audit_open(a, ctx->audit_db, ctx->audit_agent, ctx->audit_run,
 			  err);
 }
+
+void cmd_audit_close(struct audit *a)
+{
+	struct sbx_error *w = NULL;
+
+	if (audit_warning(a, &w) < 0) {
+		fprintf(stderr, "sbxcat: warning: %s\n", w->msg);
+		sbx_error_free(&w);
+	}
+	audit_close(a);
+}

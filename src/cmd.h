@@ -201,6 +201,8 @@ int cmd_session_find(struct session_root *root, const char *key,
 struct audit;
 int cmd_audit_open(struct sbx_ctx *ctx, struct audit **a,
 		   struct sbx_error **err);
+/* Say the audit's warning, if any, on stderr; then audit_close. */
+void cmd_audit_close(struct audit *a);
 
 /* The path the catalogue is read from, resolved as brief section 2 says. */
 const char *cmd_catalog_path(const struct sbx_ctx *ctx);

@@ -41,6 +41,7 @@ DLSYM_DEFINE(PQescapeIdentifier);
 DLSYM_DEFINE(PQescapeLiteral);
 DLSYM_DEFINE(PQfreemem);
 DLSYM_DEFINE(PQsetNoticeProcessor);
+DLSYM_DEFINE(PQparameterStatus);
 DLSYM_DEFINE(PQconnectdbParams);
 DLSYM_DEFINE(PQsendQueryParams);
 DLSYM_DEFINE(PQsetSingleRowMode);
@@ -71,6 +72,7 @@ static const struct dl_sym syms[] = {
     DLSYM_ENTRY(PQescapeLiteral),
     DLSYM_ENTRY(PQfreemem),
     DLSYM_ENTRY(PQsetNoticeProcessor),
+    DLSYM_ENTRY(PQparameterStatus),
     DLSYM_ENTRY(PQconnectdbParams),
     DLSYM_ENTRY(PQsendQueryParams),
     DLSYM_ENTRY(PQsetSingleRowMode),

@@ -46,6 +46,7 @@ DLSYM_PROTOTYPE(PQescapeIdentifier);
 DLSYM_PROTOTYPE(PQescapeLiteral);
 DLSYM_PROTOTYPE(PQfreemem);
 DLSYM_PROTOTYPE(PQsetNoticeProcessor);
+DLSYM_PROTOTYPE(PQparameterStatus);
 DLSYM_PROTOTYPE(PQconnectdbParams);
 DLSYM_PROTOTYPE(PQsendQueryParams);
 DLSYM_PROTOTYPE(PQsetSingleRowMode);

@@ -27,6 +27,8 @@ struct audit {
 	struct auditdb *db;
 	bool db_tried;
 	struct sbx_error *db_err; /* why there is no db */
+	struct sbx_error *warning; /* a replay that failed, for the user */
+	bool replayed;		   /* tried once this command */
 	struct spool spool;
 };
 
@@ -127,10 +129,26 @@ static struct auditdb *db(struct audit *a)
 		else if (auditdb_connect(a->conninfo, &a->db, &a->db_err) < 0)
 			a->db = NULL;
 	}
-	if (a->db && spool_pending(&a->spool) &&
-	    spool_replay(&a->spool, false, to_db, a->db, &moved, &kept,
-			 &err) < 0)
-		drop_db(a, &err);
+	/* A replay that fails leaves the spool as it was and is said; the
+	 * row at hand still tries the database (its own insert tells
+	 * whether the database is gone). */
+	if (a->db && !a->replayed && spool_pending(&a->spool)) {
+		a->replayed = true;
+		if (spool_replay(&a->spool, false, to_db, a->db, &moved, &kept,
+				 &err) < 0) {
+			sbx_error_wrap(&err, "the audit's spool was not "
+					     "replayed (its rows stay "
+					     "spooled)");
+			sbx_error_free(&a->warning);
+			a->warning = err;
+		} else if (kept) {
+			sbx_error_free(&a->warning);
+			sbx_error_set(&a->warning, SBX_EXIT_ENV, 0,
+				      "%llu damaged %s of the audit's spool "
+				      "kept aside (sbxcat audit status)",
+				      kept, kept == 1 ? "line" : "lines");
+		}
+	}
 	return a->db;
 }
 
@@ -193,12 +211,22 @@ int audit_record(struct audit *a, struct audit_row *r, enum audit_where *where,
 	return both_failed(a, &why, err);
 }
 
+int audit_warning(struct audit *a, struct sbx_error **w)
+{
+	if (!a || !a->warning)
+		return 0;
+	*w = a->warning;
+	a->warning = NULL;
+	return -1;
+}
+
 void audit_close(struct audit *a)
 {
 	if (!a)
 		return;
 	auditdb_close(a->db);
 	sbx_error_free(&a->db_err);
+	sbx_error_free(&a->warning);
 	spool_close(&a->spool);
 	free(a->agent);
 	free(a->run);

@@ -117,12 +117,14 @@ struct session_record {
 };
 void session_record_release(struct session_record *r);
 
-/* The held workspace root. */
+/* The held workspace root; SESSION_ROOT_INIT before it is opened, so
+ * session_root_close may be called on any path. */
 struct session_root {
 	char *path;
 	int fd; /* O_DIRECTORY of ROOT */
 	int lock_fd;
 };
+#define SESSION_ROOT_INIT {.path = NULL, .fd = -1, .lock_fd = -1}
 
 /*
  * Open ROOT, creating it (and its parents, 0755) when missing; refuse a
