@@ -15,9 +15,10 @@
  * index of its own (an identity, never given); the extended statistics
  * tell the planner that a run belongs to one agent and a session to one
  * tenant, so a filter on both is not costed as if they were independent.
- * Failed rows are few: the partial indexes behind --failed with --tenant
- * or --op ("every failed write last week") cost an insert nothing unless
- * the row failed.  pg_trgm (a trusted extension since PostgreSQL 13:
+ * Failed rows are few: the partial indexes behind --failed with each
+ * other filter ("every failed write last week") cost an insert nothing
+ * unless the row failed.  created_at lies in 1970-9999: what a cursor and
+ * RFC 3339 can say.  pg_trgm (a trusted extension since PostgreSQL 13:
  * a role with CREATE on the database may create it) backs the
  * `audit ls --search` substring index.
  */
@@ -37,7 +38,8 @@ static const char migration_1[] =
 	"CREATE TABLE sandbox_operations (\n"
 	"  id uuid PRIMARY KEY,\n"
 	"  seq bigint GENERATED ALWAYS AS IDENTITY,\n"
-	"  created_at timestamptz NOT NULL,\n"
+	"  created_at timestamptz NOT NULL CHECK (created_at >= "
+	"'1970-01-01 00:00:00+00' AND created_at < '10000-01-01 00:00:00+00'),\n"
 	"  tenant text COLLATE \"C\" NOT NULL,\n"
 	"  session_key text COLLATE \"C\" NOT NULL,\n"
 	"  runtime text COLLATE \"C\" NOT NULL,\n"
@@ -84,6 +86,15 @@ static const char migration_1[] =
 	"  WHERE NOT ok;\n"
 	"CREATE INDEX sandbox_operations_op_failed\n"
 	"  ON sandbox_operations (op, created_at DESC, seq DESC) WHERE NOT ok;\n"
+	"CREATE INDEX sandbox_operations_session_failed\n"
+	"  ON sandbox_operations (session_key, created_at DESC, seq DESC)\n"
+	"  WHERE NOT ok;\n"
+	"CREATE INDEX sandbox_operations_agent_failed\n"
+	"  ON sandbox_operations (agent_ref, created_at DESC, seq DESC)\n"
+	"  WHERE NOT ok;\n"
+	"CREATE INDEX sandbox_operations_run_failed\n"
+	"  ON sandbox_operations (run_ref, created_at DESC, seq DESC)\n"
+	"  WHERE NOT ok;\n"
 	"CREATE INDEX sandbox_operations_target\n"
 	"  ON sandbox_operations USING gin (target gin_trgm_ops);\n"
 	"CREATE INDEX sandbox_operations_chain\n"

@@ -1057,6 +1057,39 @@ static int verify_chain(struct auditdb *db, struct vchain *vc, json_t *bad,
 	return 0;
 }
 
+/*
+ * Rows whose session has no chain: inserted by hand, around sbxcat (a
+ * chain row is made with the first row of every session).  Each is bad;
+ * the first 100 are named.
+ */
+static int verify_orphans(struct auditdb *db, const char *session,
+			  const char *tenant, json_t *bad,
+			  struct sbx_error **err)
+{
+	const char *param = session ? session : tenant;
+	PGresult *res = NULL;
+	char *sql = xasprintf(
+	    "SELECT o.session_key, o.seq, o.id FROM sandbox_operations o "
+	    "WHERE NOT EXISTS (SELECT 1 FROM audit_chains c "
+	    "WHERE c.session_key = o.session_key)%s ORDER BY o.seq LIMIT 100",
+	    session  ? " AND o.session_key = $1"
+	    : tenant ? " AND o.tenant = $1"
+		     : "");
+	int rc = run(db, sql, param ? 1 : 0, &param, PGRES_TUPLES_OK, &res,
+		     err);
+
+	free(sql);
+	if (rc < 0)
+		return -1;
+	for (int i = 0; i < sym_PQntuples(res); i++)
+		add_bad(bad, sym_PQgetvalue(res, i, 0),
+			atoll(sym_PQgetvalue(res, i, 1)),
+			sym_PQgetvalue(res, i, 2),
+			"the row belongs to no chain: inserted around sbxcat");
+	sym_PQclear(res);
+	return 0;
+}
+
 int auditdb_verify(struct auditdb *db, const char *session, const char *tenant,
 		   json_t **report, struct sbx_error **err)
 {
@@ -1096,6 +1129,13 @@ int auditdb_verify(struct auditdb *db, const char *session, const char *tenant,
 	}
 	if (res)
 		sym_PQclear(res);
+	if (rc == 0)
+		rc = verify_orphans(db, session, tenant, bad, err);
+	if (rc == 0 && (session || tenant) && nchains == 0 &&
+	    json_array_size(bad) == 0)
+		add_bad(bad, session ? session : "", -1, NULL,
+			session ? "no chain: no row of this session is recorded"
+				: "no chain: no row of this tenant is recorded");
 	if (rc < 0) {
 		rollback(db);
 		json_decref(bad);

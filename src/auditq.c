@@ -308,6 +308,8 @@ static bool cursor_number(const char **p, long long *v)
 	return true;
 }
 
+#define CURSOR_US_MAX (253402300799LL * 1000000 + 999999)
+
 int auditq_cursor_decode(const char *s, long long *created_us, long long *seq,
 			 struct sbx_error **err)
 {
@@ -347,6 +349,9 @@ int auditq_cursor_decode(const char *s, long long *created_us, long long *seq,
 	if (!cursor_number(&p, &a) || *p++ != ':' || !cursor_number(&p, &b) ||
 	    *p)
 		goto bad;
+	/* created_at lies in 1970-9999 (the schema's CHECK) */
+	if (a > CURSOR_US_MAX)
+		goto bad;
 	auditq_cursor_encode(a, b, again);
 	if (strcmp(again, s))
 		goto bad;
@@ -372,11 +377,18 @@ bad:
 	"results, 'duration_ms', duration_ms, 'detail', detail, 'seq', seq)"
 
 /* The same, as CSV columns named as the JSON keys. */
+/* A text cell a spreadsheet would take for a formula (= + - @, a tab or a
+ * CR first) gets a ' in front, as OWASP's CSV-injection advice says. */
+#define CSV_TEXT(col, name)                                                    \
+	"CASE WHEN " col " ~ E'^[-=+@\\t\\r]' THEN '''' || " col " ELSE " col  \
+	" END AS " name
 #define ROW_CSV                                                                \
-	"id, seq, " CREATED_TEXT " AS created_at, tenant, session_key AS "     \
-	"session, runtime, agent_ref AS agent, run_ref AS run, op, target, "   \
-	"CASE WHEN ok THEN 'true' ELSE 'false' END AS ok, exit_status, bytes, "\
-	"results, duration_ms, detail"
+	"id, seq, " CREATED_TEXT " AS created_at, " CSV_TEXT("tenant",         \
+	"tenant") ", " CSV_TEXT("session_key", "session") ", "                 \
+	CSV_TEXT("runtime", "runtime") ", " CSV_TEXT("agent_ref", "agent")     \
+	", " CSV_TEXT("run_ref", "run") ", op, " CSV_TEXT("target", "target")  \
+	", CASE WHEN ok THEN 'true' ELSE 'false' END AS ok, exit_status, "     \
+	"bytes, results, duration_ms, " CSV_TEXT("detail", "detail")
 
 #define CREATED_US "(extract(epoch FROM created_at) * 1000000)::bigint"
 #define ORDER " ORDER BY created_at DESC, seq DESC"
@@ -467,6 +479,10 @@ static void qb_where(struct qb *q, const struct auditq_filter *f, bool after)
 	}
 	if (f->search) {
 		struct strbuf pat = STRBUF_INIT;
+		/* Under 3 characters the trigram index cannot narrow a
+		 * search: walk the time order instead (a page ends at its
+		 * limit) rather than fetch and sort every row. */
+		bool short_search = utf8_chars(f->search, strlen(f->search)) < 3;
 
 		strbuf_addch(&pat, '%');
 		for (const char *c = f->search; *c; c++) {
@@ -475,7 +491,8 @@ static void qb_where(struct qb *q, const struct auditq_filter *f, bool after)
 			strbuf_addch(&pat, *c);
 		}
 		strbuf_addch(&pat, '%');
-		qb_cond(q, "target LIKE ", pat.buf, "::text ESCAPE '\\'");
+		qb_cond(q, short_search ? "(target || '') LIKE " : "target LIKE ",
+			pat.buf, "::text ESCAPE E'\\\\'");
 		strbuf_release(&pat);
 	}
 	if (f->since_us)
@@ -858,6 +875,10 @@ int auditq_stats(struct auditdb *db, const struct auditq_filter *f,
 		"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL,
 		NULL, err))
 		goto out;
+	/* A month of a busy deployment takes longer than a page may. */
+	if (run(c, "counting the audit", "SET LOCAL statement_timeout = 0", 0,
+		NULL, NULL, err))
+		goto rollback;
 	if (run(c, "counting the audit", b.sql.buf, (int)b.n, b.params, &r,
 		err))
 		goto rollback;

@@ -74,6 +74,25 @@ static int open_db(struct sbx_ctx *ctx, struct auditdb **db,
 	return auditdb_connect(conninfo, db, err);
 }
 
+/* The database, with the schema this binary knows (the query verbs). */
+static int open_schema(struct sbx_ctx *ctx, struct auditdb **db,
+		       struct sbx_error **err)
+{
+	int applied, known;
+
+	if (open_db(ctx, db, err) < 0 ||
+	    auditdb_schema_version(*db, &applied, &known, err) < 0)
+		return -1;
+	if (applied < known) {
+		sbx_error_set(err, SBX_EXIT_ENV, 0,
+			      "the audit's schema is at version %d of %d",
+			      applied, known);
+		sbx_error_hint(*err, "run: sbxcat audit migrate");
+		return -1;
+	}
+	return 0;
+}
+
 /* A text for a one-line message: escaped. */
 static const char *shown(struct strbuf *sb, const char *s)
 {
@@ -199,10 +218,6 @@ static int audit_options(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
 			   ? O_FILTERS
 			   : 0;
 		if (need && !(allowed & need)) {
-			/* --agent and --run of a verb without filters are
-			 * the common options, which it ignores. */
-			if (c == OPT_AUDIT_AGENT || c == OPT_AUDIT_RUN)
-				continue;
 			return cmd_usage_error(cmd, "'%s' does not take --%s",
 					       cmd->name, longopts[li].name);
 		}
@@ -254,7 +269,7 @@ static int audit_options(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
 			a->format = optarg;
 			break;
 		case OPT_DAYS:
-			rc = cmd_parse_count(cmd, "--days", optarg, 100000,
+			rc = cmd_parse_count(cmd, "--days", optarg, 20000,
 					     &a->days);
 			a->has_days = true;
 			break;
@@ -568,7 +583,7 @@ static int audit_ls(struct sbx_ctx *ctx, int argc, char **argv)
 
 	if (rc)
 		return rc < 0 ? 0 : rc;
-	if (open_db(ctx, &db, &err) < 0 ||
+	if (open_schema(ctx, &db, &err) < 0 ||
 	    auditq_page(db, &a.f, a.limit, &rows, &cursor, &err) < 0)
 		goto out;
 	if (ctx->json) {
@@ -622,7 +637,7 @@ static int audit_export(struct sbx_ctx *ctx, int argc, char **argv)
 		return rc;
 	}
 	fflush(stdout);
-	if (open_db(ctx, &db, &err) == 0)
+	if (open_schema(ctx, &db, &err) == 0)
 		auditq_export(db, &a.f, fmt, STDOUT_FILENO, &count, &err);
 	rc = err ? cmd_report(&err) : 0;
 	auditdb_close(db);
@@ -644,8 +659,9 @@ static int audit_stats(struct sbx_ctx *ctx, int argc, char **argv)
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	if (!a.f.since_us)
-		a.f.since_us = now_us() - 86400LL * 1000000;
-	if (open_db(ctx, &db, &err) < 0 ||
+		a.f.since_us = (a.f.until_us ? a.f.until_us : now_us()) -
+			       86400LL * 1000000;
+	if (open_schema(ctx, &db, &err) < 0 ||
 	    auditq_stats(db, &a.f, &st, &err) < 0)
 		goto out;
 	if (ctx->json) {
@@ -706,11 +722,11 @@ static int audit_sweep(struct sbx_ctx *ctx, int argc, char **argv)
 
 		if (env && *env &&
 		    cmd_parse_count(cmd, "OPERATION_RETENTION_DAYS", env,
-				    100000, &days))
+				    20000, &days))
 			return SBX_EXIT_USAGE;
 	}
 	cutoff = now_us() - (long long)days * 86400 * 1000000;
-	if (open_db(ctx, &db, &err) < 0 ||
+	if (open_schema(ctx, &db, &err) < 0 ||
 	    auditdb_sweep(db, cutoff, SWEEP_BATCH, &deleted, &held, &err) < 0)
 		goto out;
 	if (ctx->json) {
@@ -720,8 +736,9 @@ static int audit_sweep(struct sbx_ctx *ctx, int argc, char **argv)
 					  cmd_time_json(cutoff / 1000000),
 					  "days", (json_int_t)days));
 	} else {
-		printf("deleted %llu %s older than %s (%llu days)", deleted,
-		       deleted == 1 ? "row" : "rows", when(t, cutoff), days);
+		printf("deleted %llu %s older than %s (%llu %s)", deleted,
+		       deleted == 1 ? "row" : "rows", when(t, cutoff), days,
+		       days == 1 ? "day" : "days");
 		if (held)
 			printf("; %llu old %s held back behind newer ones in "
 			       "their chain",
@@ -761,12 +778,16 @@ static int audit_verify(struct sbx_ctx *ctx, int argc, char **argv)
 	{
 		struct strbuf sb = STRBUF_INIT;
 
-		printf("session %s: row %lld (id %s): %s\n",
+		long long seq = json_integer_value(json_object_get(b, "seq"));
+		const char *id = json_string_value(json_object_get(b, "id"));
+
+		printf("session %s: ",
 		       shown(&sb, json_string_value(
 				      json_object_get(b, "session"))
-				      ?: ""),
-		       (long long)json_integer_value(json_object_get(b, "seq")),
-		       json_string_value(json_object_get(b, "id")) ?: "-",
+				      ?: ""));
+		if (seq >= 0)
+			printf("row %lld (id %s): ", seq, id ? id : "-");
+		printf("%s\n",
 		       json_string_value(json_object_get(b, "why")) ?: "");
 		strbuf_release(&sb);
 	}
@@ -797,7 +818,7 @@ static int audit_head(struct sbx_ctx *ctx, int argc, char **argv)
 
 	if (rc)
 		return rc < 0 ? 0 : rc;
-	if (open_db(ctx, &db, &err) < 0 ||
+	if (open_schema(ctx, &db, &err) < 0 ||
 	    auditdb_heads(db, a.f.session, a.f.tenant, &heads, &err) < 0)
 		goto out;
 	if (ctx->json) {
