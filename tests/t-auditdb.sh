@@ -10,8 +10,8 @@ pgbed_start || skip_all "no PostgreSQL test-bed (see the reason above)"
 dbs=""
 i=0
 while [ $i -lt 11 ]; do
-	u=$(pgbed_newdb "t_auditdb_$i") || skip_all "cannot create a test database"
-	dbs="$dbs t_auditdb_$i"
+	u=$(pgbed_newdb "t_auditdb_$$_$i") || skip_all "cannot create a test database"
+	dbs="$dbs t_auditdb_$$_$i"
 	set -- "$@" "$u"
 	i=$((i + 1))
 done

@@ -5,8 +5,9 @@ srcdir=${srcdir:-.}
 . "$srcdir/tests/tap.sh"
 . "$srcdir/tests/pgbed.sh"
 pgbed_start || skip_all "no PostgreSQL test-bed (pgbed_start said why on stderr)"
-url=$(pgbed_newdb t_auditq_rows) || skip_all "cannot create the database t_auditq_rows"
+db=t_auditq_rows_$$
+url=$(pgbed_newdb "$db") || skip_all "cannot create the database $db"
 ./tests/t-auditq-db rows "$url"
 rc=$?
-pgbed_dropdb t_auditq_rows
+pgbed_dropdb "$db"
 exit $rc

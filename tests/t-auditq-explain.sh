@@ -2,10 +2,19 @@
 # t-auditq-explain.sh - the page query's plans on 1,000,000 rows: no
 # sequential scan of sandbox_operations for any filter, alone or in pairs,
 # with and without --after (tests/t-auditq-db explain; AUDITQ_ROWS to
-# change the count).  The database is kept for `t-auditq-db bench`.
+# change the count).  The database is this run's own, dropped at the end
+# (SBXCAT_KEEP_EXPLAIN_DB=1 keeps it for `t-auditq-db bench URL`).
 srcdir=${srcdir:-.}
 . "$srcdir/tests/tap.sh"
 . "$srcdir/tests/pgbed.sh"
 pgbed_start || skip_all "no PostgreSQL test-bed (pgbed_start said why on stderr)"
-url=$(pgbed_newdb t_auditq_explain) || skip_all "cannot create the database t_auditq_explain"
-exec ./tests/t-auditq-db explain "$url"
+db=t_auditq_explain_$$
+url=$(pgbed_newdb "$db") || skip_all "cannot create the database $db"
+./tests/t-auditq-db explain "$url"
+rc=$?
+if [ "${SBXCAT_KEEP_EXPLAIN_DB:-}" = 1 ]; then
+	echo "# kept: $url" >&2
+else
+	pgbed_dropdb "$db"
+fi
+exit $rc
