@@ -52,17 +52,28 @@ undo=""
 case " $missing " in
 *" postgresql-15 "*)
 	if ! dpkg-query -W -f '${Status}\n' postgresql-common 2>/dev/null |
-		grep -q '^install ok installed$' &&
-		[ ! -e /etc/postgresql-common/createcluster.conf ]; then
-		mkdir -p /etc/postgresql-common
-		echo 'create_main_cluster = false' >/etc/postgresql-common/createcluster.conf
+		grep -q '^install ok installed$'; then
+		if [ ! -e /etc/postgresql-common/createcluster.conf ]; then
+			mkdir -p /etc/postgresql-common
+			echo 'create_main_cluster = false' >/etc/postgresql-common/createcluster.conf
+		fi
+	else
+		# postgresql-common is there (another version, or removed
+		# without purge): its createcluster.conf is not ours to
+		# change, but it reads createcluster.d; a file there for the
+		# length of the install.
+		mkdir -p /etc/postgresql-common/createcluster.d
+		f=/etc/postgresql-common/createcluster.d/zz-sbxcat-install.conf
+		echo 'create_main_cluster = false' >"$f"
+		undo="$undo $f"
 	fi
 	if [ ! -e /usr/sbin/policy-rc.d ]; then
 		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
 		chmod 755 /usr/sbin/policy-rc.d
-		undo=/usr/sbin/policy-rc.d
-		trap 'rm -f "$undo"' EXIT
-	fi ;;
+		undo="$undo /usr/sbin/policy-rc.d"
+	fi
+	# shellcheck disable=SC2086
+	[ -n "$undo" ] && trap 'rm -f $undo' EXIT ;;
 esac
 apt-get update -qq
 # confold (dpkg's conffiles, ucf's files): a file we wrote is kept.

@@ -185,9 +185,15 @@ int auditdb_connect(const char *conninfo, struct auditdb **dbp,
 	 * but the client encoding is always UTF8, after it: rows are UTF-8
 	 * and their hashes are of those bytes, whatever PGCLIENTENCODING
 	 * says. */
+	/* Over TCP, a server that vanishes mid-statement is noticed in
+	 * about 30 s (keepalives, tcp_user_timeout), not when TCP gives up
+	 * minutes later; a socket ignores them. */
 	const char *const keys[] = { "connect_timeout", "application_name",
+				     "keepalives_idle", "keepalives_interval",
+				     "keepalives_count", "tcp_user_timeout",
 				     "dbname", "client_encoding", NULL };
 	const char *vals[] = { timeout && *timeout ? timeout : "5", "sbxcat",
+			       "10", "5", "3", "30000",
 			       conninfo ? conninfo : "", "UTF8", NULL };
 	const char *enc;
 	struct auditdb *db;
@@ -221,7 +227,12 @@ int auditdb_connect(const char *conninfo, struct auditdb **dbp,
 		return -1;
 	}
 	sym_PQsetNoticeProcessor(db->conn, quiet_notice, NULL);
-	res = sym_PQexec(db->conn, "SET statement_timeout = '30s'");
+	/* hex: the hashes are read back as text (a role or PGOPTIONS may
+	 * say escape); standard strings: E'' is used where a backslash
+	 * matters, but nothing should depend on the server's default. */
+	res = sym_PQexec(db->conn, "SET statement_timeout = '30s'; "
+				   "SET bytea_output = 'hex'; "
+				   "SET standard_conforming_strings = on");
 	if (sym_PQresultStatus(res) != PGRES_COMMAND_OK) {
 		res_fail(res, err, "database unreachable");
 		auditdb_close(db);
@@ -979,7 +990,7 @@ static int verify_chain(struct auditdb *db, struct vchain *vc, json_t *bad,
 	const char *p[1] = { vc->session };
 	PGresult *res;
 	bool found = false, any = false;
-	long long last_seq = -1;
+	long long last_seq = -1, counted = 0;
 	int rc = 0;
 
 	if (!sym_PQsendQueryParams(
@@ -1003,6 +1014,7 @@ static int verify_chain(struct auditdb *db, struct vchain *vc, json_t *bad,
 			continue;
 		}
 		(*nrows)++;
+		counted++;
 		if (found) {
 			sym_PQclear(res);
 			continue;
@@ -1046,6 +1058,18 @@ static int verify_chain(struct auditdb *db, struct vchain *vc, json_t *bad,
 	}
 	if (rc < 0 || found)
 		return rc;
+	/* Rows gone from the front, their hash moved into swept_hash by
+	 * hand, leave the links whole: the count the chain keeps (and `audit
+	 * head` shows) does not follow. */
+	if (counted != vc->nrows) {
+		char why[160];
+		snprintf(why, sizeof(why),
+			 "the chain holds %lld rows but says %lld: rows deleted "
+			 "or inserted around sbxcat",
+			 counted, vc->nrows);
+		add_bad(bad, vc->session, -1, NULL, why);
+		return 0;
+	}
 	if (memcmp(vc->prev, vc->head, 32) || (any && last_seq != vc->head_seq)) {
 		char why[160];
 		snprintf(why, sizeof(why),
@@ -1163,7 +1187,8 @@ int auditdb_heads(struct auditdb *db, const char *session, const char *tenant,
 	if (schema_check(db, err) < 0)
 		return -1;
 	sql = xasprintf("SELECT c.session_key, c.tenant, c.nrows, c.head_seq, "
-			"encode(c.head, 'hex') FROM audit_chains c%s "
+			"encode(c.head, 'hex'), c.swept_rows, "
+			"encode(c.swept_hash, 'hex') FROM audit_chains c%s "
 			"ORDER BY c.session_key COLLATE \"C\"",
 			where);
 	rc = run(db, sql, *where ? 1 : 0, &param, PGRES_TUPLES_OK, &res, err);
@@ -1174,7 +1199,7 @@ int auditdb_heads(struct auditdb *db, const char *session, const char *tenant,
 	for (int i = 0; i < sym_PQntuples(res); i++)
 		json_array_append_new(
 		    a,
-		    json_pack("{s:o,s:o,s:I,s:o,s:s}", "session",
+		    json_pack("{s:o,s:o,s:I,s:o,s:s,s:I,s:s}", "session",
 			      xjson_text(sym_PQgetvalue(res, i, 0)), "tenant",
 			      xjson_text(sym_PQgetvalue(res, i, 1)), "rows",
 			      (json_int_t)atoll(sym_PQgetvalue(res, i, 2)),
@@ -1182,7 +1207,9 @@ int auditdb_heads(struct auditdb *db, const char *session, const char *tenant,
 			      sym_PQgetisnull(res, i, 3)
 				  ? json_null()
 				  : json_integer(atoll(sym_PQgetvalue(res, i, 3))),
-			      "head", sym_PQgetvalue(res, i, 4)));
+			      "head", sym_PQgetvalue(res, i, 4), "swept_rows",
+			      (json_int_t)atoll(sym_PQgetvalue(res, i, 5)),
+			      "swept_hash", sym_PQgetvalue(res, i, 6)));
 	sym_PQclear(res);
 	*heads = a;
 	return 0;
@@ -1257,6 +1284,10 @@ int auditdb_sweep(struct auditdb *db, long long cutoff_us, size_t batch,
 		batch = 1;
 	snprintf(cutoff, sizeof(cutoff), "%lld", cutoff_us);
 	snprintf(nb, sizeof(nb), "%zu", batch);
+	/* Finding the chains with old rows reads every old row: no timeout
+	 * (each batch after is short). */
+	if (cmd(db, "SET statement_timeout = 0", err) < 0)
+		return -1;
 	if (run(db,
 		"SELECT DISTINCT session_key COLLATE \"C\" AS s FROM "
 		"sandbox_operations WHERE created_at < 'epoch'::timestamptz + "

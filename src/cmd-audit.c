@@ -830,7 +830,7 @@ static int audit_head(struct sbx_ctx *ctx, int argc, char **argv)
 	{
 		struct strbuf s1 = STRBUF_INIT, s2 = STRBUF_INIT;
 
-		printf("%s\t%s\t%lld\t%lld\t%s\n",
+		printf("%s\t%s\t%lld\t%lld\t%s\t%lld\t%s\n",
 		       shown(&s1, json_string_value(
 				      json_object_get(h, "session"))
 				      ?: ""),
@@ -840,7 +840,11 @@ static int audit_head(struct sbx_ctx *ctx, int argc, char **argv)
 		       (long long)json_integer_value(json_object_get(h, "rows")),
 		       (long long)json_integer_value(
 			   json_object_get(h, "head_seq")),
-		       json_string_value(json_object_get(h, "head")) ?: "");
+		       json_string_value(json_object_get(h, "head")) ?: "",
+		       (long long)json_integer_value(
+			   json_object_get(h, "swept_rows")),
+		       json_string_value(json_object_get(h, "swept_hash"))
+			   ?: "");
 		strbuf_release(&s1);
 		strbuf_release(&s2);
 	}
