@@ -17,7 +17,9 @@
  * tenant, so a filter on both is not costed as if they were independent.
  * Failed rows are few: the partial indexes behind --failed with each
  * other filter ("every failed write last week") cost an insert nothing
- * unless the row failed.  created_at lies in 1970-9999: what a cursor and
+ * unless the row failed.  The indexes are ascending and read backwards
+ * for newest first: new rows then fill a page before it splits (a
+ * descending index splits at its left edge and stays half empty).  created_at lies in 1970-9999: what a cursor and
  * RFC 3339 can say.  pg_trgm (a trusted extension since PostgreSQL 13:
  * a role with CREATE on the database may create it) backs the
  * `audit ls --search` substring index.
@@ -68,32 +70,32 @@ static const char migration_1[] =
 	"  swept_rows bigint NOT NULL,\n"
 	"  swept_at timestamptz);\n"
 	"CREATE INDEX sandbox_operations_created\n"
-	"  ON sandbox_operations (created_at DESC, seq DESC);\n"
+	"  ON sandbox_operations (created_at, seq);\n"
 	"CREATE INDEX sandbox_operations_tenant\n"
-	"  ON sandbox_operations (tenant, created_at DESC, seq DESC);\n"
+	"  ON sandbox_operations (tenant, created_at, seq);\n"
 	"CREATE INDEX sandbox_operations_session\n"
-	"  ON sandbox_operations (session_key, created_at DESC, seq DESC);\n"
+	"  ON sandbox_operations (session_key, created_at, seq);\n"
 	"CREATE INDEX sandbox_operations_agent\n"
-	"  ON sandbox_operations (agent_ref, created_at DESC, seq DESC);\n"
+	"  ON sandbox_operations (agent_ref, created_at, seq);\n"
 	"CREATE INDEX sandbox_operations_run\n"
-	"  ON sandbox_operations (run_ref, created_at DESC, seq DESC);\n"
+	"  ON sandbox_operations (run_ref, created_at, seq);\n"
 	"CREATE INDEX sandbox_operations_op\n"
-	"  ON sandbox_operations (op, created_at DESC, seq DESC);\n"
+	"  ON sandbox_operations (op, created_at, seq);\n"
 	"CREATE INDEX sandbox_operations_failed\n"
-	"  ON sandbox_operations (created_at DESC, seq DESC) WHERE NOT ok;\n"
+	"  ON sandbox_operations (created_at, seq) WHERE NOT ok;\n"
 	"CREATE INDEX sandbox_operations_tenant_failed\n"
-	"  ON sandbox_operations (tenant, created_at DESC, seq DESC)\n"
+	"  ON sandbox_operations (tenant, created_at, seq)\n"
 	"  WHERE NOT ok;\n"
 	"CREATE INDEX sandbox_operations_op_failed\n"
-	"  ON sandbox_operations (op, created_at DESC, seq DESC) WHERE NOT ok;\n"
+	"  ON sandbox_operations (op, created_at, seq) WHERE NOT ok;\n"
 	"CREATE INDEX sandbox_operations_session_failed\n"
-	"  ON sandbox_operations (session_key, created_at DESC, seq DESC)\n"
+	"  ON sandbox_operations (session_key, created_at, seq)\n"
 	"  WHERE NOT ok;\n"
 	"CREATE INDEX sandbox_operations_agent_failed\n"
-	"  ON sandbox_operations (agent_ref, created_at DESC, seq DESC)\n"
+	"  ON sandbox_operations (agent_ref, created_at, seq)\n"
 	"  WHERE NOT ok;\n"
 	"CREATE INDEX sandbox_operations_run_failed\n"
-	"  ON sandbox_operations (run_ref, created_at DESC, seq DESC)\n"
+	"  ON sandbox_operations (run_ref, created_at, seq)\n"
 	"  WHERE NOT ok;\n"
 	"CREATE INDEX sandbox_operations_target\n"
 	"  ON sandbox_operations USING gin (target gin_trgm_ops);\n"
