@@ -127,6 +127,14 @@ static inline void strbuf_reset(struct strbuf *sb)
 		sb->buf[0] = 0;
 }
 
+/* Keep the first len bytes (len <= sb->len). */
+static inline void strbuf_setlen(struct strbuf *sb, size_t len)
+{
+	sb->len = len;
+	if (sb->buf)
+		sb->buf[len] = 0;
+}
+
 /* Free n strings and the array that holds them. */
 void strv_free(char **v, size_t n);
 

@@ -1058,6 +1058,15 @@ static int verify_chain(struct auditdb *db, struct vchain *vc, json_t *bad,
 	}
 	if (rc < 0 || found)
 		return rc;
+	if (memcmp(vc->prev, vc->head, 32) || (any && last_seq != vc->head_seq)) {
+		char why[160];
+		snprintf(why, sizeof(why),
+			 "the chain's head is row %lld, which is missing: rows "
+			 "deleted at the end",
+			 vc->head_seq);
+		add_bad(bad, vc->session, vc->head_seq, NULL, why);
+		return 0;
+	}
 	/* Rows gone from the front, their hash moved into swept_hash by
 	 * hand, leave the links whole: the count the chain keeps (and `audit
 	 * head` shows) does not follow. */
@@ -1068,15 +1077,6 @@ static int verify_chain(struct auditdb *db, struct vchain *vc, json_t *bad,
 			 "or inserted around sbxcat",
 			 counted, vc->nrows);
 		add_bad(bad, vc->session, -1, NULL, why);
-		return 0;
-	}
-	if (memcmp(vc->prev, vc->head, 32) || (any && last_seq != vc->head_seq)) {
-		char why[160];
-		snprintf(why, sizeof(why),
-			 "the chain's head is row %lld, which is missing: rows "
-			 "deleted at the end",
-			 vc->head_seq);
-		add_bad(bad, vc->session, vc->head_seq, NULL, why);
 	}
 	return 0;
 }

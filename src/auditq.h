@@ -75,7 +75,7 @@ int auditq_stats(struct auditdb *db, const struct auditq_filter *f,
 		 json_t **stats, struct sbx_error **err);
 
 /*
- * The SQL a page runs (for the EXPLAIN test and `audit ls --explain`):
+ * The SQL a page runs (for the EXPLAIN test and the benchmark):
  * the statement and its parameters as text (free with auditq_sql_free).
  */
 struct auditq_sql {

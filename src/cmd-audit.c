@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@
 #define LS_LIMIT_DEFAULT 50
 #define LS_LIMIT_MAX 10000
 #define SWEEP_BATCH 10000
+#define TABLE_TARGET_MAX 60 /* characters of a target on a terminal */
 #define RETENTION_DAYS_DEFAULT 30
 
 extern const struct cmd_entry cmd_audit_migrate_entry, cmd_audit_status_entry,
@@ -363,7 +365,7 @@ static int audit_status(struct sbx_ctx *ctx, int argc, char **argv)
 	struct spool_status ss = {0};
 	const char *source = NULL, *conninfo;
 	int rc = audit_options(ctx, cmd, 0, argc, argv, &a);
-	int version = 0, known = 0;
+	int version = 0, known = auditdb_nmigrations;
 	char t1[32], t2[32];
 	json_t *doc;
 
@@ -517,9 +519,27 @@ static void row_fields(json_t *r, char *v[8], struct strbuf sb[8])
 		v[i] = (char *)strbuf_str(&sb[i]);
 }
 
+/* A cell cut to max characters on a terminal, "..." marking the cut. */
+static void cut_cell(struct strbuf *sb, size_t max)
+{
+	size_t off = 0, n = 0;
+	uint32_t cp;
+
+	if (utf8_chars(sb->buf, sb->len) <= max)
+		return;
+	while (off < sb->len && n < max - 3) {
+		size_t k = utf8_decode(sb->buf + off, sb->len - off, &cp);
+
+		off += k ? k : 1;
+		n++;
+	}
+	strbuf_setlen(sb, off);
+	strbuf_addstr(sb, "...");
+}
+
 static void print_table(json_t *rows)
 {
-	static const char *const head[8] = {"TIME",   "TENANT",	 "SESSION",
+	static const char *const head[8] = {"TIME (UTC)", "TENANT", "SESSION",
 					    "OP",     "TARGET",	 "OK/EXIT",
 					    "BYTES",  "MS"};
 	struct strbuf sb[8];
@@ -536,6 +556,8 @@ static void print_table(json_t *rows)
 		json_array_foreach(rows, i, r)
 		{
 			row_fields(r, v, sb);
+			cut_cell(&sb[4], TABLE_TARGET_MAX);
+			v[4] = (char *)strbuf_str(&sb[4]);
 			for (int k = 0; k < 8; k++) {
 				size_t n = utf8_chars(v[k], strlen(v[k]));
 				if (n > w[k])
@@ -553,6 +575,10 @@ static void print_table(json_t *rows)
 	json_array_foreach(rows, i, r)
 	{
 		row_fields(r, v, sb);
+		if (tty) {
+			cut_cell(&sb[4], TABLE_TARGET_MAX);
+			v[4] = (char *)strbuf_str(&sb[4]);
+		}
 		for (int k = 0; k < 8; k++) {
 			size_t n = utf8_chars(v[k], strlen(v[k]));
 
@@ -900,8 +926,9 @@ const struct cmd_entry cmd_audit_export_entry = {
 };
 const struct cmd_entry cmd_audit_stats_entry = {
     .name = "stats",
-    .usage = "[--since TIME] [--tenant T] [--json]",
-    .summary = "counts per operation, failures, the slowest",
+    .usage = FILTERS " [--json]",
+    .summary = "counts per operation, failures, the slowest (default: "
+	       "the last 24 hours)",
     .exec = audit_stats,
     .parent = &cmd_audit_entry,
 };

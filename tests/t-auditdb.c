@@ -233,7 +233,7 @@ static void test_insert(void)
 	r[0].duration_ms = 1234;
 	r[0].detail = (char *)"exit 2";
 	mkrow(&r[1], "s1", 1700000001000000LL);
-	mkrow(&r[2], "s2", -1); /* before the epoch, by a microsecond */
+	mkrow(&r[2], "s2", 1); /* the epoch and a microsecond: the earliest */
 	r[2].tenant = (char *)"";
 	audit_chain_hash(zero, &r[0], h[0]);
 	audit_chain_hash(h[0], &r[1], h[1]);
@@ -262,7 +262,7 @@ static void test_insert(void)
 		 "IS NULL, results IS NULL, tenant = '') FROM sandbox_operations "
 		 "WHERE id = '%s'",
 		 r[2].id);
-	is_str(sql(db, q), "-1|t|t|t|t|t", "NULLs, empty tenant, time before 1970");
+	is_str(sql(db, q), "1|t|t|t|t|t", "NULLs, empty tenant, time 1 us after 1970");
 	is_str(sql(db, "SELECT concat_ws('|', (SELECT count(*) FROM agents), "
 		       "(SELECT agent_id FROM runs WHERE id = 'run-1'))"),
 	       "1|agent-1", "agent and run created");
