@@ -33,8 +33,9 @@
 #      of the database; no target.
 # Beside them, for reading the figures on a loaded machine: the client's
 # CPU (user+sys, from wait4) in (a) and (b), the time of a bare connection
-# (pg_isready) and each page statement's time in the server (EXPLAIN
-# ANALYZE) in (c), and the load average at the start and the end.
+# (pg_isready) and each page statement's time in the server (planning
+# and execution by EXPLAIN ANALYZE, as the first statement of a new
+# connection, as sbxcat's is) in (c), and the load average at the start and the end.
 # A missed target exits 1.  Sizes (environment):
 #   SBXCAT_BENCH_AUDIT_RUNS         runs of each command in (a)   (200)
 #   SBXCAT_BENCH_AUDIT_SPOOL_ROWS   rows of the spool in (b)      (100000)
@@ -43,7 +44,8 @@
 #   SBXCAT_BENCH_AUDIT_OLD_ROWS     of which 40 days old, (e)     (500000)
 #   SBXCAT_BENCH_AUDIT_LS_RUNS      runs of each page in (c)      (50)
 #   SBXCAT_BENCH_AUDIT_EXPORT_RUNS  runs of each export in (d)    (3)
-# About 5 minutes on 2 idle cores.  Everything made here (the databases,
+# It took 9 minutes on 2 cores shared with other work (load average 4 to
+# 5); most of it is loading the 1,000,000 rows and the flushes.  Everything made here (the databases,
 # the session's container, the runtime's image, the temporary directory)
 # is removed at the end.
 # the timed helpers are called indirectly:
