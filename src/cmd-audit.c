@@ -807,10 +807,11 @@ static int audit_verify(struct sbx_ctx *ctx, int argc, char **argv)
 		long long seq = json_integer_value(json_object_get(b, "seq"));
 		const char *id = json_string_value(json_object_get(b, "id"));
 
-		printf("session %s: ",
-		       shown(&sb, json_string_value(
-				      json_object_get(b, "session"))
-				      ?: ""));
+		const char *sess =
+		    json_string_value(json_object_get(b, "session"));
+
+		if (sess && *sess)
+			printf("session %s: ", shown(&sb, sess));
 		if (seq >= 0)
 			printf("row %lld (id %s): ", seq, id ? id : "-");
 		printf("%s\n",

@@ -227,8 +227,11 @@ q "UPDATE sandbox_operations SET target = 'innocent.txt' WHERE seq = $seq" >/dev
 sbx audit verify --session "$K"
 is "$rc" 1 "an UPDATE of one row's target: audit verify exits 1"
 like "$(out)" "row $seq " "... naming the row ($(head -n 1 "$T/out"))"
+sbx audit verify --session nosuchkey
+is "$rc" 0 "... another session's chain still verifies ($(tail -n 1 "$T/out"))"
 sbx audit verify --tenant nobody-else
-is "$rc" 0 "... another tenant's chains still verify"
+is "$rc:$(out)" "1:no chain: no row of this tenant is recorded
+checked 0 chains, 0 rows" "verify --tenant that matches no chain: exit 1, saying so"
 
 # -- The database stopped (immediate) in the middle of 1,000 operations,
 # on a cluster of this test's own: every row spooled, nothing lost.

@@ -614,7 +614,7 @@ static void page_sql(void)
 	       strstr(q.sql, "(created_at, seq) < ($9::timestamptz, "
 			     "$10::bigint)") &&
 	       strstr(q.sql, "op = ANY($5::text[])") &&
-	       strstr(q.sql, "LIKE $6::text ESCAPE '\\'") &&
+	       strstr(q.sql, "LIKE $6::text ESCAPE E'\\\\'") &&
 	       strstr(q.sql, "NOT ok"),
 	   "keyset, order, ops and search as agreed");
 	diag("%s", q.sql);
