@@ -10,6 +10,9 @@
  */
 #include "config.h"
 
+#include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +23,7 @@
 #include "alloc.h"
 #include "audit.h"
 #include "auditdb.h"
+#include "engine.h"
 #include "error.h"
 #include "pq-dl.h"
 #include "text.h"
@@ -28,6 +32,10 @@
 struct auditdb {
 	PGconn *conn;
 	int schema; /* applied version once checked, else -1 */
+	char *info; /* the connection string, to keep out of messages */
+	PostgresPollingStatusType polling; /* the connect's last step */
+	long long deadline;		    /* engine_now_ms() */
+	bool ready;			    /* connected and set up */
 };
 
 #define COPY_OVER 50 /* rows: more go through COPY */
@@ -177,8 +185,28 @@ static int res_fail(PGresult *res, struct sbx_error **err, const char *what)
 	return -1;
 }
 
-int auditdb_connect(const char *conninfo, struct auditdb **dbp,
-		    struct sbx_error **err)
+/* The connect_timeout in force (the user's string, PGCONNECT_TIMEOUT, or
+ * ours), in milliseconds: an asynchronous connect must keep it itself. */
+static long long connect_ms(PGconn *conn)
+{
+	PQconninfoOption *o = sym_PQconninfo(conn), *p;
+	long long ms = 5000;
+
+	for (p = o; p && p->keyword; p++)
+		if (!strcmp(p->keyword, "connect_timeout") && p->val &&
+		    *p->val) {
+			long long t = atoll(p->val);
+
+			/* libpq: 0 or less waits for ever, 1 is 2 */
+			ms = t <= 0 ? 24LL * 3600 * 1000 : (t < 2 ? 2 : t) * 1000;
+		}
+	if (o)
+		sym_PQconninfoFree(o);
+	return ms;
+}
+
+int auditdb_connect_start(const char *conninfo, struct auditdb **dbp,
+			  struct sbx_error **err)
 {
 	const char *timeout = getenv("PGCONNECT_TIMEOUT");
 	/* Ours first: what the user's string sets wins (expand_dbname);
@@ -195,37 +223,71 @@ int auditdb_connect(const char *conninfo, struct auditdb **dbp,
 	const char *vals[] = { timeout && *timeout ? timeout : "5", "sbxcat",
 			       "10", "5", "3", "30000",
 			       conninfo ? conninfo : "", "UTF8", NULL };
-	const char *enc;
 	struct auditdb *db;
-	PGresult *res;
 
 	*dbp = NULL;
 	if (pq_dl_load(err) < 0)
 		return -1;
 	db = xcalloc(1, sizeof(*db));
 	db->schema = -1;
-	db->conn = sym_PQconnectdbParams(keys, vals, 1);
+	db->info = xstrdup(conninfo ? conninfo : "");
+	db->conn = sym_PQconnectStartParams(keys, vals, 1);
 	if (!db->conn)
 		die_oom();
-	if (sym_PQstatus(db->conn) != CONNECTION_OK) {
-		char *m = clean_message(sym_PQerrorMessage(db->conn),
-					conninfo ? conninfo : "");
+	db->deadline = engine_now_ms() + connect_ms(db->conn);
+	/* The first step sends the start-up packet when it can: the server
+	 * then starts the session while the caller does its work. */
+	db->polling = sym_PQstatus(db->conn) == CONNECTION_BAD
+			  ? PGRES_POLLING_FAILED
+			  : sym_PQconnectPoll(db->conn);
+	*dbp = db;
+	return 0;
+}
+
+int auditdb_connect_finish(struct auditdb *db, struct sbx_error **err)
+{
+	const char *enc;
+	PGresult *res;
+
+	while (db->polling != PGRES_POLLING_OK &&
+	       db->polling != PGRES_POLLING_FAILED) {
+		struct pollfd pfd = {
+		    .fd = sym_PQsocket(db->conn),
+		    .events = db->polling == PGRES_POLLING_READING ? POLLIN
+								    : POLLOUT};
+		long long left = db->deadline - engine_now_ms();
+		int n;
+
+		if (left <= 0) {
+			sbx_error_set(err, SBX_EXIT_ENV, 0,
+				      "database unreachable: no answer within "
+				      "the connect timeout");
+			return -1;
+		}
+		n = poll(&pfd, 1, left > 1000 ? 1000 : (int)left);
+		if (n < 0 && errno != EINTR)
+			return sbx_error_set(err, SBX_EXIT_ENV, errno,
+					     "database unreachable: poll");
+		if (n > 0)
+			db->polling = sym_PQconnectPoll(db->conn);
+	}
+	if (db->polling == PGRES_POLLING_FAILED ||
+	    sym_PQstatus(db->conn) != CONNECTION_OK) {
+		char *m = clean_message(sym_PQerrorMessage(db->conn), db->info);
 		sbx_error_set(err, SBX_EXIT_ENV, 0, "database unreachable: %s", m);
 		free(m);
-		auditdb_close(db);
 		return -1;
 	}
+	if (db->ready)
+		return 0;
 	/* A database of another encoding would turn a path into other
 	 * bytes (or refuse it), and the chain would no longer verify. */
 	enc = sym_PQparameterStatus(db->conn, "server_encoding");
-	if (!enc || strcmp(enc, "UTF8") != 0) {
-		sbx_error_set(err, SBX_EXIT_ENV, 0,
-			      "the audit's database must be UTF8, not %s "
-			      "(CREATE DATABASE ... ENCODING 'UTF8')",
-			      enc ? enc : "unknown");
-		auditdb_close(db);
-		return -1;
-	}
+	if (!enc || strcmp(enc, "UTF8") != 0)
+		return sbx_error_set(err, SBX_EXIT_ENV, 0,
+				     "the audit's database must be UTF8, not %s "
+				     "(CREATE DATABASE ... ENCODING 'UTF8')",
+				     enc ? enc : "unknown");
 	sym_PQsetNoticeProcessor(db->conn, quiet_notice, NULL);
 	/* hex: the hashes are read back as text (a role or PGOPTIONS may
 	 * say escape); standard strings: E'' is used where a backslash
@@ -233,13 +295,23 @@ int auditdb_connect(const char *conninfo, struct auditdb **dbp,
 	res = sym_PQexec(db->conn, "SET statement_timeout = '30s'; "
 				   "SET bytea_output = 'hex'; "
 				   "SET standard_conforming_strings = on");
-	if (sym_PQresultStatus(res) != PGRES_COMMAND_OK) {
-		res_fail(res, err, "database unreachable");
-		auditdb_close(db);
+	if (sym_PQresultStatus(res) != PGRES_COMMAND_OK)
+		return res_fail(res, err, "database unreachable");
+	sym_PQclear(res);
+	db->ready = true;
+	return 0;
+}
+
+int auditdb_connect(const char *conninfo, struct auditdb **dbp,
+		    struct sbx_error **err)
+{
+	if (auditdb_connect_start(conninfo, dbp, err) < 0)
+		return -1;
+	if (auditdb_connect_finish(*dbp, err) < 0) {
+		auditdb_close(*dbp);
+		*dbp = NULL;
 		return -1;
 	}
-	sym_PQclear(res);
-	*dbp = db;
 	return 0;
 }
 
@@ -249,6 +321,7 @@ void auditdb_close(struct auditdb *db)
 		return;
 	if (db->conn)
 		sym_PQfinish(db->conn);
+	free(db->info);
 	free(db);
 }
 

@@ -67,6 +67,16 @@ const char *auditdb_conninfo(const char *uri, const char **source);
  */
 int auditdb_connect(const char *conninfo, struct auditdb **db,
 		    struct sbx_error **err);
+/*
+ * The same in two steps: start sends the request and returns at once
+ * (the server sets the session up while the caller works; -1 only when
+ * libpq is missing); finish waits for it (at most the connect timeout)
+ * and makes the same checks, -1 as auditdb_connect says (the caller then
+ * closes db).  finish again after success returns 0 at once.
+ */
+int auditdb_connect_start(const char *conninfo, struct auditdb **db,
+			  struct sbx_error **err);
+int auditdb_connect_finish(struct auditdb *db, struct sbx_error **err);
 void auditdb_close(struct auditdb *db);
 
 /*

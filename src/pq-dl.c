@@ -42,6 +42,11 @@ DLSYM_DEFINE(PQescapeLiteral);
 DLSYM_DEFINE(PQfreemem);
 DLSYM_DEFINE(PQsetNoticeProcessor);
 DLSYM_DEFINE(PQparameterStatus);
+DLSYM_DEFINE(PQconnectStartParams);
+DLSYM_DEFINE(PQconnectPoll);
+DLSYM_DEFINE(PQsocket);
+DLSYM_DEFINE(PQconninfo);
+DLSYM_DEFINE(PQconninfoFree);
 DLSYM_DEFINE(PQconnectdbParams);
 DLSYM_DEFINE(PQsendQueryParams);
 DLSYM_DEFINE(PQsetSingleRowMode);
@@ -73,6 +78,11 @@ static const struct dl_sym syms[] = {
     DLSYM_ENTRY(PQfreemem),
     DLSYM_ENTRY(PQsetNoticeProcessor),
     DLSYM_ENTRY(PQparameterStatus),
+    DLSYM_ENTRY(PQconnectStartParams),
+    DLSYM_ENTRY(PQconnectPoll),
+    DLSYM_ENTRY(PQsocket),
+    DLSYM_ENTRY(PQconninfo),
+    DLSYM_ENTRY(PQconninfoFree),
     DLSYM_ENTRY(PQconnectdbParams),
     DLSYM_ENTRY(PQsendQueryParams),
     DLSYM_ENTRY(PQsetSingleRowMode),

@@ -91,6 +91,12 @@ int audit_open(struct audit **out, const char *db_uri, const char *agent,
 	a->agent = agent ? xstrdup(agent) : NULL;
 	a->run = run ? xstrdup(run) : NULL;
 	spool_init(&a->spool);
+	/* The server sets its session up while the operation works. */
+	if (!a->off && a->conninfo &&
+	    auditdb_connect_start(a->conninfo, &a->db, &a->db_err) < 0) {
+		a->db_tried = true;
+		a->db = NULL;
+	}
 	*out = a;
 	return 0;
 }
@@ -119,20 +125,26 @@ static void drop_db(struct audit *a, struct sbx_error **why)
 static struct auditdb *db(struct audit *a)
 {
 	struct sbx_error *err = NULL;
-	unsigned long long moved, kept;
+	unsigned long long moved, kept, pending;
 
 	if (!a->db_tried) {
 		a->db_tried = true;
-		if (!a->conninfo)
+		if (!a->conninfo) {
 			sbx_error_set(&a->db_err, SBX_EXIT_ENV, 0,
 				      "no database configured");
-		else if (auditdb_connect(a->conninfo, &a->db, &a->db_err) < 0)
+		} else if (!a->db) {
+			if (auditdb_connect(a->conninfo, &a->db, &a->db_err) < 0)
+				a->db = NULL;
+		} else if (auditdb_connect_finish(a->db, &a->db_err) < 0) {
+			auditdb_close(a->db);
 			a->db = NULL;
+		}
 	}
 	/* A replay that fails leaves the spool as it was and is said; the
 	 * row at hand still tries the database (its own insert tells
 	 * whether the database is gone). */
-	if (a->db && !a->replayed && spool_pending(&a->spool)) {
+	pending = a->db && !a->replayed ? spool_pending(&a->spool) : 0;
+	if (pending) {
 		a->replayed = true;
 		if (spool_replay(&a->spool, false, to_db, a->db, &moved, &kept,
 				 &err) < 0) {

@@ -370,17 +370,21 @@ void spool_note_lost(struct spool *s, const struct audit_row *r)
 	strbuf_release(&line);
 }
 
-bool spool_pending(struct spool *s)
+unsigned long long spool_pending(struct spool *s)
 {
 	struct stat st;
 	bool missing;
 
 	if (s->fd >= 0)
-		return fstat(s->fd, &st) == 0 && st.st_size > 0;
+		return fstat(s->fd, &st) == 0 && st.st_size > 0
+			   ? (unsigned long long)st.st_size
+			   : 0;
 	if (open_dir(s, false, &missing, NULL) < 0 || missing)
-		return false;
+		return 0;
 	return fstatat(s->dirfd, SPOOL_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	       S_ISREG(st.st_mode) && st.st_size > 0;
+		       S_ISREG(st.st_mode) && st.st_size > 0
+		   ? (unsigned long long)st.st_size
+		   : 0;
 }
 
 /*

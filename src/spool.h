@@ -70,8 +70,8 @@ int spool_status(struct spool *s, struct spool_status *st,
  */
 void spool_note_lost(struct spool *s, const struct audit_row *r);
 
-/* Whether audit.jsonl has anything in it (one fstat). */
-bool spool_pending(struct spool *s);
+/* The bytes waiting in audit.jsonl (one fstat); 0 when none. */
+unsigned long long spool_pending(struct spool *s);
 
 /*
  * Replay: sink(arg, rows, n, err) takes each batch (at most SPOOL_BATCH
