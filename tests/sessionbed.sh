@@ -105,8 +105,9 @@ sbx() {
 	rc=$?
 }
 out() { cat "$T/out"; }
-# stderr without the "hint:" lines that follow some errors (checked apart).
-err() { grep -v '^hint: ' "$T/err"; }
+# stderr without the "hint:" lines that follow some errors (checked apart);
+# -a: a message may quote bytes that are not UTF-8 (getopt quotes them raw).
+err() { grep -av '^hint: ' "$T/err"; }
 
 # open_s TENANT SCOPE SUBJECT [OPTIONS...]: session open (of $RA unless
 # OPTIONS say --runtime); the key in $key, the status in $rc.

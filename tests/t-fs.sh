@@ -739,8 +739,8 @@ ln -s .. "$WS/a/a" && ln -s ../.. "$WS/a/up" && ln -s / "$WS/lroot" && ln -s /et
 ln -s /etc/passwd "$WS/lpasswd" && ln -s /proc/self/root "$WS/pr"
 FUZZ_N=${SBXCAT_FS_FUZZ_N:-120}
 seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
-diag "fuzzer seed $seed (SBXCAT_FS_FUZZ_SEED=$seed to repeat)"
 seed=${SBXCAT_FS_FUZZ_SEED:-$seed}
+diag "fuzzer seed $seed (SBXCAT_FS_FUZZ_SEED=$seed to repeat)"
 awk -v n="$FUZZ_N" -v seed="$seed" 'BEGIN {
 	srand(seed)
 	split("/|.|..|a|f.txt|lroot|letc|lpasswd|pr|etc|passwd|%%|%%s%%n|\\t|\\n|\\001|\\033[1m|\\377|\\303\\251|\\\\| |*|//|up|-|--|L|a/a|\\177", t, "|")
