@@ -29,10 +29,6 @@ CTR=sbxcat-$DEP-$K
 WS=$T/root/$K/workspace
 
 N=${SBXCAT_BENCH_FS_RUNS:-5}
-med() {
-	sort -n "$1" | awk '{ v[NR] = $1 } END {
-		printf "%.4f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
 missed=0
 # compare LABEL NAME FILE OTHER-NAME OTHER-FILE [TARGET]: both medians and
 # their ratio, against TARGET when given.
@@ -45,17 +41,6 @@ compare() {
 	fi
 	printf '%s: %s median %s s; %s median %s s: ratio %s%s\n' \
 		"$1" "$2" "$(med "$3")" "$4" "$(med "$5")" "$c_r" "$c_v"
-}
-# time1 FILE CMD...: append CMD's wall time to FILE (stdout to last.out);
-# a failure stops the bench.
-time1() {
-	t_f=$1
-	shift
-	t0=$(now)
-	"$@" >"$T/last.out" 2>"$T/last.err" || {
-		echo "bench-fs: '$*' failed:"; cat "$T/last.err"; exit 1; }
-	t1=$(now)
-	{ elapsed "$t0" "$t1"; echo; } >>"$t_f"
 }
 # pair FILE-A FILE-B CMD-A CMD-B: one warm-up of each, then A and B in
 # turn N times (drift hits both alike); CMD-A and CMD-B are functions.

@@ -25,16 +25,6 @@ export SANDBOXD_MAX_SESSIONS SANDBOXD_MAX_SESSIONS_PER_TENANT
 IMG=$(sx tag "$RT")
 
 N=${SBXCAT_BENCH_RUNS:-20}	# runs of each measurement
-# stats FILE: "median p95" of the seconds in FILE, one a line (p95 is the
-# nearest rank: with 20 runs, the 19th).
-stats() {
-	sort -n "$1" | awk '{ v[NR] = $1 } END {
-		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-		r = int(0.95 * NR + 0.999999); if (r < 1) r = 1
-		printf "%.3f %.3f", m, v[r] }'
-}
-med() { stats "$1" | cut -d ' ' -f 1; }
-p95() { stats "$1" | cut -d ' ' -f 2; }
 verdict() {
 	if awk -v v="$1" -v t="$3" "BEGIN { exit !(v $2 t) }"; then v=ok; else v=MISSED; missed=1; fi
 }
@@ -46,17 +36,6 @@ compare() {
 	verdict "$c_r" "<=" 1.0
 	printf '%s: %s median %s s p95 %s s; %s median %s s p95 %s s: ratio %s (target <= 1.0) %s\n' \
 		"$1" "$2" "$(med "$3")" "$(p95 "$3")" "$4" "$(med "$5")" "$(p95 "$5")" "$c_r" "$v"
-}
-# time1 FILE CMD...: append CMD's wall time to FILE; a failure stops the bench.
-time1() {
-	t_f=$1
-	shift
-	t0=$(now)
-	"$@" >"$T/last.out" 2>"$T/last.err" || {
-		echo "bench-session: '$*' failed:"; cat "$T/last.err"; exit 1; }
-	t1=$(now)
-	elapsed "$t0" "$t1" >>"$t_f"
-	echo >>"$t_f"
 }
 
 echo "engine: $DOCKER_HOST; client for comparison: $DOCKER"

@@ -3,8 +3,9 @@
 # bench-session.sh and bench-fs.sh): the test-bed engine and base image,
 # root, a temporary directory with a workspace root of its own, a
 # deployment id of this run's, a catalogue of one runtime built from the
-# base image (prewarmed), `sx` to run sbxcat on it, and the removal of all
-# of it at exit.  Call sb_bench_init NAME PREFIX after setting here.
+# base image (prewarmed), `sx` to run sbxcat on it, the timing helpers
+# (now, elapsed, ratio, stats/med/p95, time1), and the removal of all of
+# it at exit.  Call sb_bench_init NAME PREFIX after setting here.
 # cleanup is called indirectly (trap):
 # shellcheck disable=SC2317
 srcdir=${srcdir:-$here/..}
@@ -19,6 +20,7 @@ sb_bench_init() {
 	testbed_docker || { echo "$1: no Docker engine (reason above)"; exit 1; }
 	testbed_base_image || { echo "$1: no base image (reason above)"; exit 1; }
 	[ "$(id -u)" = 0 ] || { echo "$1: needs root (the workspace root must be root's)"; exit 1; }
+	SB_NAME=$1
 	sfx=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
 	T=$(mktemp -d)
 	DEP=$1-$$
@@ -57,3 +59,24 @@ sx() { "$S" -C cat.json "$@"; }
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", b - a }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+# stats FILE: "median p95" of the seconds in FILE, one a line (p95 is the
+# nearest rank: with 20 runs, the 19th).
+stats() {
+	sort -n "$1" | awk '{ v[NR] = $1 } END {
+		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		r = int(0.95 * NR + 0.999999); if (r < 1) r = 1
+		printf "%.4f %.4f", m, v[r] }'
+}
+med() { stats "$1" | cut -d ' ' -f 1; }
+p95() { stats "$1" | cut -d ' ' -f 2; }
+# time1 FILE CMD...: append CMD's wall time to FILE (its stdout to
+# $T/last.out); a failure stops the bench.
+time1() {
+	t_f=$1
+	shift
+	t0=$(now)
+	"$@" >"$T/last.out" 2>"$T/last.err" || {
+		echo "$SB_NAME: '$*' failed:"; cat "$T/last.err"; exit 1; }
+	t1=$(now)
+	{ elapsed "$t0" "$t1"; echo; } >>"$t_f"
+}

@@ -923,6 +923,29 @@ void session_root_close(struct session_root *r)
 	r->fd = r->lock_fd = -1;
 }
 
+/*
+ * flock(fd, LOCK_EX), waiting for it; a caught signal ends the wait with
+ * its exit status.  DIR/NAME is the file, for messages.  fd stays open.
+ */
+static int lock_wait(int fd, const char *dir, const char *name,
+		     struct sbx_error **err)
+{
+	while (flock(fd, LOCK_EX) < 0) {
+		int e = errno;
+
+		if (e == EINTR && !sig_caught())
+			continue;
+		if (e == EINTR)
+			return sbx_error_set(err, sig_exit_status(), 0,
+					     "interrupted by signal %d while "
+					     "waiting for '%s/%s'",
+					     sig_caught(), dir, name);
+		return sbx_error_set(err, SBX_EXIT_ENV, e,
+				     "cannot lock '%s/%s'", dir, name);
+	}
+	return 0;
+}
+
 int session_lock(struct session_root *r, struct sbx_error **err)
 {
 	struct stat st;
@@ -943,19 +966,9 @@ int session_lock(struct session_root *r, struct sbx_error **err)
 				     "'%s/" LOCK_NAME "' is not a regular file",
 				     r->path);
 	}
-	while (flock(fd, LOCK_EX) < 0) {
-		int e = errno;
-
-		if (e == EINTR && !sig_caught())
-			continue;
+	if (lock_wait(fd, r->path, LOCK_NAME, err) < 0) {
 		close(fd);
-		if (e == EINTR)
-			return sbx_error_set(err, sig_exit_status(), 0,
-					     "interrupted by signal %d while "
-					     "waiting for '%s/" LOCK_NAME "'",
-					     sig_caught(), r->path);
-		return sbx_error_set(err, SBX_EXIT_ENV, e,
-				     "cannot lock '%s/" LOCK_NAME "'", r->path);
+		return -1;
 	}
 	r->lock_fd = fd;
 	return 0;
@@ -1344,19 +1357,6 @@ static int record_write_at(struct session_root *r, int kfd,
 	return rc;
 }
 
-/* The record is rewritten under an flock of ROOT/KEY, so a touch never
- * puts back what a concurrent write replaced. */
-static int lock_keydir(struct session_root *r, int kfd, const char *key,
-		       struct sbx_error **err)
-{
-	while (flock(kfd, LOCK_EX) < 0)
-		if (errno != EINTR)
-			return sbx_error_set(err, SBX_EXIT_ENV, errno,
-					     "cannot lock '%s/%s'", r->path,
-					     key);
-	return 0;
-}
-
 int session_keydir_lock(struct session_root *r, const char *key,
 			struct sbx_error **err)
 {
@@ -1364,19 +1364,9 @@ int session_keydir_lock(struct session_root *r, const char *key,
 
 	if (kfd < 0)
 		return -1;
-	while (flock(kfd, LOCK_EX) < 0) {
-		int e = errno;
-
-		if (e == EINTR && !sig_caught())
-			continue;
+	if (lock_wait(kfd, r->path, key, err) < 0) {
 		close(kfd);
-		if (e == EINTR)
-			return sbx_error_set(err, sig_exit_status(), 0,
-					     "interrupted by signal %d while "
-					     "waiting for '%s/%s'",
-					     sig_caught(), r->path, key);
-		return sbx_error_set(err, SBX_EXIT_ENV, e,
-				     "cannot lock '%s/%s'", r->path, key);
+		return -1;
 	}
 	return kfd;
 }
@@ -1396,7 +1386,7 @@ int session_record_write(struct session_root *r,
 
 	if (kfd < 0)
 		return -1;
-	rc = lock_keydir(r, kfd, rec->key, err);
+	rc = lock_wait(kfd, r->path, rec->key, err);
 	if (rc == 0)
 		rc = record_write_at(r, kfd, rec, err);
 	close(kfd);
@@ -1412,7 +1402,7 @@ int session_record_touch(struct session_root *r, const char *key,
 
 	if (kfd < 0)
 		return -1;
-	rc = lock_keydir(r, kfd, key, err);
+	rc = lock_wait(kfd, r->path, key, err);
 	if (rc == 0)
 		rc = record_read_at(r, kfd, key, &rec, err);
 	if (rc == 0) {

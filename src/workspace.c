@@ -631,7 +631,8 @@ static char *split(const char *rel, const char **name)
  * the uid's, 0755.
  */
 static int make_one(const struct workspace *w, int parent, const char *prefix,
-		    const char *comp, const char *shown, struct sbx_error **err)
+		    const char *comp, const char *shown, bool *made,
+		    struct sbx_error **err)
 {
 	for (int tries = 0; tries < RACE_TRIES; tries++) {
 		int fd = beneath(w->fd, prefix, O_RDONLY | O_DIRECTORY, 0, 0);
@@ -660,6 +661,7 @@ static int make_one(const struct workspace *w, int parent, const char *prefix,
 				      "cannot have its directories made");
 		}
 		(void)fsync(parent);
+		*made = true;
 		return fd;
 	}
 	return refuse_r(err, "cannot make directories", shown,
@@ -667,9 +669,15 @@ static int make_one(const struct workspace *w, int parent, const char *prefix,
 		      "changing, or is a symlink that leads nowhere");
 }
 
-/* Every directory of dir made as needed, one held descriptor at a time. */
+/*
+ * Every directory of dir made as needed, one held descriptor at a time;
+ * *made_from the offset in dir of the first component this call made
+ * (every one after it was made too), or NOTHING_MADE.
+ */
+#define NOTHING_MADE ((size_t)-1)
 static int make_dirs(const struct workspace *w, const char *dir,
-		     const char *shown, struct sbx_error **err)
+		     const char *shown, size_t *made_from,
+		     struct sbx_error **err)
 {
 	cleanup_free char *prefix = xstrdup(dir);
 	size_t i = 0, len = strlen(dir);
@@ -678,11 +686,14 @@ static int make_dirs(const struct workspace *w, const char *dir,
 
 	while (fd >= 0 && i < len) {
 		size_t j = i + strcspn(dir + i, "/");
+		bool made = false;
 		int next;
 
 		prefix[j] = '\0';
-		next = make_one(w, fd, prefix, prefix + i, shown, err);
+		next = make_one(w, fd, prefix, prefix + i, shown, &made, err);
 		prefix[j] = dir[j];
+		if (made && *made_from == NOTHING_MADE)
+			*made_from = i;
 		close(fd);
 		fd = next;
 		i = j + 1;
@@ -691,11 +702,45 @@ static int make_dirs(const struct workspace *w, const char *dir,
 }
 
 /*
+ * Remove what make_dirs made of dir, deepest first, each only while it is
+ * empty (what the sandbox put there meanwhile stays, and so does its
+ * directory): a write refused leaves the workspace as it was.
+ */
+static void unmake_dirs(const struct workspace *w, const char *dir,
+			size_t made_from)
+{
+	cleanup_free char *p = xstrdup(dir);
+
+	while (made_from != NOTHING_MADE) {
+		char *slash = strrchr(p, '/');
+		const char *comp = slash ? slash + 1 : p;
+		int pfd;
+
+		if ((size_t)(comp - p) < made_from)
+			break;
+		if (slash)
+			*slash = '\0';
+		pfd = beneath(w->fd, slash ? p : "", O_RDONLY | O_DIRECTORY, 0,
+			      0);
+		if (pfd < 0)
+			break;
+		if (unlinkat(pfd, comp, AT_REMOVEDIR) < 0) {
+			close(pfd);
+			break;
+		}
+		(void)fsync(pfd);
+		close(pfd);
+		if (!slash)
+			break;
+	}
+}
+
+/*
  * The held directory of rel (made when make and missing); *name points at
  * rel's last component.
  */
 static int open_parent(const struct workspace *w, const char *rel,
-		       const char *shown, bool make, const char **name,
+		       const char *shown, size_t *made_from, const char **name,
 		       struct sbx_error **err)
 {
 	cleanup_free char *dir = split(rel, name);
@@ -703,8 +748,8 @@ static int open_parent(const struct workspace *w, const char *rel,
 
 	if (fd >= 0)
 		return fd;
-	if (errno == ENOENT && make)
-		return make_dirs(w, dir, shown, err);
+	if (errno == ENOENT && made_from)
+		return make_dirs(w, dir, shown, made_from, err);
 	return open_error(errno, shown, err);
 }
 
@@ -814,6 +859,7 @@ int workspace_write(const struct workspace *w, const char *rel,
 	cleanup_free char *norm = NULL;
 	const char *name;
 	unsigned mode = 0644;
+	size_t made_from = NOTHING_MADE;
 	struct stat st;
 	int pfd, rc;
 
@@ -821,9 +867,9 @@ int workspace_write(const struct workspace *w, const char *rel,
 	*created = false;
 	if (check_path(rel, shown, false, &norm, err) < 0)
 		return -1;
-	pfd = open_parent(w, norm, shown, true, &name, err);
+	pfd = open_parent(w, norm, shown, &made_from, &name, err);
 	if (pfd < 0)
-		return -1;
+		goto undo;
 	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (S_ISDIR(st.st_mode)) {
 			close(pfd);
@@ -841,7 +887,15 @@ int workspace_write(const struct workspace *w, const char *rel,
 	}
 	rc = put_file(w, pfd, name, shown, in_fd, NULL, 0, mode, bytes, err);
 	close(pfd);
-	return rc;
+	if (rc == 0)
+		return 0;
+undo:
+	if (made_from != NOTHING_MADE) {
+		cleanup_free char *dir = split(norm, &name);
+
+		unmake_dirs(w, dir, made_from);
+	}
+	return -1;
 }
 
 /* "4", "4 and 9", "4, 9 and 12", or ten of them and ", ...". */
@@ -946,7 +1000,7 @@ int workspace_edit(const struct workspace *w, const char *rel,
 				     "'--old' text is empty");
 	if (check_path(rel, shown, false, &norm, err) < 0)
 		return -1;
-	pfd = open_parent(w, norm, shown, false, &name, err);
+	pfd = open_parent(w, norm, shown, NULL, &name, err);
 	if (pfd < 0)
 		return -1;
 	/* The name itself, not a symlink's target: what is read is what the
@@ -1062,7 +1116,7 @@ int workspace_rm(const struct workspace *w, const char *rel, const char *shown,
 	*removed = 0;
 	if (check_path(rel, shown, false, &norm, err) < 0)
 		return -1;
-	pfd = open_parent(w, norm, shown, false, &name, err);
+	pfd = open_parent(w, norm, shown, NULL, &name, err);
 	if (pfd < 0)
 		return -1;
 	/* rc 1: the name changed under us; look at it again. */
