@@ -34,7 +34,8 @@ struct auditdb {
 	int schema; /* applied version once checked, else -1 */
 	char *info; /* the connection string, to keep out of messages */
 	PostgresPollingStatusType polling; /* the connect's last step */
-	long long deadline;		    /* engine_now_ms() */
+	long long started;		    /* engine_now_ms() */
+	bool retried;			    /* a stale start was redone */
 	bool ready;			    /* connected and set up */
 };
 
@@ -205,8 +206,12 @@ static long long connect_ms(PGconn *conn)
 	return ms;
 }
 
-int auditdb_connect_start(const char *conninfo, struct auditdb **dbp,
-			  struct sbx_error **err)
+/*
+ * Start (or restart) db's connection: the first step sends the start-up
+ * packet when it can, so the server sets its session up while the caller
+ * does its work.
+ */
+static void begin(struct auditdb *db)
 {
 	const char *timeout = getenv("PGCONNECT_TIMEOUT");
 	/* Ours first: what the user's string sets wins (expand_dbname);
@@ -221,8 +226,23 @@ int auditdb_connect_start(const char *conninfo, struct auditdb **dbp,
 				     "keepalives_count", "tcp_user_timeout",
 				     "dbname", "client_encoding", NULL };
 	const char *vals[] = { timeout && *timeout ? timeout : "5", "sbxcat",
-			       "10", "5", "3", "30000",
-			       conninfo ? conninfo : "", "UTF8", NULL };
+			       "10", "5", "3", "30000", db->info, "UTF8",
+			       NULL };
+
+	if (db->conn)
+		sym_PQfinish(db->conn);
+	db->conn = sym_PQconnectStartParams(keys, vals, 1);
+	if (!db->conn)
+		die_oom();
+	db->started = engine_now_ms();
+	db->polling = sym_PQstatus(db->conn) == CONNECTION_BAD
+			  ? PGRES_POLLING_FAILED
+			  : sym_PQconnectPoll(db->conn);
+}
+
+int auditdb_connect_start(const char *conninfo, struct auditdb **dbp,
+			  struct sbx_error **err)
+{
 	struct auditdb *db;
 
 	*dbp = NULL;
@@ -231,17 +251,49 @@ int auditdb_connect_start(const char *conninfo, struct auditdb **dbp,
 	db = xcalloc(1, sizeof(*db));
 	db->schema = -1;
 	db->info = xstrdup(conninfo ? conninfo : "");
-	db->conn = sym_PQconnectStartParams(keys, vals, 1);
-	if (!db->conn)
-		die_oom();
-	db->deadline = engine_now_ms() + connect_ms(db->conn);
-	/* The first step sends the start-up packet when it can: the server
-	 * then starts the session while the caller does its work. */
-	db->polling = sym_PQstatus(db->conn) == CONNECTION_BAD
-			  ? PGRES_POLLING_FAILED
-			  : sym_PQconnectPoll(db->conn);
+	begin(db);
 	*dbp = db;
 	return 0;
+}
+
+/*
+ * Drive the connection to its end.  The connect timeout counts from here,
+ * not from the start: the time the caller spent on its own work (a
+ * container made under load can take longer than the timeout) is not the
+ * server's.  A start that failed after the caller had worked a while (the
+ * server gave up waiting on us, or restarted) is redone once.
+ */
+static int connect_wait(struct auditdb *db)
+{
+	long long deadline = engine_now_ms() + connect_ms(db->conn);
+
+	for (;;) {
+		while (db->polling != PGRES_POLLING_OK &&
+		       db->polling != PGRES_POLLING_FAILED) {
+			struct pollfd pfd = {
+			    .fd = sym_PQsocket(db->conn),
+			    .events = db->polling == PGRES_POLLING_READING
+					  ? POLLIN
+					  : POLLOUT};
+			long long left = deadline - engine_now_ms();
+			int n;
+
+			if (left <= 0)
+				return ETIMEDOUT;
+			n = poll(&pfd, 1, left > 1000 ? 1000 : (int)left);
+			if (n < 0 && errno != EINTR)
+				return errno;
+			if (n > 0)
+				db->polling = sym_PQconnectPoll(db->conn);
+		}
+		if (db->polling == PGRES_POLLING_OK &&
+		    sym_PQstatus(db->conn) == CONNECTION_OK)
+			return 0;
+		if (db->retried || engine_now_ms() - db->started < 1000)
+			return -1;
+		db->retried = true;
+		begin(db);
+	}
 }
 
 int auditdb_connect_finish(struct auditdb *db, struct sbx_error **err)
@@ -249,34 +301,25 @@ int auditdb_connect_finish(struct auditdb *db, struct sbx_error **err)
 	const char *enc;
 	PGresult *res;
 
-	while (db->polling != PGRES_POLLING_OK &&
-	       db->polling != PGRES_POLLING_FAILED) {
-		struct pollfd pfd = {
-		    .fd = sym_PQsocket(db->conn),
-		    .events = db->polling == PGRES_POLLING_READING ? POLLIN
-								    : POLLOUT};
-		long long left = db->deadline - engine_now_ms();
-		int n;
+	if (!db->ready) {
+		int e = connect_wait(db);
 
-		if (left <= 0) {
+		if (e == ETIMEDOUT)
+			return sbx_error_set(err, SBX_EXIT_ENV, 0,
+					     "database unreachable: no answer "
+					     "within the connect timeout");
+		if (e > 0)
+			return sbx_error_set(err, SBX_EXIT_ENV, e,
+					     "database unreachable: poll");
+		if (e < 0) {
+			char *m = clean_message(sym_PQerrorMessage(db->conn),
+						db->info);
+
 			sbx_error_set(err, SBX_EXIT_ENV, 0,
-				      "database unreachable: no answer within "
-				      "the connect timeout");
+				      "database unreachable: %s", m);
+			free(m);
 			return -1;
 		}
-		n = poll(&pfd, 1, left > 1000 ? 1000 : (int)left);
-		if (n < 0 && errno != EINTR)
-			return sbx_error_set(err, SBX_EXIT_ENV, errno,
-					     "database unreachable: poll");
-		if (n > 0)
-			db->polling = sym_PQconnectPoll(db->conn);
-	}
-	if (db->polling == PGRES_POLLING_FAILED ||
-	    sym_PQstatus(db->conn) != CONNECTION_OK) {
-		char *m = clean_message(sym_PQerrorMessage(db->conn), db->info);
-		sbx_error_set(err, SBX_EXIT_ENV, 0, "database unreachable: %s", m);
-		free(m);
-		return -1;
 	}
 	if (db->ready)
 		return 0;

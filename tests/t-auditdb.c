@@ -549,6 +549,35 @@ static void test_password(void)
 	}
 }
 
+/*
+ * A connection started, then the caller busy for longer than the connect
+ * timeout (a container made under load), then finished: the timeout
+ * counts the wait, not the caller's work, so it connects.
+ */
+static void test_slow_caller(void)
+{
+	struct sbx_error *err = NULL;
+	struct auditdb *db = NULL;
+	char *saved = getenv("PGCONNECT_TIMEOUT");
+	int rc;
+
+	saved = saved ? strdup(saved) : NULL;
+	setenv("PGCONNECT_TIMEOUT", "2", 1);
+	rc = auditdb_connect_start(urls[0], &db, &err);
+	ok(rc == 0, "connect started");
+	sleep(3);
+	rc = rc == 0 ? auditdb_connect_finish(db, &err) : -1;
+	ok(rc == 0, "finished 3 s later, past a 2 s connect timeout: %s",
+	   err ? err->msg : "connected");
+	sbx_error_free(&err);
+	auditdb_close(db);
+	if (saved)
+		setenv("PGCONNECT_TIMEOUT", saved, 1);
+	else
+		unsetenv("PGCONNECT_TIMEOUT");
+	free(saved);
+}
+
 int main(int argc, char **argv)
 {
 	struct sbx_error *err = NULL;
@@ -560,6 +589,7 @@ int main(int argc, char **argv)
 	urls = argv + 1;
 	nurls = argc - 1;
 	test_password();
+	test_slow_caller();
 	test_migrate();
 	test_migrate_race();
 	test_insert();
