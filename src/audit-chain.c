@@ -5,12 +5,12 @@
  */
 #include "config.h"
 
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "alloc.h"
 #include "audit.h"
+#include "hash.h"
 
 /* "\n" then "-" for NULL, else LEN:VALUE. */
 static void add_field(struct strbuf *out, const char *s)
@@ -62,11 +62,9 @@ void audit_chain_hash(const unsigned char prev[32], const struct audit_row *r,
 		      unsigned char out[32])
 {
 	struct strbuf sb = STRBUF_INIT;
-	unsigned int mdlen = 0;
 
 	strbuf_add(&sb, prev, 32);
 	audit_canonical(&sb, r);
-	if (!EVP_Digest(sb.buf, sb.len, out, &mdlen, EVP_sha256(), NULL))
-		die_oom(); /* only fails on allocation */
+	sha256(sb.buf, sb.len, out);
 	strbuf_release(&sb);
 }

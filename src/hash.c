@@ -1,27 +1,67 @@
 /*
- * hash.c - SHA-256 through libcrypto, FNV-1a for tables (hash.h).
+ * hash.c - SHA-256 and HMAC-SHA256 through libcrypto's SHA-256 functions,
+ * FNV-1a for tables (hash.h).
  */
 #include "config.h"
 
-#include <openssl/evp.h>
+/* SHA256_Init and friends are deprecated in OpenSSL 3 in favour of EVP,
+ * whose first use costs a process about 3 ms (hash.h); they remain, and
+ * are the same code EVP runs in the end. */
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "alloc.h"
 #include "hash.h"
 
+void sha256(const void *data, size_t len, unsigned char out[32])
+{
+	SHA256_CTX c;
+
+	if (!SHA256_Init(&c) || !SHA256_Update(&c, data, len) ||
+	    !SHA256_Final(out, &c))
+		die_bug("SHA-256 failed");
+}
+
 void sha256_hex(const void *data, size_t len, char out[65])
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
+	unsigned char md[32];
 	static const char hex[] = "0123456789abcdef";
 
-	if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL))
-		die_oom(); /* only fails on allocation */
+	sha256(data, len, md);
 	for (unsigned i = 0; i < 32; i++) {
 		out[2 * i] = hex[md[i] >> 4];
 		out[2 * i + 1] = hex[md[i] & 15];
 	}
 	out[64] = '\0';
+}
+
+void hmac_sha256(const void *key, size_t klen, const void *data, size_t len,
+		 unsigned char out[32])
+{
+	unsigned char k[SHA256_CBLOCK] = {0}, pad[SHA256_CBLOCK], inner[32];
+	SHA256_CTX c;
+
+	/* A key longer than a block is hashed first (RFC 2104, 2). */
+	if (klen > sizeof(k))
+		sha256(key, klen, k);
+	else if (klen)
+		memcpy(k, key, klen);
+	for (size_t i = 0; i < sizeof(k); i++)
+		pad[i] = k[i] ^ 0x36;
+	if (!SHA256_Init(&c) || !SHA256_Update(&c, pad, sizeof(pad)) ||
+	    !SHA256_Update(&c, data, len) || !SHA256_Final(inner, &c))
+		die_bug("SHA-256 failed");
+	for (size_t i = 0; i < sizeof(k); i++)
+		pad[i] = k[i] ^ 0x5c;
+	if (!SHA256_Init(&c) || !SHA256_Update(&c, pad, sizeof(pad)) ||
+	    !SHA256_Update(&c, inner, sizeof(inner)) || !SHA256_Final(out, &c))
+		die_bug("SHA-256 failed");
+	OPENSSL_cleanse(k, sizeof(k));
+	OPENSSL_cleanse(pad, sizeof(pad));
+	OPENSSL_cleanse(&c, sizeof(c));
 }
 
 size_t hash_str(const char *s)

@@ -1,14 +1,27 @@
 /*
- * hash.h - SHA-256 as hex, the content hash behind image tags; and the
- * string hash of the in-memory tables (jsonpos's keys, compose's anchors).
+ * hash.h - SHA-256 (the content hash behind image tags, the spool's sums,
+ * the audit's chain, session keys) and HMAC-SHA256; and the string hash
+ * of the in-memory tables (jsonpos's keys, compose's anchors).
  */
 #ifndef SBX_HASH_H
 #define SBX_HASH_H
 
 #include <stddef.h>
 
+/*
+ * SHA-256 of data into out.  libcrypto's own SHA-256 code, called without
+ * its provider machinery: EVP's first digest in a process loads
+ * openssl.cnf and the default provider, about 3 ms a process here, paid by
+ * every command that writes an audit row.
+ */
+void sha256(const void *data, size_t len, unsigned char out[32]);
+
 /* SHA-256 of data as 64 lowercase hex digits plus NUL, into out[65]. */
 void sha256_hex(const void *data, size_t len, char out[65]);
+
+/* HMAC-SHA256 (RFC 2104) of data under key, into out. */
+void hmac_sha256(const void *key, size_t klen, const void *data, size_t len,
+		 unsigned char out[32]);
 
 /*
  * FNV-1a of a NUL-terminated string, for open-addressing tables of names

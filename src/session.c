@@ -29,13 +29,12 @@
 
 #include <jansson.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include "alloc.h"
 #include "catalog.h"
 #include "error.h"
 #include "fileio.h"
+#include "hash.h"
 #include "prewarm.h"
 #include "session.h"
 #include "sig.h"
@@ -585,17 +584,6 @@ bool session_key_valid(const char *s)
 	       strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == n;
 }
 
-void hmac_sha256(const void *key, size_t klen, const void *data, size_t len,
-		 unsigned char out[32])
-{
-	unsigned int outlen = 0;
-
-	if (klen > INT_MAX ||
-	    !HMAC(EVP_sha256(), key, (int)klen, data, len, out, &outlen) ||
-	    outlen != 32)
-		die_oom(); /* only fails on allocation */
-}
-
 /* A field of the key's input: its length (4 bytes, big-endian), then it. */
 static void add_field(struct strbuf *sb, const char *s)
 {
@@ -625,8 +613,8 @@ void session_key(const struct session_config *c, const char *tenant,
 	add_field(&in, subject);
 	if (c && c->secret)
 		hmac_sha256(c->secret, c->secret_len, in.buf, in.len, md);
-	else if (!EVP_Digest(in.buf, in.len, md, NULL, EVP_sha256(), NULL))
-		die_oom();
+	else
+		sha256(in.buf, in.len, md);
 	strbuf_release(&in);
 
 	for (const char *t = tenant; *t && n < 8; t++) {

@@ -104,10 +104,6 @@ void session_key(const struct session_config *c, const char *tenant,
 		 const char *scope, const char *subject, const char *host,
 		 char key[SESSION_KEY_MAX + 1]);
 
-/* HMAC-SHA256 (RFC 2104) through libcrypto; exposed for its test. */
-void hmac_sha256(const void *key, size_t klen, const void *data, size_t len,
-		 unsigned char out[32]);
-
 /* sbxcat's record of a session (ROOT/KEY/session.json). */
 struct session_record {
 	char key[SESSION_KEY_MAX + 1];

@@ -33,6 +33,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "hash.h"
 #include "session.h"
 #include "tap.h"
 #include "util.h"

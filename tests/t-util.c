@@ -20,7 +20,9 @@
 #include <unistd.h>
 
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 
+#include "hash.h"
 #include "tap.h"
 #include "util.h"
 #include "xjson.h"
@@ -540,6 +542,46 @@ static void test_text(void)
 		    "to its input");
 }
 
+/*
+ * sha256 and hmac_sha256 (libcrypto's SHA-256 without EVP) against EVP's
+ * digest and HMAC(), on random data of every length around the block
+ * edges and random keys shorter and longer than a block.
+ */
+static void test_hash(void)
+{
+	unsigned char buf[1200], key[200];
+	unsigned int n;
+	int bad_sha = 0, bad_hmac = 0, runs = 0;
+
+	for (size_t len = 0; len <= sizeof(buf); len += len < 300 ? 1 : 37) {
+		unsigned char a[32], b[32], c[32], d[32];
+		size_t klen = tap_rand() % sizeof(key);
+
+		for (size_t i = 0; i < len; i++)
+			buf[i] = (unsigned char)tap_rand();
+		for (size_t i = 0; i < klen; i++)
+			key[i] = (unsigned char)tap_rand();
+		sha256(buf, len, a);
+		EVP_Digest(buf, len, b, &n, EVP_sha256(), NULL);
+		bad_sha += memcmp(a, b, 32) != 0;
+		hmac_sha256(key, klen, buf, len, c);
+		HMAC(EVP_sha256(), key, (int)klen, buf, len, d, &n);
+		bad_hmac += memcmp(c, d, 32) != 0;
+		runs++;
+	}
+	ok(bad_sha == 0, "sha256 = EVP's SHA-256 on %d inputs (%d differ)",
+	   runs, bad_sha);
+	ok(bad_hmac == 0, "hmac_sha256 = HMAC() on %d inputs, keys 0-199 "
+	   "bytes (%d differ)", runs, bad_hmac);
+	{
+		char hex[65];
+
+		sha256_hex("abc", 3, hex);
+		is_str(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+		       "sha256_hex(\"abc\"): FIPS 180-2's example");
+	}
+}
+
 int main(void)
 {
 	xjson_init();
@@ -548,5 +590,6 @@ int main(void)
 	test_utf8();
 	test_text();
 	test_xjson();
+	test_hash();
 	return done_testing();
 }
