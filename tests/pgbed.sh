@@ -38,6 +38,18 @@ PGB_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 pgb_say() { echo "pgbed: $*" >&2; }
 
+# The caller's libpq environment must not steer the private cluster's
+# connections elsewhere: PGHOSTADDR wins over host=, PGPORT renames the
+# socket, a service or PGOPTIONS adds settings; and a DROP DATABASE ...
+# WITH (FORCE) meant for the test-bed must never reach another server.
+# With SBXCAT_TEST_DATABASE_URL the caller chose the server, and keeps
+# the environment its URL may rely on (a password file, say).
+if [ -z "${SBXCAT_TEST_DATABASE_URL:-}" ]; then
+	unset PGHOST PGHOSTADDR PGPORT PGDATABASE PGUSER PGPASSWORD PGPASSFILE \
+		PGSERVICE PGSERVICEFILE PGOPTIONS PGSSLMODE PGREQUIRESSL \
+		PGTARGETSESSIONATTRS PGLOCALEDIR PGSYSCONFDIR 2>/dev/null || :
+fi
+
 # pgb_user: print the user the cluster runs as (making sbxcat-pg when
 # there is no postgres user and we are root).
 pgb_user() {
