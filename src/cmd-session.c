@@ -198,7 +198,7 @@ static int session_open(struct sbx_ctx *ctx, int argc, char **argv)
 	enum session_outcome outcome;
 	char key[SESSION_KEY_MAX + 1] = "", *image = NULL, *ws = NULL,
 				       *id = NULL;
-	bool locked = false, made, opened = false;
+	bool locked = false, made, unrecorded = false;
 	struct audit *au = NULL;
 	long long started = engine_now_ms();
 	int c, rc;
@@ -264,6 +264,12 @@ static int session_open(struct sbx_ctx *ctx, int argc, char **argv)
 		catalog_release(&cat);
 		return rc;
 	}
+	/* A session is opened only when its row can be written: before the
+	 * root is made or an image built. */
+	if (audit_ready(au, &err) < 0) {
+		unrecorded = true; /* nothing to record it in */
+		goto out;
+	}
 	if (cmd_session_begin(ctx, &cfg, &root, &err) < 0)
 		goto out;
 	session_key(&cfg, tenant, scope, subject, host, key);
@@ -272,11 +278,6 @@ static int session_open(struct sbx_ctx *ctx, int argc, char **argv)
 	    ensure_image(ctx, &engine, rt, image, &err) < 0)
 		goto out;
 
-	/* A session is opened only when its row can be written. */
-	if (audit_ready(au, &err) < 0) {
-		opened = true; /* nothing to record it in */
-		goto out;
-	}
 	if (session_lock(&root, &err) < 0)
 		goto out;
 	locked = true;
@@ -337,7 +338,7 @@ static int session_open(struct sbx_ctx *ctx, int argc, char **argv)
 out:
 	if (locked)
 		session_unlock(&root);
-	if (!opened)
+	if (!unrecorded)
 		session_audit(au, AUDIT_OPEN, tenant, key, rt->alias, rt->alias,
 			      started, err,
 			      err ? NULL : session_outcome_name(outcome), &err);

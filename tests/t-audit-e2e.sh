@@ -130,18 +130,28 @@ is "$rc" 2 "an agent id with a control character: usage error"
 # -- A path, never a payload.
 SECRET=sentinel-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
 printf 'key=%s\n' "$SECRET" >"$T/secret.in"
-sbx fs "$K" write secret.env <"$T/secret.in"
-sbx fs "$K" read secret.env
-sbx fs "$K" read-bytes secret.env
-sbx fs "$K" grep "$SECRET"
-sbx fs "$K" grep -F "$SECRET" secret.env
-sbx exec "$K" -- cat secret.env </dev/null
-sbx exec "$K" -c 'cat secret.env >&2; exit 3' </dev/null
-sbx fs "$K" edit secret.env --old "$SECRET" --new "$SECRET-2"
-sbx fs "$K" edit secret.env --old "nothere-$SECRET" --new x
+# Each operation's status, and the rows they add: the operations really
+# handled the secret, so zero hits below means something.
+n_s=$(nrows) sp_s=$(spooled) rcs=
+sec() { sbx "$@"; rcs="$rcs$rc "; }
+sec fs "$K" write secret.env <"$T/secret.in"
+sec fs "$K" read secret.env
+like "$(out)" "$SECRET" "the sentinel: fs read shows it (the operation saw the secret)"
+sec fs "$K" read-bytes secret.env
+sec fs "$K" grep "$SECRET"
+like "$(out)" "$SECRET" "... and so does fs grep"
+sec fs "$K" grep -F "$SECRET" secret.env
+sec exec "$K" -- cat secret.env </dev/null
+like "$(out)" "$SECRET" "... and exec cat"
+sec exec "$K" -c 'cat secret.env >&2; exit 3' </dev/null
+like "$(err)" "$SECRET" "... and a failing command printing it on stderr"
+sec fs "$K" edit secret.env --old "$SECRET" --new "$SECRET-2"
+sec fs "$K" edit secret.env --old "nothere-$SECRET" --new x
 # and a few through the spool: the database unreachable
-SBXCAT_DATABASE_URL="host=$T/nowhere user=sbxcat dbname=x" sbx fs "$K" read secret.env
-SBXCAT_DATABASE_URL="host=$T/nowhere user=sbxcat dbname=x" sbx fs "$K" grep "$SECRET"
+SBXCAT_DATABASE_URL="host=$T/nowhere user=sbxcat dbname=x" sec fs "$K" read secret.env
+SBXCAT_DATABASE_URL="host=$T/nowhere user=sbxcat dbname=x" sec fs "$K" grep "$SECRET"
+is "$rcs" "0 0 0 0 0 0 3 0 1 0 0 " "the sentinel's 11 operations exit as they should"
+is "$(($(nrows) - n_s)):$(($(spooled) - sp_s))" "9:2" "... 9 rows in the database, 2 in the spool"
 hits=$(pgbed_psql "$DB" -c "SELECT count(*) FROM (SELECT t::text FROM sandbox_operations t UNION ALL SELECT t::text FROM audit_chains t UNION ALL SELECT t::text FROM agents t UNION ALL SELECT t::text FROM runs t) x(v) WHERE v LIKE '%$SECRET%'")
 is "$hits" 0 "the sentinel: in no column of any table"
 hits=$(cat "$SBXCAT_SPOOL_DIR"/* 2>/dev/null | grep -c "$SECRET")
@@ -177,6 +187,24 @@ is "$(stat -c '%Y %s' "$WS/keep.txt"):$(cat "$WS/keep.txt")" "$m0:before" "... a
 SBXCAT_DATABASE_URL="host=$T/nowhere user=sbxcat dbname=x" SBXCAT_SPOOL_DIR=$T/notadir \
 	sbx fs "$K" rm keep.txt
 is "$rc:$(cat "$WS/keep.txt")" "3:before" "... and fs rm is refused too, the file kept"
+# nowhere: both sinks unwritable, for the commands below.
+nowhere() {
+	SBXCAT_DATABASE_URL="host=$T/nowhere user=sbxcat dbname=x" \
+		SBXCAT_SPOOL_DIR=$T/notadir sbx "$@"
+}
+nowhere fs "$K" edit keep.txt --old before --new after
+is "$rc:$(cat "$WS/keep.txt")" "3:before" "... fs edit is refused, the file unchanged"
+nowhere exec "$K" -- touch ran.txt </dev/null
+is "$rc:$([ -e "$WS/ran.txt" ] && echo ran || echo not-run)" "125:not-run" \
+	"... exec exits 125 and the command is not run"
+like "$(err)" "audit record could not be written" "... saying why"
+nk=$(ls "$ROOT" | wc -l)
+nowhere session open --runtime "$RA" --tenant acme --scope run --subject never-opened
+is "$rc:$(ls "$ROOT" | wc -l)" "3:$nk" "... session open exits 3 and makes no session"
+nowhere session close "$K"
+crc=$rc
+sbx session show "$K" --json
+is "$crc:$(jq -r .state "$T/out")" 3:running "... session close exits 3 and the session keeps running"
 
 # -- A torn last line is kept aside; the rest flushes.
 SBXCAT_DATABASE_URL="host=$T/nowhere user=sbxcat dbname=x" sbx fs "$K" ls
