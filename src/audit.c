@@ -324,7 +324,7 @@ int audit_row_check(const struct audit_row *r, struct sbx_error **err)
 {
 	if (!uuid_ok(r->id))
 		return bad(err, "id", "not a lowercase version 4 UUID");
-	if (r->created_us < US_MIN || r->created_us > US_MAX)
+	if (r->created_us < AUDIT_US_MIN || r->created_us > AUDIT_US_MAX)
 		return bad(err, "created_at", "out of range");
 	if (check_text(r->tenant, "tenant", NAME_MAX_CHARS, err) < 0 ||
 	    check_text(r->session_key, "session", NAME_MAX_CHARS, err) < 0 ||

@@ -106,6 +106,12 @@ void audit_canonical(struct strbuf *out, const struct audit_row *r);
 void audit_chain_hash(const unsigned char prev[32], const struct audit_row *r,
 		      unsigned char out[32]);
 
+/* The times a row may hold, in microseconds since 1970: the schema's
+ * CHECK, 1970-01-01 to 9999-12-31T23:59:59.999999Z.  The spool, the
+ * cursors and --since/--until all keep to them. */
+#define AUDIT_US_MIN 0LL
+#define AUDIT_US_MAX (253402300799LL * 1000000 + 999999)
+
 /*
  * created_at's form: "2026-12-01T10:00:00.123456Z" (UTC, microseconds,
  * years 0001-9999; "out of range" past them).  parse takes exactly that
@@ -130,7 +136,7 @@ int audit_row_from_json(json_t *j, struct audit_row *r,
 /*
  * What audit_row_from_json checks after the types, on a row in memory (the
  * spool refuses a row it could not replay): id a lowercase UUID v4,
- * created_us in years 1-9999, tenant, session and runtime clean and at most
+ * created_us within AUDIT_US_MIN..AUDIT_US_MAX, tenant, session and runtime clean and at most
  * AUDIT_TARGET_MAX characters, agent and run NULL or non-empty, at most
  * AUDIT_ID_MAX bytes and clean, op known, target and detail clean within
  * their maxima, bytes and results >= 0 or AUDIT_NONE, duration_ms >= 0.

@@ -224,8 +224,10 @@ int auditq_parse_time(const char *s, long long now_us, long long *out_us,
 	       zone * 60LL) *
 		  1000000 +
 	      frac);
-	if (us <= 0)
+	if (us <= AUDIT_US_MIN)
 		return time_error(err, s, "before 1970");
+	if (us > AUDIT_US_MAX) /* a zone or a fraction past 9999-12-31 */
+		return time_error(err, s, "after 9999");
 	*out_us = us;
 	return 0;
 bad:
@@ -308,8 +310,6 @@ static bool cursor_number(const char **p, long long *v)
 	return true;
 }
 
-#define CURSOR_US_MAX (253402300799LL * 1000000 + 999999)
-
 int auditq_cursor_decode(const char *s, long long *created_us, long long *seq,
 			 struct sbx_error **err)
 {
@@ -350,7 +350,7 @@ int auditq_cursor_decode(const char *s, long long *created_us, long long *seq,
 	    *p)
 		goto bad;
 	/* created_at lies in 1970-9999 (the schema's CHECK) */
-	if (a > CURSOR_US_MAX)
+	if (a > AUDIT_US_MAX)
 		goto bad;
 	auditq_cursor_encode(a, b, again);
 	if (strcmp(again, s))
@@ -763,12 +763,14 @@ int auditq_export(struct auditdb *db, const struct auditq_filter *f,
 		goto rollback;
 	}
 	sym_PQclear(r);
-	/* Each call gives one row (CSV: the header first); a write error
-	 * still reads COPY to its end, or the connection is left unusable. */
+	/* Each call gives one row (CSV: the header first).  A write error
+	 * (the reader gone) stops here: reading a million rows more to
+	 * throw them away helps no one, and the connection, left inside the
+	 * COPY, is the caller's to close (auditq.h). */
 	while ((n = sym_PQgetCopyData(c, &buf, 0)) > 0) {
 		if (fmt == AUDITQ_JSONL && !bad && copy_unescape(buf, &n))
 			bad = 1;
-		if (!werr && !bad) {
+		if (!bad) {
 			strbuf_add(&ob, buf, (size_t)n);
 			if (ob.len >= EXPORT_CHUNK) {
 				if (write_all(fd, ob.buf, ob.len) < 0)
@@ -778,6 +780,8 @@ int auditq_export(struct auditdb *db, const struct auditq_filter *f,
 		}
 		sym_PQfreemem(buf);
 		rows++;
+		if (werr)
+			goto write_failed;
 	}
 	r = sym_PQgetResult(c);
 	if (n == -2 || sym_PQresultStatus(r) != PGRES_COMMAND_OK) {
@@ -798,10 +802,9 @@ int auditq_export(struct auditdb *db, const struct auditq_filter *f,
 			      "sbxcat does not know");
 		goto rollback;
 	}
-	if (!werr && ob.len && write_all(fd, ob.buf, ob.len) < 0)
+	if (ob.len && write_all(fd, ob.buf, ob.len) < 0) {
 		werr = errno ? errno : EIO;
-	if (werr) {
-		sbx_error_set(err, SBX_EXIT_ENV, werr ? werr : errno,
+		sbx_error_set(err, SBX_EXIT_ENV, werr,
 			      "exporting the audit: writing the output");
 		goto rollback;
 	}
@@ -809,6 +812,10 @@ int auditq_export(struct auditdb *db, const struct auditq_filter *f,
 		goto out;
 	*count = fmt == AUDITQ_CSV && rows ? rows - 1 : rows;
 	ret = 0;
+	goto out;
+write_failed:
+	sbx_error_set(err, SBX_EXIT_ENV, werr,
+		      "exporting the audit: writing the output");
 	goto out;
 rollback:
 	sym_PQclear(sym_PQexec(c, "ROLLBACK"));

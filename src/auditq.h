@@ -59,7 +59,8 @@ int auditq_page(struct auditdb *db, const struct auditq_filter *f,
  * Every matching row, newest first, to fd as CSV (a header line, RFC 4180
  * quoting) or JSON lines (the page's object shape), through COPY ... TO
  * STDOUT, written in 64 KiB pieces: constant memory whatever the count.
- * *count rows written.
+ * *count rows written.  When writing to fd fails (errnum EPIPE: the
+ * reader left), db is left inside the COPY: close it, do not reuse it.
  */
 enum auditq_format { AUDITQ_CSV, AUDITQ_JSONL };
 int auditq_export(struct auditdb *db, const struct auditq_filter *f,

@@ -234,12 +234,6 @@ static int audit_options(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
 		case OPT_SESSION:
 			a->f.session = optarg;
 			break;
-		case OPT_AUDIT_AGENT:
-			a->f.agent = optarg;
-			break;
-		case OPT_AUDIT_RUN:
-			a->f.run = optarg;
-			break;
 		case OPT_OP:
 			rc = parse_ops(cmd, optarg, &a->f.ops);
 			break;
@@ -289,6 +283,15 @@ static int audit_options(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
 		strbuf_release(&sb);
 		return rc;
 	}
+	/* --agent and --run land in ctx wherever they stand (before the
+	 * command, before the verb, after it): read them there, so none is
+	 * ignored and an export never comes out unfiltered by mistake. */
+	if ((ctx->audit_agent || ctx->audit_run) && !(allowed & O_FILTERS))
+		return cmd_usage_error(cmd, "'%s' does not take --%s",
+				       cmd->name,
+				       ctx->audit_agent ? "agent" : "run");
+	a->f.agent = ctx->audit_agent;
+	a->f.run = ctx->audit_run;
 	if ((allowed & O_CHAIN) && a->f.tenant && a->f.session)
 		return cmd_usage_error(cmd, "give --session or --tenant, "
 					    "not both");
@@ -367,6 +370,7 @@ static int audit_status(struct sbx_ctx *ctx, int argc, char **argv)
 	int rc = audit_options(ctx, cmd, 0, argc, argv, &a);
 	int version = 0, known = auditdb_nmigrations;
 	char t1[32], t2[32];
+	struct strbuf sb = STRBUF_INIT;
 	json_t *doc;
 
 	if (rc)
@@ -381,19 +385,22 @@ static int audit_status(struct sbx_ctx *ctx, int argc, char **argv)
 	if (spool_status(&sp, &ss, &err) < 0)
 		goto out;
 	if (ctx->json) {
+		/* The spool's directory is the environment's: any bytes. */
 		doc = xjson_pack(
-		    "{s:{s:b, s:s?, s:b, s:s?, s:i, s:i}, "
-		    "s:{s:s, s:b, s:I, s:o, s:I, s:o, s:I}, s:I}",
+		    "{s:{s:b, s:s?, s:b, s:o, s:i, s:i}, "
+		    "s:{s:b, s:I, s:o, s:I, s:o, s:I}, s:I}",
 		    "database", "configured", conninfo != NULL, "source",
 		    source, "reachable", db != NULL, "error",
-		    dberr ? dberr->msg : NULL, "schema_version", version,
-		    "schema_known", known, "spool", "dir", sp.dir, "exists",
+		    dberr ? xjson_text(dberr->msg) : json_null(),
+		    "schema_version", version, "schema_known", known,
+		    "spool", "exists",
 		    ss.exists, "rows", (json_int_t)ss.rows, "oldest",
 		    cmd_time_json(ss.oldest_us / 1000000), "kept_aside",
 		    (json_int_t)ss.kept_aside, "last_flush",
 		    cmd_time_json(ss.last_flush_us / 1000000),
 		    "last_flush_rows", (json_int_t)ss.last_flush_rows, "lost",
 		    (json_int_t)ss.lost);
+		xjson_set_path(json_object_get(doc, "spool"), "dir", sp.dir);
 		cmd_print_json(doc);
 		goto out;
 	}
@@ -407,7 +414,7 @@ static int audit_status(struct sbx_ctx *ctx, int argc, char **argv)
 		printf("database: reachable (%s), schema version %d of %d%s\n",
 		       source, version, known,
 		       version < known ? ": run `sbxcat audit migrate`" : "");
-	printf("spool: %s: %llu %s waiting%s%s\n", sp.dir, ss.rows,
+	printf("spool: %s: %llu %s waiting%s%s\n", shown(&sb, sp.dir), ss.rows,
 	       ss.rows == 1 ? "row" : "rows",
 	       ss.rows ? ", the oldest from " : "",
 	       ss.rows ? when(t1, ss.oldest_us) : "");
@@ -422,6 +429,7 @@ static int audit_status(struct sbx_ctx *ctx, int argc, char **argv)
 out:
 	rc = err ? cmd_report(&err) : 0;
 	sbx_error_free(&dberr);
+	strbuf_release(&sb);
 	spool_close(&sp);
 	auditdb_close(db);
 	return rc;
@@ -665,6 +673,8 @@ static int audit_export(struct sbx_ctx *ctx, int argc, char **argv)
 	fflush(stdout);
 	if (open_schema(ctx, &db, &err) == 0)
 		auditq_export(db, &a.f, fmt, STDOUT_FILENO, &count, &err);
+	if (err)
+		cmd_stdout_gone(err->errnum);
 	rc = err ? cmd_report(&err) : 0;
 	auditdb_close(db);
 	return rc;

@@ -263,6 +263,16 @@ int cmd_report(struct sbx_error **err)
 	return status;
 }
 
+void cmd_stdout_gone(int e)
+{
+	if (e == EPIPE) {
+		/* As git's check_pipe: the reader left; die as if the
+		 * write had killed us, which it would have by default. */
+		signal(SIGPIPE, SIG_DFL);
+		raise(SIGPIPE);
+	}
+}
+
 int cmd_close_stdout(int rc)
 {
 	bool failed = ferror(stdout) != 0;
@@ -280,12 +290,7 @@ int cmd_close_stdout(int rc)
 	}
 	if (!failed)
 		return rc;
-	if (e == EPIPE) {
-		/* As git's check_pipe: the reader left; die as if the
-		 * write had killed us, which it would have by default. */
-		signal(SIGPIPE, SIG_DFL);
-		raise(SIGPIPE);
-	}
+	cmd_stdout_gone(e);
 	if (e)
 		fprintf(stderr, "sbxcat: write error on standard output: %s\n",
 			strerror(e));

@@ -83,6 +83,10 @@ void cmd_print_help(FILE *f, const struct cmd_entry *cmd);
  */
 int cmd_close_stdout(int rc);
 
+/* A write to standard output failed with e: on EPIPE die by SIGPIPE, as
+ * cmd_close_stdout does (the reader left; not an error); else return. */
+void cmd_stdout_gone(int e);
+
 /* Options every command accepts, before or after its name.  Commands'
  * own long options without a short form take values from 256 up; the
  * common ones are above OPT_COMMON. */

@@ -172,6 +172,13 @@ like "$(out)" "database: reachable" "audit status: reachable"
 like "$(out)" "rows ever lost: 0" "... rows ever lost: 0"
 env -u SBXCAT_DATABASE_URL "$S" audit status >"$T/out" 2>"$T/err"
 like "$(out)" "none configured" "without a database: says the audit goes to the spool alone"
+odd=$T/spool-$(printf '\377\033')x
+mkdir "$odd"
+env -u SBXCAT_DATABASE_URL SBXCAT_SPOOL_DIR="$odd" "$S" audit status --json >"$T/out" 2>"$T/err"
+is "$?:$(jq -r .spool.dir_base64 "$T/out" | base64 -d)" "0:$odd" \
+	"audit status --json: a spool directory that is not UTF-8, exactly (dir_base64)"
+env -u SBXCAT_DATABASE_URL SBXCAT_SPOOL_DIR="$odd" "$S" audit status >"$T/out" 2>"$T/err"
+like "$(grep '^spool' "$T/out")" 'spool-\xff\x1bx: 0 rows' "... and escaped on a terminal's text"
 
 # -- Both sinks unwritable: fs write refused before the file changes.
 printf 'before\n' >"$T/b.in"
@@ -227,6 +234,21 @@ sbx audit ls --session "$K" --limit 3 --after "$cur" --json
 is "$(head -n 3 "$T/out" | jq -s 'length')" 3 "--after CURSOR: the next page"
 sbx audit ls --after garbage
 is "$rc" 2 "--after garbage: usage error"
+# --agent and --run filter wherever they stand on the command line.
+nag=
+for where in after before-verb before-command; do
+	case $where in
+	after) sbx audit ls --agent agent-8 --json ;;
+	before-verb) sbx audit --agent agent-8 ls --json ;;
+	*) sbx --agent agent-8 audit ls --json ;;
+	esac
+	nag="$nag$rc/$(grep -c '"op":' "$T/out") "
+done
+is "$nag" "0/1 0/1 0/1 " "audit ls --agent: the agent's one row, after the verb, before it, before audit"
+sbx audit --run no-such-run export --format csv
+is "$rc:$(wc -l <"$T/out")" "0:1" "audit --run NOPE export: the header alone, not every row"
+sbx --agent agent-8 audit sweep
+is "$rc" 2 "--agent before a verb that does not filter: usage error"
 
 # -- The other verbs through the command line.
 sbx audit migrate --status
@@ -241,6 +263,11 @@ is "$rc:$(($(wc -l <"$T/out") - 1))" "0:$(q "SELECT count(*) FROM sandbox_operat
 sbx audit export --session "$K" --format jsonl
 is "$(jq -s 'length' "$T/out")" "$(q "SELECT count(*) FROM sandbox_operations WHERE session_key = '$K'")" \
 	"audit export --format jsonl: every row, one JSON object a line"
+# The reader gone (SIGPIPE ignored, as some services start us): a quiet
+# end by SIGPIPE, as any writer's, not "writing the output: Broken pipe".
+S="$S" sh -c 'trap "" PIPE; sleep 0.2; "$S" audit export --format csv 2>"$0/pipe.err"; echo $? >"$0/pipe.rc"' "$T" | true
+is "$(cat "$T/pipe.rc"):$(cat "$T/pipe.err")" "141:" \
+	"audit export into a closed pipe: killed by SIGPIPE, no error printed"
 sbx audit export --format xml
 is "$rc" 2 "audit export --format xml: usage error"
 sbx audit stats --json

@@ -117,6 +117,11 @@ static void hand_times(void)
 	time_bad("1969-12-31T23:59:59Z", "before 1970");
 	time_bad("1970-01-01", "before 1970");
 	time_bad("1970-01-01T01:00+01:00", "before 1970");
+	/* past 9999 through a zone or a fraction rounded up: refused, not
+	 * a time no row can hold (which aborted the cursor's formatting) */
+	time_bad("9999-12-31T23:59:59-23:59", "after 9999");
+	time_bad("9999-12-31T23:59:59.9999999Z", "after 9999");
+	time_bad("9999-12-31T23:30-00:31", "after 9999");
 	time_bad("2026-12-1", "not a time");
 	time_bad("26-12-01", "not a time");
 	time_bad("2026/12/01", "not a time");
