@@ -39,6 +39,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -267,7 +268,7 @@ int spool_open(struct spool *s, struct sbx_error **err)
 		return 0;
 	if (open_dir(s, true, NULL, err) < 0)
 		return -1;
-	fd = open_file(s, SPOOL_FILE, O_WRONLY | O_APPEND, true, err);
+	fd = open_file(s, SPOOL_FILE, O_RDWR | O_APPEND, true, err); /* pread: torn_tail */
 	if (fd < 0)
 		return -1;
 	s->fd = fd;
@@ -304,10 +305,21 @@ static void spool_line(struct strbuf *line, const struct audit_row *r)
 	free(text);
 }
 
+/* Whether the file ends in something other than a newline. */
+static bool torn_tail(int fd)
+{
+	struct stat st;
+	char c;
+
+	return fstat(fd, &st) == 0 && st.st_size > 0 &&
+	       pread(fd, &c, 1, st.st_size - 1) == 1 && c != '\n';
+}
+
 int spool_append(struct spool *s, const struct audit_row *r,
 		 struct sbx_error **err)
 {
 	struct strbuf line = STRBUF_INIT;
+	struct iovec iov[2];
 	ssize_t n;
 	int e;
 
@@ -322,10 +334,28 @@ int spool_append(struct spool *s, const struct audit_row *r,
 		strbuf_release(&line);
 		return fail(s, SPOOL_FILE, errno, err, "flock");
 	}
-	/* One write: appenders never interleave, and a short one leaves a
-	 * line without its newline, which replay sets aside. */
-	n = write(s->fd, line.buf, line.len);
+	/* One write: appenders never interleave, and a short one (a full
+	 * disk) leaves a line without its newline, which replay sets aside.
+	 * The next append ends such a line first, so its row is never glued
+	 * onto torn bytes. */
+	iov[0].iov_base = (void *)"\n";
+	iov[0].iov_len = 0;
+	if (torn_tail(s->fd)) {
+		/* Under the shared lock another append may be half-way
+		 * through: look again with the appenders kept out. */
+		if (lock(s->fd, LOCK_EX) < 0) {
+			strbuf_release(&line);
+			return fail(s, SPOOL_FILE, errno, err, "flock");
+		}
+		iov[0].iov_len = torn_tail(s->fd) ? 1 : 0;
+	}
+	iov[1].iov_base = line.buf;
+	iov[1].iov_len = line.len;
+	n = writev(s->fd, iov, 2);
 	e = errno;
+	if (n >= 0) /* the row's bytes written */
+		n = n < (ssize_t)iov[0].iov_len ? 0
+						 : n - (ssize_t)iov[0].iov_len;
 	if (n == (ssize_t)line.len && fsync(s->fd) < 0) {
 		e = errno;
 		n = -2;
@@ -548,7 +578,9 @@ static int kept_open(struct replay *rp, struct sbx_error **err)
 		return -1;
 	reader_init(&rd, fd);
 	while ((k = reader_next(&rd, &l)) > 0) {
-		if (!l.nl || l.n < sizeof(KEY_AT) - 1 + 64 ||
+		/* an entry longer than the reader holds comes cut: its key
+		 * is at its start all the same */
+		if ((!l.nl && !l.trunc) || l.n < sizeof(KEY_AT) - 1 + 64 ||
 		    memcmp(l.p, KEY_AT, sizeof(KEY_AT) - 1))
 			continue;
 		ALLOC_GROW(rp->keys, rp->nkeys + 1, rp->akeys);
@@ -817,7 +849,11 @@ static int count_lines(struct spool *s, const char *name,
 		struct audit_row r;
 		char *why = NULL;
 
-		if (!l.nl || l.n == 0)
+		/* A torn last line is not one yet.  A line longer than the
+		 * reader holds is a kept-aside entry (of a long bad line),
+		 * but in the spool (oldest asked) damage, not a row. */
+		if ((!l.nl && !(l.trunc && !oldest)) || l.n == 0 ||
+		    (l.trunc && oldest))
 			continue;
 		(*lines)++;
 		if (!oldest)

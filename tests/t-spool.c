@@ -327,6 +327,61 @@ static void test_flipped(void)
 	free(d);
 }
 
+/* Raw bytes appended to DIR/audit.jsonl, as a torn write would leave. */
+static void append_raw(const char *dir, const char *bytes, size_t n)
+{
+	char *p = tap_path(dir, "audit.jsonl");
+	int fd = open(p, O_WRONLY | O_APPEND | O_CREAT, 0600);
+
+	if (fd < 0 || write(fd, bytes, n) != (ssize_t)n)
+		bail_out("append to %s", p);
+	close(fd);
+	free(p);
+}
+
+/*
+ * Torn bytes longer than the reader holds (200 KiB, no newline), then two
+ * rows appended: each is a line of its own (spool_append ends the torn
+ * line first), so both replay; the torn bytes are kept aside once, and
+ * counted, however often the replay is tried.
+ */
+static void test_long_torn(void)
+{
+	struct spool s;
+	struct got g = {0};
+	struct spool_status st;
+	struct sbx_error *err = NULL;
+	unsigned long long moved, kept;
+	char *d = fresh(&s), *junk = xmalloc(200 * 1024);
+	char ids[2][37];
+
+	memset(junk, 'x', 200 * 1024);
+	append_n(&s, 0, 1, NULL);
+	append_raw(d, junk, 200 * 1024);
+	append_n(&s, 1, 2, ids);
+	for (int i = 0; i < 3; i++) { /* the sink refuses: nothing leaves */
+		g.calls = 0;
+		g.fail_at = 1;
+		replay(&s, &g, &moved, &kept, NULL);
+	}
+	is_int(lines_of(d, "kept-aside.jsonl"), 1,
+	       "200 KiB of torn bytes: kept aside once in 3 failed replays");
+	ok(spool_status(&s, &st, &err) == 0 && st.kept_aside == 1 &&
+	       st.rows == 3,
+	   "... and counted: status says 1 kept aside, 3 rows waiting");
+	sbx_error_free(&err);
+	got_reset(&g);
+	is_int(replay(&s, &g, &moved, &kept, NULL), 0, "replay");
+	ok(moved == 3 && g.n == 3 && !strcmp(g.ids[1], ids[0]) &&
+	       !strcmp(g.ids[2], ids[1]),
+	   "both rows appended after the torn bytes replayed (%llu of 3)",
+	   moved);
+	got_reset(&g);
+	spool_close(&s);
+	free(junk);
+	free(d);
+}
+
 static void test_sink_fails(void)
 {
 	struct spool s;
@@ -577,6 +632,7 @@ int main(void)
 	test_torn();
 	test_flipped();
 	test_sink_fails();
+	test_long_torn();
 	test_concurrent();
 	test_refused();
 	test_unclean_row();
