@@ -268,7 +268,8 @@ int spool_open(struct spool *s, struct sbx_error **err)
 		return 0;
 	if (open_dir(s, true, NULL, err) < 0)
 		return -1;
-	fd = open_file(s, SPOOL_FILE, O_RDWR | O_APPEND, true, err); /* pread: torn_tail */
+	/* read too: torn_tail */
+	fd = open_file(s, SPOOL_FILE, O_RDWR | O_APPEND, true, err);
 	if (fd < 0)
 		return -1;
 	s->fd = fd;
@@ -355,7 +356,7 @@ int spool_append(struct spool *s, const struct audit_row *r,
 	e = errno;
 	if (n >= 0) /* the row's bytes written */
 		n = n < (ssize_t)iov[0].iov_len ? 0
-						 : n - (ssize_t)iov[0].iov_len;
+						: n - (ssize_t)iov[0].iov_len;
 	if (n == (ssize_t)line.len && fsync(s->fd) < 0) {
 		e = errno;
 		n = -2;
@@ -392,7 +393,8 @@ void spool_note_lost(struct spool *s, const struct audit_row *r)
 	if (fd < 0)
 		return;
 	audit_time_format(t, r->created_us);
-	strbuf_addf(&line, "{\"id\":\"%s\",\"created_at\":\"%s\",\"op\":\"%s\"}\n",
+	strbuf_addf(&line,
+		    "{\"id\":\"%s\",\"created_at\":\"%s\",\"op\":\"%s\"}\n",
 		    r->id, t, audit_op_name(r->op));
 	if (write(fd, line.buf, line.len) == (ssize_t)line.len)
 		fsync(fd);
