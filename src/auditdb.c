@@ -34,18 +34,18 @@ struct auditdb {
 	int schema; /* applied version once checked, else -1 */
 	char *info; /* the connection string, to keep out of messages */
 	PostgresPollingStatusType polling; /* the connect's last step */
-	long long started;		    /* engine_now_ms() */
-	bool retried;			    /* a stale start was redone */
-	bool ready;			    /* connected and set up */
+	long long started;		   /* engine_now_ms() */
+	bool retried;			   /* a stale start was redone */
+	bool ready;			   /* connected and set up */
 };
 
 #define COPY_OVER 50 /* rows: more go through COPY */
 
 const char *auditdb_conninfo(const char *uri, const char **source)
 {
-	static const char *const pgenv[] = { "PGHOST",	   "PGHOSTADDR",
-					     "PGPORT",	   "PGDATABASE",
-					     "PGUSER",	   "PGSERVICE" };
+	static const char *const pgenv[] = {"PGHOST", "PGHOSTADDR",
+					    "PGPORT", "PGDATABASE",
+					    "PGUSER", "PGSERVICE"};
 	const char *s;
 
 	if (uri) {
@@ -114,8 +114,8 @@ static void scrub_password(char **msg, const char *conninfo)
 				if (*e == '\\' && e[1])
 					e++;
 		} else {
-			for (e = p; *e && *e != ' ' && *e != '\t' && *e != '&' &&
-				    *e != '#';
+			for (e = p; *e && *e != ' ' && *e != '\t' &&
+				    *e != '&' && *e != '#';
 			     e++)
 				;
 		}
@@ -127,7 +127,8 @@ static void scrub_password(char **msg, const char *conninfo)
 		p += 3;
 		e = p + strcspn(p, "/?");
 		const char *at = memrchr(p, '@', (size_t)(e - p));
-		const char *colon = at ? memchr(p, ':', (size_t)(at - p)) : NULL;
+		const char *colon =
+		    at ? memchr(p, ':', (size_t)(at - p)) : NULL;
 		if (colon) {
 			secret = xstrndup(colon + 1, (size_t)(at - colon - 1));
 			scrub(msg, secret, strlen(secret));
@@ -198,8 +199,10 @@ static long long connect_ms(PGconn *conn)
 		    *p->val) {
 			long long t = atoll(p->val);
 
-			/* libpq: 0 or less waits for ever, 1 is 2 */
-			ms = t <= 0 ? 24LL * 3600 * 1000 : (t < 2 ? 2 : t) * 1000;
+			/* libpq: 0 or less waits for ever, 1 is 2; a day is
+			 * for ever enough (and t * 1000 cannot overflow) */
+			ms = t <= 0 || t > 86400 ? 86400LL * 1000
+						 : (t < 2 ? 2 : t) * 1000;
 		}
 	if (o)
 		sym_PQconninfoFree(o);
@@ -221,13 +224,24 @@ static void begin(struct auditdb *db)
 	/* Over TCP, a server that vanishes mid-statement is noticed in
 	 * about 30 s (keepalives, tcp_user_timeout), not when TCP gives up
 	 * minutes later; a socket ignores them. */
-	const char *const keys[] = { "connect_timeout", "application_name",
-				     "keepalives_idle", "keepalives_interval",
-				     "keepalives_count", "tcp_user_timeout",
-				     "dbname", "client_encoding", NULL };
-	const char *vals[] = { timeout && *timeout ? timeout : "5", "sbxcat",
-			       "10", "5", "3", "30000", db->info, "UTF8",
-			       NULL };
+	const char *const keys[] = {"connect_timeout",
+				    "application_name",
+				    "keepalives_idle",
+				    "keepalives_interval",
+				    "keepalives_count",
+				    "tcp_user_timeout",
+				    "dbname",
+				    "client_encoding",
+				    NULL};
+	const char *vals[] = {timeout && *timeout ? timeout : "5",
+			      "sbxcat",
+			      "10",
+			      "5",
+			      "3",
+			      "30000",
+			      db->info,
+			      "UTF8",
+			      NULL};
 
 	if (db->conn)
 		sym_PQfinish(db->conn);
@@ -327,10 +341,11 @@ int auditdb_connect_finish(struct auditdb *db, struct sbx_error **err)
 	 * bytes (or refuse it), and the chain would no longer verify. */
 	enc = sym_PQparameterStatus(db->conn, "server_encoding");
 	if (!enc || strcmp(enc, "UTF8") != 0)
-		return sbx_error_set(err, SBX_EXIT_ENV, 0,
-				     "the audit's database must be UTF8, not %s "
-				     "(CREATE DATABASE ... ENCODING 'UTF8')",
-				     enc ? enc : "unknown");
+		return sbx_error_set(
+		    err, SBX_EXIT_ENV, 0,
+		    "the audit's database must be UTF8, not %s "
+		    "(CREATE DATABASE ... ENCODING 'UTF8')",
+		    enc ? enc : "unknown");
 	sym_PQsetNoticeProcessor(db->conn, quiet_notice, NULL);
 	/* hex: the hashes are read back as text (a role or PGOPTIONS may
 	 * say escape); standard strings: E'' is used where a backslash
@@ -379,8 +394,8 @@ static int run(struct auditdb *db, const char *sql, int n,
 	       const char *const *params, ExecStatusType want, PGresult **out,
 	       struct sbx_error **err)
 {
-	PGresult *res = sym_PQexecParams(db->conn, sql, n, NULL, params, NULL,
-					 NULL, 0);
+	PGresult *res =
+	    sym_PQexecParams(db->conn, sql, n, NULL, params, NULL, NULL, 0);
 
 	if (!res)
 		return pq_fail(db, err, "database");
@@ -468,7 +483,8 @@ static int migrate_one(struct auditdb *db, const struct auditdb_migration *m,
 	}
 	sym_PQclear(res);
 	p[1] = m->name;
-	if (run(db, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+	if (run(db,
+		"INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
 		2, p, PGRES_COMMAND_OK, NULL, err) < 0 ||
 	    cmd(db, "COMMIT", err) < 0)
 		goto fail;
@@ -504,17 +520,17 @@ int auditdb_migrate_status(struct auditdb *db, json_t **status,
 	if (db->schema > 0 ||
 	    run(db, "SELECT to_regclass('schema_migrations') IS NOT NULL", 0,
 		NULL, PGRES_TUPLES_OK, &res, err) == 0) {
-		bool exists = db->schema > 0 ||
-			      !strcmp(sym_PQgetvalue(res, 0, 0), "t");
+		bool exists =
+		    db->schema > 0 || !strcmp(sym_PQgetvalue(res, 0, 0), "t");
 		if (res)
 			sym_PQclear(res);
 		res = NULL;
-		if (exists &&
-		    run(db,
-			"SELECT version, to_char(applied_at AT TIME ZONE 'UTC', "
-			"'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') "
-			"FROM schema_migrations ORDER BY version",
-			0, NULL, PGRES_TUPLES_OK, &res, err) < 0)
+		if (exists && run(db,
+				  "SELECT version, to_char(applied_at AT TIME "
+				  "ZONE 'UTC', "
+				  "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') "
+				  "FROM schema_migrations ORDER BY version",
+				  0, NULL, PGRES_TUPLES_OK, &res, err) < 0)
 			return -1;
 	} else {
 		return -1;
@@ -527,9 +543,9 @@ int auditdb_migrate_status(struct auditdb *db, json_t **status,
 			if (atoi(sym_PQgetvalue(res, r, 0)) == m->version)
 				at = sym_PQgetvalue(res, r, 1);
 		json_array_append_new(
-		    a, json_pack("{s:i,s:s,s:o}", "version", m->version, "name",
-				 m->name, "applied_at",
-				 at ? json_string(at) : json_null()));
+		    a, xjson_pack("{s:i,s:s,s:o}", "version", m->version,
+				  "name", m->name, "applied_at",
+				  at ? json_string(at) : json_null()));
 	}
 	if (res)
 		sym_PQclear(res);
@@ -632,7 +648,7 @@ struct ins {
 	bool *skip;		       /* per row */
 	struct chain *chains;	       /* sorted by session */
 	size_t nchains;
-	unsigned char (*hash)[32];     /* per row */
+	unsigned char (*hash)[32]; /* per row */
 };
 
 static int cmp_session(const void *a, const void *b)
@@ -651,7 +667,7 @@ static int cmp_rowid(const void *a, const void *b)
 
 static struct chain *find_chain(struct ins *in, const char *session)
 {
-	struct chain key = { .session = session };
+	struct chain key = {.session = session};
 	return bsearch(&key, in->chains, in->nchains, sizeof(key), cmp_session);
 }
 
@@ -674,9 +690,9 @@ static void distinct(const struct audit_row *rows, size_t n, size_t off,
 		if (!s)
 			continue;
 		v[2 * k] = s;
-		v[2 * k + 1] = pair ? *(char *const *)((const char *)&rows[i] +
-							pair_off)
-				    : NULL;
+		v[2 * k + 1] =
+		    pair ? *(char *const *)((const char *)&rows[i] + pair_off)
+			 : NULL;
 		k++;
 	}
 	qsort(v, k, 2 * sizeof(*v), cmp_str);
@@ -700,9 +716,9 @@ static void distinct(const struct audit_row *rows, size_t n, size_t off,
  * numbers. */
 enum { NCOLS = 18 };
 static const char copy_cols[] =
-	"id, created_at, tenant, session_key, runtime, agent_id, run_id, "
-	"agent_ref, run_ref, op, target, ok, exit_status, bytes, results, "
-	"duration_ms, detail, hash";
+    "id, created_at, tenant, session_key, runtime, agent_id, run_id, "
+    "agent_ref, run_ref, op, target, ok, exit_status, bytes, results, "
+    "duration_ms, detail, hash";
 
 struct fields {
 	const char *v[NCOLS];
@@ -752,11 +768,20 @@ static void copy_field(struct strbuf *sb, const char *s)
 	}
 	for (; *s; s++) {
 		switch (*s) {
-		case '\\': strbuf_add(sb, "\\\\", 2); break;
-		case '\t': strbuf_add(sb, "\\t", 2); break;
-		case '\n': strbuf_add(sb, "\\n", 2); break;
-		case '\r': strbuf_add(sb, "\\r", 2); break;
-		default: strbuf_addch(sb, *s);
+		case '\\':
+			strbuf_add(sb, "\\\\", 2);
+			break;
+		case '\t':
+			strbuf_add(sb, "\\t", 2);
+			break;
+		case '\n':
+			strbuf_add(sb, "\\n", 2);
+			break;
+		case '\r':
+			strbuf_add(sb, "\\r", 2);
+			break;
+		default:
+			strbuf_addch(sb, *s);
 		}
 	}
 }
@@ -767,13 +792,14 @@ static int insert_copy(struct auditdb *db, struct ins *in,
 	struct strbuf sb = STRBUF_INIT;
 	struct fields f;
 	PGresult *res;
-	char *sql = xasprintf("COPY sandbox_operations (%s) FROM STDIN", copy_cols);
+	char *sql =
+	    xasprintf("COPY sandbox_operations (%s) FROM STDIN", copy_cols);
 	int rc = run(db, sql, 0, NULL, PGRES_COPY_IN, NULL, err);
 
 	free(sql);
 	if (rc < 0)
 		return -1;
-	for (size_t i = 0; i < in->n; i++) {
+	for (size_t i = 0; i < in->n && rc == 0; i++) {
 		if (in->skip[i])
 			continue;
 		row_fields(&in->rows[i], in->hash[i], &f);
@@ -783,16 +809,19 @@ static int insert_copy(struct auditdb *db, struct ins *in,
 			copy_field(&sb, f.v[c]);
 		}
 		strbuf_addch(&sb, '\n');
-		if (sb.len >= 65536 || i + 1 == in->n) {
-			if (sym_PQputCopyData(db->conn, sb.buf, (int)sb.len) != 1)
+		if (sb.len >= 65536) {
+			if (sym_PQputCopyData(db->conn, sb.buf, (int)sb.len) !=
+			    1)
 				rc = -1;
 			strbuf_reset(&sb);
 		}
 	}
-	if (sb.len && sym_PQputCopyData(db->conn, sb.buf, (int)sb.len) != 1)
+	if (rc == 0 && sb.len &&
+	    sym_PQputCopyData(db->conn, sb.buf, (int)sb.len) != 1)
 		rc = -1;
 	strbuf_release(&sb);
-	if (sym_PQputCopyEnd(db->conn, rc < 0 ? "sbxcat: copy failed" : NULL) != 1)
+	if (sym_PQputCopyEnd(db->conn, rc < 0 ? "sbxcat: copy failed" : NULL) !=
+	    1)
 		rc = -1;
 	while ((res = sym_PQgetResult(db->conn)) != NULL) {
 		if (sym_PQresultStatus(res) != PGRES_COMMAND_OK && rc == 0) {
@@ -815,7 +844,8 @@ static int insert_params(struct auditdb *db, struct ins *in,
 	const char **p = xcalloc(in->n * NCOLS + 1, sizeof(*p));
 	int np = 0, rc = 0;
 
-	strbuf_addf(&sql, "INSERT INTO sandbox_operations (%s) VALUES ", copy_cols);
+	strbuf_addf(&sql, "INSERT INTO sandbox_operations (%s) VALUES ",
+		    copy_cols);
 	for (size_t i = 0; i < in->n; i++) {
 		if (in->skip[i])
 			continue;
@@ -844,9 +874,10 @@ static int schema_check(struct auditdb *db, struct sbx_error **err)
 	if (auditdb_schema_version(db, &have, &known, err) < 0)
 		return -1;
 	if (have < known) {
-		sbx_error_set(err, SBX_EXIT_ENV, 0,
-			      "the audit schema is at version %d, sbxcat needs %d",
-			      have, known);
+		sbx_error_set(
+		    err, SBX_EXIT_ENV, 0,
+		    "the audit schema is at version %d, sbxcat needs %d", have,
+		    known);
 		sbx_error_hint(*err, "run: sbxcat audit migrate");
 		return -1;
 	}
@@ -875,21 +906,24 @@ static int insert_tx(struct auditdb *db, struct ins *in, size_t *inserted,
 	p[1] = b.buf;
 	if (run(db,
 		"INSERT INTO audit_chains (session_key, tenant, head, nrows, "
-		"swept_hash, swept_rows) SELECT s, t, decode(repeat('00', 32), 'hex'), "
+		"swept_hash, swept_rows) SELECT s, t, decode(repeat('00', 32), "
+		"'hex'), "
 		"0, decode(repeat('00', 32), 'hex'), 0 FROM unnest($1::text[], "
 		"$2::text[]) AS v(s, t) ORDER BY s COLLATE \"C\" "
 		"ON CONFLICT DO NOTHING",
 		2, p, PGRES_COMMAND_OK, NULL, err) < 0 ||
 	    run(db,
-		"SELECT session_key, head FROM audit_chains WHERE session_key = "
+		"SELECT session_key, head FROM audit_chains WHERE session_key "
+		"= "
 		"ANY($1::text[]) ORDER BY session_key COLLATE \"C\" FOR UPDATE",
 		1, p, PGRES_TUPLES_OK, &res, err) < 0)
 		goto out;
 	for (int r = 0; r < sym_PQntuples(res); r++) {
 		struct chain *ch = find_chain(in, sym_PQgetvalue(res, r, 0));
 		if (!ch || unhex32(sym_PQgetvalue(res, r, 1), ch->head) < 0) {
-			sbx_error_set(err, SBX_EXIT_ENV, 0,
-				      "database: audit_chains holds a bad head");
+			sbx_error_set(
+			    err, SBX_EXIT_ENV, 0,
+			    "database: audit_chains holds a bad head");
 			goto out;
 		}
 	}
@@ -902,13 +936,15 @@ static int insert_tx(struct auditdb *db, struct ins *in, size_t *inserted,
 		array_add(&a, in->rows[i].id);
 	array_end(&a);
 	p[0] = a.buf;
-	if (run(db, "SELECT id FROM sandbox_operations WHERE id = ANY($1::uuid[])",
+	if (run(db,
+		"SELECT id FROM sandbox_operations WHERE id = ANY($1::uuid[])",
 		1, p, PGRES_TUPLES_OK, &res, err) < 0)
 		goto out;
 	for (int r = 0; r < sym_PQntuples(res); r++) {
 		struct audit_row key;
 		const struct audit_row *kp = &key, **hit;
-		snprintf(key.id, sizeof(key.id), "%s", sym_PQgetvalue(res, r, 0));
+		snprintf(key.id, sizeof(key.id), "%s",
+			 sym_PQgetvalue(res, r, 0));
 		/* Any row with that id: find the first by id alone. */
 		size_t lo = 0, hi = in->n;
 		while (lo < hi) {
@@ -918,7 +954,8 @@ static int insert_tx(struct auditdb *db, struct ins *in, size_t *inserted,
 			else
 				hi = mid;
 		}
-		for (; lo < in->n && !strcasecmp(in->byid[lo]->id, key.id); lo++) {
+		for (; lo < in->n && !strcasecmp(in->byid[lo]->id, key.id);
+		     lo++) {
 			hit = &in->byid[lo];
 			in->skip[*hit - in->rows] = true;
 		}
@@ -945,13 +982,15 @@ static int insert_tx(struct auditdb *db, struct ins *in, size_t *inserted,
 	}
 
 	/* Agents and runs. */
-	distinct(in->rows, in->n, offsetof(struct audit_row, agent), 0, &a, NULL);
+	distinct(in->rows, in->n, offsetof(struct audit_row, agent), 0, &a,
+		 NULL);
 	p[0] = a.buf;
 	distinct(in->rows, in->n, offsetof(struct audit_row, run),
 		 offsetof(struct audit_row, agent), &b, &c);
 	if (strcmp(a.buf, "{}") &&
 	    run(db,
-		"INSERT INTO agents (id) SELECT i FROM unnest($1::text[]) AS v(i) "
+		"INSERT INTO agents (id) SELECT i FROM unnest($1::text[]) AS "
+		"v(i) "
 		"ORDER BY i COLLATE \"C\" ON CONFLICT DO NOTHING",
 		1, p, PGRES_COMMAND_OK, NULL, err) < 0)
 		goto out;
@@ -993,7 +1032,7 @@ static int insert_tx(struct auditdb *db, struct ins *in, size_t *inserted,
 	array_end(&b);
 	array_end(&c);
 	array_end(&d);
-	const char *q[4] = { a.buf, b.buf, c.buf, d.buf };
+	const char *q[4] = {a.buf, b.buf, c.buf, d.buf};
 	if (run(db,
 		"UPDATE audit_chains c SET head = v.h, head_seq = o.seq, "
 		"nrows = c.nrows + v.n FROM unnest($1::text[], $2::bytea[], "
@@ -1015,7 +1054,7 @@ out:
 int auditdb_insert(struct auditdb *db, const struct audit_row *rows, size_t n,
 		   size_t *inserted, size_t *skipped, struct sbx_error **err)
 {
-	struct ins in = { .rows = rows, .n = n };
+	struct ins in = {.rows = rows, .n = n};
 	int rc;
 
 	*inserted = *skipped = 0;
@@ -1042,12 +1081,14 @@ int auditdb_insert(struct auditdb *db, const struct audit_row *rows, size_t n,
 		in.chains[i].last_id = (const char *)(uintptr_t)i;
 	qsort(in.chains, n, sizeof(*in.chains), cmp_session);
 	for (size_t i = 0; i < n; i++) {
-		if (in.nchains &&
-		    !strcmp(in.chains[in.nchains - 1].session, in.chains[i].session)) {
+		if (in.nchains && !strcmp(in.chains[in.nchains - 1].session,
+					  in.chains[i].session)) {
 			if ((uintptr_t)in.chains[i].last_id <
 			    (uintptr_t)in.chains[in.nchains - 1].last_id) {
-				in.chains[in.nchains - 1].tenant = in.chains[i].tenant;
-				in.chains[in.nchains - 1].last_id = in.chains[i].last_id;
+				in.chains[in.nchains - 1].tenant =
+				    in.chains[i].tenant;
+				in.chains[in.nchains - 1].last_id =
+				    in.chains[i].last_id;
 			}
 			continue;
 		}
@@ -1078,17 +1119,18 @@ static const char *chain_where(const char *session, const char *tenant,
 			       const char **param)
 {
 	*param = session ? session : tenant;
-	return session ? " WHERE c.session_key = $1"
-		       : tenant ? " WHERE c.tenant = $1" : "";
+	return session	? " WHERE c.session_key = $1"
+	       : tenant ? " WHERE c.tenant = $1"
+			: "";
 }
 
 static void add_bad(json_t *bad, const char *session, long long seq,
 		    const char *id, const char *why)
 {
 	json_array_append_new(
-	    bad, json_pack("{s:o,s:I,s:o,s:s}", "session", xjson_text(session),
-			   "seq", (json_int_t)seq, "id",
-			   id ? json_string(id) : json_null(), "why", why));
+	    bad, xjson_pack("{s:o,s:I,s:o,s:s}", "session", xjson_text(session),
+			    "seq", (json_int_t)seq, "id",
+			    id ? json_string(id) : json_null(), "why", why));
 }
 
 struct vchain {
@@ -1103,7 +1145,7 @@ struct vchain {
 static int verify_chain(struct auditdb *db, struct vchain *vc, json_t *bad,
 			unsigned long long *nrows, struct sbx_error **err)
 {
-	const char *p[1] = { vc->session };
+	const char *p[1] = {vc->session};
 	PGresult *res;
 	bool found = false, any = false;
 	long long last_seq = -1, counted = 0;
@@ -1111,8 +1153,10 @@ static int verify_chain(struct auditdb *db, struct vchain *vc, json_t *bad,
 
 	if (!sym_PQsendQueryParams(
 		db->conn,
-		"SELECT seq, id, (extract(epoch FROM created_at) * 1000000)::bigint, "
-		"tenant, session_key, runtime, agent_ref, run_ref, op, target, ok, "
+		"SELECT seq, id, (extract(epoch FROM created_at) * "
+		"1000000)::bigint, "
+		"tenant, session_key, runtime, agent_ref, run_ref, op, target, "
+		"ok, "
 		"exit_status, bytes, results, duration_ms, detail, hash "
 		"FROM sandbox_operations WHERE session_key = $1 ORDER BY seq",
 		1, NULL, p, NULL, NULL, 0) ||
@@ -1137,7 +1181,7 @@ static int verify_chain(struct auditdb *db, struct vchain *vc, json_t *bad,
 		}
 #define V(c) (sym_PQgetisnull(res, 0, c) ? NULL : sym_PQgetvalue(res, 0, c))
 #define G(c) sym_PQgetvalue(res, 0, c) /* NOT NULL columns */
-		struct audit_row r = { 0 };
+		struct audit_row r = {0};
 		unsigned char want[32], stored[32];
 		long long seq = atoll(G(0));
 		int op = audit_op_parse(G(8));
@@ -1174,12 +1218,19 @@ static int verify_chain(struct auditdb *db, struct vchain *vc, json_t *bad,
 	}
 	if (rc < 0 || found)
 		return rc;
-	if (memcmp(vc->prev, vc->head, 32) || (any && last_seq != vc->head_seq)) {
+	if (memcmp(vc->prev, vc->head, 32) ||
+	    (any && last_seq != vc->head_seq)) {
 		char why[160];
-		snprintf(why, sizeof(why),
-			 "the chain's head is row %lld, which is missing: rows "
-			 "deleted at the end",
-			 vc->head_seq);
+		if (any && last_seq > vc->head_seq)
+			snprintf(why, sizeof(why),
+				 "rows after the chain's head (row %lld): "
+				 "added around sbxcat",
+				 vc->head_seq);
+		else
+			snprintf(why, sizeof(why),
+				 "the chain's head is row %lld, which is "
+				 "missing: rows deleted at the end",
+				 vc->head_seq);
 		add_bad(bad, vc->session, vc->head_seq, NULL, why);
 		return 0;
 	}
@@ -1188,10 +1239,11 @@ static int verify_chain(struct auditdb *db, struct vchain *vc, json_t *bad,
 	 * head` shows) does not follow. */
 	if (counted != vc->nrows) {
 		char why[160];
-		snprintf(why, sizeof(why),
-			 "the chain holds %lld rows but says %lld: rows deleted "
-			 "or inserted around sbxcat",
-			 counted, vc->nrows);
+		snprintf(
+		    why, sizeof(why),
+		    "the chain holds %lld rows but says %lld: rows deleted "
+		    "or inserted around sbxcat",
+		    counted, vc->nrows);
 		add_bad(bad, vc->session, -1, NULL, why);
 	}
 	return 0;
@@ -1215,8 +1267,8 @@ static int verify_orphans(struct auditdb *db, const char *session,
 	    session  ? " AND o.session_key = $1"
 	    : tenant ? " AND o.tenant = $1"
 		     : "");
-	int rc = run(db, sql, param ? 1 : 0, &param, PGRES_TUPLES_OK, &res,
-		     err);
+	int rc =
+	    run(db, sql, param ? 1 : 0, &param, PGRES_TUPLES_OK, &res, err);
 
 	free(sql);
 	if (rc < 0)
@@ -1243,26 +1295,29 @@ int auditdb_verify(struct auditdb *db, const char *session, const char *tenant,
 	if (schema_check(db, err) < 0 ||
 	    cmd(db, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err) < 0)
 		return -1;
-	sql = xasprintf("SELECT c.session_key, c.head, c.head_seq, c.swept_hash, "
-			"c.nrows FROM audit_chains c%s "
-			"ORDER BY c.session_key COLLATE \"C\"",
-			where);
+	sql =
+	    xasprintf("SELECT c.session_key, c.head, c.head_seq, c.swept_hash, "
+		      "c.nrows FROM audit_chains c%s "
+		      "ORDER BY c.session_key COLLATE \"C\"",
+		      where);
 	rc = cmd(db, "SET LOCAL statement_timeout = 0", err);
 	if (rc == 0)
-		rc = run(db, sql, *where ? 1 : 0, &param, PGRES_TUPLES_OK, &res, err);
+		rc = run(db, sql, *where ? 1 : 0, &param, PGRES_TUPLES_OK, &res,
+			 err);
 	free(sql);
 	json_t *bad = json_array();
 	int nchains = rc == 0 ? sym_PQntuples(res) : 0;
 	for (int i = 0; rc == 0 && i < nchains; i++) {
-		struct vchain vc = { .session = sym_PQgetvalue(res, i, 0) };
+		struct vchain vc = {.session = sym_PQgetvalue(res, i, 0)};
 		vc.head_seq = sym_PQgetisnull(res, i, 2)
 				  ? -1
 				  : atoll(sym_PQgetvalue(res, i, 2));
 		vc.nrows = atoll(sym_PQgetvalue(res, i, 4));
 		if (unhex32(sym_PQgetvalue(res, i, 1), vc.head) < 0 ||
 		    unhex32(sym_PQgetvalue(res, i, 3), vc.prev) < 0) {
-			add_bad(bad, vc.session, vc.head_seq, NULL,
-				"the chain's head or swept hash is not 32 bytes");
+			add_bad(
+			    bad, vc.session, vc.head_seq, NULL,
+			    "the chain's head or swept hash is not 32 bytes");
 			continue;
 		}
 		rc = verify_chain(db, &vc, bad, &nrows, err);
@@ -1274,8 +1329,9 @@ int auditdb_verify(struct auditdb *db, const char *session, const char *tenant,
 	if (rc == 0 && (session || tenant) && nchains == 0 &&
 	    json_array_size(bad) == 0)
 		add_bad(bad, session ? session : "", -1, NULL,
-			session ? "no chain: no row of this session is recorded"
-				: "no chain: no row of this tenant is recorded");
+			session
+			    ? "no chain: no row of this session is recorded"
+			    : "no chain: no row of this tenant is recorded");
 	if (rc < 0) {
 		rollback(db);
 		json_decref(bad);
@@ -1286,8 +1342,8 @@ int auditdb_verify(struct auditdb *db, const char *session, const char *tenant,
 		return -1;
 	}
 	rc = json_array_size(bad) ? 1 : 0;
-	*report = json_pack("{s:i,s:I,s:o}", "chains", nchains, "rows",
-			    (json_int_t)nrows, "bad", bad);
+	*report = xjson_pack("{s:i,s:I,s:o}", "chains", nchains, "rows",
+			     (json_int_t)nrows, "bad", bad);
 	return rc;
 }
 
@@ -1314,18 +1370,18 @@ int auditdb_heads(struct auditdb *db, const char *session, const char *tenant,
 	json_t *a = json_array();
 	for (int i = 0; i < sym_PQntuples(res); i++)
 		json_array_append_new(
-		    a,
-		    json_pack("{s:o,s:o,s:I,s:o,s:s,s:I,s:s}", "session",
-			      xjson_text(sym_PQgetvalue(res, i, 0)), "tenant",
-			      xjson_text(sym_PQgetvalue(res, i, 1)), "rows",
-			      (json_int_t)atoll(sym_PQgetvalue(res, i, 2)),
-			      "head_seq",
-			      sym_PQgetisnull(res, i, 3)
-				  ? json_null()
-				  : json_integer(atoll(sym_PQgetvalue(res, i, 3))),
-			      "head", sym_PQgetvalue(res, i, 4), "swept_rows",
-			      (json_int_t)atoll(sym_PQgetvalue(res, i, 5)),
-			      "swept_hash", sym_PQgetvalue(res, i, 6)));
+		    a, xjson_pack(
+			   "{s:o,s:o,s:I,s:o,s:s,s:I,s:s}", "session",
+			   xjson_text(sym_PQgetvalue(res, i, 0)), "tenant",
+			   xjson_text(sym_PQgetvalue(res, i, 1)), "rows",
+			   (json_int_t)atoll(sym_PQgetvalue(res, i, 2)),
+			   "head_seq",
+			   sym_PQgetisnull(res, i, 3)
+			       ? json_null()
+			       : json_integer(atoll(sym_PQgetvalue(res, i, 3))),
+			   "head", sym_PQgetvalue(res, i, 4), "swept_rows",
+			   (json_int_t)atoll(sym_PQgetvalue(res, i, 5)),
+			   "swept_hash", sym_PQgetvalue(res, i, 6)));
 	sym_PQclear(res);
 	*heads = a;
 	return 0;
@@ -1339,14 +1395,15 @@ static int sweep_some(struct auditdb *db, const char *session,
 		      const char *cutoff, const char *batch, long long *gone,
 		      struct sbx_error **err)
 {
-	const char *p[4] = { session, cutoff, batch, NULL };
+	const char *p[4] = {session, cutoff, batch, NULL};
 	PGresult *res;
 	int k = 0;
 
 	*gone = 0;
 	if (cmd(db, "BEGIN", err) < 0)
 		return -1;
-	if (run(db, "SELECT 1 FROM audit_chains WHERE session_key = $1 FOR UPDATE",
+	if (run(db,
+		"SELECT 1 FROM audit_chains WHERE session_key = $1 FOR UPDATE",
 		1, p, PGRES_TUPLES_OK, NULL, err) < 0 ||
 	    run(db,
 		"SELECT seq, hash, created_at < 'epoch'::timestamptz + "
@@ -1354,7 +1411,8 @@ static int sweep_some(struct auditdb *db, const char *session,
 		"WHERE session_key = $1 ORDER BY seq LIMIT $3::bigint",
 		3, p, PGRES_TUPLES_OK, &res, err) < 0)
 		goto fail;
-	while (k < sym_PQntuples(res) && !strcmp(sym_PQgetvalue(res, k, 2), "t"))
+	while (k < sym_PQntuples(res) &&
+	       !strcmp(sym_PQgetvalue(res, k, 2), "t"))
 		k++;
 	if (k == 0) {
 		sym_PQclear(res);
@@ -1362,16 +1420,17 @@ static int sweep_some(struct auditdb *db, const char *session,
 	}
 	char n[24];
 	snprintf(n, sizeof(n), "%d", k);
-	const char *q[4] = { session, sym_PQgetvalue(res, k - 1, 0),
-			     sym_PQgetvalue(res, k - 1, 1), n };
-	const char *u[3] = { session, q[2], n };
+	const char *q[4] = {session, sym_PQgetvalue(res, k - 1, 0),
+			    sym_PQgetvalue(res, k - 1, 1), n};
+	const char *u[3] = {session, q[2], n};
 	if (run(db,
 		"DELETE FROM sandbox_operations WHERE session_key = $1 AND "
 		"seq <= $2::bigint",
 		2, q, PGRES_COMMAND_OK, NULL, err) < 0 ||
 	    run(db,
 		"UPDATE audit_chains SET swept_hash = $2::bytea, swept_rows = "
-		"swept_rows + $3::bigint, nrows = nrows - $3::bigint, swept_at = "
+		"swept_rows + $3::bigint, nrows = nrows - $3::bigint, swept_at "
+		"= "
 		"now() WHERE session_key = $1",
 		3, u, PGRES_COMMAND_OK, NULL, err) < 0) {
 		sym_PQclear(res);
@@ -1390,7 +1449,7 @@ int auditdb_sweep(struct auditdb *db, long long cutoff_us, size_t batch,
 		  struct sbx_error **err)
 {
 	char cutoff[24], nb[24];
-	const char *p[1] = { cutoff };
+	const char *p[1] = {cutoff};
 	PGresult *res;
 
 	*deleted = *held = 0;
@@ -1401,20 +1460,23 @@ int auditdb_sweep(struct auditdb *db, long long cutoff_us, size_t batch,
 	snprintf(cutoff, sizeof(cutoff), "%lld", cutoff_us);
 	snprintf(nb, sizeof(nb), "%zu", batch);
 	/* Finding the chains with old rows reads every old row: no timeout
-	 * (each batch after is short). */
-	if (cmd(db, "SET statement_timeout = 0", err) < 0)
-		return -1;
-	if (run(db,
+	 * for that; each batch after is short, and keeps the 30 s. */
+	if (cmd(db, "SET statement_timeout = 0", err) < 0 ||
+	    run(db,
 		"SELECT DISTINCT session_key COLLATE \"C\" AS s FROM "
 		"sandbox_operations WHERE created_at < 'epoch'::timestamptz + "
 		"$1::bigint * interval '1 microsecond' ORDER BY s",
 		1, p, PGRES_TUPLES_OK, &res, err) < 0)
 		return -1;
+	if (cmd(db, "SET statement_timeout = '30s'", err) < 0) {
+		sym_PQclear(res);
+		return -1;
+	}
 	for (int i = 0; i < sym_PQntuples(res); i++) {
 		long long gone;
 		do {
-			if (sweep_some(db, sym_PQgetvalue(res, i, 0), cutoff, nb,
-				       &gone, err) < 0) {
+			if (sweep_some(db, sym_PQgetvalue(res, i, 0), cutoff,
+				       nb, &gone, err) < 0) {
 				sym_PQclear(res);
 				return -1;
 			}
@@ -1422,12 +1484,13 @@ int auditdb_sweep(struct auditdb *db, long long cutoff_us, size_t batch,
 		} while ((size_t)gone == batch);
 	}
 	sym_PQclear(res);
-	if (run(db,
+	if (cmd(db, "SET statement_timeout = 0", err) < 0 ||
+	    run(db,
 		"SELECT count(*) FROM sandbox_operations WHERE created_at < "
 		"'epoch'::timestamptz + $1::bigint * interval '1 microsecond'",
 		1, p, PGRES_TUPLES_OK, &res, err) < 0)
 		return -1;
 	*held = strtoull(sym_PQgetvalue(res, 0, 0), NULL, 10);
 	sym_PQclear(res);
-	return 0;
+	return cmd(db, "SET statement_timeout = '30s'", err);
 }

@@ -4,33 +4,10 @@
  * the chains, their heads, and the retention sweep.  libpq is loaded on
  * first use (pq-dl.h).  Queries for auditors are in auditq.h.
  *
- * The schema (docs/audit.md, "Schema"), migration 1:
- *
- *   agents (id text PRIMARY KEY, created_at timestamptz DEFAULT now())
- *   runs (id text PRIMARY KEY, agent_id text REFERENCES agents ON DELETE
- *         SET NULL, created_at timestamptz DEFAULT now())
- *   sandbox_operations (
- *     id uuid PRIMARY KEY, seq bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
- *     created_at timestamptz NOT NULL, tenant text NOT NULL, session_key
- *     text NOT NULL, runtime text NOT NULL, agent_id text REFERENCES
- *     agents ON DELETE SET NULL, run_id text REFERENCES runs ON DELETE SET
- *     NULL, agent_ref text, run_ref text (the ids as recorded: what the
- *     chain covers, kept when the agent goes), op text NOT NULL CHECK (op
- *     IN (...audit_op_name...)), target text NOT NULL CHECK
- *     (char_length(target) <= 512), ok boolean NOT NULL, exit_status
- *     integer, bytes bigint CHECK (bytes >= 0), results bigint CHECK
- *     (results >= 0), duration_ms bigint NOT NULL CHECK (duration_ms >=
- *     0), detail text NOT NULL, hash bytea NOT NULL CHECK
- *     (octet_length(hash) = 32))
- *   audit_chains (session_key text PRIMARY KEY, tenant text NOT NULL, head
- *     bytea NOT NULL, head_seq bigint, nrows bigint NOT NULL, swept_hash
- *     bytea NOT NULL, swept_rows bigint NOT NULL, swept_at timestamptz)
- *   schema_migrations (version integer PRIMARY KEY, name text NOT NULL,
- *     applied_at timestamptz NOT NULL DEFAULT now())
- *   indexes: (created_at DESC, seq DESC); (tenant, created_at DESC, seq
- *     DESC); likewise session_key, agent_ref, run_ref, op; (created_at
- *     DESC, seq DESC) WHERE NOT ok; GIN (target gin_trgm_ops) (pg_trgm);
- *     (session_key, seq) for the chains.
+ * The schema is migration 1 in audit-schema.c, described column by column
+ * in docs/audit.md ("Schema"): sandbox_operations (one row per operation,
+ * its hash), agents, runs, audit_chains (each session's head, row count
+ * and what a sweep removed: swept_rows, swept_hash) and schema_migrations.
  *
  * A chain is a session's rows in seq order (the order of insertion).  A
  * row's hash is audit_chain_hash(previous row's hash, row); the first

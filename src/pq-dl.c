@@ -47,7 +47,6 @@ DLSYM_DEFINE(PQconnectPoll);
 DLSYM_DEFINE(PQsocket);
 DLSYM_DEFINE(PQconninfo);
 DLSYM_DEFINE(PQconninfoFree);
-DLSYM_DEFINE(PQconnectdbParams);
 DLSYM_DEFINE(PQsendQueryParams);
 DLSYM_DEFINE(PQsetSingleRowMode);
 
@@ -83,7 +82,6 @@ static const struct dl_sym syms[] = {
     DLSYM_ENTRY(PQsocket),
     DLSYM_ENTRY(PQconninfo),
     DLSYM_ENTRY(PQconninfoFree),
-    DLSYM_ENTRY(PQconnectdbParams),
     DLSYM_ENTRY(PQsendQueryParams),
     DLSYM_ENTRY(PQsetSingleRowMode),
 };

@@ -52,7 +52,6 @@ DLSYM_PROTOTYPE(PQconnectPoll);
 DLSYM_PROTOTYPE(PQsocket);
 DLSYM_PROTOTYPE(PQconninfo);
 DLSYM_PROTOTYPE(PQconninfoFree);
-DLSYM_PROTOTYPE(PQconnectdbParams);
 DLSYM_PROTOTYPE(PQsendQueryParams);
 DLSYM_PROTOTYPE(PQsetSingleRowMode);
 

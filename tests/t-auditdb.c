@@ -434,6 +434,8 @@ static void test_sweep(void)
 	sbx_error_free(&err);
 	is_int((long long)del, 26, "exactly the old prefix rows removed");
 	is_int((long long)held, 1, "the old row behind a newer one held");
+	is_str(sql(db, "SHOW statement_timeout"), "30s",
+	       "after the sweep the session's statement timeout is 30 s again");
 	is_str(sql(db, "SELECT concat_ws('|', (SELECT count(*) FROM "
 		       "sandbox_operations), (SELECT string_agg(session_key || ':' "
 		       "|| nrows || ':' || swept_rows, ',' ORDER BY session_key) "
