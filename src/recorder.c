@@ -249,9 +249,17 @@ void audit_detail_of(struct strbuf *out, const struct sbx_error *err)
 {
 	const char *name = err->errnum ? strerrorname_np(err->errnum) : NULL;
 
-	strbuf_addstr(out, err->status == SBX_EXIT_FAIL ? "refused" : "failed");
+	/* A request the operation itself found malformed (a bad grep or
+	 * glob pattern, an empty --old: exit 2 after the session was
+	 * looked up) was tried, and refused. */
+	strbuf_addstr(out, err->status == SBX_EXIT_FAIL ||
+				   err->status == SBX_EXIT_USAGE
+			       ? "refused"
+			       : "failed");
 	if (err->reason)
 		strbuf_addf(out, ": %s", err->reason);
+	else if (err->status == SBX_EXIT_USAGE)
+		strbuf_addstr(out, ": invalid request");
 	else if (name)
 		strbuf_addf(out, ": %s", name);
 }

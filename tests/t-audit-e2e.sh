@@ -92,6 +92,7 @@ one "fs read ../x" "read|../x|f|-|-|-|refused: outside the workspace" read ../x
 one "fs read nosuch" "read|nosuch|f|-|-|-|refused: not found" read nosuch
 one "fs read /etc/passwd" "read|/etc/passwd|f|-|-|-|refused: outside the workspace" read /etc/passwd
 one "fs edit, --old absent" "edit|b.txt|f|-|-|-|refused: not found" edit b.txt --old x --new y
+one "fs grep, a pattern that does not compile" "grep_raw|.|f|-|-|-|refused: invalid request" grep 'a(('
 n1=$(nrows)
 sbx fs nosuchkey read a.txt
 is "$rc:$(($(nrows) - n1))" "1:1" "an unknown session: refused, and recorded"
