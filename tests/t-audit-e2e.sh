@@ -22,7 +22,7 @@ set -u
 sb_init audittest ta
 pgbed_start || skip_all "no PostgreSQL test-bed could be reached or started (reason above)"
 DB=t_audit_$$
-URL=$(pgbed_newdb "$DB") || skip_all "cannot make a database for the test (reason above)"
+URL=$(pgbed_newdb "$DB") || bail_out "the test-bed runs but cannot make a database (reason above)"
 crash_cleanup() { :; }
 trap 'crash_cleanup; pgbed_dropdb "$DB" 2>/dev/null; sb_cleanup' EXIT
 unset PGHOST PGHOSTADDR PGPORT PGDATABASE PGUSER PGSERVICE PGSERVICEFILE \

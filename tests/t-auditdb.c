@@ -587,7 +587,8 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		skip_all("run by t-auditdb.sh (it starts the test-bed database)");
 	if (pq_dl_load(&err) < 0)
-		skip_all("libpq5 is not installed");
+		bail_out("libpq5 cannot be loaded (scripts/deps.sh installs "
+			 "it): %s", err->msg);
 	urls = argv + 1;
 	nurls = argc - 1;
 	test_password();

@@ -8,14 +8,13 @@ set -u
 B=${SBXCAT%/sbxcat}
 pgbed_start || skip_all "no PostgreSQL test-bed (see the reason above)"
 dbs=""
+trap 'for d in $dbs; do pgbed_dropdb "$d" 2>/dev/null; done' EXIT
 i=0
 while [ $i -lt 11 ]; do
-	u=$(pgbed_newdb "t_auditdb_$$_$i") || skip_all "cannot create a test database"
+	u=$(pgbed_newdb "t_auditdb_$$_$i") || bail_out "the test-bed runs but cannot create a database"
 	dbs="$dbs t_auditdb_$$_$i"
 	set -- "$@" "$u"
 	i=$((i + 1))
 done
 ${SBXCAT_TEST_WRAP:-} "$B/tests/t-auditdb" "$@"
-rc=$?
-for d in $dbs; do pgbed_dropdb "$d"; done
-exit $rc
+exit $?

@@ -6,8 +6,6 @@ srcdir=${srcdir:-.}
 . "$srcdir/tests/pgbed.sh"
 pgbed_start || skip_all "no PostgreSQL test-bed (pgbed_start said why on stderr)"
 db=t_auditq_rows_$$
-url=$(pgbed_newdb "$db") || skip_all "cannot create the database $db"
+url=$(pgbed_newdb "$db") || bail_out "the test-bed runs but cannot create the database $db"
+trap 'pgbed_dropdb "$db" 2>/dev/null' EXIT
 ./tests/t-auditq-db rows "$url"
-rc=$?
-pgbed_dropdb "$db"
-exit $rc

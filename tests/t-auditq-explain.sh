@@ -9,12 +9,10 @@ srcdir=${srcdir:-.}
 . "$srcdir/tests/pgbed.sh"
 pgbed_start || skip_all "no PostgreSQL test-bed (pgbed_start said why on stderr)"
 db=t_auditq_explain_$$
-url=$(pgbed_newdb "$db") || skip_all "cannot create the database $db"
-./tests/t-auditq-db explain "$url"
-rc=$?
+url=$(pgbed_newdb "$db") || bail_out "the test-bed runs but cannot create the database $db"
 if [ "${SBXCAT_KEEP_EXPLAIN_DB:-}" = 1 ]; then
 	echo "# kept: $url" >&2
 else
-	pgbed_dropdb "$db"
+	trap 'pgbed_dropdb "$db" 2>/dev/null' EXIT # a million rows: never left
 fi
-exit $rc
+./tests/t-auditq-db explain "$url"

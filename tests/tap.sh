@@ -21,6 +21,8 @@ is() {
 }
 skip() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $2 # SKIP $1"; }
 skip_all() { echo "1..0 # SKIP $1"; exit 0; }
+# bail_out WHY: stop the test as failed (a component that was there broke).
+bail_out() { echo "Bail out! $*"; exit 1; }
 diag() { printf '%s\n' "$*" | sed 's/^/# /'; }
 done_testing() { echo "1..$tap_n"; exit 0; }
 
