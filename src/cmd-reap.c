@@ -159,13 +159,19 @@ static json_t *pass_json(const struct reap_pass *p)
 			  (json_int_t)p->left);
 }
 
+/* What record_action writes to: the recorder, and its first failure. */
+struct recording {
+	struct audit *au;
+	struct sbx_error *err;
+};
+
 /*
- * A row for each action taken or tried (a skipped one and a closed
- * session are not actions).  The first failure to record is *err; the
- * rows after it are still tried.
+ * The row of an action taken or tried (a skipped one and a closed session
+ * are not actions), written as it ends (reap_pass.acted).  A row that
+ * cannot be written stops the pass: nothing more is reaped unrecorded.
  */
-static void record_pass(struct audit *au, const struct reap_pass *p,
-			struct sbx_error **err)
+static int record_action(const struct reap_action *a, long long ms,
+			 void *arg)
 {
 	static const char *const detail[][2] = {
 	    [REAP_STOP] = {"idle: container stopped",
@@ -182,29 +188,23 @@ static void record_pass(struct audit *au, const struct reap_pass *p,
 			    "stuck container could not be removed"},
 	    [REAP_CLOSED] = {"closed", "closed"},
 	};
+	struct recording *rec = arg;
+	struct audit_event ev = {
+	    .op = AUDIT_REAP,
+	    .tenant = a->tenant,
+	    .session_key = a->key,
+	    .runtime = a->runtime,
+	    .target = a->container ? a->container : a->key,
+	    .ok = a->done && !a->error,
+	    .duration_ms = ms,
+	    .detail = detail[a->what][a->error != NULL],
+	    .bytes = AUDIT_NONE,
+	    .results = AUDIT_NONE,
+	};
 
-	for (size_t i = 0; i < p->nacts; i++) {
-		const struct reap_action *a = &p->acts[i];
-		struct sbx_error *aerr = NULL;
-		struct audit_event ev = {
-		    .op = AUDIT_REAP,
-		    .tenant = a->tenant,
-		    .session_key = a->key,
-		    .runtime = a->runtime,
-		    .target = a->container ? a->container : a->key,
-		    .ok = a->done && !a->error,
-		    .detail = detail[a->what][a->error != NULL],
-		    .bytes = AUDIT_NONE,
-		    .results = AUDIT_NONE,
-		};
-
-		if (a->what == REAP_CLOSED || (!a->done && !a->error))
-			continue;
-		if (audit_event(au, &ev, &aerr) < 0 && !*err)
-			*err = aerr;
-		else
-			sbx_error_free(&aerr);
-	}
+	if (a->what == REAP_CLOSED || (!a->done && !a->error))
+		return 0;
+	return audit_event(rec->au, &ev, &rec->err);
 }
 
 static int reap_pass_cmd(struct sbx_ctx *ctx, const struct reap_opts *o)
@@ -215,10 +215,16 @@ static int reap_pass_cmd(struct sbx_ctx *ctx, const struct reap_opts *o)
 	struct engine engine = ENGINE_INIT;
 	struct reap_pass p = {0};
 	struct audit *au = NULL;
+	struct recording rec = {0};
 	int rc;
 
 	if (!o->dry_run && cmd_audit_open(ctx, &au, &err) < 0)
 		return cmd_report(&err);
+	rec.au = au;
+	if (au) {
+		p.acted = record_action;
+		p.acted_arg = &rec;
+	}
 	/* Nothing is reaped that could not be recorded. */
 	if ((au && audit_ready(au, &err) < 0) ||
 	    cmd_session_begin(ctx, &cfg, &root, &err) < 0 ||
@@ -226,8 +232,8 @@ static int reap_pass_cmd(struct sbx_ctx *ctx, const struct reap_opts *o)
 	    reap_pass_run(&engine, &cfg, &root, o->now, (size_t)o->limit,
 			  o->dry_run, &p, &err) < 0)
 		goto out;
-	if (au)
-		record_pass(au, &p, &err);
+	if (rec.err)
+		err = steal_pointer(&rec.err);
 	for (size_t i = 0; i < p.nwarnings; i++)
 		fprintf(stderr, "sbxcat: warning: %s\n", p.warnings[i]);
 	if (ctx->json) {
@@ -246,6 +252,7 @@ static int reap_pass_cmd(struct sbx_ctx *ctx, const struct reap_opts *o)
 			p.left, p.left == 1 ? "" : "s", o->limit);
 out:
 	rc = err ? cmd_report(&err) : p.failed ? SBX_EXIT_FAIL : 0;
+	sbx_error_free(&rec.err);
 	cmd_audit_close(au);
 	reap_pass_release(&p);
 	engine_release(&engine);

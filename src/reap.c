@@ -576,7 +576,12 @@ int reap_pass_run(struct engine *e, const struct session_config *c,
 	size_t n = 0, nkeys = 0, nknown = 0;
 	int rc = -1;
 
+	int (*acted)(const struct reap_action *, long long, void *) = p->acted;
+	void *acted_arg = p->acted_arg;
+
 	memset(p, 0, sizeof(*p));
+	p->acted = acted; /* the caller's, kept */
+	p->acted_arg = acted_arg;
 	p->now = now;
 	p->dry_run = dry_run;
 	if (session_lock(r, err) < 0)
@@ -625,9 +630,23 @@ int reap_pass_run(struct engine *e, const struct session_config *c,
 	if (p->nacts)
 		qsort(p->acts, p->nacts, sizeof(*p->acts), action_cmp);
 	apply_limit(p, limit);
-	if (!dry_run)
-		for (size_t i = 0; i < p->nacts; i++)
-			act(e, r, p, &p->acts[i]);
+	for (size_t i = 0; !dry_run && i < p->nacts; i++) {
+		long long t0 = engine_now_ms();
+
+		act(e, r, p, &p->acts[i]);
+		if (p->acted &&
+		    p->acted(&p->acts[i], engine_now_ms() - t0, p->acted_arg) <
+			0) {
+			for (size_t j = i + 1; j < p->nacts; j++)
+				if (p->acts[j].what != REAP_CLOSED) {
+					p->acts[j].skipped =
+					    "left: its audit row could not "
+					    "be written";
+					p->left++;
+				}
+			break;
+		}
+	}
 	rc = 0;
 out:
 	session_unlock(r);

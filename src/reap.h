@@ -91,11 +91,18 @@ struct reap_pass {
 	size_t failed;	  /* actions with an error */
 	char **warnings;  /* records that could not be read, ... */
 	size_t nwarnings, walloc;
+	/* Set by the caller: called right after each action is taken or
+	 * tried (not dry), with the milliseconds it took, so it is recorded
+	 * before the next (a pass killed half-way leaves no action without
+	 * its row).  A negative return stops the pass: the actions after it
+	 * are left for the next one. */
+	int (*acted)(const struct reap_action *a, long long ms, void *arg);
+	void *acted_arg;
 };
 
 /*
  * One pass at time now (Unix seconds), at most limit actions; dry_run
- * decides and takes nothing.  Returns -1 (with *err) only when the pass
+ * decides and takes nothing.  *p is reset, but for acted and acted_arg.  Returns -1 (with *err) only when the pass
  * could not look (the lock, the engine, the root); an action that fails
  * is recorded in its error and counted in p->failed, and the rest go on.
  */

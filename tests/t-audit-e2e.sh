@@ -289,6 +289,17 @@ sbx audit verify --tenant nobody-else
 is "$rc:$(out)" "1:no chain: no row of this tenant is recorded
 checked 0 chains, 0 rows" "verify --tenant that matches no chain: exit 1, saying so"
 
+# -- reap: each action's row written as the action ends, with its time.
+nowhere reap --now $(($(date +%s) + 7200))
+crc=$rc
+sbx session show "$K" --json
+is "$crc:$(jq -r .state "$T/out")" 3:running "reap with both sinks unwritable: exit 3, nothing reaped"
+sbx reap --now $(($(date +%s) + 7200))
+is "$rc:$(q "SELECT count(*), bool_and(ok), min(duration_ms) > 0, min(target) = 'sbxcat-$DEP-$K'
+	FROM sandbox_operations WHERE op = 'reap' AND session_key = '$K'
+	AND detail = 'idle: container stopped'")" "0:1|t|t|t" \
+	"reap two hours on: the idle session's stop is one row, ok, its container, its time"
+
 # -- The database stopped (immediate) in the middle of 1,000 operations,
 # on a cluster of this test's own: every row spooled, nothing lost.
 PGC_RUN=$T/pgc-run PGC_DATA=$T/pgc-data
