@@ -68,14 +68,19 @@ static void uuid_v4(char out[37])
 	*o = '\0';
 }
 
-void audit_row_init(struct audit_row *r, enum audit_op op)
+long long audit_now_us(void)
 {
 	struct timespec ts;
 
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void audit_row_init(struct audit_row *r, enum audit_op op)
+{
 	memset(r, 0, sizeof(*r));
 	uuid_v4(r->id);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	r->created_us = (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	r->created_us = audit_now_us();
 	r->tenant = xstrdup("");
 	r->session_key = xstrdup("");
 	r->runtime = xstrdup("");
@@ -140,8 +145,7 @@ void audit_clean(struct strbuf *out, const char *s, size_t len, size_t max)
 			keep = out->len;
 		chars += w;
 		if (chars > max) {
-			out->len = keep;
-			out->buf[keep] = '\0';
+			strbuf_setlen(out, keep);
 			strbuf_addstr(out, CUT_MARK);
 			return;
 		}
@@ -159,8 +163,7 @@ void audit_row_set(char **field, const char *s, size_t len, size_t max)
 		*field = xstrdup("");
 }
 
-/* Whether s is what audit_clean would make of it. */
-static bool is_clean(const char *s, size_t max)
+bool audit_is_clean(const char *s, size_t max)
 {
 	struct strbuf sb = STRBUF_INIT;
 	size_t len = strlen(s);
@@ -297,7 +300,7 @@ static int check_text(const char *s, const char *key, size_t max,
 	if (utf8_chars(s, strlen(s)) > max)
 		return sbx_error_set(err, SBX_EXIT_FAIL, 0,
 				     "'%s': over %zu characters", key, max);
-	if (!is_clean(s, max))
+	if (!audit_is_clean(s, max))
 		return bad(err, key, "not clean text");
 	return 0;
 }

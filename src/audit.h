@@ -56,18 +56,18 @@ struct audit_row {
 	long long created_us; /* when it happened: Unix microseconds */
 	char *tenant;	      /* "" when not known (a reaped orphan) */
 	char *session_key;
-	char *runtime;	      /* catalogue alias, "" when not known */
-	char *agent;	      /* NULL: none */
-	char *run;	      /* NULL: none */
+	char *runtime; /* catalogue alias, "" when not known */
+	char *agent;   /* NULL: none */
+	char *run;     /* NULL: none */
 	enum audit_op op;
-	char *target;	      /* clean: see audit_clean */
+	char *target; /* clean: see audit_clean */
 	bool ok;
-	bool has_exit;	      /* exit_status is meaningful (execute) */
+	bool has_exit; /* exit_status is meaningful (execute) */
 	int exit_status;
-	long long bytes;      /* >= 0, or AUDIT_NONE */
-	long long results;    /* >= 0, or AUDIT_NONE */
+	long long bytes;       /* >= 0, or AUDIT_NONE */
+	long long results;     /* >= 0, or AUDIT_NONE */
 	long long duration_ms; /* >= 0 */
-	char *detail;	      /* "" or one line written by sbxcat */
+	char *detail;	       /* "" or one line written by sbxcat */
 };
 
 /*
@@ -90,6 +90,9 @@ void audit_row_release(struct audit_row *r);
  * Targets use AUDIT_TARGET_MAX, details AUDIT_DETAIL_MAX.
  */
 void audit_clean(struct strbuf *out, const char *s, size_t len, size_t max);
+
+/* Whether s is what audit_clean(s, max) would make of it. */
+bool audit_is_clean(const char *s, size_t max);
 void audit_row_set(char **field, const char *s, size_t len, size_t max);
 
 /*
@@ -112,6 +115,9 @@ void audit_chain_hash(const unsigned char prev[32], const struct audit_row *r,
 #define AUDIT_US_MIN 0LL
 #define AUDIT_US_MAX (253402300799LL * 1000000 + 999999)
 
+/* Now, in microseconds since 1970 (the wall clock: created_at's). */
+long long audit_now_us(void);
+
 /*
  * created_at's form: "2026-12-01T10:00:00.123456Z" (UTC, microseconds,
  * years 0001-9999; "out of range" past them).  parse takes exactly that
@@ -131,16 +137,15 @@ json_t *audit_row_json(const struct audit_row *r);
 /* The inverse, strict: every key, the right types, op known, sizes in
  * range, strings clean (audit_clean would not change them).  -1 status 1
  * naming the key and why; *r is then released (all its strings NULL). */
-int audit_row_from_json(json_t *j, struct audit_row *r,
-			struct sbx_error **err);
+int audit_row_from_json(json_t *j, struct audit_row *r, struct sbx_error **err);
 /*
  * What audit_row_from_json checks after the types, on a row in memory (the
  * spool refuses a row it could not replay): id a lowercase UUID v4,
- * created_us within AUDIT_US_MIN..AUDIT_US_MAX, tenant, session and runtime clean and at most
- * AUDIT_TARGET_MAX characters, agent and run NULL or non-empty, at most
- * AUDIT_ID_MAX bytes and clean, op known, target and detail clean within
- * their maxima, bytes and results >= 0 or AUDIT_NONE, duration_ms >= 0.
- * -1 status 1 naming the JSON key.
+ * created_us within AUDIT_US_MIN..AUDIT_US_MAX, tenant, session and runtime
+ * clean and at most AUDIT_TARGET_MAX characters, agent and run NULL or
+ * non-empty, at most AUDIT_ID_MAX bytes and clean, op known, target and detail
+ * clean within their maxima, bytes and results >= 0 or AUDIT_NONE, duration_ms
+ * >= 0. -1 status 1 naming the JSON key.
  */
 int audit_row_check(const struct audit_row *r, struct sbx_error **err);
 

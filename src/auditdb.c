@@ -25,6 +25,7 @@
 #include "auditdb.h"
 #include "engine.h"
 #include "error.h"
+#include "hash.h"
 #include "pq-dl.h"
 #include "text.h"
 #include "xjson.h"
@@ -555,16 +556,6 @@ int auditdb_migrate_status(struct auditdb *db, json_t **status,
 
 /* --- inserting ----------------------------------------------------- */
 
-static void hex(struct strbuf *sb, const unsigned char *b, size_t n)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		strbuf_addch(sb, digits[b[i] >> 4]);
-		strbuf_addch(sb, digits[b[i] & 15]);
-	}
-}
-
 /* bytea's text output "\x..." (32 bytes) into out; -1 when not that. */
 static int unhex32(const char *s, unsigned char out[32])
 {
@@ -614,24 +605,6 @@ static void array_add(struct strbuf *sb, const char *s)
 		strbuf_addch(sb, *s);
 	}
 	strbuf_addch(sb, '"');
-}
-
-/* created_us as a timestamptz literal, UTC. */
-static void timestamp(char out[64], long long us)
-{
-	long long s = us / 1000000, frac = us % 1000000;
-	struct tm tm;
-	time_t t;
-
-	if (frac < 0) {
-		frac += 1000000;
-		s--;
-	}
-	t = (time_t)s;
-	gmtime_r(&t, &tm);
-	snprintf(out, 64, "%04d-%02d-%02d %02d:%02d:%02d.%06lld+00",
-		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-		 tm.tm_min, tm.tm_sec, frac);
 }
 
 struct chain {
@@ -728,17 +701,14 @@ struct fields {
 static void row_fields(const struct audit_row *r, const unsigned char h[32],
 		       struct fields *f)
 {
-	struct strbuf sb = STRBUF_INIT;
-
-	timestamp(f->ts, r->created_us);
+	/* RFC 3339, which timestamptz takes as it is */
+	audit_time_format(f->ts, r->created_us);
 	snprintf(f->ex, sizeof(f->ex), "%d", r->exit_status);
 	snprintf(f->by, sizeof(f->by), "%lld", r->bytes);
 	snprintf(f->rs, sizeof(f->rs), "%lld", r->results);
 	snprintf(f->du, sizeof(f->du), "%lld", r->duration_ms);
-	strbuf_addstr(&sb, "\\x");
-	hex(&sb, h, 32);
-	memcpy(f->hash, sb.buf, sb.len + 1);
-	strbuf_release(&sb);
+	memcpy(f->hash, "\\x", 2); /* bytea's hex input */
+	hex_encode(f->hash + 2, h, 32);
 	f->v[0] = r->id;
 	f->v[1] = f->ts;
 	f->v[2] = r->tenant;
@@ -1015,18 +985,15 @@ static int insert_tx(struct auditdb *db, struct ins *in, size_t *inserted,
 	array_start(&d);
 	for (size_t i = 0; i < in->nchains; i++) {
 		struct chain *ch = &in->chains[i];
-		struct strbuf h = STRBUF_INIT;
-		char num[24];
+		char h[2 + 64 + 1] = "\\x", num[24];
 		if (!ch->added)
 			continue;
-		strbuf_addstr(&h, "\\x");
-		hex(&h, ch->head, 32);
+		hex_encode(h + 2, ch->head, 32);
 		snprintf(num, sizeof(num), "%lld", ch->added);
 		array_add(&a, ch->session);
-		array_add(&b, h.buf);
+		array_add(&b, h);
 		array_add(&c, num);
 		array_add(&d, ch->last_id);
-		strbuf_release(&h);
 	}
 	array_end(&a);
 	array_end(&b);

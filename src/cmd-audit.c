@@ -54,14 +54,6 @@ enum {
 	OPT_DAYS,
 };
 
-static long long now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* The database every verb but status needs. */
 static int open_db(struct sbx_ctx *ctx, struct auditdb **db,
 		   struct sbx_error **err)
@@ -182,7 +174,7 @@ static int parse_time(const struct cmd_entry *cmd, const char *opt,
 {
 	struct sbx_error *err = NULL;
 
-	if (auditq_parse_time(arg, now_us(), out, &err) == 0)
+	if (auditq_parse_time(arg, audit_now_us(), out, &err) == 0)
 		return 0;
 	cmd_usage_error(cmd, "%s: %s", opt, err->msg);
 	sbx_error_free(&err);
@@ -695,7 +687,7 @@ static int audit_stats(struct sbx_ctx *ctx, int argc, char **argv)
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	if (!a.f.since_us)
-		a.f.since_us = (a.f.until_us ? a.f.until_us : now_us()) -
+		a.f.since_us = (a.f.until_us ? a.f.until_us : audit_now_us()) -
 			       86400LL * 1000000;
 	if (open_schema(ctx, &db, &err) < 0 ||
 	    auditq_stats(db, &a.f, &st, &err) < 0)
@@ -761,7 +753,7 @@ static int audit_sweep(struct sbx_ctx *ctx, int argc, char **argv)
 				    20000, &days))
 			return SBX_EXIT_USAGE;
 	}
-	cutoff = now_us() - (long long)days * 86400 * 1000000;
+	cutoff = audit_now_us() - (long long)days * 86400 * 1000000;
 	if (open_schema(ctx, &db, &err) < 0 ||
 	    auditdb_sweep(db, cutoff, SWEEP_BATCH, &deleted, &held, &err) < 0)
 		goto out;

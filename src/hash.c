@@ -25,17 +25,24 @@ void sha256(const void *data, size_t len, unsigned char out[32])
 		die_bug("SHA-256 failed");
 }
 
+void hex_encode(char *out, const void *data, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *b = data;
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = hex[b[i] >> 4];
+		out[2 * i + 1] = hex[b[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
 void sha256_hex(const void *data, size_t len, char out[65])
 {
 	unsigned char md[32];
-	static const char hex[] = "0123456789abcdef";
 
 	sha256(data, len, md);
-	for (unsigned i = 0; i < 32; i++) {
-		out[2 * i] = hex[md[i] >> 4];
-		out[2 * i + 1] = hex[md[i] & 15];
-	}
-	out[64] = '\0';
+	hex_encode(out, md, sizeof(md));
 }
 
 void hmac_sha256(const void *key, size_t klen, const void *data, size_t len,

@@ -16,6 +16,9 @@
  */
 void sha256(const void *data, size_t len, unsigned char out[32]);
 
+/* data's n bytes as 2n lowercase hex digits plus NUL, into out. */
+void hex_encode(char *out, const void *data, size_t n);
+
 /* SHA-256 of data as 64 lowercase hex digits plus NUL, into out[65]. */
 void sha256_hex(const void *data, size_t len, char out[65]);
 

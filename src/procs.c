@@ -38,6 +38,7 @@
 #include "engine.h"
 #include "error.h"
 #include "fileio.h"
+#include "hash.h"
 #include "procs.h"
 
 /* Read environ in pieces this big; memory stays bounded whatever it is. */
@@ -73,10 +74,8 @@ struct ns_id {
 
 int procs_marker(char out[PROCS_MARKER_LEN + 1], struct sbx_error **err)
 {
-	static const char hex[] = "0123456789abcdef";
 	unsigned char r[16];
 	size_t got = 0;
-	char *o;
 
 	while (got < sizeof(r)) {
 		ssize_t k = getrandom(r + got, sizeof(r) - got, 0);
@@ -88,13 +87,8 @@ int procs_marker(char out[PROCS_MARKER_LEN + 1], struct sbx_error **err)
 		}
 		got += (size_t)k;
 	}
-	o = out + sizeof(PROCS_MARKER_VAR "=") - 1;
 	memcpy(out, PROCS_MARKER_VAR "=", sizeof(PROCS_MARKER_VAR "=") - 1);
-	for (size_t i = 0; i < sizeof(r); i++) {
-		*o++ = hex[r[i] >> 4];
-		*o++ = hex[r[i] & 15];
-	}
-	*o = '\0';
+	hex_encode(out + sizeof(PROCS_MARKER_VAR "=") - 1, r, sizeof(r));
 	return 0;
 }
 

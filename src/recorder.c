@@ -26,7 +26,7 @@ struct audit {
 	char *agent, *run;
 	struct auditdb *db;
 	bool db_tried;
-	struct sbx_error *db_err; /* why there is no db */
+	struct sbx_error *db_err;  /* why there is no db */
 	struct sbx_error *warning; /* a replay that failed, for the user */
 	bool replayed;		   /* tried once this command */
 	struct spool spool;
@@ -35,19 +35,14 @@ struct audit {
 /* An agent or run id: given, at most AUDIT_ID_MAX bytes, clean. */
 static int check_id(const char *what, const char *id, struct sbx_error **err)
 {
-	struct strbuf sb = STRBUF_INIT;
 	size_t len = strlen(id);
-	bool clean;
 
 	if (!len || len > AUDIT_ID_MAX)
 		return sbx_error_set(err, SBX_EXIT_USAGE, 0,
 				     "%s: an id of 1 to %d bytes is needed, "
 				     "not %zu",
 				     what, AUDIT_ID_MAX, len);
-	audit_clean(&sb, id, len, AUDIT_ID_MAX);
-	clean = sb.len == len && memcmp(strbuf_str(&sb), id, len) == 0;
-	strbuf_release(&sb);
-	if (!clean)
+	if (!audit_is_clean(id, AUDIT_ID_MAX))
 		return sbx_error_set(err, SBX_EXIT_USAGE, 0,
 				     "%s: an id may not hold control "
 				     "characters or bytes that are not UTF-8",
@@ -93,10 +88,8 @@ int audit_open(struct audit **out, const char *db_uri, const char *agent,
 	spool_init(&a->spool);
 	/* The server sets its session up while the operation works. */
 	if (!a->off && a->conninfo &&
-	    auditdb_connect_start(a->conninfo, &a->db, &a->db_err) < 0) {
+	    auditdb_connect_start(a->conninfo, &a->db, &a->db_err) < 0)
 		a->db_tried = true;
-		a->db = NULL;
-	}
 	*out = a;
 	return 0;
 }
@@ -132,10 +125,8 @@ static struct auditdb *db(struct audit *a)
 		if (!a->conninfo) {
 			sbx_error_set(&a->db_err, SBX_EXIT_ENV, 0,
 				      "no database configured");
-		} else if (!a->db) {
-			if (auditdb_connect(a->conninfo, &a->db, &a->db_err) < 0)
-				a->db = NULL;
 		} else if (auditdb_connect_finish(a->db, &a->db_err) < 0) {
+			/* a->db: audit_open started it (or set db_tried) */
 			auditdb_close(a->db);
 			a->db = NULL;
 		}
@@ -167,11 +158,11 @@ static struct auditdb *db(struct audit *a)
 static int both_failed(struct audit *a, struct sbx_error **spool_err,
 		       struct sbx_error **err)
 {
-	int rc = sbx_error_set(err, SBX_EXIT_ENV, 0,
-			       "audit record could not be written: "
-			       "database: %s; spool: %s",
-			       a->db_err ? a->db_err->msg : "?",
-			       (*spool_err)->msg);
+	int rc =
+	    sbx_error_set(err, SBX_EXIT_ENV, 0,
+			  "audit record could not be written: "
+			  "database: %s; spool: %s",
+			  a->db_err ? a->db_err->msg : "?", (*spool_err)->msg);
 
 	sbx_error_free(spool_err);
 	return rc;
@@ -209,7 +200,8 @@ int audit_record(struct audit *a, struct audit_row *r, enum audit_where *where,
 	if (!r->run && a->run)
 		r->run = xstrdup(a->run);
 	if (db(a)) {
-		if (auditdb_insert(a->db, r, 1, &inserted, &skipped, &why) == 0) {
+		if (auditdb_insert(a->db, r, 1, &inserted, &skipped, &why) ==
+		    0) {
 			*where = AUDIT_TO_DB;
 			return 0;
 		}

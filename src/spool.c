@@ -606,7 +606,6 @@ static int keep_aside(struct replay *rp, const char *p, size_t n,
 {
 	struct strbuf key_in = STRBUF_INIT;
 	char key[65];
-	struct timespec ts;
 	json_t *j;
 	char *text;
 	bool seen = false;
@@ -623,13 +622,11 @@ static int keep_aside(struct replay *rp, const char *p, size_t n,
 		seen = !memcmp(rp->keys[i], key, 64);
 	if (seen)
 		return 0;
-	clock_gettime(CLOCK_REALTIME, &ts);
 	/* "key" first: kept_open finds it at a fixed place. */
-	j = xjson_pack("{s:s, s:I, s:I, s:b, s:s, s:o}", "key", key, "kept_us",
-		       (json_int_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000,
-		       "offset", (json_int_t)at, "cut", (int)trunc, "why", "",
-		       "base64", xjson_base64(p, n));
-	json_object_set_new(j, "why", xjson_text(why));
+	j = xjson_pack("{s:s, s:I, s:I, s:b, s:o, s:o}", "key", key, "kept_us",
+		       (json_int_t)audit_now_us(), "offset", (json_int_t)at,
+		       "cut", (int)trunc, "why", xjson_text(why), "base64",
+		       xjson_base64(p, n));
 	text = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	if (!text)
@@ -721,15 +718,13 @@ static int take_line(struct replay *rp, const struct line *l,
 static int write_flush(struct spool *s, unsigned long long rows,
 		       struct sbx_error **err)
 {
-	struct timespec ts;
 	long long us;
 	char when[32];
 	json_t *j;
 	char *text;
 	int rc;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	us = (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	us = audit_now_us();
 	audit_time_format(when, us);
 	j = xjson_pack("{s:s, s:I, s:I}", "flushed_at", when, "flushed_us",
 		       (json_int_t)us, "rows", (json_int_t)rows);
