@@ -758,7 +758,8 @@ int auditq_export(struct auditdb *db, const struct auditq_filter *f,
 	r = sym_PQexec(c, b.sql.buf);
 	if (sym_PQresultStatus(r) != PGRES_COPY_OUT) {
 		pq_error(err, "exporting the audit",
-			 sym_PQresultErrorMessage(r));
+			 r ? sym_PQresultErrorMessage(r)
+			   : sym_PQerrorMessage(c));
 		sym_PQclear(r);
 		goto rollback;
 	}

@@ -470,13 +470,14 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 	exited = true;
 	if (rc == 128 + SIGKILL && have_oom &&
 	    procs_oom_kills(init_pid, &oom_after, &err) == 0 &&
-	    oom_after > oom_before &&
-	    (strbuf_addstr(&detail, ", out of memory"), true))
+	    oom_after > oom_before) {
+		strbuf_addstr(&detail, ", out of memory");
 		fprintf(stderr,
 			"sbxcat: the command was killed by the out-of-memory "
 			"killer (memory limit %lld bytes)\n",
 			(long long)json_integer_value(json_object_get(
 			    json_object_get(inspect, "HostConfig"), "Memory")));
+	}
 	sbx_error_free(&err);
 out:
 	for (int i = 0; i < 2; i++)
