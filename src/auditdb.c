@@ -163,6 +163,11 @@ static char *clean_message(const char *m, const char *conninfo)
 	return strbuf_detach(&out, NULL);
 }
 
+char *auditdb_message(const char *m)
+{
+	return clean_message(m, NULL);
+}
+
 static void quiet_notice(void *arg, const char *message)
 {
 	(void)arg;

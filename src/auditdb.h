@@ -36,6 +36,10 @@ struct auditdb;
  */
 const char *auditdb_conninfo(const char *uri, const char **source);
 
+/* A server's or libpq's message (which may quote a value) on one line,
+ * escaped (text_add_escaped), newly allocated. */
+char *auditdb_message(const char *m);
+
 /*
  * Connect (libpq loaded first; connect_timeout PGCONNECT_TIMEOUT or 5 s
  * unless the string sets it; application_name sbxcat; statement_timeout

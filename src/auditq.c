@@ -572,16 +572,10 @@ static int check_filter(const struct auditq_filter *f, struct sbx_error **err)
  * quote a filter). */
 static int pq_error(struct sbx_error **err, const char *what, const char *msg)
 {
-	struct strbuf sb = STRBUF_INIT;
-	size_t len = msg ? strlen(msg) : 0;
-	int ret;
+	char *m = auditdb_message(msg);
+	int ret = sbx_error_set(err, SBX_EXIT_ENV, 0, "%s: %s", what, m);
 
-	while (len && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
-		len--;
-	text_add_escaped(&sb, msg ? msg : "", len);
-	ret = sbx_error_set(err, SBX_EXIT_ENV, 0, "%s: %s", what,
-			    strbuf_str(&sb));
-	strbuf_release(&sb);
+	free(m);
 	return ret;
 }
 
