@@ -888,9 +888,9 @@ static int insert_tx(struct auditdb *db, struct ins *in, size_t *inserted,
 		"ON CONFLICT DO NOTHING",
 		2, p, PGRES_COMMAND_OK, NULL, err) < 0 ||
 	    run(db,
-		"SELECT session_key, head FROM audit_chains WHERE session_key "
-		"= "
-		"ANY($1::text[]) ORDER BY session_key COLLATE \"C\" FOR UPDATE",
+		"SELECT session_key, head FROM audit_chains WHERE "
+		"session_key = ANY($1::text[]) "
+		"ORDER BY session_key COLLATE \"C\" FOR UPDATE",
 		1, p, PGRES_TUPLES_OK, &res, err) < 0)
 		goto out;
 	for (int r = 0; r < sym_PQntuples(res); r++) {
