@@ -1,37 +1,36 @@
 /*
- * procs.c - an exec's processes found through /proc and stopped through
- * pidfds (the contract is procs.h), and the OOM kill count of a cgroup.
+ * procs.c - an exec's processes in a cgroup of their own, stopped from
+ * the host (the contract is procs.h), and the OOM kill count of a cgroup.
  *
- * Everything read from /proc may vanish between two reads: a process
- * exits, a PID is reused.  A file that cannot be opened or read (ENOENT,
- * ESRCH, EACCES) means "not this one" and the scan goes on; the stopping
- * loop scans again until a scan finds nothing, so a process missed in one
- * scan (forked after its parent was looked at) is caught in the next.
+ * Everything read from /proc and the cgroup file system may vanish
+ * between two reads: a process exits, a PID is reused, a group is
+ * removed with its container.  A process that cannot be read means "not
+ * this one"; a stopping loop lists the group again until it is empty, so a
+ * process missed in one listing (forked after it) is caught in the next.
  *
- * Identity: a process is (PID, start time).  procs_stop() opens a pidfd on
- * a PID a scan returned, then reads the start time again through /proc:
- * if the pinned process is alive when the signal is sent, it held the PID
- * all along, so the start time read was its own.  A different start time
- * (the PID was reused) is skipped; a pinned process that died meanwhile
- * makes the signal fail with ESRCH, harmlessly.
+ * Identity: a process is pinned with a pidfd, then checked, through
+ * /proc/PID/cgroup, to be in the group still; a pinned process holds its
+ * PID, so what /proc says of the PID is said of it.  A PID reused by a
+ * process elsewhere is then not in the group, and is skipped.
  */
 #include "config.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "alloc.h"
@@ -41,20 +40,14 @@
 #include "hash.h"
 #include "procs.h"
 
-/* Read environ in pieces this big; memory stays bounded whatever it is. */
-#define ENV_CHUNK (64u << 10)
-/*
- * The kernel caps argv + environ at exec to 6 MiB (3/4 of _STK_LIM);
- * moving environ elsewhere (PR_SET_MM) needs CAP_SYS_RESOURCE, which a
- * session's container does not have.  Past this, stop reading.
- */
-#define ENV_MAX (64u << 20)
-/* Between two scans while waiting for processes to go. */
-#define RESCAN_MS 20
-/* SIGSTOP sweeps before each KILL round (see freeze()). */
-#define FREEZE_ROUNDS 50
-
-enum mark { MARK_NONE, MARK_OURS, MARK_OTHER };
+/* Between two listings while waiting for processes to go. */
+#define RELIST_MS 20
+/* Moving rounds before the container's cgroup is frozen for the claim. */
+#define CLAIM_ROUNDS 50
+/* How long a freeze may take to settle (a process in a long D state). */
+#define FREEZE_WAIT_MS 1000
+/* A cgroup.procs file is read whole: the pids limit keeps it small. */
+#define PROCS_FILE_MAX (4u << 20)
 
 struct proc {
 	pid_t pid, ppid;
@@ -62,35 +55,8 @@ struct proc {
 	long threads;
 	char state;
 	unsigned long flags; /* the kernel's PF_* */
-	bool dead; /* a zombie with no live thread, or exiting */
-	enum mark mark;
-	bool desc; /* root_pid or one of its descendants */
+	bool dead;	     /* a zombie with no live thread, or exiting */
 };
-
-struct ns_id {
-	dev_t dev;
-	ino_t ino;
-};
-
-int procs_marker(char out[PROCS_MARKER_LEN + 1], struct sbx_error **err)
-{
-	unsigned char r[16];
-	size_t got = 0;
-
-	while (got < sizeof(r)) {
-		ssize_t k = getrandom(r + got, sizeof(r) - got, 0);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			return sbx_error_set(err, SBX_EXIT_ENV, errno,
-					     "getrandom");
-		}
-		got += (size_t)k;
-	}
-	memcpy(out, PROCS_MARKER_VAR "=", sizeof(PROCS_MARKER_VAR "=") - 1);
-	hex_encode(out + sizeof(PROCS_MARKER_VAR "=") - 1, r, sizeof(r));
-	return 0;
-}
 
 /*
  * /proc/PID/stat: "pid (comm) state ppid ... num_threads(20) ...
@@ -147,556 +113,21 @@ static int read_stat(int procfd, pid_t pid, struct proc *p)
 	return 0;
 }
 
-/* A streaming match of one NUL-separated entry against a string. */
-struct entry_match {
-	const char *want;
-	size_t len, k;
-	bool broken;
-};
-
-static void em_byte(struct entry_match *m, char c)
+void procs_group_release(struct procs_group *g)
 {
-	if (m->broken)
-		return;
-	if (m->k < m->len && c == m->want[m->k])
-		m->k++;
-	else
-		m->broken = true;
-}
-
-struct env_scan {
-	struct entry_match ours, var; /* the marker; "SBXCAT_EXEC=" */
-	bool found_ours, found_var;
-};
-
-static void env_entry_end(struct env_scan *e)
-{
-	if (!e->ours.broken && e->ours.k == e->ours.len)
-		e->found_ours = true;
-	/* "SBXCAT_EXEC=" matched as the entry's start, any value. */
-	if (e->var.k == e->var.len)
-		e->found_var = true;
-	e->ours.k = e->var.k = 0;
-	e->ours.broken = e->var.broken = false;
+	free(g->dir);
+	free(g->parent);
+	free(g->rel);
+	memset(g, 0, sizeof(*g));
 }
 
 /*
- * Feed the environ at path, in chunks, to the scan.  *any: some byte was
- * read.  -1 when it cannot be opened or read (gone, no access).
+ * The mount point of a cgroup hierarchy and its root within the
+ * hierarchy, from /proc/self/mountinfo: "id parent maj:min root
+ * mountpoint opts [optional...] - fstype source superopts".  controller
+ * NULL: cgroup2; else the v1 hierarchy with that option.
  */
-static int scan_environ(int procfd, const char *path, char *buf,
-			struct env_scan *e, bool *any)
-{
-	size_t total = 0, at_entry = 0;
-	int fd = openat(procfd, path, O_RDONLY | O_CLOEXEC);
-
-	*any = false;
-	if (fd < 0)
-		return -1;
-	while (total < ENV_MAX) {
-		ssize_t n = read(fd, buf, ENV_CHUNK);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			close(fd);
-			return -1;
-		}
-		if (n == 0)
-			break;
-		*any = true;
-		for (ssize_t i = 0; i < n; i++) {
-			if (buf[i] == '\0') {
-				env_entry_end(e);
-				at_entry = 0;
-				continue;
-			}
-			em_byte(&e->ours, buf[i]);
-			em_byte(&e->var, buf[i]);
-			at_entry++;
-		}
-		total += (size_t)n;
-	}
-	close(fd);
-	/* A last entry without its NUL (a process wrote over the area). */
-	if (at_entry)
-		env_entry_end(e);
-	return 0;
-}
-
-/*
- * Which marker p's environment holds.  A zombie leader has no memory of
- * its own any more: its environment is read through a live thread.
- */
-static enum mark read_mark(int procfd, const struct proc *p,
-			   const char *marker, char *buf)
-{
-	struct env_scan e = {
-	    .ours = {.want = marker, .len = strlen(marker)},
-	    .var = {.want = PROCS_MARKER_VAR "=",
-		    .len = sizeof(PROCS_MARKER_VAR "=") - 1},
-	};
-	char path[64];
-	bool any = false;
-
-	snprintf(path, sizeof(path), "%d/environ", (int)p->pid);
-	scan_environ(procfd, path, buf, &e, &any);
-	if (!any && p->threads > 1) {
-		DIR *d;
-		struct dirent *de;
-		int tfd;
-
-		snprintf(path, sizeof(path), "%d/task", (int)p->pid);
-		tfd = openat(procfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		d = tfd >= 0 ? fdopendir(tfd) : NULL;
-		if (!d && tfd >= 0)
-			close(tfd);
-		while (d && !any && (de = readdir(d))) {
-			if (!isdigit((unsigned char)de->d_name[0]) ||
-			    atoi(de->d_name) == p->pid)
-				continue;
-			snprintf(path, sizeof(path), "%d/task/%.16s/environ",
-				 (int)p->pid, de->d_name);
-			scan_environ(procfd, path, buf, &e, &any);
-		}
-		if (d)
-			closedir(d);
-	}
-	if (e.found_ours)
-		return MARK_OURS;
-	return e.found_var ? MARK_OTHER : MARK_NONE;
-}
-
-static int ns_of(int procfd, pid_t pid, struct ns_id *ns)
-{
-	char path[32];
-	struct stat st;
-
-	snprintf(path, sizeof(path), "%d/ns/pid", (int)pid);
-	if (fstatat(procfd, path, &st, 0) < 0)
-		return -1;
-	ns->dev = st.st_dev;
-	ns->ino = st.st_ino;
-	return 0;
-}
-
-/* Is pid the init of its PID namespace (NSpid's last field is 1)? */
-static bool is_ns_init(pid_t pid)
-{
-	char path[32], *data = NULL, *line;
-	size_t len;
-	struct sbx_error *e = NULL;
-	bool yes = false;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (read_file_limited(path, 64u << 10, &data, &len, &e) < 0) {
-		sbx_error_free(&e);
-		return false;
-	}
-	line = strstr(data, "\nNSpid:");
-	if (line) {
-		char *last;
-		line[strcspn(line + 1, "\n") + 1] = '\0';
-		last = line + strcspn(line, "0123456789");
-		while (last[strcspn(last, " \t")])
-			last += strcspn(last, " \t") + 1;
-		yes = strcmp(last, "1") == 0;
-	}
-	free(data);
-	return yes;
-}
-
-static int cmp_proc(const void *a, const void *b)
-{
-	const struct proc *x = a, *y = b;
-	return (x->pid > y->pid) - (x->pid < y->pid);
-}
-
-static struct proc *lookup(struct proc *v, size_t n, pid_t pid)
-{
-	struct proc key = {.pid = pid};
-	return bsearch(&key, v, n, sizeof(*v), cmp_proc);
-}
-
-/* One scan: the members, as struct proc (start time kept for pinning). */
-static int scan(pid_t init_pid, pid_t root_pid, const char *marker,
-		struct proc **out, size_t *nout, bool *init_gone,
-		struct sbx_error **err)
-{
-	struct proc *v = NULL, *root;
-	size_t n = 0, alloc = 0, k = 0;
-	struct ns_id ns;
-	int procfd;
-	DIR *d;
-	struct dirent *de;
-	char *buf;
-	bool grew;
-	pid_t self = getpid();
-
-	*init_gone = false;
-	procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (procfd < 0)
-		return sbx_error_set(err, SBX_EXIT_ENV, errno, "opening /proc");
-	if (ns_of(procfd, init_pid, &ns) < 0) {
-		int e = errno;
-		close(procfd);
-		*init_gone = e == ENOENT || e == ESRCH;
-		return sbx_error_set(err, SBX_EXIT_ENV, e,
-				     "the PID namespace of process %d",
-				     (int)init_pid);
-	}
-	d = opendir("/proc");
-	if (!d) {
-		int e = errno;
-		close(procfd);
-		return sbx_error_set(err, SBX_EXIT_ENV, e, "reading /proc");
-	}
-	buf = xmalloc(ENV_CHUNK);
-	errno = 0;
-	while ((de = readdir(d))) {
-		struct proc p = {0};
-		struct ns_id pns;
-		char *end;
-		long pid;
-
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		pid = strtol(de->d_name, &end, 10);
-		if (*end || pid <= 0 || pid > INT_MAX)
-			continue;
-		/*
-		 * The namespace first: one stat for each process of the host
-		 * outside it (a busy host has thousands).  A session cannot
-		 * make a nested PID namespace (no CAP_SYS_ADMIN, and the
-		 * default seccomp profile refuses new user namespaces), so
-		 * root_pid's descendants are all in it too.
-		 */
-		if (ns_of(procfd, (pid_t)pid, &pns) < 0 || pns.dev != ns.dev ||
-		    pns.ino != ns.ino)
-			continue;
-		if (read_stat(procfd, (pid_t)pid, &p) < 0)
-			continue;
-		if (!p.dead)
-			p.mark = read_mark(procfd, &p, marker, buf);
-		ALLOC_GROW(v, n + 1, alloc);
-		v[n++] = p;
-	}
-	closedir(d);
-	free(buf);
-	qsort(v, n, sizeof(*v), cmp_proc);
-
-	/*
-	 * The descendants of root_pid.  root_pid comes from the engine and
-	 * may be stale (the exec's process exited, its PID reused): it is
-	 * taken only in the container's namespace, when it is not another
-	 * exec's (marked by another marker), and, when it carries no marker
-	 * at all, only if init_pid is truly a namespace's init (had the
-	 * container gone and init_pid been reused on the host, a stale
-	 * root_pid there must not take a host process tree with it).
-	 */
-	root = root_pid > 0 && root_pid != init_pid ? lookup(v, n, root_pid)
-						     : NULL;
-	if (root &&
-	    (root->mark == MARK_OURS ||
-	     (root->mark == MARK_NONE && is_ns_init(init_pid))))
-		root->desc = true;
-	close(procfd);
-	do {
-		grew = false;
-		for (size_t i = 0; i < n; i++) {
-			struct proc *pp;
-			if (v[i].desc || v[i].ppid == v[i].pid)
-				continue;
-			pp = lookup(v, n, v[i].ppid);
-			if (pp && pp->desc) {
-				v[i].desc = grew = true;
-			}
-		}
-	} while (grew);
-
-	for (size_t i = 0; i < n; i++) {
-		struct proc *p = &v[i];
-		if (p->dead || p->pid == init_pid || p->pid == self)
-			continue;
-		if (p->mark == MARK_OURS || p->desc)
-			v[k++] = *p;
-	}
-	*out = v;
-	*nout = k;
-	return 0;
-}
-
-int procs_find(pid_t init_pid, pid_t root_pid, const char *marker,
-	       pid_t **pids, size_t *n, struct sbx_error **err)
-{
-	struct proc *v;
-	size_t k;
-	bool gone;
-
-	*pids = NULL;
-	*n = 0;
-	if (scan(init_pid, root_pid, marker, &v, &k, &gone, err) < 0)
-		return -1;
-	*pids = xcalloc(k ? k : 1, sizeof(**pids));
-	for (size_t i = 0; i < k; i++)
-		(*pids)[i] = v[i].pid;
-	*n = k;
-	free(v);
-	return 0;
-}
-
-/* (pid, start) of the processes signalled, for counting them once. */
-struct seen {
-	struct proc *v;
-	size_t n, alloc;
-};
-
-static bool seen_has(const struct seen *s, const struct proc *p)
-{
-	for (size_t i = 0; i < s->n; i++)
-		if (s->v[i].pid == p->pid && s->v[i].start == p->start)
-			return true;
-	return false;
-}
-
-/*
- * Pin p with a pidfd, check (through procfd, /proc) it is still the
- * process scanned, signal it through the pidfd.  *sent when the signal
- * reached it.
- */
-static int pin_and_signal(int procfd, const struct proc *p, int sig,
-			  bool *sent, struct sbx_error **err)
-{
-	struct proc now = {0};
-	int pfd;
-
-	*sent = false;
-	pfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
-	if (pfd < 0) {
-		if (errno == ESRCH)
-			return 0;
-		return sbx_error_set(err, SBX_EXIT_ENV, errno,
-				     "cannot pin process %d to signal it "
-				     "(pidfd_open, Linux 5.3 or later)",
-				     (int)p->pid);
-	}
-	if (read_stat(procfd, p->pid, &now) == 0 && now.start == p->start &&
-	    !now.dead) {
-		if (syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0) == 0)
-			*sent = true;
-		else if (errno != ESRCH) {
-			int e = errno;
-			close(pfd);
-			return sbx_error_set(err, SBX_EXIT_ENV, e,
-					     "signalling process %d",
-					     (int)p->pid);
-		}
-	}
-	close(pfd);
-	return 0;
-}
-
-static void sleep_ms(long ms)
-{
-	poll(NULL, 0, (int)ms);
-}
-
-static bool cannot_fork(const struct proc *p)
-{
-	return p->dead || p->state == 'T' || p->state == 't' ||
-	       p->state == 'Z' || p->state == 'X';
-}
-
-/*
- * Before a KILL round: SIGSTOP every process found, re-scanning until a
- * scan finds every one of them stopped (or FREEZE_ROUNDS pass).  A
- * stopped process cannot fork, so a fork bomb cannot refill, from the
- * processes not yet killed, the slots that killing frees; KILL reaches
- * stopped processes.  *v and *n are the last scan's.
- */
-static int freeze(int procfd, pid_t init_pid, pid_t root_pid,
-		  const char *marker, long long until_ms, struct seen *seen,
-		  struct proc **v, size_t *n, struct sbx_error **err)
-{
-	for (int round = 0; round < FREEZE_ROUNDS && engine_now_ms() < until_ms;
-	     round++) {
-		bool all = true, gone;
-
-		for (size_t i = 0; i < *n; i++) {
-			bool sent;
-			if (cannot_fork(&(*v)[i]))
-				continue;
-			all = false;
-			if (pin_and_signal(procfd, &(*v)[i], SIGSTOP, &sent,
-					   err) < 0)
-				return -1;
-			if (sent && !seen_has(seen, &(*v)[i])) {
-				ALLOC_GROW(seen->v, seen->n + 1, seen->alloc);
-				seen->v[seen->n++] = (*v)[i];
-			}
-		}
-		if (all)
-			break;
-		free(*v);
-		*v = NULL;
-		*n = 0;
-		if (scan(init_pid, root_pid, marker, v, n, &gone, err) < 0) {
-			if (!gone)
-				return -1;
-			sbx_error_free(err);
-			*n = 0;
-			return 0;
-		}
-	}
-	return 0;
-}
-
-/*
- * While it stops a command, the stopper runs ahead of it: a fork bomb
- * keeps both CPUs busy with hundreds of runnable processes, and at an
- * even share a scan of /proc would take seconds while the bomb refills.
- * SCHED_RR at the lowest real-time priority (root only; the stopper
- * sleeps between rounds and gives up after give_up_ms, so it cannot hog
- * a CPU for long), else the best nice value it may have.  Undone after.
- */
-struct boost {
-	bool rt, niced;
-	int policy, nice;
-	struct sched_param param;
-};
-
-static void boost_begin(struct boost *b)
-{
-	struct sched_param rt = {.sched_priority = 1};
-
-	memset(b, 0, sizeof(*b));
-	b->policy = sched_getscheduler(0);
-	sched_getparam(0, &b->param);
-	if (b->policy >= 0 && sched_setscheduler(0, SCHED_RR, &rt) == 0) {
-		b->rt = true;
-		return;
-	}
-	errno = 0;
-	b->nice = getpriority(PRIO_PROCESS, 0);
-	if (errno == 0 && setpriority(PRIO_PROCESS, 0, -20) == 0)
-		b->niced = true;
-}
-
-static void boost_end(const struct boost *b)
-{
-	if (b->rt)
-		sched_setscheduler(0, b->policy, &b->param);
-	if (b->niced)
-		setpriority(PRIO_PROCESS, 0, b->nice);
-}
-
-static int stop_all(int procfd, pid_t init_pid, pid_t root_pid,
-		    const char *marker, long grace_ms, long give_up_ms,
-		    size_t *killed, size_t *left, struct sbx_error **err);
-
-static int open_proc(struct sbx_error **err)
-{
-	int fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (fd < 0)
-		sbx_error_set(err, SBX_EXIT_ENV, errno, "opening /proc");
-	return fd;
-}
-
-int procs_stop(pid_t init_pid, pid_t root_pid, const char *marker,
-	       long grace_ms, long give_up_ms, size_t *killed, size_t *left,
-	       struct sbx_error **err)
-{
-	struct boost b;
-	int rc, procfd = open_proc(err);
-
-	*killed = *left = 0;
-	if (procfd < 0)
-		return -1;
-	boost_begin(&b);
-	rc = stop_all(procfd, init_pid, root_pid, marker, grace_ms, give_up_ms,
-		      killed, left, err);
-	boost_end(&b);
-	close(procfd);
-	return rc;
-}
-
-static int stop_all(int procfd, pid_t init_pid, pid_t root_pid,
-		    const char *marker, long grace_ms, long give_up_ms,
-		    size_t *killed, size_t *left, struct sbx_error **err)
-{
-	struct seen seen = {0};
-	long long t0 = engine_now_ms();
-	bool kill_phase = false;
-	unsigned kill_rounds = 0;
-	int ret = 0;
-
-	*killed = *left = 0;
-	for (;;) {
-		struct proc *v;
-		size_t n;
-		bool gone;
-		long long el;
-
-		if (scan(init_pid, root_pid, marker, &v, &n, &gone, err) < 0) {
-			/*
-			 * The container's init is gone: the kernel killed
-			 * every process of its namespace with it.
-			 */
-			if (gone) {
-				sbx_error_free(err);
-				*left = 0;
-			} else {
-				ret = -1;
-			}
-			break;
-		}
-		if (n == 0) {
-			free(v);
-			*left = 0;
-			break;
-		}
-		el = engine_now_ms() - t0;
-		if (!kill_phase && el >= grace_ms)
-			kill_phase = true;
-		if (kill_rounds && el >= give_up_ms) {
-			*left = n;
-			free(v);
-			break;
-		}
-		if (kill_phase)
-			ret = freeze(procfd, init_pid, root_pid, marker,
-				     t0 + give_up_ms, &seen, &v, &n, err);
-		for (size_t i = 0; i < n && ret == 0; i++) {
-			bool sent, known = seen_has(&seen, &v[i]);
-			/* TERM once each; KILL every time it is still there. */
-			if (!kill_phase && known)
-				continue;
-			ret = pin_and_signal(procfd, &v[i],
-					     kill_phase ? SIGKILL : SIGTERM,
-					     &sent, err);
-			if (ret == 0 && sent && !known) {
-				ALLOC_GROW(seen.v, seen.n + 1, seen.alloc);
-				seen.v[seen.n++] = v[i];
-			}
-		}
-		free(v);
-		if (ret < 0)
-			break;
-		kill_rounds += kill_phase;
-		sleep_ms(kill_phase ? RESCAN_MS / 2 : RESCAN_MS);
-	}
-	*killed = seen.n;
-	free(seen.v);
-	return ret;
-}
-
-/*
- * The mount point of the memory controller's hierarchy (v1 "cgroup" with
- * the memory option) or of cgroup2, and its root within the hierarchy,
- * from /proc/self/mountinfo: "id parent maj:min root mountpoint opts
- * [optional...] - fstype source superopts".
- */
-static int cgroup_mount(bool v2, char **mnt, char **root)
+static int cgroup_mount(const char *controller, char **mnt, char **root)
 {
 	char *data = NULL, *line, *save = NULL;
 	size_t len;
@@ -712,7 +143,7 @@ static int cgroup_mount(bool v2, char **mnt, char **root)
 	     line = strtok_r(NULL, "\n", &save)) {
 		char *f[5], *right = strstr(line, " - "), *fs[3], *s, *o;
 		char *osave = NULL;
-		bool ok = true, mem = false;
+		bool ok = true, has = false;
 
 		if (!right)
 			continue;
@@ -733,12 +164,13 @@ static int cgroup_mount(bool v2, char **mnt, char **root)
 				*s++ = '\0';
 			ok = ok && fs[i];
 		}
-		if (!ok || strcmp(fs[0], v2 ? "cgroup2" : "cgroup") != 0)
+		if (!ok ||
+		    strcmp(fs[0], controller ? "cgroup" : "cgroup2") != 0)
 			continue;
-		for (o = strtok_r(fs[2], ",", &osave); o && !v2;
+		for (o = strtok_r(fs[2], ",", &osave); o && controller;
 		     o = strtok_r(NULL, ",", &osave))
-			mem = mem || strcmp(o, "memory") == 0;
-		if (!v2 && !mem)
+			has = has || strcmp(o, controller) == 0;
+		if (controller && !has)
 			continue;
 		*root = xstrdup(f[3]);
 		*mnt = xstrdup(f[4]);
@@ -746,6 +178,722 @@ static int cgroup_mount(bool v2, char **mnt, char **root)
 	}
 	free(data);
 	return found;
+}
+
+/*
+ * pid's cgroup path in a hierarchy, from /proc/PID/cgroup
+ * ("ID:controllers:path"; v2's line is "0::path"): controller NULL for
+ * v2.  Newly allocated; NULL when there is none (or the process is gone).
+ */
+static char *proc_cgroup(pid_t pid, const char *controller)
+{
+	char path[64], *data = NULL, *line, *save = NULL, *found = NULL;
+	size_t len;
+	struct sbx_error *e = NULL;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	if (read_file_limited(path, 1u << 20, &data, &len, &e) < 0) {
+		sbx_error_free(&e);
+		return NULL;
+	}
+	for (line = strtok_r(data, "\n", &save); line && !found;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *c = strchr(line, ':'), *p, *o, *osave = NULL;
+		if (!c || !(p = strchr(c + 1, ':')))
+			continue;
+		*c = *p++ = '\0';
+		if (!controller) {
+			if (strcmp(line, "0") == 0 && c[1] == '\0')
+				found = xstrdup(p);
+			continue;
+		}
+		for (o = strtok_r(c + 1, ",", &osave); o && !found;
+		     o = strtok_r(NULL, ",", &osave))
+			if (strcmp(o, controller) == 0)
+				found = xstrdup(p);
+	}
+	free(data);
+	return found;
+}
+
+/* MNT + (REL less the mount's ROOT), or NULL when REL is outside it. */
+static char *cgroup_dir(const char *mnt, const char *root, const char *rel)
+{
+	size_t rlen = strcmp(root, "/") == 0 ? 0 : strlen(root);
+
+	if (rlen) {
+		if (strncmp(rel, root, rlen) != 0 ||
+		    (rel[rlen] != '/' && rel[rlen]))
+			return NULL;
+		rel += rlen;
+	}
+	return xasprintf("%s%s%s", mnt, *rel == '/' ? "" : "/", rel);
+}
+
+static const char *controller_of(int version)
+{
+	return version == 1 ? "freezer" : NULL;
+}
+
+int procs_container_cgroup(pid_t init_pid, int want, int *version, char **dir,
+			   char **rel, struct sbx_error **err)
+{
+	*dir = *rel = NULL;
+	for (int v = 2; v >= 1; v--) {
+		char *r, *mnt = NULL, *root = NULL, *d;
+
+		if (want && v != want)
+			continue;
+		r = proc_cgroup(init_pid, controller_of(v));
+		/* The root cgroup is the host's, never a container's. */
+		if (!r || strcmp(r, "/") == 0 ||
+		    cgroup_mount(controller_of(v), &mnt, &root) < 0) {
+			free(r);
+			continue;
+		}
+		d = cgroup_dir(mnt, root, r);
+		free(mnt);
+		free(root);
+		if (!d || access(d, W_OK) < 0) {
+			free(d);
+			free(r);
+			continue;
+		}
+		*version = v;
+		*dir = d;
+		*rel = r;
+		return 0;
+	}
+	if (kill(init_pid, 0) < 0 && errno == ESRCH)
+		return sbx_error_set(err, SBX_EXIT_ENV, ESRCH,
+				     "the session's init (process %d) is gone",
+				     (int)init_pid);
+	return sbx_error_set(err, SBX_EXIT_ENV, 0,
+			     "process %d is in no cgroup sbxcat can manage "
+			     "here (cgroup2, or the v1 freezer, mounted and "
+			     "writable), so a command's deadline could not be "
+			     "enforced",
+			     (int)init_pid);
+}
+
+static int random_hex(char *out, size_t nbytes, struct sbx_error **err)
+{
+	unsigned char r[16];
+	size_t got = 0;
+
+	if (nbytes > sizeof(r))
+		die_bug("random_hex: too many bytes");
+	while (got < nbytes) {
+		ssize_t k = getrandom(r + got, nbytes - got, 0);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return sbx_error_set(err, SBX_EXIT_ENV, errno,
+					     "getrandom");
+		}
+		got += (size_t)k;
+	}
+	hex_encode(out, r, nbytes);
+	return 0;
+}
+
+int procs_group_create(pid_t init_pid, int want, long long start,
+		       long long deadline, struct procs_group *g,
+		       struct sbx_error **err)
+{
+	char *parent = NULL, *prel = NULL, hex[17];
+
+	memset(g, 0, sizeof(*g));
+	if (procs_container_cgroup(init_pid, want, &g->version, &parent, &prel,
+				   err) < 0 ||
+	    random_hex(hex, 8, err) < 0) {
+		free(parent);
+		free(prel);
+		return -1;
+	}
+	g->parent = parent;
+	g->start = start;
+	g->deadline = deadline;
+	g->dir = xasprintf("%s/" PROCS_GROUP_PREFIX "%lld-%lld-%s", parent,
+			   start, deadline, hex);
+	g->rel = xasprintf("%s/" PROCS_GROUP_PREFIX "%lld-%lld-%s",
+			   strcmp(prel, "/") ? prel : "", start, deadline, hex);
+	free(prel);
+	if (mkdir(g->dir, 0700) < 0) {
+		int e = errno;
+		sbx_error_set(err, SBX_EXIT_ENV, e,
+			      "cannot make the command's cgroup '%s'", g->dir);
+		procs_group_release(g);
+		return -1;
+	}
+	return 0;
+}
+
+/* DIR/cgroup.procs as PIDs; *n of them, *v newly allocated. */
+static int list_procs(const char *dir, pid_t **v, size_t *n,
+		      struct sbx_error **err)
+{
+	char *path = xasprintf("%s/cgroup.procs", dir), *data = NULL, *s;
+	size_t len, alloc = 0;
+
+	*v = NULL;
+	*n = 0;
+	if (read_file_limited(path, PROCS_FILE_MAX, &data, &len, err) < 0) {
+		free(path);
+		return -1;
+	}
+	free(path);
+	for (s = data; *s;) {
+		char *end;
+		long p;
+
+		errno = 0;
+		p = strtol(s, &end, 10);
+		if (end == s)
+			break;
+		if (!errno && p > 0 && p <= INT_MAX) {
+			ALLOC_GROW(*v, *n + 1, alloc);
+			(*v)[(*n)++] = (pid_t)p;
+		}
+		s = end + (*end == '\n');
+	}
+	free(data);
+	return 0;
+}
+
+/* Write text to DIR/NAME; -1 with errno. */
+static int write_knob(const char *dir, const char *name, const char *text)
+{
+	char *path = xasprintf("%s/%s", dir, name);
+	int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW), e = 0;
+
+	free(path);
+	if (fd < 0)
+		return -1;
+	if (write_all(fd, text, strlen(text)) < 0)
+		e = errno ? errno : EIO;
+	close(fd);
+	errno = e;
+	return e ? -1 : 0;
+}
+
+static int move_pid(const char *dir, pid_t pid)
+{
+	char num[24];
+
+	snprintf(num, sizeof(num), "%d\n", (int)pid);
+	return write_knob(dir, "cgroup.procs", num);
+}
+
+static int open_proc(struct sbx_error **err)
+{
+	int fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		sbx_error_set(err, SBX_EXIT_ENV, errno, "opening /proc");
+	return fd;
+}
+
+static void sleep_ms(long ms)
+{
+	poll(NULL, 0, (int)ms);
+}
+
+/* Is the group (DIR, of version) frozen now? */
+static bool is_frozen(int version, const char *dir)
+{
+	char *path = xasprintf(
+	    "%s/%s", dir, version == 1 ? "freezer.state" : "cgroup.events");
+	char *data = NULL;
+	size_t len;
+	struct sbx_error *e = NULL;
+	bool yes = false;
+
+	if (read_file_limited(path, 64u << 10, &data, &len, &e) == 0)
+		yes = version == 1 ? strncmp(data, "FROZEN", 6) == 0
+				   : strstr(data, "frozen 1") != NULL;
+	sbx_error_free(&e);
+	free(data);
+	free(path);
+	return yes;
+}
+
+/*
+ * Freeze DIR and wait (up to FREEZE_WAIT_MS) until it is; *was: it was
+ * frozen already (by the engine's pause), so thaw must leave it so.
+ */
+static int freeze(int version, const char *dir, bool *was,
+		  struct sbx_error **err)
+{
+	long long until = engine_now_ms() + FREEZE_WAIT_MS;
+
+	*was = is_frozen(version, dir);
+	if (*was)
+		return 0;
+	if (write_knob(dir, version == 1 ? "freezer.state" : "cgroup.freeze",
+		       version == 1 ? "FROZEN" : "1") < 0)
+		return sbx_error_set(err, SBX_EXIT_ENV, errno,
+				     "cannot freeze the cgroup '%s'", dir);
+	while (!is_frozen(version, dir) && engine_now_ms() < until)
+		sleep_ms(5);
+	return 0;
+}
+
+static void thaw(int version, const char *dir, bool was)
+{
+	if (!was)
+		write_knob(dir,
+			   version == 1 ? "freezer.state" : "cgroup.freeze",
+			   version == 1 ? "THAWED" : "0");
+}
+
+/*
+ * The container's main process: init's earliest-started child among the
+ * PIDs of its own cgroup (an orphan re-parented to init starts later
+ * than the process init was started to run).  0 when there is none.
+ */
+static pid_t main_of(int procfd, pid_t init_pid, const pid_t *v, size_t n)
+{
+	pid_t best = 0;
+	unsigned long long best_start = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct proc p = {0};
+		if (v[i] == init_pid || read_stat(procfd, v[i], &p) < 0 ||
+		    p.ppid != init_pid)
+			continue;
+		if (!best || p.start < best_start ||
+		    (p.start == best_start && p.pid < best)) {
+			best = p.pid;
+			best_start = p.start;
+		}
+	}
+	return best;
+}
+
+/* One round: move what is not init or main; *left those still there. */
+static int claim_round(const struct procs_group *g, int procfd, pid_t init_pid,
+		       size_t *moved, size_t *left, struct sbx_error **err)
+{
+	pid_t *v = NULL, main_pid;
+	size_t n = 0;
+	int ret = 0;
+
+	*left = 0;
+	if (list_procs(g->parent, &v, &n, err) < 0)
+		return -1;
+	main_pid = main_of(procfd, init_pid, v, n);
+	for (size_t i = 0; i < n; i++) {
+		if (v[i] == init_pid || v[i] == main_pid)
+			continue;
+		(*left)++;
+		if (move_pid(g->dir, v[i]) == 0) {
+			(*moved)++;
+		} else if (errno != ESRCH) {
+			ret = sbx_error_set(err, SBX_EXIT_ENV, errno,
+					    "cannot move process %d into the "
+					    "command's cgroup '%s'",
+					    (int)v[i], g->dir);
+			break;
+		}
+	}
+	free(v);
+	return ret;
+}
+
+int procs_group_claim(const struct procs_group *g, pid_t init_pid,
+		      size_t *moved, struct sbx_error **err)
+{
+	size_t left = 1;
+	bool was;
+	int procfd = open_proc(err), ret = 0;
+
+	*moved = 0;
+	if (procfd < 0)
+		return -1;
+	/* Every move takes a process out; only what it forked before the
+	 * move is left, so this ends unless they fork faster than it moves. */
+	for (int round = 0; round < CLAIM_ROUNDS && left && ret == 0; round++)
+		ret = claim_round(g, procfd, init_pid, moved, &left, err);
+	if (ret == 0 && left) {
+		/* A frozen cgroup's processes cannot fork; the group, below
+		 * it, is frozen with it, so moving keeps them frozen. */
+		ret = freeze(g->version, g->parent, &was, err);
+		while (ret == 0 && left)
+			ret =
+			    claim_round(g, procfd, init_pid, moved, &left, err);
+		if (ret == 0 || was)
+			thaw(g->version, g->parent, was);
+	}
+	close(procfd);
+	return ret;
+}
+
+int procs_group_count(const struct procs_group *g, size_t *n,
+		      struct sbx_error **err)
+{
+	pid_t *v = NULL;
+
+	*n = 0;
+	if (list_procs(g->dir, &v, n, err) < 0) {
+		if ((*err)->errnum == ENOENT) {
+			sbx_error_free(err);
+			return 0;
+		}
+		return -1;
+	}
+	free(v);
+	return 0;
+}
+
+/* (pid, start) of the processes signalled, for counting them once. */
+struct seen {
+	struct proc *v;
+	size_t n, alloc;
+};
+
+static bool seen_has(const struct seen *s, const struct proc *p)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i].pid == p->pid && s->v[i].start == p->start)
+			return true;
+	return false;
+}
+
+static void seen_add(struct seen *s, const struct proc *p)
+{
+	if (seen_has(s, p))
+		return;
+	ALLOC_GROW(s->v, s->n + 1, s->alloc);
+	s->v[s->n++] = *p;
+}
+
+/*
+ * Pin pid with a pidfd and check it is in g still, then signal it
+ * through the pidfd (sig 0: only pin and check).  *p gets its stat;
+ * *sent when the signal reached it.
+ */
+static int pin_and_signal(int procfd, const struct procs_group *g, pid_t pid,
+			  int sig, struct proc *p, bool *sent,
+			  struct sbx_error **err)
+{
+	char *cg;
+	int pfd;
+
+	*sent = false;
+	pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd < 0) {
+		if (errno == ESRCH)
+			return 0;
+		return sbx_error_set(err, SBX_EXIT_ENV, errno,
+				     "cannot pin process %d to signal it "
+				     "(pidfd_open, Linux 5.3 or later)",
+				     (int)pid);
+	}
+	cg = proc_cgroup(pid, controller_of(g->version));
+	if (cg && strcmp(cg, g->rel) == 0 && read_stat(procfd, pid, p) == 0 &&
+	    !p->dead) {
+		if (syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0) == 0)
+			*sent = true;
+		else if (errno != ESRCH) {
+			int e = errno;
+			free(cg);
+			close(pfd);
+			return sbx_error_set(err, SBX_EXIT_ENV, e,
+					     "signalling process %d", (int)pid);
+		}
+	}
+	free(cg);
+	close(pfd);
+	return 0;
+}
+
+/* sig to every member listed; those reached into seen; *n listed. */
+static int signal_all(int procfd, const struct procs_group *g, int sig,
+		      struct seen *seen, bool once, size_t *n,
+		      struct sbx_error **err)
+{
+	pid_t *v = NULL;
+	int ret = 0;
+
+	if (list_procs(g->dir, &v, n, err) < 0)
+		return -1;
+	for (size_t i = 0; i < *n && ret == 0; i++) {
+		struct proc p = {0};
+		bool sent;
+
+		ret = pin_and_signal(procfd, g, v[i], 0, &p, &sent, err);
+		if (ret < 0 || !sent || (once && seen_has(seen, &p)))
+			continue;
+		ret = pin_and_signal(procfd, g, v[i], sig, &p, &sent, err);
+		if (ret == 0 && sent)
+			seen_add(seen, &p);
+	}
+	free(v);
+	return ret;
+}
+
+/*
+ * The atomic kill: cgroup.kill (v2, Linux 5.14), which the kernel carries
+ * out against concurrent forks; else freeze, KILL each member, thaw (a
+ * KILL sent to a frozen process takes it the moment it thaws).
+ */
+static int kill_round(int procfd, const struct procs_group *g,
+		      struct seen *seen, struct sbx_error **err)
+{
+	size_t n = 0;
+	bool was;
+	int ret;
+
+	if (g->version == 2) {
+		char *knob = xasprintf("%s/cgroup.kill", g->dir);
+		bool has = access(knob, W_OK) == 0;
+
+		free(knob);
+		if (has) {
+			/* Count what is there, then let the kernel kill it. */
+			ret = signal_all(procfd, g, 0, seen, true, &n, err);
+			if (ret == 0 &&
+			    write_knob(g->dir, "cgroup.kill", "1") < 0 &&
+			    errno != ENOENT)
+				ret = sbx_error_set(err, SBX_EXIT_ENV, errno,
+						    "cannot kill the cgroup "
+						    "'%s'",
+						    g->dir);
+			return ret;
+		}
+	}
+	if (freeze(g->version, g->dir, &was, err) < 0)
+		return -1;
+	ret = signal_all(procfd, g, SIGKILL, seen, false, &n, err);
+	thaw(g->version, g->dir, was);
+	return ret;
+}
+
+int procs_group_stop(const struct procs_group *g, long grace_ms,
+		     long give_up_ms, size_t *killed, size_t *left,
+		     struct sbx_error **err)
+{
+	struct seen seen = {0};
+	long long t0 = engine_now_ms();
+	unsigned kill_rounds = 0;
+	int ret = 0, procfd = open_proc(err);
+
+	*killed = *left = 0;
+	if (procfd < 0)
+		return -1;
+	for (;;) {
+		size_t n = 0;
+		long long el;
+
+		if (procs_group_count(g, &n, err) < 0) {
+			ret = -1;
+			break;
+		}
+		if (n == 0)
+			break;
+		el = engine_now_ms() - t0;
+		if (kill_rounds && el >= give_up_ms) {
+			*left = n;
+			break;
+		}
+		if (el < grace_ms) {
+			/* TERM once each: a process that handles it may be
+			 * cleaning up; KILL comes after the grace. */
+			ret = signal_all(procfd, g, SIGTERM, &seen, true, &n,
+					 err);
+		} else {
+			ret = kill_round(procfd, g, &seen, err);
+			kill_rounds++;
+		}
+		if (ret < 0)
+			break;
+		sleep_ms(kill_rounds ? RELIST_MS / 2 : RELIST_MS);
+	}
+	*killed = seen.n;
+	free(seen.v);
+	close(procfd);
+	return ret;
+}
+
+int procs_group_remove(const struct procs_group *g)
+{
+	if (rmdir(g->dir) == 0 || errno == ENOENT)
+		return 0;
+	return -1;
+}
+
+/* The watcher's life: it owns nothing of its caller's. */
+static void watch(const struct procs_group *g, long long deadline_ms,
+		  long grace_ms, long give_up_ms)
+{
+	for (;;) {
+		struct sbx_error *err = NULL;
+		size_t n = 0, killed, left;
+		long long now = engine_now_ms();
+
+		if (procs_group_count(g, &n, &err) < 0 || n == 0)
+			break;
+		if (now >= deadline_ms) {
+			procs_group_stop(g, grace_ms, give_up_ms, &killed,
+					 &left, &err);
+			sbx_error_free(&err);
+			break;
+		}
+		sleep_ms(deadline_ms - now < 1000 ? (long)(deadline_ms - now)
+						  : 1000);
+	}
+	procs_group_remove(g);
+}
+
+int procs_group_watch(const struct procs_group *g, long long deadline_ms,
+		      long grace_ms, long give_up_ms, pid_t *pid,
+		      struct sbx_error **err)
+{
+	int pfd[2], status;
+	pid_t c, got = 0;
+	ssize_t k;
+
+	*pid = 0;
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return sbx_error_set(err, SBX_EXIT_ENV, errno, "pipe");
+	c = fork();
+	if (c < 0) {
+		int e = errno;
+		close(pfd[0]);
+		close(pfd[1]);
+		return sbx_error_set(err, SBX_EXIT_ENV, e,
+				     "cannot start the deadline's watcher");
+	}
+	if (c == 0) {
+		/* A session of its own, and a second fork, so that it is
+		 * nobody's child and no terminal's. */
+		struct sigaction dfl = {.sa_handler = SIG_DFL};
+		sigset_t none;
+		pid_t me;
+		int fd;
+
+		setsid();
+		if (fork() != 0)
+			_exit(0);
+		me = getpid();
+		if (write(pfd[1], &me, sizeof(me)) < 0)
+			_exit(1);
+		for (int s = 1; s < NSIG; s++)
+			sigaction(s, &dfl, NULL);
+		signal(SIGHUP, SIG_IGN);
+		signal(SIGPIPE, SIG_IGN);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		prctl(PR_SET_NAME, "sbxcat-deadline", 0, 0, 0);
+		for (fd = 0; fd < 3; fd++)
+			close(fd);
+		syscall(SYS_close_range, 3U, ~0U, 0U);
+		fd = open("/dev/null", O_RDWR);
+		if (fd == 0) {
+			dup2(0, 1);
+			dup2(0, 2);
+		}
+		if (chdir("/") < 0)
+			_exit(1);
+		watch(g, deadline_ms, grace_ms, give_up_ms);
+		_exit(0);
+	}
+	close(pfd[1]);
+	do
+		k = read(pfd[0], &got, sizeof(got));
+	while (k < 0 && errno == EINTR);
+	close(pfd[0]);
+	while (waitpid(c, &status, 0) < 0 && errno == EINTR)
+		;
+	if (k != sizeof(got) || got <= 0)
+		return sbx_error_set(err, SBX_EXIT_ENV, 0,
+				     "the deadline's watcher did not start");
+	*pid = got;
+	return 0;
+}
+
+/* "sbxcat-exec-START-DEADLINE-HEX": 0 with both, else -1. */
+static int parse_name(const char *name, long long *start, long long *deadline)
+{
+	const char *s = name + strlen(PROCS_GROUP_PREFIX);
+	char *end;
+
+	if (strncmp(name, PROCS_GROUP_PREFIX, strlen(PROCS_GROUP_PREFIX)))
+		return -1;
+	errno = 0;
+	*start = strtoll(s, &end, 10);
+	if (errno || end == s || *end != '-')
+		return -1;
+	s = end + 1;
+	*deadline = strtoll(s, &end, 10);
+	if (errno || end == s || *end != '-')
+		return -1;
+	return 0;
+}
+
+int procs_groups_expire(pid_t init_pid, long long now, long long max_s,
+			long grace_ms, long give_up_ms, size_t *busy,
+			size_t *stopped, struct sbx_error **err)
+{
+	int ret = 0;
+
+	*busy = *stopped = 0;
+	for (int v = 2; v >= 1; v--) {
+		char *parent = NULL, *prel = NULL;
+		struct dirent *de;
+		DIR *d;
+		int version;
+
+		if (procs_container_cgroup(init_pid, v, &version, &parent,
+					   &prel, err) < 0) {
+			sbx_error_free(err);
+			continue;
+		}
+		d = opendir(parent);
+		while (d && (de = readdir(d))) {
+			struct procs_group g = {.version = version};
+			size_t n = 0, killed = 0, left = 0;
+			long long limit;
+
+			if (parse_name(de->d_name, &g.start, &g.deadline) < 0)
+				continue;
+			g.dir = xasprintf("%s/%s", parent, de->d_name);
+			g.rel = xasprintf(
+			    "%s/%s", strcmp(prel, "/") ? prel : "", de->d_name);
+			limit = g.deadline;
+			if (max_s > 0 && g.start + max_s < limit)
+				limit = g.start + max_s;
+			/* An empty group within its deadline may be an exec's
+			 * that is starting: its claim is still to come. */
+			if (procs_group_count(&g, &n, err) < 0) {
+				ret = -1;
+			} else if (now < limit) {
+				*busy += n > 0;
+			} else if (n &&
+				   procs_group_stop(&g, grace_ms, give_up_ms,
+						    &killed, &left, err) < 0) {
+				ret = -1;
+			} else {
+				*stopped += killed;
+				if (left)
+					(*busy)++;
+				else
+					procs_group_remove(&g);
+			}
+			free(g.dir);
+			free(g.rel);
+			if (ret < 0)
+				break;
+		}
+		if (d)
+			closedir(d);
+		free(parent);
+		free(prel);
+		if (ret < 0)
+			break;
+	}
+	return ret;
 }
 
 /* The value of "key N" in a "key value" lines file. */
@@ -779,86 +927,31 @@ static int read_counter(const char *path, const char *key,
 int procs_oom_kills(pid_t pid, unsigned long long *count,
 		    struct sbx_error **err)
 {
-	char path[64], *data = NULL, *line, *save = NULL;
-	char *v1 = NULL, *v2 = NULL, *mnt = NULL, *root = NULL, *file;
-	const char *cg, *rel;
-	size_t len, rlen;
-	bool use_v2;
+	char *cg = proc_cgroup(pid, "memory"), *mnt = NULL, *root = NULL, *dir,
+	     *file;
+	bool v2 = !cg;
 	int ret;
 
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-	if (read_file_limited(path, 1u << 20, &data, &len, err) < 0)
-		return sbx_error_wrap(err, "the cgroup of process %d",
-				      (int)pid);
-	/* "ID:controllers:path"; v2's line is "0::path". */
-	for (line = strtok_r(data, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char *c = strchr(line, ':'), *p, *o, *osave = NULL;
-		if (!c || !(p = strchr(c + 1, ':')))
-			continue;
-		*p++ = '\0';
-		if (strcmp(line, "0") == 0 && c[1] == '\0') {
-			v2 = p;
-			continue;
-		}
-		for (o = strtok_r(c + 1, ",", &osave); o;
-		     o = strtok_r(NULL, ",", &osave))
-			if (strcmp(o, "memory") == 0)
-				v1 = p;
-	}
-	use_v2 = !v1;
-	cg = v1 ? v1 : v2;
-	if (!cg || cgroup_mount(use_v2, &mnt, &root) < 0) {
-		free(data);
+	if (v2)
+		cg = proc_cgroup(pid, NULL);
+	if (!cg || cgroup_mount(v2 ? NULL : "memory", &mnt, &root) < 0 ||
+	    !(dir = cgroup_dir(mnt, root, cg))) {
+		free(cg);
+		free(mnt);
+		free(root);
 		return sbx_error_set(err, SBX_EXIT_ENV, 0,
 				     "process %d is in no memory cgroup that "
 				     "is mounted here",
 				     (int)pid);
 	}
-	/* The path is relative to the hierarchy's root; the mount may show
-	 * only a subtree of it (root). */
-	rlen = strcmp(root, "/") == 0 ? 0 : strlen(root);
-	rel = cg;
-	if (rlen && strncmp(cg, root, rlen) == 0 &&
-	    (cg[rlen] == '/' || !cg[rlen]))
-		rel = cg + rlen;
-	file = xasprintf("%s%s%s/%s", mnt, *rel == '/' ? "" : "/", rel,
-			 use_v2 ? "memory.events" : "memory.oom_control");
+	file = xasprintf("%s/%s", dir,
+			 v2 ? "memory.events" : "memory.oom_control");
 	ret = read_counter(file, "oom_kill", count, err);
 	free(file);
+	free(dir);
 	free(mnt);
 	free(root);
-	free(data);
-	return ret;
-}
-
-int procs_signal(pid_t init_pid, pid_t root_pid, const char *marker, int sig,
-		 size_t *n, struct sbx_error **err)
-{
-	struct proc *v = NULL;
-	size_t nv = 0;
-	bool gone;
-	int ret = 0, procfd;
-
-	*n = 0;
-	if (scan(init_pid, root_pid, marker, &v, &nv, &gone, err) < 0) {
-		if (!gone)
-			return -1;
-		sbx_error_free(err);
-		return 0;
-	}
-	procfd = open_proc(err);
-	if (procfd < 0) {
-		free(v);
-		return -1;
-	}
-	for (size_t i = 0; i < nv && ret == 0; i++) {
-		bool sent;
-		ret = pin_and_signal(procfd, &v[i], sig, &sent, err);
-		*n += sent;
-	}
-	close(procfd);
-	free(v);
+	free(cg);
 	return ret;
 }
 

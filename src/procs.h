@@ -1,28 +1,40 @@
 /*
- * procs.h - the processes of one exec, found and stopped from the host
- * side; never prints.
+ * procs.h - the processes of one exec, held in a cgroup of their own and
+ * stopped from the host side; never prints.
  *
- * sbxcat puts a marker, SBXCAT_EXEC=<32 random hex digits>, in the
- * environment of every command it runs in a session (exec's Env).  Every
- * process the command starts inherits it, including those that leave its
- * process group or session (setsid, a double fork, nohup ... &) and are
- * re-parented to the container's init.  The engine is local (the
- * workspace is a bind mount of a host directory), so the container's
- * processes are host processes: procs_find() scans /proc for those in the
- * container's PID namespace (the same /proc/PID/ns/pid as the container's
- * init, State.Pid) whose environment holds the marker, read as root, so a
- * process cannot hide by making itself non-dumpable.  It also takes every
- * descendant of root_pid (the exec's own process, GET /exec/{id}/json
- * Pid), marker or not: a process that scrubbed its environment is still
- * caught while its ancestry holds.
+ * Identity comes from something the sandbox cannot edit: cgroup
+ * membership.  Each exec gets a cgroup of its own below its container's
+ * (PARENT/sbxcat-exec-START-DEADLINE-RANDOM), made by root on the host.
+ * Inside the container /sys/fs/cgroup is read-only and root's, so nothing
+ * a command does (rewriting its environment, setsid, a double fork,
+ * re-parenting to the container's init) takes a process out of it: every
+ * child is born in its parent's cgroup.  The deadline is in the name, so
+ * whoever finds the cgroup later (the reaper, the next exec) can tell
+ * when it expired without trusting anything the sandbox wrote.
  *
- * Killing is race-free against PID reuse: each process is opened as a
- * pidfd before it is checked, and signalled through that pidfd, so a
- * process that exits and whose PID is reused in between is never hit.
+ * How a process gets there (procs_group_claim): the engine starts an
+ * exec's process in the container's own cgroup.  Under a per-session lock
+ * held from the exec's start until its claim (so no other exec of that
+ * session starts meanwhile), every process in the container's cgroup
+ * except its init and main process is moved into the new group: the
+ * exec's process, and anything it forked before the move, orphans
+ * included.  Moving and forking are atomic with respect to each other, so
+ * repeating until the container's cgroup holds only init and main leaves
+ * nothing behind.
  *
- * What this cannot catch (docs/sessions.md): a process that both leaves
- * the exec's ancestry and overwrites the marker in its own environment
- * before the deadline.
+ * Two back-ends: cgroup v2 (the unified hierarchy: cgroup.procs,
+ * cgroup.freeze, cgroup.kill; also present beside v1 controllers on a
+ * hybrid host, where it needs no controller) and, when a container has no
+ * v2 cgroup, the v1 freezer hierarchy (freezer.state).  Stopping is TERM
+ * to each member, then, after the grace, an atomic kill: cgroup.kill, or
+ * freeze, KILL each member, thaw, repeated until none is left; a frozen
+ * process cannot fork, so a fork bomb cannot outrun it.  No environment
+ * is read and no real-time priority is taken.  Each member is pinned with
+ * a pidfd and checked to be still in the group before it is signalled,
+ * so a PID reused in between is never hit.
+ *
+ * Thread rule: the functions keep no state between calls; a struct
+ * procs_group is the caller's and may be used by one thread at a time.
  */
 #ifndef SBX_PROCS_H
 #define SBX_PROCS_H
@@ -33,65 +45,100 @@
 
 struct sbx_error;
 
-#define PROCS_MARKER_VAR "SBXCAT_EXEC"
-/* "SBXCAT_EXEC=" + 32 hex digits */
-#define PROCS_MARKER_LEN (sizeof(PROCS_MARKER_VAR) + 32)
+#define PROCS_GROUP_PREFIX "sbxcat-exec-"
+
+struct procs_group {
+	int version;  /* 2 (cgroup2) or 1 (the v1 freezer) */
+	char *dir;    /* the group's directory, absolute */
+	char *parent; /* the container's cgroup directory */
+	char *rel;    /* dir relative to its hierarchy, as /proc/PID/cgroup */
+	long long start; /* Unix seconds, from the name */
+	long long deadline;
+};
+#define PROCS_GROUP_INIT                                                       \
+	{                                                                      \
+		0                                                              \
+	}
+
+/* Frees the strings; does not touch the cgroup. */
+void procs_group_release(struct procs_group *g);
 
 /*
- * Can processes be stopped here at all (pidfd_open works)?  exec asks
- * before it runs anything: a command whose deadline cannot be enforced
- * is not started.  Status 3 when not.
+ * The container's cgroup (the one init_pid, its init, is in) for the
+ * back-end of version want (0: v2 when the container has one, else v1).
+ * Status 3 when neither is mounted here, the process is gone, or the
+ * directory is not writable (so a command's deadline could not be
+ * enforced: exec runs nothing then).
+ */
+int procs_container_cgroup(pid_t init_pid, int want, int *version, char **dir,
+			   char **rel, struct sbx_error **err);
+
+/*
+ * A new, empty group below init_pid's container cgroup, named after
+ * start and deadline (Unix seconds) and 64 random bits.  want as above.
+ */
+int procs_group_create(pid_t init_pid, int want, long long start,
+		       long long deadline, struct procs_group *g,
+		       struct sbx_error **err);
+
+/*
+ * Move every process of the container's own cgroup except init_pid and
+ * its main process (its earliest-started child there) into g, repeating
+ * until none is left; *moved counts them.  The caller holds the lock that
+ * keeps other execs of the container from starting meanwhile.
+ */
+int procs_group_claim(const struct procs_group *g, pid_t init_pid,
+		      size_t *moved, struct sbx_error **err);
+
+/* The live processes in g (0 when the group is gone). */
+int procs_group_count(const struct procs_group *g, size_t *n,
+		      struct sbx_error **err);
+
+/*
+ * Stop everything in g: SIGTERM to each member, up to grace_ms for them
+ * to go, then the atomic kill until none is left or give_up_ms (from the
+ * call) has passed.  *killed counts the distinct processes seen and
+ * signalled; *left those still there at the end (0 unless it gave up).
+ */
+int procs_group_stop(const struct procs_group *g, long grace_ms,
+		     long give_up_ms, size_t *killed, size_t *left,
+		     struct sbx_error **err);
+
+/* rmdir the group; 0 when it is gone, -1 (errno) when not (busy). */
+int procs_group_remove(const struct procs_group *g);
+
+/*
+ * Watch g from a detached process of its own until its deadline_ms (as
+ * engine_now_ms counts), then stop it (grace_ms, give_up_ms) and remove
+ * it; the watcher ends early when the group empties.  For the processes a
+ * command leaves running after it exits: they are stopped at the exec's
+ * deadline, not when sbxcat exits.  The watcher holds no descriptor of
+ * the caller's but the ones it opens itself, and no lock.  *pid is the
+ * watcher's (already detached: not the caller's child).
+ */
+int procs_group_watch(const struct procs_group *g, long long deadline_ms,
+		      long grace_ms, long give_up_ms, pid_t *pid,
+		      struct sbx_error **err);
+
+/*
+ * The exec groups below init_pid's container cgroup (both back-ends).
+ * Each group whose deadline, or start + max_s when that is sooner (the
+ * configured longest deadline may have shrunk since), is at or before
+ * now is stopped (grace_ms, give_up_ms) and removed, empty or not (an
+ * empty group within its deadline may be a starting exec's, its claim to
+ * come: it is left).  *busy counts the groups with processes in them
+ * within their deadline, *stopped the processes stopped.  A group
+ * that cannot be stopped is an error, the others still handled.
+ */
+int procs_groups_expire(pid_t init_pid, long long now, long long max_s,
+			long grace_ms, long give_up_ms, size_t *busy,
+			size_t *stopped, struct sbx_error **err);
+
+/*
+ * Can processes be pinned here at all (pidfd_open works)?  Status 3 when
+ * not.
  */
 int procs_usable(struct sbx_error **err);
-
-/* A new marker "SBXCAT_EXEC=<32 hex>" from getrandom(2), into out. */
-int procs_marker(char out[PROCS_MARKER_LEN + 1], struct sbx_error **err);
-
-/*
- * The host PIDs of the processes carrying marker (the whole
- * "SBXCAT_EXEC=..." string, matched as one environment entry) in the PID
- * namespace of init_pid, plus the descendants of root_pid (0: none).
- * *pids is newly allocated.  Status 3 when /proc cannot be read or
- * init_pid is gone.
- *
- * Never returned: init_pid itself, the calling process, zombies (dead,
- * nothing to stop; a zombie leader whose other threads still run is
- * alive and is returned, its environment read through those threads).
- * root_pid may be stale (its PID reused), so its descendants are taken
- * only when it is in the namespace and carries no other exec's marker;
- * when it carries no marker at all (scrubbed), only when init_pid is
- * truly the init of its namespace (NSpid ends in 1), so that a reused
- * init_pid on the host cannot lead to a host process tree.
- */
-int procs_find(pid_t init_pid, pid_t root_pid, const char *marker,
-	       pid_t **pids, size_t *n, struct sbx_error **err);
-
-/*
- * Stop them all: SIGTERM to each found, wait up to grace_ms for them to
- * go (re-scanning, so that children they start meanwhile are caught),
- * then SIGKILL to each left, re-scanning and killing until a scan finds
- * none or give_up_ms has passed.  *killed counts the distinct processes
- * signalled; *left those found still alive at the end (0 unless it gave
- * up).  give_up_ms counts from the call; at least one KILL round is made
- * when any process outlives the grace.  Each process is pinned with
- * pidfd_open(2) (Linux 5.3) and re-checked (same start time) before it
- * is signalled through pidfd_send_signal(2); without pidfds it fails
- * (status 3) rather than signal a bare PID.  An init_pid that is gone
- * is success with nothing left: the kernel killed its namespace with it.
- */
-int procs_stop(pid_t init_pid, pid_t root_pid, const char *marker,
-	       long grace_ms, long give_up_ms, size_t *killed, size_t *left,
-	       struct sbx_error **err);
-
-/*
- * One scan, and sig to every process found (pinned as procs_stop does);
- * *n counts those it reached.  For a container frozen by the engine
- * (pause), where the scan cannot be outrun: a process that forks faster
- * than /proc can be read (a fork bomb) is caught here, and a SIGKILL
- * sent to a frozen process takes it the moment it thaws.
- */
-int procs_signal(pid_t init_pid, pid_t root_pid, const char *marker, int sig,
-		 size_t *n, struct sbx_error **err);
 
 /*
  * Is pid gone, a zombie, or exiting (PF_EXITING)?  Killing a PID

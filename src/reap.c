@@ -13,10 +13,15 @@
 #include "engine.h"
 #include "error.h"
 #include "prewarm.h"
+#include "procs.h"
 #include "reap.h"
 #include "session-engine.h"
 #include "session.h"
 #include "util.h"
+
+/* Stopping what an exec left past its deadline: as exec does. */
+#define REAP_STOP_GRACE_MS 2000
+#define REAP_STOP_GIVE_UP_MS 6000
 
 /* Seconds an idle session's container is given to stop (its StopSignal
  * is SIGKILL, so it never needs them); as session close. */
@@ -449,24 +454,34 @@ static int remove_ctr(struct engine *e, const struct reap_action *a,
  * container that something started behind sbxcat's back is not killed.
  */
 /*
- * Whether the container has an exec running (its inspect's ExecIDs, which
- * lists only running ones): 1, 0, or -1 with *err.  Exec stamps the
- * activity when it starts and ends, not while it runs, so a command that
- * runs longer than the idle timeout (SANDBOXD_EXECUTE_TIMEOUT may be set
- * so) would otherwise look idle.
+ * Whether the container has a command of sbxcat's running within its
+ * deadline: 1, 0, or -1 with *err.  Exec stamps the activity when it
+ * starts and ends, not while it runs, so a command that runs longer than
+ * the idle timeout (SANDBOXD_EXECUTE_TIMEOUT may be set so) would
+ * otherwise look idle.  The engine's ExecIDs are not asked: a process
+ * that outlived its deadline would keep an exec "running" for ever.  The
+ * exec's cgroup says when it started and its deadline (procs.h); one past
+ * min(deadline, start + SANDBOXD_EXECUTE_TIMEOUT) is stopped here, as its
+ * watcher would have done.
  */
-static int running_execs(struct engine *e, const char *id,
-			 struct sbx_error **err)
+static int running_execs(struct engine *e, const struct reap_pass *p,
+			 const char *id, struct sbx_error **err)
 {
-	json_t *j = NULL, *ids;
-	int n;
+	json_t *j = NULL;
+	json_int_t pid;
+	size_t busy = 0, stopped = 0;
+	int rc = 0;
 
 	if (engine_container_inspect(e, id, &j, err) < 0)
 		return -1;
-	ids = json_object_get(j, "ExecIDs");
-	n = json_is_array(ids) && json_array_size(ids) > 0;
+	pid = json_integer_value(
+	    json_object_get(json_object_get(j, "State"), "Pid"));
 	json_decref(j);
-	return n;
+	if (pid > 0 && pid < (1 << 30))
+		rc = procs_groups_expire(
+		    (pid_t)pid, p->now, p->exec_timeout_s, REAP_STOP_GRACE_MS,
+		    REAP_STOP_GIVE_UP_MS, &busy, &stopped, err);
+	return rc < 0 ? -1 : busy > 0;
 }
 
 static void act_session(struct engine *e, struct session_root *r,
@@ -495,7 +510,7 @@ static void act_session(struct engine *e, struct session_root *r,
 		a->skipped = "became active during the pass; left alone";
 		goto out;
 	}
-	if (a->what == REAP_STOP && running_execs(e, a->id, &err) != 0) {
+	if (a->what == REAP_STOP && running_execs(e, p, a->id, &err) != 0) {
 		if (err)
 			failed(p, a, &err);
 		else
@@ -583,6 +598,7 @@ int reap_pass_run(struct engine *e, const struct session_config *c,
 	p->acted = acted; /* the caller's, kept */
 	p->acted_arg = acted_arg;
 	p->now = now;
+	p->exec_timeout_s = c->execute_timeout_s;
 	p->dry_run = dry_run;
 	if (session_lock(r, err) < 0)
 		return -1;

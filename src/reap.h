@@ -30,8 +30,9 @@
  * are counted in `left`.  Before acting on a session the pass takes the
  * flock of ROOT/KEY (session_keydir_lock) and reads the record again: a
  * last activity that moved since the decision leaves the session alone
- * (`skipped`); so does an idle session whose container has an exec
- * running (the engine's ExecIDs).  Every age is measured from `now`.
+ * (`skipped`); so does an idle session whose container has a command of
+ * sbxcat's running within its deadline (its cgroup, procs.h; one past its
+ * deadline is stopped then).  Every age is measured from `now`.
  *
  * Ownership: struct reap_pass owns every string in it; reap_pass_release
  * frees them.
@@ -82,6 +83,7 @@ struct reap_action {
 
 struct reap_pass {
 	long long now;
+	long long exec_timeout_s; /* SANDBOXD_EXECUTE_TIMEOUT */
 	bool dry_run;
 	/* The actions taken (or, dry, that would be), oldest first, then the
 	 * closed sessions in key order. */

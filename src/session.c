@@ -46,6 +46,7 @@
 #define RECORD_MAX (64 * 1024)
 #define RECORD_VERSION 1
 #define LOCK_NAME ".sbxcat.lock"
+#define EXEC_LOCK_NAME "exec.lock"
 #define WORKSPACE_NAME "workspace"
 /* A secret is one line; a file much larger than that is not a secret. */
 #define SECRET_FILE_MAX 4096
@@ -1357,6 +1358,41 @@ int session_keydir_lock(struct session_root *r, const char *key,
 		return -1;
 	}
 	return kfd;
+}
+
+/*
+ * ROOT/KEY/exec.lock: held from an exec's start to its claim (procs.h),
+ * so that the processes in the container's cgroup are that exec's alone.
+ * A lock of its own, not ROOT/KEY's: stamping the record must not wait
+ * for another exec's start.
+ */
+int session_exec_lock(struct session_root *r, const char *key,
+		      struct sbx_error **err)
+{
+	int kfd = open_keydir(r, key, err), fd;
+	struct stat st;
+
+	if (kfd < 0)
+		return -1;
+	fd = openat(kfd, EXEC_LOCK_NAME,
+		    O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+	close(kfd);
+	if (fd < 0)
+		return sbx_error_set(err, SBX_EXIT_ENV, errno,
+				     "cannot open '%s/%s/" EXEC_LOCK_NAME "'",
+				     r->path, key);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0) {
+		close(fd);
+		return sbx_error_set(err, SBX_EXIT_ENV, 0,
+				     "'%s/%s/" EXEC_LOCK_NAME "' is not a "
+				     "regular file of root's",
+				     r->path, key);
+	}
+	if (lock_wait(fd, r->path, key, err) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 void session_keydir_unlock(int fd)

@@ -195,6 +195,13 @@ int session_record_touch(struct session_root *r, const char *key,
 int session_keydir_lock(struct session_root *r, const char *key,
 			struct sbx_error **err);
 void session_keydir_unlock(int fd);
+/*
+ * flock(LOCK_EX) ROOT/KEY/exec.lock (made root's, 0600, when missing),
+ * which an exec holds from its start to its claim (procs.h); released
+ * with session_keydir_unlock.  Errors as session_keydir_lock's.
+ */
+int session_exec_lock(struct session_root *r, const char *key,
+		      struct sbx_error **err);
 /* The keys that have a directory under ROOT, sorted; *keys newly
  * allocated (strv_free). */
 int session_keys(struct session_root *r, char ***keys, size_t *n,

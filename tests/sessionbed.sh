@@ -152,6 +152,19 @@ cgfile() {
 	fi
 }
 
+# cgdir KEY: the container's cgroup2 directory seen from the host (where
+# exec makes its groups, procs.h), else its v1 freezer one.
+cgdir() {
+	cg_pid=$(insp "$1" '{{.State.Pid}}')
+	cg_path=$(awk -F: '$1 == "0" { print $3 }' "/proc/$cg_pid/cgroup")
+	cg_mnt=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+	if [ -n "$cg_path" ] && [ "$cg_path" != / ] && [ -n "$cg_mnt" ]; then
+		echo "$cg_mnt$cg_path"
+	else
+		echo "/sys/fs/cgroup/freezer$(awk -F: '$2 == "freezer" { print $3 }' "/proc/$cg_pid/cgroup")"
+	fi
+}
+
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 # lt A B: is the number A below B?

@@ -50,11 +50,20 @@ ex "$K" -- pwd
 is "$(out)" "$WS" "in the workspace"
 ex "$K" -c 'echo "$SBX_T"' 
 is "$(out)" "tv-$sfx" "with the runtime's env vars"
-ex "$K" -c 'echo "$SBXCAT_EXEC"' 
+# Each exec in a cgroup of its own, below the container's, that the
+# command can neither leave nor edit (procs.h).  The claim comes a few
+# milliseconds after the engine starts the command: it waits for it here.
+ex "$K" -c 'sleep 1; sed -n "s/^0:://p" /proc/self/cgroup'
 m1=$(out)
-echo "$m1" | grep -Eqx '[0-9a-f]{32}'; ok $? "SBXCAT_EXEC is 32 hex digits ($m1)"
-ex "$K" -c 'echo "$SBXCAT_EXEC"' 
-[ "$(out)" != "$m1" ]; ok $? "each exec has its own marker"
+case $m1 in */sbxcat-exec-[0-9]*-[0-9]*-*) r=0 ;; *) r=1 ;; esac
+ok $r "the command runs in an exec cgroup of its own ($m1)"
+ex "$K" -c 'sleep 1; sed -n "s/^0:://p" /proc/self/cgroup'
+[ -n "$m1" ] && [ "$(out)" != "$m1" ]; ok $? "each exec has its own"
+ex "$K" -c 'sleep 1; for f in $(find /sys/fs/cgroup -name cgroup.procs 2>/dev/null); do echo $$ 2>/dev/null >"$f" && echo "moved by $f"; done; sed -n "s/^0:://p" /proc/self/cgroup'
+case $(out) in *"moved by"*) r=1 ;; */sbxcat-exec-*) r=0 ;; *) r=1 ;; esac
+ok $r "the command cannot move itself out of its cgroup ($(out | tr '\n' ' '))"
+ex "$K" -c 'echo "${SBXCAT_EXEC-unset}"'
+is "$(out)" unset "no marker in the environment: identity is not the sandbox's to edit"
 ex "$K" -c 'echo to-out; echo to-err >&2'
 is "$(out)|$(err)" "to-out|to-err" "stdout and stderr stay apart"
 ex "$K" -c 'echo $((6 * 7))'
@@ -167,7 +176,7 @@ lt "$(elapsed "$t0" "$t1")" 5; ok $? "... at once ($(elapsed "$t0" "$t1") s)"
 # applet: the same, by hand) and a double-forked one.
 d=7$(($(printf '%d' "0x$sfx") % 900000 + 100000))
 mine() { pgrep -cf "^sleep ${d}[1-5]\$"; }
-cmd="echo \"\$SBXCAT_EXEC\"; echo out-secret-$sfx; echo err-secret-$sfx >&2
+cmd="echo mark-$sfx; echo out-secret-$sfx; echo err-secret-$sfx >&2
 sleep ${d}1 & setsid sleep ${d}2 & (trap '' HUP; exec sleep ${d}3) >/dev/null 2>&1 &
 (sleep ${d}4 &); sleep ${d}5"
 t0=$(now)
@@ -181,7 +190,7 @@ t1=$(now)
 is "$rc" 124 "a command past --timeout 2 exits 124"
 lt "$(elapsed "$t0" "$t1")" 8; ok $? "... within the deadline and the TERM-to-KILL grace ($(elapsed "$t0" "$t1") s)"
 mk=$(head -n 1 "$T/to.out")
-echo "$mk" | grep -Eqx '[0-9a-f]{32}'; ok $? "the command printed its marker first"
+is "$mk" "mark-$sfx" "the command's output came through first"
 nout=$(printf '%s\nout-secret-%s\n' "$mk" "$sfx" | wc -c | tr -d ' ')
 nerr=$(printf 'err-secret-%s\n' "$sfx" | wc -c | tr -d ' ')
 last=$(tail -n 1 "$T/to.err")
@@ -194,8 +203,7 @@ killed=$(echo "$last" | sed -n 's/.*stopped \([0-9]*\) processes.*/\1/p')
 case $last in *secret*) r=1 ;; *) r=0 ;; esac
 ok $r "... and never the content"
 is "$(mine)" 0 "no sleep of the command survives on the host"
-ex "$K" -c "for p in /proc/[0-9]*; do tr '\\0' '\\n' <\$p/environ 2>/dev/null | grep -qx 'SBXCAT_EXEC=$mk' && echo \"\${p#/proc/}\"; done; true"
-is "$rc:$(out)" "0:" "a fresh exec finds no process carrying the first one's marker"
+is "$(ls -d "$(cgdir "$K")"/sbxcat-exec-* 2>/dev/null)" "" "... and its cgroup is gone"
 SANDBOXD_EXECUTE_TIMEOUT=1 ex "$K" --timeout 100 -- sleep 30
 is "$rc" 124 "the deadline is min(--timeout, SANDBOXD_EXECUTE_TIMEOUT)"
 tail -n 1 "$T/err" | grep -q '^sbxcat: command timed out after 1 s;'; ok $? "... and says 1 s"
@@ -208,6 +216,71 @@ ex "$K" --timeout 1 -- sleep 30
 is "$rc" 124 "exec A reaches its deadline"
 wait $bpid
 is "$?:$(cat "$T/b.out")" "0:B-done" "exec B in the same session runs to its end"
+
+# -- The deadline holds whatever the command does to its environment, its
+# session or its ancestry, and whether or not it has exited (issue 16).
+d2=8$(($(printf '%d' "0x$sfx") % 900000 + 100000))
+nsl() { pgrep -cf "^sleep ${d2}$1\$"; }
+# settle N WANT: until nsl N gives WANT, up to 20 s.
+settle() {
+	st_n=0
+	while [ "$(nsl "$1")" != "$2" ] && [ $st_n -lt 100 ]; do sleep 0.2; st_n=$((st_n + 1)); done
+	nsl "$1"
+}
+ex "$K" --timeout 2 -- env SBXCAT_EXEC=x sleep "${d2}1"
+is "$rc" 124 "a command that rewrites the old marker still times out: 124"
+tail -n 1 "$T/err" | grep -q '; stopped 1 process;'; ok $? "... having stopped its process ($(tail -n 1 "$T/err"))"
+is "$(settle 1 0)" 0 "... and its sleep is gone from the host"
+ex "$K" --timeout 2 -c "(env -i setsid sleep ${d2}2 >/dev/null 2>&1 &); exec env -i SBXCAT_EXEC=y sleep ${d2}3"
+is "$rc:$(settle 2 0):$(settle 3 0)" "124:0:0" "a scrubbed, re-parented, setsid daemon and a main process with a forged environment: all stopped"
+t0=$(now)
+ex "$K" --timeout 4 --verdict-fd 3 -c "sleep ${d2}4 >/dev/null 2>&1 & (setsid env -i sleep ${d2}5 >/dev/null 2>&1 &); echo left" 3>"$T/v.json"
+t1=$(now)
+n4=$(nsl 4) n5=$(nsl 5)
+is "$rc:$(out)" "0:left" "a command that leaves processes behind exits as it is: 0"
+is "$n4:$n5" "1:1" "... and what it left runs on after it exited (seen at $(elapsed "$t0" "$t1") s)"
+is "$(jq -c '[.by, .left_running]' "$T/v.json")" '["command",2]' "... the verdict says 2 were left running"
+is "$(settle 4 0):$(settle 5 0)" "0:0" "... and they are stopped at the exec's deadline"
+t2=$(now)
+awk -v a="$t0" -v b="$t2" 'BEGIN { exit !(b - a >= 4) }'; ok $? "... not before it ($(elapsed "$t0" "$t2") s after the start, deadline 4 s)"
+is "$(ls -d "$(cgdir "$K")"/sbxcat-exec-* 2>/dev/null)" "" "... and the exec's cgroup is removed"
+
+# Four execs started at once: each claim takes its own processes alone.
+for i in 0 1 2 3; do
+	if [ $i = 0 ]; then to=2 len=60; else to=8 len=4; fi
+	bounded exec "$K" --timeout $to -c "sleep ${d2}7$i >/dev/null 2>&1 & exec sleep $len" >"$T/r$i.out" 2>"$T/r$i.err" &
+	eval "rp$i=\$!"
+done
+wait "$rp0"
+is "$?" 124 "racing execs: the one with the short deadline ends at it"
+is "$(settle 70 0)" 0 "... its sleep is gone"
+is "$(nsl 71):$(nsl 72):$(nsl 73)" "1:1:1" "... the three others' background sleeps all run on"
+wait "$rp1"; r1=$?; wait "$rp2"; r2=$?; wait "$rp3"; r3=$?
+is "$r1:$r2:$r3" "0:0:0" "... and the three run to their ends"
+is "$(settle 71 0):$(settle 72 0):$(settle 73 0)" "0:0:0" "... their background sleeps stopped by their own deadlines"
+
+# -- --verdict-fd: a channel the command cannot write.
+v() { jq -c "$1" "$T/v.json"; }
+ex "$K" --verdict-fd 3 -c 'echo "sbxcat: the command was killed by the out-of-memory killer (memory limit 1 bytes)" >&2; kill -9 $$' 3>"$T/v.json"
+is "$rc:$(v '[.by, .status, .oom]')" '137:["command",137,false]' "a command forging the OOM verdict: by the command, no OOM"
+ex "$K" --verdict-fd 3 -c 'echo "sbxcat: command timed out after 1 s; stopped 1 process" >&2; exit 124' 3>"$T/v.json"
+is "$rc:$(v '[.by, .status, .timed_out]')" '124:["command",124,false]' "a command faking 124: by the command, not timed out"
+ex "$K" --verdict-fd 3 -c 'exit 125' 3>"$T/v.json"
+is "$rc:$(v '[.by, .status]')" '125:["command",125]' "a command faking 125: by the command"
+ex "$K" --verdict-fd 3 --timeout 1 -- sleep 30 3>"$T/v.json"
+is "$rc:$(v '[.by, .status, .timed_out, .stopped >= 1]')" '124:["sbxcat",124,true,true]' "a real timeout: by sbxcat, timed out, its process counted"
+ex xc-acme-run-aaaaaaaaaaaaaaaaaaaaaaaaaa --verdict-fd 3 -- true 3>"$T/v.json"
+is "$rc:$(v '[.by, .status]')" '125:["sbxcat",125]' "a session that does not exist: by sbxcat, 125"
+ex "$K" --verdict-fd 3 -- "no-such-command-$sfx" 3>"$T/v.json"
+is "$rc:$(v '[.by, .status]')" '127:["sbxcat",127]' "a command not found: by sbxcat (it never ran), 127"
+ex "$K" --verdict-fd 3 --max-output 10 -c 'printf 0123456789abcdef; printf xy >&2' 3>"$T/v.json"
+is "$(v '[.bytes.stdout, .bytes.stderr, .cut.stdout, .cut.stderr]')" '[16,2,true,false]' "the verdict counts the bytes of each stream and says which was cut"
+ex "$K" --verdict-fd 1 -- true
+is "$rc" 2 "--verdict-fd 1: a usage error (the command writes stdout)"
+ex "$K" --verdict-fd 9 -- true 9>&-
+is "$rc" 2 "--verdict-fd of a closed descriptor: a usage error"
+ex "$K" --verdict-fd 3 -- true 3</dev/null
+is "$rc" 2 "--verdict-fd of a read-only descriptor: a usage error"
 
 # -- Output caps: cut, drained, counted.
 ex "$K" --max-output 100000 -c 'yes | head -c 5000000'
@@ -243,8 +316,9 @@ while kill -0 $bpid 2>/dev/null && [ $n -lt 300 ]; do
 done
 wait $bpid
 brc=$?
-[ "$peak" -le 512 ] && [ "$peak" -ge 400 ]; ok $? "a fork bomb is held at 512 tasks (peak $peak)"
-awk '$1 == "max" { exit !($2 > 0) }' "$pev"; ok $? "... the limit refused forks ($(cat "$pev"))"
+# What the kernel counts, not what a sample happened to see: forks refused
+# at the limit, which is 512 (pids.max above).
+awk '$1 == "max" { exit !($2 > 0) }' "$pev"; ok $? "a fork bomb is held at 512 tasks: the limit refused forks ($(cat "$pev"), sampled peak $peak)"
 is "${alive:-}" alive "... and a host command runs meanwhile"
 is "$brc" 124 "the bomb ends at its deadline, 124"
 n=0
@@ -254,8 +328,9 @@ ex "$K" -- true
 is "$rc" 0 "the session works after the bomb"
 
 # -- A memory hog in a 64m runtime: killed, and said so by exec and show.
-ex "$KS" --timeout 30 -- dd if=/dev/zero of=/dev/null bs=128M count=1
+ex "$KS" --timeout 30 --verdict-fd 3 -- dd if=/dev/zero of=/dev/null bs=128M count=1 3>"$T/v.json"
 is "$rc" 137 "a memory hog is OOM-killed: 137"
+is "$(jq -c '[.by, .status, .oom]' "$T/v.json")" '["command",137,true]' "... and the verdict says the OOM killer did it"
 is "$(tail -n 1 "$T/err")" "sbxcat: the command was killed by the out-of-memory killer (memory limit 67108864 bytes)" \
 	"... and exec says so"
 sbx session show "$KS" --json

@@ -1,161 +1,50 @@
 /*
- * t-procs.c - an exec's processes found and stopped on this host, with
- * real processes and no engine: this test's own PID stands in for the
- * container's init (only its PID namespace is compared).  A shell carrying
- * the marker starts children every way a command can leave its process
- * group or its ancestry (setsid, a double fork, nohup, a process that
- * ignores TERM, one that scrubs its environment, one that hides its name
- * and turns non-dumpable, one whose main thread has exited); processes
- * with look-alike markers must be left alone.
+ * t-procs.c - an exec's cgroup on this host, with real processes and real
+ * cgroups, and no engine: for each back-end this machine has (cgroup2,
+ * and the v1 freezer), a cgroup of the test's own stands in for a
+ * container's, with an "init" and its "main" process in it.  "Commands"
+ * are shells started in that cgroup, leaving it every way a process can
+ * leave its parent's view (setsid, a double fork, a scrubbed environment,
+ * ignoring TERM, a fork storm); the claim must take them all and nothing
+ * of init's, a group's stop must end them all and nothing of another
+ * group's, and expired groups must be stopped by procs_groups_expire and
+ * by the watcher.
  *
- * The test re-executes itself (--mode) for the processes a shell cannot
- * make.  It is a child subreaper, so orphans come back to it to be reaped
- * instead of to the machine's init.
+ * Needs root (cgroup directories); skips otherwise.  Everything it makes
+ * is below MNT/sbxcat-t-procs-PID-vN and removed at the end.
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "alloc.h"
 #include "engine.h"
 #include "error.h"
+#include "fileio.h"
 #include "procs.h"
 #include "tap.h"
 
-extern char **environ;
+static char ctr[2][PATH_MAX]; /* the stand-in container cgroups, v1, v2 */
+static pid_t init_pid[2];
 
-static void write_pid(const char *file)
-{
-	int fd = open(file, O_WRONLY | O_APPEND | O_CLOEXEC);
-	if (fd >= 0) {
-		dprintf(fd, "%d\n", (int)getpid());
-		close(fd);
-	}
-}
-
-static void *park(void *arg)
-{
-	(void)arg;
-	for (;;)
-		pause();
-	return NULL;
-}
-
-/* The processes a shell cannot make. */
-static int child_mode(const char *mode, const char *file, char **argv)
-{
-	if (strcmp(mode, "scrub") == 0) {
-		/* /proc/PID/environ shows this memory: overwrite it. */
-		for (char **e = environ; *e; e++)
-			memset(*e, 'x', strlen(*e));
-	} else if (strcmp(mode, "hide") == 0) {
-		write_pid(file);
-		file = NULL; /* about to be overwritten */
-		prctl(PR_SET_DUMPABLE, 0);
-		prctl(PR_SET_NAME, "kworker/0:1");
-		for (char **a = argv; *a; a++)
-			memset(*a, ' ', strlen(*a));
-	} else if (strcmp(mode, "zleader") == 0) {
-		pthread_t t;
-		write_pid(file);
-		pthread_create(&t, NULL, park, NULL);
-		/* The leader exits, the thread group lives on. */
-		syscall(SYS_exit, 0);
-	}
-	if (file)
-		write_pid(file);
-	park(NULL);
-	return 0;
-}
-
-static char self[PATH_MAX];
-static char path_env[] = "PATH=/usr/bin:/bin";
-
-/* fork() after flushing: tap's skip() leaves its line buffered. */
 static pid_t fork_flushed(void)
 {
 	fflush(stdout);
+	fflush(stderr);
 	return fork();
-}
-
-static pid_t spawn(const char *script, char *const env[], const char *file)
-{
-	pid_t pid = fork_flushed();
-	if (pid < 0)
-		bail_out("fork: %s", strerror(errno));
-	if (pid == 0) {
-		char *argv[] = {(char *)"sh", (char *)"-c", (char *)script,
-				(char *)"sh", (char *)file, self, NULL};
-		int null = open("/dev/null", O_WRONLY);
-		dup2(null, 1);
-		execve("/bin/sh", argv, env);
-		_exit(127);
-	}
-	return pid;
-}
-
-/* The PIDs in file, once it holds want lines (up to 10 s). */
-static size_t read_pids(const char *file, size_t want, pid_t *out)
-{
-	long long until = engine_now_ms() + 10000;
-	size_t n = 0;
-
-	while (engine_now_ms() < until) {
-		FILE *f = fopen(file, "r");
-		int v;
-		n = 0;
-		while (f && n < 64 && fscanf(f, "%d", &v) == 1)
-			out[n++] = v;
-		if (f)
-			fclose(f);
-		if (n >= want)
-			break;
-		usleep(20000);
-	}
-	return n;
-}
-
-static int cmp_pid(const void *a, const void *b)
-{
-	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-	return (x > y) - (x < y);
-}
-
-static bool has(const pid_t *v, size_t n, pid_t p)
-{
-	for (size_t i = 0; i < n; i++)
-		if (v[i] == p)
-			return true;
-	return false;
-}
-
-/* Alive, and not a zombie. */
-static bool alive(pid_t pid)
-{
-	char path[64], buf[512], *s;
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return false;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	s = strrchr(buf, ')');
-	return s && s[1] == ' ' && s[2] != 'Z' && s[2] != 'X';
 }
 
 static void reap_all(void)
@@ -164,352 +53,358 @@ static void reap_all(void)
 		;
 }
 
-/*
- * Valgrind 3.19 does not know pidfd_open (syscall 434): procs_stop
- * refuses to signal without it, so under it the stopping is skipped and
- * the test cleans up by kill(2), which is fine for its own processes.
- */
-static bool have_pidfd;
-static const char no_pidfd[] = "pidfd_open is not available here (valgrind "
-			       "< 3.20?); procs_stop is run by the plain and "
-			       "the sanitizer builds";
-
-static void kill_found(const char *marker, pid_t root)
+static int join(const char *dir, pid_t pid)
 {
-	long long until = engine_now_ms() + 5000;
-	struct sbx_error *err = NULL;
-	pid_t *got;
-	size_t n;
+	char path[PATH_MAX + 16], num[24];
+	int fd, rc;
 
-	do {
-		got = NULL;
-		n = 0;
-		procs_find(getpid(), root, marker, &got, &n, &err);
-		sbx_error_free(&err);
-		for (size_t i = 0; i < n; i++)
-			kill(got[i], SIGKILL);
-		free(got);
-		usleep(20000);
-		reap_all();
-	} while (n && engine_now_ms() < until);
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	snprintf(num, sizeof(num), "%d\n", (int)pid);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	rc = write(fd, num, strlen(num)) == (ssize_t)strlen(num) ? 0 : -1;
+	close(fd);
+	return rc;
 }
 
-/* procs_find until it returns exactly want (sorted), up to 5 s. */
-static bool find_settles(const char *marker, pid_t root, const pid_t *want,
-			 size_t nwant, pid_t **got, size_t *ngot)
+/* The PIDs in DIR/cgroup.procs, at most max; how many. */
+static size_t members(const char *dir, pid_t *v, size_t max)
 {
-	long long until = engine_now_ms() + 5000;
-	struct sbx_error *err = NULL;
+	char path[PATH_MAX + 16];
+	FILE *f;
+	size_t n = 0;
+	int p;
 
-	for (;;) {
-		*got = NULL;
-		*ngot = 0;
-		if (procs_find(getpid(), root, marker, got, ngot, &err) < 0) {
-			diag("procs_find: %s", err->msg);
-			sbx_error_free(&err);
-			return false;
-		}
-		qsort(*got, *ngot, sizeof(pid_t), cmp_pid);
-		if (*ngot == nwant &&
-		    memcmp(*got, want, nwant * sizeof(pid_t)) == 0)
-			return true;
-		if (engine_now_ms() >= until)
-			return false;
-		free(*got);
-		reap_all();
-		usleep(50000);
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fscanf(f, "%d", &p) == 1)
+		if (n < max)
+			v[n++] = p;
+		else
+			n++;
+	fclose(f);
+	return n;
+}
+
+/* A child in dir running sh -c script (its own PID returned). */
+static pid_t spawn_in(const char *dir, const char *script)
+{
+	pid_t c = fork_flushed();
+
+	if (c == 0) {
+		if (join(dir, getpid()) < 0)
+			_exit(99);
+		execl("/bin/sh", "sh", "-c", script, (char *)NULL);
+		_exit(98);
 	}
+	return c;
 }
 
-/* A shell carrying a new marker, given 300 ms to start its children. */
-static pid_t spawn_marked(const char *script,
-			  char marker[PROCS_MARKER_LEN + 1])
+/* init: in the cgroup, with main (the earliest child) beside it. */
+static pid_t start_init(const char *dir)
 {
-	char *env[] = {path_env, marker, NULL};
-	struct sbx_error *err = NULL;
-	pid_t root;
+	pid_t c = fork_flushed();
 
-	if (procs_marker(marker, &err) < 0)
-		bail_out("procs_marker: %s", err->msg);
-	root = spawn(script, env, NULL);
-	usleep(300000);
-	return root;
+	if (c == 0) {
+		pid_t m;
+		if (join(dir, getpid()) < 0)
+			_exit(99);
+		m = fork();
+		if (m == 0) {
+			for (;;)
+				pause();
+		}
+		for (;;) {
+			if (waitpid(-1, NULL, 0) < 0 && errno == ECHILD)
+				pause();
+		}
+	}
+	return c;
 }
 
-/* procs_stop, or nskip skips and a clean-up when it cannot run here. */
-static bool stop_or_skip(const char *marker, pid_t root, long grace,
-			 int nskip, size_t *killed, size_t *left)
+/* How many processes of the host run exactly "sleep ARG". */
+static int sleeps(const char *arg)
 {
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	int n = 0;
+
+	while (d && (de = readdir(d))) {
+		char path[300], buf[256];
+		ssize_t k;
+		int fd;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		k = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (k <= 0)
+			continue;
+		buf[k] = '\0';
+		if (strcmp(buf, "sleep") == 0 && (size_t)k > 6 &&
+		    strcmp(buf + 6, arg) == 0) {
+			char st[64];
+			snprintf(path, sizeof(path), "/proc/%s/stat",
+				 de->d_name);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			k = fd >= 0 ? read(fd, st, sizeof(st) - 1) : -1;
+			if (fd >= 0)
+				close(fd);
+			st[k > 0 ? k : 0] = '\0';
+			/* a zombie is not running */
+			if (!strstr(st, ") Z "))
+				n++;
+		}
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Wait (up to ms) until want sleeps run as "sleep arg". */
+static int sleeps_settle(const char *arg, int want, long ms)
+{
+	long long until = engine_now_ms() + ms;
+	int n;
+
+	while ((n = sleeps(arg)) != want && engine_now_ms() < until) {
+		reap_all();
+		usleep(20000);
+	}
+	return n;
+}
+
+static const char *vname(int v)
+{
+	return v == 2 ? "cgroup2" : "v1 freezer";
+}
+
+static void test_claim_and_stop(int v)
+{
+	struct procs_group g = PROCS_GROUP_INIT, h = PROCS_GROUP_INIT;
 	struct sbx_error *err = NULL;
+	char a[32], b[32], script[1024];
+	const char *dir = ctr[v - 1];
+	pid_t left[8], sh, other;
+	size_t moved = 0, n = 0, killed = 0, rest = 9;
+	long long now = (long long)time(NULL);
 	int rc;
 
-	if (!have_pidfd) {
-		for (int i = 0; i < nskip; i++)
-			skip(no_pidfd, "stop");
-		kill_found(marker, root);
-		return false;
-	}
-	rc = procs_stop(getpid(), root, marker, grace, 5000, killed, left,
-			&err);
-	if (rc < 0) {
-		diag("procs_stop: %s", err->msg);
+	snprintf(a, sizeof(a), "%d1", 700000 + (int)getpid() % 99999);
+	snprintf(b, sizeof(b), "%d2", 700000 + (int)getpid() % 99999);
+	/* Five ways out of a process group or an ancestry, and a scrubbed
+	 * environment: none is a way out of a cgroup. */
+	snprintf(script, sizeof(script),
+		 "sleep %s & setsid sleep %s & (trap '' TERM; exec sleep %s) & "
+		 "(sleep %s &) ; (env -i setsid sleep %s >/dev/null 2>&1 &); "
+		 "exec env -i sleep %s",
+		 a, a, a, a, a, a);
+	sh = spawn_in(dir, script);
+	other = spawn_in(dir, "exec sleep 1000000");
+	(void)other;
+	is_int(sleeps_settle(a, 6, 5000), 6, "%s: the command's six sleeps run",
+	       vname(v));
+
+	rc = procs_group_create(init_pid[v - 1], v, now, now + 300, &g, &err);
+	ok(rc == 0, "%s: a group is made (%s)", vname(v),
+	   err ? err->msg : g.dir);
+	sbx_error_free(&err);
+	if (rc < 0)
+		return;
+	ok(strstr(g.dir, "/" PROCS_GROUP_PREFIX) != NULL, "%s: named %s...",
+	   vname(v), PROCS_GROUP_PREFIX);
+	rc = procs_group_claim(&g, init_pid[v - 1], &moved, &err);
+	ok(rc == 0 && moved >= 7, "%s: the claim moves every process (%zu)",
+	   vname(v), moved);
+	sbx_error_free(&err);
+	n = members(dir, left, 8);
+	ok(n == 2 &&
+	       ((left[0] == init_pid[v - 1]) || (left[1] == init_pid[v - 1])),
+	   "%s: the container's cgroup keeps its init and main alone (%zu)",
+	   vname(v), n);
+
+	/* A second group, claimed after: the other exec's. */
+	rc = procs_group_create(init_pid[v - 1], v, now, now + 300, &h, &err);
+	sbx_error_free(&err);
+	if (rc == 0) {
+		spawn_in(dir, "exec sleep 1000001");
+		usleep(100000);
+		rc = procs_group_claim(&h, init_pid[v - 1], &moved, &err);
 		sbx_error_free(&err);
-		*left = 999;
 	}
-	return true;
-}
+	procs_group_count(&g, &n, &err);
+	sbx_error_free(&err);
+	ok(n >= 7, "%s: the group counts the command's processes (%zu)",
+	   vname(v), n);
 
-static const char tree[] =
-    "F=$1; SELF=$2\n"
-    "sh -c 'echo $$ >>\"$1\"; exec sleep 1000' sh \"$F\" &\n"
-    "setsid sh -c 'echo $$ >>\"$1\"; exec sleep 1000' sh \"$F\" &\n"
-    "( sh -c 'echo $$ >>\"$1\"; exec sleep 1000' sh \"$F\" & )\n"
-    "nohup sh -c 'echo $$ >>\"$1\"; exec sleep 1000' sh \"$F\" "
-    ">/dev/null 2>&1 &\n"
-    "sh -c 'trap \"\" TERM; echo $$ >>\"$1\"; exec sleep 1000' sh \"$F\" &\n"
-    "( setsid sh -c 'trap \"\" TERM; echo $$ >>\"$1\"; exec sleep 1000' "
-    "sh \"$F\" & )\n"
-    "env -i sh -c 'echo $$ >>\"$1\"; exec sleep 1000' sh \"$F\" &\n"
-    "\"$SELF\" --mode scrub \"$F\" &\n"
-    "( \"$SELF\" --mode hide \"$F\" & )\n"
-    "( \"$SELF\" --mode zleader \"$F\" & )\n"
-    "echo $$ >>\"$F\"\n"
-    "wait\n";
-#define TREE_N 11
+	rc = procs_group_stop(&g, 300, 5000, &killed, &rest, &err);
+	ok(rc == 0 && rest == 0, "%s: stop: nothing left (%s)", vname(v),
+	   err ? err->msg : "ok");
+	sbx_error_free(&err);
+	ok(killed >= 7, "%s: stop counts what it stopped (%zu)", vname(v),
+	   killed);
+	is_int(sleeps_settle(a, 0, 3000), 0,
+	       "%s: no sleep of the command survives, setsid, double fork, "
+	       "TERM ignored and scrubbed environment included",
+	       vname(v));
+	waitpid(sh, NULL, 0);
+	is_int(sleeps("1000001"), 1,
+	       "%s: another group's process is left alone", vname(v));
+	ok(kill(init_pid[v - 1], 0) == 0, "%s: init is left alone", vname(v));
+	ok(procs_group_remove(&g) == 0 && access(g.dir, F_OK) < 0,
+	   "%s: the empty group is removed", vname(v));
+	procs_group_count(&g, &n, &err);
+	ok(n == 0 && !err, "%s: a group that is gone counts 0", vname(v));
+	sbx_error_free(&err);
 
-static void test_marker(void)
-{
-	char a[PROCS_MARKER_LEN + 1], b[PROCS_MARKER_LEN + 1];
-	struct sbx_error *err = NULL;
-	bool hex = true;
-
-	ok(procs_marker(a, &err) == 0 && procs_marker(b, &err) == 0,
-	   "marker: made");
-	is_int((long long)strlen(a), (long long)PROCS_MARKER_LEN,
-	       "marker: its length");
-	ok(strncmp(a, "SBXCAT_EXEC=", 12) == 0, "marker: its name (%s)", a);
-	for (const char *s = a + 12; *s; s++)
-		hex = hex && strchr("0123456789abcdef", *s);
-	ok(hex && strcmp(a, b) != 0, "marker: 32 hex digits, a new one each "
-				     "time");
-}
-
-static void test_tree(const char *dir)
-{
-	char marker[PROCS_MARKER_LEN + 1], other[PROCS_MARKER_LEN + 1];
-	char file[PATH_MAX], nfile[PATH_MAX], longer[PROCS_MARKER_LEN + 2];
-	char shorter[PROCS_MARKER_LEN + 1], inside[PROCS_MARKER_LEN + 5];
-	struct sbx_error *err = NULL;
-	pid_t want[64], neg[64], negroot[5], root, *got;
-	size_t nwant, nneg = 0, ngot, killed = 0, left = 0;
-	long long t0, took;
-	bool none_alive = true, negs_alive = true, settled;
-	int fd;
-
-	procs_marker(marker, &err);
-	procs_marker(other, &err);
-	snprintf(longer, sizeof(longer), "%sx", marker);
-	snprintf(shorter, sizeof(shorter), "%.*s", (int)PROCS_MARKER_LEN - 1,
-		 marker);
-	snprintf(inside, sizeof(inside), "FOO=%s", marker);
-	snprintf(file, sizeof(file), "%s/pids", dir);
-	snprintf(nfile, sizeof(nfile), "%s/neg", dir);
-	fd = open(file, O_CREAT | O_WRONLY | O_TRUNC, 0600);
-	close(fd);
-	fd = open(nfile, O_CREAT | O_WRONLY | O_TRUNC, 0600);
-	close(fd);
-
-	{
-		char *env[] = {(char *)"PATH=/usr/bin:/bin",
-			       (char *)"LC_ALL=C", marker, (char *)"HOME=/",
-			       NULL};
-		root = spawn(tree, env, file);
+	/* A fork storm in h: the atomic kill ends it. */
+	if (h.dir) {
+		pid_t storm =
+		    spawn_in(h.dir, "while :; do (sleep 1000002 &) ; done");
+		usleep(300000);
+		rc = procs_group_stop(&h, 0, 5000, &killed, &rest, &err);
+		ok(rc == 0 && rest == 0,
+		   "%s: a fork storm is stopped whole (%zu stopped)", vname(v),
+		   killed);
+		sbx_error_free(&err);
+		waitpid(storm, NULL, 0);
+		is_int(sleeps_settle("1000002", 0, 3000), 0,
+		       "%s: ... nothing of it left", vname(v));
+		is_int(sleeps("1000001"), 0, "%s: ... the other exec's too",
+		       vname(v));
+		procs_group_remove(&h);
 	}
-	/* Look-alikes, none of them ours; the other marker's shell has a
-	 * scrubbed child, to be left alone as root_pid's descendants are
-	 * only taken from a root that is not another exec's. */
-	{
-		char *const envs[][3] = {
-		    {path_env, longer, NULL},
-		    {path_env, shorter, NULL},
-		    {path_env, inside, NULL},
-		    {path_env, other, NULL},
-		};
-		for (size_t i = 0; i < 4; i++)
-			negroot[i] = spawn(
-			    "env -i sh -c 'echo $$ >>\"$1\"; exec sleep 1000' "
-			    "sh \"$1\" & echo $$ >>\"$1\"; wait",
-			    envs[i], nfile);
-		/* The marker in argv, not in the environment. */
-		{
-			char *env[] = {path_env, NULL};
-			char script[256];
-			snprintf(script, sizeof(script),
-				 "\"$2\" --mode argv \"$1\" %s & wait", marker);
-			negroot[4] = spawn(script, env, nfile);
-		}
-	}
-	nwant = read_pids(file, TREE_N, want);
-	is_int((long long)nwant, TREE_N, "tree: all %d processes started",
-	       TREE_N);
-	nneg = read_pids(nfile, 9, neg);
-	is_int((long long)nneg, 9, "look-alikes: all started");
-	qsort(want, nwant, sizeof(pid_t), cmp_pid);
-
-	settled = find_settles(marker, root, want, nwant, &got, &ngot);
-	ok(settled, "find: exactly the tree's %zu processes (found %zu)",
-	   nwant, ngot);
-	{
-		bool stray = false;
-		for (size_t i = 0; i < ngot; i++)
-			if (has(neg, nneg, got[i])) {
-				diag("look-alike %d found", (int)got[i]);
-				stray = true;
-			} else if (!has(want, nwant, got[i])) {
-				diag("stray %d found", (int)got[i]);
-				stray = true;
-			}
-		ok(!stray, "find: no look-alike, nothing else");
-	}
-	free(got);
-
-	/* Without root_pid only the marker counts: the two scrubbed ones
-	 * (env -i, and the one that overwrote its environment) are found
-	 * through their ancestry alone. */
-	got = NULL;
-	procs_find(getpid(), 0, marker, &got, &ngot, &err);
-	is_int((long long)ngot, (long long)nwant - 2,
-	       "find: without root_pid, all but the two scrubbed ones");
-	free(got);
-	/* Another exec's shell as root_pid (a reused PID): its scrubbed
-	 * child is not ours. */
-	got = NULL;
-	procs_find(getpid(), negroot[3], marker, &got, &ngot, &err);
-	{
-		bool stray = false;
-		for (size_t i = 0; i < ngot; i++)
-			stray = stray || has(neg, nneg, got[i]);
-		ok(!stray && ngot == nwant - 2,
-		   "find: a root_pid carrying another exec's marker brings "
-		   "none of its tree (found %zu)",
-		   ngot);
-	}
-	free(got);
-
-	t0 = engine_now_ms();
-	if (!stop_or_skip(marker, root, 300, 6, &killed, &left))
-		goto out;
-	took = engine_now_ms() - t0;
-	is_int((long long)killed, (long long)nwant,
-	       "stop: killed counts each process once");
-	is_int((long long)left, 0, "stop: none left");
-	ok(took >= 300 && took < 3000,
-	   "stop: the TERM-ignoring ones needed KILL after the grace "
-	   "(%lld ms)",
-	   took);
+	procs_group_release(&g);
+	procs_group_release(&h);
 	reap_all();
-	for (size_t i = 0; i < nwant; i++)
-		if (alive(want[i])) {
-			diag("%d still alive", (int)want[i]);
-			none_alive = false;
-		}
-	ok(none_alive, "stop: every one of them is gone");
-	got = NULL;
-	procs_find(getpid(), root, marker, &got, &ngot, &err);
-	is_int((long long)ngot, 0, "stop: a fresh scan finds none");
-	free(got);
-	for (size_t i = 0; i < nneg; i++)
-		if (!alive(neg[i])) {
-			diag("look-alike %d was killed", (int)neg[i]);
-			negs_alive = false;
-		}
-	ok(negs_alive, "stop: the look-alikes are untouched");
-out:
-	kill_found(marker, root); /* when stopping failed: leave nothing */
-	for (size_t i = 0; i < nneg; i++)
-		kill(neg[i], SIGKILL);
+}
+
+static void test_expire(int v)
+{
+	struct procs_group old = PROCS_GROUP_INIT, young = PROCS_GROUP_INIT,
+			   empty = PROCS_GROUP_INIT;
+	struct sbx_error *err = NULL;
+	size_t busy = 9, stopped = 9, moved;
+	long long now = (long long)time(NULL);
+	const char *dir = ctr[v - 1];
+	int rc;
+
+	rc = procs_group_create(init_pid[v - 1], v, now - 100, now - 1, &old,
+				&err);
+	sbx_error_free(&err);
+	spawn_in(dir, "exec sleep 1000003");
 	usleep(100000);
-	reap_all();
+	procs_group_claim(&old, init_pid[v - 1], &moved, &err);
 	sbx_error_free(&err);
-}
-
-/* A shell that ignores TERM and starts a TERM-ignoring child every 20 ms. */
-static void test_spawner(void)
-{
-	char marker[PROCS_MARKER_LEN + 1];
-	struct sbx_error *err = NULL;
-	size_t killed = 0, left = 0, n = 0;
-	pid_t root, *got = NULL;
-
-	root = spawn_marked(
-	    "trap '' TERM; while :; do sleep 1000 & sleep 0.02; done", marker);
-	if (stop_or_skip(marker, root, 200, 2, &killed, &left)) {
-		ok(left == 0 && killed >= 5,
-		   "spawner: stopped while it forks (%zu killed, %zu left)",
-		   killed, left);
-		procs_find(getpid(), root, marker, &got, &n, &err);
-		is_int((long long)n, 0, "spawner: a fresh scan finds none");
-		free(got);
-		kill_found(marker, root);
+	rc |= procs_group_create(init_pid[v - 1], v, now, now + 300, &young,
+				 &err);
+	sbx_error_free(&err);
+	spawn_in(dir, "exec sleep 1000004");
+	usleep(100000);
+	procs_group_claim(&young, init_pid[v - 1], &moved, &err);
+	sbx_error_free(&err);
+	rc |= procs_group_create(init_pid[v - 1], v, now, now + 300, &empty,
+				 &err);
+	sbx_error_free(&err);
+	if (rc) {
+		skip("the groups could not be made", "%s: expire", vname(v));
+		return;
 	}
-	usleep(50000);
-	reap_all();
+	rc = procs_groups_expire(init_pid[v - 1], now, 300, 200, 3000, &busy,
+				 &stopped, &err);
+	ok(rc == 0 && busy == 1 && stopped == 1,
+	   "%s: expire stops the group past its deadline, counts the one "
+	   "within it (busy %zu, stopped %zu)",
+	   vname(v), busy, stopped);
 	sbx_error_free(&err);
+	is_int(sleeps_settle("1000003", 0, 3000), 0,
+	       "%s: ... its process is gone", vname(v));
+	is_int(sleeps("1000004"), 1, "%s: ... the young one's runs", vname(v));
+	ok(access(old.dir, F_OK) < 0 && access(empty.dir, F_OK) == 0 &&
+	       access(young.dir, F_OK) == 0,
+	   "%s: ... the expired group is removed; an empty one within its "
+	   "deadline (a starting exec's) is left",
+	   vname(v));
+	/* The longest deadline shrank to 0 s: start + 0 is past. */
+	rc = procs_groups_expire(init_pid[v - 1], now + 5, 1, 200, 3000, &busy,
+				 &stopped, &err);
+	sbx_error_free(&err);
+	ok(rc == 0 && busy == 0 && sleeps_settle("1000004", 0, 3000) == 0 &&
+	       access(empty.dir, F_OK) < 0,
+	   "%s: start + the configured longest deadline bounds a deadline "
+	   "written longer",
+	   vname(v));
+	procs_group_release(&old);
+	procs_group_release(&young);
+	procs_group_release(&empty);
+	reap_all();
 }
 
-/*
- * A dead child nobody reaps (its parent exec'd sleep): a zombie under
- * root_pid.  It is no process to stop: finding it would have the stopping
- * loop signal it until it gave up.
- */
-static void test_zombie(void)
+static void test_watch(int v)
 {
-	char marker[PROCS_MARKER_LEN + 1];
+	struct procs_group g = PROCS_GROUP_INIT;
 	struct sbx_error *err = NULL;
-	size_t killed = 0, left = 0, n = 0;
-	pid_t root, *got = NULL;
+	long long now = (long long)time(NULL), t0;
+	size_t moved;
+	pid_t w = 0;
+	int rc;
 
-	root = spawn_marked("sh -c 'exit 0' & exec sleep 1000", marker);
-	procs_find(getpid(), root, marker, &got, &n, &err);
-	ok(n == 1 && got[0] == root,
-	   "zombie: an unreaped dead child is not found (%zu found)", n);
-	free(got);
-	if (stop_or_skip(marker, root, 200, 1, &killed, &left))
-		ok(killed == 1 && left == 0,
-		   "zombie: stop kills the one live process (%zu killed, %zu "
-		   "left)",
-		   killed, left);
-	kill_found(marker, root);
-	usleep(50000);
-	reap_all();
+	if (procs_group_create(init_pid[v - 1], v, now, now + 1, &g, &err) <
+	    0) {
+		skip(err->msg, "%s: watch", vname(v));
+		sbx_error_free(&err);
+		return;
+	}
+	spawn_in(ctr[v - 1], "trap '' TERM; exec sleep 1000005");
+	usleep(100000);
+	procs_group_claim(&g, init_pid[v - 1], &moved, &err);
 	sbx_error_free(&err);
+	t0 = engine_now_ms();
+	rc = procs_group_watch(&g, t0 + 500, 200, 3000, &w, &err);
+	ok(rc == 0 && w > 0 && kill(w, 0) == 0,
+	   "%s: a watcher runs (%d), detached", vname(v), (int)w);
+	sbx_error_free(&err);
+	ok(w > 0 && getsid(w) > 0 && getsid(w) != getsid(0) && getsid(w) != w,
+	   "%s: ... in a session of its own, not leading it", vname(v));
+	is_int(sleeps("1000005"), 1, "%s: before the deadline the process runs",
+	       vname(v));
+	is_int(sleeps_settle("1000005", 0, 6000), 0,
+	       "%s: at the deadline the watcher stops it (TERM ignored)",
+	       vname(v));
+	{
+		long long until = engine_now_ms() + 3000;
+		while (access(g.dir, F_OK) == 0 && engine_now_ms() < until)
+			usleep(20000);
+	}
+	ok(access(g.dir, F_OK) < 0, "%s: ... and removes the group", vname(v));
+	procs_group_release(&g);
+	reap_all();
 }
 
 static void test_errors(void)
 {
 	struct sbx_error *err = NULL;
-	pid_t *got = NULL, dead;
-	size_t n;
+	int version;
+	char *dir = NULL, *rel = NULL;
+	pid_t dead = fork_flushed();
 	int rc;
 
-	dead = fork_flushed();
 	if (dead == 0)
 		_exit(0);
 	waitpid(dead, NULL, 0);
-	rc = procs_find(dead, 0, "SBXCAT_EXEC=x", &got, &n, &err);
-	ok(rc == -1 && err && err->status == SBX_EXIT_ENV,
-	   "find: an init that is gone is status 3 (%s)",
-	   err ? err->msg : "");
+	rc = procs_container_cgroup(dead, 0, &version, &dir, &rel, &err);
+	ok(rc < 0 && err && err->status == SBX_EXIT_ENV,
+	   "a process gone has no cgroup (%s)", err ? err->msg : "");
 	sbx_error_free(&err);
-	free(got);
-	{
-		size_t killed = 9, left = 9;
-		rc = procs_stop(dead, 0, "SBXCAT_EXEC=x", 100, 100, &killed,
-				&left, &err);
-		ok(rc == 0 && killed == 0 && left == 0,
-		   "stop: an init that is gone took its namespace with it");
-		sbx_error_free(&err);
-	}
+	free(dir);
+	free(rel);
 }
 
 static void test_oom(void)
@@ -536,45 +431,108 @@ static void test_oom(void)
 	sbx_error_free(&err);
 }
 
-int main(int argc, char **argv)
+/* The hierarchy's mount point of version v, or NULL. */
+static const char *mount_of(int v)
 {
-	char dir[] = "/tmp/t-procs.XXXXXX";
+	static char mnt[2][PATH_MAX];
+	FILE *f = fopen("/proc/self/mounts", "r");
+	char src[256], dir[PATH_MAX], type[64], opts[512];
 
-	if (argc >= 3 && strcmp(argv[1], "--mode") == 0)
-		return child_mode(argv[2], argc > 3 ? argv[3] : NULL, argv);
-	if (!realpath(argv[0], self))
-		bail_out("realpath %s: %s", argv[0], strerror(errno));
+	while (f && fscanf(f, "%255s %4095s %63s %511s %*s %*s", src, dir, type,
+			   opts) == 4) {
+		if ((v == 2 && strcmp(type, "cgroup2") == 0) ||
+		    (v == 1 && strcmp(type, "cgroup") == 0 &&
+		     strstr(opts, "freezer"))) {
+			snprintf(mnt[v - 1], sizeof(mnt[v - 1]), "%s", dir);
+			fclose(f);
+			return mnt[v - 1];
+		}
+	}
+	if (f)
+		fclose(f);
+	return NULL;
+}
+
+static void kill_tree(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	pid_t v[4096];
+
+	while (d && (de = readdir(d))) {
+		char sub[PATH_MAX];
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
+		kill_tree(sub);
+	}
+	if (d)
+		closedir(d);
+	for (int round = 0; round < 100; round++) {
+		size_t n = members(dir, v, 4096);
+		if (!n)
+			break;
+		for (size_t i = 0; i < n && i < 4096; i++)
+			kill(v[i], SIGKILL);
+		usleep(10000);
+		reap_all();
+	}
+	rmdir(dir);
+}
+
+int main(void)
+{
+	int versions = 0;
+
+	if (geteuid() != 0)
+		skip_all("cgroups are made by root only");
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		bail_out("PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
-	if (!mkdtemp(dir))
-		bail_out("mkdtemp: %s", strerror(errno));
-	alarm(120); /* a test that hangs fails */
+	alarm(180); /* a test that hangs fails */
 	{
 		int fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
-		have_pidfd = fd >= 0;
-		if (fd >= 0)
-			close(fd);
-		else
-			diag("%s: %s", no_pidfd, strerror(errno));
+		if (fd < 0)
+			skip_all("pidfd_open is not available here (valgrind "
+				 "< 3.20?); the plain and sanitizer builds run "
+				 "this test");
+		close(fd);
 	}
-
-	test_marker();
-	if (geteuid() != 0)
-		diag("not root: a non-dumpable process's environment cannot be "
-		     "read; the tree may not be found whole");
-	test_tree(dir);
-	test_spawner();
-	test_zombie();
+	for (int v = 1; v <= 2; v++) {
+		const char *m = mount_of(v);
+		if (!m) {
+			diag("no %s hierarchy is mounted here", vname(v));
+			continue;
+		}
+		snprintf(ctr[v - 1], sizeof(ctr[v - 1]),
+			 "%s/sbxcat-t-procs-%d-v%d", m, (int)getpid(), v);
+		if (mkdir(ctr[v - 1], 0700) < 0) {
+			diag("cannot make %s: %s", ctr[v - 1], strerror(errno));
+			ctr[v - 1][0] = '\0';
+			continue;
+		}
+		init_pid[v - 1] = start_init(ctr[v - 1]);
+		usleep(100000);
+		versions++;
+	}
+	if (!versions)
+		skip_all("neither cgroup2 nor the v1 freezer can be used here");
+	for (int v = 2; v >= 1; v--) {
+		if (!ctr[v - 1][0]) {
+			skip("not mounted here",
+			     "%s: claim, stop, expire, "
+			     "watch",
+			     vname(v));
+			continue;
+		}
+		test_claim_and_stop(v);
+		test_expire(v);
+		test_watch(v);
+	}
 	test_errors();
 	test_oom();
-
-	{
-		char path[PATH_MAX + 8];
-		snprintf(path, sizeof(path), "%s/pids", dir);
-		unlink(path);
-		snprintf(path, sizeof(path), "%s/neg", dir);
-		unlink(path);
-		rmdir(dir);
-	}
+	for (int v = 1; v <= 2; v++)
+		if (ctr[v - 1][0])
+			kill_tree(ctr[v - 1]);
+	reap_all();
 	return done_testing();
 }

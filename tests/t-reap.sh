@@ -264,6 +264,41 @@ reap --now $((N7 + 7200))
 grep -q "^stopped $K7: idle for" "$T/out"
 ok $? "once the command ended, the session idles and is stopped"
 
+# -- The reaper never trusts "a command is running" past its deadline
+# (issue 16): a command left a process running after it exited, and the
+# watcher that was to stop it at the deadline died (killed here, as a
+# crash would).  Once the deadline has passed, the pass stops what is left
+# and the session idles out.
+open_s acme run s8; K8=$key
+d8=9$(($(printf '%d' "0x$sfx") % 900000 + 100000))
+sbx exec "$K8" --timeout 3 -c "sleep $d8 >/dev/null 2>&1 &"
+is "$rc:$(pgrep -cf "^sleep $d8\$")" "0:1" "a command left a process behind"
+for w in $(pgrep -x sbxcat-deadline); do
+	tr '\0' ' ' <"/proc/$w/cmdline" 2>/dev/null | grep -q "$K8" && kill -9 "$w"
+done
+N8=$(date +%s)
+stamp "$K8" $((N8 - 7200))
+reap --now "$N8"
+grep -qx "$K8 has a command running (exec); left alone" "$T/out"
+ok $? "within its deadline, the session is left alone"
+is "$(pgrep -cf "^sleep $d8\$")" 1 "... and so is the process"
+sleep 4
+reap --now "$(date +%s)"
+grep -q "^stopped $K8: idle for" "$T/out"
+ok $? "past the deadline (its watcher gone), the session idles out: $(grep "$K8" "$T/out")"
+is "$(pgrep -cf "^sleep $d8\$")" 0 "... and the process it left is gone"
+# Without a watcher's help either, a process that rewrites what the old
+# marker was (SBXCAT_EXEC) no longer keeps the engine's exec running for
+# ever: the deadline stops it, so the session can idle out.
+open_s acme run s9; K9=$key
+sbx exec "$K9" --timeout 2 -- env SBXCAT_EXEC=x sleep "${d8}9"
+is "$rc:$(pgrep -cf "^sleep ${d8}9\$")" "124:0" "the exec's own process with a rewritten environment is stopped at the deadline"
+N9=$(date +%s)
+stamp "$K9" $((N9 - 7200))
+reap --now "$N9"
+grep -q "^stopped $K9: idle for" "$T/out"
+ok $? "... and the session idles out"
+
 # -- --report and session ls --json: sizes.
 head -c 1048576 /dev/zero >"$(ws "$K6")/big"
 echo a >"$(ws "$K6")/a"
