@@ -683,6 +683,9 @@ out:
 	if (conn >= 0)
 		close(conn);
 	strbuf_release(&pre);
+	/* Only an empty group goes (a watched one is its watcher's). */
+	if (grp.dir)
+		procs_group_remove(&grp);
 	procs_group_release(&grp);
 	free(exec_id);
 	free(ws);
