@@ -117,6 +117,29 @@ void audit_row_release(struct audit_row *r)
  * result is then up to 5 characters short of max.  Only about max units
  * are looked at, whatever len is.
  */
+/* One unit of s at i (see audit_clean) appended to out: its bytes in s,
+ * its width (characters) in *w. */
+static size_t clean_unit(struct strbuf *out, const char *s, size_t len,
+			 size_t i, size_t *w)
+{
+	uint32_t c;
+	size_t n = utf8_decode(s + i, len - i, &c), before = out->len;
+
+	if (n == 0) {
+		text_add_escaped(out, s + i, 1);
+		*w = out->len - before;
+		return 1;
+	}
+	if (text_is_control(c) || text_is_bidi(c)) {
+		text_add_escaped(out, s + i, n);
+		*w = out->len - before;
+	} else {
+		strbuf_add(out, s + i, n);
+		*w = 1;
+	}
+	return n;
+}
+
 void audit_clean(struct strbuf *out, const char *s, size_t len, size_t max)
 {
 	size_t chars = 0, keep = out->len;
@@ -125,22 +148,9 @@ void audit_clean(struct strbuf *out, const char *s, size_t len, size_t max)
 		die_bug("audit_clean: max %zu is below the cut mark", max);
 	strbuf_grow(out, len < max ? len : max);
 	for (size_t i = 0; i < len;) {
-		uint32_t c;
-		size_t n = utf8_decode(s + i, len - i, &c), before = out->len,
-		       w;
+		size_t w;
 
-		if (n == 0) {
-			text_add_escaped(out, s + i, 1);
-			n = 1;
-			w = out->len - before;
-		} else if (text_is_control(c) || text_is_bidi(c)) {
-			text_add_escaped(out, s + i, n);
-			w = out->len - before;
-		} else {
-			strbuf_add(out, s + i, n);
-			w = 1;
-		}
-		i += n;
+		i += clean_unit(out, s, len, i, &w);
 		if (chars + w <= max - CUT_LEN)
 			keep = out->len;
 		chars += w;
@@ -152,15 +162,72 @@ void audit_clean(struct strbuf *out, const char *s, size_t len, size_t max)
 	}
 }
 
+#define HEAD_MARK "[cut] "
+#define HEAD_LEN (sizeof(HEAD_MARK) - 1)
+
+/*
+ * A unit is at most 4 bytes and at least 1 character wide, so the last
+ * max characters come from the last 4 * max bytes: only those are looked
+ * at, whatever len is.  A start inside that window that is a UTF-8
+ * continuation byte is moved past (at most 3 of them), to a byte that
+ * starts a unit in s as a whole too.
+ */
+void audit_clean_tail(struct strbuf *out, const char *s, size_t len, size_t max)
+{
+	size_t from = 0, chars = 0, w, i;
+	struct strbuf tmp = STRBUF_INIT;
+
+	if (max < HEAD_LEN)
+		die_bug("audit_clean_tail: max %zu is below the cut mark", max);
+	if (len / 4 > max) {
+		from = len - 4 * max;
+		for (int k = 0;
+		     k < 3 && ((unsigned char)s[from] & 0xc0) == 0x80; k++)
+			from++;
+	}
+	for (i = from; i < len;) {
+		i += clean_unit(&tmp, s, len, i, &w);
+		chars += w;
+	}
+	if (from == 0 && chars <= max) {
+		strbuf_add(out, tmp.buf ? tmp.buf : "", tmp.len);
+		strbuf_release(&tmp);
+		return;
+	}
+	/* Drop units from the front until the rest fits after the mark. */
+	strbuf_addstr(out, HEAD_MARK);
+	for (i = from; i < len && chars > max - HEAD_LEN;) {
+		strbuf_reset(&tmp);
+		i += clean_unit(&tmp, s, len, i, &w);
+		chars -= w;
+	}
+	for (; i < len;)
+		i += clean_unit(out, s, len, i, &w);
+	strbuf_release(&tmp);
+}
+
+static void row_set(char **field, struct strbuf *sb)
+{
+	free(*field);
+	*field = strbuf_detach(sb, NULL);
+	if (!*field)
+		*field = xstrdup("");
+}
+
 void audit_row_set(char **field, const char *s, size_t len, size_t max)
 {
 	struct strbuf sb = STRBUF_INIT;
 
 	audit_clean(&sb, s, len, max);
-	free(*field);
-	*field = strbuf_detach(&sb, NULL);
-	if (!*field)
-		*field = xstrdup("");
+	row_set(field, &sb);
+}
+
+void audit_row_set_target(struct audit_row *r, const char *s, size_t len)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	audit_clean_tail(&sb, s, len, AUDIT_TARGET_MAX);
+	row_set(&r->target, &sb);
 }
 
 bool audit_is_clean(const char *s, size_t max)

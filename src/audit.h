@@ -91,9 +91,23 @@ void audit_row_release(struct audit_row *r);
  */
 void audit_clean(struct strbuf *out, const char *s, size_t len, size_t max);
 
+/*
+ * A target (a path, a command) cleaned as audit_clean cleans, but when it
+ * must be cut its end is kept, not its front: "[cut] " then the last
+ * characters that fit, so a path keeps its last component (the name a
+ * search looks for) and a command its last arguments.  At most max
+ * characters (max >= 6), up to 5 fewer when an escape would straddle the
+ * cut (it goes whole).  A clean string of at most max characters is kept
+ * as it is, so the result is clean for audit_is_clean too.
+ */
+void audit_clean_tail(struct strbuf *out, const char *s, size_t len,
+		      size_t max);
+
 /* Whether s is what audit_clean(s, max) would make of it. */
 bool audit_is_clean(const char *s, size_t max);
 void audit_row_set(char **field, const char *s, size_t len, size_t max);
+/* r->target set from s[0..len) with audit_clean_tail, AUDIT_TARGET_MAX. */
+void audit_row_set_target(struct audit_row *r, const char *s, size_t len);
 
 /*
  * The canonical encoding the chain hashes (docs/audit.md, "The chain"):

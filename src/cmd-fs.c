@@ -26,6 +26,7 @@
 #include "error.h"
 #include "grep.h"
 #include "session.h"
+#include "sig.h"
 #include "text.h"
 #include "util.h"
 #include "walk.h"
@@ -138,6 +139,107 @@ static void put_text(const char *s, size_t len)
 	}
 }
 
+/*
+ * ---- JSON written as it is made ----
+ *
+ * A document with one array that an input can make big (read's lines,
+ * grep's matches, a listing's entries) is written as it is made, one
+ * element at a time, byte for byte what cmd_print_json() prints of the
+ * whole (JSON_INDENT(2)): what is held is one element, never the
+ * document (an 8 MiB file of newlines made 4.2 GB of jansson objects).
+ * The members around the array come from a document holding it empty,
+ * dumped: the array goes where its text "\n  \"KEY\": []" is (a raw
+ * newline is never inside a JSON string, so that text is that member and
+ * nothing else).  Ownership: head and the document given to
+ * json_stream_end are consumed.
+ */
+struct json_stream {
+	const char *key;
+	json_t *head; /* the members before the array, until written */
+	size_t n;     /* elements written */
+};
+
+/* Where "\n  \"KEY\": []" starts in text, and its length. */
+static size_t stream_marker(const char *text, const char *key, size_t *len)
+{
+	cleanup_free char *m = xasprintf("\n  \"%s\": []", key);
+	const char *at = strstr(text, m);
+
+	if (!at)
+		die_bug("json stream: no member '%s'", key);
+	*len = strlen(m);
+	return (size_t)(at - text);
+}
+
+static void json_stream_begin(struct json_stream *js, const char *key,
+			      json_t *head)
+{
+	js->key = key;
+	js->head = head;
+	js->n = 0;
+}
+
+/* The text of the document up to the array's '[' (once). */
+static void stream_head(struct json_stream *js)
+{
+	char *text;
+	size_t at, len;
+
+	if (!js->head)
+		return;
+	text = json_dumps(js->head, JSON_INDENT(2));
+	if (!text)
+		die_oom();
+	at = stream_marker(text, js->key, &len);
+	fwrite(text, 1, at + len - 1, stdout);
+	free(text);
+	json_decref(js->head);
+	js->head = NULL;
+}
+
+/* jansson's text of an element, every line indented 4 more (its depth). */
+static int put_indented(const char *buf, size_t size, void *data)
+{
+	(void)data;
+	while (size) {
+		const char *nl = memchr(buf, '\n', size);
+		size_t n = nl ? (size_t)(nl - buf) + 1 : size;
+
+		fwrite(buf, 1, n, stdout);
+		if (nl)
+			fputs("    ", stdout);
+		buf += n;
+		size -= n;
+	}
+	return 0;
+}
+
+static void json_stream_item(struct json_stream *js, json_t *item)
+{
+	stream_head(js);
+	fputs(js->n++ ? ",\n    " : "\n    ", stdout);
+	json_dump_callback(item, put_indented, NULL, JSON_INDENT(2));
+	json_decref(item);
+}
+
+/* The rest: doc holds the same members before the array, and those after. */
+static void json_stream_end(struct json_stream *js, json_t *doc)
+{
+	char *text;
+	size_t at, len;
+
+	stream_head(js);
+	text = json_dumps(doc, JSON_INDENT(2));
+	if (!text)
+		die_oom();
+	json_decref(doc);
+	at = stream_marker(text, js->key, &len);
+	fputs(js->n ? "\n  ]" : "]", stdout);
+	fputs(text + at + len, stdout);
+	fputc('\n', stdout);
+	free(text);
+}
+
 static json_t *mode_json(unsigned mode)
 {
 	char buf[8];
@@ -232,31 +334,44 @@ static void print_problems(const struct walk_problem *p, size_t n)
 	strbuf_release(&sb);
 }
 
-/* A listing's end, shared by ls and glob. */
-static void listing_end(const struct fs_call *c, const char *what,
-			json_t *doc, json_t *entries,
+/* A listing's entries and end, shared by ls and glob (doc consumed). */
+static void listing_end(const struct fs_call *c, const char *what, json_t *doc,
 			const struct walk_result *res)
 {
 	struct walk_opts o;
 	char line[96];
 
+	/* The time budget stopped it (a signal is main's to report). */
+	bool timed = res->stopped && !sig_caught();
+	bool truncated = res->truncated || timed;
+	const char *why = timed ? "time" : res->why;
+
 	walk_opts_from(c, &o);
 	if (c->ctx->json) {
-		json_object_set_new(doc, what, entries);
-		json_object_set_new(doc, "truncated",
-				    json_boolean(res->truncated));
-		json_object_set_new(doc, "why", res->truncated && res->why
-							? json_string(res->why)
-							: json_null());
+		struct json_stream js;
+
+		json_object_set_new(doc, what, json_array());
+		json_object_set_new(doc, "truncated", json_boolean(truncated));
+		json_object_set_new(doc, "why",
+				    truncated && why ? json_string(why)
+						     : json_null());
 		json_object_set_new(
 		    doc, "skipped",
 		    problems_json(res->problems, res->nproblems));
-		cmd_print_json(doc);
+		json_stream_begin(&js, what, json_incref(doc));
+		for (size_t i = 0; i < res->n; i++)
+			json_stream_item(&js, entry_json(&res->v[i]));
+		json_stream_end(&js, doc);
 		return;
 	}
 	json_decref(doc);
-	json_decref(entries);
-	if (res->truncated)
+	for (size_t i = 0; i < res->n; i++)
+		print_entry(&res->v[i]);
+	if (timed)
+		printf("listing stopped after its %lld s budget; not every "
+		       "file is shown\n",
+		       c->ws.budget_ms / 1000);
+	else if (res->truncated)
 		printf("%s\n", truncation_line(line, res->why, o.max_entries,
 					       o.max_depth));
 	print_problems(res->problems, res->nproblems);
@@ -303,28 +418,18 @@ static int fs_read(struct fs_call *c, struct sbx_error **err)
 		return -1;
 	next = offset + l.n;
 	c->out_results = (long long)l.n;
-	c->out_bytes = (long long)(l.n ? l.start[l.n] - l.start[0] : 0);
+	c->out_bytes = (long long)l.len;
 	if (l.cut)
 		c->out_detail = "cut at the read limit";
 	if (c->ctx->json) {
-		json_t *lines = json_array(), *o = json_object();
+		json_t *o = json_object();
+		struct json_stream js;
+		const char *text;
+		size_t pos = 0, len;
 
-		for (size_t i = 0; i < l.n; i++) {
-			size_t b = l.start[i], e = l.start[i + 1];
-			char *t;
-
-			if (e > b && l.buf[e - 1] == '\n')
-				e--;
-			t = xstrndup(l.buf + b, e - b);
-			json_array_append_new(
-			    lines, xjson_pack("{s:I, s:o}", "n",
-					      (json_int_t)(l.first + i), "text",
-					      xjson_text(t)));
-			free(t);
-		}
 		xjson_set_path(o, "path", c->rel);
 		json_object_set_new(o, "offset", json_integer((json_int_t)offset));
-		json_object_set_new(o, "lines", lines);
+		json_object_set_new(o, "lines", json_array());
 		json_object_set_new(o, "lines_left",
 				    l.lines_left < 0
 					? json_null()
@@ -332,18 +437,31 @@ static int fs_read(struct fs_call *c, struct sbx_error **err)
 		json_object_set_new(o, "more", json_boolean(l.more));
 		json_object_set_new(o, "cut", json_boolean(l.cut));
 		json_object_set_new(o, "size", json_integer((json_int_t)l.size));
-		cmd_print_json(o);
+		json_stream_begin(&js, "lines", json_incref(o));
+		for (size_t i = 0; workspace_lines_next(&l, &pos, &text, &len);
+		     i++) {
+			char *t = xstrndup(text, len);
+
+			json_stream_item(&js,
+					 xjson_pack("{s:I, s:o}", "n",
+						    (json_int_t)(l.first + i),
+						    "text", xjson_text(t)));
+			free(t);
+		}
+		json_stream_end(&js, o);
 		workspace_lines_release(&l);
 		return 0;
 	}
-	for (size_t i = 0; i < l.n; i++) {
-		size_t b = l.start[i], e = l.start[i + 1];
+	{
+		const char *text;
+		size_t pos = 0, len;
 
-		if (e > b && l.buf[e - 1] == '\n')
-			e--;
-		printf("%6llu\t", l.first + i);
-		put_text(l.buf + b, e - b);
-		putchar('\n');
+		for (size_t i = 0; workspace_lines_next(&l, &pos, &text, &len);
+		     i++) {
+			printf("%6llu\t", l.first + i);
+			put_text(text, len);
+			putchar('\n');
+		}
 	}
 	if (l.cut)
 		printf("... output stopped at the %llu-byte read limit; read "
@@ -444,10 +562,11 @@ static int fs_ls(struct fs_call *c, struct sbx_error **err)
 {
 	struct walk_opts o;
 	struct walk_result res = {0};
-	json_t *doc, *entries;
+	json_t *doc;
 	const char *path = c->a.noperands ? c->a.operand[0] : ".";
 
 	walk_opts_from(c, &o);
+	o.deadline_ms = engine_now_ms() + c->ws.budget_ms;
 	o.recursive = c->a.recursive;
 	o.hidden = true; /* ls shows dot files; grep and glob need --hidden */
 	if (walk_run(&c->ws, c->rel, path, &o, &res, err) < 0)
@@ -455,16 +574,11 @@ static int fs_ls(struct fs_call *c, struct sbx_error **err)
 	c->out_results = (long long)res.n;
 	if (res.truncated)
 		c->out_detail = "listing stopped at a bound";
+	if (res.stopped)
+		c->out_detail = "stopped at the time budget";
 	doc = json_object();
-	entries = json_array();
 	xjson_set_path(doc, "path", c->rel);
-	for (size_t i = 0; i < res.n; i++) {
-		if (c->ctx->json)
-			json_array_append_new(entries, entry_json(&res.v[i]));
-		else
-			print_entry(&res.v[i]);
-	}
-	listing_end(c, "entries", doc, entries, &res);
+	listing_end(c, "entries", doc, &res);
 	walk_result_release(&res);
 	return 0;
 }
@@ -524,7 +638,7 @@ static int fs_glob(struct fs_call *c, struct sbx_error **err)
 	struct walk_result res = {0};
 	struct strbuf sb = STRBUF_INIT;
 	char *base = NULL, *rel = NULL;
-	json_t *doc, *matches;
+	json_t *doc;
 	int rc = -1;
 
 	if (why) {
@@ -552,6 +666,7 @@ static int fs_glob(struct fs_call *c, struct sbx_error **err)
 		goto out;
 	}
 	walk_opts_from(c, &o);
+	o.deadline_ms = engine_now_ms() + c->ws.budget_ms;
 	o.recursive = true;
 	o.want = glob_want;
 	o.ctx = &g;
@@ -564,16 +679,11 @@ static int fs_glob(struct fs_call *c, struct sbx_error **err)
 	c->out_results = (long long)res.n;
 	if (res.truncated)
 		c->out_detail = "listing stopped at a bound";
+	if (res.stopped)
+		c->out_detail = "stopped at the time budget";
 	doc = json_object();
-	matches = json_array();
 	json_object_set_new(doc, "pattern", xjson_text(pattern));
-	for (size_t i = 0; i < res.n; i++) {
-		if (c->ctx->json)
-			json_array_append_new(matches, entry_json(&res.v[i]));
-		else
-			print_entry(&res.v[i]);
-	}
-	listing_end(c, "matches", doc, matches, &res);
+	listing_end(c, "matches", doc, &res);
 	rc = 0;
 out:
 	walk_result_release(&res);
@@ -587,7 +697,7 @@ out:
 
 struct grep_out {
 	bool json;
-	json_t *matches;
+	struct json_stream js; /* the matches, as they come */
 	struct strbuf line;
 };
 
@@ -603,7 +713,7 @@ static int grep_emit(void *ctx, const struct grep_match *m)
 		json_object_set_new(o, "line", json_integer((json_int_t)m->line));
 		json_object_set_new(o, "text", xjson_text(t));
 		json_object_set_new(o, "cut", json_boolean(m->cut));
-		json_array_append_new(g->matches, o);
+		json_stream_item(&g->js, o);
 		free(t);
 		return 0;
 	}
@@ -662,7 +772,7 @@ static int fs_grep(struct fs_call *c, struct sbx_error **err)
 {
 	struct grep_opts o = {0};
 	struct grep_stats st = {0};
-	struct grep_out out = {c->ctx->json, NULL, STRBUF_INIT};
+	struct grep_out out = {c->ctx->json, {0}, STRBUF_INIT};
 	struct grep *g = NULL;
 	char *start = NULL;
 	const char *path = c->a.noperands > 1 ? c->a.operand[1] : ".";
@@ -680,8 +790,12 @@ static int fs_grep(struct fs_call *c, struct sbx_error **err)
 	if (grep_new(&o, &g, err) < 0 ||
 	    workspace_path_check(path, true, &start, err) < 0)
 		goto out;
+	/* The document's members before its matches, written at the first
+	 * one (or at the end): nothing of it before the search can fail. */
 	if (out.json)
-		out.matches = json_array();
+		json_stream_begin(&out.js, "matches",
+				  xjson_pack("{s:o, s:[]}", "pattern",
+					     xjson_text(o.pattern), "matches"));
 	if (grep_run(g, &c->ws, start, path, grep_emit, &out, &st, err) < 0)
 		goto out;
 	c->out_results = (long long)st.matches;
@@ -697,8 +811,7 @@ static int fs_grep(struct fs_call *c, struct sbx_error **err)
 		json_t *doc = json_object();
 
 		json_object_set_new(doc, "pattern", xjson_text(o.pattern));
-		json_object_set_new(doc, "matches", out.matches);
-		out.matches = NULL;
+		json_object_set_new(doc, "matches", json_array());
 		json_object_set_new(doc, "files_searched",
 				    json_integer((json_int_t)st.files));
 		json_object_set_new(doc, "binary_skipped",
@@ -712,13 +825,13 @@ static int fs_grep(struct fs_call *c, struct sbx_error **err)
 				    why ? json_string(why) : json_null());
 		json_object_set_new(doc, "skipped",
 				    problems_json(st.problems, st.nproblems));
-		cmd_print_json(doc);
+		json_stream_end(&out.js, doc);
 	} else {
 		grep_report(c, &o, &st);
 	}
 	rc = 0;
 out:
-	json_decref(out.matches);
+	json_decref(out.js.head); /* not written: the search failed */
 	strbuf_release(&out.line);
 	grep_stats_release(&st);
 	grep_free(g);
@@ -1004,6 +1117,35 @@ static bool takes_value(const char *a)
 }
 
 /*
+ * A path as the audit records it: the path the operation used, relative
+ * to the workspace, "." and empty components dropped as
+ * workspace_path_check drops them ("./a//b" is "a/b", the workspace
+ * itself "."), so one file is one target however it was spelled.  A ".."
+ * or a leading "/" is kept: such a path was refused, and the row says
+ * what was asked.  Newly allocated.
+ */
+static char *audit_path(const char *path)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	if (*path == '/')
+		strbuf_addch(&sb, '/');
+	for (const char *p = path; *p;) {
+		size_t n = strcspn(p, "/");
+
+		if (n && !(n == 1 && p[0] == '.')) {
+			if (sb.len && sb.buf[sb.len - 1] != '/')
+				strbuf_addch(&sb, '/');
+			strbuf_add(&sb, p, n);
+		}
+		p += n + (p[n] == '/');
+	}
+	if (!sb.len)
+		strbuf_addch(&sb, '.');
+	return strbuf_detach(&sb, NULL);
+}
+
+/*
  * The operation's audit row: the session's tenant, key and runtime (or,
  * for a session not found, the tenant and key asked for), the path (for
  * grep the directory searched, never the pattern, which may be what the
@@ -1013,15 +1155,20 @@ static void fs_record(struct fs_call *c, const struct fs_verb *v,
 		      struct audit *au, bool found, long long started,
 		      struct sbx_error **err, struct sbx_error **aerr)
 {
+	const char *operand = v->op == AUDIT_GREP_RAW
+				  ? (c->a.noperands > 1 ? c->a.operand[1] : ".")
+			      : c->a.noperands ? c->a.operand[0]
+					       : ".";
+	/* glob's target is its pattern, as given: not a path */
+	cleanup_free char *target = v->pattern && v->op != AUDIT_GREP_RAW
+					? xstrdup(operand)
+					: audit_path(operand);
 	struct audit_event ev = {
 	    .op = v->op,
 	    .tenant = found ? c->rec.tenant : cmd_tenant(c->a.tenant),
 	    .session_key = found ? c->rec.key : c->key,
 	    .runtime = found ? c->rec.runtime : NULL,
-	    .target = v->op == AUDIT_GREP_RAW
-			  ? (c->a.noperands > 1 ? c->a.operand[1] : ".")
-		      : c->a.noperands ? c->a.operand[0]
-				       : ".",
+	    .target = target,
 	    .ok = !*err,
 	    .why = *err,
 	    .detail = c->out_detail,

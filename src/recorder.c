@@ -274,7 +274,7 @@ int audit_event(struct audit *a, const struct audit_event *ev,
 	if (ev->runtime)
 		audit_row_set(&r.runtime, ev->runtime, strlen(ev->runtime),
 			      AUDIT_ID_MAX);
-	audit_row_set(&r.target, target, strlen(target), AUDIT_TARGET_MAX);
+	audit_row_set_target(&r, target, strlen(target));
 	r.ok = ev->ok;
 	r.has_exit = ev->has_exit;
 	r.exit_status = ev->exit_status;

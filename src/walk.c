@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "engine.h"
 #include "error.h"
 #include "sig.h"
 #include "text.h"
@@ -181,18 +182,32 @@ static int entry_stat(const struct workspace *w, const struct walk_opts *o,
 	return 0;
 }
 
+/* A signal, the deadline or the caller's stop. */
+static bool must_stop(const struct walk_opts *o)
+{
+	return sig_caught() ||
+	       (o->deadline_ms && engine_now_ms() >= o->deadline_ms) ||
+	       (o->stop && o->stop(o->ctx));
+}
+
+#define STOPPED (-2)
+
 /*
  * Read the names of the directory d, sorted, at most keep of them (the
- * smallest).  -1 with errno on a read error.
+ * smallest).  -1 with errno on a read error; STOPPED when must_stop said
+ * so (a directory of millions of names takes seconds to read).
  */
 static int read_names(DIR *d, const struct walk_opts *o, const char *dir,
 		      size_t keep, struct names *nm)
 {
 	struct dirent *de;
+	size_t seen = 0;
 
 	if (keep > SIZE_MAX / 4)
 		keep = SIZE_MAX / 4;
 	for (;;) {
+		if (++seen % 4096 == 0 && must_stop(o))
+			return STOPPED;
 		errno = 0;
 		de = readdir(d);
 		if (!de)
@@ -315,7 +330,13 @@ static bool list_dir(const struct workspace *w, const char *dir, int fd,
 		add_problem(res, dir, errno, NULL);
 		return true;
 	}
-	if (read_names(dstream, o, dir, left + 1, &nm) < 0) {
+	switch (read_names(dstream, o, dir, left + 1, &nm)) {
+	case STOPPED:
+		res->stopped = true;
+		names_release(&nm);
+		closedir(dstream);
+		return false;
+	case -1:
 		add_problem(res, dir, errno, NULL);
 		names_release(&nm);
 		closedir(dstream);
@@ -432,7 +453,7 @@ int walk_run(const struct workspace *w, const char *start, const char *shown,
 		if (level >= max_depth) {
 			/* Only a directory that has entries is cut off. */
 			for (size_t i = 0; i < ncur; i++) {
-				if (sig_caught() || (o.stop && o.stop(o.ctx))) {
+				if (must_stop(&o)) {
 					res->stopped = true;
 					goto out;
 				}
@@ -447,7 +468,7 @@ int walk_run(const struct workspace *w, const char *start, const char *shown,
 		for (size_t i = 0; i < ncur; i++) {
 			struct sbx_error *e = NULL;
 
-			if (sig_caught() || (o.stop && o.stop(o.ctx))) {
+			if (must_stop(&o)) {
 				res->stopped = true;
 				goto out;
 			}

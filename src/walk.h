@@ -90,6 +90,9 @@ struct walk_opts {
 	/* Checked between directories: true stops the walk (a deadline, a
 	 * signal), setting stopped. */
 	bool (*stop)(void *ctx);
+	/* engine_now_ms() past which the walk stops (stopped set), checked
+	 * between directories and every 4096 names read; 0: none. */
+	long long deadline_ms;
 };
 
 struct walk_result {

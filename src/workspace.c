@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "engine.h"
 #include "error.h"
 #include "fileio.h"
 #include "sig.h"
@@ -177,6 +178,10 @@ int workspace_init(struct workspace *w, int fd, const char *path,
 	w->uid = uid;
 	w->max_read = max_read;
 	w->max_write = max_write;
+	w->budget_ms = WORKSPACE_BUDGET_MS_DEFAULT;
+	if (__builtin_mul_overflow(max_read, WORKSPACE_SCAN_FACTOR,
+				   &w->max_scan))
+		w->max_scan = ULLONG_MAX;
 	if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		e = fstat(fd, &st) < 0 ? errno : ENOTDIR;
 		sbx_error_set(err, SBX_EXIT_ENV, e,
@@ -411,21 +416,19 @@ static int past_end(const char *shown, unsigned long long lines,
 		      lines == 1 ? "" : "s", offset);
 }
 
-static size_t count_lines(const char *s, size_t len)
+static size_t count_newlines(const char *s, size_t len)
 {
 	size_t n = 0;
 
 	for (const char *p = s, *end = s + len;
 	     p < end && (p = memchr(p, '\n', (size_t)(end - p))); p++)
 		n++;
-	return n + (len && s[len - 1] != '\n');
+	return n;
 }
 
-/* Record line n as ending at end (its newline included, if any). */
-static void add_line(struct workspace_lines *l, size_t *alloc, size_t end)
+static size_t count_lines(const char *s, size_t len)
 {
-	ALLOC_GROW(l->start, l->n + 2, *alloc);
-	l->start[++l->n] = end;
+	return count_newlines(s, len) + (len && s[len - 1] != '\n');
 }
 
 /* The slice of a file read whole: data becomes l->buf. */
@@ -433,7 +436,7 @@ static int slice_whole(char *data, size_t len, const char *shown,
 		       unsigned long long offset, unsigned long long limit,
 		       struct workspace_lines *l, struct sbx_error **err)
 {
-	size_t total = count_lines(data, len), alloc = 0, from = 0, pos;
+	size_t total = count_lines(data, len), from = 0, pos;
 
 	if (offset > total && !(offset == 1 && total == 0)) {
 		free(data);
@@ -446,13 +449,10 @@ static int slice_whole(char *data, size_t len, const char *shown,
 	memmove(data, data + from, len - from);
 	len -= from;
 	l->buf = data;
-	ALLOC_GROW(l->start, 1, alloc);
-	l->start[0] = 0;
-	for (pos = 0; l->n < limit && pos < len;) {
+	for (pos = 0; l->n < limit && pos < len; l->n++) {
 		const char *nl = memchr(data + pos, '\n', len - pos);
 
 		pos = nl ? (size_t)(nl - data) + 1 : len;
-		add_line(l, &alloc, pos);
 	}
 	l->len = pos;
 	l->buf[pos] = '\0';
@@ -466,6 +466,9 @@ struct reader {
 	char *blk;
 	size_t pos, len;
 	bool eof;
+	unsigned long long at;	     /* the file offset after blk */
+	unsigned long long data_end; /* where the data at `at` ends (a
+					hole starts), when skip_hole knew */
 };
 
 /* Read up to want more bytes into r->blk (empty); r->eof at the end. */
@@ -485,31 +488,107 @@ static int refill(struct reader *r, size_t want, const char *shown,
 	r->pos = 0;
 	r->len = (size_t)n;
 	r->eof = n == 0;
+	r->at += (unsigned long long)n;
 	return 0;
 }
 
 /*
+ * Move r past a hole at its offset (SEEK_DATA): a hole reads as zeros,
+ * which hold no newline, so it is skipped unread.  true when one was
+ * skipped (its zeros are part of the current line).  r->data_end is where
+ * the data reached ends (SEEK_HOLE), so that a read stops there rather
+ * than read the next hole's zeros.  A file system without SEEK_DATA says
+ * every byte is data; nothing is skipped then.
+ */
+static bool skip_hole(struct reader *r)
+{
+	off_t data = lseek(r->fd, (off_t)r->at, SEEK_DATA);
+	off_t end;
+	bool skipped;
+
+	r->data_end = ULLONG_MAX;
+	if (data >= 0) {
+		skipped = (unsigned long long)data != r->at;
+		r->at = (unsigned long long)data;
+		end = lseek(r->fd, data, SEEK_HOLE);
+		if (end > data)
+			r->data_end = (unsigned long long)end;
+		/* SEEK_HOLE moved the offset: back to the data */
+		if (lseek(r->fd, data, SEEK_SET) < 0)
+			r->data_end = ULLONG_MAX;
+		return skipped;
+	}
+	if (errno != ENXIO)
+		return false;
+	/* No data from here on: the rest, if any, is one hole. */
+	end = lseek(r->fd, 0, SEEK_END);
+	if (end < 0 || (unsigned long long)end <= r->at)
+		return false;
+	r->at = (unsigned long long)end;
+	return true;
+}
+
+/* The refusal of an offset the budget did not reach. */
+static int too_deep(const struct workspace *w, const char *shown,
+		    unsigned long long offset, unsigned long long line,
+		    unsigned long long at, unsigned long long scanned,
+		    bool out_of_time, struct sbx_error **err)
+{
+	if (out_of_time)
+		return refuse_r(err, "offset beyond the read budget", shown,
+				"--offset %llu is deeper than fs read reaches: "
+				"after its %lld s budget it was on line %llu, "
+				"at byte %llu; read that part with exec "
+				"(sed -n)",
+				offset, w->budget_ms / 1000, line, at);
+	return refuse_r(err, "offset beyond the read budget", shown,
+			"--offset %llu is deeper than fs read reaches: after "
+			"its budget of %llu bytes read (%d times the read "
+			"limit) it was on line %llu, at byte %llu; read that "
+			"part with exec (sed -n)",
+			offset, scanned, WORKSPACE_SCAN_FACTOR, line, at);
+}
+
+/*
  * The slice of a file too big to read whole: block by block, lines before
- * offset skipped (counted, not kept), then lines kept up to limit or
- * max_read bytes, then at most one byte more to learn whether anything
- * follows.
+ * offset skipped (counted, not kept; holes not even read), within the
+ * budgets, then lines kept up to limit or max_read bytes, then at most one
+ * byte more to learn whether anything follows.
  */
 static int slice_stream(const struct workspace *w, int fd, const char *shown,
 			unsigned long long offset, unsigned long long limit,
 			struct workspace_lines *l, struct sbx_error **err)
 {
-	struct reader r = {fd, xmalloc(BLOCK), 0, 0, false};
+	struct reader r = {fd, xmalloc(BLOCK), 0, 0, false, 0, ULLONG_MAX};
 	struct strbuf sb = STRBUF_INIT;
-	unsigned long long line = 1;
+	unsigned long long line = 1, scanned = 0;
+	long long deadline = engine_now_ms() + w->budget_ms;
 	bool partial = false;
-	size_t alloc = 0;
+	size_t last = 0; /* the end of the last whole line kept, in sb */
 	int rc = 0;
 
 	while (rc == 0 && line < offset) {
 		const char *nl;
 
-		if (r.pos == r.len && (rc = refill(&r, BLOCK, shown, err)) < 0)
-			break;
+		if (r.pos == r.len) {
+			bool late = engine_now_ms() >= deadline;
+
+			if (late || scanned >= w->max_scan) {
+				rc = too_deep(w, shown, offset, line, r.at,
+					      scanned, late, err);
+				break;
+			}
+			if (skip_hole(&r))
+				partial = true;
+			rc = refill(&r,
+				    r.data_end - r.at < BLOCK
+					? (size_t)(r.data_end - r.at)
+					: BLOCK,
+				    shown, err);
+			if (rc < 0)
+				break;
+			scanned += r.len;
+		}
 		if (r.eof) {
 			rc = past_end(shown, line - 1 + partial, offset, err);
 			break;
@@ -520,8 +599,6 @@ static int slice_stream(const struct workspace *w, int fd, const char *shown,
 			line++;
 		r.pos = nl ? (size_t)(nl - r.blk) + 1 : r.len;
 	}
-	ALLOC_GROW(l->start, 1, alloc);
-	l->start[0] = 0;
 	while (rc == 0 && l->n < limit) {
 		const char *nl;
 		size_t take;
@@ -529,8 +606,8 @@ static int slice_stream(const struct workspace *w, int fd, const char *shown,
 		if (r.pos == r.len && (rc = refill(&r, BLOCK, shown, err)) < 0)
 			break;
 		if (r.eof) {
-			if (sb.len > l->start[l->n])
-				add_line(l, &alloc, sb.len);
+			if (sb.len > last)
+				l->n++, last = sb.len;
 			else if (l->n == 0)
 				rc = past_end(shown, offset - 1, offset, err);
 			break;
@@ -545,16 +622,17 @@ static int slice_stream(const struct workspace *w, int fd, const char *shown,
 			if (l->n == 0) {
 				strbuf_add(&sb, r.blk + r.pos,
 					   (size_t)w->max_read - sb.len);
-				add_line(l, &alloc, sb.len);
+				l->n++;
+				last = sb.len;
 			} else {
-				sb.len = l->start[l->n];
+				sb.len = last;
 			}
 			break;
 		}
 		strbuf_add(&sb, r.blk + r.pos, take);
 		r.pos += take;
 		if (nl)
-			add_line(l, &alloc, sb.len);
+			l->n++, last = sb.len;
 	}
 	if (rc == 0 && !l->cut && !r.eof) {
 		if (r.pos == r.len)
@@ -567,9 +645,10 @@ static int slice_stream(const struct workspace *w, int fd, const char *shown,
 		strbuf_release(&sb);
 		return -1;
 	}
+	strbuf_setlen(&sb, last);
 	strbuf_addstr(&sb, "");
-	l->buf = strbuf_detach(&sb, &l->len);
-	l->len = l->start[l->n];
+	l->buf = strbuf_detach(&sb, NULL);
+	l->len = last;
 	l->lines_left = -1;
 	return 0;
 }
@@ -612,8 +691,21 @@ int workspace_read_lines(const struct workspace *w, const char *rel,
 void workspace_lines_release(struct workspace_lines *l)
 {
 	free(l->buf);
-	free(l->start);
 	memset(l, 0, sizeof(*l));
+}
+
+bool workspace_lines_next(const struct workspace_lines *l, size_t *pos,
+			  const char **text, size_t *len)
+{
+	const char *nl;
+
+	if (*pos >= l->len)
+		return false;
+	*text = l->buf + *pos;
+	nl = memchr(*text, '\n', l->len - *pos);
+	*len = nl ? (size_t)(nl - *text) : l->len - *pos;
+	*pos += *len + (nl != NULL);
+	return true;
 }
 
 /* rel split at its last slash: the directory ("" for the top) and name. */
@@ -931,51 +1023,93 @@ static int not_unique(const char *shown, size_t count,
 }
 
 /*
- * The edit of data: every non-overlapping occurrence of old, leftmost
- * first, replaced in *res; *count of them, the first on *line.
+ * The occurrences of old in data (non-overlapping, leftmost first): how
+ * many, the first one's line, and the first LINES_NAMED lines they are on.
+ * Nothing is allocated: a file of a million occurrences costs a scan.
  */
-static int replace(const char *data, size_t len, const char *shown,
-		   const char *old, size_t oldlen, const char *new,
-		   size_t newlen, bool all, struct strbuf *res, size_t *count,
-		   unsigned long long *line, struct sbx_error **err)
+struct occurrences {
+	size_t count;
+	unsigned long long first_line;
+	unsigned long long lines[LINES_NAMED];
+	size_t nlines;
+	bool more; /* on more lines than are named */
+};
+
+static void find_all(const char *data, size_t len, const char *old,
+		     size_t oldlen, struct occurrences *o)
 {
-	unsigned long long lines[LINES_NAMED], at = 1;
-	size_t nlines = 0, from = 0, counted = 0;
-	bool more = false;
+	unsigned long long at = 1;
+	size_t from = 0, counted = 0;
 	const char *p;
 
-	*count = 0;
+	memset(o, 0, sizeof(*o));
 	while (from + oldlen <= len &&
 	       (p = memmem(data + from, len - from, old, oldlen))) {
 		size_t pos = (size_t)(p - data);
 
-		for (const char *q = data + counted;
-		     (q = memchr(q, '\n', pos - (size_t)(q - data))); q++)
-			at++;
+		at += count_newlines(data + counted, pos - counted);
 		counted = pos;
-		if (!*count)
-			*line = at;
-		if (!nlines || lines[nlines - 1] != at) {
-			if (nlines < LINES_NAMED)
-				lines[nlines++] = at;
+		if (!o->count)
+			o->first_line = at;
+		if (!o->nlines || o->lines[o->nlines - 1] != at) {
+			if (o->nlines < LINES_NAMED)
+				o->lines[o->nlines++] = at;
 			else
-				more = true;
+				o->more = true;
 		}
-		(*count)++;
-		strbuf_add(res, data + from, pos - from);
-		strbuf_add(res, new, newlen);
+		o->count++;
 		from = pos + oldlen;
 	}
-	strbuf_add(res, data + from, len - from);
-	if (*count == 0) {
+}
+
+/*
+ * The edit of data: every occurrence of old replaced in *res, which is
+ * sized first and refused over max_write before it is allocated.
+ */
+static int replace(const struct workspace *w, const char *data, size_t len,
+		   const char *shown, const char *old, size_t oldlen,
+		   const char *new, size_t newlen, bool all, struct strbuf *res,
+		   size_t *count, unsigned long long *line,
+		   struct sbx_error **err)
+{
+	struct occurrences o;
+	size_t from = 0, added, size;
+	const char *p;
+
+	find_all(data, len, old, oldlen, &o);
+	*count = o.count;
+	*line = o.first_line;
+	if (o.count == 0) {
 		cleanup_free char *q = quote(shown);
 		sbx_error_set(err, SBX_EXIT_FAIL, 0,
 			      "'--old' text not found in '%s'", q);
 		sbx_error_reason(*err, "--old not found");
 		return -1;
 	}
-	if (*count > 1 && !all)
-		return not_unique(shown, *count, lines, nlines, more, err);
+	if (o.count > 1 && !all)
+		return not_unique(shown, o.count, o.lines, o.nlines, o.more,
+				  err);
+	/* len - count * oldlen + count * newlen; the occurrences do not
+	 * overlap, so the first part cannot go below 0.  A size that wraps
+	 * is over any limit (refused, not fatal: st_mult would abort, and
+	 * the refusal must still have its audit row). */
+	if (__builtin_mul_overflow(o.count, newlen, &added) ||
+	    __builtin_add_overflow(len - o.count * oldlen, added, &size))
+		size = SIZE_MAX;
+	if (size > w->max_write)
+		return refuse_r(err, "over the write limit", shown,
+				"would be %s%zu bytes after the edit, over the "
+				"%llu-byte write limit",
+				size == SIZE_MAX ? "at least " : "", size,
+				w->max_write);
+	strbuf_grow(res, size);
+	for (size_t i = 0; i < o.count; i++) {
+		p = memmem(data + from, len - from, old, oldlen);
+		strbuf_add(res, data + from, (size_t)(p - data) - from);
+		strbuf_add(res, new, newlen);
+		from = (size_t)(p - data) + oldlen;
+	}
+	strbuf_add(res, data + from, len - from);
 	return 0;
 }
 
@@ -1022,13 +1156,8 @@ int workspace_edit(const struct workspace *w, const char *rel,
 	}
 	rc = read_whole(fd, shown, &st, &data, &len, err);
 	if (rc == 0)
-		rc = replace(data, len, shown, old, oldlen, new, newlen, all,
+		rc = replace(w, data, len, shown, old, oldlen, new, newlen, all,
 			     &res, count, line, err);
-	if (rc == 0 && res.len > w->max_write)
-		rc = refuse_r(err, "over the write limit", shown,
-			    "would be %zu bytes after the edit, over the "
-			    "%llu-byte write limit",
-			    res.len, w->max_write);
 	if (rc == 0)
 		rc = put_file(w, pfd, name, shown, -1, res.buf ? res.buf : "",
 			      res.len, st.st_mode & 0777, &bytes, err);

@@ -52,8 +52,20 @@ struct workspace {
 	unsigned long uid;     /* owner of what write/edit make (gid = uid) */
 	unsigned long long max_read;  /* SANDBOXD_MAX_READ_BYTES */
 	unsigned long long max_write; /* SANDBOXD_MAX_WRITE_BYTES */
+	/* The budgets of a verb that reads (docs/workspace.md, "Budgets"):
+	 * workspace_init sets the defaults, a caller may change them. */
+	long long budget_ms;	     /* WORKSPACE_BUDGET_MS_DEFAULT */
+	unsigned long long max_scan; /* bytes read to reach --offset:
+					WORKSPACE_SCAN_FACTOR * max_read */
 	char *path;	       /* the workspace's path, for messages only */
 };
+
+/* grep's wall-clock budget (GREP_BUDGET_MS_DEFAULT), for every verb. */
+#define WORKSPACE_BUDGET_MS_DEFAULT 20000
+/* read --offset reads at most this many read limits to find its line:
+ * 512 MiB at the default 8 MiB, a fraction of a second from the page
+ * cache, a few seconds from a disk. */
+#define WORKSPACE_SCAN_FACTOR 64
 
 /*
  * Take fd (from session_workspace_open; owned from here on, closed by
@@ -109,13 +121,22 @@ int workspace_open_read(const struct workspace *w, const char *rel,
 /*
  * read: lines offset .. offset+limit-1 (1-based) of a text file.
  *
+ * Memory: at most max_read bytes of the file and a block (64 KiB), whatever
+ * offset, limit and the file are; the lines are not indexed (iterate them
+ * with workspace_lines_next).
+ *
  * A file of at most max_read bytes is read whole (one fstat-checked read
  * of st_size bytes, and no more), its lines counted, so lines_left is
  * exact.  A larger file without a slice (offset 1, limit the default,
  * given == false) is refused as read-bytes is; with a slice, it is read
  * in blocks only up to the end of the last line shown, plus one byte to
  * learn whether more follows (lines_left is then unknown: -1, and more
- * says whether anything follows).  What is shown is at most max_read
+ * says whether anything follows).  The lines before offset are skipped
+ * without being kept, holes (SEEK_DATA) without being read (a hole is
+ * zeros: no newline), and within w->max_scan bytes read and w->budget_ms:
+ * an offset deeper than that is refused, saying at which line and byte
+ * the budget ran out ("'big': --offset 9000000 is deeper than fs read
+ * reaches: ...").  What is shown is at most max_read
  * bytes in all: a slice that would show more stops early (cut = true).
  * A line is shown as it is (no newline); a file not ending in a newline
  * has a last line all the same.
@@ -123,8 +144,6 @@ int workspace_open_read(const struct workspace *w, const char *rel,
 struct workspace_lines {
 	char *buf;	  /* the bytes of the lines shown, newlines kept */
 	size_t len;
-	size_t *start;	  /* n + 1 offsets into buf; line i is
-			     buf[start[i] .. start[i+1]) minus its '\n' */
 	size_t n;	  /* lines shown */
 	unsigned long long first; /* the first one's number (= offset) */
 	long long lines_left;	  /* after the last shown; -1 unknown */
@@ -137,6 +156,13 @@ int workspace_read_lines(const struct workspace *w, const char *rel,
 			 unsigned long long limit, bool sliced,
 			 struct workspace_lines *out, struct sbx_error **err);
 void workspace_lines_release(struct workspace_lines *l);
+/*
+ * The line of l at *pos (0 for the first), without its newline, in *text
+ * and *len (borrowed from l->buf); *pos moves to the next.  false after
+ * the last of l->n lines.
+ */
+bool workspace_lines_next(const struct workspace_lines *l, size_t *pos,
+			  const char **text, size_t *len);
 
 /*
  * write: the bytes read from in_fd (to its EOF) become rel, atomically:
@@ -162,6 +188,11 @@ int workspace_write(const struct workspace *w, const char *rel,
  * result is written as workspace_write writes (same directory, the
  * uid's, the old mode), over max_write refused.  *count is how many were
  * replaced; *line the first one's line number.
+ *
+ * Memory: the file (at most max_read bytes) and the result, whose size is
+ * computed from the count before it is built and refused over max_write
+ * before a byte of it is allocated: at most max_read + max_write, whatever
+ * old, new and the file are.  Counting the occurrences allocates nothing.
  */
 int workspace_edit(const struct workspace *w, const char *rel,
 		   const char *shown, const char *old, size_t oldlen,

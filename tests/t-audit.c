@@ -92,17 +92,74 @@ static void test_init(void)
 	audit_row_release(&r);
 }
 
-static void clean_is(const char *in, size_t len, size_t max, const char *want,
-		     const char *name)
+/* What cleaner (audit_clean, audit_clean_tail) makes of in. */
+static void cleaned_is(void (*cleaner)(struct strbuf *, const char *, size_t,
+				       size_t),
+		       const char *what, const char *in, size_t len, size_t max,
+		       const char *want, const char *name)
 {
 	struct strbuf sb = STRBUF_INIT;
 
-	audit_clean(&sb, in, len, max);
-	is_str(sb.buf ? sb.buf : "", want, "clean: %s", name);
+	cleaner(&sb, in, len, max);
+	is_str(sb.buf ? sb.buf : "", want, "%s: %s", what, name);
 	if (sb.buf)
-		ok(utf8_chars(sb.buf, sb.len) <= max,
-		   "clean: %s: within %zu characters", name, max);
+		ok(utf8_chars(sb.buf, sb.len) <= max &&
+		       audit_is_clean(sb.buf, max),
+		   "%s: %s: clean, within %zu characters", what, name, max);
 	strbuf_release(&sb);
+}
+
+static void clean_is(const char *in, size_t len, size_t max, const char *want,
+		     const char *name)
+{
+	cleaned_is(audit_clean, "clean", in, len, max, want, name);
+}
+
+static void tail_is(const char *in, size_t len, size_t max, const char *want,
+		    const char *name)
+{
+	cleaned_is(audit_clean_tail, "tail", in, len, max, want, name);
+}
+
+/* Targets keep their end when cut (issue 16 item 6). */
+static void test_clean_tail(void)
+{
+	struct strbuf big = STRBUF_INIT, got = STRBUF_INIT;
+
+	tail_is("a/b.txt", 7, 512, "a/b.txt", "a short target as it is");
+	tail_is("0123456789a", 11, 10, "[cut] 789a", "max + 1: the end kept");
+	tail_is("0123456789", 10, 10, "0123456789", "exactly max: kept");
+	tail_is("zzzzzz\x01"
+		"ab",
+		9, 12, "zzzzzz\\x01ab", "an escape that fits");
+	tail_is("zzzz\x01"
+		"ab",
+		7, 9, "[cut] ab", "an escape straddling the cut goes whole");
+	tail_is("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+		"\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9",
+		22, 10, "[cut] \xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9",
+		"multibyte characters counted as characters");
+	/* 300 "./" then a name, as typed (the path check normalises it
+	 * first; this is what a command line of such words keeps). */
+	for (int i = 0; i < 300; i++)
+		strbuf_addstr(&big, "./");
+	strbuf_addstr(&big, "secrets.env");
+	audit_clean_tail(&got, big.buf, big.len, AUDIT_TARGET_MAX);
+	ok(got.len == AUDIT_TARGET_MAX && strncmp(got.buf, "[cut] ", 6) == 0 &&
+	       strcmp(got.buf + got.len - 11, "secrets.env") == 0,
+	   "611 characters: '[cut] ' and the last 506, the name kept");
+	/* Megabytes in: only the last 4 * max bytes are looked at, and a
+	 * window starting inside a character is moved to its next one. */
+	strbuf_reset(&big);
+	for (int i = 0; i < 1 << 20; i++)
+		strbuf_addstr(&big, "\xe2\x82\xac"); /* the euro sign */
+	strbuf_reset(&got);
+	audit_clean_tail(&got, big.buf, big.len, 100);
+	ok(got.len == 6 + 94 * 3 && audit_is_clean(got.buf, 100),
+	   "3 MiB of 3-byte characters: 94 of them kept, clean (%zu bytes)",
+	   got.len);
+	strbuf_release(&big);
+	strbuf_release(&got);
 }
 
 static void test_clean_cases(void)
@@ -558,6 +615,7 @@ int main(void)
 	test_uuid();
 	test_init();
 	test_clean_cases();
+	test_clean_tail();
 	test_clean_fuzz();
 	test_json_shape();
 	test_round_trip();

@@ -8,7 +8,10 @@
 # (strace); the race: the sandbox swaps a path between a file and symlinks
 # out while fs reads, writes, edits, lists and stats it thousands of
 # times; listings bounded at 2,000 entries and 6 levels; a catastrophic
-# regex; what listings hide; last_activity; usage errors; a path fuzzer.
+# regex; what listings hide; last_activity; usage errors; a path fuzzer;
+# sbxcat's own peak RSS and CPU bounded by the limits (edit, read --json,
+# grep --json, read --offset of 20 GB of hole; issue 16 items 1 and 5) and
+# the audit's normalised, end-kept targets (item 6).
 #
 # Everything runs under a deployment id and a workspace root of this run's
 # own (tests/sessionbed.sh); its containers are removed at the end.  Host
@@ -791,6 +794,175 @@ while IFS= read -r fz_fmt; do
 	done
 done <"$T/fuzz"
 is "$fz_bad" 0 "fuzzer: $fz_n calls of read and stat on random paths ($fz_zero exit 0): never 0 outside, never a crash, one message line"
+
+# -- sbxcat's own memory, time and bytes are bounded by the limits, whatever
+# the file and the arguments (issue 16 items 1 and 5; docs/workspace.md,
+# "Budgets").  Peak RSS and CPU seconds as GNU time counts them (%M, %U,
+# %S), never wall-clock time: the machine may be loaded.
+if [ -x /usr/bin/time ]; then
+	# tm ARGS...: f ARGS under GNU time, stdout to /dev/null (read --json
+	# of a million lines is tens of megabytes of output); the peak RSS
+	# in KiB in $kib, CPU seconds (user + system) in $cpu.
+	tm() {
+		/usr/bin/time -f '%M %U %S' -o "$T/time" \
+			timeout -s KILL 120 "$S" -C "$CAT" fs "$K" "$@" >/dev/null 2>"$T/err"
+		rc=$?
+		kib=$(tail -n 1 "$T/time" | cut -d' ' -f1)
+		cpu=$(tail -n 1 "$T/time" | awk '{ printf "%d", $2 + $3 }')
+	}
+	# row: the newest audit row (the spool of this test), as op|target|ok|detail.
+	row() { tail -n 1 "$T/spool/audit.jsonl" | jq -r '[.op, .target, (.ok|tostring), .detail] | join("|")'; }
+	mib=1048576
+	printf 'tiny\n' >"$WS/tiny.txt"
+	tm stat tiny.txt
+	base=$kib
+	diag "a trivial fs run (stat): $base KiB peak RSS"
+	# 1 MiB of 'a'; --old a --new of 1,000 bytes, no --all: 1,048,576
+	# matches, a 1 GB result that today's main built only to refuse it.
+	head -c $mib /dev/zero | tr '\0' a >"$T/a1m"
+	cp "$T/a1m" "$WS/a1m"
+	new1k=$(head -c 1000 /dev/zero | tr '\0' b)
+	tm edit a1m --old a --new "$new1k"
+	is "$rc" 1 "edit of a 1 MiB file of 'a', --old a, --new of 1,000 bytes, no --all: refused"
+	e1 | grep -q "matches 1048576 times in 'a1m'"; ok $? "... not unique: counted exactly ($(e1 | head -c 120))"
+	# bound: the base, the file (1 MiB) twice, and 8 MiB of slack
+	ok "$([ "$kib" -le $((base + 10 * 1024)) ] && echo 0 || echo 1)" \
+		"... in at most 10 MiB over a trivial run's RSS ($kib KiB, base $base KiB)"
+	is "$(row)" "edit|a1m|false|refused: --old not unique" "... and its audit row is written"
+	# 8 MiB (the read limit) of 'a', --all: an 8 GB result, refused before
+	# it is built; today's main died of out-of-memory with no row.
+	head -c $((8 * mib)) /dev/zero | tr '\0' a >"$WS/a8m"
+	tm edit a8m --old a --new "$new1k" --all
+	is "$rc" 1 "edit --all of 8 MiB of 'a' into an 8 GB result: refused"
+	is "$(e1)" "sbxcat: 'a8m' would be 8388608000 bytes after the edit, over the 67108864-byte write limit" \
+		"... saying how big the result would be"
+	ok "$([ "$kib" -le $((base + 3 * 8 * 1024)) ] && echo 0 || echo 1)" \
+		"... in at most 3 read limits (24 MiB) over the base ($kib KiB)"
+	is "$(row)" "edit|a8m|false|refused: over the write limit" "... and its audit row is written"
+	is "$(cmp -s "$WS/a8m" "$T/a1m" ; stat -c %s "$WS/a8m")" "$((8 * mib))" "... and the file is unchanged"
+	# A real --all edit of the same file: file + result, both within limits.
+	tm edit a8m --old aaaa --new b --all
+	is "$rc:$(stat -c %s "$WS/a8m")" "0:$((2 * mib))" "edit --all aaaa -> b of 8 MiB: done, 2 MiB"
+	ok "$([ "$kib" -le $((base + 3 * 8 * 1024)) ] && echo 0 || echo 1)" \
+		"... in at most 3 read limits over the base ($kib KiB)"
+	# read --json of 2 MiB of newlines, --limit 100,000,000: 2,097,152
+	# lines; today's main held a jansson object per line (1 GB here).
+	head -c $((2 * mib)) /dev/zero | tr '\0' '\n' >"$WS/nl2m"
+	SANDBOXD_MAX_READ_BYTES=$((4 * mib)) tm read nl2m --json --limit 100000000
+	is "$rc" 0 "read --json --limit 100000000 of 2 MiB of newlines: exit 0"
+	ok "$([ "$kib" -le $((base + 3 * 4 * 1024)) ] && echo 0 || echo 1)" \
+		"... in at most 3 read limits (4 MiB each) over the base ($kib KiB)"
+	SANDBOXD_MAX_READ_BYTES=$((4 * mib)) f read nl2m --json --limit 100000000
+	is "$rc:$(jq -c '[(.lines | length), .lines[0], .lines[-1], .lines_left, .more]' "$T/out")" \
+		'0:[2097152,{"n":1,"text":""},{"n":2097152,"text":""},0,false]' \
+		"... and its output is one JSON document with every line"
+	# grep --json --max-count 100000000 over 1,048,576 matching lines.
+	head -c $((2 * mib)) /dev/zero | tr '\0' a | sed 's/a/a\n/g' | head -c $((2 * mib)) >"$WS/g2m"
+	tm grep a g2m -F --json --max-count 100000000
+	is "$rc" 0 "grep --json --max-count 100000000 of 1,048,576 matching lines: exit 0"
+	ok "$([ "$kib" -le $((base + 3 * 8 * 1024)) ] && echo 0 || echo 1)" \
+		"... in at most 3 read limits over the base ($kib KiB)"
+	f grep a g2m -F --json --max-count 100000000
+	is "$rc:$(jq -c '[(.matches | length), .matches[-1].line, .files_searched, .truncated]' "$T/out")" \
+		"0:[1048576,1048576,1,false]" "... one JSON document with every match"
+	# JSON written as it is made is byte for byte what a whole document
+	# printed: jansson's JSON_INDENT(2) of a small read, ls and grep.
+	printf 'x\n"y"\n' >"$WS/two"
+	f read two --json
+	printf '%s\n' '{' '  "path": "two",' '  "offset": 1,' '  "lines": [' '    {' \
+		'      "n": 1,' '      "text": "x"' '    },' '    {' '      "n": 2,' \
+		'      "text": "\"y\""' '    }' '  ],' '  "lines_left": 0,' '  "more": false,' \
+		'  "cut": false,' '  "size": 6' '}' >"$T/want"
+	cmp -s "$T/out" "$T/want"; ok $? "read --json: the bytes of an indented document, as before"
+	mkdir -p "$WS/emptydir"
+	f ls emptydir --json
+	printf '%s\n' '{' '  "path": "emptydir",' '  "entries": [],' '  "truncated": false,' \
+		'  "why": null,' '  "skipped": []' '}' >"$T/want"
+	cmp -s "$T/out" "$T/want"; ok $? "ls --json of an empty directory: '\"entries\": []', as before"
+	f grep zzz-nowhere two --json
+	jqt '.matches == [] and .files_searched == 1'; ok $? "grep --json with no match: one document, matches []"
+
+	# -- read --offset within its budgets (item 5).  20 GB of hole: the
+	# 52 s of a core that today's main spent reading zeros.
+	truncate -s 20G "$WS/hole20g"
+	tm read hole20g --offset 2 --limit 1
+	is "$rc:$(e1)" "1:sbxcat: 'hole20g' has 1 line; --offset 2 is past the end" \
+		"read --offset 2 of a 20 GB sparse file: its one line (all hole) counted, past the end"
+	ok "$([ "$cpu" -lt 5 ] && echo 0 || echo 1)" "... in under 5 s of CPU, a quarter of the 20 s budget (${cpu} s)"
+	truncate -s 20G "$WS/tail20g"
+	printf 'a\nb\n' | dd of="$WS/tail20g" bs=1 seek=$((20 << 30)) conv=notrunc status=none
+	tm read tail20g --offset 2 --limit 1
+	is "$rc:$cpu" "0:0" "read --offset 2 of 20 GB of hole then two short lines: exit 0, under a second of CPU"
+	f read tail20g --offset 2 --limit 1
+	is "$(out)" "$(printf '     2\tb')" "... line 2 is 'b'"
+	is "$(row)" "read|tail20g|true|" "... its audit row"
+	# Dense data past the bytes budget (64 read limits: 4 MiB at 64 KiB).
+	head -c $((5 * mib)) /dev/zero | tr '\0' a >"$WS/dense5m"
+	SANDBOXD_MAX_READ_BYTES=65536 tm read dense5m --offset 2
+	is "$rc:$(e1)" "1:sbxcat: 'dense5m' --offset 2 is deeper than fs read reaches: after its budget of 4194304 bytes read (64 times the read limit) it was on line 1, at byte 4194304; read that part with exec (sed -n)" \
+		"read --offset of a dense file past its bytes budget: refused, saying where"
+	is "$(row)" "read|dense5m|false|refused: offset beyond the read budget" "... and its audit row is written"
+	SANDBOXD_MAX_READ_BYTES=65536 f read dense5m --offset 1 --limit 1
+	is "$rc:$(tail -n 1 "$T/out")" "0:... output stopped at the 65536-byte read limit; read on with --offset 2" \
+		"... while its first line is shown, cut at the read limit"
+	rm -f "$WS/hole20g" "$WS/tail20g" "$WS/dense5m" "$WS/a1m" "$WS/a8m" "$WS/nl2m" "$WS/g2m"
+else
+	skip "GNU time (/usr/bin/time, package time) is missing" "peak RSS and CPU of fs verbs"
+fi
+# -- The audit's target is the path the operation used, normalised, and
+# a cut keeps its end (issue 16 item 6; docs/audit.md, "Targets").
+row6() { tail -n 1 "$T/spool/audit.jsonl" | jq -r .target; }
+printf 'TOKEN=1\n' >"$WS/secrets.env"
+dots=$(printf './%.0s' $(seq 300))
+f read "${dots}secrets.env"
+is "$rc:$(row6)" "0:secrets.env" "read of 300 './' then secrets.env: the row's target is 'secrets.env'"
+f stat ".//./secrets.env"
+is "$(row6)" "secrets.env" "stat .//./secrets.env: target 'secrets.env'"
+f ls "./"
+is "$(row6)" "." "ls ./: target '.'"
+f read "${dots}../secrets.env"
+is "$rc:$(row6)" "1:../secrets.env" "a refused '..' path: normalised all the same, the '..' kept"
+d1=$(head -c 200 /dev/zero | tr '\0' d) d2=$(head -c 200 /dev/zero | tr '\0' e)
+long=$(head -c 240 /dev/zero | tr '\0' n)-last.env
+mkdir -p "$WS/$d1/$d2" && printf 'x\n' >"$WS/$d1/$d2/$long"
+f read "$d1/$d2/$long"
+t6=$(row6)
+is "$rc:${#t6}" "0:512" "a path of $((200 + 1 + 200 + 1 + ${#long})) characters: its target is cut to 512"
+case $t6 in "[cut] "*"/$long") ok 0 "... marked '[cut] ' in front, its end (the last component) kept" ;;
+*) ok 1 "... marked '[cut] ' in front, its end (the last component) kept"; diag "target: $t6" ;; esac
+# exec's command line shares the cut: its last arguments are kept.
+words=$(printf 'word%.0s ' $(seq 150))
+sbx exec "$K" -- echo $words tail-marker </dev/null
+t6=$(row6)
+case $t6 in "[cut] "*" tail-marker") ok 0 "exec of a ${#words}-character command: the target keeps its end (${#t6} characters)" ;;
+*) ok 1 "exec of a long command: the target keeps its end"; diag "target: $t6" ;; esac
+# audit ls --search finds it, from the database.
+# shellcheck source=tests/pgbed.sh
+. "$srcdir/tests/pgbed.sh"
+if pgbed_start; then
+	DB6=t_fs_$$
+	if URL6=$(pgbed_newdb "$DB6"); then
+		# a spool of its own: the rows above are not replayed into it
+		SBXCAT_SPOOL_DIR=$T/spool6
+		SBXCAT_DATABASE_URL=$URL6 sbx audit migrate
+		SBXCAT_DATABASE_URL=$URL6 sbx fs "$K" read "${dots}secrets.env" </dev/null
+		SBXCAT_DATABASE_URL=$URL6 sbx fs "$K" read "$d1/$d2/$long" </dev/null
+		SBXCAT_DATABASE_URL=$URL6 sbx audit ls --search secrets.env --json
+		is "$rc:$(jq -rs '[.[] | select(.op) | .target] | join(",")' "$T/out" 2>/dev/null || out)" "0:secrets.env" \
+			"audit ls --search secrets.env (the database): finds the read of 300 './' then secrets.env"
+		SBXCAT_DATABASE_URL=$URL6 sbx audit ls --search "$long" --json
+		is "$rc:$(jq -rs '[.[] | select(.op)] | length' "$T/out" 2>/dev/null || out)" "0:1" \
+			"audit ls --search of the long path's last component: found"
+		pgbed_dropdb "$DB6"
+		SBXCAT_SPOOL_DIR=$T/spool
+	else
+		skip "the PostgreSQL test-bed cannot make a database" "audit ls --search secrets.env"
+		skip "the PostgreSQL test-bed cannot make a database" "audit ls --search of a long last component"
+	fi
+else
+	skip "no PostgreSQL test-bed" "audit ls --search secrets.env"
+	skip "no PostgreSQL test-bed" "audit ls --search of a long last component"
+fi
 
 # -- Last: another mount cleaned up, nothing of ours left in /etc.
 is "$(etcsum)" "$etc0" "at the end: host /etc and / unchanged"

@@ -522,6 +522,30 @@ static void test_stop(void)
 	   "stop() is asked between directories");
 	walk_result_release(&r);
 	workspace_close(&w);
+	/* The deadline (issue 16 item 5): a directory of 10,000 names is
+	 * not read to its end once it has passed. */
+	{
+		struct walk_opts d = {.recursive = true, .deadline_ms = 1};
+		char name[32];
+
+		fresh(&w);
+		mkdir_ws("many");
+		for (int i = 0; i < 10000; i++) {
+			snprintf(name, sizeof(name), "many/f%05d", i);
+			mkfile(name);
+		}
+		walk(&w, "many", &d, &r);
+		ok(r.stopped && r.n == 0,
+		   "a deadline past: the walk stops while it reads a big "
+		   "directory (stopped %d, %zu entries)",
+		   r.stopped, r.n);
+		walk_result_release(&r);
+		d.deadline_ms = 0;
+		walk(&w, "many", &d, &r);
+		ok(!r.stopped && r.n == 2000, "no deadline: 2,000 entries");
+		walk_result_release(&r);
+		workspace_close(&w);
+	}
 }
 
 int main(void)

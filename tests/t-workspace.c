@@ -54,6 +54,35 @@ static bool quick;
 
 
 /* tmpdir/rel holds data. */
+/* Where line i (0-based) of l ends in l->buf, its newline included (0:
+ * there is no such line), through workspace_lines_next. */
+static size_t line_end_at(const struct workspace_lines *l, size_t i)
+{
+	const char *text;
+	size_t pos = 0, len;
+
+	for (size_t k = 0; workspace_lines_next(l, &pos, &text, &len); k++)
+		if (k == i)
+			return pos;
+	return 0;
+}
+
+/* How many lines workspace_lines_next gives of l. */
+static size_t lines_counted(const struct workspace_lines *l)
+{
+	const char *text;
+	size_t pos = 0, len, n = 0;
+
+	while (workspace_lines_next(l, &pos, &text, &len))
+		n++;
+	return n;
+}
+
+static size_t line_end(const struct workspace_lines *l)
+{
+	return line_end_at(l, 0);
+}
+
 static void put_n(const char *rel, const char *data, size_t len)
 {
 	char *p = tap_path(tmpdir, "%s", rel);
@@ -566,10 +595,13 @@ static void test_read_limit(void)
 
 	done_ok(workspace_read_lines(&w, "big", "big", 3, 2, true, &l, &err),
 		&err, "slice lines 3-4 of a file over the limit");
-	ok(l.n == 2 && l.first == 3 && l.len == 200 && l.start[1] == 100 &&
+	ok(l.n == 2 && l.first == 3 && l.len == 200 && line_end(&l) == 100 &&
 	       l.lines_left == -1 && l.more && !l.cut && l.size == 1 << 20,
 	   "two lines shown, lines_left unknown, more follows");
 	workspace_lines_release(&l);
+	/* The end of a file 256 read limits long: past the default budget
+	 * (test_read_budget), so the budget is widened here. */
+	w.max_scan = 2 << 20;
 	done_ok(
 	    workspace_read_lines(&w, "big", "big", 10485, 5, true, &l, &err),
 	    &err, "the last lines of the big file");
@@ -582,6 +614,7 @@ static void test_read_limit(void)
 	    workspace_read_lines(&w, "big", "big", 10487, 5, true, &l, &err),
 	    &err, "'big' has 10486 lines; --offset 10487 is past the end",
 	    "a slice past the end of a big file: counted exactly");
+	w.max_scan = (unsigned long long)MAX_READ * WORKSPACE_SCAN_FACTOR;
 	done_ok(workspace_read_lines(&w, "big", "big", 1, 100, true, &l, &err),
 		&err, "a slice of 100 lines of 100 bytes");
 	ok(l.n == 40 && l.cut && l.more && l.len == 4000,
@@ -621,7 +654,7 @@ static void test_read_limit(void)
 	    "offset past the end of a one-line file");
 	done_ok(workspace_read_lines(&w, "one", "one", 1, 10, false, &l, &err),
 		&err, "a file without a trailing newline");
-	ok(l.n == 1 && l.len == 1 && l.start[1] == 1 && l.lines_left == 0 &&
+	ok(l.n == 1 && l.len == 1 && line_end(&l) == 1 && l.lines_left == 0 &&
 	       !l.more,
 	   "has a last line all the same");
 	workspace_lines_release(&l);
@@ -640,8 +673,9 @@ static void test_read_limit(void)
 	done_ok(
 	    workspace_read_lines(&w, "crlf", "crlf", 1, 10, false, &l, &err),
 	    &err, "CRLF lines");
-	ok(l.n == 3 && l.start[1] == 3 && l.buf[1] == '\r' &&
-	       l.start[3] - l.start[2] == 2,
+	ok(l.n == 3 && line_end(&l) == 3 && l.buf[1] == '\r' &&
+	       line_end_at(&l, 2) - line_end_at(&l, 1) == 2 &&
+	       lines_counted(&l) == 3,
 	   "shown as they are: the CR kept, 3 lines");
 	workspace_lines_release(&l);
 	free(big);
@@ -705,7 +739,8 @@ static void check_slice(const char *data, size_t len, unsigned long long off,
 		if (l.n != n || l.len != bytes || l.cut != cut ||
 		    l.more != more || l.lines_left != left ||
 		    (bytes && memcmp(l.buf, data + starts[first], bytes)) ||
-		    l.start[n] != bytes) {
+		    lines_counted(&l) != n ||
+		    (n && line_end_at(&l, n - 1) != bytes)) {
 			ok(false,
 			   "fuzz round %d (size %zu, offset %llu, limit %llu):"
 			   " n %zu/%zu len %zu/%zu cut %d/%d more %d/%d left "
@@ -714,16 +749,132 @@ static void check_slice(const char *data, size_t len, unsigned long long off,
 			   cut, l.more, more, l.lines_left, left);
 		}
 		for (size_t i = 0; i + 1 < n; i++)
-			if (l.start[i + 1] !=
+			if (line_end_at(&l, i) !=
 			    starts[first + i + 1] - starts[first]) {
 				ok(false,
-				   "fuzz round %d: line %zu starts at "
+				   "fuzz round %d: line %zu ends at "
 				   "%zu",
-				   round, i, l.start[i + 1]);
+				   round, i, line_end_at(&l, i));
 				break;
 			}
 	}
 	workspace_lines_release(&l);
+}
+
+/*
+ * read --offset within its budgets (issue 16 item 5): lines before the
+ * offset are skipped within max_scan bytes read and budget_ms, holes not
+ * read at all; an offset deeper than that is refused, saying where.
+ */
+static void test_read_budget(void)
+{
+	struct sbx_error *err = NULL;
+	struct workspace_lines l;
+	unsigned long long before, cost, got;
+	const unsigned long long tib = 1ULL << 40;
+	char *sparse = tap_path(tmpdir, "ws/sparse");
+	char *islands = tap_path(tmpdir, "ws/islands");
+	int fd;
+
+	ok(w.max_scan == (unsigned long long)MAX_READ * WORKSPACE_SCAN_FACTOR &&
+	       w.budget_ms == WORKSPACE_BUDGET_MS_DEFAULT,
+	   "the budgets: %d read limits, %d ms", WORKSPACE_SCAN_FACTOR,
+	   WORKSPACE_BUDGET_MS_DEFAULT);
+	/* "big": 1 MiB of 100-byte lines, 256 read limits, 4 budgets. */
+	refused_exact(
+	    workspace_read_lines(&w, "big", "big", 10485, 5, true, &l, &err),
+	    &err,
+	    "'big' --offset 10485 is deeper than fs read reaches: after its "
+	    "budget of 262144 bytes read (64 times the read limit) it was on "
+	    "line 2622, at byte 262144; read that part with exec (sed -n)",
+	    "an offset past the bytes budget of a dense file: refused, where");
+	done_ok(workspace_read_lines(&w, "big", "big", 2600, 1, true, &l, &err),
+		&err, "an offset within the budget is read");
+	ok(l.n == 1 && l.len == 100, "... its line (n %zu, len %zu)", l.n,
+	   l.len);
+	workspace_lines_release(&l);
+	w.budget_ms = 0;
+	refused(workspace_read_lines(&w, "big", "big", 3, 1, true, &l, &err),
+		&err, SBX_EXIT_FAIL,
+		"--offset 3 is deeper than fs read reaches: after its 0 s "
+		"budget it was on line 1, at byte 0",
+		"an offset past the time budget: refused, where");
+	w.budget_ms = WORKSPACE_BUDGET_MS_DEFAULT;
+
+	/* A file of 1 TiB, all hole but its last 4 bytes ("a\nb\n"). */
+	fd = open(sparse, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || ftruncate(fd, (off_t)tib) < 0 ||
+	    pwrite(fd, "a\nb\n", 4, (off_t)tib - 4) != 4) {
+		skip("no sparse file of 1 TiB here", "holes skipped");
+		skip("no sparse file of 1 TiB here", "holes skipped");
+		skip("no sparse file of 1 TiB here", "holes skipped");
+		skip("no sparse file of 1 TiB here", "holes skipped");
+		skip("no sparse file of 1 TiB here", "holes skipped");
+		if (fd >= 0)
+			close(fd);
+	} else {
+		close(fd);
+		cost = rchar_cost();
+		before = rchar();
+		done_ok(workspace_read_lines(&w, "sparse", "sparse", 2, 1, true,
+					     &l, &err),
+			&err, "line 2 of a 1 TiB sparse file");
+		got = read_since(before, cost);
+		ok(l.n == 1 && l.len == 2 && memcmp(l.buf, "b\n", 2) == 0 &&
+		       !l.more,
+		   "... is 'b', and nothing follows");
+		ok(!have_rchar || got <= 65536 + 16,
+		   "... having read at most a block, not the hole (%llu bytes)",
+		   got);
+		workspace_lines_release(&l);
+		refused_exact(
+		    workspace_read_lines(&w, "sparse", "sparse", 3, 1, true, &l,
+					 &err),
+		    &err, "'sparse' has 2 lines; --offset 3 is past the end",
+		    "past its end: counted exactly");
+		/* A hole at the end, after the last newline: a last line. */
+		if (truncate(sparse, (off_t)(2 * tib)) == 0)
+			refused_exact(
+			    workspace_read_lines(&w, "sparse", "sparse", 4, 1,
+						 true, &l, &err),
+			    &err,
+			    "'sparse' has 3 lines; --offset 4 is "
+			    "past the end",
+			    "a hole after the last newline is a line");
+		else
+			skip("no 2 TiB sparse file", "a trailing hole");
+	}
+	unlink(sparse);
+	free(sparse);
+	/* 32 newlines 1 MiB apart: only the data is read, not the holes
+	 * after each (4 KiB blocks; 32 of them are half the budget). */
+	fd = open(islands, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	for (int i = 0; fd >= 0 && i < 32; i++)
+		if (pwrite(fd, "\n", 1, (off_t)i << 20) != 1)
+			break;
+	if (fd >= 0 && ftruncate(fd, 32 << 20) == 0) {
+		close(fd);
+		cost = rchar_cost();
+		before = rchar();
+		done_ok(workspace_read_lines(&w, "islands", "islands", 32, 1,
+					     true, &l, &err),
+			&err,
+			"line 32 of islands of data in holes, within budget");
+		got = read_since(before, cost);
+		/* line 32: the zeros from 30 MiB + 1 to its newline at 31 MiB,
+		 * shown cut at the read limit */
+		ok(l.n == 1 && l.len == MAX_READ && l.cut &&
+		       (!have_rchar || got < 256 << 10),
+		   "... its line, cut at the limit, %llu bytes read", got);
+		workspace_lines_release(&l);
+	} else {
+		if (fd >= 0)
+			close(fd);
+		skip("no sparse file", "islands");
+		skip("no sparse file", "islands");
+	}
+	unlink(islands);
+	free(islands);
 }
 
 static void test_lines_fuzz(void)
@@ -1492,6 +1643,7 @@ int main(void)
 	test_traversal();
 	test_special_files();
 	test_read_limit();
+	test_read_budget();
 	test_lines_fuzz();
 	test_write();
 	test_edit();
