@@ -19,9 +19,10 @@ engine="docker.io util-linux iproute2 curl man-db"
 # and TLS tests, GNU time for make bench, procps for the session tests'
 # pgrep and ps (what a timed-out command left on the host), strace for
 # t-fs.sh (a refused read reads not a byte of the file); the PostgreSQL 15
-# server and psql for the audit's private cluster (tests/pgbed.sh).
+# server and psql for the audit's private cluster (tests/pgbed.sh);
+# e2fsprogs for t-disk.sh's ext4 on a loop device (mkfs.ext4, dumpe2fs).
 test="$build $engine busybox-static docker-compose jq python3-jsonschema strace
-	openssl time procps postgresql-15 postgresql-client-15"
+	openssl time procps postgresql-15 postgresql-client-15 e2fsprogs"
 # setup: what the main job uses besides the build: an engine to prewarm on.
 setup="$build $engine"
 case "${1:-build}" in

@@ -12,8 +12,8 @@
  * configured and answers; otherwise to the local append-only spool
  * (spool.h), fsync'd before the operation reports success; when neither
  * takes it, the operation fails with "audit record could not be written:
- * ..." (status 3).  Operations that change the workspace call
- * audit_ready() first, so they fail closed before any change.
+ * ..." (status 3).  Operations call audit_ready() first, so they fail
+ * closed before anything runs, changes or is read.
  */
 #ifndef SBX_AUDIT_H
 #define SBX_AUDIT_H
@@ -179,10 +179,14 @@ struct audit;
 int audit_open(struct audit **a, const char *db_uri, const char *agent,
 	       const char *run, struct sbx_error **err);
 /*
- * Make sure a row could be written, before a change to the workspace:
- * connected to the database (replaying a non-empty spool first), or the
- * spool's file open for appending.  -1 "audit record could not be written:
- * ..." (status 3) when neither.
+ * Make sure a row will be written, before an operation acts (runs,
+ * changes or reads anything): the spool certain to take it should the
+ * database not (spool_ready: its file open, its file system above the
+ * floor, its reserve allocated), with a database configured or not.  -1
+ * "audit record could not be written: database: ...; spool: ..." (status
+ * 3) when the spool is not certain and no database answers; "audit record
+ * could not be written should the database fail: spool: ..." (status 3)
+ * when one answers; status 2 for a spool limit that is set wrong.
  */
 int audit_ready(struct audit *a, struct sbx_error **err);
 /*

@@ -380,18 +380,20 @@ static int audit_status(struct sbx_ctx *ctx, int argc, char **argv)
 		/* The spool's directory is the environment's: any bytes. */
 		doc = xjson_pack(
 		    "{s:{s:b, s:s?, s:b, s:o, s:i, s:i}, "
-		    "s:{s:b, s:I, s:o, s:I, s:o, s:I}, s:I}",
+		    "s:{s:b, s:I, s:o, s:I, s:o, s:I, s:I, s:I, s:I, s:I}, "
+		    "s:I}",
 		    "database", "configured", conninfo != NULL, "source",
 		    source, "reachable", db != NULL, "error",
 		    dberr ? xjson_text(dberr->msg) : json_null(),
-		    "schema_version", version, "schema_known", known,
-		    "spool", "exists",
-		    ss.exists, "rows", (json_int_t)ss.rows, "oldest",
+		    "schema_version", version, "schema_known", known, "spool",
+		    "exists", ss.exists, "rows", (json_int_t)ss.rows, "oldest",
 		    cmd_time_json(ss.oldest_us / 1000000), "kept_aside",
 		    (json_int_t)ss.kept_aside, "last_flush",
 		    cmd_time_json(ss.last_flush_us / 1000000),
-		    "last_flush_rows", (json_int_t)ss.last_flush_rows, "lost",
-		    (json_int_t)ss.lost);
+		    "last_flush_rows", (json_int_t)ss.last_flush_rows, "free",
+		    (json_int_t)ss.free, "min_free", (json_int_t)ss.min_free,
+		    "reserve", (json_int_t)ss.reserve, "reserved",
+		    (json_int_t)ss.reserved, "lost", (json_int_t)ss.lost);
 		xjson_set_path(json_object_get(doc, "spool"), "dir", sp.dir);
 		cmd_print_json(doc);
 		goto out;
@@ -413,6 +415,14 @@ static int audit_status(struct sbx_ctx *ctx, int argc, char **argv)
 	if (ss.kept_aside)
 		printf("kept aside: %llu damaged %s (see docs/audit.md)\n",
 		       ss.kept_aside, ss.kept_aside == 1 ? "line" : "lines");
+	if (ss.exists)
+		printf("spool room: %llu bytes free, floor %llu "
+		       "(SBXCAT_SPOOL_MIN_FREE)%s; %llu reserved ahead of its "
+		       "end, reserve %llu (SBXCAT_SPOOL_RESERVE)\n",
+		       ss.free, ss.min_free,
+		       ss.free < ss.min_free ? ": BELOW, operations refused"
+					     : "",
+		       ss.reserved, ss.reserve);
 	printf("last flush: %s", when(t2, ss.last_flush_us));
 	if (ss.last_flush_us)
 		printf(" (%llu %s)", ss.last_flush_rows,

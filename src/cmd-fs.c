@@ -1285,8 +1285,8 @@ static int fs_main(struct sbx_ctx *ctx, int argc, char **argv)
 	    workspace_path_check(c.a.noperands ? c.a.operand[0] : ".",
 				 v->may_be_root, &c.rel, &err) < 0)
 		goto out;
-	/* A change is made only when its row can be written. */
-	if (v->changes && audit_ready(au, &err) < 0) {
+	/* Nothing is changed or read unless its row will be written. */
+	if (audit_ready(au, &err) < 0) {
 		unrecorded = true;
 		goto out;
 	}

@@ -164,6 +164,11 @@ static int both_failed(struct audit *a, struct sbx_error **spool_err,
 			  "database: %s; spool: %s",
 			  a->db_err ? a->db_err->msg : "?", (*spool_err)->msg);
 
+	if (err && *err) {
+		(*err)->reason = (*spool_err)->reason;
+		if ((*spool_err)->hint)
+			sbx_error_hint(*err, "%s", (*spool_err)->hint);
+	}
 	sbx_error_free(spool_err);
 	return rc;
 }
@@ -174,11 +179,20 @@ int audit_ready(struct audit *a, struct sbx_error **err)
 
 	if (a->off)
 		return 0;
-	/* The spool is opened even with a database, as far as it can be:
-	 * the database may fail between here and the row. */
-	if (spool_open(&a->spool, &serr) == 0 || db(a))
-		return (sbx_error_free(&serr), 0);
-	return both_failed(a, &serr, err);
+	/* The spool takes the row whenever the database does not, and the
+	 * database may fail between here and the row: nothing is done
+	 * unless the spool is certain to take it (its floor and reserve),
+	 * with a database or without. */
+	if (spool_ready(&a->spool, &serr) == 0)
+		return 0;
+	if (serr->status != SBX_EXIT_USAGE && !db(a))
+		return both_failed(a, &serr, err);
+	if (serr->status != SBX_EXIT_USAGE) /* else: a limit set wrong */
+		sbx_error_wrap(&serr,
+			       "audit record could not be written should the "
+			       "database fail: spool");
+	*err = serr;
+	return -1;
 }
 
 int audit_record(struct audit *a, struct audit_row *r, enum audit_where *where,

@@ -36,9 +36,12 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,12 +58,20 @@
 #define SPOOL_FILE "audit.jsonl"
 #define KEPT_FILE "kept-aside.jsonl"
 #define LOST_FILE "lost.jsonl"
+#define COUNT_FILE "lost.count"
+#define COUNT_LEN 21 /* 20 digits and a newline */
 #define FLUSH_FILE "flush.json"
 #define SUM_KEY ",\"sum\":\""
 #define SUM_LEN (sizeof(SUM_KEY) - 1 + 64 + 2) /* ,"sum":"HEX"} */
 #define ROW_START "{\"id\":\""
 /* A glued line (torn bytes, then a whole line) is held whole up to this. */
 #define HOLD_MAX (2 * SPOOL_LINE_MAX)
+
+/* A full disk: the floor, the reserve, lost.count (at the end). */
+static int read_limits(struct spool *s, struct sbx_error **err);
+static int keep_reserve(struct spool *s, int fd, struct sbx_error **err);
+static int spool_room(struct spool *s, struct spool_status *st,
+		      struct sbx_error **err);
 
 void spool_init(struct spool *s)
 {
@@ -69,17 +80,23 @@ void spool_init(struct spool *s)
 	s->dir = xstrdup(d && *d ? d : SPOOL_DEFAULT_DIR);
 	s->dirfd = -1;
 	s->fd = -1;
+	s->count_fd = -1;
+	s->limits_read = false;
+	s->min_free = SPOOL_MIN_FREE_DEFAULT;
+	s->reserve = SPOOL_RESERVE_DEFAULT;
 }
 
 void spool_close(struct spool *s)
 {
 	if (s->fd >= 0)
 		close(s->fd);
+	if (s->count_fd >= 0)
+		close(s->count_fd);
 	if (s->dirfd >= 0)
 		close(s->dirfd);
 	free(s->dir);
 	s->dir = NULL;
-	s->fd = s->dirfd = -1;
+	s->fd = s->dirfd = s->count_fd = -1;
 }
 
 /* The directory or DIR/NAME, escaped for a message (a static buffer per
@@ -379,27 +396,6 @@ int spool_append(struct spool *s, const struct audit_row *r,
 	}
 	strbuf_release(&line);
 	return -1;
-}
-
-void spool_note_lost(struct spool *s, const struct audit_row *r)
-{
-	struct strbuf line = STRBUF_INIT;
-	char t[32];
-	int fd;
-
-	if (open_dir(s, true, NULL, NULL) < 0)
-		return;
-	fd = open_file(s, LOST_FILE, O_WRONLY | O_APPEND, true, NULL);
-	if (fd < 0)
-		return;
-	audit_time_format(t, r->created_us);
-	strbuf_addf(&line,
-		    "{\"id\":\"%s\",\"created_at\":\"%s\",\"op\":\"%s\"}\n",
-		    r->id, t, audit_op_name(r->op));
-	if (write(fd, line.buf, line.len) == (ssize_t)line.len)
-		fsync(fd);
-	close(fd);
-	strbuf_release(&line);
 }
 
 unsigned long long spool_pending(struct spool *s)
@@ -798,6 +794,10 @@ int spool_replay(struct spool *s, bool wait, spool_sink sink, void *arg,
 		fail(s, SPOOL_FILE, errno, err, "truncate");
 		goto out;
 	}
+	/* The truncate freed the reserve with the rows: take it again for
+	 * the appenders that counted on it (as far as there is room). */
+	if (rd.pos > 0 && read_limits(s, NULL) == 0)
+		(void)keep_reserve(s, fd, NULL);
 	/* The rows are in and out of the spool: a flush.json that cannot be
 	 * written only leaves `audit status` with an older last flush. */
 	if (write_flush(s, *moved, err) < 0)
@@ -893,14 +893,17 @@ int spool_status(struct spool *s, struct spool_status *st,
 	int fd;
 
 	memset(st, 0, sizeof(*st));
-	if (open_dir(s, false, &missing, err) < 0)
+	if (read_limits(s, err) < 0 || open_dir(s, false, &missing, err) < 0)
 		return -1;
+	st->min_free = s->min_free;
+	st->reserve = s->reserve;
 	if (missing)
 		return 0;
 	st->exists = true;
 	if (count_lines(s, SPOOL_FILE, &st->rows, &st->oldest_us, err) < 0 ||
 	    count_lines(s, KEPT_FILE, &st->kept_aside, NULL, err) < 0 ||
-	    count_lines(s, LOST_FILE, &st->lost, NULL, err) < 0)
+	    count_lines(s, LOST_FILE, &st->lost, NULL, err) < 0 ||
+	    spool_room(s, st, err) < 0)
 		return -1;
 	fd = open_file(s, FLUSH_FILE, O_RDONLY, false, err);
 	if (fd < 0)
@@ -920,6 +923,275 @@ int spool_status(struct spool *s, struct spool_status *st,
 		free(data);
 	} else {
 		sbx_error_free(err);
+	}
+	close(fd);
+	return 0;
+}
+
+/* ---- a full disk (docs/audit.md, "A full disk") ---- */
+
+/* A limit in bytes from var (a whole number), kept in *out when unset. */
+static int env_bytes(const char *var, unsigned long long *out,
+		     struct sbx_error **err)
+{
+	const char *v = getenv(var);
+	size_t n = v ? strlen(v) : 0;
+	unsigned long long x = 0;
+
+	if (!n)
+		return 0;
+	if (strspn(v, "0123456789") != n || n > 18) {
+		struct strbuf sb = STRBUF_INIT;
+
+		text_add_escaped(&sb, v, n);
+		sbx_error_set(err, SBX_EXIT_USAGE, 0,
+			      "%s '%s': expected a whole number of bytes", var,
+			      strbuf_str(&sb));
+		strbuf_release(&sb);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		x = x * 10 + (unsigned long long)(v[i] - '0');
+	*out = x;
+	return 0;
+}
+
+static int read_limits(struct spool *s, struct sbx_error **err)
+{
+	if (s->limits_read)
+		return 0;
+	if (env_bytes("SBXCAT_SPOOL_MIN_FREE", &s->min_free, err) < 0 ||
+	    env_bytes("SBXCAT_SPOOL_RESERVE", &s->reserve, err) < 0)
+		return -1;
+	/* A reserve holds at least one line of the longest kind. */
+	if (s->reserve && s->reserve < SPOOL_LINE_MAX)
+		s->reserve = SPOOL_LINE_MAX;
+	s->limits_read = true;
+	return 0;
+}
+
+/*
+ * The blocks ext4 keeps back from everyone, root included, on the file
+ * system of dev (its reserved_clusters: 2% and at most 4096 clusters, for
+ * its own metadata when extents split), which statvfs counts as free for
+ * root; 0 when it is not ext4 or sysfs does not say.  A cluster is taken
+ * as one block (no bigalloc).
+ */
+static unsigned long long ext4_kept(dev_t dev)
+{
+	char link[64], target[PATH_MAX], path[PATH_MAX + 64], buf[32];
+	const char *name;
+	ssize_t n;
+	int fd;
+
+	snprintf(link, sizeof(link), "/sys/dev/block/%u:%u", major(dev),
+		 minor(dev));
+	n = readlink(link, target, sizeof(target) - 1);
+	if (n <= 0)
+		return 0;
+	target[n] = '\0';
+	name = strrchr(target, '/');
+	name = name ? name + 1 : target;
+	snprintf(path, sizeof(path), "/sys/fs/ext4/%s/reserved_clusters", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return strtoull(buf, NULL, 10);
+}
+
+/* Bytes free for us on the directory's file system (opened): root may
+ * use the file system's root reserve, nobody ext4's own. */
+static int dir_free(struct spool *s, unsigned long long *bytes,
+		    struct sbx_error **err)
+{
+	struct statvfs v;
+	struct stat st;
+	unsigned long long blocks;
+
+	if (fstatvfs(s->dirfd, &v) < 0)
+		return fail(s, NULL, errno, err, "statvfs");
+	blocks = geteuid() == 0 ? v.f_bfree : v.f_bavail;
+	if (geteuid() == 0 && fstat(s->dirfd, &st) == 0) {
+		unsigned long long kept = ext4_kept(st.st_dev);
+
+		blocks = blocks > kept ? blocks - kept : 0;
+	}
+	*bytes = blocks * v.f_frsize;
+	return 0;
+}
+
+/* What is allocated beyond a file's end (st_blocks counts 512 bytes). */
+static unsigned long long ahead(const struct stat *st)
+{
+	unsigned long long alloc = (unsigned long long)st->st_blocks * 512;
+	unsigned long long size = (unsigned long long)st->st_size;
+
+	return alloc > size ? alloc - size : 0;
+}
+
+/* s->reserve bytes allocated ahead of audit.jsonl's end (fd): appends
+ * then need no new block.  A file system without fallocate has the floor
+ * alone. */
+static int keep_reserve(struct spool *s, int fd, struct sbx_error **err)
+{
+	struct stat st;
+	int rc;
+
+	if (!s->reserve)
+		return 0;
+	if (fstat(fd, &st) < 0)
+		return fail(s, SPOOL_FILE, errno, err, NULL);
+	rc = fallocate(fd, FALLOC_FL_KEEP_SIZE, st.st_size, (off_t)s->reserve);
+	if (rc == 0 || errno == EOPNOTSUPP || errno == ENOSYS)
+		return 0;
+	return fail(s, SPOOL_FILE, errno, err,
+		    "no room for its reserve ahead of its end "
+		    "(SBXCAT_SPOOL_RESERVE)");
+}
+
+/* lost.count's value (0 when unreadable: it only ever grows from it). */
+static unsigned long long count_read(int fd)
+{
+	char buf[COUNT_LEN + 1];
+	ssize_t n = pread(fd, buf, COUNT_LEN, 0);
+
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return strtoull(buf, NULL, 10);
+}
+
+/* Rewrite lost.count in place: the same 21 bytes in its one block. */
+static int count_write(int fd, unsigned long long n)
+{
+	char buf[COUNT_LEN + 1];
+
+	snprintf(buf, sizeof(buf), "%020llu\n", n);
+	return pwrite(fd, buf, COUNT_LEN, 0) == COUNT_LEN && fsync(fd) == 0
+		   ? 0
+		   : -1;
+}
+
+/* DIR/lost.count open (the directory opened), made when missing with the
+ * losses lost.jsonl already lists. */
+static int count_open(struct spool *s, struct sbx_error **err)
+{
+	struct stat st;
+	int fd, e;
+
+	if (s->count_fd >= 0)
+		return 0;
+	fd = open_file(s, COUNT_FILE, O_RDWR, true, err);
+	if (fd < 0)
+		return -1;
+	if (lock(fd, LOCK_EX) < 0 || fstat(fd, &st) < 0)
+		goto fail;
+	if (st.st_size != COUNT_LEN) {
+		unsigned long long n = count_read(fd);
+
+		if (st.st_size == 0 &&
+		    count_lines(s, LOST_FILE, &n, NULL, NULL) < 0)
+			n = 0;
+		if (count_write(fd, n) < 0 ||
+		    (st.st_size > COUNT_LEN && ftruncate(fd, COUNT_LEN) < 0))
+			goto fail;
+	}
+	flock(fd, LOCK_UN);
+	s->count_fd = fd;
+	return 0;
+fail:
+	e = errno;
+	close(fd);
+	return fail(s, COUNT_FILE, e, err, NULL);
+}
+
+int spool_ready(struct spool *s, struct sbx_error **err)
+{
+	unsigned long long avail;
+
+	if (read_limits(s, err) < 0 || open_dir(s, true, NULL, err) < 0 ||
+	    dir_free(s, &avail, err) < 0)
+		return -1;
+	if (avail < s->min_free) {
+		char *p = shown(s, NULL);
+
+		sbx_error_set(err, SBX_EXIT_ENV, 0,
+			      "spool directory '%s' has %llu bytes free, "
+			      "under the floor of %llu bytes "
+			      "(SBXCAT_SPOOL_MIN_FREE): nothing is done that "
+			      "could not be recorded",
+			      p, avail, s->min_free);
+		sbx_error_reason(*err, "spool below its floor");
+		sbx_error_hint(*err, "free space on the spool's file system "
+				     "(docs/audit.md, \"A full disk\")");
+		free(p);
+		return -1;
+	}
+	if (spool_open(s, err) < 0 || count_open(s, err) < 0 ||
+	    keep_reserve(s, s->fd, err) < 0)
+		return -1;
+	return 0;
+}
+
+int spool_note_lost(struct spool *s, const struct audit_row *r)
+{
+	struct strbuf line = STRBUF_INIT;
+	char t[32];
+	int fd, rc = -1;
+
+	if (open_dir(s, true, NULL, NULL) < 0)
+		return -1;
+	/* Counted first, where a full disk cannot stop it. */
+	if (count_open(s, NULL) == 0 && lock(s->count_fd, LOCK_EX) == 0) {
+		rc = count_write(s->count_fd, count_read(s->count_fd) + 1);
+		flock(s->count_fd, LOCK_UN);
+	}
+	/* Then which row, as far as the disk allows. */
+	fd = open_file(s, LOST_FILE, O_WRONLY | O_APPEND, true, NULL);
+	if (fd < 0)
+		return rc;
+	audit_time_format(t, r->created_us);
+	strbuf_addf(&line,
+		    "{\"id\":\"%s\",\"created_at\":\"%s\",\"op\":\"%s\"}\n",
+		    r->id, t, audit_op_name(r->op));
+	if (write(fd, line.buf, line.len) == (ssize_t)line.len)
+		fsync(fd);
+	close(fd);
+	strbuf_release(&line);
+	return rc;
+}
+
+/* What spool_status says of the room: free, reserved ahead, lost.count. */
+static int spool_room(struct spool *s, struct spool_status *st,
+		      struct sbx_error **err)
+{
+	struct stat fs;
+	int fd;
+
+	if (dir_free(s, &st->free, err) < 0)
+		return -1;
+	fd = open_file(s, SPOOL_FILE, O_RDONLY, false, err);
+	if (fd < 0 && errno != ENOENT)
+		return -1;
+	if (fd >= 0) {
+		if (fstat(fd, &fs) == 0)
+			st->reserved = ahead(&fs);
+		close(fd);
+	}
+	fd = open_file(s, COUNT_FILE, O_RDONLY, false, err);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1;
+	{
+		unsigned long long n = count_read(fd);
+
+		/* lost.jsonl may have missed a line the count has. */
+		if (n > st->lost)
+			st->lost = n;
 	}
 	close(fd);
 	return 0;

@@ -19,6 +19,16 @@
  * DIR is SBXCAT_SPOOL_DIR, else /var/spool/sbxcat; made 0700 when missing
  * (its parent must exist); files 0600.  A DIR that is a symlink, or not
  * owned by us, is refused (another user could read or swap the spool).
+ *
+ * A full disk (docs/audit.md, "A full disk"): spool_ready, which every
+ * operation's audit_ready calls before it acts, refuses when DIR's file
+ * system has less than a floor free for us (SBXCAT_SPOOL_MIN_FREE), and
+ * keeps a reserve allocated ahead of audit.jsonl's end (fallocate with
+ * FALLOC_FL_KEEP_SIZE, SBXCAT_SPOOL_RESERVE), so the rows of operations
+ * that passed it land in blocks already allocated even when the disk fills
+ * while they run.  A row that is lost all the same is counted in
+ * DIR/lost.count, made once while there is room and afterwards only
+ * rewritten in place: counting needs no new block.
  */
 #ifndef SBX_SPOOL_H
 #define SBX_SPOOL_H
@@ -32,11 +42,17 @@ struct sbx_error;
 #define SPOOL_DEFAULT_DIR "/var/spool/sbxcat"
 #define SPOOL_BATCH 10000 /* rows per sink call */
 #define SPOOL_LINE_MAX 65536
+/* The defaults of SBXCAT_SPOOL_MIN_FREE and SBXCAT_SPOOL_RESERVE. */
+#define SPOOL_MIN_FREE_DEFAULT (64ULL << 20)
+#define SPOOL_RESERVE_DEFAULT (1ULL << 20)
 
 struct spool {
 	char *dir;
-	int dirfd;  /* -1 until opened */
-	int fd;	    /* audit.jsonl for appending, -1 until needed */
+	int dirfd;    /* -1 until opened */
+	int fd;	      /* audit.jsonl for appending, -1 until needed */
+	int count_fd; /* lost.count, -1 until needed */
+	bool limits_read;
+	unsigned long long min_free, reserve; /* bytes; 0: none */
 };
 
 /* The directory (SBXCAT_SPOOL_DIR or the default), not opened yet. */
@@ -44,6 +60,15 @@ void spool_init(struct spool *s);
 /* Open (making DIR when missing) and the file for appending.  -1 with
  * status 3 naming the directory and why. */
 int spool_open(struct spool *s, struct sbx_error **err);
+/*
+ * Make sure a row will be taken: the spool open, DIR/lost.count made,
+ * at least min_free bytes free for us on DIR's file system, and reserve
+ * bytes allocated ahead of audit.jsonl's end.  -1 status 3 naming the
+ * directory and why: below the floor, "spool directory 'DIR' has N bytes
+ * free, under the floor of M bytes (SBXCAT_SPOOL_MIN_FREE)"; status 2
+ * for a limit that is not a whole number of bytes.
+ */
+int spool_ready(struct spool *s, struct sbx_error **err);
 /* Append r as one line and fsync it; opens the spool when needed. */
 int spool_append(struct spool *s, const struct audit_row *r,
 		 struct sbx_error **err);
@@ -56,19 +81,25 @@ struct spool_status {
 	unsigned long long kept_aside; /* lines in kept-aside.jsonl */
 	long long last_flush_us;       /* 0: never */
 	unsigned long long last_flush_rows;
-	unsigned long long lost;       /* lines in lost.jsonl */
+	unsigned long long lost; /* lost.count (or lost.jsonl's lines) */
+	/* DIR's file system: bytes free for us as spool_ready counts them,
+	 * the floor and the reserve, and what is allocated ahead of
+	 * audit.jsonl's end (free and reserved: 0 when DIR is missing). */
+	unsigned long long free, min_free, reserve, reserved;
 };
 int spool_status(struct spool *s, struct spool_status *st,
 		 struct sbx_error **err);
 
 /*
  * A row neither the database nor the spool's file took, for an operation
- * that had already happened: its id, time and op (no target) appended to
- * DIR/lost.jsonl, which `audit status` counts as rows lost.  Best effort:
- * a spool directory that cannot be written cannot count either (the
- * operation's own message on stderr is then all there is).
+ * that had already happened: counted in DIR/lost.count (rewritten in
+ * place, so a full disk does not stop it), then its id, time and op (no
+ * target) appended to DIR/lost.jsonl as far as the disk allows.  `audit
+ * status` says the count.  -1 when it could not be counted either (no
+ * lost.count and no room to make one, or an unusable directory): the
+ * operation's own message on stderr is then all there is.
  */
-void spool_note_lost(struct spool *s, const struct audit_row *r);
+int spool_note_lost(struct spool *s, const struct audit_row *r);
 
 /* The bytes waiting in audit.jsonl (one fstat); 0 when none. */
 unsigned long long spool_pending(struct spool *s);

@@ -9,10 +9,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -718,6 +720,119 @@ static char *split(const char *rel, const char **name)
 }
 
 /*
+ * A write that failed with e: a full disk (ENOSPC, EDQUOT) says what it
+ * means here, that the sandbox's share is used up and nothing changed.
+ */
+static int write_failed(int e, const char *shown, const char *what,
+			struct sbx_error **err)
+{
+	if (e == ENOSPC || e == EDQUOT)
+		return refuse(err, SBX_EXIT_ENV, e, shown,
+			      "cannot be %s: the file system has no room left "
+			      "for the sandbox (host-side writes stop where "
+			      "its own stop; the root reserve is not theirs); "
+			      "nothing was changed",
+			      what);
+	if (e == EACCES || e == EPERM)
+		return refuse_r(err, "permission denied", shown,
+				"cannot be %s: the sandbox may not write there "
+				"(host-side writes are made as the sandbox)",
+				what);
+	return refuse(err, status_of(e), e, shown, "cannot be %s", what);
+}
+
+/*
+ * Writes as the sandbox.  Every block and inode a host-side write puts in
+ * a workspace is allocated as the sandbox's own writes are: this thread's
+ * file-system uid and gid set to the workspace's (setfsuid and setfsgid
+ * act on the calling thread alone) and CAP_SYS_RESOURCE dropped from its
+ * effective set, so the file system's root reserve (ext4's -m), which the
+ * sandbox cannot touch, is not touched by fs write or edit either, and a
+ * directory the sandbox cannot write is not written.  Reads stay root's.
+ */
+struct as_sandbox {
+	uid_t uid;
+	gid_t gid;
+	bool cap; /* CAP_SYS_RESOURCE was effective, and dropped */
+	struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3];
+};
+
+static bool sys_resource(const struct __user_cap_data_struct *caps)
+{
+	return caps[CAP_TO_INDEX(CAP_SYS_RESOURCE)].effective &
+	       CAP_TO_MASK(CAP_SYS_RESOURCE);
+}
+
+/* This thread's capabilities, read (set false) or set. */
+static int thread_caps(bool set, struct __user_cap_data_struct *caps)
+{
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+
+	return (int)syscall(set ? SYS_capset : SYS_capget, &h, caps);
+}
+
+/* Back to what as_sandbox saved: fsuid first (it gives back the
+ * capabilities a change of fsuid away from 0 took), then fsgid, then the
+ * effective capabilities.  Not getting back is a bug: die. */
+static void as_self(const struct as_sandbox *saved)
+{
+	struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3];
+
+	setfsuid(saved->uid);
+	setfsgid(saved->gid);
+	if ((uid_t)setfsuid((uid_t)-1) != saved->uid ||
+	    (gid_t)setfsgid((gid_t)-1) != saved->gid)
+		die_bug("cannot return to file-system uid %u, gid %u",
+			(unsigned)saved->uid, (unsigned)saved->gid);
+	if (saved->cap &&
+	    (thread_caps(true, (struct __user_cap_data_struct *)saved->caps) <
+		 0 ||
+	     thread_caps(false, caps) < 0 || !sys_resource(caps)))
+		die_bug("cannot take CAP_SYS_RESOURCE back");
+}
+
+/* Become the sandbox for the writes that follow (as_self after): each
+ * change read back, as setfsuid(2) says to check it (a second call with
+ * an invalid id returns the current one). */
+static int as_sandbox(const struct workspace *w, struct as_sandbox *saved,
+		      const char *shown, struct sbx_error **err)
+{
+	struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3];
+	uid_t uid = (uid_t)w->uid;
+	gid_t gid = (gid_t)w->uid;
+
+	memset(saved, 0, sizeof(*saved));
+	saved->uid = (uid_t)setfsuid((uid_t)-1);
+	saved->gid = (gid_t)setfsgid((gid_t)-1);
+	if (thread_caps(false, saved->caps) < 0)
+		return refuse(err, SBX_EXIT_ENV, errno, shown,
+			      "cannot be written: this thread's capabilities "
+			      "cannot be read");
+	memcpy(caps, saved->caps, sizeof(caps));
+	if (sys_resource(caps)) {
+		caps[CAP_TO_INDEX(CAP_SYS_RESOURCE)].effective &=
+		    ~CAP_TO_MASK(CAP_SYS_RESOURCE);
+		if (thread_caps(true, caps) < 0 ||
+		    thread_caps(false, caps) < 0 || sys_resource(caps))
+			return refuse(err, SBX_EXIT_ENV, errno, shown,
+				      "cannot be written: CAP_SYS_RESOURCE "
+				      "cannot be dropped for it");
+		saved->cap = true;
+	}
+	setfsgid(gid);
+	setfsuid(uid);
+	if ((gid_t)setfsgid((gid_t)-1) != gid ||
+	    (uid_t)setfsuid((uid_t)-1) != uid) {
+		as_self(saved);
+		return refuse(err, SBX_EXIT_ENV, 0, shown,
+			      "cannot be written as the sandbox (uid %u, gid "
+			      "%u): setfsuid or setfsgid did not take",
+			      (unsigned)uid, (unsigned)gid);
+	}
+	return 0;
+}
+
+/*
  * The directory prefix (a path beneath the workspace), made as comp in
  * parent (the held directory prefix's parent resolved to) when missing:
  * the uid's, 0755.
@@ -737,8 +852,10 @@ static int make_one(const struct workspace *w, int parent, const char *prefix,
 			if (errno == EEXIST)
 				continue; /* made meanwhile, or a dangling
 					     symlink: look again */
-			return refuse(err, status_of(errno), errno, shown,
-				      "cannot have its directories made");
+			return write_failed(errno, shown,
+					    "written: its directories cannot "
+					    "be made",
+					    err);
 		}
 		/* What was just made, not what may have been swapped in. */
 		fd = beneath(parent, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW,
@@ -767,9 +884,9 @@ static int make_one(const struct workspace *w, int parent, const char *prefix,
  * (every one after it was made too), or NOTHING_MADE.
  */
 #define NOTHING_MADE ((size_t)-1)
-static int make_dirs(const struct workspace *w, const char *dir,
-		     const char *shown, size_t *made_from,
-		     struct sbx_error **err)
+static int make_dirs_as(const struct workspace *w, const char *dir,
+			const char *shown, size_t *made_from,
+			struct sbx_error **err)
 {
 	cleanup_free char *prefix = xstrdup(dir);
 	size_t i = 0, len = strlen(dir);
@@ -790,6 +907,21 @@ static int make_dirs(const struct workspace *w, const char *dir,
 		fd = next;
 		i = j + 1;
 	}
+	return fd;
+}
+
+/* make_dirs_as as the sandbox: its directories are its blocks. */
+static int make_dirs(const struct workspace *w, const char *dir,
+		     const char *shown, size_t *made_from,
+		     struct sbx_error **err)
+{
+	struct as_sandbox saved;
+	int fd;
+
+	if (as_sandbox(w, &saved, shown, err) < 0)
+		return -1;
+	fd = make_dirs_as(w, dir, shown, made_from, err);
+	as_self(&saved);
 	return fd;
 }
 
@@ -875,8 +1007,7 @@ static int copy_in(const struct workspace *w, int fd, int in_fd,
 				      "limit; nothing was written",
 				      w->max_write);
 		if (write_all(fd, buf, (size_t)n) < 0)
-			return refuse(err, status_of(errno), errno, shown,
-				      "cannot be written");
+			return write_failed(errno, shown, "written", err);
 		*total += (size_t)n;
 	}
 }
@@ -887,10 +1018,10 @@ static int copy_in(const struct workspace *w, int fd, int in_fd,
  * mode, then renamed over name.  On failure the temporary goes and name
  * is as it was.
  */
-static int put_file(const struct workspace *w, int pfd, const char *name,
-		    const char *shown, int in_fd, const char *data, size_t len,
-		    unsigned mode, unsigned long long *bytes,
-		    struct sbx_error **err)
+static int put_file_as(const struct workspace *w, int pfd, const char *name,
+		       const char *shown, int in_fd, const char *data,
+		       size_t len, unsigned mode, unsigned long long *bytes,
+		       struct sbx_error **err)
 {
 	cleanup_free char *tmp = NULL;
 	unsigned long long total = 0;
@@ -898,16 +1029,13 @@ static int put_file(const struct workspace *w, int pfd, const char *name,
 	int e;
 
 	if (fd < 0)
-		return refuse(err, status_of(errno), errno, shown,
-			      "cannot be written: no temporary file in its "
-			      "directory");
+		return write_failed(errno, shown, "written", err);
 	if (in_fd >= 0) {
 		if (copy_in(w, fd, in_fd, shown, &total, err) < 0)
 			goto fail;
 	} else {
 		if (write_all(fd, data, len) < 0) {
-			refuse(err, status_of(errno), errno, shown,
-			       "cannot be written");
+			write_failed(errno, shown, "written", err);
 			goto fail;
 		}
 		total = len;
@@ -916,8 +1044,7 @@ static int put_file(const struct workspace *w, int pfd, const char *name,
 	 * is the sandbox's file, not a root-owned one. */
 	if (fchown(fd, (uid_t)w->uid, (gid_t)w->uid) < 0 ||
 	    fchmod(fd, mode) < 0 || fsync(fd) < 0) {
-		refuse(err, status_of(errno), errno, shown,
-		       "cannot be written");
+		write_failed(errno, shown, "written", err);
 		goto fail;
 	}
 	e = close(fd);
@@ -927,8 +1054,7 @@ static int put_file(const struct workspace *w, int pfd, const char *name,
 		if (e == EISDIR)
 			(void)refuse_r(err, "a directory", shown, "is a directory");
 		else
-			refuse(err, status_of(e), e, shown,
-			       "cannot be written");
+			write_failed(e, shown, "written", err);
 		goto fail;
 	}
 	if (fsync(pfd) < 0 && errno != EINVAL)
@@ -942,6 +1068,24 @@ fail:
 		close(fd);
 	unlinkat(pfd, tmp, 0);
 	return -1;
+}
+
+/* put_file_as as the sandbox: on a full disk it stops where the
+ * sandbox's own writes stop. */
+static int put_file(const struct workspace *w, int pfd, const char *name,
+		    const char *shown, int in_fd, const char *data, size_t len,
+		    unsigned mode, unsigned long long *bytes,
+		    struct sbx_error **err)
+{
+	struct as_sandbox saved;
+	int rc;
+
+	if (as_sandbox(w, &saved, shown, err) < 0)
+		return -1;
+	rc = put_file_as(w, pfd, name, shown, in_fd, data, len, mode, bytes,
+			 err);
+	as_self(&saved);
+	return rc;
 }
 
 int workspace_write(const struct workspace *w, const char *rel,

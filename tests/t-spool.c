@@ -681,6 +681,102 @@ static void test_unclean_row(void)
 	free(d);
 }
 
+/* What spool_ready makes, and how it refuses (t-disk.sh does it on a
+ * full disk). */
+static void test_ready(void)
+{
+	struct spool s;
+	struct spool_status st;
+	struct audit_row r;
+	struct sbx_error *err = NULL;
+	char *d = fresh(&s), *p, *count;
+	struct stat sb;
+	int rc;
+
+	/* A spool from before lost.count: its lost.jsonl's 3 lines count. */
+	if (mkdir(d, 0700) < 0)
+		bail_out("mkdir %s: %s", d, strerror(errno));
+	append_raw(d, "", 0);
+	p = tap_path(d, "lost.jsonl");
+	{
+		FILE *f = fopen(p, "w");
+
+		if (!f || fputs("{}\n{}\n{}\n", f) < 0 || fclose(f) != 0)
+			bail_out("cannot write %s", p);
+	}
+	free(p);
+	setenv("SBXCAT_SPOOL_MIN_FREE", "0", 1);
+	setenv("SBXCAT_SPOOL_RESERVE", "100", 1);
+	rc = spool_ready(&s, &err);
+	ok(rc == 0, "spool_ready with no floor (%s)", err ? err->msg : "ok");
+	sbx_error_free(&err);
+	count = tap_path(d, "lost.count");
+	ok(stat(count, &sb) == 0 && sb.st_size == 21,
+	   "lost.count made, 21 bytes");
+	p = tap_path(d, "audit.jsonl");
+	if (stat(p, &sb) < 0)
+		bail_out("stat %s: %s", p, strerror(errno));
+	ok(sb.st_size == 0 && (long long)sb.st_blocks * 512 >= SPOOL_LINE_MAX,
+	   "a reserve of 100 is taken as one line, %d bytes, allocated ahead "
+	   "of the end (%lld allocated, size %lld)",
+	   SPOOL_LINE_MAX, (long long)sb.st_blocks * 512,
+	   (long long)sb.st_size);
+	free(p);
+	rc = spool_status(&s, &st, &err);
+	ok(rc == 0 && st.lost == 3 && st.reserve == SPOOL_LINE_MAX &&
+	       st.reserved >= SPOOL_LINE_MAX && st.min_free == 0,
+	   "status: the 3 lost rows of lost.jsonl, the reserve and the floor");
+	sbx_error_free(&err);
+	make_row(&r, 0);
+	ok(spool_note_lost(&s, &r) == 0, "a lost row is counted");
+	audit_row_release(&r);
+	spool_close(&s);
+	spool_init(&s);
+	rc = spool_status(&s, &st, &err);
+	ok(rc == 0 && st.lost == 4 && lines_of(d, "lost.jsonl") == 4,
+	   "... 4 lost, in lost.count and lost.jsonl (%llu)", st.lost);
+	sbx_error_free(&err);
+	{
+		char buf[32] = "";
+		FILE *f = fopen(count, "r");
+
+		if (f) {
+			if (!fgets(buf, sizeof(buf), f))
+				buf[0] = '\0';
+			fclose(f);
+		}
+		is_str(buf, "00000000000000000004\n", "lost.count says 4");
+	}
+
+	/* A floor no disk has: refused, naming the directory and both
+	 * figures. */
+	setenv("SBXCAT_SPOOL_MIN_FREE", "100000000000000000", 1);
+	spool_close(&s);
+	spool_init(&s);
+	rc = spool_ready(&s, &err);
+	ok(rc < 0 && err->status == 3 && strstr(err->msg, d) &&
+	       strstr(err->msg, "bytes free, under the floor of "
+				"100000000000000000 bytes "
+				"(SBXCAT_SPOOL_MIN_FREE)"),
+	   "a floor over the free space: status 3, saying so (%s)",
+	   err ? err->msg : "accepted");
+	sbx_error_free(&err);
+	setenv("SBXCAT_SPOOL_MIN_FREE", "1e6", 1);
+	spool_close(&s);
+	spool_init(&s);
+	rc = spool_ready(&s, &err);
+	ok(rc < 0 && err->status == 2 &&
+	       strstr(err->msg, "SBXCAT_SPOOL_MIN_FREE '1e6'"),
+	   "a floor that is not a whole number: status 2 (%s)",
+	   err ? err->msg : "accepted");
+	sbx_error_free(&err);
+	unsetenv("SBXCAT_SPOOL_MIN_FREE");
+	unsetenv("SBXCAT_SPOOL_RESERVE");
+	spool_close(&s);
+	free(count);
+	free(d);
+}
+
 int main(void)
 {
 	xjson_init();
@@ -697,6 +793,7 @@ int main(void)
 	test_concurrent();
 	test_refused();
 	test_unclean_row();
+	test_ready();
 	{
 		char cmd[128];
 

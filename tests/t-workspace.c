@@ -126,12 +126,17 @@ static void has(const char *rel, const char *want, const char *name)
 	free(s);
 }
 
+/* A directory; the sandbox's when it is in the workspace (ws), as a
+ * session's are: fs writes are made as the sandbox. */
 static void mkd(const char *rel)
 {
 	char *p = tap_path(tmpdir, "%s", rel);
 
 	if (mkdir(p, 0755) < 0 && errno != EEXIST)
 		bail_out("mkdir %s: %s", p, strerror(errno));
+	if (strncmp(rel, "ws", 2) == 0 && (!rel[2] || rel[2] == '/') &&
+	    chown(p, SANDBOX_UID, SANDBOX_UID) < 0)
+		bail_out("chown %s: %s", p, strerror(errno));
 	free(p);
 }
 
