@@ -716,8 +716,10 @@ out:
 	if (locked)
 		session_unlock(&root);
 	if (!unrecorded)
+		/* A key not found is the target alone: the row is the
+		 * caller's, never on the key's chain. */
 		session_audit(au, AUDIT_CLOSE, r.key[0] ? r.tenant : tenant,
-			      r.key[0] ? r.key : key, r.runtime, key, started,
+			      r.key[0] ? r.key : "", r.runtime, key, started,
 			      err, purge ? "purged" : what, &err);
 	rc = err ? cmd_report(&err) : 0;
 	cmd_audit_close(au);
