@@ -214,6 +214,11 @@ void audit_close(struct audit *a);
 struct audit_event {
 	enum audit_op op;
 	const char *tenant, *session_key, *runtime, *target; /* NULL: "" */
+	/* A key asked for that the caller was not found to own (no record,
+	 * or another tenant's): never the row's session_key, whose chain
+	 * is its record's tenant's; named in the detail instead
+	 * (docs/audit.md, "Whose chain"). */
+	const char *asked_key;
 	bool ok;
 	const struct sbx_error *why; /* what made it fail, or NULL */
 	const char *detail;	     /* sbxcat's own words, or NULL */

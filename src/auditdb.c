@@ -1086,13 +1086,19 @@ int auditdb_insert(struct auditdb *db, const struct audit_row *rows, size_t n,
 
 /* --- verifying, heads ---------------------------------------------- */
 
-/* " WHERE session_key = $1" or tenant, for the chains' query. */
+/*
+ * " WHERE session_key = $1" or tenant, for the chains' query.  A tenant's
+ * chains are those holding rows of that tenant, not those whose first row
+ * was: a chain's tenant column says who wrote its first row, and a
+ * refused request of another tenant once could (docs/audit.md).
+ */
 static const char *chain_where(const char *session, const char *tenant,
 			       const char **param)
 {
 	*param = session ? session : tenant;
 	return session	? " WHERE c.session_key = $1"
-	       : tenant ? " WHERE c.tenant = $1"
+	       : tenant ? " WHERE c.session_key IN (SELECT o.session_key "
+			  "FROM sandbox_operations o WHERE o.tenant = $1)"
 			: "";
 }
 

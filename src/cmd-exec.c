@@ -646,7 +646,9 @@ out:
 		struct audit_event ev = {
 		    .op = AUDIT_EXECUTE,
 		    .tenant = rec.key[0] ? rec.tenant : tenant,
-		    .session_key = rec.key[0] ? rec.key : key,
+		    /* not found: the caller's row, never the key's chain */
+		    .session_key = rec.key[0] ? rec.key : NULL,
+		    .asked_key = rec.key[0] ? NULL : key,
 		    .runtime = rec.runtime,
 		    .ok = exited && rc == 0,
 		    .detail = strbuf_str(&detail),

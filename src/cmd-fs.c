@@ -1147,7 +1147,8 @@ static char *audit_path(const char *path)
 
 /*
  * The operation's audit row: the session's tenant, key and runtime (or,
- * for a session not found, the tenant and key asked for), the path (for
+ * for a session not found, the caller's tenant and no key: the key asked
+ * for goes to the detail, never onto another tenant's chain), the path (for
  * grep the directory searched, never the pattern, which may be what the
  * agent looks for), and how it went.  A failure to record goes to *aerr.
  */
@@ -1166,7 +1167,8 @@ static void fs_record(struct fs_call *c, const struct fs_verb *v,
 	struct audit_event ev = {
 	    .op = v->op,
 	    .tenant = found ? c->rec.tenant : cmd_tenant(c->a.tenant),
-	    .session_key = found ? c->rec.key : c->key,
+	    .session_key = found ? c->rec.key : NULL,
+	    .asked_key = found ? NULL : c->key,
 	    .runtime = found ? c->rec.runtime : NULL,
 	    .target = target,
 	    .ok = !*err,

@@ -270,7 +270,8 @@ static int session_open(struct sbx_ctx *ctx, int argc, char **argv)
 		unrecorded = true; /* nothing to record it in */
 		goto out;
 	}
-	if (cmd_session_begin(ctx, &cfg, &root, &err) < 0)
+	if (cmd_session_begin(ctx, &cfg, &root, &err) < 0 ||
+	    session_secret_load(&cfg, &root, &err) < 0)
 		goto out;
 	session_key(&cfg, tenant, scope, subject, host, key);
 	image = recipe_tag(rt, &ctx->recipe);
@@ -682,12 +683,14 @@ static int session_close(struct sbx_ctx *ctx, int argc, char **argv)
 	struct engine engine = ENGINE_INIT;
 	bool purge = false, locked = false, unrecorded = false;
 	struct audit *au = NULL;
+	struct session_trash trash;
 	long long started = engine_now_ms();
 	int rc = key_verb_options(ctx, &cmd_session_close_entry, argc, argv,
 				  &tenant, &purge, &key);
 
 	if (rc)
 		return rc < 0 ? 0 : rc;
+	session_trash_init(&trash);
 	if (cmd_audit_open(ctx, &au, &err) < 0)
 		return cmd_report(&err);
 	if (audit_ready(au, &err) < 0) {
@@ -705,9 +708,15 @@ static int session_close(struct sbx_ctx *ctx, int argc, char **argv)
 				 cfg.persist_containers && !purge, &what,
 				 &err) < 0)
 		goto out;
-	if (purge && session_purge(&root, r.key, &err) < 0)
+	/* Under the lock only the rename into the trash: emptying a tree of
+	 * a million files would hold every other open of the host. */
+	if (purge && session_trash_key(&root, r.key, &trash, &err) < 0)
 		goto out;
 	if (!purge && session_record_touch(&root, r.key, &err) < 0)
+		goto out;
+	session_unlock(&root);
+	locked = false;
+	if (purge && session_trash_empty(&root, &trash, &err) < 0)
 		goto out;
 	if (ctx->json)
 		cmd_print_json(xjson_pack("{s:s, s:s, s:b}", "key", r.key,
@@ -716,11 +725,14 @@ out:
 	if (locked)
 		session_unlock(&root);
 	if (!unrecorded)
+		/* A key not found is the target alone: the row is the
+		 * caller's, never on the key's chain. */
 		session_audit(au, AUDIT_CLOSE, r.key[0] ? r.tenant : tenant,
-			      r.key[0] ? r.key : key, r.runtime, key, started,
+			      r.key[0] ? r.key : "", r.runtime, key, started,
 			      err, purge ? "purged" : what, &err);
 	rc = err ? cmd_report(&err) : 0;
 	cmd_audit_close(au);
+	session_trash_release(&trash);
 	session_record_release(&r);
 	engine_release(&engine);
 	session_root_close(&root);

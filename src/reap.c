@@ -528,8 +528,10 @@ static void act_session(struct engine *e, struct session_root *r,
 		if (a->id)
 			rc = remove_ctr(e, a,
 					is_state(a->state, stuck_states), &err);
+		/* Moved into the trash under the lock; emptied after it
+		 * (reap_pass_run's end). */
 		if (rc == 0)
-			rc = session_purge(r, a->key, &err);
+			rc = session_trash_key(r, a->key, NULL, &err);
 		break;
 	default:
 		die_bug("act_session: not a session's action");
@@ -576,6 +578,24 @@ static int cmp_strp(const void *a, const void *b)
 static bool have_key(char **keys, size_t n, const char *key)
 {
 	return key && bsearch(&key, keys, n, sizeof(*keys), cmp_strp) != NULL;
+}
+
+/*
+ * Empty the trash, the lock released: the workspaces this pass deleted,
+ * and any a crash left half-emptied (a purge killed after its rename).
+ * A failure is a warning, and counted as a failed action (exit 1: files
+ * that cannot be removed need a person); the next pass tries again.
+ */
+static void finish_trash(struct session_root *r, struct reap_pass *p)
+{
+	struct sbx_error *err = NULL;
+	unsigned n = 0;
+
+	if (session_trash_finish(r, &n, &err) < 0) {
+		warn(p, xstrdup(err->msg));
+		sbx_error_free(&err);
+		p->failed++;
+	}
 }
 
 int reap_pass_run(struct engine *e, const struct session_config *c,
@@ -666,6 +686,8 @@ int reap_pass_run(struct engine *e, const struct session_config *c,
 	rc = 0;
 out:
 	session_unlock(r);
+	if (!dry_run)
+		finish_trash(r, p);
 	free(known);
 	strv_free(keys, nkeys);
 	free(v);

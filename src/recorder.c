@@ -299,6 +299,9 @@ int audit_event(struct audit *a, const struct audit_event *ev,
 		audit_detail_of(&sb, ev->why);
 	else if (ev->detail)
 		strbuf_addstr(&sb, ev->detail);
+	if (ev->asked_key)
+		strbuf_addf(&sb, "%ssession asked: %s", sb.len ? "; " : "",
+			    ev->asked_key);
 	audit_row_set(&r.detail, sb.buf ? sb.buf : "", sb.len,
 		      AUDIT_DETAIL_MAX);
 	rc = audit_record(a, &r, NULL, err);

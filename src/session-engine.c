@@ -61,6 +61,8 @@ json_t *session_container_body(const struct session_spec *s)
 
 	cleanup_free char *user =
 	    s->uid ? xasprintf("%lu:%lu", s->uid, s->uid) : xstrdup("");
+	cleanup_free char *tmpfs =
+	    xasprintf(SESSION_TMPFS_OPTS ",uid=%lu,gid=%lu", s->uid, s->uid);
 
 	for (size_t i = 0; i < s->rt->nenv; i++) {
 		cleanup_free char *kv = xasprintf("%s=%s", s->rt->env[i].name,
@@ -83,7 +85,7 @@ json_t *session_container_body(const struct session_spec *s)
 	    "Init", 1, "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
 	    "PidsLimit", (json_int_t)SESSION_PIDS_LIMIT, "NanoCpus",
 	    (json_int_t)SESSION_NANO_CPUS, "Memory", (json_int_t)mem,
-	    "MemorySwap", (json_int_t)mem, "Tmpfs", "/tmp", SESSION_TMPFS_OPTS,
+	    "MemorySwap", (json_int_t)mem, "Tmpfs", "/tmp", tmpfs,
 	    "NetworkMode", s->rt->needs_network ? s->cfg->network : "none",
 	    "Mounts", mount, "Privileged", 0, "PublishAllPorts", 0, "IpcMode",
 	    "private", "CgroupnsMode", "private", "RestartPolicy", "Name", "no",

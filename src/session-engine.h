@@ -24,7 +24,11 @@ struct sbx_error;
 #define SESSION_IDLE_SECONDS "2147483647"
 #define SESSION_PIDS_LIMIT 512
 #define SESSION_NANO_CPUS 2000000000LL
-#define SESSION_TMPFS_OPTS "rw,nosuid,nodev,size=64m"
+/* /tmp's tmpfs, then ",uid=UID,gid=UID" of the sandbox user: runc (1.1)
+ * chmods a tmpfs to the mode of the image's directory under it, mode=
+ * or not, so an image whose /tmp is 0755 would leave it unwritable; a
+ * /tmp the sandbox user owns is writable whatever the image's mode. */
+#define SESSION_TMPFS_OPTS "rw,noexec,nosuid,nodev,size=64m,mode=1777"
 
 /* "sbxcat-DEPLOYMENT-KEY", newly allocated. */
 char *session_container_name(const struct session_config *c,

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +48,8 @@
 #define RECORD_VERSION 1
 #define LOCK_NAME ".sbxcat.lock"
 #define EXEC_LOCK_NAME "exec.lock"
+#define SECRET_NAME ".sbxcat-key-secret"
+#define TRASH_NAME ".sbxcat-trash"
 #define WORKSPACE_NAME "workspace"
 /* A secret is one line; a file much larger than that is not a secret. */
 #define SECRET_FILE_MAX 4096
@@ -256,65 +259,69 @@ static int network_from_env(struct session_config *c, struct sbx_error **err)
 	return 0;
 }
 
-/*
- * The secret's file: a regular file (not a symlink, not a FIFO that would
- * block), owned by this user or root, with no access for group or others;
- * its first line, not empty.  No message carries any of its bytes.
- */
-static int secret_from_file(struct session_config *c, const char *path,
-			    struct sbx_error **err)
+/* n random bytes as 2n hex digits and a NUL, into out. */
+static void random_hex(char *out, size_t n)
 {
-	struct strbuf sb = STRBUF_INIT;
-	const char *p = shown(&sb, path);
+	unsigned char b[32];
+	size_t got = 0;
+
+	if (n > sizeof(b))
+		die_bug("random_hex: %zu bytes", n);
+	while (got < n) {
+		ssize_t k = getrandom(b + got, n - got, 0);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) /* Linux >= 3.17 always has it */
+			die_bug("getrandom: %s", strerror(errno));
+		got += (size_t)k;
+	}
+	hex_encode(out, b, n);
+	OPENSSL_cleanse(b, sizeof(b));
+}
+
+/*
+ * The secret from the file open on fd (consumed), "what" naming it in
+ * messages: a regular file (not a FIFO that would block), owned by root
+ * or this user, with no access for group or others; its first line, not
+ * empty.  No message carries any of its bytes.
+ */
+static int secret_from_fd(struct session_config *c, int fd, const char *what,
+			  struct sbx_error **err)
+{
 	char *data = NULL;
 	size_t len = 0, line;
 	struct stat st;
-	int fd, rc;
+	int rc;
 
-	fd = open(path,
-		  O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0 && errno == ELOOP)
-		rc = sbx_error_set(err, SBX_EXIT_ENV, 0,
-				   "SBXCAT_KEY_SECRET_FILE '%s' is a symlink; "
-				   "name the file itself",
-				   p);
-	else if (fd < 0)
-		rc = sbx_error_set(err, SBX_EXIT_ENV, errno,
-				   "SBXCAT_KEY_SECRET_FILE: cannot open '%s'",
-				   p);
-	else if (fstat(fd, &st) < 0)
-		rc = sbx_error_set(err, SBX_EXIT_ENV, errno,
-				   "SBXCAT_KEY_SECRET_FILE: cannot stat '%s'",
-				   p);
+	if (fstat(fd, &st) < 0)
+		rc = sbx_error_set(err, SBX_EXIT_ENV, errno, "cannot stat %s",
+				   what);
 	else if (!S_ISREG(st.st_mode))
 		rc = sbx_error_set(err, SBX_EXIT_ENV, 0,
-				   "SBXCAT_KEY_SECRET_FILE '%s' is not a "
-				   "regular file",
-				   p);
+				   "%s is not a regular file", what);
 	else if (st.st_uid != 0 && st.st_uid != geteuid())
 		rc = sbx_error_set(err, SBX_EXIT_ENV, 0,
-				   "SBXCAT_KEY_SECRET_FILE '%s' is owned by "
-				   "uid %u, neither root nor this user",
-				   p, (unsigned)st.st_uid);
+				   "%s is owned by uid %u, neither root nor "
+				   "this user",
+				   what, (unsigned)st.st_uid);
 	else if (st.st_mode & 077)
 		rc = sbx_error_set(err, SBX_EXIT_ENV, 0,
-				   "SBXCAT_KEY_SECRET_FILE '%s' is accessible "
-				   "by group or others (mode %04o); chmod 600 "
-				   "it",
-				   p, (unsigned)(st.st_mode & 07777));
-	else if (read_fd_limited(fd, p, SECRET_FILE_MAX, &data, &len, err) < 0)
+				   "%s is accessible by group or others (mode "
+				   "%04o); chmod 600 it",
+				   what, (unsigned)(st.st_mode & 07777));
+	else if (read_fd_limited(fd, what, SECRET_FILE_MAX, &data, &len, err) <
+		 0)
 		rc = set_status(err, SBX_EXIT_ENV);
 	else
 		rc = 0;
-	if (fd >= 0)
-		close(fd);
+	close(fd);
 	if (rc == 0) {
 		line = strcspn(data, "\n");
 		if (line > 0 && data[line - 1] == '\r')
 			line--;
 		if (line == 0 || memchr(data, '\0', line))
-			rc = sbx_error_set(err, SBX_EXIT_ENV, 0,
-					   "SBXCAT_KEY_SECRET_FILE '%s': %s", p,
+			rc = sbx_error_set(err, SBX_EXIT_ENV, 0, "%s: %s", what,
 					   line ? "the first line holds a NUL "
 						  "byte"
 						: "the first line is empty");
@@ -328,6 +335,29 @@ static int secret_from_file(struct session_config *c, const char *path,
 		OPENSSL_cleanse(data, len);
 		free(data);
 	}
+	return rc;
+}
+
+/* The file SBXCAT_KEY_SECRET_FILE names: never through a symlink. */
+static int secret_from_file(struct session_config *c, const char *path,
+			    struct sbx_error **err)
+{
+	struct strbuf sb = STRBUF_INIT;
+	const char *p = shown(&sb, path);
+	cleanup_free char *what = xasprintf("SBXCAT_KEY_SECRET_FILE '%s'", p);
+	int fd, rc;
+
+	fd = open(path,
+		  O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0 && errno == ELOOP)
+		rc = sbx_error_set(err, SBX_EXIT_ENV, 0,
+				   "%s is a symlink; name the file itself",
+				   what);
+	else if (fd < 0)
+		rc = sbx_error_set(err, SBX_EXIT_ENV, errno, "cannot open %s",
+				   what);
+	else
+		rc = secret_from_fd(c, fd, what, err);
 	strbuf_release(&sb);
 	return rc;
 }
@@ -970,6 +1000,78 @@ void session_unlock(struct session_root *r)
 	r->lock_fd = -1;
 }
 
+/* ---- the key secret made on first use ---- */
+
+/*
+ * Make ROOT/.sbxcat-key-secret when missing: 32 random bytes as one line
+ * of hex, written to a name of this call's own, fsync'd, then linked to
+ * the secret's name.  link(2), unlike rename(2), fails when the name
+ * exists: of two first uses racing, one links and the other finds the
+ * winner's file, so both use one secret.
+ */
+static int secret_make(struct session_root *r, struct sbx_error **err)
+{
+	char line[65], tmp[sizeof(SECRET_NAME) + 18];
+	ssize_t n;
+	int fd, rc = 0;
+
+	random_hex(tmp + sizeof(SECRET_NAME) + 1, 8);
+	memcpy(tmp, SECRET_NAME ".", sizeof(SECRET_NAME));
+	fd = openat(r->fd, tmp,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return sbx_error_set(err, SBX_EXIT_ENV, errno,
+				     "cannot make the key secret '%s/%s'",
+				     r->path, tmp);
+	random_hex(line, 32);
+	line[64] = '\n';
+	n = write(fd, line, sizeof(line));
+	OPENSSL_cleanse(line, sizeof(line));
+	if (n != (ssize_t)sizeof(line) || fchmod(fd, 0600) < 0 || fsync(fd) < 0)
+		rc = sbx_error_set(err, SBX_EXIT_ENV, n < 0 ? errno : EIO,
+				   "cannot write the key secret '%s/%s'",
+				   r->path, tmp);
+	close(fd);
+	if (rc == 0 && linkat(r->fd, tmp, r->fd, SECRET_NAME, 0) < 0 &&
+	    errno != EEXIST)
+		rc = sbx_error_set(err, SBX_EXIT_ENV, errno,
+				   "cannot make the key secret '%s/%s'",
+				   r->path, SECRET_NAME);
+	unlinkat(r->fd, tmp, 0);
+	if (rc == 0 && fsync(r->fd) < 0 && errno != EINVAL)
+		rc = sbx_error_set(err, SBX_EXIT_ENV, errno, "cannot sync '%s'",
+				   r->path);
+	return rc;
+}
+
+int session_secret_load(struct session_config *c, struct session_root *r,
+			struct sbx_error **err)
+{
+	cleanup_free char *what = NULL;
+	int fd;
+
+	if (c->secret)
+		return 0; /* the environment's or SBXCAT_KEY_SECRET_FILE's */
+	what = xasprintf("the key secret '%s/" SECRET_NAME "'", r->path);
+	for (int i = 0; i < 2; i++) {
+		fd = openat(r->fd, SECRET_NAME,
+			    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
+				O_NOCTTY);
+		if (fd >= 0)
+			return secret_from_fd(c, fd, what, err);
+		if (errno != ENOENT || i)
+			break;
+		if (secret_make(r, err) < 0)
+			return -1;
+	}
+	if (errno == ELOOP)
+		return sbx_error_set(err, SBX_EXIT_ENV, 0,
+				     "%s is a symlink; sbxcat makes it a "
+				     "file of root's, mode 0600",
+				     what);
+	return sbx_error_set(err, SBX_EXIT_ENV, errno, "cannot open %s", what);
+}
+
 char *session_workspace_path(const struct session_root *r, const char *key)
 {
 	return xasprintf("%s/%s/" WORKSPACE_NAME, r->path, key);
@@ -1491,24 +1593,195 @@ int session_keys(struct session_root *r, char ***keys, size_t *n,
 	return 0;
 }
 
+/* ---- the trash ---- */
+
+/* ROOT/.sbxcat-trash, made when missing: root's, 0700, not a symlink. */
+static int trash_open(struct session_root *r, struct sbx_error **err)
+{
+	struct stat st;
+	int fd;
+
+	if (mkdirat(r->fd, TRASH_NAME, 0700) < 0 && errno != EEXIST)
+		return sbx_error_set(err, SBX_EXIT_ENV, errno,
+				     "cannot make '%s/" TRASH_NAME "'",
+				     r->path);
+	fd = openat(r->fd, TRASH_NAME,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return sbx_error_set(err, SBX_EXIT_ENV, errno,
+				     "cannot open '%s/" TRASH_NAME "'",
+				     r->path);
+	if (fstat(fd, &st) < 0 || st.st_uid != 0 || (st.st_mode & 077)) {
+		close(fd);
+		return sbx_error_set(err, SBX_EXIT_ENV, 0,
+				     "'%s/" TRASH_NAME "' is not a directory "
+				     "of root's with mode 0700; it was not "
+				     "made by sbxcat",
+				     r->path);
+	}
+	return fd;
+}
+
+void session_trash_init(struct session_trash *t)
+{
+	t->fd = t->dir_fd = -1;
+	t->name[0] = '\0';
+}
+
+void session_trash_release(struct session_trash *t)
+{
+	if (t->fd >= 0)
+		close(t->fd); /* releases the flock */
+	if (t->dir_fd >= 0)
+		close(t->dir_fd);
+	session_trash_init(t);
+}
+
+int session_trash_key(struct session_root *r, const char *key,
+		      struct session_trash *t, struct sbx_error **err)
+{
+	struct session_trash mine;
+	int kfd, tfd;
+
+	if (!t)
+		t = &mine;
+	session_trash_init(t);
+	kfd = open_keydir(r, key, err);
+	if (kfd < 0)
+		return -1;
+	/* Held until the entry is emptied: session_trash_finish leaves an
+	 * entry alone while someone holds it.  Without t the caller holds
+	 * it already (a second flock of ours would wait for it for ever). */
+	if (t != &mine && lock_wait(kfd, r->path, key, err) < 0) {
+		close(kfd);
+		return -1;
+	}
+	tfd = trash_open(r, err);
+	if (tfd < 0) {
+		close(kfd);
+		return -1;
+	}
+	snprintf(t->name, sizeof(t->name), "%s.", key);
+	random_hex(t->name + strlen(t->name), 8);
+	t->fd = kfd;
+	t->dir_fd = tfd;
+	if (renameat(r->fd, key, tfd, t->name) < 0) {
+		sbx_error_set(err, SBX_EXIT_ENV, errno,
+			      "cannot move '%s/%s' into '%s/" TRASH_NAME "'",
+			      r->path, key, r->path);
+		session_trash_release(t);
+		return -1;
+	}
+	if (fsync(r->fd) < 0 && errno != EINVAL) {
+		sbx_error_set(err, SBX_EXIT_ENV, errno, "cannot sync '%s'",
+			      r->path);
+		if (t == &mine)
+			session_trash_release(t);
+		return -1;
+	}
+	if (t == &mine)
+		session_trash_release(t);
+	return 0;
+}
+
+/* Empty the entry name of the trash (open on tfd) and remove it; fd is
+ * the entry itself, consumed.  An entry already gone is done. */
+static int trash_empty_at(struct session_root *r, int tfd, const char *name,
+			  int fd, struct sbx_error **err)
+{
+	cleanup_free char *top =
+	    xasprintf("%s/" TRASH_NAME "/%s", r->path, name);
+
+	if (tree_empty(fd, top, SBX_EXIT_ENV, NULL, err) < 0)
+		return -1;
+	if (unlinkat(tfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		return sbx_error_set(err, SBX_EXIT_ENV, errno,
+				     "cannot remove '%s'", top);
+	return 0;
+}
+
+int session_trash_empty(struct session_root *r, struct session_trash *t,
+			struct sbx_error **err)
+{
+	int fd = t->fd >= 0 ? fcntl(t->fd, F_DUPFD_CLOEXEC, 0) : -1;
+	int rc;
+
+	if (t->fd >= 0 && fd < 0)
+		rc = sbx_error_set(err, SBX_EXIT_ENV, errno,
+				   "cannot open '%s/" TRASH_NAME "/%s'",
+				   r->path, t->name);
+	else
+		rc = trash_empty_at(r, t->dir_fd, t->name, fd, err);
+	session_trash_release(t);
+	return rc;
+}
+
+int session_trash_finish(struct session_root *r, unsigned *finished,
+			 struct sbx_error **err)
+{
+	DIR *d;
+	struct dirent *de;
+	int tfd, rc = 0;
+
+	*finished = 0;
+	tfd =
+	    openat(r->fd, TRASH_NAME,
+		   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	if (tfd < 0 && errno == ENOENT)
+		return 0; /* nothing was ever purged */
+	if (tfd >= 0)
+		close(tfd);
+	tfd = trash_open(r, err); /* checked as when it is made */
+	if (tfd < 0)
+		return -1;
+	d = tree_dir_of(fcntl(tfd, F_DUPFD_CLOEXEC, 0));
+	if (!d) {
+		close(tfd);
+		return sbx_error_set(err, SBX_EXIT_ENV, errno,
+				     "cannot read '%s/" TRASH_NAME "'",
+				     r->path);
+	}
+	for (errno = 0; rc == 0 && (de = readdir(d)); errno = 0) {
+		int fd;
+
+		if (tree_dot_or_dotdot(de->d_name))
+			continue;
+		fd = openat(tfd, de->d_name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC |
+				O_NOCTTY);
+		if (fd < 0 && (errno == ENOTDIR || errno == ELOOP)) {
+			/* Only directories are moved here; a file is not
+			 * sbxcat's, and a name of the trash is no one's. */
+			if (unlinkat(tfd, de->d_name, 0) == 0)
+				(*finished)++;
+			continue;
+		}
+		if (fd < 0)
+			continue; /* gone meanwhile */
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			close(fd); /* being emptied by whoever moved it */
+			continue;
+		}
+		rc = trash_empty_at(r, tfd, de->d_name, fd, err);
+		if (rc == 0)
+			(*finished)++;
+	}
+	if (rc == 0 && errno)
+		rc = sbx_error_set(err, SBX_EXIT_ENV, errno,
+				   "cannot read '%s/" TRASH_NAME "'", r->path);
+	closedir(d);
+	close(tfd);
+	return rc;
+}
+
 int session_purge(struct session_root *r, const char *key,
 		  struct sbx_error **err)
 {
-	cleanup_free char *top = NULL;
-	int kfd = open_keydir(r, key, err);
+	struct session_trash t;
 
-	if (kfd < 0)
+	if (session_trash_key(r, key, &t, err) < 0)
 		return -1;
-	top = xasprintf("%s/%s", r->path, key);
-	if (tree_empty(kfd, top, SBX_EXIT_ENV, NULL, err) < 0)
-		return -1;
-	if (unlinkat(r->fd, key, AT_REMOVEDIR) < 0)
-		return sbx_error_set(err, SBX_EXIT_ENV, errno,
-				     "cannot remove '%s'", top);
-	if (fsync(r->fd) < 0 && errno != EINVAL)
-		return sbx_error_set(err, SBX_EXIT_ENV, errno,
-				     "cannot sync '%s'", r->path);
-	return 0;
+	return session_trash_empty(r, &t, err);
 }
 
 /* A file with more than one link: its blocks are counted once, at the end. */

@@ -8,9 +8,10 @@
  * Keys: "xc-" ORG8 "-" SCOPE "-" 26 base32 digits ([a-z2-7]) = 130 bits of
  * HMAC-SHA256(secret, fields) when a secret is configured
  * (SBXCAT_KEY_SECRET, or the first line of the file SBXCAT_KEY_SECRET_FILE
- * names), else of SHA-256(fields).  fields is an unambiguous encoding of
- * "docker", scope, tenant, host and subject, in that order, each as its
- * length (4 bytes, big-endian) then its bytes.  The 26 digits are the
+ * names, else ROOT/.sbxcat-key-secret, made on first use by
+ * session_secret_load), else of SHA-256(fields).  fields is an unambiguous
+ * encoding of "docker", scope, tenant, host and subject, in that order, each as
+ * its length (4 bytes, big-endian) then its bytes.  The 26 digits are the
  * digest's first 130 bits, most significant first.  ORG8
  * is the tenant lowercased with every byte outside [a-z0-9] dropped, cut
  * to 8 ("x" when nothing is left).  At most 3+8+1+12+1+26 = 51 characters.
@@ -19,6 +20,8 @@
  *   ROOT/                   SANDBOXD_WORKSPACE_ROOT, root's, not writable
  *                           by group or others, not a symlink
  *   ROOT/.sbxcat.lock       flock()ed by every sbxcat that decides a quota
+ *   ROOT/.sbxcat-key-secret the key secret made on first use (0600)
+ *   ROOT/.sbxcat-trash/     purged ROOT/KEYs being emptied (0700)
  *   ROOT/KEY/               root's, 0700: the sandbox cannot reach it
  *   ROOT/KEY/session.json   sbxcat's record (below), replaced atomically
  *   ROOT/KEY/workspace/     the sandbox uid's, 0755; bind-mounted at the
@@ -143,6 +146,18 @@ int session_lock(struct session_root *r, struct sbx_error **err);
 void session_unlock(struct session_root *r);
 
 /*
+ * The key secret when the configuration has none (neither
+ * SBXCAT_KEY_SECRET nor SBXCAT_KEY_SECRET_FILE): ROOT/.sbxcat-key-secret,
+ * made on first use (32 bytes from getrandom as one line of hex, root's,
+ * 0600, made atomically: two first uses racing end with one file) and
+ * read as SBXCAT_KEY_SECRET_FILE is (refused, status 3, when a symlink,
+ * not a regular file, not root's or this user's, or open to group or
+ * others).  Sets c->secret; nothing when it is already set.
+ */
+int session_secret_load(struct session_config *c, struct session_root *r,
+			struct sbx_error **err);
+
+/*
  * Open ROOT/KEY/workspace (O_RDONLY | O_DIRECTORY, never through a
  * symlink; ROOT/KEY checked as every other use of it) and return its
  * descriptor; a key without a directory is "no session 'KEY'" (status 1,
@@ -206,10 +221,43 @@ int session_exec_lock(struct session_root *r, const char *key,
  * allocated (strv_free). */
 int session_keys(struct session_root *r, char ***keys, size_t *n,
 		 struct sbx_error **err);
-/* Remove ROOT/KEY and everything under it, without following any
- * symlink in the tree (unlinkat/openat O_NOFOLLOW all the way down) and
- * without crossing a mount (a mount point inside stops it, status 3).
- * Iterative: any depth, one directory open at a time. */
+/*
+ * The trash: ROOT/.sbxcat-trash (root's, 0700), where a purge moves
+ * ROOT/KEY so that the quota lock is held only for a rename, however big
+ * the tree (docs/sessions.md).
+ *
+ * session_trash_key renames ROOT/KEY (checked as every use of it) to
+ * ROOT/.sbxcat-trash/KEY.<16 hex>, under an flock of the directory moved
+ * (ROOT/KEY's own, so no stamp lands meanwhile), and makes the trash when
+ * missing; call it with the quota lock held.  With t, the entry stays
+ * held in *t for session_trash_empty, to call after unlocking: it empties
+ * it without following any symlink or crossing a mount (tree.h), removes
+ * it and releases *t, whatever the outcome.  Without t, the caller holds
+ * ROOT/KEY's flock already (session_keydir_lock, as reap does) and the
+ * entry is left for session_trash_finish.  A missing ROOT/KEY is "no session
+ * 'KEY'" (status 1, ENOENT).
+ *
+ * session_trash_finish empties and removes every entry of the trash that
+ * nobody holds (left by a crash, or by session_trash_key without t),
+ * counting them into *finished; an entry held by another process is left
+ * to it.  A mount point inside an entry stops it (status 3): what is
+ * left stays in the trash until a later call.
+ */
+struct session_trash {
+	int fd;				 /* the entry, flocked */
+	int dir_fd;			 /* ROOT/.sbxcat-trash */
+	char name[SESSION_KEY_MAX + 18]; /* KEY.<16 hex> */
+};
+void session_trash_init(struct session_trash *t);
+void session_trash_release(struct session_trash *t);
+int session_trash_key(struct session_root *r, const char *key,
+		      struct session_trash *t, struct sbx_error **err);
+int session_trash_empty(struct session_root *r, struct session_trash *t,
+			struct sbx_error **err);
+int session_trash_finish(struct session_root *r, unsigned *finished,
+			 struct sbx_error **err);
+/* session_trash_key and session_trash_empty at once (for a caller that
+ * does not hold the quota lock). */
 int session_purge(struct session_root *r, const char *key,
 		  struct sbx_error **err);
 /* Bytes used by ROOT/KEY/workspace (st_blocks * 512, not following

@@ -96,7 +96,49 @@ one "fs grep, a pattern that does not compile" "grep_raw|.|f|-|-|-|refused: inva
 n1=$(nrows)
 sbx fs nosuchkey read a.txt
 is "$rc:$(($(nrows) - n1))" "1:1" "an unknown session: refused, and recorded"
-is "$(last)" "read|a.txt|f|-|-|-|refused: no such session" "... as refused: no such session"
+is "$(last)" "read|a.txt|f|-|-|-|refused: no such session; session asked: nosuchkey" \
+	"... as refused: no such session, naming the key asked for in the detail"
+is "$(q "SELECT session_key FROM sandbox_operations ORDER BY seq DESC LIMIT 1")" "" \
+	"... and not as that key's row: no session_key"
+
+# -- Whose chain.  A key someone can compute (here: the secret leaked) is
+# asked for before its owner opens it, and after, by another tenant: every
+# refused row is the caller's, none is on the key's chain, and the chain
+# is the owner's for verify --tenant and head --tenant.
+LEAK=leaked-$sfx
+KV=$(/usr/bin/python3 -c 'import base64, hashlib, hmac, struct, sys
+sec, t, sc, sub = sys.argv[1:5]
+b = b"".join(struct.pack(">I", len(x.encode())) + x.encode() for x in ("docker", sc, t, "", sub))
+d = hmac.new(sec.encode(), b, hashlib.sha256).digest()
+print("xc-%s-%s-%s" % (t[:8], sc, base64.b32encode(d).decode().lower()[:26]))' "$LEAK" victim run owned-$sfx)
+n1=$(nrows)
+SBXCAT_KEY_SECRET=$LEAK sbx fs "$KV" stat a.txt --tenant mallory
+r1=$rc
+SBXCAT_KEY_SECRET=$LEAK sbx fs "$KV" stat a.txt
+SBXCAT_KEY_SECRET=$LEAK sbx exec "$KV" --tenant mallory -- true
+SBXCAT_KEY_SECRET=$LEAK sbx session close "$KV" --tenant mallory
+is "$r1:$(($(nrows) - n1))" "1:4" "four refused requests on a key nobody opened yet: four rows"
+is "$(q "SELECT count(*) FROM sandbox_operations WHERE session_key = '$KV'"):$(q "SELECT count(*) FROM audit_chains WHERE session_key = '$KV'")" \
+	"0:0" "... none on the key's chain, and no chain made for it"
+is "$(q "SELECT string_agg(tenant || '/' || op || '/' || detail, ',' ORDER BY seq) FROM sandbox_operations WHERE seq > (SELECT max(seq) - 4 FROM sandbox_operations)")" \
+	"mallory/ls_info/refused: no such session; session asked: $KV,/ls_info/refused: no such session; session asked: $KV,mallory/execute/refused: no such session; session asked: $KV,mallory/close/refused: no such session" \
+	"... each under the caller's own tenant (none given: none), the key asked for in the detail"
+is "$(q "SELECT target FROM sandbox_operations ORDER BY seq DESC LIMIT 1")" "$KV" "... close's target is the key asked for"
+SBXCAT_KEY_SECRET=$LEAK open_s victim run "owned-$sfx"
+is "$rc:$key" "0:$KV" "the owner opens the key that was asked for"
+SBXCAT_KEY_SECRET=$LEAK sbx fs "$KV" ls
+SBXCAT_KEY_SECRET=$LEAK sbx fs "$KV" stat a.txt --tenant mallory
+is "$rc" 1 "another tenant asking for it now: refused"
+is "$(q "SELECT string_agg(DISTINCT tenant, ',') FROM sandbox_operations WHERE session_key = '$KV'"):$(q "SELECT tenant FROM audit_chains WHERE session_key = '$KV'")" \
+	"victim:victim" "the key's rows and chain are the owner's alone"
+sbx audit verify --tenant victim
+is "$rc:$(tail -n 1 "$T/out")" "0:verified 1 chain, 2 rows" "audit verify --tenant of the owner: its chain"
+sbx audit head --tenant victim
+is "$rc:$(cut -f1,2 "$T/out")" "0:$KV${TAB}victim" "audit head --tenant of the owner: its chain"
+sbx audit head --tenant mallory
+grep -q "$KV" "$T/out"; ok $((!$?)) "audit head --tenant of the other tenant: not that chain"
+sbx audit ls --tenant mallory --json
+is "$(grep -c "session asked: $KV" "$T/out")" 3 "audit ls --tenant of the other tenant: its attempts, naming the key"
 n1=$(nrows)
 sbx fs "$K" read
 is "$rc:$(($(nrows) - n1))" "2:0" "a usage error is not an operation: no row"
@@ -283,7 +325,7 @@ q "UPDATE sandbox_operations SET target = 'innocent.txt' WHERE seq = $seq" >/dev
 sbx audit verify --session "$K"
 is "$rc" 1 "an UPDATE of one row's target: audit verify exits 1"
 like "$(out)" "row $seq " "... naming the row ($(head -n 1 "$T/out"))"
-sbx audit verify --session nosuchkey
+sbx audit verify --session "$KV"
 is "$rc" 0 "... another session's chain still verifies ($(tail -n 1 "$T/out"))"
 sbx audit verify --tenant nobody-else
 is "$rc:$(out)" "1:no chain: no row of this tenant is recorded

@@ -871,6 +871,78 @@ static void stats(void)
 		stats_one(&combos[i]);
 }
 
+/*
+ * A tenant's chains are those holding its rows: a chain whose first row
+ * was another tenant's (a refused request of the key, written before the
+ * owner opened it, by a sbxcat that still put such rows on the key's
+ * chain) is still the owner's in verify --tenant and head --tenant.
+ */
+static bool heads_name(const char *tenant, const char *session)
+{
+	struct sbx_error *err = NULL;
+	json_t *heads = NULL, *h;
+	size_t i;
+	bool found = false;
+
+	if (auditdb_heads(db, NULL, tenant, &heads, &err) < 0)
+		bail_out("heads: %s", err->msg);
+	json_array_foreach(heads, i, h)
+	{
+		if (!strcmp(json_string_value(json_object_get(h, "session")),
+			    session))
+			found = true;
+	}
+	json_decref(heads);
+	return found;
+}
+
+static void chain_owner(void)
+{
+	static const char *const who[] = {"mallory-c", "victim-c", "victim-c"};
+	const char *key = "xc-victimc-run-aaaaaaaaaaaaaaaaaaaaaaaaaa";
+	struct audit_row r[3];
+	struct sbx_error *err = NULL;
+	size_t inserted = 0, skipped = 0;
+	json_t *rep = NULL;
+	int rc;
+
+	for (int i = 0; i < 3; i++) {
+		audit_row_init(&r[i], AUDIT_LS_INFO);
+		audit_row_set(&r[i].tenant, who[i], strlen(who[i]),
+			      AUDIT_ID_MAX);
+		audit_row_set(&r[i].session_key, key, strlen(key),
+			      AUDIT_ID_MAX);
+		audit_row_set(&r[i].target, "a.txt", 5, AUDIT_TARGET_MAX);
+	}
+	rc = auditdb_insert(db, r, 3, &inserted, &skipped, &err);
+	is_int(rc, 0, "a chain whose first row is another tenant's: inserted%s",
+	       err ? err->msg : "");
+	ok(heads_name("victim-c", key),
+	   "audit head --tenant of the owner lists it (its rows' tenant)");
+	ok(heads_name("mallory-c", key),
+	   "... and so does --tenant of the one who wrote a row of it");
+	ok(!heads_name("nobody-c", key), "... and not another tenant's");
+	rc = auditdb_verify(db, NULL, "victim-c", &rep, &err);
+	{
+		char *txt = rep ? json_dumps(rep, JSON_COMPACT) : NULL;
+
+		ok(rc == 0 &&
+		       json_integer_value(json_object_get(rep, "chains")) ==
+			   1 &&
+		       json_integer_value(json_object_get(rep, "rows")) == 3,
+		   "audit verify --tenant of the owner verifies that chain, "
+		   "every row: %s",
+		   txt ? txt : err->msg);
+		free(txt);
+	}
+	json_decref(rep);
+	for (int i = 0; i < 3; i++)
+		audit_row_release(&r[i]);
+	sql0("DELETE FROM sandbox_operations WHERE tenant LIKE '%-c'");
+	sql0("DELETE FROM audit_chains WHERE session_key = "
+	     "'xc-victimc-run-aaaaaaaaaaaaaaaaaaaaaaaaaa'");
+}
+
 static void rows_test(void)
 {
 	load_rows(10000);
@@ -883,6 +955,7 @@ static void rows_test(void)
 	microseconds();
 	exports();
 	stats();
+	chain_owner();
 	{
 		struct auditq_filter f = {.tenant = "\xff"};
 		json_t *rows = NULL;

@@ -57,12 +57,30 @@ is $rc 3 "a socket that does not exist exits 3"
 is "$(head -n 1 err)" "sbxcat: cannot reach the Docker engine at unix://$T/missing.sock: No such file or directory" \
 	"a socket that does not exist: the message"
 is "$(sed -n 2p err | cut -c1-6)" "hint: " "a socket that does not exist: a hint follows"
-if [ -e /var/run/docker.sock ]; then
-	skip "/var/run/docker.sock exists here" "the default socket is named when DOCKER_HOST is unset"
+# The default socket, absent: hidden, where a system engine runs, by a
+# tmpfs over /var/run's directory in a mount namespace of this test's own
+# (private propagation: nothing of it reaches the host's mounts).
+run_dir=$(readlink -f /var/run)
+if [ "$(id -u)" = 0 ] && unshare -m --propagation private true 2>/dev/null; then
+	sock_before=$(test -S /var/run/docker.sock && echo socket || echo none)
+	(unset DOCKER_HOST
+	 unshare -m --propagation private sh -c \
+		'mount -t tmpfs -o size=1m sbxcat-t-engine "$1" && exec "$2" -C "$3" prewarm' \
+		sh "$run_dir" "$S" "$T/cat.json" >out 2>err)
+	is "$(head -n 1 err)" "sbxcat: cannot reach the Docker engine at unix:///var/run/docker.sock: No such file or directory" \
+		"the default socket is named when DOCKER_HOST is unset"
+	sock_after=$(test -S /var/run/docker.sock && echo socket || echo none)
+	! grep -q sbxcat-t-engine /proc/self/mountinfo && [ "$sock_after" = "$sock_before" ]
+	ok $? "... hidden in the test's own mount namespace only: the host's /var/run is as it was ($sock_after)"
+elif [ -e /var/run/docker.sock ]; then
+	skip "/var/run/docker.sock exists here and no mount namespace can hide it (not root, or no unshare)" \
+		"the default socket is named when DOCKER_HOST is unset"
+	skip "no mount namespace" "the host's /var/run is as it was"
 else
 	(unset DOCKER_HOST; "$S" -C "$T/cat.json" prewarm >out 2>err)
 	is "$(head -n 1 err)" "sbxcat: cannot reach the Docker engine at unix:///var/run/docker.sock: No such file or directory" \
 		"the default socket is named when DOCKER_HOST is unset"
+	ok 0 "the host's /var/run is as it was (nothing was mounted)"
 fi
 
 # A socket file nobody listens on any more, open to root only.

@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1239,6 +1240,7 @@ static void test_size(void)
 	unsigned long long bytes = 0, files = 0;
 	bool created;
 	char *ws = session_workspace_path(&root, key);
+	bool purged = true;
 	int fd;
 
 	session_workspace_make(&root, key, SANDBOX_UID, &created, &err);
@@ -1278,13 +1280,25 @@ static void test_size(void)
 					       &err);
 			is_int((long long)files, (long long)before + 1,
 			       "a mount point counted, not entered");
+			char *pat =
+			    xasprintf("%s/.sbxcat-trash/%s.*/workspace/mnt",
+				      root.path, key);
+			glob_t g = {0};
+
 			sbx_error_free(&err);
 			ok(session_purge(&root, key, &err) < 0 &&
 			       msg_has(err, "mount"),
 			   "purge stops at a mount point");
-			ok(access(mnt, F_OK) == 0,
-			   "and the mount is still there");
-			umount(mnt);
+			/* ROOT/KEY was moved into the trash first: the mount
+			 * went with it, and stays for a later finish. */
+			ok(glob(pat, 0, NULL, &g) == 0 && g.gl_pathc == 1 &&
+			       access(g.gl_pathv[0], F_OK) == 0,
+			   "and the mount is still there, in the trash");
+			if (g.gl_pathc == 1)
+				umount(g.gl_pathv[0]);
+			globfree(&g);
+			free(pat);
+			purged = false;
 		} else {
 			skip("mount(2) not permitted here", "size and purge "
 							    "at a mount");
@@ -1294,7 +1308,22 @@ static void test_size(void)
 		free(mnt);
 	}
 	sbx_error_free(&err);
-	is_int(session_purge(&root, key, &err), 0, "purge after the unmount");
+	if (purged) {
+		is_int(session_purge(&root, key, &err), 0,
+		       "purge after the unmount");
+	} else {
+		unsigned n = 0;
+		char *pat = xasprintf("%s/.sbxcat-trash/*", root.path);
+		glob_t g = {0};
+
+		is_int(session_trash_finish(&root, &n, &err), 0,
+		       "the trash is finished after the unmount: %s",
+		       err ? err->msg : "ok");
+		ok(n == 1 && glob(pat, 0, NULL, &g) == GLOB_NOMATCH,
+		   "... its one entry removed (%u)", n);
+		globfree(&g);
+		free(pat);
+	}
 	free(ws);
 }
 
@@ -1427,6 +1456,207 @@ static void test_lock(void)
 	free(lock);
 }
 
+/* ---- the key secret made on first use, and the trash ---- */
+
+/* A root of its own under tmpdir, opened into *r. */
+static void fresh_root(struct session_root *r, const char *name)
+{
+	struct sbx_error *err = NULL;
+	char *p = tap_path(tmpdir, "%s", name);
+
+	*r = (struct session_root)SESSION_ROOT_INIT;
+	if (session_root_open(r, p, &err) < 0)
+		bail_out("root %s: %s", p, err->msg);
+	free(p);
+}
+
+static void test_made_secret(void)
+{
+	struct session_root r;
+	struct session_config c = {0}, d = {0}, e = {0};
+	struct sbx_error *err = NULL;
+	char k1[SESSION_KEY_MAX + 1], k2[SESSION_KEY_MAX + 1],
+	    k0[SESSION_KEY_MAX + 1];
+	char *file;
+	struct stat st;
+	int pipefd[2], rc;
+
+	fresh_root(&r, "root-secret");
+	file = xasprintf("%s/.sbxcat-key-secret", r.path);
+	is_int(session_secret_load(&c, &r, &err), 0,
+	       "no secret configured: one is made on first use");
+	ok(stat(file, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 &&
+	       (st.st_mode & 07777) == 0600 && st.st_size == 65,
+	   "ROOT/.sbxcat-key-secret: root's, 0600, one line of 64 hex");
+	ok(c.secret_len == 64, "its line is the secret (%zu bytes)",
+	   c.secret_len);
+	is_int(session_secret_load(&d, &r, &err), 0, "the second use reads it");
+	ok(d.secret_len == c.secret_len &&
+	       !memcmp(d.secret, c.secret, c.secret_len),
+	   "... and gets the same secret");
+	session_key(&c, "t", "run", "s", "", k1);
+	session_key(&d, "t", "run", "s", "", k2);
+	session_key(&nosecret, "t", "run", "s", "", k0);
+	is_str(k2, k1, "the same key from either use");
+	ok(strcmp(k1, k0) != 0, "not the plain SHA-256 key anyone can compute");
+	/* A secret of the environment wins: nothing read, nothing made. */
+	e.secret = (unsigned char *)xstrdup("given");
+	e.secret_len = 5;
+	is_int(session_secret_load(&e, &r, &err), 0, "a configured secret");
+	ok(e.secret_len == 5 && !memcmp(e.secret, "given", 5),
+	   "... wins over the made one");
+	session_config_release(&e);
+	session_config_release(&d);
+
+	sh("chmod 640 %s", file);
+	rc = session_secret_load(&d, &r, &err);
+	ok(rc < 0 && err->status == 3 && msg_has(err, "group or others"),
+	   "a made secret readable by its group: refused");
+	sbx_error_free(&err);
+	sh("chmod 600 %s && chown %d %s", file, OTHER_UID, file);
+	rc = session_secret_load(&d, &r, &err);
+	ok(rc < 0 && err->status == 3 && msg_has(err, "uid"),
+	   "a made secret not root's: refused");
+	sbx_error_free(&err);
+	sh("rm %s && ln -s /etc/passwd %s", file, file);
+	rc = session_secret_load(&d, &r, &err);
+	ok(rc < 0 && err->status == 3 && msg_has(err, "symlink"),
+	   "a made secret planted as a symlink: refused");
+	sbx_error_free(&err);
+	sh("rm %s", file);
+	session_root_close(&r);
+	free(file);
+
+	/* Eight first uses at once: one secret, no temporary left behind. */
+	fresh_root(&r, "root-race");
+	if (pipe(pipefd) < 0)
+		bail_out("pipe: %s", strerror(errno));
+	for (int i = 0; i < 8; i++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			struct session_config x = {0};
+			struct sbx_error *xe = NULL;
+			char key[SESSION_KEY_MAX + 1];
+
+			if (session_secret_load(&x, &r, &xe) < 0)
+				_exit(1);
+			session_key(&x, "t", "run", "race", "", key);
+			strcat(key, "\n");
+			if (write(pipefd[1], key, strlen(key)) < 0)
+				_exit(1);
+			_exit(0);
+		}
+	}
+	close(pipefd[1]);
+	{
+		char buf[4096];
+		size_t n = 0;
+		ssize_t k;
+		int fails = 0, status, lines = 0;
+
+		while ((k = read(pipefd[0], buf + n, sizeof(buf) - 1 - n)) > 0)
+			n += (size_t)k;
+		buf[n] = '\0';
+		close(pipefd[0]);
+		while (wait(&status) > 0)
+			if (!WIFEXITED(status) || WEXITSTATUS(status))
+				fails++;
+		for (char *l = buf; *l; l = strchr(l, '\n') + 1) {
+			lines++;
+			if (strncmp(l, buf, strcspn(buf, "\n") + 1))
+				fails++;
+		}
+		ok(fails == 0 && lines == 8,
+		   "8 first uses racing: all 8 compute one key (%d lines, %d "
+		   "different or failed)",
+		   lines, fails);
+	}
+	{
+		char *pat = xasprintf("%s/.sbxcat-key-secret*", r.path);
+		glob_t g = {0};
+
+		int grc = glob(pat, 0, NULL, &g);
+
+		ok(grc == 0 && g.gl_pathc == 1,
+		   "... from one file, no temporary left (%zu names)",
+		   g.gl_pathc);
+		globfree(&g);
+		free(pat);
+	}
+	session_root_close(&r);
+	session_config_release(&c);
+}
+
+/* The names under ROOT/.sbxcat-trash. */
+static int trash_count(const struct session_root *r)
+{
+	char *pat = xasprintf("%s/.sbxcat-trash/*", r->path);
+	glob_t g = {0};
+	int n = glob(pat, 0, NULL, &g) == 0 ? (int)g.gl_pathc : 0;
+
+	globfree(&g);
+	free(pat);
+	return n;
+}
+
+static void test_trash(void)
+{
+	struct session_root r;
+	struct session_trash t;
+	struct sbx_error *err = NULL;
+	const char *key = "xc-trash-run-aaaaaaaaaaaaaaaaaaaaaaaaaa";
+	char *kp, *ws, *trash;
+	bool created;
+	unsigned n = 9;
+	struct stat st;
+
+	fresh_root(&r, "root-trash");
+	kp = xasprintf("%s/%s", r.path, key);
+	trash = xasprintf("%s/.sbxcat-trash", r.path);
+	is_int(session_trash_finish(&r, &n, &err), 0,
+	       "finishing a trash never made: nothing to do");
+	ok(n == 0 && access(trash, F_OK) < 0, "... and nothing made");
+	session_workspace_make(&r, key, SANDBOX_UID, &created, &err);
+	ws = session_workspace_path(&r, key);
+	sh("cd %s && mkdir -p a/b && touch a/b/f g && ln -s /etc etc", ws);
+	is_int(session_trash_key(&r, key, &t, &err), 0,
+	       "ROOT/KEY into the trash");
+	ok(access(kp, F_OK) < 0 && errno == ENOENT, "... ROOT/KEY is gone");
+	ok(stat(trash, &st) == 0 && st.st_uid == 0 &&
+	       (st.st_mode & 07777) == 0700,
+	   "... the trash is root's, 0700");
+	is_int(trash_count(&r), 1, "... one entry in it");
+	is_int(session_trash_finish(&r, &n, &err), 0,
+	       "a finish while the purge holds its entry");
+	ok(n == 0 && trash_count(&r) == 1, "... leaves that entry to it");
+	is_int(session_trash_empty(&r, &t, &err), 0, "the purge empties it");
+	ok(trash_count(&r) == 0 && access("/etc/passwd", F_OK) == 0,
+	   "... nothing left, nothing followed");
+	is_int(session_trash_key(&r, key, &t, &err), -1, "a gone key: refused");
+	ok(err && err->errnum == ENOENT, "... as no session");
+	sbx_error_free(&err);
+
+	/* What a crash leaves: an entry half emptied, nobody holding it. */
+	sh("mkdir -p %s/%s.0123456789abcdef/workspace/x/y && touch "
+	   "%s/%s.0123456789abcdef/workspace/x/y/z %s/stray",
+	   trash, key, trash, key, trash);
+	is_int(session_trash_finish(&r, &n, &err), 0,
+	       "finishing what a crash left: %s", err ? err->msg : "ok");
+	ok(n == 2 && trash_count(&r) == 0, "... both entries gone (%u)", n);
+	/* A trash that is not sbxcat's is refused. */
+	sh("chmod 755 %s && mkdir %s/x", trash, trash);
+	ok(session_trash_finish(&r, &n, &err) < 0 && err->status == 3,
+	   "a trash open to others: refused");
+	free(kp);
+	kp = xasprintf("%s/x", trash);
+	ok(access(kp, F_OK) == 0, "... and left alone");
+	sbx_error_free(&err);
+	session_root_close(&r);
+	free(kp);
+	free(ws);
+	free(trash);
+}
+
 /* At exit, bail_out's too: the mount (if a check left it), then the tree. */
 static void cleanup(void)
 {
@@ -1465,6 +1695,8 @@ int main(void)
 	test_keys_list();
 	test_size();
 	test_purge();
+	test_made_secret();
+	test_trash();
 	test_lock();
 	session_root_close(&root);
 	return done_testing();

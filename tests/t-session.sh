@@ -99,6 +99,23 @@ open_s acme run subject-2
 open_s "Acme-Corp.International" run subject-1
 case $key in xc-acmecorp-run-*) r=0 ;; *) r=1 ;; esac
 is "$rc:$r" "0:0" "the org part is the tenant lowercased, [a-z0-9] only, cut to 8 ($key)"
+# Without a configured secret, one is made on first use, in the root, and
+# keys are HMACs under it: not the plain SHA-256 anyone can compute.
+SECF=$ROOT/.sbxcat-key-secret
+is "$(stat -c '%u %a %s' "$SECF" 2>&1)" "0 600 65" "the first open made ROOT/.sbxcat-key-secret: root's, 0600, one line"
+plain=$(/usr/bin/python3 -c 'import base64, hashlib, struct, sys
+t, sc, sub, h = sys.argv[1:5]
+b = b"".join(struct.pack(">I", len(x.encode())) + x.encode() for x in ("docker", sc, t, h, sub))
+org = "".join(c for c in t.lower() if c.isascii() and c.isalnum())[:8] or "x"
+print("xc-%s-%s-%s" % (org, sc, base64.b32encode(hashlib.sha256(b).digest()).decode().lower()[:26]))' acme run subject-1 "")
+[ -n "$plain" ] && [ "$K1" != "$plain" ]; ok $? "the key is not the SHA-256 of its public fields ($plain)"
+SBXCAT_KEY_SECRET=$(head -n 1 "$SECF") open_s acme run subject-1
+is "$rc:$key" "0:$K1" "... it is the HMAC under the secret made (the same key given that secret)"
+chmod 644 "$SECF"
+open_s acme run subject-1
+is "$rc" 3 "a made secret others can read is refused (exit 3)"
+grep -q "$SECF.*group or others" "$T/err"; ok $? "... naming the file"
+chmod 600 "$SECF"
 # A secret changes every key; the same secret from a file gives the same.
 SBXCAT_KEY_SECRET=first-secret-$sfx open_s acme run subject-1
 Ksec=$key
@@ -112,6 +129,14 @@ SBXCAT_KEY_SECRET_FILE=$T/secret open_s acme run subject-1
 is "$rc:$key" "0:$Ksec" "SBXCAT_KEY_SECRET_FILE with the same secret gives the same key"
 SBXCAT_KEY_SECRET=second-secret-$sfx open_s acme run subject-1
 [ "$rc" = 0 ] && [ "$key" != "$Ksec" ] && [ "$key" != "$K1" ]; ok $? "another secret, another key"
+# A session opened under an earlier secret keeps working by its key: its
+# record holds it.
+sbx exec "$Ksec" -- true
+is "$rc" 0 "exec on a key made under another secret still works"
+sbx fs "$Ksec" ls
+is "$rc" 0 "... and so does fs"
+sbx session show "$Ksec" --json
+is "$rc:$(jq -r .key "$T/out")" "0:$Ksec" "... and session show"
 # --runtime defaults to the first runtime.
 sbx session open --tenant acme --scope agent --subject default-runtime
 Kdef=$(out)
@@ -135,6 +160,8 @@ is "$(f .HostConfig.Memory)" 1073741824 "Memory is SANDBOXD_MEM_LIMIT's default,
 is "$(f .HostConfig.MemorySwap)" "$(f .HostConfig.Memory)" "MemorySwap equals Memory: no swap"
 is "$(f '.HostConfig.Tmpfs // {} | keys | join(" ")')" /tmp "one tmpfs, at /tmp"
 f '.HostConfig.Tmpfs["/tmp"]' | grep -Eq '(^|,)size=64m(,|$)'; ok $? "... of size=64m"
+f '.HostConfig.Tmpfs["/tmp"]' | grep -Eq '(^|,)mode=1777,uid=10001,gid=10001$'; ok $? "... of mode=1777, the sandbox user's"
+f '.HostConfig.Tmpfs["/tmp"]' | grep -Eq '^rw,noexec,nosuid,nodev,'; ok $? "... noexec, nosuid, nodev"
 is "$(f .HostConfig.NetworkMode)" none "NetworkMode is none"
 is "$(f '.NetworkSettings.Networks | keys | join(" ")')" none "attached to the none network alone"
 is "$(f '.Config.Labels["io.sbxcat.deployment"]')" "$DEP" "label io.sbxcat.deployment"
@@ -355,6 +382,68 @@ sbx session close "$Kc" --purge
 is "$rc" 0 "close --purge of a container in created"
 tb_docker inspect "$(ctr "$Kc")" >/dev/null 2>&1; ok $((!$?)) "... removes it"
 [ ! -e "$ROOT/$Kc" ]; ok $? "... and its directory"
+
+is "$(ls -A "$ROOT/.sbxcat-trash" | wc -l | tr -d ' ')" 0 "every purge above left nothing in the trash"
+
+# -- close --purge holds the quota lock only to move ROOT/KEY into the
+# trash; the tree is deleted after the lock is released.  The lock is
+# asked for once ROOT/KEY has left the root: it must be free while the
+# deletion still runs (the trash still holds the entry).
+open_s acme user purge-big
+Kb=$key
+t0=$(now)
+# Hard links: a name costs no inode, so 120,000 of them are made in a few
+# seconds even on a loaded machine (creating as many files took 90 s).
+/usr/bin/python3 -c 'import os, sys
+for f in range(3):
+    src = "%s/f%d" % (sys.argv[1], f)
+    open(src, "w").close()
+    for d in range(8):
+        p = "%s/d%d-%d" % (sys.argv[1], f, d)
+        os.mkdir(p)
+        for i in range(5000):
+            os.link(src, "%s/%d" % (p, i))' "$(ws "$Kb")"
+ok $? "120,000 names made in the workspace ($(elapsed "$t0" "$(now)") s)"
+bounded session close "$Kb" --purge >"$T/pb.out" 2>"$T/pb.err" &
+pb=$!
+n=0
+while [ -e "$ROOT/$Kb" ] && [ $n -lt 6000 ]; do sleep 0.01; n=$((n + 1)); done
+t1=$(now)
+flock -w 120 "$ROOT/.sbxcat.lock" true
+t2=$(now)
+during=$(ls -A "$ROOT/.sbxcat-trash" 2>/dev/null | wc -l | tr -d ' ')
+wait $pb
+prc=$?
+t3=$(now)
+is "$prc" 0 "close --purge of 120,000 names exits 0"
+is "$during" 1 "the quota lock was free while the purge was still deleting (its entry in the trash)"
+diag "lock taken $(elapsed "$t1" "$t2") s after ROOT/KEY left; the deletion went on $(elapsed "$t2" "$t3") s after that"
+is "$(ls -A "$ROOT/.sbxcat-trash" | wc -l | tr -d ' '):$(test -e "$ROOT/$Kb"; echo $?)" "0:1" \
+	"... and once it ends, nothing is left in the trash or the root"
+
+# -- /tmp is a tmpfs of mode 1777 whatever the image's /tmp is (a busybox
+# root imported with /tmp 0755): the sandbox user can write it.
+IMG755=sbxcat/ts-tmp755-$sfx:1
+r755=$T/tmp755
+mkdir -p "$r755/bin" "$r755/etc" "$r755/tmp" && chmod 755 "$r755/tmp" &&
+	cp /bin/busybox "$r755/bin/" &&
+	for a in $(/bin/busybox --list); do [ "$a" = busybox ] || ln -sf busybox "$r755/bin/$a"; done &&
+	echo 'root:x:0:0:root:/root:/bin/sh' >"$r755/etc/passwd" &&
+	tar -C "$r755" --owner=0 --group=0 --numeric-owner -c . | tb_docker import - "$IMG755" >/dev/null
+ok $? "an image whose /tmp is 0755 (imported busybox root)"
+cat >"$T/cat755.json" <<JSON
+[{"alias": "ts-tmp755", "description": "/tmp 0755 in the image", "image": "$IMG755"}]
+JSON
+timeout -s KILL 60 "$S" -C "$T/cat755.json" session open --tenant acme --scope run --subject tmp755 >"$T/out" 2>"$T/err"
+K755=$(out)
+timeout -s KILL 60 "$S" -C "$T/cat755.json" exec "$K755" -c 'echo hi > /tmp/w && cat /tmp/w && id -u && stat -c "%u %a" /tmp' >"$T/out" 2>"$T/err"
+# The mode is runc's to decide (1.1 copies the image's 0755 over mode=).
+is "$?:$(out | head -n 3 | tr '\n' ' ' | sed 's/ [0-7]* $//')" "0:hi 10001 10001" \
+	"the sandbox user writes /tmp: a tmpfs it owns ($(out | tail -n 1))" ||
+	diag "$(cat "$T/err")"
+timeout -s KILL 60 "$S" -C "$T/cat755.json" exec "$K755" -c 'grep " /tmp " /proc/mounts' >"$T/out" 2>"$T/err"
+out | grep -Eq ',nosuid(,|$)' && out | grep -Eq ',nodev(,|$)' && out | grep -Eq ',noexec(,|$)'
+ok $? "... mounted noexec,nosuid,nodev ($(out))"
 
 # -- An image without sleep is refused at open, leaving nothing behind.
 if sb_nosleep_image; then
