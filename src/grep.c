@@ -313,8 +313,8 @@ static int search_memmem(struct grep *g, struct cursor *c,
 	size_t pos = 0;
 
 	while (pos < c->len) {
-		const char *p = memmem(c->buf + pos, c->len - pos, g->pattern,
-				       g->plen);
+		const char *p = text_find(c->buf + pos, c->len - pos,
+					  g->pattern, g->plen);
 		size_t ls, le;
 		int r;
 

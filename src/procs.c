@@ -546,26 +546,49 @@ int procs_group_count(const struct procs_group *g, size_t *n,
 	return 0;
 }
 
-/* (pid, start) of the processes signalled, for counting them once. */
+/*
+ * The PIDs signalled, for counting them once and sending TERM once each:
+ * an open-addressing set, so that a fork bomb's thousands of PIDs cost a
+ * lookup each, not a scan.  (A PID reused within the stop by a new
+ * member is counted once and not sent TERM again: the KILL that follows
+ * the grace reaches it.)
+ */
 struct seen {
-	struct proc *v;
-	size_t n, alloc;
+	pid_t *v; /* 0: empty slot */
+	size_t n, cap;
 };
 
-static bool seen_has(const struct seen *s, const struct proc *p)
+static size_t seen_slot(const struct seen *s, pid_t pid)
 {
-	for (size_t i = 0; i < s->n; i++)
-		if (s->v[i].pid == p->pid && s->v[i].start == p->start)
-			return true;
-	return false;
+	size_t i = ((size_t)pid * 2654435761u) & (s->cap - 1);
+
+	while (s->v[i] && s->v[i] != pid)
+		i = (i + 1) & (s->cap - 1);
+	return i;
 }
 
-static void seen_add(struct seen *s, const struct proc *p)
+static bool seen_has(const struct seen *s, pid_t pid)
 {
-	if (seen_has(s, p))
+	return s->cap && s->v[seen_slot(s, pid)] == pid;
+}
+
+static void seen_add(struct seen *s, pid_t pid)
+{
+	if (seen_has(s, pid))
 		return;
-	ALLOC_GROW(s->v, s->n + 1, s->alloc);
-	s->v[s->n++] = *p;
+	if ((s->n + 1) * 2 > s->cap) {
+		struct seen big = {.cap = s->cap ? s->cap * 2 : 1024};
+
+		big.v = xcalloc(big.cap, sizeof(*big.v));
+		for (size_t i = 0; i < s->cap; i++)
+			if (s->v[i])
+				big.v[seen_slot(&big, s->v[i])] = s->v[i];
+		big.n = s->n;
+		free(s->v);
+		*s = big;
+	}
+	s->v[seen_slot(s, pid)] = pid;
+	s->n++;
 }
 
 /*
@@ -608,10 +631,15 @@ static int pin_and_signal(int procfd, const struct procs_group *g, pid_t pid,
 	return 0;
 }
 
-/* sig to every member listed; those reached into seen; *n listed. */
+/*
+ * sig to every member listed (once: only to those not in seen), each
+ * pinned and checked; those reached into seen; *n listed.  Stops at
+ * until_ms (0: no limit), so that one pass over a fork bomb's members
+ * cannot outlast the grace.
+ */
 static int signal_all(int procfd, const struct procs_group *g, int sig,
-		      struct seen *seen, bool once, size_t *n,
-		      struct sbx_error **err)
+		      struct seen *seen, bool once, long long until_ms,
+		      size_t *n, struct sbx_error **err)
 {
 	pid_t *v = NULL;
 	int ret = 0;
@@ -622,12 +650,13 @@ static int signal_all(int procfd, const struct procs_group *g, int sig,
 		struct proc p = {0};
 		bool sent;
 
-		ret = pin_and_signal(procfd, g, v[i], 0, &p, &sent, err);
-		if (ret < 0 || !sent || (once && seen_has(seen, &p)))
+		if (once && seen_has(seen, v[i]))
 			continue;
+		if (until_ms && (i & 63) == 63 && engine_now_ms() >= until_ms)
+			break;
 		ret = pin_and_signal(procfd, g, v[i], sig, &p, &sent, err);
 		if (ret == 0 && sent)
-			seen_add(seen, &p);
+			seen_add(seen, v[i]);
 	}
 	free(v);
 	return ret;
@@ -652,7 +681,12 @@ static int kill_round(int procfd, const struct procs_group *g,
 		free(knob);
 		if (has) {
 			/* Count what is there, then let the kernel kill it. */
-			ret = signal_all(procfd, g, 0, seen, true, &n, err);
+			pid_t *v = NULL;
+
+			ret = list_procs(g->dir, &v, &n, err);
+			for (size_t i = 0; ret == 0 && i < n; i++)
+				seen_add(seen, v[i]);
+			free(v);
 			if (ret == 0 &&
 			    write_knob(g->dir, "cgroup.kill", "1") < 0 &&
 			    errno != ENOENT)
@@ -665,7 +699,7 @@ static int kill_round(int procfd, const struct procs_group *g,
 	}
 	if (freeze(g->version, g->dir, &was, err) < 0)
 		return -1;
-	ret = signal_all(procfd, g, SIGKILL, seen, false, &n, err);
+	ret = signal_all(procfd, g, SIGKILL, seen, false, 0, &n, err);
 	thaw(g->version, g->dir, was);
 	return ret;
 }
@@ -700,8 +734,8 @@ int procs_group_stop(const struct procs_group *g, long grace_ms,
 		if (el < grace_ms) {
 			/* TERM once each: a process that handles it may be
 			 * cleaning up; KILL comes after the grace. */
-			ret = signal_all(procfd, g, SIGTERM, &seen, true, &n,
-					 err);
+			ret = signal_all(procfd, g, SIGTERM, &seen, true,
+					 t0 + grace_ms, &n, err);
 		} else {
 			ret = kill_round(procfd, g, &seen, err);
 			kill_rounds++;

@@ -233,3 +233,25 @@ void text_add_escaped(struct strbuf *out, const char *s, size_t len)
 		i += n;
 	}
 }
+
+const char *text_find(const char *hay, size_t len, const char *needle,
+		      size_t n)
+{
+	size_t w = n < 128 ? 256 : st_mult(n, 2), off = 0;
+
+	if (n == 0)
+		return hay;
+	while (off + n <= len) {
+		size_t span = len - off < w ? len - off : w;
+		const char *p = memmem(hay + off, span, needle, n);
+
+		if (p)
+			return p;
+		if (off + span >= len)
+			break;
+		off += span - (n - 1);
+		if (w < (SIZE_MAX >> 2))
+			w *= 2;
+	}
+	return NULL;
+}

@@ -1188,7 +1188,7 @@ static void find_all(const char *data, size_t len, const char *old,
 
 	memset(o, 0, sizeof(*o));
 	while (from + oldlen <= len &&
-	       (p = memmem(data + from, len - from, old, oldlen))) {
+	       (p = text_find(data + from, len - from, old, oldlen))) {
 		size_t pos = (size_t)(p - data);
 
 		at += count_newlines(data + counted, pos - counted);
@@ -1248,7 +1248,7 @@ static int replace(const struct workspace *w, const char *data, size_t len,
 				w->max_write);
 	strbuf_grow(res, size);
 	for (size_t i = 0; i < o.count; i++) {
-		p = memmem(data + from, len - from, old, oldlen);
+		p = text_find(data + from, len - from, old, oldlen);
 		strbuf_add(res, data + from, (size_t)(p - data) - from);
 		strbuf_add(res, new, newlen);
 		from = (size_t)(p - data) + oldlen;

@@ -582,6 +582,50 @@ static void test_hash(void)
 	}
 }
 
+/* text_find against memmem: random haystacks over a small alphabet (so
+ * that matches are dense and straddle the doubling windows), needles cut
+ * from them or random, every match of each found in turn. */
+static void test_find(void)
+{
+	static char hay[70000];
+	char needle[600];
+	size_t bad = 0, found = 0, calls = 0;
+
+	for (int round = 0; round < 400; round++) {
+		size_t len = tap_rand() % sizeof(hay), n, from = 0;
+		char alpha = (char)(1 + tap_rand() % 3);
+
+		for (size_t i = 0; i < len; i++)
+			hay[i] = (char)('a' + tap_rand() % (unsigned)alpha);
+		n = 1 + tap_rand() % (round % 4 ? 8 : sizeof(needle));
+		if (len >= n && tap_rand() % 2) {
+			memcpy(needle, hay + tap_rand() % (len - n + 1), n);
+		} else {
+			for (size_t i = 0; i < n; i++)
+				needle[i] = (char)('a' + tap_rand() % 4);
+		}
+		for (;;) {
+			const char *want = memmem(hay + from, len - from, needle, n);
+			const char *got = text_find(hay + from, len - from, needle, n);
+
+			calls++;
+			if (want != got) {
+				bad++;
+				break;
+			}
+			if (!got)
+				break;
+			found++;
+			from = (size_t)(got - hay) + 1;
+		}
+	}
+	is_int((long long)bad, 0,
+	       "text_find agrees with memmem: %zu calls, %zu matches", calls,
+	       found);
+	ok(text_find("abc", 3, "", 0) != NULL && !text_find("ab", 2, "abc", 3),
+	   "text_find: an empty needle is found at once; a longer one never");
+}
+
 int main(void)
 {
 	xjson_init();
@@ -589,6 +633,7 @@ int main(void)
 	test_strbuf();
 	test_utf8();
 	test_text();
+	test_find();
 	test_xjson();
 	test_hash();
 	return done_testing();
