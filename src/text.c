@@ -234,8 +234,7 @@ void text_add_escaped(struct strbuf *out, const char *s, size_t len)
 	}
 }
 
-const char *text_find(const char *hay, size_t len, const char *needle,
-		      size_t n)
+const char *text_find(const char *hay, size_t len, const char *needle, size_t n)
 {
 	size_t w = n < 128 ? 256 : st_mult(n, 2), off = 0;
 
