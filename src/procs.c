@@ -42,8 +42,10 @@
 
 /* Between two listings while waiting for processes to go. */
 #define RELIST_MS 20
-/* Moving rounds before the container's cgroup is frozen for the claim. */
+/* Moving rounds (or half the time) before the container's cgroup is
+ * frozen for the claim, and the time it may take in all. */
 #define CLAIM_ROUNDS 50
+#define CLAIM_MS 4000
 /* How long a freeze may take to settle (a process in a long D state). */
 #define FREEZE_WAIT_MS 1000
 /* A cgroup.procs file is read whole: the pids limit keeps it small. */
@@ -501,30 +503,83 @@ static int claim_round(const struct procs_group *g, int procfd, pid_t init_pid,
 	return ret;
 }
 
+/*
+ * What a claim could not move (processes that exit as they are moved are
+ * listed a moment longer, and take no move): SIGKILL, each pinned and
+ * checked to be in the container's own cgroup still.  Under the exec
+ * lock they can only be this exec's.
+ */
+static void kill_unclaimed(const struct procs_group *g, int procfd,
+			   pid_t init_pid)
+{
+	const char *slash = strrchr(g->rel, '/');
+	char *prel = xstrndup(g->rel, slash && slash != g->rel
+					  ? (size_t)(slash - g->rel)
+					  : 1);
+	pid_t *v = NULL, main_pid;
+	size_t n = 0;
+	struct sbx_error *e = NULL;
+
+	if (list_procs(g->parent, &v, &n, &e) < 0)
+		n = 0;
+	sbx_error_free(&e);
+	main_pid = main_of(procfd, init_pid, v, n);
+	for (size_t i = 0; i < n; i++) {
+		int pfd;
+		char *cg;
+
+		if (v[i] == init_pid || v[i] == main_pid)
+			continue;
+		pfd = (int)syscall(SYS_pidfd_open, v[i], 0);
+		if (pfd < 0)
+			continue;
+		cg = proc_cgroup(v[i], controller_of(g->version));
+		if (cg && strcmp(cg, prel) == 0)
+			syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+		free(cg);
+		close(pfd);
+	}
+	free(v);
+	free(prel);
+}
+
 int procs_group_claim(const struct procs_group *g, pid_t init_pid,
 		      size_t *moved, struct sbx_error **err)
 {
-	size_t left = 1;
-	bool was;
+	long long t0 = engine_now_ms();
+	size_t left = 1, before = SIZE_MAX;
+	bool frozen = false, was = false;
 	int procfd = open_proc(err), ret = 0;
 
 	*moved = 0;
 	if (procfd < 0)
 		return -1;
-	/* Every move takes a process out; only what it forked before the
-	 * move is left, so this ends unless they fork faster than it moves. */
-	for (int round = 0; round < CLAIM_ROUNDS && left && ret == 0; round++)
+	/*
+	 * Every move takes a process out; only what it forked before the
+	 * move is left, so this ends unless they fork faster than it moves:
+	 * then the container's cgroup is frozen (its processes cannot fork;
+	 * the group, below it, is frozen with it, so moving keeps them
+	 * frozen), until a round moves nothing more or the time is up.
+	 */
+	for (int round = 0; ret == 0; round++) {
+		long long el;
+
 		ret = claim_round(g, procfd, init_pid, moved, &left, err);
-	if (ret == 0 && left) {
-		/* A frozen cgroup's processes cannot fork; the group, below
-		 * it, is frozen with it, so moving keeps them frozen. */
-		ret = freeze(g->version, g->parent, &was, err);
-		while (ret == 0 && left)
-			ret =
-			    claim_round(g, procfd, init_pid, moved, &left, err);
-		if (ret == 0 || was)
-			thaw(g->version, g->parent, was);
+		if (ret < 0 || !left)
+			break;
+		el = engine_now_ms() - t0;
+		if (frozen && (left >= before || el >= CLAIM_MS))
+			break;
+		before = left;
+		if (!frozen && (round + 1 >= CLAIM_ROUNDS || el >= CLAIM_MS / 2)) {
+			ret = freeze(g->version, g->parent, &was, err);
+			frozen = ret == 0;
+		}
 	}
+	if (ret == 0 && left)
+		kill_unclaimed(g, procfd, init_pid);
+	if (frozen)
+		thaw(g->version, g->parent, was);
 	close(procfd);
 	return ret;
 }
@@ -899,11 +954,13 @@ int procs_groups_expire(pid_t init_pid, long long now, long long max_s,
 			if (max_s > 0 && g.start + max_s < limit)
 				limit = g.start + max_s;
 			/* An empty group within its deadline may be an exec's
-			 * that is starting: its claim is still to come. */
+			 * that is starting, its command already running in the
+			 * container's cgroup and its claim still to come: busy
+			 * too, and left. */
 			if (procs_group_count(&g, &n, err) < 0) {
 				ret = -1;
 			} else if (now < limit) {
-				*busy += n > 0;
+				(*busy)++;
 			} else if (n &&
 				   procs_group_stop(&g, grace_ms, give_up_ms,
 						    &killed, &left, err) < 0) {

@@ -124,10 +124,10 @@ int procs_group_watch(const struct procs_group *g, long long deadline_ms,
  * The exec groups below init_pid's container cgroup (both back-ends).
  * Each group whose deadline, or start + max_s when that is sooner (the
  * configured longest deadline may have shrunk since), is at or before
- * now is stopped (grace_ms, give_up_ms) and removed, empty or not (an
- * empty group within its deadline may be a starting exec's, its claim to
- * come: it is left).  *busy counts the groups with processes in them
- * within their deadline, *stopped the processes stopped.  A group
+ * now is stopped (grace_ms, give_up_ms) and removed, empty or not.
+ * *busy counts the groups within their deadline, empty ones too (a
+ * starting exec's: its command runs in the container's cgroup until its
+ * claim), which are left; *stopped the processes stopped.  A group
  * that cannot be stopped is an error, the others still handled.
  */
 int procs_groups_expire(pid_t init_pid, long long now, long long max_s,
