@@ -513,9 +513,8 @@ static void kill_unclaimed(const struct procs_group *g, int procfd,
 			   pid_t init_pid)
 {
 	const char *slash = strrchr(g->rel, '/');
-	char *prel = xstrndup(g->rel, slash && slash != g->rel
-					  ? (size_t)(slash - g->rel)
-					  : 1);
+	char *prel = xstrndup(
+	    g->rel, slash && slash != g->rel ? (size_t)(slash - g->rel) : 1);
 	pid_t *v = NULL, main_pid;
 	size_t n = 0;
 	struct sbx_error *e = NULL;
@@ -571,7 +570,8 @@ int procs_group_claim(const struct procs_group *g, pid_t init_pid,
 		if (frozen && (left >= before || el >= CLAIM_MS))
 			break;
 		before = left;
-		if (!frozen && (round + 1 >= CLAIM_ROUNDS || el >= CLAIM_MS / 2)) {
+		if (!frozen &&
+		    (round + 1 >= CLAIM_ROUNDS || el >= CLAIM_MS / 2)) {
 			ret = freeze(g->version, g->parent, &was, err);
 			frozen = ret == 0;
 		}
