@@ -1117,35 +1117,6 @@ static bool takes_value(const char *a)
 }
 
 /*
- * A path as the audit records it: the path the operation used, relative
- * to the workspace, "." and empty components dropped as
- * workspace_path_check drops them ("./a//b" is "a/b", the workspace
- * itself "."), so one file is one target however it was spelled.  A ".."
- * or a leading "/" is kept: such a path was refused, and the row says
- * what was asked.  Newly allocated.
- */
-static char *audit_path(const char *path)
-{
-	struct strbuf sb = STRBUF_INIT;
-
-	if (*path == '/')
-		strbuf_addch(&sb, '/');
-	for (const char *p = path; *p;) {
-		size_t n = strcspn(p, "/");
-
-		if (n && !(n == 1 && p[0] == '.')) {
-			if (sb.len && sb.buf[sb.len - 1] != '/')
-				strbuf_addch(&sb, '/');
-			strbuf_add(&sb, p, n);
-		}
-		p += n + (p[n] == '/');
-	}
-	if (!sb.len)
-		strbuf_addch(&sb, '.');
-	return strbuf_detach(&sb, NULL);
-}
-
-/*
  * The operation's audit row: the session's tenant, key and runtime (or,
  * for a session not found, the caller's tenant and no key: the key asked
  * for goes to the detail, never onto another tenant's chain), the path (for
@@ -1163,7 +1134,7 @@ static void fs_record(struct fs_call *c, const struct fs_verb *v,
 	/* glob's target is its pattern, as given: not a path */
 	cleanup_free char *target = v->pattern && v->op != AUDIT_GREP_RAW
 					? xstrdup(operand)
-					: audit_path(operand);
+					: workspace_path_shown(operand);
 	struct audit_event ev = {
 	    .op = v->op,
 	    .tenant = found ? c->rec.tenant : cmd_tenant(c->a.tenant),

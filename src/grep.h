@@ -38,12 +38,13 @@
 #include <stddef.h>
 
 #include "walk.h"
+#include "workspace.h"
 
 struct sbx_error;
-struct workspace;
 
 #define GREP_MAX_COUNT_DEFAULT 1000
-#define GREP_BUDGET_MS_DEFAULT 20000
+/* every fs verb's: one budget */
+#define GREP_BUDGET_MS_DEFAULT WORKSPACE_BUDGET_MS_DEFAULT
 #define GREP_LINE_MAX 1000 /* bytes of a line shown; longer ones cut */
 
 struct grep_opts {

@@ -216,6 +216,40 @@ void workspace_close(struct workspace *w)
 	w->path = NULL;
 }
 
+/*
+ * path's components appended to sb joined by '/', "." and empty ones
+ * dropped; true when one of them is "..".
+ */
+static bool join_components(struct strbuf *sb, const char *path)
+{
+	bool dotdot = false;
+
+	for (const char *p = path; *p;) {
+		size_t n = strcspn(p, "/");
+
+		dotdot = dotdot || (n == 2 && p[0] == '.' && p[1] == '.');
+		if (n && !(n == 1 && p[0] == '.')) {
+			if (sb->len && sb->buf[sb->len - 1] != '/')
+				strbuf_addch(sb, '/');
+			strbuf_add(sb, p, n);
+		}
+		p += n + (p[n] == '/');
+	}
+	return dotdot;
+}
+
+char *workspace_path_shown(const char *path)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	if (*path == '/')
+		strbuf_addch(&sb, '/');
+	join_components(&sb, path);
+	if (!sb.len)
+		strbuf_addch(&sb, '.');
+	return strbuf_detach(&sb, NULL);
+}
+
 /* workspace_path_check naming shown (the user's spelling) in messages. */
 static int check_path(const char *path, const char *shown, bool may_be_root,
 		      char **rel, struct sbx_error **err)
@@ -234,23 +268,11 @@ static int check_path(const char *path, const char *shown, bool may_be_root,
 				     "limit",
 				     len, PATH_MAX - 1),
 		       sbx_error_reason(*err, "path too long"), -1;
-	for (const char *p = path; *p;) {
-		size_t n = strcspn(p, "/");
-
-		if (n == 2 && p[0] == '.' && p[1] == '.') {
-			strbuf_release(&sb);
-			return refuse_r(err, "outside the workspace", shown,
-				      "is outside the workspace: '..' is not "
-				      "allowed");
-		}
-		if (n && !(n == 1 && p[0] == '.')) {
-			if (sb.len)
-				strbuf_addch(&sb, '/');
-			strbuf_add(&sb, p, n);
-		}
-		p += n;
-		if (*p == '/')
-			p++;
+	if (join_components(&sb, path)) {
+		strbuf_release(&sb);
+		return refuse_r(
+		    err, "outside the workspace", shown,
+		    "is outside the workspace: '..' is not allowed");
 	}
 	if (!sb.len && !may_be_root)
 		return refuse_r(err, "the workspace itself", shown,

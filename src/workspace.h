@@ -60,7 +60,7 @@ struct workspace {
 	char *path;	       /* the workspace's path, for messages only */
 };
 
-/* grep's wall-clock budget (GREP_BUDGET_MS_DEFAULT), for every verb. */
+/* The wall-clock budget of every verb that reads, grep's included. */
 #define WORKSPACE_BUDGET_MS_DEFAULT 20000
 /* read --offset reads at most this many read limits to find its line:
  * 512 MiB at the default 8 MiB, a fraction of a second from the page
@@ -89,6 +89,13 @@ void workspace_close(struct workspace *w);
  */
 int workspace_path_check(const char *path, bool may_be_root, char **rel,
 			 struct sbx_error **err);
+/*
+ * path normalised as workspace_path_check normalises it ("./a//b" is
+ * "a/b", the workspace itself "."), whether or not it would pass: a ".."
+ * or a leading "/" is kept, so what was asked is still said.  For the
+ * audit's target.  Newly allocated.
+ */
+char *workspace_path_shown(const char *path);
 
 /*
  * openat2 beneath the workspace: rel as workspace_path_check returned it,
