@@ -11,12 +11,12 @@
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "alloc.h"
 #include "audit.h"
 #include "error.h"
+#include "hash.h"
 #include "text.h"
 #include "xjson.h"
 
@@ -43,20 +43,9 @@ static void uuid_v4(char out[37])
 {
 	static const char hex[] = "0123456789abcdef";
 	unsigned char b[16];
-	size_t got = 0;
 	char *o = out;
 
-	while (got < sizeof(b)) {
-		ssize_t k = getrandom(b + got, sizeof(b) - got, 0);
-
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			/* Linux >= 3.17 always has it; sbxcat needs 5.6. */
-			die_bug("getrandom: %s", strerror(errno));
-		}
-		got += (size_t)k;
-	}
+	random_bytes(b, sizeof(b));
 	b[6] = (unsigned char)((b[6] & 0x0F) | 0x40);
 	b[8] = (unsigned char)((b[8] & 0x3F) | 0x80);
 	for (size_t i = 0; i < sizeof(b); i++) {

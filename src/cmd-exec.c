@@ -258,6 +258,7 @@ static int exec_started(struct engine *e, const char *exec_id, json_t **ei,
 			struct sbx_error **err)
 {
 	long long until = engine_now_ms() + PID_WAIT_MS;
+	useconds_t nap = 1000;
 
 	for (;;) {
 		if (engine_exec_inspect(e, exec_id, ei, err) < 0)
@@ -275,7 +276,11 @@ static int exec_started(struct engine *e, const char *exec_id, json_t **ei,
 					     "the engine did not report the "
 					     "command's process within %d s",
 					     PID_WAIT_MS / 1000);
-		usleep(2000);
+		/* Usually a few ms; an engine under load is not asked
+		 * thousands of times meanwhile. */
+		usleep(nap);
+		if (nap < 50000)
+			nap *= 2;
 	}
 }
 
@@ -429,8 +434,8 @@ static int run_exec(struct sbx_ctx *ctx, int argc, char **argv,
 	sbx_error_free(&err);
 	/* What an earlier exec left past its deadline (its watcher gone). */
 	if (procs_groups_expire(init_pid, (long long)time(NULL),
-				cfg.execute_timeout_s, STOP_GRACE_MS,
-				STOP_GIVE_UP_MS, &busy, &killed, &err) < 0) {
+				cfg.execute_timeout_s, STOP_GIVE_UP_MS, &busy,
+				&killed, &err) < 0) {
 		fprintf(stderr, "sbxcat: warning: %s\n", err->msg);
 		sbx_error_free(&err);
 	}
@@ -465,8 +470,10 @@ static int run_exec(struct sbx_ctx *ctx, int argc, char **argv,
 	}
 	started = engine_now_ms();
 	deadline_ms = started + limit_s * 1000;
+	/* The name's deadline a second late rather than early: whoever
+	 * reads it must not stop the command before this exec would. */
 	if (procs_group_create(init_pid, 0, (long long)time(NULL),
-			       (long long)time(NULL) + limit_s, &grp,
+			       (long long)time(NULL) + limit_s + 1, &grp,
 			       &err) < 0 ||
 	    engine_exec_create(&engine, cid, body, &exec_id, &err) < 0) {
 		rc = cannot_run(&err, &detail);
@@ -617,8 +624,12 @@ static int run_exec(struct sbx_ctx *ctx, int argc, char **argv,
 	} else if (vd->left_running) {
 		strbuf_addf(&detail, ", %zu left running until the deadline",
 			    vd->left_running);
-		if (procs_group_watch(&grp, deadline_ms, STOP_GRACE_MS,
-				      STOP_GIVE_UP_MS, &watcher, &err) < 0) {
+		int lock = session_watch_lock_open(&root, rec.key, &err);
+
+		if (lock < 0 ||
+		    procs_watch(init_pid, lock, cfg.execute_timeout_s,
+				STOP_GRACE_MS, STOP_GIVE_UP_MS, &watcher,
+				&err) < 0) {
 			/* No watcher, no deadline: stop them now. */
 			fprintf(stderr,
 				"sbxcat: warning: %s; stopping what "
@@ -627,6 +638,8 @@ static int run_exec(struct sbx_ctx *ctx, int argc, char **argv,
 			sbx_error_free(&err);
 			stop_all(&grp, &killed);
 		}
+		if (lock >= 0)
+			close(lock);
 	} else {
 		procs_group_remove(&grp);
 	}

@@ -8,10 +8,12 @@
  * whose first use costs a process about 3 ms (hash.h); they remain, and
  * are the same code EVP runs in the end. */
 #define OPENSSL_SUPPRESS_DEPRECATED
+#include <errno.h>
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "alloc.h"
 #include "hash.h"
@@ -78,4 +80,30 @@ size_t hash_str(const char *s)
 	for (; *s; s++)
 		h = (h ^ (unsigned char)*s) * 1099511628211ull;
 	return (size_t)h;
+}
+
+void random_bytes(void *out, size_t n)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t k = getrandom((unsigned char *)out + got, n - got, 0);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			die_bug("getrandom: %s", strerror(errno));
+		got += (size_t)k;
+	}
+}
+
+void random_hex(char *out, size_t n)
+{
+	unsigned char b[64];
+
+	if (n > sizeof(b))
+		die_bug("random_hex: %zu bytes", n);
+	random_bytes(b, n);
+	hex_encode(out, b, n);
+	OPENSSL_cleanse(b, n);
 }

@@ -1,7 +1,8 @@
 /*
  * hash.h - SHA-256 (the content hash behind image tags, the spool's sums,
- * the audit's chain, session keys) and HMAC-SHA256; and the string hash
- * of the in-memory tables (jsonpos's keys, compose's anchors).
+ * the audit's chain, session keys) and HMAC-SHA256; random bytes (UUIDs,
+ * key secrets, unique names); and the string hash of the in-memory tables
+ * (jsonpos's keys, compose's anchors).
  */
 #ifndef SBX_HASH_H
 #define SBX_HASH_H
@@ -18,6 +19,15 @@ void sha256(const void *data, size_t len, unsigned char out[32]);
 
 /* data's n bytes as 2n lowercase hex digits plus NUL, into out. */
 void hex_encode(char *out, const void *data, size_t n);
+
+/*
+ * n bytes from getrandom(2) (the kernel's CSPRNG), into out.  A failure
+ * is fatal: Linux >= 3.17 always has it, and sbxcat needs 5.6.
+ */
+void random_bytes(void *out, size_t n);
+
+/* n random bytes as 2n lowercase hex digits plus NUL, into out; n <= 64. */
+void random_hex(char *out, size_t n);
 
 /* SHA-256 of data as 64 lowercase hex digits plus NUL, into out[65]. */
 void sha256_hex(const void *data, size_t len, char out[65]);

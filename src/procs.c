@@ -25,12 +25,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "alloc.h"
@@ -46,6 +47,12 @@
  * frozen for the claim, and the time it may take in all. */
 #define CLAIM_ROUNDS 50
 #define CLAIM_MS 4000
+/*
+ * Longer than an exec takes from making its group to its claim (the
+ * engine's start, at most 10 s to report the process, the claim's 4 s):
+ * an empty group younger than this may be a starting exec's.
+ */
+#define PROCS_START_S 30
 /* How long a freeze may take to settle (a process in a long D state). */
 #define FREEZE_WAIT_MS 1000
 /* A cgroup.procs file is read whole: the pids limit keeps it small. */
@@ -278,27 +285,6 @@ int procs_container_cgroup(pid_t init_pid, int want, int *version, char **dir,
 			     (int)init_pid);
 }
 
-static int random_hex(char *out, size_t nbytes, struct sbx_error **err)
-{
-	unsigned char r[16];
-	size_t got = 0;
-
-	if (nbytes > sizeof(r))
-		die_bug("random_hex: too many bytes");
-	while (got < nbytes) {
-		ssize_t k = getrandom(r + got, nbytes - got, 0);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			return sbx_error_set(err, SBX_EXIT_ENV, errno,
-					     "getrandom");
-		}
-		got += (size_t)k;
-	}
-	hex_encode(out, r, nbytes);
-	return 0;
-}
-
 int procs_group_create(pid_t init_pid, int want, long long start,
 		       long long deadline, struct procs_group *g,
 		       struct sbx_error **err)
@@ -307,12 +293,9 @@ int procs_group_create(pid_t init_pid, int want, long long start,
 
 	memset(g, 0, sizeof(*g));
 	if (procs_container_cgroup(init_pid, want, &g->version, &parent, &prel,
-				   err) < 0 ||
-	    random_hex(hex, 8, err) < 0) {
-		free(parent);
-		free(prel);
+				   err) < 0)
 		return -1;
-	}
+	random_hex(hex, 8);
 	g->parent = parent;
 	g->start = start;
 	g->deadline = deadline;
@@ -812,96 +795,6 @@ int procs_group_remove(const struct procs_group *g)
 	return -1;
 }
 
-/* The watcher's life: it owns nothing of its caller's. */
-static void watch(const struct procs_group *g, long long deadline_ms,
-		  long grace_ms, long give_up_ms)
-{
-	for (;;) {
-		struct sbx_error *err = NULL;
-		size_t n = 0, killed, left;
-		long long now = engine_now_ms();
-
-		if (procs_group_count(g, &n, &err) < 0 || n == 0)
-			break;
-		if (now >= deadline_ms) {
-			procs_group_stop(g, grace_ms, give_up_ms, &killed,
-					 &left, &err);
-			sbx_error_free(&err);
-			break;
-		}
-		sleep_ms(deadline_ms - now < 1000 ? (long)(deadline_ms - now)
-						  : 1000);
-	}
-	procs_group_remove(g);
-}
-
-int procs_group_watch(const struct procs_group *g, long long deadline_ms,
-		      long grace_ms, long give_up_ms, pid_t *pid,
-		      struct sbx_error **err)
-{
-	int pfd[2], status;
-	pid_t c, got = 0;
-	ssize_t k;
-
-	*pid = 0;
-	if (pipe2(pfd, O_CLOEXEC) < 0)
-		return sbx_error_set(err, SBX_EXIT_ENV, errno, "pipe");
-	c = fork();
-	if (c < 0) {
-		int e = errno;
-		close(pfd[0]);
-		close(pfd[1]);
-		return sbx_error_set(err, SBX_EXIT_ENV, e,
-				     "cannot start the deadline's watcher");
-	}
-	if (c == 0) {
-		/* A session of its own, and a second fork, so that it is
-		 * nobody's child and no terminal's. */
-		struct sigaction dfl = {.sa_handler = SIG_DFL};
-		sigset_t none;
-		pid_t me;
-		int fd;
-
-		setsid();
-		if (fork() != 0)
-			_exit(0);
-		me = getpid();
-		if (write(pfd[1], &me, sizeof(me)) < 0)
-			_exit(1);
-		for (int s = 1; s < NSIG; s++)
-			sigaction(s, &dfl, NULL);
-		signal(SIGHUP, SIG_IGN);
-		signal(SIGPIPE, SIG_IGN);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		prctl(PR_SET_NAME, "sbxcat-deadline", 0, 0, 0);
-		for (fd = 0; fd < 3; fd++)
-			close(fd);
-		syscall(SYS_close_range, 3U, ~0U, 0U);
-		fd = open("/dev/null", O_RDWR);
-		if (fd == 0) {
-			dup2(0, 1);
-			dup2(0, 2);
-		}
-		if (chdir("/") < 0)
-			_exit(1);
-		watch(g, deadline_ms, grace_ms, give_up_ms);
-		_exit(0);
-	}
-	close(pfd[1]);
-	do
-		k = read(pfd[0], &got, sizeof(got));
-	while (k < 0 && errno == EINTR);
-	close(pfd[0]);
-	while (waitpid(c, &status, 0) < 0 && errno == EINTR)
-		;
-	if (k != sizeof(got) || got <= 0)
-		return sbx_error_set(err, SBX_EXIT_ENV, 0,
-				     "the deadline's watcher did not start");
-	*pid = got;
-	return 0;
-}
-
 /* "sbxcat-exec-START-DEADLINE-HEX": 0 with both, else -1. */
 static int parse_name(const char *name, long long *start, long long *deadline)
 {
@@ -921,9 +814,9 @@ static int parse_name(const char *name, long long *start, long long *deadline)
 	return 0;
 }
 
-int procs_groups_expire(pid_t init_pid, long long now, long long max_s,
-			long grace_ms, long give_up_ms, size_t *busy,
-			size_t *stopped, struct sbx_error **err)
+static int expire(pid_t init_pid, long long now, long long max_s, long grace_ms,
+		  long give_up_ms, size_t *busy, size_t *stopped,
+		  struct sbx_error **err)
 {
 	int ret = 0;
 
@@ -951,16 +844,21 @@ int procs_groups_expire(pid_t init_pid, long long now, long long max_s,
 			g.rel = xasprintf(
 			    "%s/%s", strcmp(prel, "/") ? prel : "", de->d_name);
 			limit = g.deadline;
-			if (max_s > 0 && g.start + max_s < limit)
-				limit = g.start + max_s;
-			/* An empty group within its deadline may be an exec's
-			 * that is starting, its command already running in the
-			 * container's cgroup and its claim still to come: busy
-			 * too, and left. */
+			/* + 1: the name's deadline is rounded up as well */
+			if (max_s > 0 && g.start + max_s + 1 < limit)
+				limit = g.start + max_s + 1;
+			/* An empty group within its deadline is an exec's that
+			 * is starting (its command runs in the container's
+			 * cgroup until its claim): busy, and left; one older
+			 * than any start takes is one whose exec is over and
+			 * whose leftovers ended: removed. */
 			if (procs_group_count(&g, &n, err) < 0) {
 				ret = -1;
 			} else if (now < limit) {
-				(*busy)++;
+				if (n || now < g.start + PROCS_START_S)
+					(*busy)++;
+				else
+					procs_group_remove(&g);
 			} else if (n &&
 				   procs_group_stop(&g, grace_ms, give_up_ms,
 						    &killed, &left, err) < 0) {
@@ -1077,4 +975,139 @@ bool procs_exiting(pid_t pid)
 		return errno == ENOENT || errno == ESRCH;
 	return p.state == 'Z' || p.state == 'X' || p.state == 'x' ||
 	       (p.flags & PF_EXITING_FLAG) != 0;
+}
+
+int procs_groups_expire(pid_t init_pid, long long now, long long max_s,
+			long give_up_ms, size_t *busy, size_t *stopped,
+			struct sbx_error **err)
+{
+	return expire(init_pid, now, max_s, 0, give_up_ms, busy, stopped, err);
+}
+
+/*
+ * The watcher's life: it owns nothing of its caller's but lock (its own
+ * open file description of the watch lock) and init (a pidfd of the
+ * container's init).  Each second, every group past its deadline is
+ * stopped (TERM, the grace, the kill); while none is left within its
+ * deadline, it lets go of the lock, looks once more (an exec that found
+ * the lock held counted on that look), and ends, unless that look found
+ * one and the lock is still to be had.  It ends too when the container's
+ * init does.
+ */
+static void watch(pid_t init_pid, int init, int lock, long long max_s,
+		  long grace_ms, long give_up_ms)
+{
+	for (;;) {
+		struct sbx_error *err = NULL;
+		struct pollfd pf = {.fd = init, .events = POLLIN};
+		size_t busy = 0, stopped = 0;
+
+		expire(init_pid, (long long)time(NULL), max_s, grace_ms,
+		       give_up_ms, &busy, &stopped, &err);
+		sbx_error_free(&err);
+		if (!busy) {
+			flock(lock, LOCK_UN);
+			expire(init_pid, (long long)time(NULL), max_s, grace_ms,
+			       give_up_ms, &busy, &stopped, &err);
+			sbx_error_free(&err);
+			if (!busy || flock(lock, LOCK_EX | LOCK_NB) < 0)
+				return;
+		}
+		if (poll(&pf, 1, 1000) > 0)
+			return; /* the container's init is gone */
+	}
+}
+
+/* The watcher, in the grandchild: detached, locked, or gone. */
+static void watcher_main(pid_t init_pid, int init, int lock_fd, int report,
+			 long long max_s, long grace_ms, long give_up_ms)
+{
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	char path[64];
+	sigset_t none;
+	pid_t me = getpid();
+	int lock, fd;
+
+	/* A description of its own: the caller's flock is not this one's. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", lock_fd);
+	lock = open(path, O_RDWR | O_CLOEXEC);
+	if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0)
+		me = 0; /* another watcher has the session */
+	if (write(report, &me, sizeof(me)) != (ssize_t)sizeof(me) || !me)
+		_exit(0);
+	for (int s = 1; s < NSIG; s++)
+		sigaction(s, &dfl, NULL);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	prctl(PR_SET_NAME, "sbxcat-deadline", 0, 0, 0);
+	/* Nothing of the caller's but the lock and the pidfd, moved to
+	 * 3 and 4: its output, its engine and database connections close. */
+	lock = fcntl(lock, F_DUPFD_CLOEXEC, 100);
+	init = fcntl(init, F_DUPFD_CLOEXEC, 100);
+	if (lock < 0 || init < 0 || dup2(lock, 3) < 0 || dup2(init, 4) < 0)
+		_exit(1);
+	for (fd = 0; fd < 3; fd++)
+		close(fd);
+	syscall(SYS_close_range, 5U, ~0U, 0U);
+	fd = open("/dev/null", O_RDWR);
+	if (fd == 0) {
+		dup2(0, 1);
+		dup2(0, 2);
+	}
+	if (chdir("/") < 0)
+		_exit(1);
+	watch(init_pid, 4, 3, max_s, grace_ms, give_up_ms);
+	_exit(0);
+}
+
+int procs_watch(pid_t init_pid, int lock_fd, long long max_s, long grace_ms,
+		long give_up_ms, pid_t *pid, struct sbx_error **err)
+{
+	int pfd[2], status, init;
+	pid_t c, got = -1;
+	ssize_t k;
+
+	*pid = 0;
+	init = (int)syscall(SYS_pidfd_open, init_pid, 0);
+	if (init < 0)
+		return sbx_error_set(err, SBX_EXIT_ENV, errno,
+				     "cannot pin the session's init (process "
+				     "%d)",
+				     (int)init_pid);
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		int e = errno;
+		close(init);
+		return sbx_error_set(err, SBX_EXIT_ENV, e, "pipe");
+	}
+	c = fork();
+	if (c == 0) {
+		/* A session of its own, and a second fork, so that it is
+		 * nobody's child and no terminal's. */
+		setsid();
+		if (fork() != 0)
+			_exit(0);
+		watcher_main(init_pid, init, lock_fd, pfd[1], max_s, grace_ms,
+			     give_up_ms);
+	}
+	close(pfd[1]);
+	close(init);
+	if (c < 0) {
+		int e = errno;
+		close(pfd[0]);
+		return sbx_error_set(err, SBX_EXIT_ENV, e,
+				     "cannot start the deadline's watcher");
+	}
+	do
+		k = read(pfd[0], &got, sizeof(got));
+	while (k < 0 && errno == EINTR);
+	close(pfd[0]);
+	while (waitpid(c, &status, 0) < 0 && errno == EINTR)
+		;
+	if (k != sizeof(got) || got < 0)
+		return sbx_error_set(err, SBX_EXIT_ENV, 0,
+				     "the deadline's watcher did not start");
+	*pid = got;
+	return 0;
 }

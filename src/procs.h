@@ -8,9 +8,11 @@
  * Inside the container /sys/fs/cgroup is read-only and root's, so nothing
  * a command does (rewriting its environment, setsid, a double fork,
  * re-parenting to the container's init) takes a process out of it: every
- * child is born in its parent's cgroup.  The deadline is in the name, so
- * whoever finds the cgroup later (the reaper, the next exec) can tell
- * when it expired without trusting anything the sandbox wrote.
+ * child is born in its parent's cgroup.  The deadline is in the name
+ * (whole seconds, rounded up, so that nobody acts on it before the exec
+ * itself would), so whoever finds the cgroup later (the watcher, the
+ * reaper, the next exec) can tell when it expired without trusting
+ * anything the sandbox wrote.
  *
  * How a process gets there (procs_group_claim): the engine starts an
  * exec's process in the container's own cgroup.  Under a per-session lock
@@ -108,31 +110,39 @@ int procs_group_stop(const struct procs_group *g, long grace_ms,
 int procs_group_remove(const struct procs_group *g);
 
 /*
- * Watch g from a detached process of its own until its deadline_ms (as
- * engine_now_ms counts), then stop it (grace_ms, give_up_ms) and remove
- * it; the watcher ends early when the group empties.  For the processes a
- * command leaves running after it exits: they are stopped at the exec's
- * deadline, not when sbxcat exits.  The watcher holds no descriptor of
- * the caller's but the ones it opens itself, and no lock.  *pid is the
- * watcher's (already detached: not the caller's child).
- */
-int procs_group_watch(const struct procs_group *g, long long deadline_ms,
-		      long grace_ms, long give_up_ms, pid_t *pid,
-		      struct sbx_error **err);
-
-/*
  * The exec groups below init_pid's container cgroup (both back-ends).
  * Each group whose deadline, or start + max_s when that is sooner (the
  * configured longest deadline may have shrunk since), is at or before
- * now is stopped (grace_ms, give_up_ms) and removed, empty or not.
- * *busy counts the groups within their deadline, empty ones too (a
- * starting exec's: its command runs in the container's cgroup until its
- * claim), which are left; *stopped the processes stopped.  A group
+ * now is stopped and removed, empty or not: killed at once (the TERM
+ * and its grace were owed at the deadline, which has passed), trying up
+ * to give_up_ms.
+ * *busy counts the groups within their deadline that have processes, or
+ * that are empty and younger than 30 s (a starting exec's: its command
+ * runs in the container's cgroup until its claim); those are left.  An
+ * older empty one is removed (its exec is over, what it left has ended).
+ * *stopped counts the processes stopped.  A group
  * that cannot be stopped is an error, the others still handled.
  */
 int procs_groups_expire(pid_t init_pid, long long now, long long max_s,
-			long grace_ms, long give_up_ms, size_t *busy,
-			size_t *stopped, struct sbx_error **err);
+			long give_up_ms, size_t *busy, size_t *stopped,
+			struct sbx_error **err);
+
+/*
+ * The session's deadline watcher, for the processes a command leaves
+ * running after it exits: they are stopped at the exec's deadline, not
+ * when sbxcat exits.  One detached process (`sbxcat-deadline`, a session
+ * of its own, nobody's child) per session, not per exec: it holds an
+ * flock of lock_fd's file (the session's watch lock, a description of its
+ * own) and, each second, stops every exec group of the container past its
+ * deadline (TERM, grace_ms, the kill, give_up_ms) as procs_groups_expire
+ * decides it (max_s).  It ends once none is left within its deadline, or
+ * with the container's init (pinned by a pidfd).  *pid is the new
+ * watcher's, or 0 when another holds the lock: that one sees the new
+ * group (it looks at every group, and once more after letting go of the
+ * lock).  It holds none of the caller's descriptors and no other lock.
+ */
+int procs_watch(pid_t init_pid, int lock_fd, long long max_s, long grace_ms,
+		long give_up_ms, pid_t *pid, struct sbx_error **err);
 
 /*
  * Can processes be pinned here at all (pidfd_open works)?  Status 3 when

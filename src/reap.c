@@ -19,9 +19,9 @@
 #include "session.h"
 #include "util.h"
 
-/* Stopping what an exec left past its deadline: as exec does. */
-#define REAP_STOP_GRACE_MS 2000
-#define REAP_STOP_GIVE_UP_MS 6000
+/* Stopping what an exec left past its deadline, under the quota lock:
+ * killed at once (cgroup.kill, or freeze and kill), given this long. */
+#define REAP_STOP_GIVE_UP_MS 1000
 
 /* Seconds an idle session's container is given to stop (its StopSignal
  * is SIGKILL, so it never needs them); as session close. */
@@ -461,8 +461,8 @@ static int remove_ctr(struct engine *e, const struct reap_action *a,
  * otherwise look idle.  The engine's ExecIDs are not asked: a process
  * that outlived its deadline would keep an exec "running" for ever.  The
  * exec's cgroup says when it started and its deadline (procs.h); one past
- * min(deadline, start + SANDBOXD_EXECUTE_TIMEOUT) is stopped here, as its
- * watcher would have done.
+ * min(deadline, start + SANDBOXD_EXECUTE_TIMEOUT) is killed here, as its
+ * watcher would have done, but at once: this runs under the quota lock.
  */
 static int running_execs(struct engine *e, const struct reap_pass *p,
 			 const char *id, struct sbx_error **err)
@@ -478,9 +478,9 @@ static int running_execs(struct engine *e, const struct reap_pass *p,
 	    json_object_get(json_object_get(j, "State"), "Pid"));
 	json_decref(j);
 	if (pid > 0 && pid < (1 << 30))
-		rc = procs_groups_expire(
-		    (pid_t)pid, p->now, p->exec_timeout_s, REAP_STOP_GRACE_MS,
-		    REAP_STOP_GIVE_UP_MS, &busy, &stopped, err);
+		rc = procs_groups_expire((pid_t)pid, p->now, p->exec_timeout_s,
+					 REAP_STOP_GIVE_UP_MS, &busy, &stopped,
+					 err);
 	return rc < 0 ? -1 : busy > 0;
 }
 

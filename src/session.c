@@ -23,7 +23,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,6 +47,7 @@
 #define RECORD_VERSION 1
 #define LOCK_NAME ".sbxcat.lock"
 #define EXEC_LOCK_NAME "exec.lock"
+#define WATCH_LOCK_NAME "watch.lock"
 #define SECRET_NAME ".sbxcat-key-secret"
 #define TRASH_NAME ".sbxcat-trash"
 #define WORKSPACE_NAME "workspace"
@@ -257,27 +257,6 @@ static int network_from_env(struct session_config *c, struct sbx_error **err)
 				 "namespace");
 	c->network = xstrdup(v);
 	return 0;
-}
-
-/* n random bytes as 2n hex digits and a NUL, into out. */
-static void random_hex(char *out, size_t n)
-{
-	unsigned char b[32];
-	size_t got = 0;
-
-	if (n > sizeof(b))
-		die_bug("random_hex: %zu bytes", n);
-	while (got < n) {
-		ssize_t k = getrandom(b + got, n - got, 0);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) /* Linux >= 3.17 always has it */
-			die_bug("getrandom: %s", strerror(errno));
-		got += (size_t)k;
-	}
-	hex_encode(out, b, n);
-	OPENSSL_cleanse(b, sizeof(b));
 }
 
 /*
@@ -1468,33 +1447,48 @@ int session_keydir_lock(struct session_root *r, const char *key,
  * A lock of its own, not ROOT/KEY's: stamping the record must not wait
  * for another exec's start.
  */
-int session_exec_lock(struct session_root *r, const char *key,
-		      struct sbx_error **err)
+/* ROOT/KEY/NAME open for a lock, made root's, 0600, when missing. */
+static int lock_file_open(struct session_root *r, const char *key,
+			  const char *name, struct sbx_error **err)
 {
 	int kfd = open_keydir(r, key, err), fd;
 	struct stat st;
 
 	if (kfd < 0)
 		return -1;
-	fd = openat(kfd, EXEC_LOCK_NAME,
+	fd = openat(kfd, name,
 		    O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
 	close(kfd);
 	if (fd < 0)
 		return sbx_error_set(err, SBX_EXIT_ENV, errno,
-				     "cannot open '%s/%s/" EXEC_LOCK_NAME "'",
-				     r->path, key);
+				     "cannot open '%s/%s/%s'", r->path, key,
+				     name);
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0) {
 		close(fd);
 		return sbx_error_set(err, SBX_EXIT_ENV, 0,
-				     "'%s/%s/" EXEC_LOCK_NAME "' is not a "
-				     "regular file of root's",
-				     r->path, key);
+				     "'%s/%s/%s' is not a regular file of "
+				     "root's",
+				     r->path, key, name);
 	}
-	if (lock_wait(fd, r->path, key, err) < 0) {
+	return fd;
+}
+
+int session_exec_lock(struct session_root *r, const char *key,
+		      struct sbx_error **err)
+{
+	int fd = lock_file_open(r, key, EXEC_LOCK_NAME, err);
+
+	if (fd >= 0 && lock_wait(fd, r->path, key, err) < 0) {
 		close(fd);
 		return -1;
 	}
 	return fd;
+}
+
+int session_watch_lock_open(struct session_root *r, const char *key,
+			    struct sbx_error **err)
+{
+	return lock_file_open(r, key, WATCH_LOCK_NAME, err);
 }
 
 void session_keydir_unlock(int fd)

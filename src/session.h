@@ -217,6 +217,12 @@ void session_keydir_unlock(int fd);
  */
 int session_exec_lock(struct session_root *r, const char *key,
 		      struct sbx_error **err);
+/*
+ * ROOT/KEY/watch.lock open (not locked; made as exec.lock is): the lock
+ * the session's one deadline watcher holds (procs_watch).
+ */
+int session_watch_lock_open(struct session_root *r, const char *key,
+			    struct sbx_error **err);
 /* The keys that have a directory under ROOT, sorted; *keys newly
  * allocated (strv_free). */
 int session_keys(struct session_root *r, char ***keys, size_t *n,

@@ -179,6 +179,9 @@ mine() { pgrep -cf "^sleep ${d}[1-5]\$"; }
 cmd="echo mark-$sfx; echo out-secret-$sfx; echo err-secret-$sfx >&2
 sleep ${d}1 & setsid sleep ${d}2 & (trap '' HUP; exec sleep ${d}3) >/dev/null 2>&1 &
 (sleep ${d}4 &); sleep ${d}5"
+# The exec cgroups there are before it (an earlier command's, whose
+# leftovers ended, stays empty up to 30 s: procs.h).
+groups0=$(ls -d "$(cgdir "$K")"/sbxcat-exec-* 2>/dev/null)
 t0=$(now)
 bounded exec "$K" --timeout 2 -c "$cmd" >"$T/to.out" 2>"$T/to.err" &
 tpid=$!
@@ -203,7 +206,7 @@ killed=$(echo "$last" | sed -n 's/.*stopped \([0-9]*\) processes.*/\1/p')
 case $last in *secret*) r=1 ;; *) r=0 ;; esac
 ok $r "... and never the content"
 is "$(mine)" 0 "no sleep of the command survives on the host"
-is "$(ls -d "$(cgdir "$K")"/sbxcat-exec-* 2>/dev/null)" "" "... and its cgroup is gone"
+is "$(ls -d "$(cgdir "$K")"/sbxcat-exec-* 2>/dev/null | grep -vxF -- "${groups0:-none}")" "" "... and its cgroup is gone"
 SANDBOXD_EXECUTE_TIMEOUT=1 ex "$K" --timeout 100 -- sleep 30
 is "$rc" 124 "the deadline is min(--timeout, SANDBOXD_EXECUTE_TIMEOUT)"
 tail -n 1 "$T/err" | grep -q '^sbxcat: command timed out after 1 s;'; ok $? "... and says 1 s"
@@ -233,6 +236,7 @@ tail -n 1 "$T/err" | grep -q '; stopped 1 process;'; ok $? "... having stopped i
 is "$(settle 1 0)" 0 "... and its sleep is gone from the host"
 ex "$K" --timeout 2 -c "(env -i setsid sleep ${d2}2 >/dev/null 2>&1 &); exec env -i SBXCAT_EXEC=y sleep ${d2}3"
 is "$rc:$(settle 2 0):$(settle 3 0)" "124:0:0" "a scrubbed, re-parented, setsid daemon and a main process with a forged environment: all stopped"
+groups1=$(ls -d "$(cgdir "$K")"/sbxcat-exec-* 2>/dev/null)
 t0=$(now)
 ex "$K" --timeout 4 --verdict-fd 3 -c "sleep ${d2}4 >/dev/null 2>&1 & (setsid env -i sleep ${d2}5 >/dev/null 2>&1 &); echo left" 3>"$T/v.json"
 t1=$(now)
@@ -243,7 +247,19 @@ is "$(jq -c '[.by, .left_running]' "$T/v.json")" '["command",2]' "... the verdic
 is "$(settle 4 0):$(settle 5 0)" "0:0" "... and they are stopped at the exec's deadline"
 t2=$(now)
 awk -v a="$t0" -v b="$t2" 'BEGIN { exit !(b - a >= 4) }'; ok $? "... not before it ($(elapsed "$t0" "$t2") s after the start, deadline 4 s)"
-is "$(ls -d "$(cgdir "$K")"/sbxcat-exec-* 2>/dev/null)" "" "... and the exec's cgroup is removed"
+is "$(ls -d "$(cgdir "$K")"/sbxcat-exec-* 2>/dev/null | grep -vxF -- "${groups1:-none}")" "" "... and the exec's cgroup is removed"
+# Five commands in a row, each leaving a process behind: one watcher for
+# the session, not one an exec (a host process each would be the
+# sandbox's to multiply), and it stops all five at their deadlines.
+for i in 1 2 3 4 5; do
+	ex "$K" --timeout 5 -c "sleep ${d2}6$i >/dev/null 2>&1 &"
+done
+nw=0
+for w in $(pgrep -x sbxcat-deadline); do
+	tr '\0' ' ' <"/proc/$w/cmdline" 2>/dev/null | grep -q -- "$K" && nw=$((nw + 1))
+done
+is "$nw:$(pgrep -cf "^sleep ${d2}6[1-5]\$")" "1:5" "five execs leaving processes behind: one watcher for the session, five processes"
+is "$(settle "6[1-5]" 0)" 0 "... all five stopped at their deadlines"
 
 # Four execs started at once: each claim takes its own processes alone.
 for i in 0 1 2 3; do

@@ -289,7 +289,7 @@ static void test_claim_and_stop(int v)
 static void test_expire(int v)
 {
 	struct procs_group old = PROCS_GROUP_INIT, young = PROCS_GROUP_INIT,
-			   empty = PROCS_GROUP_INIT;
+			   empty = PROCS_GROUP_INIT, done = PROCS_GROUP_INIT;
 	struct sbx_error *err = NULL;
 	size_t busy = 9, stopped = 9, moved;
 	long long now = (long long)time(NULL);
@@ -313,11 +313,15 @@ static void test_expire(int v)
 	rc |= procs_group_create(init_pid[v - 1], v, now, now + 300, &empty,
 				 &err);
 	sbx_error_free(&err);
+	/* Empty, within its deadline, made a minute ago: its exec is over. */
+	rc |= procs_group_create(init_pid[v - 1], v, now - 60, now + 300, &done,
+				 &err);
+	sbx_error_free(&err);
 	if (rc) {
 		skip("the groups could not be made", "%s: expire", vname(v));
 		return;
 	}
-	rc = procs_groups_expire(init_pid[v - 1], now, 300, 200, 3000, &busy,
+	rc = procs_groups_expire(init_pid[v - 1], now, 300, 3000, &busy,
 				 &stopped, &err);
 	ok(rc == 0 && busy == 2 && stopped == 1,
 	   "%s: expire stops the group past its deadline, counts the two "
@@ -332,8 +336,11 @@ static void test_expire(int v)
 	   "%s: ... the expired group is removed; an empty one within its "
 	   "deadline (a starting exec's) is left",
 	   vname(v));
+	ok(access(done.dir, F_OK) < 0,
+	   "%s: ... and an empty one older than any start is removed",
+	   vname(v));
 	/* The longest deadline shrank to 0 s: start + 0 is past. */
-	rc = procs_groups_expire(init_pid[v - 1], now + 5, 1, 200, 3000, &busy,
+	rc = procs_groups_expire(init_pid[v - 1], now + 5, 1, 3000, &busy,
 				 &stopped, &err);
 	sbx_error_free(&err);
 	ok(rc == 0 && busy == 0 && sleeps_settle("1000004", 0, 3000) == 0 &&
@@ -344,21 +351,39 @@ static void test_expire(int v)
 	procs_group_release(&old);
 	procs_group_release(&young);
 	procs_group_release(&empty);
+	procs_group_release(&done);
 	reap_all();
+}
+
+/* Wait (up to ms) until dir is gone. */
+static bool gone_within(const char *dir, long ms)
+{
+	long long until = engine_now_ms() + ms;
+
+	while (access(dir, F_OK) == 0 && engine_now_ms() < until)
+		usleep(20000);
+	return access(dir, F_OK) < 0;
 }
 
 static void test_watch(int v)
 {
-	struct procs_group g = PROCS_GROUP_INIT;
+	struct procs_group g = PROCS_GROUP_INIT, h = PROCS_GROUP_INIT;
 	struct sbx_error *err = NULL;
-	long long now = (long long)time(NULL), t0;
+	long long now = (long long)time(NULL);
+	char lockpath[64];
 	size_t moved;
-	pid_t w = 0;
-	int rc;
+	pid_t w = 0, w2 = 99;
+	int rc, lock, lock2;
+	bool ended = false;
 
-	if (procs_group_create(init_pid[v - 1], v, now, now + 1, &g, &err) <
-	    0) {
-		skip(err->msg, "%s: watch", vname(v));
+	snprintf(lockpath, sizeof(lockpath), "/tmp/t-procs-watch.%d",
+		 (int)getpid());
+	lock = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	lock2 = open(lockpath, O_RDWR | O_CLOEXEC);
+	if (lock < 0 || lock2 < 0 ||
+	    procs_group_create(init_pid[v - 1], v, now, now + 2, &g, &err) <
+		0) {
+		skip(err ? err->msg : strerror(errno), "%s: watch", vname(v));
 		sbx_error_free(&err);
 		return;
 	}
@@ -366,25 +391,46 @@ static void test_watch(int v)
 	usleep(100000);
 	procs_group_claim(&g, init_pid[v - 1], &moved, &err);
 	sbx_error_free(&err);
-	t0 = engine_now_ms();
-	rc = procs_group_watch(&g, t0 + 500, 200, 3000, &w, &err);
+	rc = procs_watch(init_pid[v - 1], lock, 300, 200, 3000, &w, &err);
 	ok(rc == 0 && w > 0 && kill(w, 0) == 0,
 	   "%s: a watcher runs (%d), detached", vname(v), (int)w);
 	sbx_error_free(&err);
 	ok(w > 0 && getsid(w) > 0 && getsid(w) != getsid(0) && getsid(w) != w,
 	   "%s: ... in a session of its own, not leading it", vname(v));
-	is_int(sleeps("1000005"), 1, "%s: before the deadline the process runs",
+	/* Another exec of the session, with a group of its own and its own
+	 * open of the lock: the running watcher takes its group too. */
+	procs_group_create(init_pid[v - 1], v, now, now + 3, &h, &err);
+	sbx_error_free(&err);
+	spawn_in(ctr[v - 1], "trap '' TERM; exec sleep 1000006");
+	usleep(100000);
+	procs_group_claim(&h, init_pid[v - 1], &moved, &err);
+	sbx_error_free(&err);
+	rc = procs_watch(init_pid[v - 1], lock2, 300, 200, 3000, &w2, &err);
+	ok(rc == 0 && w2 == 0,
+	   "%s: one watcher a session: a second is not started (%d)", vname(v),
+	   (int)w2);
+	sbx_error_free(&err);
+	is_int(sleeps("1000005") + sleeps("1000006"), 2,
+	       "%s: before their deadlines both processes run", vname(v));
+	is_int(sleeps_settle("1000005", 0, 8000), 0,
+	       "%s: at the first deadline the watcher stops its process (TERM "
+	       "ignored)",
 	       vname(v));
-	is_int(sleeps_settle("1000005", 0, 6000), 0,
-	       "%s: at the deadline the watcher stops it (TERM ignored)",
-	       vname(v));
-	{
-		long long until = engine_now_ms() + 3000;
-		while (access(g.dir, F_OK) == 0 && engine_now_ms() < until)
-			usleep(20000);
-	}
-	ok(access(g.dir, F_OK) < 0, "%s: ... and removes the group", vname(v));
+	is_int(sleeps_settle("1000006", 0, 8000), 0,
+	       "%s: ... and at the second, the other exec's", vname(v));
+	ok(gone_within(g.dir, 3000) && gone_within(h.dir, 3000),
+	   "%s: ... and removes both groups", vname(v));
+	for (long long until = engine_now_ms() + 5000;
+	     !ended && engine_now_ms() < until; usleep(20000))
+		/* we are its reaper: reaped here, or by a reap_all before */
+		ended = waitpid(w, NULL, WNOHANG) == w ||
+			(kill(w, 0) < 0 && errno == ESRCH);
+	ok(ended, "%s: with nothing left to watch, the watcher ends", vname(v));
+	close(lock);
+	close(lock2);
+	unlink(lockpath);
 	procs_group_release(&g);
+	procs_group_release(&h);
 	reap_all();
 }
 

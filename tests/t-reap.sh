@@ -265,11 +265,17 @@ while [ $n -lt 100 ]; do
 	sleep 0.05
 	n=$((n + 1))
 done
-N7=$(date +%s)
-stamp "$K7" $((N7 - 7200))
-reap --now "$N7"
-grep -qx "$K7 has a command running (exec); left alone" "$T/out"
-ok $? "an idle-looking session with an exec running is left alone, saying why"
+# idle_busy KEY DESC: KEY stamped two hours ago, a pass now; DESC: the
+# pass leaves it alone for its running command.  The time in $N.
+idle_busy() {
+	N=$(date +%s)
+	stamp "$1" $((N - 7200))
+	reap --now "$N"
+	grep -qx "$1 has a command running (exec); left alone" "$T/out"
+	ok $? "$2"
+}
+idle_busy "$K7" "an idle-looking session with an exec running is left alone, saying why"
+N7=$N
 is "$(state "$K7")" running "... and its container still runs"
 wait $execer
 reap --now $((N7 + 7200))
@@ -288,11 +294,8 @@ is "$rc:$(pgrep -cf "^sleep $d8\$")" "0:1" "a command left a process behind"
 for w in $(pgrep -x sbxcat-deadline); do
 	tr '\0' ' ' <"/proc/$w/cmdline" 2>/dev/null | grep -q "$K8" && kill -9 "$w"
 done
-N8=$(date +%s)
-stamp "$K8" $((N8 - 7200))
-reap --now "$N8"
-grep -qx "$K8 has a command running (exec); left alone" "$T/out"
-ok $? "within its deadline, the session is left alone"
+idle_busy "$K8" "within its deadline, the session is left alone"
+N8=$N
 is "$(pgrep -cf "^sleep $d8\$")" 1 "... and so is the process"
 # The pass's clock past the deadline (30 s) stands for waiting it out.
 reap --now $((N8 + 60))
