@@ -13,7 +13,7 @@
 #      <= 5 ms, for the database and for the spool.
 #  (b) `audit flush` of a spool of 100,000 rows (made from rows inserted
 #      with generate_series, exported as jsonl, each line given its "sum"
-#      as src/spool.c does) into a fresh migrated database: rows/s of the
+#      as src/audit/spool.c does) into a fresh migrated database: rows/s of the
 #      median run; target >= 100,000 rows/s.  Beside psql `\copy` of the
 #      same rows as CSV into a plain table, and, to tell the database's
 #      share from sbxcat's, into sandbox_operations with its indexes.

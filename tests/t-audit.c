@@ -12,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "audit.h"
-#include "error.h"
+#include "basic/alloc.h"
+#include "audit/audit.h"
+#include "basic/error.h"
 #include "tap.h"
-#include "text.h"
-#include "xjson.h"
+#include "basic/text.h"
+#include "basic/xjson.h"
 
 static void test_ops(void)
 {

@@ -17,11 +17,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "audit.h"
-#include "auditdb.h"
-#include "error.h"
-#include "pq-dl.h"
+#include "basic/alloc.h"
+#include "audit/audit.h"
+#include "audit/auditdb.h"
+#include "basic/error.h"
+#include "audit/pq-dl.h"
 #include "tap.h"
 
 static char **urls;
@@ -543,7 +543,7 @@ static void test_password(void)
 		struct sbx_error *err = NULL;
 		struct auditdb *db = NULL;
 		int rc = auditdb_connect(bad[i], &db, &err);
-		ok(rc < 0 && err->status == SBX_EXIT_ENV &&
+		ok(rc < 0 && tap_status(err) == 3 &&
 			   !strncmp(err->msg, "database unreachable: ", 22) &&
 			   !strstr(err->msg, "hunter2") && !strchr(err->msg, '\n'),
 		   "unreachable %zu: %s", i, err ? err->msg : "(none)");

@@ -24,14 +24,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "alloc.h"
-#include "audit.h"
-#include "auditdb.h"
-#include "auditq.h"
-#include "error.h"
-#include "pq-dl.h"
+#include "basic/alloc.h"
+#include "audit/audit.h"
+#include "audit/auditdb.h"
+#include "audit/auditq.h"
+#include "basic/error.h"
+#include "audit/pq-dl.h"
 #include "tap.h"
-#include "xjson.h"
+#include "basic/xjson.h"
 
 static struct auditdb *db;
 static PGconn *conn;
@@ -964,7 +964,7 @@ static void rows_test(void)
 
 		int r = auditq_page(db, &f, 10, &rows, &cursor, &err);
 
-		ok(r == -1 && err->status == 2 && strstr(err->msg, "\\xff"),
+		ok(r == -1 && tap_status(err) == 2 && strstr(err->msg, "\\xff"),
 		   "a filter that is not UTF-8 is a usage error: %s",
 		   err ? err->msg : "");
 		sbx_error_free(&err);

@@ -14,13 +14,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "alloc.h"
-#include "audit.h"
-#include "auditq.h"
+#include "basic/alloc.h"
+#include "audit/audit.h"
+#include "audit/auditq.h"
 
 /* 9999-12-31T23:59:59.999999Z */
 #define US_9999 (253402300799LL * 1000000 + 999999)
-#include "error.h"
+#include "basic/error.h"
 #include "tap.h"
 
 #define NOW 1780000000123456LL /* 2026-05-28T20:26:40.123456Z */
@@ -57,7 +57,7 @@ static void time_bad(const char *s, const char *why)
 	long long got = -7;
 	int r = auditq_parse_time(s, NOW, &got, &err);
 
-	if (!ok(r == -1 && err && err->status == 2 && got == -7 &&
+	if (!ok(r == -1 && err && tap_status(err) == 2 && got == -7 &&
 		    strstr(err->msg, why) && strstr(err->msg, "2026-12-01") &&
 		    strstr(err->msg, "7d"),
 		"'%s' refused: %s", s, why))
@@ -353,7 +353,7 @@ static void fuzz_times(void)
 			if ((r || got != want) && bad++ < 5)
 				diag("'%s': got %d %lld, want %lld", buf, r,
 				     got, want);
-		} else if ((r != -1 || !err || err->status != 2) &&
+		} else if ((r != -1 || !err || tap_status(err) != 2) &&
 			   bad++ < 5) {
 			diag("'%s' accepted as %lld", buf, got);
 		}
@@ -369,7 +369,7 @@ static void cursor_bad(const char *s, const char *why)
 	long long a = -7, b = -7;
 	int r = auditq_cursor_decode(s, &a, &b, &err);
 
-	if (!ok(r == -1 && err && err->status == 2 && a == -7 && b == -7 &&
+	if (!ok(r == -1 && err && tap_status(err) == 2 && a == -7 && b == -7 &&
 		    !strcmp(err->msg, "--after: not a cursor sbxcat printed"),
 		"cursor refused: %s", why))
 		diag("got %d %lld %lld", r, a, b);
@@ -558,7 +558,7 @@ static void cursors(void)
 			auditq_cursor_encode(a, b, again);
 			if ((strcmp(again, s) || a < 0 || b < 0) && bad++ < 5)
 				diag("'%s' accepted as (%lld, %lld)", s, a, b);
-		} else if ((!err || err->status != 2) && bad++ < 5) {
+		} else if ((!err || tap_status(err) != 2) && bad++ < 5) {
 			diag("'%s': no status 2 error", s);
 		}
 		sbx_error_free(&err);

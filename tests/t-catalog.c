@@ -15,10 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "error.h"
+#include "catalog/catalog.h"
+#include "basic/error.h"
 #include "tap.h"
-#include "util.h"
+#include "basic/util.h"
 
 static char *diags_text(struct catalog *cat)
 {
@@ -154,7 +154,7 @@ static void run_made_cases(void)
 
 	catalog_init(&cat);
 	ok(catalog_load(&cat, "/nonexistent/cat.json", &err) < 0 && err &&
-	       err->status == SBX_EXIT_ENV,
+	       tap_status(err) == 3,
 	   "a missing file is an environment error (exit 3)");
 	is_str(err ? err->msg : NULL,
 	       "cannot open '/nonexistent/cat.json': No such file or directory",
@@ -164,7 +164,7 @@ static void run_made_cases(void)
 
 	catalog_init(&cat);
 	ok(catalog_load(&cat, "/tmp", &err) < 0 && err &&
-	       err->status == SBX_EXIT_ENV,
+	       tap_status(err) == 3,
 	   "a directory is an environment error");
 	sbx_error_free(&err);
 	catalog_release(&cat);

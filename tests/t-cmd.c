@@ -1,5 +1,5 @@
 /*
- * t-cmd.c - the command layer (src/cmd.c) with a fake command table: a
+ * t-cmd.c - the command layer (src/cli/cmd.c) with a fake command table: a
  * command with verbs dispatches to them, parses common options between the
  * words, prints its usage with exit 2 when the verb is missing, suggests
  * the nearest verb for a typo, and `help CMD [VERB]` lists and describes
@@ -13,9 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cmd.h"
+#include "cli/cmd.h"
 #include "tap.h"
-#include "util.h"
+#include "basic/util.h"
 
 static char called[64];
 static int called_argc;
@@ -186,5 +186,19 @@ int main(void)
 	   "help lists the commands and the epilog");
 	r = run("help nope");
 	is_int(r.rc, 2, "help of an unknown command exits 2");
+	/* The kinds' exit statuses: the map and the tests' own agree. */
+	for (int k = SBX_E_INTERNAL; k <= SBX_E_CANCELLED; k++) {
+		struct sbx_error e = {.kind = (enum sbx_kind)k};
+
+		is_int(cmd_kind_exit(k), tap_status(&e),
+		       "kind '%s' exits as the tests expect",
+		       sbx_kind_name((enum sbx_kind)k));
+	}
+	is_int(cmd_kind_exit(SBX_E_NOT_FOUND), SBX_EXIT_FAIL,
+	       "not found: status 1");
+	is_int(cmd_kind_exit(SBX_E_INVALID), SBX_EXIT_USAGE,
+	       "invalid: status 2");
+	is_int(cmd_kind_exit(SBX_E_UNAVAILABLE), SBX_EXIT_ENV,
+	       "unavailable: status 3");
 	return done_testing();
 }

@@ -23,11 +23,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "compose.h"
-#include "error.h"
+#include "catalog/catalog.h"
+#include "catalog/compose.h"
+#include "basic/error.h"
 #include "tap.h"
-#include "util.h"
+#include "basic/util.h"
 
 static struct catalog cat;
 
@@ -184,7 +184,7 @@ static void run_bad_files(void)
 		} else {
 			is_str(err->msg, want, "%s: refused with its message",
 			       names[i]);
-			is_int(err->status, SBX_EXIT_FAIL, "%s: status 1",
+			is_int(tap_status(err), 1, "%s: status 1",
 			       names[i]);
 			sbx_error_free(&err);
 		}
@@ -484,12 +484,12 @@ static void run_files(void)
 		    "cannot write '%s': the file is read-only (mode 444)",
 		    path);
 		is_str(err ? err->msg : NULL, want, "read-only: message");
-		is_int(err ? err->status : 0, SBX_EXIT_ENV,
+		is_int(err ? tap_status(err) : 0, 3,
 		       "read-only: status 3");
 	}
 	sbx_error_free(&err);
 	ok(compose_prepare(&cat, "/nonexistent/c.yml", &res, &err) < 0 &&
-	       err->status == SBX_EXIT_ENV,
+	       tap_status(err) == 3,
 	   "an unreadable file: status 3");
 	sbx_error_free(&err);
 

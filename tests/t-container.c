@@ -35,12 +35,13 @@
 
 #include <jansson.h>
 
-#include "engine-http.h"
-#include "error.h"
-#include "hash.h"
+#include "engine/engine-http.h"
+#include "basic/clock.h"
+#include "basic/error.h"
+#include "basic/hash.h"
 #include "tap.h"
-#include "util.h"
-#include "xjson.h"
+#include "basic/util.h"
+#include "basic/xjson.h"
 
 static struct engine E;
 static char tmpdir[64];
@@ -105,7 +106,7 @@ static bool is_http(struct sbx_error *err, int http)
 static void diag_err(struct sbx_error *err)
 {
 	if (err)
-		diag("error: status %d, http %d: %s", err->status, err->http,
+		diag("error: status %d, http %d: %s", tap_status(err), err->http,
 		     err->msg);
 }
 
@@ -163,7 +164,7 @@ static void test_create_inspect(char **cid)
 	json_decref(j);
 
 	ok(engine_container_create(&E, name, body, &id2, &err) < 0 &&
-	       !id2 && is_http(err, 409) && err->status == SBX_EXIT_FAIL,
+	       !id2 && is_http(err, 409) && tap_status(err) == 1,
 	   "create: a name taken is HTTP 409");
 	diag_err(err);
 	sbx_error_free(&err);
@@ -282,13 +283,13 @@ static int run_exec(const char *cid, json_t *argv, const char *in,
 	char *xid = NULL;
 	int fd = -1, rc = -1;
 	size_t sent = 0;
-	long long until = engine_now_ms() + 60000;
+	long long until = clock_now_ms() + 60000;
 	json_t *j = NULL;
 
 	memset(r, 0, sizeof(*r));
 	if (engine_exec_create(&E, cid, body, &xid, err) < 0)
 		goto out;
-	if (engine_exec_attach(&E, xid, engine_now_ms() + 10000, &fd, &r->raw,
+	if (engine_exec_attach(&E, xid, clock_now_ms() + 10000, &fd, &r->raw,
 			       err) < 0)
 		goto out;
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
@@ -301,7 +302,7 @@ static int run_exec(const char *cid, json_t *argv, const char *in,
 
 		if (in && sent < len)
 			p.events |= POLLOUT;
-		if (engine_now_ms() > until) {
+		if (clock_now_ms() > until) {
 			sbx_error_set(err, 1, 0, "exec took over 60 s");
 			goto out;
 		}
@@ -487,7 +488,7 @@ static void test_exec_errors(const char *cid)
 	sbx_error_free(&err);
 	ok(engine_exec_attach(&E, "0123456789abcdef", 0, &fd, &pre, &err) <
 		   0 &&
-	       is_http(err, 404) && fd < 0 && err->status == SBX_EXIT_FAIL &&
+	       is_http(err, 404) && fd < 0 && tap_status(err) == 1 &&
 	       strstr(err->msg, "No such exec instance"),
 	   "exec attach of a missing exec: HTTP 404 and the engine's words");
 	diag_err(err);
@@ -635,11 +636,11 @@ static void test_life(const char *cid)
 	diag_err(err);
 	sbx_error_free(&err);
 
-	t0 = engine_now_ms();
+	t0 = clock_now_ms();
 	ok(engine_container_stop(&E, cid, 5, &err) == 0, "stop");
 	diag_err(err);
 	sbx_error_free(&err);
-	diag("stop took %lld ms", engine_now_ms() - t0);
+	diag("stop took %lld ms", clock_now_ms() - t0);
 	engine_container_inspect(&E, cid, &j, NULL);
 	is_str(jstr(j, "State.Status"), "exited", "stopped: exited");
 	json_decref(j);
@@ -685,7 +686,7 @@ static void test_life(const char *cid)
 	   "remove again, gone NULL: success");
 	sbx_error_free(&err);
 	ok(engine_container_inspect(&E, cid, &j, &err) < 0 && !j &&
-	       is_http(err, 404) && err->status == SBX_EXIT_FAIL,
+	       is_http(err, 404) && tap_status(err) == 1,
 	   "inspect of a removed one: HTTP 404");
 	sbx_error_free(&err);
 	ok(engine_container_start(&E, cid, &err) < 0 && is_http(err, 404),
@@ -816,9 +817,9 @@ static int fake_attach(struct fake *f, bool tcp, long long deadline,
 		bail_out("engine_init %s", host);
 	snprintf(fe.api, sizeof(fe.api), "1.41");
 	pthread_create(&f->th, NULL, fake_main, f);
-	f->took_ms = engine_now_ms();
+	f->took_ms = clock_now_ms();
 	rc = engine_exec_attach(&fe, "abc", deadline, fd, pre, err);
-	f->took_ms = engine_now_ms() - f->took_ms;
+	f->took_ms = clock_now_ms() - f->took_ms;
 	f->npre = pre->len;
 	if (rc == 0) {
 		/* The stream goes on after the headers: pre, then the rest. */
@@ -923,7 +924,7 @@ static void test_fake(void)
 				 .hold_ms = 3000};
 		rc = fake_attach(&f, false, 0, &fd, &pre, &err);
 		ok(rc < 0 &&
-		       is_http(err, 404) && err->status == SBX_EXIT_FAIL &&
+		       is_http(err, 404) && tap_status(err) == 1 &&
 		       fd < 0,
 		   "fake: 404 is an error with HTTP 404");
 		ok(err && strstr(err->msg, "No such exec instance: \\x1b[31mx") &&
@@ -953,7 +954,7 @@ static void test_fake(void)
 		struct fake f = {.endless = true, .hold_ms = 0};
 		rc = fake_attach(&f, false, 0, &fd, &pre, &err);
 		ok(rc < 0 && err &&
-		       err->status == SBX_EXIT_ENV &&
+		       tap_status(err) == 3 &&
 		       strstr(err->msg, "headers over 16384 bytes"),
 		   "fake: headers over 16 KiB are refused (%s)",
 		   err ? err->msg : "");
@@ -962,9 +963,9 @@ static void test_fake(void)
 	}
 	{
 		struct fake f = {.no_answer = true, .hold_ms = 2000};
-		rc = fake_attach(&f, false, engine_now_ms() + 300, &fd,
+		rc = fake_attach(&f, false, clock_now_ms() + 300, &fd,
 				     &pre, &err);
-		ok(rc < 0 && err && err->status == SBX_EXIT_ENV &&
+		ok(rc < 0 && err && tap_status(err) == 3 &&
 		       err->errnum == ETIMEDOUT,
 		   "fake: no answer: the deadline ends it (%s)",
 		   err ? err->msg : "");
@@ -978,7 +979,7 @@ static void test_fake(void)
 		struct fake f = {.reply = cut, .reply_len = sizeof(cut) - 1};
 		rc = fake_attach(&f, false, 0, &fd, &pre, &err);
 		ok(rc < 0 && err &&
-		       err->status == SBX_EXIT_ENV && strstr(err->msg, "broke"),
+		       tap_status(err) == 3 && strstr(err->msg, "broke"),
 		   "fake: a hang-up inside the headers: status 3 (%s)",
 		   err ? err->msg : "");
 		sbx_error_free(&err);
@@ -989,7 +990,7 @@ static void test_fake(void)
 		struct fake f = {.reply = ssh, .reply_len = sizeof(ssh) - 1};
 		rc = fake_attach(&f, false, 0, &fd, &pre, &err);
 		ok(rc < 0 && err &&
-		       err->status == SBX_EXIT_ENV &&
+		       tap_status(err) == 3 &&
 		       strstr(err->msg, "not HTTP"),
 		   "fake: a reply that is not HTTP (%s)", err ? err->msg : "");
 		sbx_error_free(&err);
@@ -1001,14 +1002,14 @@ static void test_fake(void)
 		char *host = xasprintf("unix://%s/none.sock", tmpdir);
 		engine_init(&fe, host, NULL);
 		ok(engine_exec_attach(&fe, "abc", 0, &fd, &pre, &err) < 0 &&
-		       err->status == SBX_EXIT_ENV && err->errnum == ENOENT,
+		       tap_status(err) == 3 && err->errnum == ENOENT,
 		   "a missing socket: status 3, ENOENT");
 		sbx_error_free(&err);
 		engine_release(&fe);
 		free(host);
 		engine_init(&fe, "tcp://127.0.0.1:1", NULL);
 		ok(engine_exec_attach(&fe, "abc", 0, &fd, &pre, &err) < 0 &&
-		       err->status == SBX_EXIT_ENV &&
+		       tap_status(err) == 3 &&
 		       err->errnum == ECONNREFUSED,
 		   "a closed port: status 3, ECONNREFUSED");
 		sbx_error_free(&err);
@@ -1019,7 +1020,7 @@ static void test_fake(void)
 		ok(fe.tls &&
 		       engine_exec_attach(&fe, "abc", 0, &fd, &pre, &err) <
 			   0 &&
-		       err->status == SBX_EXIT_ENV && err->errnum == 0 &&
+		       tap_status(err) == 3 && err->errnum == 0 &&
 		       strstr(err->msg, "TLS"),
 		   "a TLS engine is refused with status 3, before connecting");
 		sbx_error_free(&err);

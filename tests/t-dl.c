@@ -11,13 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "curl-dl.h"
-#include "dl.h"
-#include "engine.h"
-#include "error.h"
-#include "pq-dl.h"
+#include "engine/curl-dl.h"
+#include "basic/dl.h"
+#include "engine/engine.h"
+#include "basic/error.h"
+#include "audit/pq-dl.h"
 #include "tap.h"
-#include "util.h"
+#include "basic/util.h"
 
 static void test_pq(void)
 {
@@ -87,7 +87,7 @@ static void test_setopt(void)
 	huge[9000000] = '\0';
 	free(e.sock);
 	e.sock = huge;
-	ok(engine_ping(&e, &err) < 0 && err && err->status == SBX_EXIT_ENV,
+	ok(engine_ping(&e, &err) < 0 && err && tap_status(err) == 3,
 	   "a unix socket path curl does not take fails with status 3");
 	ok(err && strstr(err->msg, "cannot set CURLOPT_UNIX_SOCKET_PATH for "
 				   "GET /_ping"),

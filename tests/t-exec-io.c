@@ -18,10 +18,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "engine.h"
-#include "error.h"
-#include "exec-io.h"
+#include "basic/clock.h"
+#include "basic/alloc.h"
+#include "engine/engine.h"
+#include "basic/error.h"
+#include "session/exec-io.h"
 #include "tap.h"
 
 /* ---- the decoder ---- */
@@ -449,7 +450,7 @@ static void scene_start(struct scene *sc, void (*play)(struct peer *),
 	sc->io.in_fd = in_fd;
 	sc->io.out_fd[0] = sc->o;
 	sc->io.out_fd[1] = sc->e;
-	sc->io.deadline_ms = engine_now_ms() + 60000;
+	sc->io.deadline_ms = clock_now_ms() + 60000;
 }
 
 static void scene_run(struct scene *sc)
@@ -556,7 +557,7 @@ static void test_stdin(void)
 	f.fd = pp[1];
 	pthread_create(&f.t, NULL, feeder_main, &f);
 	scene_start(&sc, play_echo, 0, pp[0]);
-	t0 = engine_now_ms();
+	t0 = clock_now_ms();
 	scene_run(&sc);
 	pthread_join(f.t, NULL);
 	scene_read(&sc);
@@ -567,7 +568,7 @@ static void test_stdin(void)
 	ok(sc.rc == 0 && sc.r.eof && !sc.r.timed_out,
 	   "stdin: 8 MiB through a pipe, echoed while it flows: no deadlock "
 	   "(%lld ms)",
-	   engine_now_ms() - t0);
+	   clock_now_ms() - t0);
 	is_int((long long)sc.r.in_bytes, 8 << 20, "stdin: in_bytes");
 	is_int((long long)lo, 8 << 20, "stdin: all of it came back");
 	ok(same_bytes, "stdin: the same bytes");
@@ -624,9 +625,9 @@ static void test_deadline_silent(void)
 	if (pipe(pp) < 0) /* stdin that never comes nor ends */
 		bail_out("pipe");
 	scene_start(&sc, play_silent, 0, pp[0]);
-	sc.io.deadline_ms = engine_now_ms() + 300;
+	sc.io.deadline_ms = clock_now_ms() + 300;
 	scene_run(&sc);
-	late = engine_now_ms() - sc.io.deadline_ms;
+	late = clock_now_ms() - sc.io.deadline_ms;
 	ok(sc.rc == 0 && sc.r.timed_out && !sc.r.eof && !sc.r.cancelled,
 	   "deadline: a silent peer times out");
 	ok(late >= 0 && late < 100, "deadline: within 100 ms of it (%lld ms)",
@@ -649,9 +650,9 @@ static void test_blocked_out(void)
 	fl0 = fcntl(pp[1], F_GETFL);
 	scene_start(&sc, play_flood, 4u << 20, -1);
 	sc.io.out_fd[0] = pp[1];
-	sc.io.deadline_ms = engine_now_ms() + 300;
+	sc.io.deadline_ms = clock_now_ms() + 300;
 	scene_run(&sc);
-	late = engine_now_ms() - sc.io.deadline_ms;
+	late = clock_now_ms() - sc.io.deadline_ms;
 	ok(sc.rc == 0 && sc.r.timed_out,
 	   "blocked stdout: the deadline still fires");
 	ok(late >= 0 && late < 100, "blocked stdout: within 100 ms (%lld ms)",
@@ -664,7 +665,7 @@ static void test_blocked_out(void)
 	       "blocked stdout: its flags restored (blocking again)");
 	/* drain: counted, not written; the peer goes on as we read */
 	w = sc.r.written[0];
-	sc.rc = exec_io_drain(&sc.io, &sc.r, engine_now_ms() + 20000, &sc.err);
+	sc.rc = exec_io_drain(&sc.io, &sc.r, clock_now_ms() + 20000, &sc.err);
 	ok(sc.rc == 0 && sc.r.eof, "drain: reads to EOF");
 	is_int((long long)sc.r.bytes[0], 4 << 20,
 	       "drain: all of stdout counted");
@@ -679,12 +680,12 @@ static void test_drain(void)
 	struct scene sc;
 
 	scene_start(&sc, play_late, 0, -1);
-	sc.io.deadline_ms = engine_now_ms() + 200;
+	sc.io.deadline_ms = clock_now_ms() + 200;
 	scene_run(&sc);
 	ok(sc.rc == 0 && sc.r.timed_out && sc.r.bytes[0] == 10 &&
 	       sc.r.bytes[1] == 1,
 	   "drain: run timed out after 10 + 1 bytes");
-	sc.rc = exec_io_drain(&sc.io, &sc.r, engine_now_ms() + 5000, &sc.err);
+	sc.rc = exec_io_drain(&sc.io, &sc.r, clock_now_ms() + 5000, &sc.err);
 	scene_read(&sc);
 	ok(sc.rc == 0 && sc.r.eof, "drain: to the engine's EOF");
 	is_int((long long)sc.r.bytes[0], 5010, "drain: stdout counted");
@@ -699,11 +700,11 @@ static void test_drain_deadline(void)
 	long long until, late;
 
 	scene_start(&sc, play_silent, 0, -1);
-	sc.io.deadline_ms = engine_now_ms() + 50;
+	sc.io.deadline_ms = clock_now_ms() + 50;
 	scene_run(&sc);
-	until = engine_now_ms() + 200;
+	until = clock_now_ms() + 200;
 	sc.rc = exec_io_drain(&sc.io, &sc.r, until, &sc.err);
-	late = engine_now_ms() - until;
+	late = clock_now_ms() - until;
 	ok(sc.rc == 0 && sc.r.timed_out && !sc.r.eof && late >= 0 &&
 	       late < 100,
 	   "drain: bounded by its own deadline on a silent peer (%lld ms)",
@@ -720,12 +721,12 @@ static void test_cancel(void)
 	scene_start(&sc, play_cancel, 0, -1);
 	sc.p.cancel = &cancel;
 	sc.io.cancel = &cancel;
-	t0 = engine_now_ms();
+	t0 = clock_now_ms();
 	scene_run(&sc);
 	ok(sc.rc == 0 && sc.r.cancelled && !sc.r.timed_out &&
-	       engine_now_ms() - t0 < 400,
+	       clock_now_ms() - t0 < 400,
 	   "cancel: a flag set by another thread ends the loop (%lld ms)",
-	   engine_now_ms() - t0);
+	   clock_now_ms() - t0);
 	scene_end(&sc);
 }
 
@@ -759,7 +760,7 @@ static void test_garbage(void)
 
 	scene_start(&sc, play_garbage, 0, -1);
 	scene_run(&sc);
-	ok(sc.rc == -1 && sc.err && sc.err->status == SBX_EXIT_ENV &&
+	ok(sc.rc == -1 && sc.err && tap_status(sc.err) == 3 &&
 	       strstr(sc.err->msg, "not multiplexed"),
 	   "garbage on the connection: refused (%s)",
 	   sc.err ? sc.err->msg : "");

@@ -11,9 +11,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "alloc.h"
+#include "basic/alloc.h"
 #include "tap.h"
-#include "walk.h"
+#include "workspace/walk.h"
 
 /* ---- the reference: exponential, obviously right ---- */
 

@@ -19,11 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "error.h"
-#include "grep.h"
+#include "basic/alloc.h"
+#include "basic/error.h"
+#include "workspace/grep.h"
 #include "tap.h"
-#include "workspace.h"
+#include "workspace/workspace.h"
 
 struct hits {
 	struct strbuf sb; /* "line:text\n" per match, text escaped */
@@ -204,13 +204,13 @@ static void cases(void)
 	struct sbx_error *err = NULL;
 	double t0;
 
-	ok(grep_new(&o, &g, &err) < 0 && err->status == 2 &&
+	ok(grep_new(&o, &g, &err) < 0 && tap_status(err) == 2 &&
 	       strstr(err->msg, "offset 2"),
 	   "a syntax error is status 2 with the offset: %s", err ? err->msg : "");
 	sbx_error_free(&err);
 	o.pattern = "a";
 	o.include = "[ab";
-	ok(grep_new(&o, &g, &err) < 0 && err->status == 2,
+	ok(grep_new(&o, &g, &err) < 0 && tap_status(err) == 2,
 	   "a bad include is status 2: %s", err ? err->msg : "");
 	sbx_error_free(&err);
 
@@ -449,7 +449,7 @@ static int run(const struct workspace *w, struct grep_opts *o, const char *start
 	r = grep_run(g, w, start, start, collect, h, st, &err);
 	if (r < 0 && err) {
 		diag("grep_run: %s", err->msg);
-		r = -err->status;
+		r = -tap_status(err);
 		sbx_error_free(&err);
 	}
 	grep_free(g);
@@ -475,7 +475,7 @@ static void tree(void)
 	gen_tree();
 	fd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (workspace_init(&w, fd, ws, 0, 8 << 20, 64 << 20, &err) < 0) {
-		if (err && err->status == 3) /* no openat2 (valgrind 3.19) */
+		if (err && tap_status(err) == 3) /* no openat2 (valgrind 3.19) */
 			skip_all(err->msg);
 		bail_out("workspace_init");
 	}

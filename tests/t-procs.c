@@ -30,11 +30,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "engine.h"
-#include "error.h"
-#include "fileio.h"
-#include "procs.h"
+#include "basic/clock.h"
+#include "basic/alloc.h"
+#include "engine/engine.h"
+#include "basic/error.h"
+#include "basic/fileio.h"
+#include "session/procs.h"
 #include "tap.h"
 
 static char ctr[2][PATH_MAX]; /* the stand-in container cgroups, v1, v2 */
@@ -171,10 +172,10 @@ static int sleeps(const char *arg)
 /* Wait (up to ms) until want sleeps run as "sleep arg". */
 static int sleeps_settle(const char *arg, int want, long ms)
 {
-	long long until = engine_now_ms() + ms;
+	long long until = clock_now_ms() + ms;
 	int n;
 
-	while ((n = sleeps(arg)) != want && engine_now_ms() < until) {
+	while ((n = sleeps(arg)) != want && clock_now_ms() < until) {
 		reap_all();
 		usleep(20000);
 	}
@@ -358,9 +359,9 @@ static void test_expire(int v)
 /* Wait (up to ms) until dir is gone. */
 static bool gone_within(const char *dir, long ms)
 {
-	long long until = engine_now_ms() + ms;
+	long long until = clock_now_ms() + ms;
 
-	while (access(dir, F_OK) == 0 && engine_now_ms() < until)
+	while (access(dir, F_OK) == 0 && clock_now_ms() < until)
 		usleep(20000);
 	return access(dir, F_OK) < 0;
 }
@@ -420,8 +421,8 @@ static void test_watch(int v)
 	       "%s: ... and at the second, the other exec's", vname(v));
 	ok(gone_within(g.dir, 3000) && gone_within(h.dir, 3000),
 	   "%s: ... and removes both groups", vname(v));
-	for (long long until = engine_now_ms() + 5000;
-	     !ended && engine_now_ms() < until; usleep(20000))
+	for (long long until = clock_now_ms() + 5000;
+	     !ended && clock_now_ms() < until; usleep(20000))
 		/* we are its reaper: reaped here, or by a reap_all before */
 		ended = waitpid(w, NULL, WNOHANG) == w ||
 			(kill(w, 0) < 0 && errno == ESRCH);
@@ -446,7 +447,7 @@ static void test_errors(void)
 		_exit(0);
 	waitpid(dead, NULL, 0);
 	rc = procs_container_cgroup(dead, 0, &version, &dir, &rel, &err);
-	ok(rc < 0 && err && err->status == SBX_EXIT_ENV,
+	ok(rc < 0 && err && tap_status(err) == 3,
 	   "a process gone has no cgroup (%s)", err ? err->msg : "");
 	sbx_error_free(&err);
 	free(dir);
@@ -472,7 +473,7 @@ static void test_oom(void)
 		_exit(0);
 	waitpid(dead, NULL, 0);
 	rc = procs_oom_kills(dead, &count, &err);
-	ok(rc == -1 && err && err->status == SBX_EXIT_ENV,
+	ok(rc == -1 && err && tap_status(err) == 3,
 	   "oom_kills: a process gone is an error (%s)", err ? err->msg : "");
 	sbx_error_free(&err);
 }

@@ -12,12 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "briefing.h"
-#include "catalog.h"
-#include "error.h"
-#include "recipe.h"
+#include "catalog/briefing.h"
+#include "catalog/catalog.h"
+#include "basic/error.h"
+#include "catalog/recipe.h"
 #include "tap.h"
-#include "util.h"
+#include "basic/util.h"
 
 static char *slurp(const char *path)
 {
@@ -501,7 +501,7 @@ static void test_parse_uid(void)
 		unsigned long uid = 99;
 		int rc = recipe_parse_uid(cases[i].in, &uid, &err);
 		if (cases[i].want < 0)
-			ok(rc < 0 && err && err->status == SBX_EXIT_USAGE,
+			ok(rc < 0 && err && tap_status(err) == 2,
 			   "uid '%s' refused as a usage error", cases[i].in);
 		else
 			is_int(rc == 0 ? (long long)uid : -1, cases[i].want,

@@ -34,11 +34,11 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "hash.h"
-#include "session.h"
+#include "basic/hash.h"
+#include "session/session.h"
 #include "tap.h"
-#include "util.h"
-#include "xjson.h"
+#include "basic/util.h"
+#include "basic/xjson.h"
 
 #define OTHER_UID 12345
 #define SANDBOX_UID 10001
@@ -560,7 +560,7 @@ static void test_config(void)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		int rc = load_with(bad[i].var, bad[i].val, &c, &err);
 
-		if (rc == 0 || !err || err->status != SBX_EXIT_USAGE ||
+		if (rc == 0 || !err || tap_status(err) != 2 ||
 		    !strstr(err->msg, bad[i].var) || strchr(err->msg, '\n') ||
 		    strchr(err->msg, '\x1b')) {
 			fails++;
@@ -575,14 +575,14 @@ static void test_config(void)
 	load_with("SBXCAT_SESSION_NETWORK", "a\x1b[31mb\n", &c, &err);
 	ok(msg_has(err, "a\\x1b[31mb\\n"), "the value is shown escaped");
 	load_with("SANDBOXD_MEM_LIMIT", "1\x1bg", &c, &err);
-	ok(err && err->status == 2 && msg_has(err, "SANDBOXD_MEM_LIMIT") &&
+	ok(err && tap_status(err) == 2 && msg_has(err, "SANDBOXD_MEM_LIMIT") &&
 	       msg_has(err, "1\\x1bg"),
 	   "a bad size names the variable, escaped");
 	clear_env();
 	setenv("SBXCAT_KEY_SECRET", "a", 1);
 	setenv("SBXCAT_KEY_SECRET_FILE", "/nonexistent", 1);
 	sbx_error_free(&err);
-	ok(session_config_load(&c, &err) < 0 && err->status == 2,
+	ok(session_config_load(&c, &err) < 0 && tap_status(err) == 2,
 	   "both secret variables: refused");
 	clear_env();
 	sbx_error_free(&err);
@@ -626,44 +626,44 @@ static void test_secret(void)
 
 	sh("printf 'Hunter2-TopSecret\\n' > %s; chmod 640 %s", file, file);
 	rc = load_with("SBXCAT_KEY_SECRET_FILE", file, &f, &err);
-	ok(rc < 0 && err->status == 3 && msg_has(err, "group or others") &&
+	ok(rc < 0 && tap_status(err) == 3 && msg_has(err, "group or others") &&
 	       !strstr(err->msg, "Hunter2"),
 	   "group-readable secret file: refused, the secret not shown");
 	sh("chmod 604 %s", file);
 	rc = load_with("SBXCAT_KEY_SECRET_FILE", file, &f, &err);
-	ok(rc < 0 && err->status == 3 && msg_has(err, "0604"),
+	ok(rc < 0 && tap_status(err) == 3 && msg_has(err, "0604"),
 	   "other-readable secret file: refused");
 	sh("chmod 600 %s; ln -sf %s %s", file, file, link);
 	rc = load_with("SBXCAT_KEY_SECRET_FILE", link, &f, &err);
-	ok(rc < 0 && err->status == 3 && msg_has(err, "symlink"),
+	ok(rc < 0 && tap_status(err) == 3 && msg_has(err, "symlink"),
 	   "secret file that is a symlink: refused");
 	sh("mkdir -m 700 %s; mkfifo -m 600 %s", dir, fifo);
 	rc = load_with("SBXCAT_KEY_SECRET_FILE", dir, &f, &err);
-	ok(rc < 0 && err->status == 3 && msg_has(err, "not a regular file"),
+	ok(rc < 0 && tap_status(err) == 3 && msg_has(err, "not a regular file"),
 	   "secret file that is a directory: refused");
 	rc = load_with("SBXCAT_KEY_SECRET_FILE", fifo, &f, &err);
-	ok(rc < 0 && err->status == 3 && msg_has(err, "not a regular file"),
+	ok(rc < 0 && tap_status(err) == 3 && msg_has(err, "not a regular file"),
 	   "secret file that is a FIFO: refused, without blocking");
 	sh(": > %s", file);
 	rc = load_with("SBXCAT_KEY_SECRET_FILE", file, &f, &err);
-	ok(rc < 0 && err->status == 3 && msg_has(err, "empty"),
+	ok(rc < 0 && tap_status(err) == 3 && msg_has(err, "empty"),
 	   "empty secret file: refused");
 	sh("printf '\\nHunter2\\n' > %s", file);
 	rc = load_with("SBXCAT_KEY_SECRET_FILE", file, &f, &err);
-	ok(rc < 0 && err->status == 3 && msg_has(err, "empty") &&
+	ok(rc < 0 && tap_status(err) == 3 && msg_has(err, "empty") &&
 	       !strstr(err->msg, "Hunter2"),
 	   "secret file with an empty first line: refused");
 	sh("printf 'Hunter2\\n' > %s; chown %d %s", file, OTHER_UID, file);
 	rc = load_with("SBXCAT_KEY_SECRET_FILE", file, &f, &err);
-	ok(rc < 0 && err->status == 3 && msg_has(err, "owned by uid 12345"),
+	ok(rc < 0 && tap_status(err) == 3 && msg_has(err, "owned by uid 12345"),
 	   "secret file of another user: refused");
 	sh("head -c 5000 /dev/zero | tr '\\0' a > %s; chown 0 %s", file, file);
 	rc = load_with("SBXCAT_KEY_SECRET_FILE", file, &f, &err);
-	ok(rc < 0 && err->status == 3 && !strstr(err->msg, "aaaa"),
+	ok(rc < 0 && tap_status(err) == 3 && !strstr(err->msg, "aaaa"),
 	   "secret file over 4 KiB: refused");
 	rc = load_with("SBXCAT_KEY_SECRET_FILE", "/nonexistent/secret", &f,
 		       &err);
-	ok(rc < 0 && err->status == 3, "missing secret file: status 3");
+	ok(rc < 0 && tap_status(err) == 3, "missing secret file: status 3");
 	clear_env();
 	sbx_error_free(&err);
 	free(file);
@@ -724,7 +724,7 @@ static void test_sizes(void)
 		int rc = session_parse_size(t[i].s, &v, &err);
 
 		if (t[i].v ? (rc != 0 || v != t[i].v)
-			   : (rc == 0 || !err || err->status != 2)) {
+			   : (rc == 0 || !err || tap_status(err) != 2)) {
 			wrong++;
 			diag("'%s': rc %d, %llu, want %llu", t[i].s, rc, v,
 			     t[i].v);
@@ -766,7 +766,7 @@ static void test_root(void)
 	sh("mkdir -p %s/real && ln -s real %s/link", tmpdir, tmpdir);
 	p = tap_path(tmpdir, "link");
 	rc = open_root(p, &r, &err);
-	ok(rc < 0 && err->status == 3 && msg_has(err, "symlink"),
+	ok(rc < 0 && tap_status(err) == 3 && msg_has(err, "symlink"),
 	   "a root that is a symlink: refused");
 	free(p);
 	p = tap_path(tmpdir, "link/");
@@ -777,14 +777,14 @@ static void test_root(void)
 	sh("touch %s/file", tmpdir);
 	p = tap_path(tmpdir, "file");
 	rc = open_root(p, &r, &err);
-	ok(rc < 0 && err->status == 3 && msg_has(err, "not a directory"),
+	ok(rc < 0 && tap_status(err) == 3 && msg_has(err, "not a directory"),
 	   "a root that is a file: refused");
 	free(p);
 
 	sh("mkdir -p %s/other && chown %d %s/other", tmpdir, OTHER_UID, tmpdir);
 	p = tap_path(tmpdir, "other");
 	rc = open_root(p, &r, &err);
-	ok(rc < 0 && err->status == 3 && msg_has(err, "owned by uid 12345"),
+	ok(rc < 0 && tap_status(err) == 3 && msg_has(err, "owned by uid 12345"),
 	   "a root of another uid: refused");
 	free(p);
 
@@ -863,7 +863,7 @@ static void test_root(void)
 		session_root_close(&r);
 	free(p);
 	rc = open_root("relative/root", &r, &err);
-	ok(rc < 0 && err->status == 3, "a relative root: refused");
+	ok(rc < 0 && tap_status(err) == 3, "a relative root: refused");
 	rc = open_root("/tmp/a\x1b[2Jb", &r, &err);
 	ok(rc < 0 && !strchr(err->msg, '\x1b'),
 	   "a root with a control character: refused, escaped");
@@ -933,7 +933,7 @@ static void test_workspace(void)
 		sbx_error_free(&err);
 		rc = session_workspace_make(&root, k2, SANDBOX_UID, &created,
 					    &err);
-		ok(rc < 0 && err->status == 3 && msg_has(err, "symlink"),
+		ok(rc < 0 && tap_status(err) == 3 && msg_has(err, "symlink"),
 		   "ROOT/KEY planted as a symlink: refused");
 		ok(access(wsx, F_OK) != 0, "nothing made where it points");
 		sh("rm %s && mkdir -m 755 %s", kp, kp);
@@ -963,7 +963,7 @@ static void test_workspace(void)
 		sh("rm -rf %s", kp);
 		rc = session_workspace_make(&root, "../escape", SANDBOX_UID,
 					    &created, &err);
-		ok(rc < 0 && err->status == 2,
+		ok(rc < 0 && tap_status(err) == 2,
 		   "a key that would resolve outside: refused");
 		free(elsewhere);
 		free(kp);
@@ -1022,7 +1022,7 @@ static void test_records(void)
 		struct session_record bad = rec;
 		bad.tenant = (char *)"-bad";
 		rc = session_record_write(&root, &bad, &err);
-		ok(rc < 0 && err->status == 2,
+		ok(rc < 0 && tap_status(err) == 2,
 		   "a record with a bad tenant is not written");
 		bad = rec;
 		bad.container = (char *)"../../etc";
@@ -1117,7 +1117,7 @@ static void test_records(void)
 			fclose(fp);
 			sbx_error_free(&err);
 			rc = session_record_read(&root, key, &back, &err);
-			if (rc == 0 || err->status != 3 ||
+			if (rc == 0 || tap_status(err) != 3 ||
 			    !strstr(err->msg, file)) {
 				wrong++;
 				diag("%s: rc %d %s", bad[i].what, rc,
@@ -1132,27 +1132,27 @@ static void test_records(void)
 	}
 	sh("head -c 70000 /dev/zero | tr '\\0' ' ' > %s", file);
 	rc = session_record_read(&root, key, &back, &err);
-	ok(rc < 0 && err->status == 3 && msg_has(err, "limit"),
+	ok(rc < 0 && tap_status(err) == 3 && msg_has(err, "limit"),
 	   "a record over 64 KiB: refused");
 	sh("rm %s && ln -s /etc/passwd %s", file, file);
 	rc = session_record_read(&root, key, &back, &err);
-	ok(rc < 0 && err->status == 3, "a record that is a symlink: refused");
+	ok(rc < 0 && tap_status(err) == 3, "a record that is a symlink: refused");
 	is_int(session_record_write(&root, &rec, &err), 0,
 	       "writing replaces a planted symlink");
 	ok(lstat(file, &st) == 0 && S_ISREG(st.st_mode),
 	   "with a file; /etc/passwd untouched");
 	sh("rm %s", file);
 	rc = session_record_read(&root, key, &back, &err);
-	ok(rc < 0 && err->status == 1 && err->errnum == ENOENT,
+	ok(rc < 0 && tap_status(err) == 1 && err->errnum == ENOENT,
 	   "no record: status 1, ENOENT");
 	rc = session_record_read(
 	    &root, "xc-none-run-cccccccccccccccccccccccccc", &back, &err);
-	ok(rc < 0 && err->status == 1 && err->errnum == ENOENT &&
+	ok(rc < 0 && tap_status(err) == 1 && err->errnum == ENOENT &&
 	       !strcmp(err->msg,
 		       "no session 'xc-none-run-cccccccccccccccccccccccccc'"),
 	   "no directory: \"no session 'KEY'\"");
 	rc = session_record_read(&root, "../../etc", &back, &err);
-	ok(rc < 0 && err->status == 1, "a key that is no key: no session");
+	ok(rc < 0 && tap_status(err) == 1, "a key that is no key: no session");
 	session_record_write(&root, &rec, &err);
 	session_record_release(&rec);
 	free(file);
@@ -1373,12 +1373,12 @@ static void test_purge(void)
 	}
 	ok(access("/etc/passwd", F_OK) == 0, "/etc is still there");
 	rc = session_purge(&root, key, &err);
-	ok(rc < 0 && err->status == 1 && err->errnum == ENOENT,
+	ok(rc < 0 && tap_status(err) == 1 && err->errnum == ENOENT,
 	   "purge of a gone session: no session");
 	/* ROOT/KEY planted as a symlink: never followed. */
 	sh("ln -s %s %s", outside, kp);
 	rc = session_purge(&root, key, &err);
-	ok(rc < 0 && err->status == 3, "purge of a symlink ROOT/KEY: refused");
+	ok(rc < 0 && tap_status(err) == 3, "purge of a symlink ROOT/KEY: refused");
 	ok(access(outside, F_OK) == 0, "its target untouched");
 	sh("rm %s", kp);
 	free(outside);
@@ -1510,17 +1510,17 @@ static void test_made_secret(void)
 
 	sh("chmod 640 %s", file);
 	rc = session_secret_load(&d, &r, &err);
-	ok(rc < 0 && err->status == 3 && msg_has(err, "group or others"),
+	ok(rc < 0 && tap_status(err) == 3 && msg_has(err, "group or others"),
 	   "a made secret readable by its group: refused");
 	sbx_error_free(&err);
 	sh("chmod 600 %s && chown %d %s", file, OTHER_UID, file);
 	rc = session_secret_load(&d, &r, &err);
-	ok(rc < 0 && err->status == 3 && msg_has(err, "uid"),
+	ok(rc < 0 && tap_status(err) == 3 && msg_has(err, "uid"),
 	   "a made secret not root's: refused");
 	sbx_error_free(&err);
 	sh("rm %s && ln -s /etc/passwd %s", file, file);
 	rc = session_secret_load(&d, &r, &err);
-	ok(rc < 0 && err->status == 3 && msg_has(err, "symlink"),
+	ok(rc < 0 && tap_status(err) == 3 && msg_has(err, "symlink"),
 	   "a made secret planted as a symlink: refused");
 	sbx_error_free(&err);
 	sh("rm %s", file);
@@ -1645,7 +1645,7 @@ static void test_trash(void)
 	ok(n == 2 && trash_count(&r) == 0, "... both entries gone (%u)", n);
 	/* A trash that is not sbxcat's is refused. */
 	sh("chmod 755 %s && mkdir %s/x", trash, trash);
-	ok(session_trash_finish(&r, &n, &err) < 0 && err->status == 3,
+	ok(session_trash_finish(&r, &n, &err) < 0 && tap_status(err) == 3,
 	   "a trash open to others: refused");
 	free(kp);
 	kp = xasprintf("%s/x", trash);

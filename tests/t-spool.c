@@ -18,12 +18,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "audit.h"
-#include "error.h"
-#include "spool.h"
+#include "basic/alloc.h"
+#include "audit/audit.h"
+#include "basic/error.h"
+#include "audit/spool.h"
 #include "tap.h"
-#include "xjson.h"
+#include "basic/xjson.h"
 
 static char root[64];
 static int ndir;
@@ -556,7 +556,7 @@ static void expect_refused(const char *dir, const char *want, const char *name)
 	spool_init(&s);
 	make_row(&r, 0);
 	rc = spool_append(&s, &r, &err);
-	ok(rc < 0 && err && err->status == 3 && strstr(err->msg, dir) &&
+	ok(rc < 0 && err && tap_status(err) == 3 && strstr(err->msg, dir) &&
 	       strstr(err->msg, want),
 	   "%s: status 3 naming it (%s)", name, err ? err->msg : "accepted");
 	sbx_error_free(&err);
@@ -601,13 +601,13 @@ static void test_refused(void)
 
 		setenv("SBXCAT_SPOOL_DIR", link, 1);
 		spool_init(&s);
-		ok(spool_status(&s, &st, &err) < 0 && err->status == 3,
+		ok(spool_status(&s, &st, &err) < 0 && tap_status(err) == 3,
 		   "status refuses a symlinked spool too");
 		sbx_error_free(&err);
 		spool_close(&s);
 		setenv("SBXCAT_SPOOL_DIR", under, 1);
 		spool_init(&s);
-		ok(spool_status(&s, &st, &err) < 0 && err->status == 3,
+		ok(spool_status(&s, &st, &err) < 0 && tap_status(err) == 3,
 		   "status on a path through a file: status 3");
 		sbx_error_free(&err);
 		spool_close(&s);
@@ -636,7 +636,7 @@ static void test_refused(void)
 			spool_init(&s);
 			make_row(&r, 0);
 			rc = spool_append(&s, &r, &err);
-			if (rc < 0 && err->status == 3 &&
+			if (rc < 0 && tap_status(err) == 3 &&
 			    strstr(err->msg, ro) &&
 			    strstr(err->msg, "audit.jsonl") &&
 			    strstr(err->msg, "Read-only"))
@@ -754,7 +754,7 @@ static void test_ready(void)
 	spool_close(&s);
 	spool_init(&s);
 	rc = spool_ready(&s, &err);
-	ok(rc < 0 && err->status == 3 && strstr(err->msg, d) &&
+	ok(rc < 0 && tap_status(err) == 3 && strstr(err->msg, d) &&
 	       strstr(err->msg, "bytes free, under the floor of "
 				"100000000000000000 bytes "
 				"(SBXCAT_SPOOL_MIN_FREE)"),
@@ -765,7 +765,7 @@ static void test_ready(void)
 	spool_close(&s);
 	spool_init(&s);
 	rc = spool_ready(&s, &err);
-	ok(rc < 0 && err->status == 2 &&
+	ok(rc < 0 && tap_status(err) == 2 &&
 	       strstr(err->msg, "SBXCAT_SPOOL_MIN_FREE '1e6'"),
 	   "a floor that is not a whole number: status 2 (%s)",
 	   err ? err->msg : "accepted");

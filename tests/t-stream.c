@@ -13,10 +13,10 @@
 
 #include <jansson.h>
 
-#include "engine.h"
-#include "lines.h"
+#include "engine/engine.h"
+#include "basic/lines.h"
 #include "tap.h"
-#include "util.h"
+#include "basic/util.h"
 
 struct got {
 	struct strbuf text; /* lines joined with '|', truncated ones marked */

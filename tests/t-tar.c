@@ -12,10 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "basic/error.h"
 #include "tap.h"
-#include "tar.h"
-#include "util.h"
+#include "engine/tar.h"
+#include "basic/util.h"
 
 struct file {
 	const char *name;
@@ -123,7 +123,7 @@ static void test_refusals(void)
 	tar_init(&t);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		ok(tar_add(&t, bad[i], "x", 1, 0644, &err) < 0 && err &&
-		       err->status == SBX_EXIT_FAIL,
+		       tap_status(err) == 1,
 		   "refused name '%s'", bad[i]);
 		sbx_error_free(&err);
 	}

@@ -22,10 +22,10 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "hash.h"
+#include "basic/hash.h"
 #include "tap.h"
-#include "util.h"
-#include "xjson.h"
+#include "basic/util.h"
+#include "basic/xjson.h"
 
 
 /*

@@ -19,11 +19,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "error.h"
+#include "basic/alloc.h"
+#include "basic/error.h"
 #include "tap.h"
-#include "walk.h"
-#include "workspace.h"
+#include "workspace/walk.h"
+#include "workspace/workspace.h"
 
 /* tests/ws-stub.c: openat2 missing (valgrind), plain openat instead */
 
@@ -70,7 +70,7 @@ static void fresh(struct workspace *w)
 		bail_out("mkdir %s: %s", ws, strerror(errno));
 	fd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || workspace_init(w, fd, ws, 0, 8 << 20, 64 << 20, &err) < 0) {
-		if (err && err->status == 3) /* no openat2 (valgrind 3.19) */
+		if (err && tap_status(err) == 3) /* no openat2 (valgrind 3.19) */
 			skip_all(err->msg);
 		bail_out("workspace_init: %s", err ? err->msg : strerror(errno));
 	}
@@ -95,8 +95,8 @@ static int walk(const struct workspace *w, const char *start,
 
 	if (rc < 0) {
 		if (!quiet)
-			diag("walk_run: %s (status %d)", err->msg, err->status);
-		rc = -err->status;
+			diag("walk_run: %s (status %d)", err->msg, tap_status(err));
+		rc = -tap_status(err);
 		sbx_error_free(&err);
 	}
 	return rc;
@@ -311,10 +311,10 @@ static void test_left_out(void)
 	walk_result_release(&r);
 	o.recursive = true;
 	ok(walk_run(&w, "uploads/cv.pdf", "uploads/cv.pdf", &o, &r, &err) < 0 &&
-	       err->status == 1 && strstr(err->msg, "is not a directory"),
+	       tap_status(err) == 1 && strstr(err->msg, "is not a directory"),
 	   "ls -R of a file: '%s'", err ? err->msg : "");
 	sbx_error_free(&err);
-	ok(walk_run(&w, "nope", "nope", &o, &r, &err) < 0 && err->status == 1,
+	ok(walk_run(&w, "nope", "nope", &o, &r, &err) < 0 && tap_status(err) == 1,
 	   "a missing start is an error");
 	sbx_error_free(&err);
 	workspace_close(&w);

@@ -38,10 +38,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "error.h"
+#include "basic/alloc.h"
+#include "basic/error.h"
 #include "tap.h"
-#include "workspace.h"
+#include "workspace/workspace.h"
 
 #define SANDBOX_UID 10001
 #define MAX_READ 4096
@@ -178,7 +178,7 @@ static bool refused(int rc, struct sbx_error **err, int status,
 {
 	char name[256];
 	va_list ap;
-	bool r = rc < 0 && *err && (*err)->status == status &&
+	bool r = rc < 0 && *err && tap_status(*err) == status &&
 		 strstr((*err)->msg, want);
 
 	va_start(ap, fmt);
@@ -186,7 +186,7 @@ static bool refused(int rc, struct sbx_error **err, int status,
 	va_end(ap);
 	if (!ok(r, "%s", name))
 		diag("rc %d, status %d, message: %s (wanted %d, '%s')", rc,
-		     *err ? (*err)->status : -1, *err ? (*err)->msg : "(none)",
+		     *err ? tap_status(*err) : -1, *err ? (*err)->msg : "(none)",
 		     status, want);
 	sbx_error_free(err);
 	return r;
@@ -195,7 +195,7 @@ static bool refused(int rc, struct sbx_error **err, int status,
 static bool refused_exact(int rc, struct sbx_error **err, const char *want,
 			  const char *name)
 {
-	bool r = rc < 0 && *err && (*err)->status == SBX_EXIT_FAIL &&
+	bool r = rc < 0 && *err && tap_status(*err) == 1 &&
 		 strcmp((*err)->msg, want) == 0;
 
 	if (!ok(r, "%s", name))
@@ -352,7 +352,7 @@ static void test_path_check(void)
 			is_str(rel, cases[i].want, "path case %zu normalised",
 			       i);
 		} else {
-			refused(rc, &err, SBX_EXIT_FAIL, cases[i].msg,
+			refused(rc, &err, 1, cases[i].msg,
 				"path case %zu refused", i);
 			ok(rel == NULL, "path case %zu: nothing returned", i);
 		}
@@ -367,7 +367,7 @@ static void test_path_check(void)
 		memset(longp, 'a', PATH_MAX + 9);
 		longp[PATH_MAX + 9] = '\0';
 		refused(workspace_path_check(longp, false, &rel, &err), &err,
-			SBX_EXIT_FAIL, "byte limit", "a path over PATH_MAX");
+			1, "byte limit", "a path over PATH_MAX");
 		free(longp);
 	}
 }
@@ -382,7 +382,7 @@ static void open_refused(const char *rel, const char *want, const char *name)
 
 	if (fd >= 0)
 		close(fd);
-	refused(fd, &err, SBX_EXIT_FAIL, want, "%s", name);
+	refused(fd, &err, 1, want, "%s", name);
 }
 
 static void test_traversal(void)
@@ -464,13 +464,13 @@ static void test_traversal(void)
 		} else {
 			fd = workspace_openat(&pw, "root/etc/passwd", O_RDONLY,
 					      0, 0, "root/etc/passwd", &err);
-			refused(fd, &err, SBX_EXIT_FAIL, "'root/etc/passwd'",
+			refused(fd, &err, 1, "'root/etc/passwd'",
 				"/proc/self/root, a magic link, is not "
 				"followed");
 			fd =
 			    workspace_openat(&pw, "cwd", O_RDONLY | O_DIRECTORY,
 					     0, 0, "cwd", &err);
-			refused(fd, &err, SBX_EXIT_FAIL, "cannot be followed",
+			refused(fd, &err, 1, "cannot be followed",
 				"/proc/self/cwd: refused as a magic link");
 			workspace_close(&pw);
 		}
@@ -495,7 +495,7 @@ static void test_special_files(void)
 		struct workspace_lines l;
 		refused(workspace_read_lines(&w, "fifo", "fifo", 1, 10, false,
 					     &l, &err),
-			&err, SBX_EXIT_FAIL, "is a FIFO",
+			&err, 1, "is a FIFO",
 			"read of a FIFO is refused");
 	}
 	alarm(0);
@@ -562,7 +562,7 @@ static void test_read_limit(void)
 		cost = rchar_cost();
 		before = rchar();
 		refused(workspace_open_read(&w, "big", "big", &st, &err), &err,
-			SBX_EXIT_FAIL, "over the 4096-byte read limit",
+			1, "over the 4096-byte read limit",
 			"read-bytes of 1 MiB refused");
 		got = read_since(before, cost);
 		ok(got < 512, "not a byte of it read (%llu bytes)", got);
@@ -800,7 +800,7 @@ static void test_read_budget(void)
 	workspace_lines_release(&l);
 	w.budget_ms = 0;
 	refused(workspace_read_lines(&w, "big", "big", 3, 1, true, &l, &err),
-		&err, SBX_EXIT_FAIL,
+		&err, 1,
 		"--offset 3 is deeper than fs read reaches: after its 0 s "
 		"budget it was on line 1, at byte 0",
 		"an offset past the time budget: refused, where");
@@ -992,7 +992,7 @@ static void test_write(void)
 	memset(big, 'z', MAX_WRITE + 1);
 	lst("ws/new.txt", &before);
 	refused(ws_write("new.txt", big, MAX_WRITE + 1, &bytes, &created, &err),
-		&err, SBX_EXIT_FAIL,
+		&err, 1,
 		"'new.txt' would be over the 4096-byte write limit; nothing "
 		"was written",
 		"over max_write: refused");
@@ -1001,35 +1001,35 @@ static void test_write(void)
 	   "the very same file");
 	refused(
 	    ws_write("brand-new", big, MAX_WRITE + 1, &bytes, &created, &err),
-	    &err, SBX_EXIT_FAIL, "write limit", "over max_write: new file");
+	    &err, 1, "write limit", "over max_write: new file");
 	ok(!lexists("ws/brand-new"), "not made");
 	done_ok(ws_write("exact", big, MAX_WRITE, &bytes, &created, &err), &err,
 		"exactly max_write bytes are written");
 	free(big);
 
 	refused(ws_write("sub", "x", 1, &bytes, &created, &err), &err,
-		SBX_EXIT_FAIL, "'sub' is a directory",
+		1, "'sub' is a directory",
 		"write over a directory");
 	refused(ws_write("file.txt/x", "x", 1, &bytes, &created, &err), &err,
-		SBX_EXIT_FAIL, "not a directory", "write under a file");
+		1, "not a directory", "write under a file");
 	refused(ws_write("to_etc/sbxcat-test", "x", 1, &bytes, &created, &err),
-		&err, SBX_EXIT_FAIL, "leads outside",
+		&err, 1, "leads outside",
 		"write under a symlink to /etc");
 	if (!ok(access("/etc/sbxcat-test", F_OK) < 0, "nothing made in /etc"))
 		unlink("/etc/sbxcat-test"); /* a broken build made it */
 	refused(ws_write("to_out/new/x", "x", 1, &bytes, &created, &err), &err,
-		SBX_EXIT_FAIL, "leads outside",
+		1, "leads outside",
 		"write making directories under a symlink out");
 	ok(!lexists("out/new"), "nothing made outside");
 	lnk("nowhere/x", "ws/dangling");
 	refused(ws_write("dangling/f", "x", 1, &bytes, &created, &err), &err,
-		SBX_EXIT_FAIL, "cannot have its directories made",
+		1, "cannot have its directories made",
 		"write under a dangling symlink");
 	refused(ws_write("", "x", 1, &bytes, &created, &err), &err,
-		SBX_EXIT_FAIL, "is the workspace itself",
+		1, "is the workspace itself",
 		"write of the workspace itself");
 	refused(ws_write("../x", "x", 1, &bytes, &created, &err), &err,
-		SBX_EXIT_FAIL, "'..' is not allowed", "write of ../x");
+		1, "'..' is not allowed", "write of ../x");
 	ok(no_temp_in(ws), "no temporary file left behind");
 	umask(old_umask);
 	free(ws);
@@ -1110,16 +1110,16 @@ static void test_edit(void)
 		      "it unique, or use --all",
 		      "12 matches: 10 lines named, then ...");
 	refused(edit("sub", "through", "x", false, &count, &line, &err), &err,
-		SBX_EXIT_FAIL, "directory", "edit of a directory refused");
+		1, "directory", "edit of a directory refused");
 	lnk("file.txt", "ws/elink");
 	refused(edit("elink", "inside", "x", false, &count, &line, &err), &err,
-		SBX_EXIT_FAIL, "'elink' is a symbolic link, not a regular file",
+		1, "'elink' is a symbolic link, not a regular file",
 		"edit of a symlink refused");
 	refused(
 	    edit("to_out/secret", "SENTINEL", "x", false, &count, &line, &err),
-	    &err, SBX_EXIT_FAIL, "leads outside", "edit under a symlink out");
+	    &err, 1, "leads outside", "edit under a symlink out");
 	refused(edit("big", "x", "y", true, &count, &line, &err), &err,
-		SBX_EXIT_FAIL,
+		1,
 		"'big' is 1048576 bytes, over the 4096-byte read limit",
 		"edit of a file over max_read");
 	{
@@ -1127,7 +1127,7 @@ static void test_edit(void)
 		memset(data, 'q', 3000);
 		put_n("ws/grow", data, 3000);
 		refused(edit("grow", "qq", "qqqq", true, &count, &line, &err),
-			&err, SBX_EXIT_FAIL, "over the 4096-byte write limit",
+			&err, 1, "over the 4096-byte write limit",
 			"edit whose result is over max_write");
 		s = slurp("ws/grow", NULL);
 		ok(s && strlen(s) == 3000, "nothing changed");
@@ -1136,7 +1136,7 @@ static void test_edit(void)
 	}
 	refused(workspace_edit(&w, "e.txt", "e.txt", "", 0, "x", 1, false,
 			       &count, &line, &err),
-		&err, SBX_EXIT_USAGE, "empty", "an empty --old: usage");
+		&err, 2, "empty", "an empty --old: usage");
 }
 
 /* ---- stat ---- */
@@ -1169,10 +1169,10 @@ static void test_stat(void)
 	free(target);
 	refused(workspace_stat(&w, "to_etc/passwd", "to_etc/passwd", &st,
 			       &target, &err),
-		&err, SBX_EXIT_FAIL, "leads outside",
+		&err, 1, "leads outside",
 		"stat under a symlink out");
 	refused(workspace_stat(&w, "missing", "missing", &st, &target, &err),
-		&err, SBX_EXIT_FAIL, "'missing' does not exist",
+		&err, 1, "'missing' does not exist",
 		"stat of a missing path");
 }
 
@@ -1231,14 +1231,14 @@ static void test_rm(void)
 	   "the link goes, not what it points at");
 	refused(workspace_rm(&w, "to_out/victim", "to_out/victim", false,
 			     &removed, &err),
-		&err, SBX_EXIT_FAIL, "leads outside", "rm under a symlink out");
+		&err, 1, "leads outside", "rm under a symlink out");
 	ok(lexists("out/victim"), "the outside file stays");
 	refused(workspace_rm(&w, "", "", true, &removed, &err), &err,
-		SBX_EXIT_FAIL, "is the workspace itself", "rm of the root");
+		1, "is the workspace itself", "rm of the root");
 	refused(workspace_rm(&w, "./", "./", true, &removed, &err), &err,
-		SBX_EXIT_FAIL, "is the workspace itself", "rm of ./");
+		1, "is the workspace itself", "rm of ./");
 	refused(workspace_rm(&w, "nothing", "nothing", false, &removed, &err),
-		&err, SBX_EXIT_FAIL, "'nothing' does not exist",
+		&err, 1, "'nothing' does not exist",
 		"rm of a missing path");
 	ok(fstat(w.fd, &st) == 0 && st.st_nlink > 0, "the root is still there");
 }
@@ -1431,7 +1431,7 @@ static void init_without_openat2(int fd)
 	if (workspace_init(&w2, wfd, ws, 0, 1, 1, &err) == 0)
 		dprintf(fd, "accepted");
 	else
-		dprintf(fd, "%d %s", err->status, err->msg);
+		dprintf(fd, "%d %s", tap_status(err), err->msg);
 	workspace_close(&w2);
 }
 

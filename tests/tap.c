@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/error.h"
 #include "tap.h"
 
 static int count, planned = -1;
@@ -153,4 +154,21 @@ char *tap_path(const char *dir, const char *fmt, ...)
 		bail_out("out of memory");
 	free(rel);
 	return p;
+}
+
+int tap_status(const struct sbx_error *err)
+{
+	switch (err->kind) {
+	case SBX_E_NOT_FOUND:
+	case SBX_E_CONFLICT:
+	case SBX_E_REFUSED:
+	case SBX_E_BAD_DATA:
+		return 1;
+	case SBX_E_INVALID:
+		return 2;
+	case SBX_E_CANCELLED:
+		return 130;
+	default:
+		return 3;
+	}
 }

@@ -35,4 +35,13 @@ uint32_t tap_rand(void);
 char *tap_path(const char *dir, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/*
+ * The exit status the command line gives an error of this kind (1, 2 or
+ * 3; 130 for a cancel), as the tests written against exit statuses check
+ * it.  cli/cmd.c's cmd_kind_exit is the program's map; t-cmd checks that
+ * the two agree for every kind.
+ */
+struct sbx_error;
+int tap_status(const struct sbx_error *err);
+
 #endif

@@ -1,0 +1,112 @@
+/*
+ * audit-schema.c - the audit's database schema as numbered migrations
+ * (auditdb.h, docs/audit.md "Schema").  A migration is never changed once
+ * released: a change to the schema is a new migration at the end.  Each
+ * runs in its own transaction (auditdb_migrate), so its SQL holds no
+ * BEGIN or COMMIT.
+ */
+#include "audit/auditdb.h"
+
+/*
+ * 1: the tables and indexes.  The op CHECK lists audit_op_name's names in
+ * enum audit_op's order.  The columns filters compare for equality are
+ * COLLATE "C" (bytes compared as bytes: what an id needs, and the cheapest
+ * comparison for the indexes kept on every insert); seq needs no unique
+ * index of its own (an identity, never given); the extended statistics
+ * tell the planner that a run belongs to one agent and a session to one
+ * tenant, so a filter on both is not costed as if they were independent.
+ * Failed rows are few: the partial indexes behind --failed with each
+ * other filter ("every failed write last week") cost an insert nothing
+ * unless the row failed.  The indexes are ascending and read backwards
+ * for newest first: new rows then fill a page before it splits (a
+ * descending index splits at its left edge and stays half empty).  created_at lies in 1970-9999: what a cursor and
+ * RFC 3339 can say.  pg_trgm (a trusted extension since PostgreSQL 13:
+ * a role with CREATE on the database may create it) backs the
+ * `audit ls --search` substring index.
+ */
+static const char migration_1[] =
+	"CREATE EXTENSION IF NOT EXISTS pg_trgm;\n"
+	"CREATE TABLE IF NOT EXISTS schema_migrations (\n"
+	"  version integer PRIMARY KEY,\n"
+	"  name text NOT NULL,\n"
+	"  applied_at timestamptz NOT NULL DEFAULT now());\n"
+	"CREATE TABLE agents (\n"
+	"  id text PRIMARY KEY,\n"
+	"  created_at timestamptz DEFAULT now());\n"
+	"CREATE TABLE runs (\n"
+	"  id text PRIMARY KEY,\n"
+	"  agent_id text REFERENCES agents ON DELETE SET NULL,\n"
+	"  created_at timestamptz DEFAULT now());\n"
+	"CREATE TABLE sandbox_operations (\n"
+	"  id uuid PRIMARY KEY,\n"
+	"  seq bigint GENERATED ALWAYS AS IDENTITY,\n"
+	"  created_at timestamptz NOT NULL CHECK (created_at >= "
+	"'1970-01-01 00:00:00+00' AND created_at < '10000-01-01 00:00:00+00'),\n"
+	"  tenant text COLLATE \"C\" NOT NULL,\n"
+	"  session_key text COLLATE \"C\" NOT NULL,\n"
+	"  runtime text COLLATE \"C\" NOT NULL,\n"
+	"  agent_id text REFERENCES agents ON DELETE SET NULL,\n"
+	"  run_id text REFERENCES runs ON DELETE SET NULL,\n"
+	"  agent_ref text COLLATE \"C\",\n"
+	"  run_ref text COLLATE \"C\",\n"
+	"  op text COLLATE \"C\" NOT NULL CHECK (op IN ('write', 'edit', 'read', "
+	"'read_bytes', 'ls_info', 'glob_info', 'grep_raw', 'execute', 'open', "
+	"'close', 'reap')),\n"
+	"  target text NOT NULL CHECK (char_length(target) <= 512),\n"
+	"  ok boolean NOT NULL,\n"
+	"  exit_status integer,\n"
+	"  bytes bigint CHECK (bytes >= 0),\n"
+	"  results bigint CHECK (results >= 0),\n"
+	"  duration_ms bigint NOT NULL CHECK (duration_ms >= 0),\n"
+	"  detail text NOT NULL,\n"
+	"  hash bytea NOT NULL CHECK (octet_length(hash) = 32));\n"
+	"CREATE TABLE audit_chains (\n"
+	"  session_key text COLLATE \"C\" PRIMARY KEY,\n"
+	"  tenant text NOT NULL,\n"
+	"  head bytea NOT NULL,\n"
+	"  head_seq bigint,\n"
+	"  nrows bigint NOT NULL,\n"
+	"  swept_hash bytea NOT NULL,\n"
+	"  swept_rows bigint NOT NULL,\n"
+	"  swept_at timestamptz);\n"
+	"CREATE INDEX sandbox_operations_created\n"
+	"  ON sandbox_operations (created_at, seq);\n"
+	"CREATE INDEX sandbox_operations_tenant\n"
+	"  ON sandbox_operations (tenant, created_at, seq);\n"
+	"CREATE INDEX sandbox_operations_session\n"
+	"  ON sandbox_operations (session_key, created_at, seq);\n"
+	"CREATE INDEX sandbox_operations_agent\n"
+	"  ON sandbox_operations (agent_ref, created_at, seq);\n"
+	"CREATE INDEX sandbox_operations_run\n"
+	"  ON sandbox_operations (run_ref, created_at, seq);\n"
+	"CREATE INDEX sandbox_operations_op\n"
+	"  ON sandbox_operations (op, created_at, seq);\n"
+	"CREATE INDEX sandbox_operations_failed\n"
+	"  ON sandbox_operations (created_at, seq) WHERE NOT ok;\n"
+	"CREATE INDEX sandbox_operations_tenant_failed\n"
+	"  ON sandbox_operations (tenant, created_at, seq)\n"
+	"  WHERE NOT ok;\n"
+	"CREATE INDEX sandbox_operations_op_failed\n"
+	"  ON sandbox_operations (op, created_at, seq) WHERE NOT ok;\n"
+	"CREATE INDEX sandbox_operations_session_failed\n"
+	"  ON sandbox_operations (session_key, created_at, seq)\n"
+	"  WHERE NOT ok;\n"
+	"CREATE INDEX sandbox_operations_agent_failed\n"
+	"  ON sandbox_operations (agent_ref, created_at, seq)\n"
+	"  WHERE NOT ok;\n"
+	"CREATE INDEX sandbox_operations_run_failed\n"
+	"  ON sandbox_operations (run_ref, created_at, seq)\n"
+	"  WHERE NOT ok;\n"
+	"CREATE INDEX sandbox_operations_target\n"
+	"  ON sandbox_operations USING gin (target gin_trgm_ops);\n"
+	"CREATE INDEX sandbox_operations_chain\n"
+	"  ON sandbox_operations (session_key, seq);\n"
+	"CREATE STATISTICS sandbox_operations_who (dependencies, ndistinct)\n"
+	"  ON tenant, session_key, agent_ref, run_ref FROM sandbox_operations;\n";
+
+const struct auditdb_migration auditdb_migrations[] = {
+	{ 1, "audit tables", migration_1 },
+};
+
+const int auditdb_nmigrations =
+	(int)(sizeof(auditdb_migrations) / sizeof(auditdb_migrations[0]));

@@ -1,0 +1,1474 @@
+/*
+ * auditdb.c - the audit's PostgreSQL side (auditdb.h): connecting,
+ * migrating, inserting rows onto their session's hash chain, verifying the
+ * chains, their heads, and the retention sweep.
+ *
+ * Every value goes to the server as a parameter or through COPY's own
+ * escaping, never spliced into SQL.  Sets of values (sessions, agents,
+ * ids) go as one array parameter, so a batch costs a fixed number of
+ * round trips whatever its size.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "basic/clock.h"
+#include "basic/alloc.h"
+#include "audit/audit.h"
+#include "audit/auditdb.h"
+#include "basic/error.h"
+#include "basic/hash.h"
+#include "audit/pq-dl.h"
+#include "basic/text.h"
+#include "basic/xjson.h"
+
+struct auditdb {
+	PGconn *conn;
+	int schema; /* applied version once checked, else -1 */
+	char *info; /* the connection string, to keep out of messages */
+	PostgresPollingStatusType polling; /* the connect's last step */
+	long long started;		   /* clock_now_ms() */
+	bool retried;			   /* a stale start was redone */
+	bool ready;			   /* connected and set up */
+};
+
+#define COPY_OVER 50 /* rows: more go through COPY */
+
+const char *auditdb_conninfo(const char *uri, const char **source)
+{
+	static const char *const pgenv[] = {"PGHOST", "PGHOSTADDR",
+					    "PGPORT", "PGDATABASE",
+					    "PGUSER", "PGSERVICE"};
+	const char *s;
+
+	if (uri) {
+		if (source)
+			*source = "--db";
+		return uri;
+	}
+	s = getenv("SBXCAT_DATABASE_URL");
+	if (s && *s) {
+		if (source)
+			*source = "SBXCAT_DATABASE_URL";
+		return s;
+	}
+	for (size_t i = 0; i < sizeof(pgenv) / sizeof(pgenv[0]); i++) {
+		s = getenv(pgenv[i]);
+		if (s && *s) {
+			if (source)
+				*source = "libpq environment";
+			return "";
+		}
+	}
+	return NULL;
+}
+
+/* Replace each occurrence of secret (len > 0) in *msg with "***". */
+static void scrub(char **msg, const char *secret, size_t len)
+{
+	struct strbuf sb = STRBUF_INIT;
+	const char *p = *msg, *hit;
+
+	if (!len)
+		return;
+	while ((hit = strstr(p, secret)) != NULL) {
+		/* strstr needs a NUL-terminated secret: callers pass one. */
+		strbuf_add(&sb, p, (size_t)(hit - p));
+		strbuf_addstr(&sb, "***");
+		p = hit + len;
+	}
+	strbuf_addstr(&sb, p);
+	free(*msg);
+	*msg = strbuf_detach(&sb, NULL);
+}
+
+/*
+ * Remove from msg whatever the connection string gives as a password:
+ * password=VALUE (quoted or not), a URI's user:PASSWORD@ and its
+ * ?password=VALUE.  libpq quotes pieces of a string it cannot parse.
+ */
+static void scrub_password(char **msg, const char *conninfo)
+{
+	const char *p = conninfo, *e;
+	char *secret;
+
+	while ((p = strstr(p, "password")) != NULL) {
+		p += 8;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p != '=')
+			continue;
+		p++;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p == '\'') {
+			p++;
+			for (e = p; *e && *e != '\''; e++)
+				if (*e == '\\' && e[1])
+					e++;
+		} else {
+			for (e = p; *e && *e != ' ' && *e != '\t' &&
+				    *e != '&' && *e != '#';
+			     e++)
+				;
+		}
+		secret = xstrndup(p, (size_t)(e - p));
+		scrub(msg, secret, strlen(secret));
+		free(secret);
+	}
+	if ((p = strstr(conninfo, "://")) != NULL) {
+		p += 3;
+		e = p + strcspn(p, "/?");
+		const char *at = memrchr(p, '@', (size_t)(e - p));
+		const char *colon =
+		    at ? memchr(p, ':', (size_t)(at - p)) : NULL;
+		if (colon) {
+			secret = xstrndup(colon + 1, (size_t)(at - colon - 1));
+			scrub(msg, secret, strlen(secret));
+			free(secret);
+		}
+	}
+}
+
+/* libpq's message on one line, without a password, escaped. */
+static char *clean_message(const char *m, const char *conninfo)
+{
+	struct strbuf sb = STRBUF_INIT, out = STRBUF_INIT;
+	bool space = false;
+	char *s;
+
+	for (; m && *m; m++) {
+		if (*m == '\n' || *m == '\r' || *m == '\t' || *m == ' ') {
+			space = sb.len > 0;
+			continue;
+		}
+		if (space)
+			strbuf_addch(&sb, ' ');
+		space = false;
+		strbuf_addch(&sb, *m);
+	}
+	s = strbuf_detach(&sb, NULL);
+	if (conninfo)
+		scrub_password(&s, conninfo);
+	text_add_escaped(&out, s, strlen(s));
+	free(s);
+	return strbuf_detach(&out, NULL);
+}
+
+char *auditdb_message(const char *m)
+{
+	return clean_message(m, NULL);
+}
+
+static void quiet_notice(void *arg, const char *message)
+{
+	(void)arg;
+	(void)message;
+}
+
+/* An error from libpq's current message: "WHAT: REASON". */
+static int pq_fail(struct auditdb *db, struct sbx_error **err, const char *what)
+{
+	char *m = clean_message(sym_PQerrorMessage(db->conn), NULL);
+	sbx_error_set(err, SBX_E_UNAVAILABLE, 0, "%s: %s", what, m);
+	free(m);
+	return -1;
+}
+
+/* An error from res (cleared here), for statement what. */
+static int res_fail(PGresult *res, struct sbx_error **err, const char *what)
+{
+	char *m = clean_message(sym_PQresultErrorMessage(res), NULL);
+	sbx_error_set(err, SBX_E_UNAVAILABLE, 0, "%s: %s", what, m);
+	free(m);
+	sym_PQclear(res);
+	return -1;
+}
+
+/* The connect_timeout in force (the user's string, PGCONNECT_TIMEOUT, or
+ * ours), in milliseconds: an asynchronous connect must keep it itself. */
+static long long connect_ms(PGconn *conn)
+{
+	PQconninfoOption *o = sym_PQconninfo(conn), *p;
+	long long ms = 5000;
+
+	for (p = o; p && p->keyword; p++)
+		if (!strcmp(p->keyword, "connect_timeout") && p->val &&
+		    *p->val) {
+			long long t = atoll(p->val);
+
+			/* libpq: 0 or less waits for ever, 1 is 2; a day is
+			 * for ever enough (and t * 1000 cannot overflow) */
+			ms = t <= 0 || t > 86400 ? 86400LL * 1000
+						 : (t < 2 ? 2 : t) * 1000;
+		}
+	if (o)
+		sym_PQconninfoFree(o);
+	return ms;
+}
+
+/*
+ * Start (or restart) db's connection: the first step sends the start-up
+ * packet when it can, so the server sets its session up while the caller
+ * does its work.
+ */
+static void begin(struct auditdb *db)
+{
+	const char *timeout = getenv("PGCONNECT_TIMEOUT");
+	/* Ours first: what the user's string sets wins (expand_dbname);
+	 * but the client encoding is always UTF8, after it: rows are UTF-8
+	 * and their hashes are of those bytes, whatever PGCLIENTENCODING
+	 * says. */
+	/* Over TCP, a server that vanishes mid-statement is noticed in
+	 * about 30 s (keepalives, tcp_user_timeout), not when TCP gives up
+	 * minutes later; a socket ignores them. */
+	const char *const keys[] = {"connect_timeout",
+				    "application_name",
+				    "keepalives_idle",
+				    "keepalives_interval",
+				    "keepalives_count",
+				    "tcp_user_timeout",
+				    "dbname",
+				    "client_encoding",
+				    NULL};
+	const char *vals[] = {timeout && *timeout ? timeout : "5",
+			      "sbxcat",
+			      "10",
+			      "5",
+			      "3",
+			      "30000",
+			      db->info,
+			      "UTF8",
+			      NULL};
+
+	if (db->conn)
+		sym_PQfinish(db->conn);
+	db->conn = sym_PQconnectStartParams(keys, vals, 1);
+	if (!db->conn)
+		die_oom();
+	db->started = clock_now_ms();
+	db->polling = sym_PQstatus(db->conn) == CONNECTION_BAD
+			  ? PGRES_POLLING_FAILED
+			  : sym_PQconnectPoll(db->conn);
+}
+
+int auditdb_connect_start(const char *conninfo, struct auditdb **dbp,
+			  struct sbx_error **err)
+{
+	struct auditdb *db;
+
+	*dbp = NULL;
+	if (pq_dl_load(err) < 0)
+		return -1;
+	db = xcalloc(1, sizeof(*db));
+	db->schema = -1;
+	db->info = xstrdup(conninfo ? conninfo : "");
+	begin(db);
+	*dbp = db;
+	return 0;
+}
+
+/*
+ * Drive the connection to its end.  The connect timeout counts from here,
+ * not from the start: the time the caller spent on its own work (a
+ * container made under load can take longer than the timeout) is not the
+ * server's.  A start that failed after the caller had worked a while (the
+ * server gave up waiting on us, or restarted) is redone once.
+ */
+static int connect_wait(struct auditdb *db)
+{
+	long long deadline = clock_now_ms() + connect_ms(db->conn);
+
+	for (;;) {
+		while (db->polling != PGRES_POLLING_OK &&
+		       db->polling != PGRES_POLLING_FAILED) {
+			struct pollfd pfd = {
+			    .fd = sym_PQsocket(db->conn),
+			    .events = db->polling == PGRES_POLLING_READING
+					  ? POLLIN
+					  : POLLOUT};
+			long long left = deadline - clock_now_ms();
+			int n;
+
+			if (left <= 0)
+				return ETIMEDOUT;
+			n = poll(&pfd, 1, left > 1000 ? 1000 : (int)left);
+			if (n < 0 && errno != EINTR)
+				return errno;
+			if (n > 0)
+				db->polling = sym_PQconnectPoll(db->conn);
+		}
+		if (db->polling == PGRES_POLLING_OK &&
+		    sym_PQstatus(db->conn) == CONNECTION_OK)
+			return 0;
+		if (db->retried || clock_now_ms() - db->started < 1000)
+			return -1;
+		db->retried = true;
+		begin(db);
+	}
+}
+
+int auditdb_connect_finish(struct auditdb *db, struct sbx_error **err)
+{
+	const char *enc;
+	PGresult *res;
+
+	if (!db->ready) {
+		int e = connect_wait(db);
+
+		if (e == ETIMEDOUT)
+			return sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
+					     "database unreachable: no answer "
+					     "within the connect timeout");
+		if (e > 0)
+			return sbx_error_set(err, SBX_E_UNAVAILABLE, e,
+					     "database unreachable: poll");
+		if (e < 0) {
+			char *m = clean_message(sym_PQerrorMessage(db->conn),
+						db->info);
+
+			sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
+				      "database unreachable: %s", m);
+			free(m);
+			return -1;
+		}
+	}
+	if (db->ready)
+		return 0;
+	/* A database of another encoding would turn a path into other
+	 * bytes (or refuse it), and the chain would no longer verify. */
+	enc = sym_PQparameterStatus(db->conn, "server_encoding");
+	if (!enc || strcmp(enc, "UTF8") != 0)
+		return sbx_error_set(
+		    err, SBX_E_UNAVAILABLE, 0,
+		    "the audit's database must be UTF8, not %s "
+		    "(CREATE DATABASE ... ENCODING 'UTF8')",
+		    enc ? enc : "unknown");
+	sym_PQsetNoticeProcessor(db->conn, quiet_notice, NULL);
+	/* hex: the hashes are read back as text (a role or PGOPTIONS may
+	 * say escape); standard strings: E'' is used where a backslash
+	 * matters, but nothing should depend on the server's default. */
+	res = sym_PQexec(db->conn, "SET statement_timeout = '30s'; "
+				   "SET bytea_output = 'hex'; "
+				   "SET standard_conforming_strings = on");
+	if (sym_PQresultStatus(res) != PGRES_COMMAND_OK)
+		return res_fail(res, err, "database unreachable");
+	sym_PQclear(res);
+	db->ready = true;
+	return 0;
+}
+
+int auditdb_connect(const char *conninfo, struct auditdb **dbp,
+		    struct sbx_error **err)
+{
+	if (auditdb_connect_start(conninfo, dbp, err) < 0)
+		return -1;
+	if (auditdb_connect_finish(*dbp, err) < 0) {
+		auditdb_close(*dbp);
+		*dbp = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+void auditdb_close(struct auditdb *db)
+{
+	if (!db)
+		return;
+	if (db->conn)
+		sym_PQfinish(db->conn);
+	free(db->info);
+	free(db);
+}
+
+void *auditdb_conn(struct auditdb *db)
+{
+	return db->conn;
+}
+
+/* Run sql with text params; 0 when its status is want (res kept in *out
+ * when out, else cleared). */
+static int run(struct auditdb *db, const char *sql, int n,
+	       const char *const *params, ExecStatusType want, PGresult **out,
+	       struct sbx_error **err)
+{
+	PGresult *res =
+	    sym_PQexecParams(db->conn, sql, n, NULL, params, NULL, NULL, 0);
+
+	if (!res)
+		return pq_fail(db, err, "database");
+	if (sym_PQresultStatus(res) != want)
+		return res_fail(res, err, "database");
+	if (out)
+		*out = res;
+	else
+		sym_PQclear(res);
+	return 0;
+}
+
+static int cmd(struct auditdb *db, const char *sql, struct sbx_error **err)
+{
+	return run(db, sql, 0, NULL, PGRES_COMMAND_OK, NULL, err);
+}
+
+static void rollback(struct auditdb *db)
+{
+	PGresult *res = sym_PQexec(db->conn, "ROLLBACK");
+	sym_PQclear(res);
+}
+
+/* --- migrations ---------------------------------------------------- */
+
+int auditdb_schema_version(struct auditdb *db, int *applied, int *known,
+			   struct sbx_error **err)
+{
+	PGresult *res;
+
+	*known = auditdb_nmigrations;
+	*applied = 0;
+	if (run(db,
+		"SELECT CASE WHEN to_regclass('schema_migrations') IS NULL "
+		"THEN NULL ELSE 1 END",
+		0, NULL, PGRES_TUPLES_OK, &res, err) < 0)
+		return -1;
+	bool exists = !sym_PQgetisnull(res, 0, 0);
+	sym_PQclear(res);
+	if (!exists)
+		return db->schema = 0;
+	if (run(db, "SELECT coalesce(max(version), 0) FROM schema_migrations",
+		0, NULL, PGRES_TUPLES_OK, &res, err) < 0)
+		return -1;
+	*applied = atoi(sym_PQgetvalue(res, 0, 0));
+	sym_PQclear(res);
+	db->schema = *applied;
+	return 0;
+}
+
+/* Apply migration m unless present, under the lock, in one transaction. */
+static int migrate_one(struct auditdb *db, const struct auditdb_migration *m,
+		       int *applied, struct sbx_error **err)
+{
+	char lock[32], version[16];
+	const char *p[2];
+	PGresult *res;
+
+	snprintf(lock, sizeof(lock), "%d", AUDITDB_LOCK_MIGRATE);
+	snprintf(version, sizeof(version), "%d", m->version);
+	if (cmd(db, "BEGIN", err) < 0)
+		return -1;
+	p[0] = lock;
+	if (run(db, "SELECT pg_advisory_xact_lock($1::bigint)", 1, p,
+		PGRES_TUPLES_OK, NULL, err) < 0 ||
+	    cmd(db,
+		"CREATE TABLE IF NOT EXISTS schema_migrations ("
+		"version integer PRIMARY KEY, name text NOT NULL, "
+		"applied_at timestamptz NOT NULL DEFAULT now())",
+		err) < 0)
+		goto fail;
+	p[0] = version;
+	if (run(db, "SELECT 1 FROM schema_migrations WHERE version = $1", 1, p,
+		PGRES_TUPLES_OK, &res, err) < 0)
+		goto fail;
+	bool done = sym_PQntuples(res) > 0;
+	sym_PQclear(res);
+	if (done)
+		return cmd(db, "COMMIT", err);
+	res = sym_PQexec(db->conn, m->sql);
+	if (sym_PQresultStatus(res) != PGRES_COMMAND_OK) {
+		res_fail(res, err, "database");
+		sbx_error_wrap(err, "migration %d (%s)", m->version, m->name);
+		goto fail;
+	}
+	sym_PQclear(res);
+	p[1] = m->name;
+	if (run(db,
+		"INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+		2, p, PGRES_COMMAND_OK, NULL, err) < 0 ||
+	    cmd(db, "COMMIT", err) < 0)
+		goto fail;
+	(*applied)++;
+	return 0;
+fail:
+	rollback(db);
+	return -1;
+}
+
+int auditdb_migrate(struct auditdb *db, int *applied, struct sbx_error **err)
+{
+	int have, known;
+
+	*applied = 0;
+	if (auditdb_schema_version(db, &have, &known, err) < 0)
+		return -1;
+	for (int i = have; i < auditdb_nmigrations; i++)
+		if (migrate_one(db, &auditdb_migrations[i], applied, err) < 0)
+			return -1;
+	return auditdb_schema_version(db, &have, &known, err);
+}
+
+int auditdb_migrate_status(struct auditdb *db, json_t **status,
+			   struct sbx_error **err)
+{
+	int have, known;
+	PGresult *res = NULL;
+
+	*status = NULL;
+	if (auditdb_schema_version(db, &have, &known, err) < 0)
+		return -1;
+	if (db->schema > 0 ||
+	    run(db, "SELECT to_regclass('schema_migrations') IS NOT NULL", 0,
+		NULL, PGRES_TUPLES_OK, &res, err) == 0) {
+		bool exists =
+		    db->schema > 0 || !strcmp(sym_PQgetvalue(res, 0, 0), "t");
+		if (res)
+			sym_PQclear(res);
+		res = NULL;
+		if (exists && run(db,
+				  "SELECT version, to_char(applied_at AT TIME "
+				  "ZONE 'UTC', "
+				  "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') "
+				  "FROM schema_migrations ORDER BY version",
+				  0, NULL, PGRES_TUPLES_OK, &res, err) < 0)
+			return -1;
+	} else {
+		return -1;
+	}
+	json_t *a = json_array();
+	for (int i = 0; i < auditdb_nmigrations; i++) {
+		const struct auditdb_migration *m = &auditdb_migrations[i];
+		const char *at = NULL;
+		for (int r = 0; res && r < sym_PQntuples(res); r++)
+			if (atoi(sym_PQgetvalue(res, r, 0)) == m->version)
+				at = sym_PQgetvalue(res, r, 1);
+		json_array_append_new(
+		    a, xjson_pack("{s:i,s:s,s:o}", "version", m->version,
+				  "name", m->name, "applied_at",
+				  at ? json_string(at) : json_null()));
+	}
+	if (res)
+		sym_PQclear(res);
+	*status = a;
+	return 0;
+}
+
+/* --- inserting ----------------------------------------------------- */
+
+/* bytea's text output "\x..." (32 bytes) into out; -1 when not that. */
+static int unhex32(const char *s, unsigned char out[32])
+{
+	if (strncmp(s, "\\x", 2) || strlen(s) != 66)
+		return -1;
+	s += 2;
+	for (int i = 0; i < 32; i++) {
+		unsigned v = 0;
+		for (int k = 0; k < 2; k++) {
+			char c = s[2 * i + k];
+			v <<= 4;
+			if (c >= '0' && c <= '9')
+				v |= (unsigned)(c - '0');
+			else if (c >= 'a' && c <= 'f')
+				v |= (unsigned)(c - 'a' + 10);
+			else
+				return -1;
+		}
+		out[i] = (unsigned char)v;
+	}
+	return 0;
+}
+
+static void array_start(struct strbuf *sb)
+{
+	strbuf_reset(sb);
+	strbuf_addch(sb, '{');
+}
+
+static void array_end(struct strbuf *sb)
+{
+	strbuf_addch(sb, '}');
+}
+
+static void array_add(struct strbuf *sb, const char *s)
+{
+	if (sb->len > 1)
+		strbuf_addch(sb, ',');
+	if (!s) {
+		strbuf_addstr(sb, "NULL");
+		return;
+	}
+	strbuf_addch(sb, '"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			strbuf_addch(sb, '\\');
+		strbuf_addch(sb, *s);
+	}
+	strbuf_addch(sb, '"');
+}
+
+struct chain {
+	const char *session, *tenant;
+	unsigned char head[32];
+	long long added;
+	const char *last_id;
+};
+
+struct ins {
+	const struct audit_row *rows;
+	size_t n;
+	const struct audit_row **byid; /* sorted by id */
+	bool *skip;		       /* per row */
+	struct chain *chains;	       /* sorted by session */
+	size_t nchains;
+	unsigned char (*hash)[32]; /* per row */
+};
+
+static int cmp_session(const void *a, const void *b)
+{
+	return strcmp(((const struct chain *)a)->session,
+		      ((const struct chain *)b)->session);
+}
+
+static int cmp_rowid(const void *a, const void *b)
+{
+	const struct audit_row *x = *(const struct audit_row *const *)a;
+	const struct audit_row *y = *(const struct audit_row *const *)b;
+	int c = strcasecmp(x->id, y->id);
+	return c ? c : (x < y ? -1 : x > y);
+}
+
+static struct chain *find_chain(struct ins *in, const char *session)
+{
+	struct chain key = {.session = session};
+	return bsearch(&key, in->chains, in->nchains, sizeof(key), cmp_session);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The distinct non-NULL strings of field (offset into audit_row), sorted,
+ * as an array literal; with pair, a second literal of the first row's
+ * pair field for each. */
+static void distinct(const struct audit_row *rows, size_t n, size_t off,
+		     size_t pair_off, struct strbuf *lit, struct strbuf *pair)
+{
+	const char **v = xcalloc(n ? n : 1, 2 * sizeof(*v));
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *s = *(char *const *)((const char *)&rows[i] + off);
+		if (!s)
+			continue;
+		v[2 * k] = s;
+		v[2 * k + 1] =
+		    pair ? *(char *const *)((const char *)&rows[i] + pair_off)
+			 : NULL;
+		k++;
+	}
+	qsort(v, k, 2 * sizeof(*v), cmp_str);
+	array_start(lit);
+	if (pair)
+		array_start(pair);
+	for (size_t i = 0; i < k; i++) {
+		if (i && !strcmp(v[2 * i], v[2 * (i - 1)]))
+			continue;
+		array_add(lit, v[2 * i]);
+		if (pair)
+			array_add(pair, v[2 * i + 1]);
+	}
+	array_end(lit);
+	if (pair)
+		array_end(pair);
+	free(v);
+}
+
+/* The row's 18 COPY columns as text (NULL for SQL NULL); bufs hold the
+ * numbers. */
+enum { NCOLS = 18 };
+static const char copy_cols[] =
+    "id, created_at, tenant, session_key, runtime, agent_id, run_id, "
+    "agent_ref, run_ref, op, target, ok, exit_status, bytes, results, "
+    "duration_ms, detail, hash";
+
+struct fields {
+	const char *v[NCOLS];
+	char ts[64], ex[16], by[24], rs[24], du[24], hash[67];
+};
+
+static void row_fields(const struct audit_row *r, const unsigned char h[32],
+		       struct fields *f)
+{
+	/* RFC 3339, which timestamptz takes as it is */
+	audit_time_format(f->ts, r->created_us);
+	snprintf(f->ex, sizeof(f->ex), "%d", r->exit_status);
+	snprintf(f->by, sizeof(f->by), "%lld", r->bytes);
+	snprintf(f->rs, sizeof(f->rs), "%lld", r->results);
+	snprintf(f->du, sizeof(f->du), "%lld", r->duration_ms);
+	memcpy(f->hash, "\\x", 2); /* bytea's hex input */
+	hex_encode(f->hash + 2, h, 32);
+	f->v[0] = r->id;
+	f->v[1] = f->ts;
+	f->v[2] = r->tenant;
+	f->v[3] = r->session_key;
+	f->v[4] = r->runtime;
+	f->v[5] = r->agent;
+	f->v[6] = r->run;
+	f->v[7] = r->agent;
+	f->v[8] = r->run;
+	f->v[9] = audit_op_name(r->op);
+	f->v[10] = r->target;
+	f->v[11] = r->ok ? "t" : "f";
+	f->v[12] = r->has_exit ? f->ex : NULL;
+	f->v[13] = r->bytes == AUDIT_NONE ? NULL : f->by;
+	f->v[14] = r->results == AUDIT_NONE ? NULL : f->rs;
+	f->v[15] = f->du;
+	f->v[16] = r->detail;
+	f->v[17] = f->hash;
+}
+
+/* COPY text format: \N for NULL; backslash, tab, newline, CR escaped. */
+static void copy_field(struct strbuf *sb, const char *s)
+{
+	if (!s) {
+		strbuf_add(sb, "\\N", 2);
+		return;
+	}
+	for (; *s; s++) {
+		switch (*s) {
+		case '\\':
+			strbuf_add(sb, "\\\\", 2);
+			break;
+		case '\t':
+			strbuf_add(sb, "\\t", 2);
+			break;
+		case '\n':
+			strbuf_add(sb, "\\n", 2);
+			break;
+		case '\r':
+			strbuf_add(sb, "\\r", 2);
+			break;
+		default:
+			strbuf_addch(sb, *s);
+		}
+	}
+}
+
+static int insert_copy(struct auditdb *db, struct ins *in,
+		       struct sbx_error **err)
+{
+	struct strbuf sb = STRBUF_INIT;
+	struct fields f;
+	PGresult *res;
+	char *sql =
+	    xasprintf("COPY sandbox_operations (%s) FROM STDIN", copy_cols);
+	int rc = run(db, sql, 0, NULL, PGRES_COPY_IN, NULL, err);
+
+	free(sql);
+	if (rc < 0)
+		return -1;
+	for (size_t i = 0; i < in->n && rc == 0; i++) {
+		if (in->skip[i])
+			continue;
+		row_fields(&in->rows[i], in->hash[i], &f);
+		for (int c = 0; c < NCOLS; c++) {
+			if (c)
+				strbuf_addch(&sb, '\t');
+			copy_field(&sb, f.v[c]);
+		}
+		strbuf_addch(&sb, '\n');
+		if (sb.len >= 65536) {
+			if (sym_PQputCopyData(db->conn, sb.buf, (int)sb.len) !=
+			    1)
+				rc = -1;
+			strbuf_reset(&sb);
+		}
+	}
+	if (rc == 0 && sb.len &&
+	    sym_PQputCopyData(db->conn, sb.buf, (int)sb.len) != 1)
+		rc = -1;
+	strbuf_release(&sb);
+	if (sym_PQputCopyEnd(db->conn, rc < 0 ? "sbxcat: copy failed" : NULL) !=
+	    1)
+		rc = -1;
+	while ((res = sym_PQgetResult(db->conn)) != NULL) {
+		if (sym_PQresultStatus(res) != PGRES_COMMAND_OK && rc == 0) {
+			res_fail(res, err, "database");
+			rc = -2;
+			continue;
+		}
+		sym_PQclear(res);
+	}
+	if (rc == -1)
+		pq_fail(db, err, "database");
+	return rc < 0 ? -1 : 0;
+}
+
+static int insert_params(struct auditdb *db, struct ins *in,
+			 struct sbx_error **err)
+{
+	struct strbuf sql = STRBUF_INIT;
+	struct fields *f = xcalloc(in->n ? in->n : 1, sizeof(*f));
+	const char **p = xcalloc(in->n * NCOLS + 1, sizeof(*p));
+	int np = 0, rc = 0;
+
+	strbuf_addf(&sql, "INSERT INTO sandbox_operations (%s) VALUES ",
+		    copy_cols);
+	for (size_t i = 0; i < in->n; i++) {
+		if (in->skip[i])
+			continue;
+		row_fields(&in->rows[i], in->hash[i], &f[i]);
+		strbuf_addstr(&sql, np ? ",(" : "(");
+		for (int c = 0; c < NCOLS; c++) {
+			p[np] = f[i].v[c];
+			strbuf_addf(&sql, "%s$%d", c ? "," : "", ++np);
+		}
+		strbuf_addch(&sql, ')');
+	}
+	if (np)
+		rc = run(db, sql.buf, np, p, PGRES_COMMAND_OK, NULL, err);
+	strbuf_release(&sql);
+	free(p);
+	free(f);
+	return rc;
+}
+
+static int schema_check(struct auditdb *db, struct sbx_error **err)
+{
+	int have, known;
+
+	if (db->schema >= auditdb_nmigrations)
+		return 0;
+	if (auditdb_schema_version(db, &have, &known, err) < 0)
+		return -1;
+	if (have < known) {
+		sbx_error_set(
+		    err, SBX_E_UNAVAILABLE, 0,
+		    "the audit schema is at version %d, sbxcat needs %d", have,
+		    known);
+		sbx_error_hint(*err, "run: sbxcat audit migrate");
+		return -1;
+	}
+	return 0;
+}
+
+static int insert_tx(struct auditdb *db, struct ins *in, size_t *inserted,
+		     size_t *skipped, struct sbx_error **err)
+{
+	struct strbuf a = STRBUF_INIT, b = STRBUF_INIT, c = STRBUF_INIT,
+		      d = STRBUF_INIT;
+	const char *p[4];
+	PGresult *res = NULL;
+	int rc = -1;
+
+	/* The chains, created when missing, then locked in session order. */
+	array_start(&a);
+	array_start(&b);
+	for (size_t i = 0; i < in->nchains; i++) {
+		array_add(&a, in->chains[i].session);
+		array_add(&b, in->chains[i].tenant);
+	}
+	array_end(&a);
+	array_end(&b);
+	p[0] = a.buf;
+	p[1] = b.buf;
+	if (run(db,
+		"INSERT INTO audit_chains (session_key, tenant, head, nrows, "
+		"swept_hash, swept_rows) SELECT s, t, decode(repeat('00', 32), "
+		"'hex'), "
+		"0, decode(repeat('00', 32), 'hex'), 0 FROM unnest($1::text[], "
+		"$2::text[]) AS v(s, t) ORDER BY s COLLATE \"C\" "
+		"ON CONFLICT DO NOTHING",
+		2, p, PGRES_COMMAND_OK, NULL, err) < 0 ||
+	    run(db,
+		"SELECT session_key, head FROM audit_chains WHERE "
+		"session_key = ANY($1::text[]) "
+		"ORDER BY session_key COLLATE \"C\" FOR UPDATE",
+		1, p, PGRES_TUPLES_OK, &res, err) < 0)
+		goto out;
+	for (int r = 0; r < sym_PQntuples(res); r++) {
+		struct chain *ch = find_chain(in, sym_PQgetvalue(res, r, 0));
+		if (!ch || unhex32(sym_PQgetvalue(res, r, 1), ch->head) < 0) {
+			sbx_error_set(
+			    err, SBX_E_UNAVAILABLE, 0,
+			    "database: audit_chains holds a bad head");
+			goto out;
+		}
+	}
+	sym_PQclear(res);
+	res = NULL;
+
+	/* Replays: the ids already there. */
+	array_start(&a);
+	for (size_t i = 0; i < in->n; i++)
+		array_add(&a, in->rows[i].id);
+	array_end(&a);
+	p[0] = a.buf;
+	if (run(db,
+		"SELECT id FROM sandbox_operations WHERE id = ANY($1::uuid[])",
+		1, p, PGRES_TUPLES_OK, &res, err) < 0)
+		goto out;
+	for (int r = 0; r < sym_PQntuples(res); r++) {
+		struct audit_row key;
+		const struct audit_row *kp = &key, **hit;
+		snprintf(key.id, sizeof(key.id), "%s",
+			 sym_PQgetvalue(res, r, 0));
+		/* Any row with that id: find the first by id alone. */
+		size_t lo = 0, hi = in->n;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (strcasecmp(in->byid[mid]->id, kp->id) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (; lo < in->n && !strcasecmp(in->byid[lo]->id, key.id);
+		     lo++) {
+			hit = &in->byid[lo];
+			in->skip[*hit - in->rows] = true;
+		}
+	}
+	sym_PQclear(res);
+	res = NULL;
+
+	/* The hashes, in the order given. */
+	for (size_t i = 0; i < in->n; i++) {
+		if (in->skip[i]) {
+			(*skipped)++;
+			continue;
+		}
+		struct chain *ch = find_chain(in, in->rows[i].session_key);
+		audit_chain_hash(ch->head, &in->rows[i], in->hash[i]);
+		memcpy(ch->head, in->hash[i], 32);
+		ch->added++;
+		ch->last_id = in->rows[i].id;
+		(*inserted)++;
+	}
+	if (!*inserted) {
+		rc = cmd(db, "COMMIT", err);
+		goto out;
+	}
+
+	/* Agents and runs. */
+	distinct(in->rows, in->n, offsetof(struct audit_row, agent), 0, &a,
+		 NULL);
+	p[0] = a.buf;
+	distinct(in->rows, in->n, offsetof(struct audit_row, run),
+		 offsetof(struct audit_row, agent), &b, &c);
+	if (strcmp(a.buf, "{}") &&
+	    run(db,
+		"INSERT INTO agents (id) SELECT i FROM unnest($1::text[]) AS "
+		"v(i) "
+		"ORDER BY i COLLATE \"C\" ON CONFLICT DO NOTHING",
+		1, p, PGRES_COMMAND_OK, NULL, err) < 0)
+		goto out;
+	p[0] = b.buf;
+	p[1] = c.buf;
+	if (strcmp(b.buf, "{}") &&
+	    run(db,
+		"INSERT INTO runs (id, agent_id) SELECT r, a FROM unnest("
+		"$1::text[], $2::text[]) AS v(r, a) ORDER BY r COLLATE \"C\" "
+		"ON CONFLICT DO NOTHING",
+		2, p, PGRES_COMMAND_OK, NULL, err) < 0)
+		goto out;
+
+	if ((*inserted > COPY_OVER ? insert_copy(db, in, err)
+				   : insert_params(db, in, err)) < 0)
+		goto out;
+
+	/* The chains' heads. */
+	array_start(&a);
+	array_start(&b);
+	array_start(&c);
+	array_start(&d);
+	for (size_t i = 0; i < in->nchains; i++) {
+		struct chain *ch = &in->chains[i];
+		char h[2 + 64 + 1] = "\\x", num[24];
+		if (!ch->added)
+			continue;
+		hex_encode(h + 2, ch->head, 32);
+		snprintf(num, sizeof(num), "%lld", ch->added);
+		array_add(&a, ch->session);
+		array_add(&b, h);
+		array_add(&c, num);
+		array_add(&d, ch->last_id);
+	}
+	array_end(&a);
+	array_end(&b);
+	array_end(&c);
+	array_end(&d);
+	const char *q[4] = {a.buf, b.buf, c.buf, d.buf};
+	if (run(db,
+		"UPDATE audit_chains c SET head = v.h, head_seq = o.seq, "
+		"nrows = c.nrows + v.n FROM unnest($1::text[], $2::bytea[], "
+		"$3::bigint[], $4::uuid[]) AS v(s, h, n, l) JOIN "
+		"sandbox_operations o ON o.id = v.l WHERE c.session_key = v.s",
+		4, q, PGRES_COMMAND_OK, NULL, err) < 0)
+		goto out;
+	rc = cmd(db, "COMMIT", err);
+out:
+	if (res)
+		sym_PQclear(res);
+	strbuf_release(&a);
+	strbuf_release(&b);
+	strbuf_release(&c);
+	strbuf_release(&d);
+	return rc;
+}
+
+int auditdb_insert(struct auditdb *db, const struct audit_row *rows, size_t n,
+		   size_t *inserted, size_t *skipped, struct sbx_error **err)
+{
+	struct ins in = {.rows = rows, .n = n};
+	int rc;
+
+	*inserted = *skipped = 0;
+	if (!n)
+		return 0;
+	if (schema_check(db, err) < 0)
+		return -1;
+	in.byid = xcalloc(n, sizeof(*in.byid));
+	in.skip = xcalloc(n, sizeof(*in.skip));
+	in.hash = xcalloc(n, sizeof(*in.hash));
+	in.chains = xcalloc(n, sizeof(*in.chains));
+	for (size_t i = 0; i < n; i++) {
+		in.byid[i] = &rows[i];
+		in.chains[i].session = rows[i].session_key;
+		in.chains[i].tenant = rows[i].tenant;
+	}
+	/* A row repeated within the batch goes in once. */
+	qsort(in.byid, n, sizeof(*in.byid), cmp_rowid);
+	for (size_t i = 1; i < n; i++)
+		if (!strcasecmp(in.byid[i]->id, in.byid[i - 1]->id))
+			in.skip[in.byid[i] - rows] = true;
+	/* Distinct sessions, the tenant of each one's first row. */
+	for (size_t i = 0; i < n; i++)
+		in.chains[i].last_id = (const char *)(uintptr_t)i;
+	qsort(in.chains, n, sizeof(*in.chains), cmp_session);
+	for (size_t i = 0; i < n; i++) {
+		if (in.nchains && !strcmp(in.chains[in.nchains - 1].session,
+					  in.chains[i].session)) {
+			if ((uintptr_t)in.chains[i].last_id <
+			    (uintptr_t)in.chains[in.nchains - 1].last_id) {
+				in.chains[in.nchains - 1].tenant =
+				    in.chains[i].tenant;
+				in.chains[in.nchains - 1].last_id =
+				    in.chains[i].last_id;
+			}
+			continue;
+		}
+		in.chains[in.nchains++] = in.chains[i];
+	}
+	for (size_t i = 0; i < in.nchains; i++)
+		in.chains[i].last_id = NULL;
+
+	rc = cmd(db, "BEGIN", err);
+	if (rc == 0) {
+		rc = insert_tx(db, &in, inserted, skipped, err);
+		if (rc < 0) {
+			rollback(db);
+			*inserted = *skipped = 0;
+		}
+	}
+	free(in.byid);
+	free(in.skip);
+	free(in.hash);
+	free(in.chains);
+	return rc;
+}
+
+/* --- verifying, heads ---------------------------------------------- */
+
+/*
+ * " WHERE session_key = $1" or tenant, for the chains' query.  A tenant's
+ * chains are those holding rows of that tenant, not those whose first row
+ * was: a chain's tenant column says who wrote its first row, and a
+ * refused request of another tenant once could (docs/audit.md).
+ */
+static const char *chain_where(const char *session, const char *tenant,
+			       const char **param)
+{
+	*param = session ? session : tenant;
+	return session	? " WHERE c.session_key = $1"
+	       : tenant ? " WHERE c.session_key IN (SELECT o.session_key "
+			  "FROM sandbox_operations o WHERE o.tenant = $1)"
+			: "";
+}
+
+static void add_bad(json_t *bad, const char *session, long long seq,
+		    const char *id, const char *why)
+{
+	json_array_append_new(
+	    bad, xjson_pack("{s:o,s:I,s:o,s:s}", "session", xjson_text(session),
+			    "seq", (json_int_t)seq, "id",
+			    id ? json_string(id) : json_null(), "why", why));
+}
+
+struct vchain {
+	const char *session;
+	unsigned char prev[32], head[32];
+	long long head_seq; /* -1: NULL */
+	long long nrows;
+};
+
+/* Stream the chain's rows in seq order (single-row mode), recomputing
+ * each hash; the first that does not match goes to bad. */
+static int verify_chain(struct auditdb *db, struct vchain *vc, json_t *bad,
+			unsigned long long *nrows, struct sbx_error **err)
+{
+	const char *p[1] = {vc->session};
+	PGresult *res;
+	bool found = false, any = false;
+	long long last_seq = -1, counted = 0;
+	int rc = 0;
+
+	if (!sym_PQsendQueryParams(
+		db->conn,
+		"SELECT seq, id, (extract(epoch FROM created_at) * "
+		"1000000)::bigint, "
+		"tenant, session_key, runtime, agent_ref, run_ref, op, target, "
+		"ok, "
+		"exit_status, bytes, results, duration_ms, detail, hash "
+		"FROM sandbox_operations WHERE session_key = $1 ORDER BY seq",
+		1, NULL, p, NULL, NULL, 0) ||
+	    !sym_PQsetSingleRowMode(db->conn))
+		return pq_fail(db, err, "database");
+	while ((res = sym_PQgetResult(db->conn)) != NULL) {
+		ExecStatusType st = sym_PQresultStatus(res);
+		if (st == PGRES_TUPLES_OK || rc < 0) {
+			sym_PQclear(res);
+			continue;
+		}
+		if (st != PGRES_SINGLE_TUPLE) {
+			res_fail(res, err, "database");
+			rc = -1;
+			continue;
+		}
+		(*nrows)++;
+		counted++;
+		if (found) {
+			sym_PQclear(res);
+			continue;
+		}
+#define V(c) (sym_PQgetisnull(res, 0, c) ? NULL : sym_PQgetvalue(res, 0, c))
+#define G(c) sym_PQgetvalue(res, 0, c) /* NOT NULL columns */
+		struct audit_row r = {0};
+		unsigned char want[32], stored[32];
+		long long seq = atoll(G(0));
+		int op = audit_op_parse(G(8));
+		snprintf(r.id, sizeof(r.id), "%s", G(1));
+		r.created_us = atoll(G(2));
+		r.tenant = G(3);
+		r.session_key = G(4);
+		r.runtime = G(5);
+		r.agent = V(6);
+		r.run = V(7);
+		r.op = op < 0 ? AUDIT_NOPS : (enum audit_op)op;
+		r.target = G(9);
+		r.ok = !strcmp(G(10), "t");
+		r.has_exit = V(11) != NULL;
+		r.exit_status = r.has_exit ? atoi(G(11)) : 0;
+		r.bytes = V(12) ? atoll(G(12)) : AUDIT_NONE;
+		r.results = V(13) ? atoll(G(13)) : AUDIT_NONE;
+		r.duration_ms = atoll(G(14));
+		r.detail = G(15);
+		audit_chain_hash(vc->prev, &r, want);
+		if (op < 0 || unhex32(G(16), stored) < 0 ||
+		    memcmp(want, stored, 32)) {
+			add_bad(bad, vc->session, seq, r.id,
+				"hash does not match: this row was changed, or "
+				"rows before it were deleted or inserted");
+			found = true;
+		}
+#undef V
+#undef G
+		memcpy(vc->prev, stored, 32);
+		last_seq = seq;
+		any = true;
+		sym_PQclear(res);
+	}
+	if (rc < 0 || found)
+		return rc;
+	if (memcmp(vc->prev, vc->head, 32) ||
+	    (any && last_seq != vc->head_seq)) {
+		char why[160];
+		if (any && last_seq > vc->head_seq)
+			snprintf(why, sizeof(why),
+				 "rows after the chain's head (row %lld): "
+				 "added around sbxcat",
+				 vc->head_seq);
+		else
+			snprintf(why, sizeof(why),
+				 "the chain's head is row %lld, which is "
+				 "missing: rows deleted at the end",
+				 vc->head_seq);
+		add_bad(bad, vc->session, vc->head_seq, NULL, why);
+		return 0;
+	}
+	/* Rows gone from the front, their hash moved into swept_hash by
+	 * hand, leave the links whole: the count the chain keeps (and `audit
+	 * head` shows) does not follow. */
+	if (counted != vc->nrows) {
+		char why[160];
+		snprintf(
+		    why, sizeof(why),
+		    "the chain holds %lld rows but says %lld: rows deleted "
+		    "or inserted around sbxcat",
+		    counted, vc->nrows);
+		add_bad(bad, vc->session, -1, NULL, why);
+	}
+	return 0;
+}
+
+/*
+ * Rows whose session has no chain: inserted by hand, around sbxcat (a
+ * chain row is made with the first row of every session).  Each is bad;
+ * the first 100 are named.
+ */
+static int verify_orphans(struct auditdb *db, const char *session,
+			  const char *tenant, json_t *bad,
+			  struct sbx_error **err)
+{
+	const char *param = session ? session : tenant;
+	PGresult *res = NULL;
+	char *sql = xasprintf(
+	    "SELECT o.session_key, o.seq, o.id FROM sandbox_operations o "
+	    "WHERE NOT EXISTS (SELECT 1 FROM audit_chains c "
+	    "WHERE c.session_key = o.session_key)%s ORDER BY o.seq LIMIT 100",
+	    session  ? " AND o.session_key = $1"
+	    : tenant ? " AND o.tenant = $1"
+		     : "");
+	int rc =
+	    run(db, sql, param ? 1 : 0, &param, PGRES_TUPLES_OK, &res, err);
+
+	free(sql);
+	if (rc < 0)
+		return -1;
+	for (int i = 0; i < sym_PQntuples(res); i++)
+		add_bad(bad, sym_PQgetvalue(res, i, 0),
+			atoll(sym_PQgetvalue(res, i, 1)),
+			sym_PQgetvalue(res, i, 2),
+			"the row belongs to no chain: inserted around sbxcat");
+	sym_PQclear(res);
+	return 0;
+}
+
+int auditdb_verify(struct auditdb *db, const char *session, const char *tenant,
+		   json_t **report, struct sbx_error **err)
+{
+	const char *param, *where = chain_where(session, tenant, &param);
+	unsigned long long nrows = 0;
+	PGresult *res = NULL;
+	char *sql;
+	int rc;
+
+	*report = NULL;
+	if (schema_check(db, err) < 0 ||
+	    cmd(db, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err) < 0)
+		return -1;
+	sql =
+	    xasprintf("SELECT c.session_key, c.head, c.head_seq, c.swept_hash, "
+		      "c.nrows FROM audit_chains c%s "
+		      "ORDER BY c.session_key COLLATE \"C\"",
+		      where);
+	rc = cmd(db, "SET LOCAL statement_timeout = 0", err);
+	if (rc == 0)
+		rc = run(db, sql, *where ? 1 : 0, &param, PGRES_TUPLES_OK, &res,
+			 err);
+	free(sql);
+	json_t *bad = json_array();
+	int nchains = rc == 0 ? sym_PQntuples(res) : 0;
+	for (int i = 0; rc == 0 && i < nchains; i++) {
+		struct vchain vc = {.session = sym_PQgetvalue(res, i, 0)};
+		vc.head_seq = sym_PQgetisnull(res, i, 2)
+				  ? -1
+				  : atoll(sym_PQgetvalue(res, i, 2));
+		vc.nrows = atoll(sym_PQgetvalue(res, i, 4));
+		if (unhex32(sym_PQgetvalue(res, i, 1), vc.head) < 0 ||
+		    unhex32(sym_PQgetvalue(res, i, 3), vc.prev) < 0) {
+			add_bad(
+			    bad, vc.session, vc.head_seq, NULL,
+			    "the chain's head or swept hash is not 32 bytes");
+			continue;
+		}
+		rc = verify_chain(db, &vc, bad, &nrows, err);
+	}
+	if (res)
+		sym_PQclear(res);
+	if (rc == 0)
+		rc = verify_orphans(db, session, tenant, bad, err);
+	if (rc == 0 && (session || tenant) && nchains == 0 &&
+	    json_array_size(bad) == 0)
+		add_bad(bad, session ? session : "", -1, NULL,
+			session
+			    ? "no chain: no row of this session is recorded"
+			    : "no chain: no row of this tenant is recorded");
+	if (rc < 0) {
+		rollback(db);
+		json_decref(bad);
+		return -1;
+	}
+	if (cmd(db, "COMMIT", err) < 0) {
+		json_decref(bad);
+		return -1;
+	}
+	rc = json_array_size(bad) ? 1 : 0;
+	*report = xjson_pack("{s:i,s:I,s:o}", "chains", nchains, "rows",
+			     (json_int_t)nrows, "bad", bad);
+	return rc;
+}
+
+int auditdb_heads(struct auditdb *db, const char *session, const char *tenant,
+		  json_t **heads, struct sbx_error **err)
+{
+	const char *param, *where = chain_where(session, tenant, &param);
+	PGresult *res;
+	char *sql;
+	int rc;
+
+	*heads = NULL;
+	if (schema_check(db, err) < 0)
+		return -1;
+	sql = xasprintf("SELECT c.session_key, c.tenant, c.nrows, c.head_seq, "
+			"encode(c.head, 'hex'), c.swept_rows, "
+			"encode(c.swept_hash, 'hex') FROM audit_chains c%s "
+			"ORDER BY c.session_key COLLATE \"C\"",
+			where);
+	rc = run(db, sql, *where ? 1 : 0, &param, PGRES_TUPLES_OK, &res, err);
+	free(sql);
+	if (rc < 0)
+		return -1;
+	json_t *a = json_array();
+	for (int i = 0; i < sym_PQntuples(res); i++)
+		json_array_append_new(
+		    a, xjson_pack(
+			   "{s:o,s:o,s:I,s:o,s:s,s:I,s:s}", "session",
+			   xjson_text(sym_PQgetvalue(res, i, 0)), "tenant",
+			   xjson_text(sym_PQgetvalue(res, i, 1)), "rows",
+			   (json_int_t)atoll(sym_PQgetvalue(res, i, 2)),
+			   "head_seq",
+			   sym_PQgetisnull(res, i, 3)
+			       ? json_null()
+			       : json_integer(atoll(sym_PQgetvalue(res, i, 3))),
+			   "head", sym_PQgetvalue(res, i, 4), "swept_rows",
+			   (json_int_t)atoll(sym_PQgetvalue(res, i, 5)),
+			   "swept_hash", sym_PQgetvalue(res, i, 6)));
+	sym_PQclear(res);
+	*heads = a;
+	return 0;
+}
+
+/* --- the retention sweep ------------------------------------------- */
+
+/* One transaction: remove at most batch old rows from the front of
+ * session's chain.  *gone the rows removed. */
+static int sweep_some(struct auditdb *db, const char *session,
+		      const char *cutoff, const char *batch, long long *gone,
+		      struct sbx_error **err)
+{
+	const char *p[4] = {session, cutoff, batch, NULL};
+	PGresult *res;
+	int k = 0;
+
+	*gone = 0;
+	if (cmd(db, "BEGIN", err) < 0)
+		return -1;
+	if (run(db,
+		"SELECT 1 FROM audit_chains WHERE session_key = $1 FOR UPDATE",
+		1, p, PGRES_TUPLES_OK, NULL, err) < 0 ||
+	    run(db,
+		"SELECT seq, hash, created_at < 'epoch'::timestamptz + "
+		"$2::bigint * interval '1 microsecond' FROM sandbox_operations "
+		"WHERE session_key = $1 ORDER BY seq LIMIT $3::bigint",
+		3, p, PGRES_TUPLES_OK, &res, err) < 0)
+		goto fail;
+	while (k < sym_PQntuples(res) &&
+	       !strcmp(sym_PQgetvalue(res, k, 2), "t"))
+		k++;
+	if (k == 0) {
+		sym_PQclear(res);
+		return cmd(db, "COMMIT", err);
+	}
+	char n[24];
+	snprintf(n, sizeof(n), "%d", k);
+	const char *q[4] = {session, sym_PQgetvalue(res, k - 1, 0),
+			    sym_PQgetvalue(res, k - 1, 1), n};
+	const char *u[3] = {session, q[2], n};
+	if (run(db,
+		"DELETE FROM sandbox_operations WHERE session_key = $1 AND "
+		"seq <= $2::bigint",
+		2, q, PGRES_COMMAND_OK, NULL, err) < 0 ||
+	    run(db,
+		"UPDATE audit_chains SET swept_hash = $2::bytea, swept_rows = "
+		"swept_rows + $3::bigint, nrows = nrows - $3::bigint, swept_at "
+		"= "
+		"now() WHERE session_key = $1",
+		3, u, PGRES_COMMAND_OK, NULL, err) < 0) {
+		sym_PQclear(res);
+		goto fail;
+	}
+	sym_PQclear(res);
+	*gone = k;
+	return cmd(db, "COMMIT", err);
+fail:
+	rollback(db);
+	return -1;
+}
+
+int auditdb_sweep(struct auditdb *db, long long cutoff_us, size_t batch,
+		  unsigned long long *deleted, unsigned long long *held,
+		  struct sbx_error **err)
+{
+	char cutoff[24], nb[24];
+	const char *p[1] = {cutoff};
+	PGresult *res;
+
+	*deleted = *held = 0;
+	if (schema_check(db, err) < 0)
+		return -1;
+	if (!batch)
+		batch = 1;
+	snprintf(cutoff, sizeof(cutoff), "%lld", cutoff_us);
+	snprintf(nb, sizeof(nb), "%zu", batch);
+	/* Finding the chains with old rows reads every old row: no timeout
+	 * for that; each batch after is short, and keeps the 30 s. */
+	if (cmd(db, "SET statement_timeout = 0", err) < 0 ||
+	    run(db,
+		"SELECT DISTINCT session_key COLLATE \"C\" AS s FROM "
+		"sandbox_operations WHERE created_at < 'epoch'::timestamptz + "
+		"$1::bigint * interval '1 microsecond' ORDER BY s",
+		1, p, PGRES_TUPLES_OK, &res, err) < 0)
+		return -1;
+	if (cmd(db, "SET statement_timeout = '30s'", err) < 0) {
+		sym_PQclear(res);
+		return -1;
+	}
+	for (int i = 0; i < sym_PQntuples(res); i++) {
+		long long gone;
+		do {
+			if (sweep_some(db, sym_PQgetvalue(res, i, 0), cutoff,
+				       nb, &gone, err) < 0) {
+				sym_PQclear(res);
+				return -1;
+			}
+			*deleted += (unsigned long long)gone;
+		} while ((size_t)gone == batch);
+	}
+	sym_PQclear(res);
+	if (cmd(db, "SET statement_timeout = 0", err) < 0 ||
+	    run(db,
+		"SELECT count(*) FROM sandbox_operations WHERE created_at < "
+		"'epoch'::timestamptz + $1::bigint * interval '1 microsecond'",
+		1, p, PGRES_TUPLES_OK, &res, err) < 0)
+		return -1;
+	*held = strtoull(sym_PQgetvalue(res, 0, 0), NULL, 10);
+	sym_PQclear(res);
+	return cmd(db, "SET statement_timeout = '30s'", err);
+}

@@ -1,0 +1,256 @@
+/*
+ * text.c - UTF-8 validity, control characters, and untrusted text made safe
+ * to print (see text.h).
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "basic/alloc.h"
+#include "basic/text.h"
+
+size_t utf8_decode(const char *str, size_t len, uint32_t *cp)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t need;
+	uint32_t c, min;
+
+	if (len == 0)
+		return 0;
+	if (s[0] < 0x80) {
+		*cp = s[0];
+		return 1;
+	}
+	if ((s[0] & 0xE0) == 0xC0) {
+		need = 1, c = s[0] & 0x1F, min = 0x80;
+	} else if ((s[0] & 0xF0) == 0xE0) {
+		need = 2, c = s[0] & 0x0F, min = 0x800;
+	} else if ((s[0] & 0xF8) == 0xF0) {
+		need = 3, c = s[0] & 0x07, min = 0x10000;
+	} else {
+		return 0;
+	}
+	if (len <= need)
+		return 0;
+	for (size_t k = 1; k <= need; k++) {
+		if ((s[k] & 0xC0) != 0x80)
+			return 0;
+		c = (c << 6) | (s[k] & 0x3F);
+	}
+	if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+		return 0;
+	*cp = c;
+	return need + 1;
+}
+
+long utf8_first_invalid(const char *s, size_t len)
+{
+	uint32_t cp;
+
+	for (size_t i = 0; i < len;) {
+		size_t n = utf8_decode(s + i, len - i, &cp);
+		if (n == 0)
+			return (long)i;
+		i += n;
+	}
+	return -1;
+}
+
+size_t utf8_chars(const char *s, size_t len)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < len; i++)
+		if (((unsigned char)s[i] & 0xC0) != 0x80)
+			n++;
+	return n;
+}
+
+size_t utf8_whole(const char *s, size_t len)
+{
+	size_t i = len, need;
+	unsigned char c;
+
+	/* Walk back over at most three continuation bytes to a lead byte. */
+	while (i > 0 && len - i < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
+		i--;
+	if (i == 0)
+		return len;
+	c = (unsigned char)s[i - 1];
+	if (c < 0x80)
+		return len;
+	if ((c & 0xE0) == 0xC0)
+		need = 2;
+	else if ((c & 0xF0) == 0xE0)
+		need = 3;
+	else if ((c & 0xF8) == 0xF0)
+		need = 4;
+	else
+		return len; /* not UTF-8 at all: leave it to the caller */
+	return len - (i - 1) >= need ? len : i - 1;
+}
+
+size_t text_find_control(const char *s, size_t len, uint32_t *cp)
+{
+	size_t chars = 0;
+
+	for (size_t i = 0; i < len;) {
+		uint32_t c;
+		size_t n = utf8_decode(s + i, len - i, &c);
+
+		chars++;
+		if (n == 0) {
+			i++;
+			continue;
+		}
+		if (text_is_control(c)) {
+			*cp = c;
+			return chars;
+		}
+		i += n;
+	}
+	return 0;
+}
+
+/*
+ * The length of the escape sequence that starts at s[0..len) with the
+ * introducer intro (ESC, or a C1 control of n bytes), so a display can drop
+ * it whole.  String sequences (OSC, DCS, SOS, PM, APC) run to ST (ESC \ or
+ * U+009C) or, for OSC, BEL; CSI runs to its final byte; a two-byte escape
+ * takes one more character.  An unterminated sequence runs to the end: the
+ * rest of a line after a broken escape is not worth showing.
+ */
+static size_t escape_len(const char *s, size_t len, uint32_t intro, size_t n)
+{
+	size_t i = n;
+	uint32_t kind = intro;
+
+	if (intro == 0x1B) {
+		if (i >= len)
+			return i;
+		/* ESC [ is CSI, ESC ] OSC, ESC P DCS, ESC X SOS, ESC ^ PM,
+		 * ESC _ APC: the 7-bit forms of the C1 introducers. */
+		switch (s[i]) {
+		case '[':
+			kind = 0x9B;
+			break;
+		case ']':
+			kind = 0x9D;
+			break;
+		case 'P':
+			kind = 0x90;
+			break;
+		case 'X':
+			kind = 0x98;
+			break;
+		case '^':
+			kind = 0x9E;
+			break;
+		case '_':
+			kind = 0x9F;
+			break;
+		default:
+			/* Intermediate bytes, then one final byte. */
+			while (i < len && (unsigned char)s[i] >= 0x20 &&
+			       (unsigned char)s[i] <= 0x2F)
+				i++;
+			return i < len ? i + 1 : i;
+		}
+		i++;
+	}
+	if (kind == 0x9B) {
+		while (i < len && !((unsigned char)s[i] >= 0x40 &&
+				    (unsigned char)s[i] <= 0x7E))
+			i++;
+		return i < len ? i + 1 : i;
+	}
+	if (kind == 0x90 || kind == 0x98 || kind == 0x9D || kind == 0x9E ||
+	    kind == 0x9F) {
+		while (i < len) {
+			if (s[i] == '\a' && kind == 0x9D)
+				return i + 1;
+			if (s[i] == 0x1B && i + 1 < len && s[i + 1] == '\\')
+				return i + 2;
+			if ((unsigned char)s[i] == 0xC2 && i + 1 < len &&
+			    (unsigned char)s[i + 1] == 0x9C)
+				return i + 2;
+			i++;
+		}
+		return i;
+	}
+	return n;
+}
+
+void text_add_printable(struct strbuf *out, const char *s, size_t len)
+{
+	for (size_t i = 0; i < len;) {
+		uint32_t c;
+		size_t n = utf8_decode(s + i, len - i, &c);
+
+		if (n == 0) {
+			strbuf_addstr(out, "\xEF\xBF\xBD"); /* U+FFFD */
+			i++;
+			continue;
+		}
+		if (c == 0x1B || c == 0x9B || c == 0x9D || c == 0x90 ||
+		    c == 0x98 || c == 0x9E || c == 0x9F) {
+			i += escape_len(s + i, len - i, c, n);
+			continue;
+		}
+		if (c == '\t')
+			strbuf_addch(out, ' ');
+		else if (!text_is_control(c) && !text_is_bidi(c))
+			strbuf_add(out, s + i, n);
+		i += n;
+	}
+}
+
+void text_add_escaped(struct strbuf *out, const char *s, size_t len)
+{
+	for (size_t i = 0; i < len;) {
+		uint32_t c;
+		size_t n = utf8_decode(s + i, len - i, &c);
+
+		if (n == 0) {
+			strbuf_addf(out, "\\x%02x", (unsigned char)s[i]);
+			i++;
+			continue;
+		}
+		if (c == '\n')
+			strbuf_addstr(out, "\\n");
+		else if (c == '\r')
+			strbuf_addstr(out, "\\r");
+		else if (c == '\t')
+			strbuf_addstr(out, "\\t");
+		else if (c == '\\')
+			strbuf_addstr(out, "\\\\");
+		else if (c < 0x20 || c == 0x7F)
+			strbuf_addf(out, "\\x%02x", (unsigned)c);
+		else if (text_is_control(c) || text_is_bidi(c))
+			strbuf_addf(out, "\\u%04x", (unsigned)c);
+		else
+			strbuf_add(out, s + i, n);
+		i += n;
+	}
+}
+
+const char *text_find(const char *hay, size_t len, const char *needle, size_t n)
+{
+	size_t w = n < 128 ? 256 : st_mult(n, 2), off = 0;
+
+	if (n == 0)
+		return hay;
+	while (off + n <= len) {
+		size_t span = len - off < w ? len - off : w;
+		const char *p = memmem(hay + off, span, needle, n);
+
+		if (p)
+			return p;
+		if (off + span >= len)
+			break;
+		off += span - (n - 1);
+		if (w < (SIZE_MAX >> 2))
+			w *= 2;
+	}
+	return NULL;
+}

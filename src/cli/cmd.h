@@ -1,0 +1,245 @@
+/*
+ * cmd.h - what every subcommand shares: the command descriptor, the global
+ * options, and the few helpers that talk to the user on its behalf (in
+ * src/cli/cmd.c).
+ *
+ * Each src/cmd-NAME.c exports one `const struct cmd_entry cmd_NAME_entry`
+ * and src/cli/sbxcat.c lists them all in its command table, the verbs of its
+ * root entry.  A command with verbs (`sbxcat session open|ls|close`) has no
+ * exec of its own but a table of verbs, each a cmd_entry whose parent is
+ * the command: cmd_dispatch() parses the common options between the two
+ * words, finds the verb (or says which it is not, with a did-you-mean) and
+ * runs it; `sbxcat help session` and `sbxcat session --help` list them.
+ */
+#ifndef SBX_CMD_H
+#define SBX_CMD_H
+
+#include <getopt.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "catalog/recipe.h"
+
+struct catalog;
+struct sbx_error;
+
+/* Exit statuses shared by every command (brief section 2). */
+enum {
+	SBX_EXIT_OK = 0,
+	SBX_EXIT_FAIL = 1,  /* the thing checked failed; refused */
+	SBX_EXIT_USAGE = 2, /* bad command line, bad setting */
+	SBX_EXIT_ENV = 3,   /* environment: unreadable file, engine, database */
+};
+
+/*
+ * The one map from an error's kind to an exit status: not found,
+ * conflict, refused and bad data 1; invalid 2; unavailable, timed out and
+ * internal 3; cancelled 128 + the signal caught (sig.h).
+ */
+int cmd_kind_exit(int kind);
+int cmd_exit_status(const struct sbx_error *err);
+
+struct sbx_ctx {
+	const char *catalog_path; /* -C or SBXCAT_CATALOG; NULL: default */
+	bool json;
+	struct recipe_opts recipe;
+	/* An invalid SANDBOXD_SANDBOX_UID, reported only by the commands that
+	 * load the catalogue (help, --version and check do not need it) and
+	 * forgotten when --sandbox-uid overrides it. */
+	struct sbx_error *uid_error;
+	/* --db, --agent, --run: the audit's database and whom its rows name
+	 * (NULL: the environment's; audit.h). */
+	const char *audit_db, *audit_agent, *audit_run;
+};
+
+struct cmd_entry {
+	const char *name;
+	const char *usage;   /* arguments after the name */
+	const char *summary; /* one line for `sbxcat help` */
+	/* argv[1..] are what follows the command's (or verb's) name; argv[0]
+	 * is "sbxcat", the name getopt's messages begin with; getopt is reset. */
+	int (*exec)(struct sbx_ctx *ctx, int argc, char **argv);
+	/* A command with verbs: exec is NULL and verbs[0..nverbs) are its
+	 * verbs, each with parent pointing back here. */
+	const struct cmd_entry *const *verbs;
+	size_t nverbs;
+	const struct cmd_entry *parent;
+	const char *epilog; /* a paragraph after the verbs in its help */
+};
+
+/*
+ * The root entry: name "sbxcat", its verbs the command table.  main sets
+ * it once before anything else here runs.
+ */
+void cmd_set_root(const struct cmd_entry *root);
+
+/*
+ * Run cmd with argv[0] its name: its exec, or for a command with verbs the
+ * verb named after its common options.  Returns the exit status (0 after
+ * printing help).
+ */
+int cmd_dispatch(struct sbx_ctx *ctx, const struct cmd_entry *cmd, int argc,
+		 char **argv);
+
+/*
+ * `sbxcat help [COMMAND [VERB]]`: argv are the words after "help".  Prints
+ * the help of what they name on stdout and returns 0, or 2 with a message.
+ */
+int cmd_help_command(int argc, char **argv);
+
+/* The help of cmd: its usage, summary, verbs and epilog. */
+void cmd_print_help(FILE *f, const struct cmd_entry *cmd);
+
+/*
+ * At exit: flush and close stdout as git does.  A write error (a full disk,
+ * /dev/full) prints "sbxcat: write error on standard output: REASON" and
+ * makes the status 3 (rc when worse); a closed pipe (EPIPE, with SIGPIPE
+ * ignored by whoever started us) kills the program by SIGPIPE, quietly.
+ */
+int cmd_close_stdout(int rc);
+
+/* A write to standard output failed with e: on EPIPE die by SIGPIPE, as
+ * cmd_close_stdout does (the reader left; not an error); else return. */
+void cmd_stdout_gone(int e);
+
+/* Options every command accepts, before or after its name.  Commands'
+ * own long options without a short form take values from 256 up; the
+ * common ones are above OPT_COMMON. */
+#define OPT_COMMON 0x1000
+enum { OPT_AUDIT_DB = OPT_COMMON + 1, OPT_AUDIT_AGENT, OPT_AUDIT_RUN };
+#define COMMON_SHORTOPTS "C:h"
+#define COMMON_LONGOPTS                                                        \
+	{"catalog", required_argument, NULL, 'C'},                             \
+	    {"json", no_argument, NULL, 'J'},                                  \
+	    {"sandbox-uid", required_argument, NULL, 'U'},                     \
+	    {"db", required_argument, NULL, OPT_AUDIT_DB},                     \
+	    {"agent", required_argument, NULL, OPT_AUDIT_AGENT},               \
+	    {"run", required_argument, NULL, OPT_AUDIT_RUN},                   \
+	{                                                                      \
+		"help", no_argument, NULL, 'h'                                 \
+	}
+
+/*
+ * Handle a common option returned by getopt_long; returns 0 when handled,
+ * or an exit status (2 after printing usage) when the option is unknown.
+ * -h prints the command's help (the root's when cmd is NULL) and returns
+ * -1: exit 0.
+ */
+int cmd_common_option(struct sbx_ctx *ctx, const struct cmd_entry *cmd, int c,
+		      const char *arg);
+/*
+ * Parse the options of a command that has only the common ones.  Returns
+ * 0 with optind at the first operand, -1 after printing help (exit 0), or
+ * an exit status.
+ */
+int cmd_parse_common(struct sbx_ctx *ctx, const struct cmd_entry *cmd, int argc,
+		     char **argv);
+int cmd_usage_error(const struct cmd_entry *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/*
+ * An option's whole number from 1 to max, digits only; else a usage
+ * error naming opt (returns 2).
+ */
+int cmd_parse_count(const struct cmd_entry *cmd, const char *opt,
+		    const char *arg, unsigned long long max,
+		    unsigned long long *out);
+
+/*
+ * Print a JSON document (stolen) on stdout, indented, with a newline.  Paths
+ * and untrusted text go into documents through xjson.h.
+ */
+void cmd_print_json(json_t *doc);
+
+/* Unix seconds as RFC 3339 UTC ("2026-12-01T10:00:00Z"); "-" (JSON null)
+ * for 0 or less. */
+void cmd_rfc3339(char out[32], long long t);
+json_t *cmd_time_json(long long t);
+
+/* Print an error as "sbxcat: message" and return its exit status
+ * (cmd_exit_status). */
+int cmd_report(struct sbx_error **err);
+
+/* Print the catalogue's diagnostics on stderr, one per line. */
+void cmd_print_diags(const struct catalog *cat);
+
+/*
+ * Load the catalogue (path overrides the global choice when not NULL).
+ * Returns 0 when valid; otherwise prints the diagnostics and returns the
+ * exit status (1 invalid, 3 unreadable).
+ */
+int cmd_load_catalog(struct sbx_ctx *ctx, const char *path,
+		     struct catalog *cat);
+
+/* Find alias, or print why not and return NULL. */
+const struct runtime *cmd_find_runtime(const struct catalog *cat,
+				       const char *alias);
+
+/*
+ * The shape shared by the commands that act on one runtime: common options,
+ * one ALIAS operand (optional when may_default: then the default runtime),
+ * a valid catalogue, the runtime found.  Returns 0 with *rt set, -1 after
+ * printing help, or an exit status.  The caller releases cat either way.
+ */
+int cmd_runtime_operand(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
+			int argc, char **argv, bool may_default,
+			struct catalog *cat, const struct runtime **rt);
+
+/*
+ * Build or pull one runtime as `sbxcat prewarm ALIAS` does, its display
+ * and report on stderr (session open, when the engine lacks the image).
+ * Returns prewarm's exit status; *why is the failure's reason or NULL.
+ */
+struct engine;
+int cmd_prewarm_one(struct sbx_ctx *ctx, const struct engine *engine,
+		    const struct runtime *rt, char **why);
+
+/*
+ * What session and exec share (cmd-session.c): the configuration loaded
+ * and the workspace root opened (a bad SANDBOXD_SANDBOX_UID reported
+ * here); the engine configured and negotiated, cancelled by a signal;
+ * --tenant or SBXCAT_TENANT (NULL: every tenant); and a session's record,
+ * where another tenant's session is "no session 'KEY'" exactly as a key
+ * that does not exist (status 1, errnum ENOENT).
+ */
+struct session_config;
+struct session_root;
+struct session_record;
+int cmd_session_begin(struct sbx_ctx *ctx, struct session_config *cfg,
+		      struct session_root *root, struct sbx_error **err);
+int cmd_engine_begin(struct engine *e, struct sbx_error **err);
+const char *cmd_tenant(const char *opt);
+int cmd_session_find(struct session_root *root, const char *key,
+		     const char *tenant, struct session_record *rec,
+		     struct sbx_error **err);
+
+/*
+ * The audit recorder of a command that records (audit.h), from --db,
+ * --agent and --run or the environment.  Status 2 for a bad agent or run
+ * id.
+ */
+struct audit;
+int cmd_audit_open(struct sbx_ctx *ctx, struct audit **a,
+		   struct sbx_error **err);
+/* Say the audit's warning, if any, on stderr; then audit_close. */
+void cmd_audit_close(struct audit *a);
+
+/* The path the catalogue is read from, resolved as brief section 2 says. */
+const char *cmd_catalog_path(const struct sbx_ctx *ctx);
+
+extern const struct cmd_entry cmd_check_entry;
+extern const struct cmd_entry cmd_list_entry;
+extern const struct cmd_entry cmd_dockerfile_entry;
+extern const struct cmd_entry cmd_generate_entry;
+extern const struct cmd_entry cmd_tag_entry;
+extern const struct cmd_entry cmd_briefing_entry;
+extern const struct cmd_entry cmd_prewarm_entry;
+extern const struct cmd_entry cmd_compose_entry;
+extern const struct cmd_entry cmd_session_entry;
+extern const struct cmd_entry cmd_exec_entry;
+extern const struct cmd_entry cmd_fs_entry;
+extern const struct cmd_entry cmd_reap_entry;
+extern const struct cmd_entry cmd_audit_entry;
+
+#endif

@@ -1,0 +1,236 @@
+/*
+ * engine.h - a client of the Docker Engine HTTP API (brief section 6).
+ *
+ * libcurl over the engine's unix socket (or tcp://, with TLS when
+ * DOCKER_TLS_VERIFY or DOCKER_TLS is set); never prints.  The API version
+ * is negotiated once from the unversioned GET /version and every later
+ * request names it.  The code: configuration and negotiation in engine.c,
+ * the request runner (curl set-up, error mapping) in engine-http.c, the
+ * image calls in engine-image.c, the stream decoder in engine-stream.c
+ * (its interface: engine-stream.h, included here).
+ *
+ * Deadlines: connecting has ENGINE_CONNECT_SECONDS; a plain request has
+ * request_ms for the whole exchange; a streamed one (build, pull) has
+ * stream_ms (0: none) and, whenever the stream has been silent for
+ * stall_ms, the engine is pinged on a second connection: a build step may
+ * be quiet for an hour, but an engine that does not answer its ping has
+ * stopped, and the call fails instead of hanging.  A call also fails soon
+ * (within about a second) after *cancel becomes non-zero.
+ *
+ * Errors: status 3 when the engine cannot be reached, breaks off or stops
+ * answering; status 1 when it answered and refused (its own message and
+ * the HTTP status are in the error), or a build or pull failed inside a
+ * successful reply.  A cancelled call fails with errnum ECANCELED.  An
+ * error from a reply carries its HTTP status in err->http (404: no such
+ * thing, 409: a conflict, 304: nothing to do), so callers branch on the
+ * field, never on the message; a hint, when there is something to do, is
+ * in err->hint, not in the message.  Text from the engine in a message is
+ * escaped (text_add_escaped): it is safe to print.
+ *
+ * Threads: a struct engine owns its strings and curl handles and is used
+ * by one thread at a time; engine_copy() gives another thread its own,
+ * without a request.  The one thing shared is *cancel, a C11 atomic (for
+ * the program, sig_flag() of sig.h) that any thread may set.
+ *
+ * Ownership: strings and string vectors returned are newly allocated:
+ * free() them, and strv_free() (util.h) a vector; a struct engine_image
+ * is freed with engine_image_release().
+ */
+#ifndef SBX_ENGINE_H
+#define SBX_ENGINE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "engine/engine-stream.h"
+
+struct sbx_error;
+struct strbuf;
+struct tar;
+
+#define ENGINE_DEFAULT_HOST "unix:///var/run/docker.sock"
+/* Docker 20.10 (Debian bookworm's docker.io) speaks 1.41. */
+#define ENGINE_API_MIN_MAJOR 1
+#define ENGINE_API_MIN_MINOR 41
+
+#define ENGINE_CONNECT_SECONDS 10
+#define ENGINE_REQUEST_SECONDS 60 /* SBXCAT_ENGINE_TIMEOUT overrides */
+#define ENGINE_STALL_SECONDS 30	  /* SBXCAT_ENGINE_STALL overrides */
+
+struct engine {
+	char *host; /* as configured: unix:///path, tcp://host:port */
+	char *sock; /* unix socket path; NULL for tcp */
+	char *base; /* http://localhost, https://host:port */
+	bool tls, tls_verify;
+	char *ca, *cert, *key; /* files from DOCKER_CERT_PATH, or NULL */
+	char api[16];	       /* "1.41" once negotiated, else "" */
+	long request_ms, stall_ms, stream_ms;
+	const atomic_int *cancel; /* may be NULL */
+	int trace_fd; /* SBXCAT_ENGINE_TRACE: one line per request, or -1 */
+	void *curl, *ping; /* CURL *, made on first use */
+};
+/* An engine not yet configured: engine_release() of it is safe (and
+ * closes no descriptor: {0} would make trace_fd standard input). */
+#define ENGINE_INIT {.trace_fd = -1}
+
+struct engine_version {
+	char api[16];	     /* negotiated */
+	char server_api[16]; /* the engine's newest */
+	char min_api[16];    /* the engine's oldest */
+	char version[64];    /* e.g. 20.10.24+dfsg1 */
+};
+
+/*
+ * Configure from host, or DOCKER_HOST when host is NULL, or the default
+ * socket.  No request is made.  Status 3 for a host sbxcat cannot use.
+ */
+int engine_init(struct engine *e, const char *host, struct sbx_error **err);
+/* GET /version: pick the API version; refuse an engine older than 1.41. */
+int engine_negotiate(struct engine *e, struct engine_version *v,
+		     struct sbx_error **err);
+/* dst: the same engine, version and deadlines, with its own handles. */
+void engine_copy(struct engine *dst, const struct engine *src);
+void engine_release(struct engine *e);
+
+int engine_ping(struct engine *e, struct sbx_error **err);
+
+/* What an inspect tells of an image. */
+struct engine_image {
+	char *id;
+	char **tags; /* RepoTags */
+	size_t ntags;
+	char **label_keys, **label_values; /* Config.Labels */
+	size_t nlabels;
+};
+void engine_image_release(struct engine_image *img);
+/* The value of label key, or NULL. */
+const char *engine_image_label(const struct engine_image *img, const char *key);
+
+/* Is ref present locally?  *img (may be NULL) is filled when it is. */
+int engine_image_inspect(struct engine *e, const char *ref, bool *present,
+			 struct engine_image *img, struct sbx_error **err);
+/*
+ * The tags "repo:tag" of the images in any of the repositories repos[]
+ * (exact names), in one request: listing images costs the engine ~15 ms
+ * however narrow the filter, so a caller asks once for all it needs.
+ */
+int engine_image_tags(struct engine *e, const char *const *repos, size_t nrepos,
+		      char ***tags, size_t *n, struct sbx_error **err);
+/* Tag the image ref as tag ("REPO:TAG"); an absent ref is HTTP 404. */
+int engine_image_tag(struct engine *e, const char *ref, const char *tag,
+		     struct sbx_error **err);
+/*
+ * Remove a tag (or an image ID).  A refusal because a container uses it
+ * sets *conflict and is not an error; an image already gone is success.
+ */
+int engine_image_remove(struct engine *e, const char *ref, bool *conflict,
+			struct sbx_error **err);
+/* Names of the containers, running or not, created from image (or from
+ * an image built on it). */
+int engine_containers_using(struct engine *e, const char *image, char ***names,
+			    size_t *n, struct sbx_error **err);
+
+/* What a build is asked for besides its context. */
+struct engine_build_args {
+	const char *const *tags; /* "REPO:TAG", each applied on success */
+	size_t ntags;
+	const char *const *label_keys, *const *label_values; /* on the image */
+	size_t nlabels;
+	bool nocache;
+};
+
+/*
+ * Pull ref (POST /images/create) or build context (POST /build, the tar
+ * streamed as it is read).  Both read the whole reply through s; an error
+ * line in it fails the call (status 1) with its message, s->tail keeping
+ * the output that led to it.  The tags are applied by the engine only when
+ * every step succeeded.
+ */
+int engine_image_pull(struct engine *e, const char *ref,
+		      struct engine_stream *s, struct sbx_error **err);
+int engine_build(struct engine *e, struct tar *context,
+		 const struct engine_build_args *a, struct engine_stream *s,
+		 struct sbx_error **err);
+
+/*
+ * Containers and execs (engine-container.c).  Bodies and replies are JSON
+ * as the Engine API defines them: the caller builds a create body and
+ * reads an inspect, so nothing here knows what a session is.  A missing
+ * container or exec is an error with err->http 404; a name already taken
+ * is 409.  Container ids and names go into paths escaped.
+ */
+
+/* POST /containers/create?name=NAME: *id the new container's id. */
+int engine_container_create(struct engine *e, const char *name,
+			    json_t *body, char **id, struct sbx_error **err);
+/* POST /containers/{id}/start: one already running (304) is success. */
+int engine_container_start(struct engine *e, const char *id,
+			   struct sbx_error **err);
+/* POST /containers/{id}/stop?t=SECONDS: one already stopped is success. */
+int engine_container_stop(struct engine *e, const char *id, int seconds,
+			  struct sbx_error **err);
+/* POST /containers/{id}/kill?signal=SIG (e.g. "KILL"); one not running
+ * is an error with err->http 409. */
+int engine_container_kill(struct engine *e, const char *id, const char *sig,
+			  struct sbx_error **err);
+/* POST /containers/{id}/pause: freeze every process (cgroup freezer). */
+int engine_container_pause(struct engine *e, const char *id,
+			   struct sbx_error **err);
+/* POST /containers/{id}/unpause: one not paused is success. */
+int engine_container_unpause(struct engine *e, const char *id,
+			     struct sbx_error **err);
+/*
+ * DELETE /containers/{id}?force=&v=0: one already gone (404) or already
+ * being removed (409 "removal in progress") is success, *gone saying
+ * which (may be NULL): true only when it was gone already.
+ */
+int engine_container_remove(struct engine *e, const char *id, bool force,
+			    bool *gone, struct sbx_error **err);
+/* GET /containers/{id}/json: *out a new reference. */
+int engine_container_inspect(struct engine *e, const char *id, json_t **out,
+			     struct sbx_error **err);
+/*
+ * GET /containers/json?all=1&filters={"label":[labels...]}: every
+ * container, running or not, carrying all of labels[] ("KEY=VALUE" or
+ * "KEY"); *out a new reference to the array.
+ */
+int engine_container_list(struct engine *e, const char *const *labels,
+			  size_t nlabels, json_t **out, struct sbx_error **err);
+/*
+ * HEAD /containers/{id}/archive?path=PATH: does path exist in the
+ * container's file system (created or running)?  *mode its mode bits as
+ * the engine reports them (Go's os.FileMode; may be NULL), *link the
+ * symlink target or NULL (may be NULL; free it).
+ */
+int engine_container_stat(struct engine *e, const char *id, const char *path,
+			  bool *exists, unsigned long *mode, char **link,
+			  struct sbx_error **err);
+
+/* POST /containers/{id}/exec with body: *exec_id the new exec's id. */
+int engine_exec_create(struct engine *e, const char *id, json_t *body,
+		       char **exec_id, struct sbx_error **err);
+/* GET /exec/{id}/json: *out a new reference (ExitCode, Running, Pid). */
+int engine_exec_inspect(struct engine *e, const char *exec_id, json_t **out,
+			struct sbx_error **err);
+
+/*
+ * POST /exec/{id}/start {"Detach":false,"Tty":false} on a connection of
+ * its own, hijacked (Upgrade: tcp, reply 101; an engine answering 200
+ * without upgrading is accepted too): *fd is the connected socket
+ * (blocking, close-on-exec), carrying the multiplexed output one way and
+ * the command's stdin the other (shutdown(SHUT_WR) is its EOF).  Bytes of
+ * the stream that came with the reply's headers are in *pre (a strbuf
+ * the caller releases), to be decoded before anything read from *fd.
+ * Works over unix:// and plain tcp:// engines; a TLS engine is refused
+ * (status 3).  deadline_ms (monotonic, clock_now_ms(); 0: the engine's
+ * request_ms from now) bounds connecting and the reply's headers.  An
+ * exec that cannot start still attaches: see engine-container.c.
+ */
+int engine_exec_attach(struct engine *e, const char *exec_id,
+		       long long deadline_ms, int *fd, struct strbuf *pre,
+		       struct sbx_error **err);
+
+#endif

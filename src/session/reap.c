@@ -1,0 +1,773 @@
+/*
+ * reap.c - one pass of the reaper: what this deployment's containers and
+ * sbxcat's records say, the actions that follow, and taking them (see
+ * reap.h for the rules, docs/lifetimes.md for why).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/engine.h"
+#include "basic/clock.h"
+#include "basic/error.h"
+#include "engine/prewarm.h"
+#include "session/procs.h"
+#include "session/reap.h"
+#include "session/session-engine.h"
+#include "session/session.h"
+#include "basic/util.h"
+
+/* Stopping what an exec left past its deadline, under the quota lock:
+ * killed at once (cgroup.kill, or freeze and kill), given this long. */
+#define REAP_STOP_GIVE_UP_MS 1000
+
+/* Seconds an idle session's container is given to stop (its StopSignal
+ * is SIGKILL, so it never needs them); as session close. */
+
+const char *reap_what_name(enum reap_what w)
+{
+	switch (w) {
+	case REAP_STOP:
+		return "stop";
+	case REAP_REMOVE:
+		return "remove";
+	case REAP_DELETE:
+		return "delete";
+	case REAP_ORPHAN:
+		return "remove-orphan";
+	case REAP_STUCK:
+		return "remove-stuck";
+	case REAP_CLOSED:
+		return "closed";
+	}
+	return "?";
+}
+
+/* ---- time ---- */
+
+static int digits(const char *s, int n, int *out)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+int reap_parse_time(const char *s, long long *t)
+{
+	struct tm tm = {0}, back;
+	int y, mo, d, h, mi, se;
+	const char *p;
+	time_t tt;
+
+	if (*s >= '0' && *s <= '9' && strspn(s, "0123456789") == strlen(s)) {
+		char *end;
+		unsigned long long v;
+
+		errno = 0;
+		v = strtoull(s, &end, 10);
+		if (errno || v > (1ull << 40))
+			return -1;
+		*t = (long long)v;
+		return 0;
+	}
+	if (strlen(s) < 20 || digits(s, 4, &y) || s[4] != '-' ||
+	    digits(s + 5, 2, &mo) || s[7] != '-' || digits(s + 8, 2, &d) ||
+	    (s[10] != 'T' && s[10] != 't') || digits(s + 11, 2, &h) ||
+	    s[13] != ':' || digits(s + 14, 2, &mi) || s[16] != ':' ||
+	    digits(s + 17, 2, &se))
+		return -1;
+	p = s + 19;
+	if (*p == '.') {
+		size_t n = strspn(p + 1, "0123456789");
+		if (n == 0)
+			return -1;
+		p += 1 + n;
+	}
+	if (strcmp(p, "Z") != 0 && strcmp(p, "z") != 0 &&
+	    strcmp(p, "+00:00") != 0)
+		return -1;
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = se;
+	tt = timegm(&tm);
+	/* timegm normalises Feb 30 into March: a date that does not exist
+	 * does not come back as itself. */
+	if (!gmtime_r(&tt, &back) || back.tm_year != y - 1900 ||
+	    back.tm_mon != mo - 1 || back.tm_mday != d || back.tm_hour != h ||
+	    back.tm_min != mi || back.tm_sec != se)
+		return -1;
+	*t = (long long)tt;
+	return 0;
+}
+
+void reap_add_duration(struct strbuf *sb, long long s)
+{
+	static const struct {
+		long long n;
+		char unit;
+	} units[] = {{86400, 'd'}, {3600, 'h'}, {60, 'm'}, {1, 's'}};
+	size_t i;
+
+	if (s < 0)
+		s = 0;
+	for (i = 0; i + 1 < sizeof(units) / sizeof(units[0]); i++)
+		if (s >= units[i].n)
+			break;
+	strbuf_addf(sb, "%lld%c", s / units[i].n, units[i].unit);
+	if (i + 1 < sizeof(units) / sizeof(units[0])) {
+		long long next = s % units[i].n / units[i + 1].n;
+		if (next)
+			strbuf_addf(sb, " %lld%c", next, units[i + 1].unit);
+	}
+}
+
+/* ---- what the engine holds ---- */
+
+struct ctr {
+	const char *id, *name, *state, *key; /* borrowed from list */
+	long long created;
+	bool claimed; /* a session's container: decided with its record */
+};
+
+static const char *label_of(json_t *summary, const char *key)
+{
+	return json_string_value(
+	    json_object_get(json_object_get(summary, "Labels"), key));
+}
+
+/*
+ * The containers of this deployment from the engine's list: the filter
+ * asks for the label, and its exact value is checked again here (a
+ * filter is the engine's to get wrong; what is not ours is never
+ * touched).
+ */
+static void our_containers(json_t *list, const struct session_config *c,
+			   struct ctr **v, size_t *n)
+{
+	size_t i, alloc = 0;
+	json_t *s;
+
+	*v = NULL;
+	*n = 0;
+	json_array_foreach(list, i, s)
+	{
+		const char *dep = label_of(s, PREWARM_DEPLOYMENT_LABEL);
+		const char *id = json_string_value(json_object_get(s, "Id"));
+		const char *name = json_string_value(
+		    json_array_get(json_object_get(s, "Names"), 0));
+		struct ctr *x;
+
+		const char *key = label_of(s, SESSION_LABEL_KEY);
+		char *want;
+		bool session;
+
+		if (!dep || strcmp(dep, c->deployment) != 0 || !id || !name ||
+		    !key || !session_key_valid(key))
+			continue;
+		/* A session's container has the key label and the name made
+		 * of it.  The deployment label alone is not enough: prewarm
+		 * puts it on the images it builds, and every container run
+		 * from one inherits it. */
+		want = session_container_name(c, key);
+		session = strcmp(name + (*name == '/'), want) == 0;
+		free(want);
+		if (!session)
+			continue;
+		ALLOC_GROW(*v, *n + 1, alloc);
+		x = &(*v)[(*n)++];
+		x->id = id;
+		x->name = name + (*name == '/');
+		x->state = session_state_word(
+		    json_string_value(json_object_get(s, "State")));
+		x->key = key;
+		x->created = json_integer_value(json_object_get(s, "Created"));
+		x->claimed = false;
+	}
+}
+
+static bool is_state(const char *state, const char *const *set)
+{
+	for (; *set; set++)
+		if (strcmp(state, *set) == 0)
+			return true;
+	return false;
+}
+
+static const char *const stuck_states[] = {"created", "dead", "removing",
+					   NULL};
+
+/* ---- the plan ---- */
+
+static struct reap_action *add_action(struct reap_pass *p, enum reap_what w,
+				      const char *key, const struct ctr *x,
+				      long long since)
+{
+	struct reap_action *a;
+
+	ALLOC_GROW(p->acts, p->nacts + 1, p->alloc);
+	a = &p->acts[p->nacts++];
+	memset(a, 0, sizeof(*a));
+	a->what = w;
+	a->key = key ? xstrdup(key) : NULL;
+	if (x) {
+		a->container = xstrdup(x->name);
+		a->id = xstrdup(x->id);
+		a->state = xstrdup(x->state);
+	}
+	a->since = since;
+	a->age = p->now - since;
+	a->stamp = -1;
+	return a;
+}
+
+static char *reason(const char *what, long long age, const char *limit_name,
+		    long long limit)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	strbuf_addf(&sb, "%s for ", what);
+	reap_add_duration(&sb, age);
+	strbuf_addf(&sb, " (%s ", limit_name);
+	reap_add_duration(&sb, limit);
+	strbuf_addch(&sb, ')');
+	return strbuf_detach(&sb, NULL);
+}
+
+static void warn(struct reap_pass *p, char *msg)
+{
+	ALLOC_GROW(p->warnings, p->nwarnings + 1, p->walloc);
+	p->warnings[p->nwarnings++] = msg;
+}
+
+/* When an exited container stopped: State.FinishedAt, or 0 when the
+ * engine does not say (it reports year 1 for "never"). */
+static int finished_at(struct engine *e, const struct ctr *x, long long *t,
+		       bool *gone, struct sbx_error **err)
+{
+	json_t *j = NULL;
+	const char *f;
+
+	*t = 0;
+	*gone = false;
+	if (engine_container_inspect(e, x->id, &j, err) < 0) {
+		if ((*err)->http != 404)
+			return -1;
+		sbx_error_free(err);
+		*gone = true;
+		return 0;
+	}
+	f = json_string_value(
+	    json_object_get(json_object_get(j, "State"), "FinishedAt"));
+	if (!f || reap_parse_time(f, t) < 0 || *t < 0)
+		*t = 0;
+	json_decref(j);
+	return 0;
+}
+
+/* The session's container: named after it and labelled with its key. */
+static struct ctr *session_ctr(struct ctr *v, size_t n, const char *name,
+			       const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i].name, name) == 0 && v[i].key &&
+		    strcmp(v[i].key, key) == 0)
+			return &v[i];
+	return NULL;
+}
+
+static int decide_session(struct engine *e, const struct session_config *c,
+			  struct reap_pass *p, const struct session_record *rec,
+			  struct ctr *v, size_t n, struct sbx_error **err)
+{
+	cleanup_free char *name = session_container_name(c, rec->key);
+	struct ctr *x = session_ctr(v, n, name, rec->key);
+	long long idle = p->now - rec->last_activity;
+	struct reap_action *a = NULL;
+
+	if (x)
+		x->claimed = true;
+	if (c->workspace_ttl && idle > c->workspace_ttl &&
+	    (!x || !session_state_live(x->state))) {
+		a = add_action(p, REAP_DELETE, rec->key, x, rec->last_activity);
+		a->reason = reason("unused", a->age, "workspace TTL",
+				   c->workspace_ttl);
+	} else if (!x) {
+		if (rec->container) {
+			a = add_action(p, REAP_CLOSED, rec->key, NULL,
+				       rec->last_activity);
+			a->reason = xstrdup("its container is gone");
+		}
+	} else if (session_state_live(x->state)) {
+		if (idle > c->idle_timeout) {
+			a = add_action(p, REAP_STOP, rec->key, x,
+				       rec->last_activity);
+			a->reason = reason("idle", a->age, "idle timeout",
+					   c->idle_timeout);
+		}
+	} else if (strcmp(x->state, "exited") == 0 &&
+		   p->now - rec->last_activity > c->container_ttl) {
+		/* (its age counts from no earlier than the last activity:
+		 * only then is the inspect worth making) */
+		long long fin;
+		bool gone;
+
+		if (finished_at(e, x, &fin, &gone, err) < 0) {
+			/* One container the engine cannot describe does not
+			 * stop the pass: it is said, and left for the next. */
+			warn(p, xasprintf("cannot inspect %s: %s", x->name,
+					  (*err)->msg));
+			sbx_error_free(err);
+			return 0;
+		}
+		if (fin < rec->last_activity)
+			fin = rec->last_activity;
+		if (!gone && p->now - fin > c->container_ttl) {
+			a = add_action(p, REAP_REMOVE, rec->key, x, fin);
+			a->reason = reason("stopped", a->age, "container TTL",
+					   c->container_ttl);
+		}
+	} else if (is_state(x->state, stuck_states) &&
+		   p->now - x->created > c->idle_timeout) {
+		struct strbuf sb = STRBUF_INIT;
+
+		a = add_action(p, REAP_STUCK, rec->key, x, x->created);
+		strbuf_addstr(&sb, "created for ");
+		reap_add_duration(&sb, a->age);
+		strbuf_addf(&sb, " (state %s)", x->state);
+		a->reason = strbuf_detach(&sb, NULL);
+	}
+	if (a) {
+		a->stamp = rec->last_activity;
+		a->tenant = rec->tenant ? xstrdup(rec->tenant) : NULL;
+		a->runtime = rec->runtime ? xstrdup(rec->runtime) : NULL;
+	}
+	return 0;
+}
+
+/* A container no record decided: an orphan, or stuck, or left. */
+static void decide_container(const struct session_config *c,
+			     struct reap_pass *p, const struct ctr *x,
+			     bool has_record)
+{
+	struct strbuf sb = STRBUF_INIT;
+	struct reap_action *a;
+
+	if (p->now - x->created <= c->idle_timeout)
+		return;
+	if (!has_record) {
+		a = add_action(p, REAP_ORPHAN, x->key, x, x->created);
+		strbuf_addstr(&sb, "no workspace behind it, created ");
+		reap_add_duration(&sb, a->age);
+		strbuf_addstr(&sb, " ago");
+	} else if (is_state(x->state, stuck_states)) {
+		a = add_action(p, REAP_STUCK, x->key, x, x->created);
+		strbuf_addstr(&sb, "created for ");
+		reap_add_duration(&sb, a->age);
+		strbuf_addf(&sb, " (state %s)", x->state);
+	} else {
+		return;
+	}
+	a->reason = strbuf_detach(&sb, NULL);
+}
+
+static int key_cmp(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "");
+}
+
+/* Closed last; the rest oldest first, then by key and container. */
+static int action_cmp(const void *pa, const void *pb)
+{
+	const struct reap_action *a = pa, *b = pb;
+	int r;
+
+	if ((a->what == REAP_CLOSED) != (b->what == REAP_CLOSED))
+		return a->what == REAP_CLOSED ? 1 : -1;
+	if (a->what != REAP_CLOSED && a->since != b->since)
+		return a->since < b->since ? -1 : 1;
+	r = key_cmp(a->key, b->key);
+	return r ? r : key_cmp(a->container, b->container);
+}
+
+static void action_release(struct reap_action *a)
+{
+	free(a->key);
+	free(a->tenant);
+	free(a->runtime);
+	free(a->container);
+	free(a->id);
+	free(a->state);
+	free(a->reason);
+	free(a->error);
+}
+
+/* Keep the first limit actions (the closed ones all); count the rest. */
+static void apply_limit(struct reap_pass *p, size_t limit)
+{
+	size_t nact = 0, out = 0;
+
+	for (size_t i = 0; i < p->nacts; i++) {
+		struct reap_action *a = &p->acts[i];
+
+		if (a->what != REAP_CLOSED && nact++ >= limit) {
+			action_release(a);
+			p->left++;
+			continue;
+		}
+		p->acts[out++] = *a;
+	}
+	p->nacts = out;
+}
+
+/* ---- acting ---- */
+
+static void failed(struct reap_pass *p, struct reap_action *a,
+		   struct sbx_error **err)
+{
+	a->error = xstrdup(*err ? (*err)->msg : "failed");
+	sbx_error_free(err);
+	p->failed++;
+}
+
+static int remove_ctr(struct engine *e, const struct reap_action *a,
+		      bool force, struct sbx_error **err)
+{
+	bool gone;
+
+	return engine_container_remove(e, a->id, force, &gone, err);
+}
+
+/*
+ * A session's action, under ROOT/KEY's flock, taken only when the record
+ * still carries the stamp it was decided on.  Without force: a stopped
+ * container that something started behind sbxcat's back is not killed.
+ */
+/*
+ * Whether the container has a command of sbxcat's running within its
+ * deadline: 1, 0, or -1 with *err.  Exec stamps the activity when it
+ * starts and ends, not while it runs, so a command that runs longer than
+ * the idle timeout (SANDBOXD_EXECUTE_TIMEOUT may be set so) would
+ * otherwise look idle.  The engine's ExecIDs are not asked: a process
+ * that outlived its deadline would keep an exec "running" for ever.  The
+ * exec's cgroup says when it started and its deadline (procs.h); one past
+ * min(deadline, start + SANDBOXD_EXECUTE_TIMEOUT) is killed here, as its
+ * watcher would have done, but at once: this runs under the quota lock.
+ */
+static int running_execs(struct engine *e, const struct reap_pass *p,
+			 const char *id, struct sbx_error **err)
+{
+	json_t *j = NULL;
+	json_int_t pid;
+	size_t busy = 0, stopped = 0;
+	int rc = 0;
+
+	if (engine_container_inspect(e, id, &j, err) < 0)
+		return -1;
+	pid = json_integer_value(
+	    json_object_get(json_object_get(j, "State"), "Pid"));
+	json_decref(j);
+	if (pid > 0 && pid < (1 << 30))
+		rc = procs_groups_expire((pid_t)pid, p->now, p->exec_timeout_s,
+					 REAP_STOP_GIVE_UP_MS, &busy, &stopped,
+					 err);
+	return rc < 0 ? -1 : busy > 0;
+}
+
+static void act_session(struct engine *e, struct session_root *r,
+			struct reap_pass *p, struct reap_action *a)
+{
+	struct sbx_error *err = NULL;
+	struct session_record rec;
+	int kfd = session_keydir_lock(r, a->key, &err);
+	int rc = 0;
+
+	if (kfd < 0) {
+		failed(p, a, &err);
+		return;
+	}
+	if (session_record_read(r, a->key, &rec, &err) < 0) {
+		if (err->errnum == ENOENT) {
+			sbx_error_free(&err);
+			a->skipped = "was closed during the pass; left alone";
+		} else {
+			failed(p, a, &err);
+		}
+		session_keydir_unlock(kfd);
+		return;
+	}
+	if (rec.last_activity != a->stamp) {
+		a->skipped = "became active during the pass; left alone";
+		goto out;
+	}
+	if (a->what == REAP_STOP && running_execs(e, p, a->id, &err) != 0) {
+		if (err)
+			failed(p, a, &err);
+		else
+			a->skipped = "has a command running (exec); left alone";
+		goto out;
+	}
+	switch (a->what) {
+	case REAP_STOP:
+		rc = session_engine_stop(e, a->id, a->state, &err);
+		break;
+	case REAP_REMOVE:
+		rc = remove_ctr(e, a, false, &err);
+		break;
+	case REAP_DELETE:
+		if (a->id)
+			rc = remove_ctr(e, a,
+					is_state(a->state, stuck_states), &err);
+		/* Moved into the trash under the lock; emptied after it
+		 * (reap_pass_run's end). */
+		if (rc == 0)
+			rc = session_trash_key(r, a->key, NULL, &err);
+		break;
+	default:
+		die_bug("act_session: not a session's action");
+	}
+	if (rc < 0)
+		failed(p, a, &err);
+	else
+		a->done = true;
+out:
+	session_record_release(&rec);
+	session_keydir_unlock(kfd);
+}
+
+static void act(struct engine *e, struct session_root *r, struct reap_pass *p,
+		struct reap_action *a)
+{
+	struct sbx_error *err = NULL;
+
+	switch (a->what) {
+	case REAP_STOP:
+	case REAP_REMOVE:
+	case REAP_DELETE:
+		act_session(e, r, p, a);
+		break;
+	case REAP_ORPHAN:
+	case REAP_STUCK:
+		if (remove_ctr(e, a, true, &err) < 0)
+			failed(p, a, &err);
+		else
+			a->done = true;
+		break;
+	case REAP_CLOSED:
+		break;
+	}
+}
+
+/* ---- the pass ---- */
+
+static int cmp_strp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool have_key(char **keys, size_t n, const char *key)
+{
+	return key && bsearch(&key, keys, n, sizeof(*keys), cmp_strp) != NULL;
+}
+
+/*
+ * Empty the trash, the lock released: the workspaces this pass deleted,
+ * and any a crash left half-emptied (a purge killed after its rename).
+ * A failure is a warning, and counted as a failed action (exit 1: files
+ * that cannot be removed need a person); the next pass tries again.
+ */
+static void finish_trash(struct session_root *r, struct reap_pass *p)
+{
+	struct sbx_error *err = NULL;
+	unsigned n = 0;
+
+	if (session_trash_finish(r, &n, &err) < 0) {
+		warn(p, xstrdup(err->msg));
+		sbx_error_free(&err);
+		p->failed++;
+	}
+}
+
+int reap_pass_run(struct engine *e, const struct session_config *c,
+		  struct session_root *r, long long now, size_t limit,
+		  bool dry_run, struct reap_pass *p, struct sbx_error **err)
+{
+	cleanup_free char *label =
+	    xasprintf("%s=%s", PREWARM_DEPLOYMENT_LABEL, c->deployment);
+	const char *labels[] = {label};
+	json_t *list = NULL;
+	struct ctr *v = NULL;
+	char **keys = NULL, **known = NULL;
+	size_t n = 0, nkeys = 0, nknown = 0;
+	int rc = -1;
+
+	int (*acted)(const struct reap_action *, long long, void *) = p->acted;
+	void *acted_arg = p->acted_arg;
+
+	memset(p, 0, sizeof(*p));
+	p->acted = acted; /* the caller's, kept */
+	p->acted_arg = acted_arg;
+	p->now = now;
+	p->exec_timeout_s = c->execute_timeout_s;
+	p->dry_run = dry_run;
+	if (session_lock(r, err) < 0)
+		return -1;
+	if (engine_container_list(e, labels, 1, &list, err) < 0 ||
+	    session_keys(r, &keys, &nkeys, err) < 0)
+		goto out;
+	our_containers(list, c, &v, &n);
+	known = xcalloc(nkeys ? nkeys : 1, sizeof(*known));
+
+	for (size_t i = 0; i < nkeys; i++) {
+		struct session_record rec;
+
+		if (session_record_read(r, keys[i], &rec, err) < 0) {
+			/* No record: a half-made directory, and a container
+			 * of its key an orphan.  A damaged one: neither
+			 * acted on nor an orphan; said. */
+			if ((*err)->errnum != ENOENT) {
+				warn(p, xstrdup((*err)->msg));
+				known[nknown++] = keys[i];
+			} else {
+				/* Under the lock no open is half-way: an
+				 * open or a purge was interrupted. */
+				warn(p, xasprintf("'%s/%s' has no session "
+						  "record (an interrupted "
+						  "open or purge); left "
+						  "alone",
+						  r->path, keys[i]));
+			}
+			sbx_error_free(err);
+			continue;
+		}
+		known[nknown++] = keys[i];
+		rc = decide_session(e, c, p, &rec, v, n, err);
+		session_record_release(&rec);
+		if (rc < 0)
+			goto out;
+		rc = -1;
+	}
+	/* keys[] is sorted, and known[] a subsequence of it. */
+	for (size_t i = 0; i < n; i++)
+		if (!v[i].claimed)
+			decide_container(c, p, &v[i],
+					 have_key(known, nknown, v[i].key));
+
+	if (p->nacts)
+		qsort(p->acts, p->nacts, sizeof(*p->acts), action_cmp);
+	apply_limit(p, limit);
+	for (size_t i = 0; !dry_run && i < p->nacts; i++) {
+		long long t0 = clock_now_ms();
+
+		act(e, r, p, &p->acts[i]);
+		if (p->acted &&
+		    p->acted(&p->acts[i], clock_now_ms() - t0, p->acted_arg) <
+			0) {
+			for (size_t j = i + 1; j < p->nacts; j++)
+				if (p->acts[j].what != REAP_CLOSED) {
+					p->acts[j].skipped =
+					    "left: its audit row could not "
+					    "be written";
+					p->left++;
+				}
+			break;
+		}
+	}
+	rc = 0;
+out:
+	session_unlock(r);
+	if (!dry_run)
+		finish_trash(r, p);
+	free(known);
+	strv_free(keys, nkeys);
+	free(v);
+	json_decref(list);
+	return rc;
+}
+
+void reap_pass_release(struct reap_pass *p)
+{
+	for (size_t i = 0; i < p->nacts; i++)
+		action_release(&p->acts[i]);
+	free(p->acts);
+	strv_free(p->warnings, p->nwarnings);
+	memset(p, 0, sizeof(*p));
+}
+
+/* ---- report ---- */
+
+static int usage_cmp(const void *pa, const void *pb)
+{
+	const struct reap_usage *a = pa, *b = pb;
+
+	if (a->bytes != b->bytes)
+		return a->bytes > b->bytes ? -1 : 1;
+	return strcmp(a->key, b->key);
+}
+
+int reap_report(struct session_root *r, size_t top, struct reap_usage **v,
+		size_t *n, char ***warnings, size_t *nwarnings,
+		struct sbx_error **err)
+{
+	char **keys = NULL;
+	size_t nkeys = 0, alloc = 0, walloc = 0;
+
+	*v = NULL;
+	*n = 0;
+	*warnings = NULL;
+	*nwarnings = 0;
+	if (session_keys(r, &keys, &nkeys, err) < 0)
+		return -1;
+	for (size_t i = 0; i < nkeys; i++) {
+		struct session_record rec;
+		struct reap_usage u = {0};
+
+		if (session_workspace_size(r, keys[i], &u.bytes, &u.files,
+					   err) < 0) {
+			if ((*err)->errnum != ENOENT) {
+				ALLOC_GROW(*warnings, *nwarnings + 1, walloc);
+				(*warnings)[(*nwarnings)++] =
+				    xstrdup((*err)->msg);
+			}
+			sbx_error_free(err);
+			continue;
+		}
+		if (session_record_read(r, keys[i], &rec, err) == 0) {
+			u.tenant = xstrdup(rec.tenant);
+			session_record_release(&rec);
+		}
+		sbx_error_free(err);
+		u.key = xstrdup(keys[i]);
+		ALLOC_GROW(*v, *n + 1, alloc);
+		(*v)[(*n)++] = u;
+	}
+	strv_free(keys, nkeys);
+	if (*n)
+		qsort(*v, *n, sizeof(**v), usage_cmp);
+	while (*n > top) {
+		(*n)--;
+		free((*v)[*n].key);
+		free((*v)[*n].tenant);
+	}
+	return 0;
+}
+
+void reap_usage_free(struct reap_usage *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].key);
+		free(v[i].tenant);
+	}
+	free(v);
+}

@@ -1,0 +1,486 @@
+/*
+ * session-engine.c - a session's container: what it is made of, opening
+ * it under the quota lock, inspecting, listing and closing it (see
+ * session-engine.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog/catalog.h"
+#include "engine/engine.h"
+#include "basic/error.h"
+#include "engine/prewarm.h"
+#include "session/session-engine.h"
+#include "basic/util.h"
+#include "basic/xjson.h"
+
+/* Where the idle program is looked for in an image, in order. */
+static const char *const sleep_paths[] = {"/bin/sleep", "/usr/bin/sleep"};
+
+char *session_container_name(const struct session_config *c, const char *key)
+{
+	return xasprintf("sbxcat-%s-%s", c->deployment, key);
+}
+
+const char *session_outcome_name(enum session_outcome o)
+{
+	switch (o) {
+	case SESSION_CREATED:
+		return "created";
+	case SESSION_ADOPTED:
+		return "adopted";
+	case SESSION_RESTARTED:
+		return "restarted";
+	}
+	return "?";
+}
+
+static unsigned long long mem_limit(const struct session_spec *s)
+{
+	unsigned long long bytes;
+	struct sbx_error *err = NULL;
+
+	/* The catalogue's check accepted it; a parse that still fails
+	 * falls back to the service default rather than no limit. */
+	if (s->rt->mem_limit &&
+	    session_parse_size(s->rt->mem_limit, &bytes, &err) == 0)
+		return bytes;
+	sbx_error_free(&err);
+	return s->cfg->mem_limit;
+}
+
+json_t *session_container_body(const struct session_spec *s)
+{
+	json_t *env = json_array(), *labels, *host, *mount;
+	unsigned long long mem = mem_limit(s);
+	char created[32];
+
+	cleanup_free char *user =
+	    s->uid ? xasprintf("%lu:%lu", s->uid, s->uid) : xstrdup("");
+	cleanup_free char *tmpfs =
+	    xasprintf(SESSION_TMPFS_OPTS ",uid=%lu,gid=%lu", s->uid, s->uid);
+
+	for (size_t i = 0; i < s->rt->nenv; i++) {
+		cleanup_free char *kv = xasprintf("%s=%s", s->rt->env[i].name,
+						  s->rt->env[i].value);
+		json_array_append_new(env, xjson_string(kv));
+	}
+	snprintf(created, sizeof(created), "%lld", s->created);
+	labels = xjson_pack("{s:s, s:s, s:s, s:s, s:s}",
+			    PREWARM_DEPLOYMENT_LABEL, s->cfg->deployment,
+			    SESSION_LABEL_TENANT, s->tenant, SESSION_LABEL_KEY,
+			    s->key, SESSION_LABEL_RUNTIME, s->rt->alias,
+			    SESSION_LABEL_CREATED, created);
+	mount = xjson_pack("{s:s, s:s, s:s, s:b, s:{s:s}}", "Type", "bind",
+			   "Source", s->workspace, "Target", s->workspace,
+			   "ReadOnly", 0, "BindOptions", "Propagation",
+			   "rprivate");
+	host = xjson_pack(
+	    "{s:b, s:[s], s:[s], s:I, s:I, s:I, s:I, s:{s:s}, s:s, s:[o], "
+	    "s:b, s:b, s:s, s:s, s:{s:s}, s:b, s:[], s:[]}",
+	    "Init", 1, "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
+	    "PidsLimit", (json_int_t)SESSION_PIDS_LIMIT, "NanoCpus",
+	    (json_int_t)SESSION_NANO_CPUS, "Memory", (json_int_t)mem,
+	    "MemorySwap", (json_int_t)mem, "Tmpfs", "/tmp", tmpfs,
+	    "NetworkMode", s->rt->needs_network ? s->cfg->network : "none",
+	    "Mounts", mount, "Privileged", 0, "PublishAllPorts", 0, "IpcMode",
+	    "private", "CgroupnsMode", "private", "RestartPolicy", "Name", "no",
+	    "AutoRemove", 0, "Devices", "CapAdd");
+	return xjson_pack(
+	    "{s:s, s:s, s:[s], s:[s], s:s, s:o, s:o, s:b, s:b, s:b, s:b, "
+	    "s:o, s:s}",
+	    "Image", s->image, "User",
+	    user,
+	    "Entrypoint", s->sleep, "Cmd", SESSION_IDLE_SECONDS, "WorkingDir",
+	    s->workspace, "Env", env, "Labels", labels, "Tty", 0, "OpenStdin",
+	    0, "AttachStdout", 0, "AttachStderr", 0, "HostConfig", host,
+	    "StopSignal", "SIGKILL");
+}
+
+static const char *label_of(json_t *labels, const char *key)
+{
+	return json_string_value(json_object_get(labels, key));
+}
+
+/* Is this container ours: this deployment's session of key? */
+static bool ours(json_t *labels, const struct session_config *c,
+		 const char *key)
+{
+	const char *dep = label_of(labels, PREWARM_DEPLOYMENT_LABEL);
+	const char *k = label_of(labels, SESSION_LABEL_KEY);
+
+	return dep && k && strcmp(dep, c->deployment) == 0 &&
+	       strcmp(k, key) == 0;
+}
+
+const char *session_state_word(const char *s)
+{
+	static const char *const known[] = {"created", "running", "paused",
+					    "restarting", "removing", "exited",
+					    "dead"};
+
+	for (size_t i = 0; s && i < sizeof(known) / sizeof(*known); i++)
+		if (strcmp(s, known[i]) == 0)
+			return known[i];
+	return "unknown";
+}
+
+const char *session_state(json_t *inspect)
+{
+	if (!inspect)
+		return "closed";
+	return session_state_word(json_string_value(
+	    json_object_get(json_object_get(inspect, "State"), "Status")));
+}
+
+int session_engine_inspect(struct engine *e, const struct session_config *c,
+			   const char *key, json_t **inspect,
+			   struct sbx_error **err)
+{
+	char *name = session_container_name(c, key);
+	json_t *j = NULL;
+	int rc = engine_container_inspect(e, name, &j, err);
+
+	*inspect = NULL;
+	if (rc < 0 && (*err)->http == 404) {
+		sbx_error_free(err);
+		free(name);
+		return 0;
+	}
+	if (rc == 0 && !ours(json_object_get(json_object_get(j, "Config"),
+					     "Labels"),
+			     c, key)) {
+		json_decref(j);
+		rc = sbx_error_set(err, SBX_E_CONFLICT, 0,
+				   "a container named '%s' exists that is not "
+				   "this deployment's session '%s'; sbxcat "
+				   "leaves it alone",
+				   name, key);
+		sbx_error_hint(*err, "remove or rename that container");
+	}
+	free(name);
+	if (rc == 0)
+		*inspect = j;
+	return rc;
+}
+
+/* One word for a container that is not running: "OOMKilled" when the
+ * kernel killed it for memory, else its state ("exited", "dead"...). */
+static const char *stopped_word(json_t *inspect)
+{
+	json_t *st = json_object_get(inspect, "State");
+
+	if (json_is_true(json_object_get(st, "OOMKilled")))
+		return "OOMKilled";
+	return session_state(inspect);
+}
+
+int session_engine_running(struct engine *e, const struct session_config *c,
+			   const char *key, json_t **inspect,
+			   struct sbx_error **err)
+{
+	if (session_engine_inspect(e, c, key, inspect, err) < 0)
+		return -1;
+	if (!*inspect)
+		return sbx_error_set(err, SBX_E_CONFLICT, 0,
+				     "session '%s' is not running (its "
+				     "container is gone)",
+				     key);
+	if (strcmp(session_state(*inspect), "running") == 0 &&
+	    !json_is_true(json_object_get(json_object_get(*inspect, "State"),
+					  "Paused")))
+		return 0;
+	sbx_error_set(err, SBX_E_CONFLICT, 0, "session '%s' is not running (%s)",
+		      key, stopped_word(*inspect));
+	sbx_error_hint(*err, "sbxcat session open starts it again");
+	json_decref(*inspect);
+	*inspect = NULL;
+	return -1;
+}
+
+int session_engine_list(struct engine *e, const struct session_config *c,
+			json_t **by_key, struct sbx_error **err)
+{
+	char *label = xasprintf("%s=%s", PREWARM_DEPLOYMENT_LABEL,
+				c->deployment);
+	const char *labels[] = {label};
+	json_t *arr = NULL, *v;
+	size_t i;
+	int rc = engine_container_list(e, labels, 1, &arr, err);
+
+	free(label);
+	if (rc < 0)
+		return rc;
+	*by_key = json_object();
+	json_array_foreach(arr, i, v)
+	{
+		json_t *l = json_object_get(v, "Labels");
+		const char *k = label_of(l, SESSION_LABEL_KEY);
+		if (k && ours(l, c, k))
+			json_object_set(*by_key, k, v);
+	}
+	json_decref(arr);
+	return 0;
+}
+
+bool session_state_live(const char *state)
+{
+	return state && (strcmp(state, "running") == 0 ||
+			 strcmp(state, "paused") == 0 ||
+			 strcmp(state, "restarting") == 0);
+}
+
+static int check_quota(struct engine *e, const struct session_spec *s,
+		       struct sbx_error **err)
+{
+	json_t *by_key, *v;
+	const char *k;
+	unsigned all = 0, tenant = 0;
+
+	if (session_engine_list(e, s->cfg, &by_key, err) < 0)
+		return -1;
+	json_object_foreach(by_key, k, v)
+	{
+		const char *t;
+		if (strcmp(k, s->key) == 0 ||
+		    !session_state_live(json_string_value(json_object_get(v, "State"))))
+			continue;
+		all++;
+		t = label_of(json_object_get(v, "Labels"),
+			     SESSION_LABEL_TENANT);
+		if (t && strcmp(t, s->tenant) == 0)
+			tenant++;
+	}
+	json_decref(by_key);
+	if (tenant >= s->cfg->max_per_tenant)
+		return sbx_error_set(err, SBX_E_REFUSED, 0,
+				     "tenant '%s' already holds %u of %u "
+				     "sessions; close one first",
+				     s->tenant, tenant, s->cfg->max_per_tenant);
+	if (all >= s->cfg->max_sessions)
+		return sbx_error_set(err, SBX_E_REFUSED, 0,
+				     "the host holds its ceiling of %u sessions",
+				     s->cfg->max_sessions);
+	return 0;
+}
+
+/* Why a container is not running, from its inspect: "OOMKilled",
+ * "exited, exit status 1", the engine's error. */
+static char *not_running_why(json_t *inspect)
+{
+	json_t *st = json_object_get(inspect, "State");
+	const char *error = json_string_value(json_object_get(st, "Error"));
+	struct strbuf sb = STRBUF_INIT;
+
+	if (json_is_true(json_object_get(st, "OOMKilled")))
+		return xstrdup(stopped_word(inspect));
+	strbuf_addf(&sb, "%s, exit status %lld", stopped_word(inspect),
+		    (long long)json_integer_value(
+			json_object_get(st, "ExitCode")));
+	if (error && *error) {
+		strbuf_addstr(&sb, ": ");
+		text_add_escaped(&sb, error, strlen(error));
+	}
+	return strbuf_detach(&sb, NULL);
+}
+
+/* Start id and make sure its idle process stays up. */
+static int start_checked(struct engine *e, const char *id,
+			 struct sbx_error **err)
+{
+	json_t *j = NULL;
+	const char *state;
+
+	if (engine_container_start(e, id, err) < 0)
+		return -1;
+	if (engine_container_inspect(e, id, &j, err) < 0)
+		return -1;
+	state = session_state(j);
+	if (strcmp(state, "running") != 0) {
+		char *why = not_running_why(j);
+		json_decref(j);
+		sbx_error_set(err, SBX_E_REFUSED, 0,
+			      "the session's container stopped at once (%s)",
+			      why);
+		free(why);
+		return -1;
+	}
+	json_decref(j);
+	return 0;
+}
+
+/* Create the container, finding the image's sleep first. */
+static int create_new(struct engine *e, struct session_spec *s, char **id,
+		      struct sbx_error **err)
+{
+	char *name = session_container_name(s->cfg, s->key);
+	struct sbx_error *e2 = NULL;
+	int rc = -1;
+
+	for (size_t i = 0; i < sizeof(sleep_paths) / sizeof(sleep_paths[0]); i++) {
+		bool exists = false;
+		json_t *body;
+
+		s->sleep = sleep_paths[i];
+		body = session_container_body(s);
+		rc = engine_container_create(e, name, body, id, err);
+		json_decref(body);
+		if (rc < 0)
+			break;
+		rc = engine_container_stat(e, *id, s->sleep, &exists, NULL,
+					   NULL, err);
+		if (rc == 0 && exists)
+			break;
+		/* Not this one: remove the container, try the next. */
+		engine_container_remove(e, *id, true, NULL, &e2);
+		sbx_error_free(&e2);
+		free(*id);
+		*id = NULL;
+		if (rc < 0)
+			break;
+		rc = -1;
+	}
+	if (rc < 0 && !*err)
+		sbx_error_set(err, SBX_E_BAD_DATA, 0,
+			      "image '%s' has no /bin/sleep or /usr/bin/sleep "
+			      "for the session's idle process",
+			      s->image);
+	if (rc < 0 && (*err)->hint == NULL && (*err)->http == 0 &&
+	    (*err)->kind == SBX_E_BAD_DATA)
+		sbx_error_hint(*err, "use an image that has a sleep program, "
+				     "or build the runtime from a base_image");
+	free(name);
+	return rc;
+}
+
+static int open_once(struct engine *e, struct session_spec *s,
+		     enum session_outcome *outcome, char **id, bool retry,
+		     struct sbx_error **err)
+{
+	json_t *j = NULL;
+	struct sbx_error *e2 = NULL;
+	const char *state;
+	int rc;
+
+	*id = NULL;
+	if (session_engine_inspect(e, s->cfg, s->key, &j, err) < 0)
+		return -1;
+	if (j) {
+		json_t *cfg = json_object_get(j, "Config");
+		const char *rt = label_of(json_object_get(cfg, "Labels"),
+					  SESSION_LABEL_RUNTIME);
+		const char *img = json_string_value(json_object_get(cfg, "Image"));
+
+		if (!rt || strcmp(rt, s->rt->alias) != 0) {
+			struct strbuf sb = STRBUF_INIT;
+			text_add_escaped(&sb, rt ? rt : "?", strlen(rt ? rt : "?"));
+			sbx_error_set(err, SBX_E_CONFLICT, 0,
+				      "session '%s' runs runtime '%s', not '%s'",
+				      s->key, strbuf_str(&sb), s->rt->alias);
+			sbx_error_hint(*err, "close it first to open it with "
+					     "another runtime");
+			strbuf_release(&sb);
+			json_decref(j);
+			return -1;
+		}
+		/* A stopped container keeps the image it was made from. */
+		free(s->image_used);
+		s->image_used = xstrdup(img ? img : s->image);
+		*id = xstrdup(json_string_value(json_object_get(j, "Id")));
+		state = session_state(j);
+		if (strcmp(state, "running") == 0 ||
+		    strcmp(state, "restarting") == 0) {
+			json_decref(j);
+			*outcome = SESSION_ADOPTED;
+			return 0;
+		}
+		if (strcmp(state, "paused") == 0) {
+			json_decref(j);
+			*outcome = SESSION_ADOPTED;
+			return engine_container_unpause(e, *id, err);
+		}
+		if (strcmp(state, "exited") == 0 ||
+		    strcmp(state, "created") == 0) {
+			json_decref(j);
+			if (check_quota(e, s, err) < 0)
+				return -1;
+			*outcome = SESSION_RESTARTED;
+			return start_checked(e, *id, err);
+		}
+		/* dead, removing: nothing to start; make a new one. */
+		json_decref(j);
+		if (engine_container_remove(e, *id, true, NULL, err) < 0)
+			return -1;
+		free(*id);
+		*id = NULL;
+	}
+	if (check_quota(e, s, err) < 0)
+		return -1;
+	*outcome = SESSION_CREATED;
+	rc = create_new(e, s, id, err);
+	if (rc < 0 && *err && (*err)->http == 409 && retry) {
+		/* Made meanwhile by an sbxcat on another root sharing this
+		 * engine: adopt it if it is ours (inspect refuses if not).
+		 * Once: a name the engine holds while it removes the
+		 * container answers 409 to create and 404 to inspect. */
+		sbx_error_free(err);
+		return open_once(e, s, outcome, id, false, err);
+	}
+	if (rc == 0 && start_checked(e, *id, err) < 0) {
+		engine_container_remove(e, *id, true, NULL, &e2);
+		sbx_error_free(&e2);
+		free(*id);
+		*id = NULL;
+		rc = -1;
+	}
+	return rc;
+}
+
+int session_engine_open(struct engine *e, struct session_spec *s,
+			enum session_outcome *outcome, char **id,
+			struct sbx_error **err)
+{
+	return open_once(e, s, outcome, id, true, err);
+}
+
+int session_engine_stop(struct engine *e, const char *id, const char *state,
+			struct sbx_error **err)
+{
+	/* A paused container's processes cannot take the SIGTERM. */
+	if (strcmp(state, "paused") == 0 &&
+	    engine_container_unpause(e, id, err) < 0)
+		return -1;
+	return engine_container_stop(e, id, SESSION_STOP_SECONDS, err);
+}
+
+int session_engine_close(struct engine *e, const struct session_config *c,
+			 const char *key, bool stop_only, const char **what,
+			 struct sbx_error **err)
+{
+	json_t *j = NULL;
+	const char *id, *state;
+	bool gone = false;
+	int rc;
+
+	if (session_engine_inspect(e, c, key, &j, err) < 0)
+		return -1;
+	*what = "gone";
+	if (!j)
+		return 0;
+	id = json_string_value(json_object_get(j, "Id"));
+	state = session_state(j);
+	if (stop_only && (session_state_live(state) ||
+			  strcmp(state, "exited") == 0)) {
+		rc = session_engine_stop(e, id, state, err);
+		*what = "stopped";
+	} else {
+		rc = engine_container_remove(e, id, true, &gone, err);
+		*what = gone ? "gone" : "removed";
+	}
+	json_decref(j);
+	return rc;
+}
