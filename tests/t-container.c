@@ -813,7 +813,7 @@ static int fake_attach(struct fake *f, bool tcp, long long deadline,
 	if (tcp)
 		host = xasprintf("tcp://127.0.0.1:%d", tcp_port);
 	strbuf_init(&f->request);
-	if (engine_init(&fe, host, NULL) < 0)
+	if (engine_init(&fe, NULL, host, NULL) < 0)
 		bail_out("engine_init %s", host);
 	snprintf(fe.api, sizeof(fe.api), "1.41");
 	pthread_create(&f->th, NULL, fake_main, f);
@@ -1000,23 +1000,27 @@ static void test_fake(void)
 	{
 		struct engine fe;
 		char *host = xasprintf("unix://%s/none.sock", tmpdir);
-		engine_init(&fe, host, NULL);
+		engine_init(&fe, NULL, host, NULL);
 		ok(engine_exec_attach(&fe, "abc", 0, &fd, &pre, &err) < 0 &&
 		       tap_status(err) == 3 && err->errnum == ENOENT,
 		   "a missing socket: status 3, ENOENT");
 		sbx_error_free(&err);
 		engine_release(&fe);
 		free(host);
-		engine_init(&fe, "tcp://127.0.0.1:1", NULL);
+		engine_init(&fe, NULL, "tcp://127.0.0.1:1", NULL);
 		ok(engine_exec_attach(&fe, "abc", 0, &fd, &pre, &err) < 0 &&
 		       tap_status(err) == 3 &&
 		       err->errnum == ECONNREFUSED,
 		   "a closed port: status 3, ECONNREFUSED");
 		sbx_error_free(&err);
 		engine_release(&fe);
-		setenv("DOCKER_TLS", "1", 1);
-		engine_init(&fe, "tcp://127.0.0.1:1", NULL);
-		unsetenv("DOCKER_TLS");
+		{
+			struct engine_config tc;
+
+			engine_config_defaults(&tc);
+			tc.tls = true; /* DOCKER_TLS=1 */
+			engine_init(&fe, &tc, "tcp://127.0.0.1:1", NULL);
+		}
 		ok(fe.tls &&
 		       engine_exec_attach(&fe, "abc", 0, &fd, &pre, &err) <
 			   0 &&
@@ -1053,7 +1057,7 @@ int main(void)
 		bail_out("mkdtemp: %s", strerror(errno));
 	if (chmod(tmpdir, 0755) < 0)
 		bail_out("chmod %s: %s", tmpdir, strerror(errno));
-	if (engine_init(&E, NULL, &err) < 0 ||
+	if (engine_init(&E, NULL, getenv("DOCKER_HOST"), &err) < 0 ||
 	    engine_negotiate(&E, NULL, &err) < 0) {
 		printf("1..0 # SKIP no Docker engine at DOCKER_HOST=%s: %s\n",
 		       getenv("DOCKER_HOST") ? getenv("DOCKER_HOST") : "",

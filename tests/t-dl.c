@@ -76,7 +76,7 @@ static void test_setopt(void)
 	struct engine e;
 	char *huge;
 
-	if (engine_init(&e, "unix:///nonexistent/sbxcat-t-dl.sock", &err) < 0) {
+	if (engine_init(&e, NULL, "unix:///nonexistent/sbxcat-t-dl.sock", &err) < 0) {
 		skip(err->msg, "setopt (2 tests)");
 		sbx_error_free(&err);
 		return;

@@ -37,6 +37,7 @@
 #include "basic/hash.h"
 #include "session/session.h"
 #include "tap.h"
+#include "basic/env.h"
 #include "basic/util.h"
 #include "basic/xjson.h"
 
@@ -446,6 +447,18 @@ static void clear_env(void)
 		unsetenv(config_vars[i]);
 }
 
+/* session_config_load from the environment as it is now. */
+static int load_env(struct session_config *c, struct sbx_error **err)
+{
+	struct sbx_env env;
+	int rc;
+
+	sbx_env_capture(&env, environ);
+	rc = session_config_load(c, &env, err);
+	sbx_env_release(&env);
+	return rc;
+}
+
 static int load_with(const char *var, const char *val, struct session_config *c,
 		     struct sbx_error **err)
 {
@@ -453,7 +466,7 @@ static int load_with(const char *var, const char *val, struct session_config *c,
 	if (var)
 		setenv(var, val, 1);
 	sbx_error_free(err);
-	return session_config_load(c, err);
+	return load_env(c, err);
 }
 
 static void test_config(void)
@@ -582,7 +595,7 @@ static void test_config(void)
 	setenv("SBXCAT_KEY_SECRET", "a", 1);
 	setenv("SBXCAT_KEY_SECRET_FILE", "/nonexistent", 1);
 	sbx_error_free(&err);
-	ok(session_config_load(&c, &err) < 0 && tap_status(err) == 2,
+	ok(load_env(&c, &err) < 0 && tap_status(err) == 2,
 	   "both secret variables: refused");
 	clear_env();
 	sbx_error_free(&err);

@@ -164,6 +164,30 @@ int audit_row_from_json(json_t *j, struct audit_row *r, struct sbx_error **err);
 int audit_row_check(const struct audit_row *r, struct sbx_error **err);
 
 /*
+ * The audit's configuration, read once (svc/config.h): SBXCAT_AUDIT ("on"
+ * or "off"; anything else invalid), the database (SBXCAT_DATABASE_URL,
+ * else "" when libpq's own environment names one: PGHOST, PGHOSTADDR,
+ * PGPORT, PGDATABASE, PGUSER or PGSERVICE; else NULL, none),
+ * PGCONNECT_TIMEOUT, the spool's directory (SBXCAT_SPOOL_DIR, else
+ * /var/spool/sbxcat) and its floor and reserve (SBXCAT_SPOOL_MIN_FREE,
+ * SBXCAT_SPOOL_RESERVE: whole numbers of bytes; a bad one is kept as
+ * limits_err, reported by the first operation that needs the spool).
+ */
+struct sbx_env;
+struct audit_config {
+	bool off;
+	char *db;
+	const char *db_source; /* "SBXCAT_DATABASE_URL", "libpq environment" */
+	char *connect_timeout; /* NULL: libpq's default */
+	char *spool_dir;
+	unsigned long long spool_min_free, spool_reserve;
+	struct sbx_error *limits_err;
+};
+int audit_config_load(struct audit_config *c, const struct sbx_env *env,
+		      struct sbx_error **err);
+void audit_config_release(struct audit_config *c);
+
+/*
  * The recorder.  audit_open reads the configuration: the database from
  * db_uri (--db), else SBXCAT_DATABASE_URL, else libpq's own environment
  * (PGHOST, PGHOSTADDR, PGPORT, PGDATABASE, PGUSER or PGSERVICE set); with

@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include "basic/alloc.h"
+#include "basic/env.h"
+#include "basic/text.h"
 #include "audit/audit.h"
 #include "audit/auditdb.h"
 #include "basic/error.h"
@@ -305,4 +307,82 @@ int audit_event(struct audit *a, const struct audit_event *ev,
 	audit_row_release(&r);
 	strbuf_release(&sb);
 	return rc;
+}
+
+/* ---- the configuration (audit.h) ---- */
+
+/* A limit in bytes (a whole number) from var, kept in *out when unset. */
+static int limit_bytes(const struct sbx_env *env, const char *var,
+		       unsigned long long *out, struct sbx_error **err)
+{
+	const char *v = sbx_env_get(env, var);
+	size_t n = v ? strlen(v) : 0;
+	unsigned long long x = 0;
+
+	if (!n)
+		return 0;
+	if (strspn(v, "0123456789") != n || n > 18) {
+		struct strbuf sb = STRBUF_INIT;
+
+		text_add_escaped(&sb, v, n);
+		sbx_error_set(err, SBX_E_INVALID, 0,
+			      "%s '%s': expected a whole number of bytes", var,
+			      strbuf_str(&sb));
+		strbuf_release(&sb);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		x = x * 10 + (unsigned long long)(v[i] - '0');
+	*out = x;
+	return 0;
+}
+
+int audit_config_load(struct audit_config *c, const struct sbx_env *env,
+		      struct sbx_error **err)
+{
+	static const char *const pgenv[] = {"PGHOST", "PGHOSTADDR",
+					    "PGPORT", "PGDATABASE",
+					    "PGUSER", "PGSERVICE"};
+	const char *off = sbx_env_nonempty(env, "SBXCAT_AUDIT");
+	const char *db = sbx_env_nonempty(env, "SBXCAT_DATABASE_URL");
+	const char *dir = sbx_env_nonempty(env, "SBXCAT_SPOOL_DIR");
+	const char *timeout = sbx_env_get(env, "PGCONNECT_TIMEOUT");
+
+	memset(c, 0, sizeof(*c));
+	c->spool_min_free = SPOOL_MIN_FREE_DEFAULT;
+	c->spool_reserve = SPOOL_RESERVE_DEFAULT;
+	c->spool_dir = xstrdup(dir ? dir : SPOOL_DEFAULT_DIR);
+	c->connect_timeout = timeout ? xstrdup(timeout) : NULL;
+	if (db) {
+		c->db = xstrdup(db);
+		c->db_source = "SBXCAT_DATABASE_URL";
+	} else {
+		for (size_t i = 0; i < sizeof(pgenv) / sizeof(pgenv[0]); i++)
+			if (sbx_env_nonempty(env, pgenv[i])) {
+				c->db = xstrdup("");
+				c->db_source = "libpq environment";
+				break;
+			}
+	}
+	if (limit_bytes(env, "SBXCAT_SPOOL_MIN_FREE", &c->spool_min_free,
+			&c->limits_err) < 0 ||
+	    limit_bytes(env, "SBXCAT_SPOOL_RESERVE", &c->spool_reserve,
+			&c->limits_err) < 0) {
+		/* Kept for the first operation that needs the spool. */
+	}
+	if (off && strcmp(off, "off") != 0 && strcmp(off, "on") != 0)
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "SBXCAT_AUDIT: 'on' or 'off', not "
+				     "something else");
+	c->off = off && strcmp(off, "off") == 0;
+	return 0;
+}
+
+void audit_config_release(struct audit_config *c)
+{
+	free(c->db);
+	free(c->connect_timeout);
+	free(c->spool_dir);
+	sbx_error_free(&c->limits_err);
+	memset(c, 0, sizeof(*c));
 }

@@ -415,7 +415,7 @@ static int run_exec(struct sbx_ctx *ctx, int argc, char **argv,
 
 	if (cmd_session_begin(ctx, &cfg, &root, &err) < 0 ||
 	    cmd_session_find(&root, key, tenant, &rec, &err) < 0 ||
-	    cmd_engine_begin(&engine, &err) < 0 ||
+	    cmd_engine_begin(ctx, &engine, &err) < 0 ||
 	    session_engine_running(&engine, &cfg, rec.key, &inspect, &err) <
 		0 ||
 	    procs_usable(&err) < 0) {

@@ -23,34 +23,24 @@ enum {
 	NCOL
 };
 
-static int cmd_list(struct sbx_ctx *ctx, int argc, char **argv)
+static int cmd_list(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 {
 	static const char *const head[NCOL] = {
 	    "ALIAS", "KIND", "IMAGE/BASE", "TAG", "PKGS", "MEM", "NETWORK"};
-	struct catalog cat;
+	const struct catalog *cat = ctx->cat;
 	char *(*cells)[NCOL];
 	size_t width[NCOL];
 	json_t *arr = NULL;
-	int rc = cmd_parse_common(ctx, &cmd_list_entry, argc, argv);
 
-	if (rc)
-		return rc < 0 ? 0 : rc;
-	if (optind < argc)
-		return cmd_usage_error(&cmd_list_entry, "too many arguments");
-	catalog_init(&cat);
-	rc = cmd_load_catalog(ctx, NULL, &cat);
-	if (rc) {
-		catalog_release(&cat);
-		return rc;
-	}
+	(void)opts, (void)nargs, (void)args;
 
-	cells = xcalloc(cat.n, sizeof(*cells));
+	cells = xcalloc(cat->n, sizeof(*cells));
 	for (size_t c = 0; c < NCOL; c++)
 		width[c] = strlen(head[c]);
 	if (ctx->json)
 		arr = json_array();
-	for (size_t i = 0; i < cat.n; i++) {
-		const struct runtime *rt = &cat.rt[i];
+	for (size_t i = 0; i < cat->n; i++) {
+		const struct runtime *rt = &cat->rt[i];
 		char *tag = recipe_tag(rt, &ctx->recipe);
 
 		if (arr) {
@@ -90,7 +80,7 @@ static int cmd_list(struct sbx_ctx *ctx, int argc, char **argv)
 		for (size_t c = 0; c < NCOL; c++)
 			printf("%-*s%s", c + 1 < NCOL ? (int)width[c] : 0,
 			       head[c], c + 1 < NCOL ? "  " : "\n");
-		for (size_t i = 0; i < cat.n; i++)
+		for (size_t i = 0; i < cat->n; i++)
 			for (size_t c = 0; c < NCOL; c++) {
 				printf("%-*s%s",
 				       c + 1 < NCOL ? (int)width[c] : 0,
@@ -100,7 +90,6 @@ static int cmd_list(struct sbx_ctx *ctx, int argc, char **argv)
 		printf("(* the default runtime)\n");
 	}
 	free(cells);
-	catalog_release(&cat);
 	return 0;
 }
 
@@ -108,5 +97,8 @@ const struct cmd_entry cmd_list_entry = {
     .name = "list",
     .usage = "",
     .summary = "list the runtimes: alias, kind, base, tag, mem, network",
-    .exec = cmd_list,
+    .max_args = 0,
+    .excess = "too many arguments",
+    .needs = CMD_NEEDS_CATALOG,
+    .run = cmd_list,
 };

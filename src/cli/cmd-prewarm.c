@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "catalog/deployment.h"
 #include "catalog/catalog.h"
 #include "cli/cmd.h"
 #include "engine/engine.h"
@@ -425,12 +426,14 @@ static int cmd_prewarm(struct sbx_ctx *ctx, int argc, char **argv)
 	sig_init();
 	deployment = getenv("SBXCAT_DEPLOYMENT_ID");
 	if (!deployment || !*deployment)
-		deployment = PREWARM_DEPLOYMENT_DEFAULT;
+		deployment = DEPLOYMENT_DEFAULT;
 	memset(&engine, 0, sizeof(engine));
 	engine.trace_fd = -1;
-	rc = prewarm_deployment_check(deployment, &err);
+	rc = deployment_check(deployment, &err);
 	if (rc == 0)
-		rc = engine_init(&engine, NULL, &err);
+		rc = svc_config_check(ctx->svc.cfg.engine_err, &err);
+	if (rc == 0)
+		rc = engine_init(&engine, &ctx->svc.cfg.engine, NULL, &err);
 	if (rc == 0) {
 		engine.cancel = sig_flag();
 		rc = engine_negotiate(&engine, NULL, &err);
@@ -501,7 +504,7 @@ int cmd_prewarm_one(struct sbx_ctx *ctx, const struct engine *engine,
 	const char *deployment = getenv("SBXCAT_DEPLOYMENT_ID");
 
 	if (!deployment || !*deployment)
-		deployment = PREWARM_DEPLOYMENT_DEFAULT;
+		deployment = DEPLOYMENT_DEFAULT;
 	prewarm_init(&p);
 	p.deployment = deployment;
 	prewarm_add(&p, rt, &ctx->recipe);

@@ -228,7 +228,7 @@ static int reap_pass_cmd(struct sbx_ctx *ctx, const struct reap_opts *o)
 	/* Nothing is reaped that could not be recorded. */
 	if ((au && audit_ready(au, &err) < 0) ||
 	    cmd_session_begin(ctx, &cfg, &root, &err) < 0 ||
-	    cmd_engine_begin(&engine, &err) < 0 ||
+	    cmd_engine_begin(ctx, &engine, &err) < 0 ||
 	    reap_pass_run(&engine, &cfg, &root, o->now, (size_t)o->limit,
 			  o->dry_run, &p, &err) < 0)
 		goto out;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
+#include "catalog/deployment.h"
 #include "catalog/catalog.h"
 #include "cli/cmd.h"
 #include "engine/engine.h"
@@ -45,18 +46,20 @@ int cmd_session_begin(struct sbx_ctx *ctx, struct session_config *cfg,
 		ctx->uid_error = NULL;
 		return -1;
 	}
-	if (session_config_load(cfg, err) < 0)
+	if (session_config_load(cfg, &ctx->env, err) < 0)
 		return -1;
-	if (prewarm_deployment_check(cfg->deployment, err) < 0)
+	if (deployment_check(cfg->deployment, err) < 0)
 		return -1;
 	return session_root_open(root, cfg->root, err);
 }
 
-int cmd_engine_begin(struct engine *e, struct sbx_error **err)
+int cmd_engine_begin(struct sbx_ctx *ctx, struct engine *e,
+		     struct sbx_error **err)
 {
 	memset(e, 0, sizeof(*e));
 	e->trace_fd = -1;
-	if (engine_init(e, NULL, err) < 0)
+	if (svc_config_check(ctx->svc.cfg.engine_err, err) < 0 ||
+	    engine_init(e, &ctx->svc.cfg.engine, NULL, err) < 0)
 		return -1;
 	e->cancel = sig_flag();
 	return engine_negotiate(e, NULL, err);
@@ -281,7 +284,7 @@ static int session_open(struct sbx_ctx *ctx, int argc, char **argv)
 		goto out;
 	session_key(&cfg, tenant, scope, subject, host, key);
 	image = recipe_tag(rt, &ctx->recipe);
-	if (cmd_engine_begin(&engine, &err) < 0 ||
+	if (cmd_engine_begin(ctx, &engine, &err) < 0 ||
 	    ensure_image(ctx, &engine, rt, image, &err) < 0)
 		goto out;
 
@@ -425,7 +428,7 @@ static int session_ls(struct sbx_ctx *ctx, int argc, char **argv)
 	tenant = cmd_tenant(tenant);
 	if (cmd_session_begin(ctx, &cfg, &root, &err) < 0 ||
 	    session_keys(&root, &keys, &nkeys, &err) < 0 ||
-	    cmd_engine_begin(&engine, &err) < 0 ||
+	    cmd_engine_begin(ctx, &engine, &err) < 0 ||
 	    session_engine_list(&engine, &cfg, &by_key, &err) < 0)
 		goto out;
 	for (size_t i = 0; i < nkeys; i++) {
@@ -623,7 +626,7 @@ static int session_show(struct sbx_ctx *ctx, int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	if (cmd_session_begin(ctx, &cfg, &root, &err) < 0 ||
 	    cmd_session_find(&root, key, tenant, &r, &err) < 0 ||
-	    cmd_engine_begin(&engine, &err) < 0 ||
+	    cmd_engine_begin(ctx, &engine, &err) < 0 ||
 	    session_engine_inspect(&engine, &cfg, r.key, &inspect, &err) < 0)
 		goto out;
 	doc = row_json(&r, session_state(inspect));
@@ -705,7 +708,7 @@ static int session_close(struct sbx_ctx *ctx, int argc, char **argv)
 	}
 	if (cmd_session_begin(ctx, &cfg, &root, &err) < 0 ||
 	    cmd_session_find(&root, key, tenant, &r, &err) < 0 ||
-	    cmd_engine_begin(&engine, &err) < 0)
+	    cmd_engine_begin(ctx, &engine, &err) < 0)
 		goto out;
 	if (session_lock(&root, &err) < 0)
 		goto out;

@@ -144,6 +144,144 @@ static const struct cmd_entry *find_verb(const struct cmd_entry *cmd,
 	return NULL;
 }
 
+int cmd_options_parse(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
+		      const struct cmd_option *opts, unsigned verb,
+		      const char *vname, void *out, int argc, char **argv,
+		      int *first)
+{
+	static const struct option common[] = {COMMON_LONGOPTS};
+	const size_t ncommon = sizeof(common) / sizeof(common[0]);
+	struct strbuf shorts = STRBUF_INIT;
+	struct option *longopts;
+	size_t n = 0;
+	int c, li, rc = 0;
+
+	while (opts && opts[n].name)
+		n++;
+	longopts = xcalloc(n + ncommon + 1, sizeof(*longopts));
+	strbuf_addstr(&shorts, COMMON_SHORTOPTS);
+	for (size_t i = 0; i < n; i++) {
+		longopts[i].name = opts[i].name;
+		longopts[i].has_arg = opts[i].kind == CMD_OPT_FLAG
+					  ? no_argument
+					  : required_argument;
+		longopts[i].val = opts[i].letter ? opts[i].letter
+						 : 256 + (int)i;
+		if (opts[i].letter) {
+			strbuf_addch(&shorts, (char)opts[i].letter);
+			if (opts[i].kind != CMD_OPT_FLAG)
+				strbuf_addch(&shorts, ':');
+		}
+	}
+	memcpy(longopts + n, common, sizeof(common));
+	optind = 0; /* full reset: argv may be a new vector */
+	for (;;) {
+		const struct cmd_option *o = NULL;
+
+		li = -1;
+		c = getopt_long(argc, argv, strbuf_str(&shorts), longopts, &li);
+		if (c == -1)
+			break;
+		for (size_t i = 0; i < n && !o; i++)
+			if (c == longopts[i].val)
+				o = &opts[i];
+		if (!o) {
+			rc = cmd_common_option(ctx, cmd, c, optarg);
+			if (rc)
+				break;
+			continue;
+		}
+		if (o->verbs && verb && !(o->verbs & verb)) {
+			rc = li >= 0 ? cmd_usage_error(cmd,
+						       "'%s' does not take --%s",
+						       vname, o->name)
+				     : cmd_usage_error(cmd,
+						       "'%s' does not take -%c",
+						       vname, o->letter);
+			break;
+		}
+		switch (o->kind) {
+		case CMD_OPT_FLAG:
+			*(bool *)((char *)out + o->offset) = true;
+			break;
+		case CMD_OPT_STRING:
+			*(const char **)((char *)out + o->offset) = optarg;
+			break;
+		case CMD_OPT_COUNT: {
+			char what[64];
+
+			snprintf(what, sizeof(what), "--%s", o->name);
+			rc = cmd_parse_count(
+			    cmd, what, optarg, o->max,
+			    (unsigned long long *)((char *)out + o->offset));
+			if (!rc && o->given)
+				*(bool *)((char *)out + o->given - 1) = true;
+			break;
+		}
+		}
+		if (rc)
+			break;
+	}
+	free(longopts);
+	strbuf_release(&shorts);
+	*first = optind;
+	return rc;
+}
+
+int cmd_setup(struct sbx_ctx *ctx, unsigned needs)
+{
+	if ((needs & CMD_NEEDS_UID) && ctx->uid_error)
+		return cmd_report(&ctx->uid_error);
+	if ((needs & CMD_NEEDS_CATALOG) == CMD_NEEDS_CATALOG && !ctx->cat) {
+		int rc;
+
+		ctx->cat = xcalloc(1, sizeof(*ctx->cat));
+		catalog_init(ctx->cat);
+		rc = cmd_load_catalog(ctx, NULL, ctx->cat);
+		if (rc)
+			return rc;
+	}
+	if (needs & CMD_NEEDS_CALL) {
+		ctx->call.agent = cmd_identity(ctx->audit_agent,
+					       "SBXCAT_AGENT_ID");
+		ctx->call.run = cmd_identity(ctx->audit_run, "SBXCAT_RUN_ID");
+		ctx->call.cancel = sig_flag();
+		ctx->call.warn = cmd_warn;
+		ctx->call.warn_arg = NULL;
+	}
+	return 0;
+}
+
+/* A command on its option table: parse, check the operands, set up,
+ * run. */
+static int run_entry(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
+		     int argc, char **argv)
+{
+	void *opts = xcalloc(1, cmd->opts_size ? cmd->opts_size : 1);
+	int first, nargs, rc;
+
+	rc = cmd_options_parse(ctx, cmd, cmd->options, 0, cmd->name, opts,
+			       argc, argv, &first);
+	if (rc) {
+		free(opts);
+		return rc < 0 ? 0 : rc;
+	}
+	nargs = argc - first;
+	if (nargs < cmd->min_args)
+		rc = cmd->missing ? cmd_usage_error(cmd, "%s", cmd->missing)
+				  : cmd_usage_error(cmd, "an operand is missing");
+	else if (cmd->max_args >= 0 && nargs > cmd->max_args)
+		rc = cmd->excess ? cmd_usage_error(cmd, "%s", cmd->excess)
+				 : cmd_usage_error(cmd, "unexpected operand '%s'",
+						   argv[first + cmd->max_args]);
+	if (!rc)
+		rc = cmd_setup(ctx, cmd->needs);
+	if (!rc)
+		rc = cmd->run(ctx, opts, nargs, argv + first);
+	free(opts);
+	return rc;
+}
+
 int cmd_dispatch(struct sbx_ctx *ctx, const struct cmd_entry *cmd, int argc,
 		 char **argv)
 {
@@ -156,7 +294,8 @@ int cmd_dispatch(struct sbx_ctx *ctx, const struct cmd_entry *cmd, int argc,
 	 * option '--x'", as every other message of ours begins. */
 	argv[0] = (char *)"sbxcat";
 	if (!cmd->nverbs)
-		return cmd->exec(ctx, argc, argv);
+		return cmd->run ? run_entry(ctx, cmd, argc, argv)
+				: cmd->exec(ctx, argc, argv);
 	/* '+': stop at the verb; its own options follow it. */
 	for (;;) {
 		c = getopt_long(argc, argv, "+" COMMON_SHORTOPTS, longopts,
@@ -278,6 +417,19 @@ int cmd_kind_exit(int kind)
 int cmd_exit_status(const struct sbx_error *err)
 {
 	return cmd_kind_exit(err->kind);
+}
+
+const char *cmd_identity(const char *opt, const char *var)
+{
+	const char *v = opt ? opt : getenv(var);
+
+	return v && *v ? v : NULL;
+}
+
+void cmd_warn(void *arg, const char *msg)
+{
+	(void)arg;
+	fprintf(stderr, "sbxcat: warning: %s\n", msg);
 }
 
 int cmd_report(struct sbx_error **err)

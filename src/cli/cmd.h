@@ -15,11 +15,14 @@
 #define SBX_CMD_H
 
 #include <getopt.h>
+#include <stddef.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "basic/env.h"
 #include "catalog/recipe.h"
+#include "svc/svc.h"
 
 struct catalog;
 struct sbx_error;
@@ -41,6 +44,10 @@ int cmd_kind_exit(int kind);
 int cmd_exit_status(const struct sbx_error *err);
 
 struct sbx_ctx {
+	/* The environment, copied once at start; the service built from it
+	 * (its configuration, read once: svc/config.h). */
+	struct sbx_env env;
+	struct svc svc;
 	const char *catalog_path; /* -C or SBXCAT_CATALOG; NULL: default */
 	bool json;
 	struct recipe_opts recipe;
@@ -51,12 +58,75 @@ struct sbx_ctx {
 	/* --db, --agent, --run: the audit's database and whom its rows name
 	 * (NULL: the environment's; audit.h). */
 	const char *audit_db, *audit_agent, *audit_run;
+	/* What cmd_setup made (CMD_NEEDS_CATALOG, CMD_NEEDS_CALL). */
+	struct catalog *cat;
+	struct svc_call call;
+};
+
+/*
+ * One option of a command's table (struct cmd_entry's options): the
+ * dispatcher builds getopt's tables from it, fills the command's options
+ * structure, and refuses an option the verb does not take.
+ */
+enum cmd_opt_kind {
+	CMD_OPT_FLAG,	/* bool at offset, set true */
+	CMD_OPT_STRING, /* const char * at offset: the last one given */
+	CMD_OPT_COUNT,	/* unsigned long long at offset, 1 to max (digits) */
+};
+struct cmd_option {
+	const char *name; /* the long name, without "--" */
+	int letter;	  /* its short form, or 0 */
+	enum cmd_opt_kind kind;
+	size_t offset;
+	/* COUNT: 1 + the offset of a bool set when given (0: none). */
+	size_t given;
+	unsigned long long max; /* COUNT */
+	/* The verbs that take it, as bits of the command's own numbering of
+	 * them (cmd_options_parse's verb); 0: every one. */
+	unsigned verbs;
+};
+#define CMD_FLAG(n, l, type, field, v)                                         \
+	{.name = (n), .letter = (l), .kind = CMD_OPT_FLAG,                     \
+	 .offset = offsetof(type, field), .verbs = (v)}
+#define CMD_STRING(n, l, type, field, v)                                       \
+	{.name = (n), .letter = (l), .kind = CMD_OPT_STRING,                   \
+	 .offset = offsetof(type, field), .verbs = (v)}
+#define CMD_COUNT(n, type, field, has, mx, v)                                  \
+	{.name = (n), .kind = CMD_OPT_COUNT, .offset = offsetof(type, field),  \
+	 .given = offsetof(type, has) + 1, .max = (mx), .verbs = (v)}
+#define CMD_OPTIONS_END {.name = NULL}
+
+/* What a command needs done before its run (struct cmd_entry's needs),
+ * after its options parsed: the dispatcher does it, in this order. */
+enum {
+	/* SANDBOXD_SANDBOX_UID valid unless --sandbox-uid replaced it. */
+	CMD_NEEDS_UID = 1 << 0,
+	/* ctx->cat: the catalogue loaded and valid (-C, SBXCAT_CATALOG or
+	 * the default search); exit 1 or 3 with its diagnostics if not. */
+	CMD_NEEDS_CATALOG = 1 << 1 | CMD_NEEDS_UID,
+	/* ctx->call: the identity (--agent, --run, SBXCAT_AGENT_ID,
+	 * SBXCAT_RUN_ID; the command sets the tenant), the signal flag as
+	 * the cancel, warnings to stderr. */
+	CMD_NEEDS_CALL = 1 << 2,
 };
 
 struct cmd_entry {
 	const char *name;
 	const char *usage;   /* arguments after the name */
 	const char *summary; /* one line for `sbxcat help` */
+	/* A command built on its option table: run gets the options
+	 * structure (opts_size bytes, zeroed, filled from options) and the
+	 * operands, min_args to max_args of them (max_args -1: any);
+	 * missing, when set, is the message for too few.  Help (-h) and
+	 * usage errors are the dispatcher's; needs (CMD_NEEDS_*) is done
+	 * first.  run returns the exit status. */
+	const struct cmd_option *options;
+	size_t opts_size;
+	int min_args, max_args;
+	const char *missing;
+	const char *excess; /* for too many: else "unexpected operand 'X'" */
+	unsigned needs;
+	int (*run)(struct sbx_ctx *ctx, void *opts, int nargs, char **args);
 	/* argv[1..] are what follows the command's (or verb's) name; argv[0]
 	 * is "sbxcat", the name getopt's messages begin with; getopt is reset. */
 	int (*exec)(struct sbx_ctx *ctx, int argc, char **argv);
@@ -129,6 +199,23 @@ enum { OPT_AUDIT_DB = OPT_COMMON + 1, OPT_AUDIT_AGENT, OPT_AUDIT_RUN };
 int cmd_common_option(struct sbx_ctx *ctx, const struct cmd_entry *cmd, int c,
 		      const char *arg);
 /*
+ * Parse argv (argv[0] "sbxcat") by the table opts and the common options
+ * into out, for verb (a bit of opts' verbs; 0 for a command without
+ * verbs), named vname in the message for an option it does not take
+ * ("'read' does not take --all").  Returns 0 with *first the index of the
+ * first operand (getopt moves them to the end), -1 after printing help
+ * (exit 0), or an exit status after a usage error.
+ */
+int cmd_options_parse(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
+		      const struct cmd_option *opts, unsigned verb,
+		      const char *vname, void *out, int argc, char **argv,
+		      int *first);
+
+/* The set-up needs asks for (CMD_NEEDS_*): 0, or an exit status after
+ * saying why not. */
+int cmd_setup(struct sbx_ctx *ctx, unsigned needs);
+
+/*
  * Parse the options of a command that has only the common ones.  Returns
  * 0 with optind at the first operand, -1 after printing help (exit 0), or
  * an exit status.
@@ -156,6 +243,12 @@ void cmd_print_json(json_t *doc);
  * for 0 or less. */
 void cmd_rfc3339(char out[32], long long t);
 json_t *cmd_time_json(long long t);
+
+/* opt, else the environment's var; NULL when neither or empty (the
+ * identity of a call: --agent, SBXCAT_AGENT_ID; --tenant, SBXCAT_TENANT). */
+const char *cmd_identity(const char *opt, const char *var);
+/* A warning on stderr ("sbxcat: warning: MSG"): struct svc_call's warn. */
+void cmd_warn(void *arg, const char *msg);
 
 /* Print an error as "sbxcat: message" and return its exit status
  * (cmd_exit_status). */
@@ -208,7 +301,8 @@ struct session_root;
 struct session_record;
 int cmd_session_begin(struct sbx_ctx *ctx, struct session_config *cfg,
 		      struct session_root *root, struct sbx_error **err);
-int cmd_engine_begin(struct engine *e, struct sbx_error **err);
+int cmd_engine_begin(struct sbx_ctx *ctx, struct engine *e,
+		     struct sbx_error **err);
 const char *cmd_tenant(const char *opt);
 int cmd_session_find(struct session_root *root, const char *key,
 		     const char *tenant, struct session_record *rec,

@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "catalog/catalog.h"
 #include "cli/cmd.h"
 #include "basic/sig.h"
 #include "basic/util.h"
@@ -81,6 +83,8 @@ int main(int argc, char **argv)
 	sig_init();
 	xjson_init();
 	cmd_set_root(&sbxcat_root);
+	sbx_env_capture(&ctx.env, environ);
+	svc_init(&ctx.svc, &ctx.env);
 	ctx.recipe.sandbox_uid = SANDBOX_UID_DEFAULT;
 	if (uid && recipe_parse_uid(uid, &ctx.recipe.sandbox_uid, &err) < 0) {
 		sbx_error_wrap(&err, "SANDBOXD_SANDBOX_UID");
@@ -89,6 +93,12 @@ int main(int argc, char **argv)
 	}
 	rc = run(&ctx, argc, argv);
 	sbx_error_free(&ctx.uid_error);
+	if (ctx.cat) {
+		catalog_release(ctx.cat);
+		free(ctx.cat);
+	}
+	svc_release(&ctx.svc);
+	sbx_env_release(&ctx.env);
 	sig_reraise();
 	return cmd_close_stdout(rc);
 }

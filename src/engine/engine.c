@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 
+#include "basic/env.h"
 #include "engine/engine-http.h"
 #include "basic/error.h"
 
@@ -26,15 +27,15 @@ static bool starts_with(const char *s, const char *prefix)
 }
 
 /* Seconds (fractions allowed) from the environment, as milliseconds. */
-static int env_ms(const char *name, long dflt_seconds, long *ms,
-		  struct sbx_error **err)
+static int env_ms(const struct sbx_env *env, const char *name,
+		  long dflt_seconds, long *ms, struct sbx_error **err)
 {
-	const char *v = getenv(name);
+	const char *v = sbx_env_nonempty(env, name);
 	char *end;
 	double d;
 
 	*ms = dflt_seconds * 1000;
-	if (!v || !*v)
+	if (!v)
 		return 0;
 	errno = 0;
 	d = strtod(v, &end);
@@ -48,6 +49,52 @@ static int env_ms(const char *name, long dflt_seconds, long *ms,
 	return 0;
 }
 
+static char *xstrdup_or_null(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+void engine_config_defaults(struct engine_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->request_ms = ENGINE_REQUEST_SECONDS * 1000L;
+	c->stall_ms = ENGINE_STALL_SECONDS * 1000L;
+}
+
+int engine_config_load(struct engine_config *c, const struct sbx_env *env,
+		       struct sbx_error **err)
+{
+	const char *certdir = sbx_env_nonempty(env, "DOCKER_CERT_PATH");
+
+	engine_config_defaults(c);
+	c->host = xstrdup_or_null(sbx_env_nonempty(env, "DOCKER_HOST"));
+	c->tls_verify = sbx_env_nonempty(env, "DOCKER_TLS_VERIFY") != NULL;
+	c->tls = c->tls_verify || sbx_env_nonempty(env, "DOCKER_TLS");
+	if (certdir) {
+		c->cert_dir = xstrdup(certdir);
+	} else {
+		const char *home = sbx_env_get(env, "HOME");
+		c->cert_dir = xasprintf("%s/.docker", home ? home : "");
+	}
+	c->trace = xstrdup_or_null(sbx_env_nonempty(env, "SBXCAT_ENGINE_TRACE"));
+	if (env_ms(env, "SBXCAT_ENGINE_TIMEOUT", ENGINE_REQUEST_SECONDS,
+		   &c->request_ms, err) < 0 ||
+	    env_ms(env, "SBXCAT_ENGINE_STALL", ENGINE_STALL_SECONDS,
+		   &c->stall_ms, err) < 0) {
+		engine_config_release(c);
+		return -1;
+	}
+	return 0;
+}
+
+void engine_config_release(struct engine_config *c)
+{
+	free(c->host);
+	free(c->cert_dir);
+	free(c->trace);
+	memset(c, 0, sizeof(*c));
+}
+
 static char *file_if_readable(const char *dir, const char *name)
 {
 	char *p = xasprintf("%s/%s", dir, name);
@@ -57,14 +104,11 @@ static char *file_if_readable(const char *dir, const char *name)
 	return NULL;
 }
 
-static int init_tcp(struct engine *e, const char *hostport,
-		    struct sbx_error **err)
+static int init_tcp(struct engine *e, const struct engine_config *c,
+		    const char *hostport, struct sbx_error **err)
 {
-	const char *verify = getenv("DOCKER_TLS_VERIFY");
-	const char *tls = getenv("DOCKER_TLS");
-	const char *certdir = getenv("DOCKER_CERT_PATH");
+	const char *certdir = c->cert_dir ? c->cert_dir : "";
 	cleanup_free char *hp = xstrdup(hostport);
-	cleanup_free char *dflt = NULL;
 	size_t n = strlen(hp);
 
 	while (n > 0 && hp[n - 1] == '/')
@@ -73,14 +117,9 @@ static int init_tcp(struct engine *e, const char *hostport,
 		return sbx_error_set(
 		    err, SBX_E_UNAVAILABLE, 0,
 		    "DOCKER_HOST '%s': expected tcp://HOST:PORT", e->host);
-	e->tls_verify = verify && *verify;
-	e->tls = e->tls_verify || (tls && *tls);
+	e->tls_verify = c->tls_verify;
+	e->tls = c->tls;
 	if (e->tls) {
-		if (!certdir || !*certdir) {
-			const char *home = getenv("HOME");
-			dflt = xasprintf("%s/.docker", home ? home : "");
-			certdir = dflt;
-		}
 		e->ca = file_if_readable(certdir, "ca.pem");
 		e->cert = file_if_readable(certdir, "cert.pem");
 		e->key = file_if_readable(certdir, "key.pem");
@@ -99,25 +138,26 @@ static int init_tcp(struct engine *e, const char *hostport,
 	return 0;
 }
 
-int engine_init(struct engine *e, const char *host, struct sbx_error **err)
+int engine_init(struct engine *e, const struct engine_config *c,
+		const char *host, struct sbx_error **err)
 {
-	const char *trace = getenv("SBXCAT_ENGINE_TRACE");
+	struct engine_config dflt;
 
 	memset(e, 0, sizeof(*e));
 	e->trace_fd = -1;
+	if (!c) {
+		engine_config_defaults(&dflt);
+		c = &dflt;
+	}
 	if (!host)
-		host = getenv("DOCKER_HOST");
+		host = c->host;
 	if (!host || !*host)
 		host = ENGINE_DEFAULT_HOST;
 	e->host = xstrdup(host);
 	if (curl_dl_load(err) < 0)
 		return -1;
-
-	if (env_ms("SBXCAT_ENGINE_TIMEOUT", ENGINE_REQUEST_SECONDS,
-		   &e->request_ms, err) < 0 ||
-	    env_ms("SBXCAT_ENGINE_STALL", ENGINE_STALL_SECONDS, &e->stall_ms,
-		   err) < 0)
-		return -1;
+	e->request_ms = c->request_ms;
+	e->stall_ms = c->stall_ms;
 	if (starts_with(host, "unix://")) {
 		if (!host[7])
 			return sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
@@ -126,7 +166,7 @@ int engine_init(struct engine *e, const char *host, struct sbx_error **err)
 		e->sock = xstrdup(host + 7);
 		e->base = xstrdup("http://localhost");
 	} else if (starts_with(host, "tcp://")) {
-		if (init_tcp(e, host + 6, err) < 0)
+		if (init_tcp(e, c, host + 6, err) < 0)
 			return -1;
 	} else {
 		return sbx_error_set(
@@ -135,21 +175,16 @@ int engine_init(struct engine *e, const char *host, struct sbx_error **err)
 		    "over unix:// or tcp:// only",
 		    host);
 	}
-	if (trace && *trace) {
+	if (c->trace) {
 		e->trace_fd = open(
-		    trace, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		    c->trace, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 		if (e->trace_fd < 0)
 			return sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
 					     "SBXCAT_ENGINE_TRACE: cannot open "
 					     "'%s'",
-					     trace);
+					     c->trace);
 	}
 	return 0;
-}
-
-static char *xstrdup_or_null(const char *s)
-{
-	return s ? xstrdup(s) : NULL;
 }
 
 void engine_copy(struct engine *dst, const struct engine *src)

@@ -84,10 +84,31 @@ struct engine_version {
 };
 
 /*
- * Configure from host, or DOCKER_HOST when host is NULL, or the default
- * socket.  No request is made.  Status 3 for a host sbxcat cannot use.
+ * The engine's configuration, read once (svc/config.h): DOCKER_HOST (NULL:
+ * the default socket), DOCKER_TLS_VERIFY, DOCKER_TLS, DOCKER_CERT_PATH
+ * (else $HOME/.docker), SBXCAT_ENGINE_TIMEOUT and SBXCAT_ENGINE_STALL
+ * (seconds; a bad one is unavailable naming the variable),
+ * SBXCAT_ENGINE_TRACE.
  */
-int engine_init(struct engine *e, const char *host, struct sbx_error **err);
+struct sbx_env;
+struct engine_config {
+	char *host;
+	bool tls, tls_verify;
+	char *cert_dir;
+	long request_ms, stall_ms;
+	char *trace;
+};
+void engine_config_defaults(struct engine_config *c);
+int engine_config_load(struct engine_config *c, const struct sbx_env *env,
+		       struct sbx_error **err);
+void engine_config_release(struct engine_config *c);
+
+/*
+ * Configure from c (NULL: the defaults), host overriding c's when not
+ * NULL.  No request is made.  Unavailable for a host sbxcat cannot use.
+ */
+int engine_init(struct engine *e, const struct engine_config *c,
+		const char *host, struct sbx_error **err);
 /* GET /version: pick the API version; refuse an engine older than 1.41. */
 int engine_negotiate(struct engine *e, struct engine_version *v,
 		     struct sbx_error **err);

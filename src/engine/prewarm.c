@@ -28,7 +28,6 @@
 
 /* The hex digits of a content tag (recipe_tag_of). */
 #define CONTENT_HEX 12
-#define DEPLOYMENT_MAX 63
 
 static long long now_ms(void)
 {
@@ -62,29 +61,6 @@ const char *prewarm_state_name(enum prewarm_state s)
 	return "?";
 }
 
-int prewarm_deployment_check(const char *id, struct sbx_error **err)
-{
-	size_t n = strlen(id);
-	bool good = n >= 1 && n <= DEPLOYMENT_MAX &&
-		    strchr("abcdefghijklmnopqrstuvwxyz0123456789", id[0]) &&
-		    strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
-	struct strbuf shown = STRBUF_INIT;
-	int rc;
-
-	if (good)
-		return 0;
-	/* It comes from the environment: shown escaped, and cut. */
-	text_add_escaped(&shown, id, utf8_whole(id, n > 80 ? 80 : n));
-	rc = sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
-			   "SBXCAT_DEPLOYMENT_ID '%s%s': expected 1 to %d of "
-			   "a-z, 0-9, '_', '.', '-', beginning with a letter "
-			   "or a digit",
-			   strbuf_str(&shown), n > 80 ? "..." : "",
-			   DEPLOYMENT_MAX);
-	strbuf_release(&shown);
-	return rc;
-}
-
 void prewarm_init(struct prewarm *p)
 {
 	pthread_condattr_t ca;
@@ -92,7 +68,7 @@ void prewarm_init(struct prewarm *p)
 	memset(p, 0, sizeof(*p));
 	p->concurrency = 1;
 	p->timeout_ms = PREWARM_TIMEOUT_SECONDS * 1000L;
-	p->deployment = PREWARM_DEPLOYMENT_DEFAULT;
+	p->deployment = DEPLOYMENT_DEFAULT;
 	pthread_mutex_init(&p->lock, NULL);
 	/* Ticks are intervals: a clock set back must not stretch them. */
 	pthread_condattr_init(&ca);
@@ -352,8 +328,8 @@ static bool built_by(struct engine *e, const char *tag, const char *dep)
 	}
 	if (!present)
 		return false;
-	label = engine_image_label(&img, PREWARM_DEPLOYMENT_LABEL);
-	mine = strcmp(label ? label : PREWARM_DEPLOYMENT_DEFAULT, dep) == 0;
+	label = engine_image_label(&img, DEPLOYMENT_LABEL);
+	mine = strcmp(label ? label : DEPLOYMENT_DEFAULT, dep) == 0;
 	engine_image_release(&img);
 	return mine;
 }
@@ -520,7 +496,7 @@ static enum prewarm_state build(struct prewarm *p, struct engine *e,
 	struct engine_image img = {0};
 	bool present = false;
 	const char *tags[2] = {job->tag, job->claim};
-	const char *lkey = PREWARM_DEPLOYMENT_LABEL, *lval = p->deployment;
+	const char *lkey = DEPLOYMENT_LABEL, *lval = p->deployment;
 	struct engine_build_args a = {tags, 2, &lkey, &lval, 1, p->force};
 
 	set_state(p, job, PREWARM_BUILDING);

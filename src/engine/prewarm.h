@@ -43,6 +43,7 @@
 #include <stddef.h>
 
 #include "basic/error.h"
+#include "catalog/deployment.h"
 #include "engine/engine.h"
 
 struct runtime;
@@ -53,8 +54,6 @@ struct sbx_error;
 #define PREWARM_TIMEOUT_SECONDS 3600
 /* Events kept between two calls of notify; more are counted (lost). */
 #define PREWARM_EVENTS_MAX 256
-#define PREWARM_DEPLOYMENT_DEFAULT "default"
-#define PREWARM_DEPLOYMENT_LABEL "io.sbxcat.deployment"
 
 enum prewarm_state {
 	PREWARM_WAITING,
@@ -142,7 +141,7 @@ struct prewarm {
 	long timeout_ms;	     /* per build or pull; 0: none */
 	const struct engine *engine; /* negotiated; copied per worker */
 	const atomic_int *cancel;    /* may be NULL */
-	const char *deployment; /* checked id; PREWARM_DEPLOYMENT_DEFAULT */
+	const char *deployment; /* checked id; DEPLOYMENT_DEFAULT */
 	prewarm_notify_fn notify;
 	void *ctx;
 	long tick_ms; /* 0: no ticks */
@@ -157,13 +156,6 @@ struct prewarm {
 	size_t ntags;
 	bool tags_known;
 };
-
-/*
- * Is id a deployment id: 1 to 63 of [a-z0-9_.-], starting with a letter
- * or a digit (it ends a tag and a label value)?  Status 3 if not: it comes
- * from SBXCAT_DEPLOYMENT_ID.
- */
-int prewarm_deployment_check(const char *id, struct sbx_error **err);
 
 void prewarm_init(struct prewarm *p);
 /* Add a runtime; set p->deployment first. */

@@ -11,9 +11,9 @@
 #include <time.h>
 
 #include "engine/engine.h"
+#include "catalog/deployment.h"
 #include "basic/clock.h"
 #include "basic/error.h"
-#include "engine/prewarm.h"
 #include "session/procs.h"
 #include "session/reap.h"
 #include "session/session-engine.h"
@@ -163,7 +163,7 @@ static void our_containers(json_t *list, const struct session_config *c,
 	*n = 0;
 	json_array_foreach(list, i, s)
 	{
-		const char *dep = label_of(s, PREWARM_DEPLOYMENT_LABEL);
+		const char *dep = label_of(s, DEPLOYMENT_LABEL);
 		const char *id = json_string_value(json_object_get(s, "Id"));
 		const char *name = json_string_value(
 		    json_array_get(json_object_get(s, "Names"), 0));
@@ -604,7 +604,7 @@ int reap_pass_run(struct engine *e, const struct session_config *c,
 		  bool dry_run, struct reap_pass *p, struct sbx_error **err)
 {
 	cleanup_free char *label =
-	    xasprintf("%s=%s", PREWARM_DEPLOYMENT_LABEL, c->deployment);
+	    xasprintf("%s=%s", DEPLOYMENT_LABEL, c->deployment);
 	const char *labels[] = {label};
 	json_t *list = NULL;
 	struct ctr *v = NULL;

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog/deployment.h"
 #include "catalog/catalog.h"
 #include "engine/engine.h"
 #include "basic/error.h"
-#include "engine/prewarm.h"
 #include "session/session-engine.h"
 #include "basic/util.h"
 #include "basic/xjson.h"
@@ -71,7 +71,7 @@ json_t *session_container_body(const struct session_spec *s)
 	}
 	snprintf(created, sizeof(created), "%lld", s->created);
 	labels = xjson_pack("{s:s, s:s, s:s, s:s, s:s}",
-			    PREWARM_DEPLOYMENT_LABEL, s->cfg->deployment,
+			    DEPLOYMENT_LABEL, s->cfg->deployment,
 			    SESSION_LABEL_TENANT, s->tenant, SESSION_LABEL_KEY,
 			    s->key, SESSION_LABEL_RUNTIME, s->rt->alias,
 			    SESSION_LABEL_CREATED, created);
@@ -110,7 +110,7 @@ static const char *label_of(json_t *labels, const char *key)
 static bool ours(json_t *labels, const struct session_config *c,
 		 const char *key)
 {
-	const char *dep = label_of(labels, PREWARM_DEPLOYMENT_LABEL);
+	const char *dep = label_of(labels, DEPLOYMENT_LABEL);
 	const char *k = label_of(labels, SESSION_LABEL_KEY);
 
 	return dep && k && strcmp(dep, c->deployment) == 0 &&
@@ -205,7 +205,7 @@ int session_engine_running(struct engine *e, const struct session_config *c,
 int session_engine_list(struct engine *e, const struct session_config *c,
 			json_t **by_key, struct sbx_error **err)
 {
-	char *label = xasprintf("%s=%s", PREWARM_DEPLOYMENT_LABEL,
+	char *label = xasprintf("%s=%s", DEPLOYMENT_LABEL,
 				c->deployment);
 	const char *labels[] = {label};
 	json_t *arr = NULL, *v;

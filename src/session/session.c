@@ -31,11 +31,12 @@
 #include <openssl/crypto.h>
 
 #include "basic/alloc.h"
+#include "basic/env.h"
+#include "catalog/deployment.h"
 #include "catalog/catalog.h"
 #include "basic/error.h"
 #include "basic/fileio.h"
 #include "basic/hash.h"
-#include "engine/prewarm.h"
 #include "session/session.h"
 #include "basic/sig.h"
 #include "basic/text.h"
@@ -97,18 +98,16 @@ static int bad_value(struct sbx_error **err, const char *var, const char *v,
 }
 
 /* A variable's value; NULL when unset or empty (the default applies). */
-static const char *env(const char *name)
+static const char *env(const struct sbx_env *e, const char *name)
 {
-	const char *v = getenv(name);
-
-	return v && *v ? v : NULL;
+	return sbx_env_nonempty(e, name);
 }
 
-static int env_uint(const char *var, unsigned long long min,
+static int env_uint(const struct sbx_env *e, const char *var, unsigned long long min,
 		    unsigned long long max, unsigned long long *out,
 		    struct sbx_error **err)
 {
-	const char *v = env(var);
+	const char *v = env(e, var);
 	unsigned long long x = 0;
 	size_t n;
 
@@ -132,10 +131,10 @@ static int env_uint(const char *var, unsigned long long min,
 	}
 }
 
-static int env_size(const char *var, unsigned long long min,
+static int env_size(const struct sbx_env *e, const char *var, unsigned long long min,
 		    unsigned long long *out, struct sbx_error **err)
 {
-	const char *v = env(var);
+	const char *v = env(e, var);
 	unsigned long long x;
 
 	if (!v)
@@ -153,11 +152,11 @@ static int env_size(const char *var, unsigned long long min,
 	return 0;
 }
 
-static int env_bool(const char *var, bool *out, struct sbx_error **err)
+static int env_bool(const struct sbx_env *e, const char *var, bool *out, struct sbx_error **err)
 {
 	static const char *const no[] = {"0", "false", "no"};
 	static const char *const yes[] = {"1", "true", "yes"};
-	const char *v = env(var);
+	const char *v = env(e, var);
 
 	if (!v)
 		return 0;
@@ -182,9 +181,9 @@ static int env_bool(const char *var, bool *out, struct sbx_error **err)
  * binds must be what was checked), not "/" itself.  Repeated and trailing
  * slashes are dropped.
  */
-static int root_from_env(struct session_config *c, struct sbx_error **err)
+static int root_from_env(const struct sbx_env *e, struct session_config *c, struct sbx_error **err)
 {
-	const char *v = env("SANDBOXD_WORKSPACE_ROOT");
+	const char *v = env(e, "SANDBOXD_WORKSPACE_ROOT");
 	struct strbuf sb = STRBUF_INIT;
 	uint32_t cp;
 	size_t n;
@@ -231,9 +230,9 @@ static int root_from_env(struct session_config *c, struct sbx_error **err)
  * ([a-zA-Z0-9][a-zA-Z0-9_.-]*), but never "host": a session never shares
  * the host's network namespace (brief section 7).
  */
-static int network_from_env(struct session_config *c, struct sbx_error **err)
+static int network_from_env(const struct sbx_env *e, struct session_config *c, struct sbx_error **err)
 {
-	const char *v = env("SBXCAT_SESSION_NETWORK");
+	const char *v = env(e, "SBXCAT_SESSION_NETWORK");
 	size_t n;
 
 	if (!v) {
@@ -341,10 +340,10 @@ static int secret_from_file(struct session_config *c, const char *path,
 	return rc;
 }
 
-static int secret_from_env(struct session_config *c, struct sbx_error **err)
+static int secret_from_env(const struct sbx_env *e, struct session_config *c, struct sbx_error **err)
 {
-	const char *v = getenv("SBXCAT_KEY_SECRET");
-	const char *f = getenv("SBXCAT_KEY_SECRET_FILE");
+	const char *v = sbx_env_get(e, "SBXCAT_KEY_SECRET");
+	const char *f = sbx_env_get(e, "SBXCAT_KEY_SECRET_FILE");
 
 	/* Set but empty is a mistake (a template left blank), not "no
 	 * secret": keys would silently become guessable. */
@@ -370,12 +369,12 @@ static int secret_from_env(struct session_config *c, struct sbx_error **err)
 }
 
 /* A duration in whole seconds, 1 to 10 years. */
-static int env_seconds(const char *var, long long *out,
+static int env_seconds(const struct sbx_env *e, const char *var, long long *out,
 		       struct sbx_error **err)
 {
 	unsigned long long v = (unsigned long long)*out;
 
-	if (env_uint(var, 1, 10ull * 366 * 86400, &v, err) < 0)
+	if (env_uint(e, var, 1, 10ull * 366 * 86400, &v, err) < 0)
 		return -1;
 	*out = (long long)v;
 	return 0;
@@ -383,9 +382,9 @@ static int env_seconds(const char *var, long long *out,
 
 /* The spill directory: one name at the workspace's top, not hidden by
  * accident of a slash or a dot-dot. */
-static int spill_from_env(struct session_config *c, struct sbx_error **err)
+static int spill_from_env(const struct sbx_env *e, struct session_config *c, struct sbx_error **err)
 {
-	const char *v = env("SANDBOXD_SPILL_DIR");
+	const char *v = env(e, "SANDBOXD_SPILL_DIR");
 
 	if (!v)
 		v = "large_tool_results";
@@ -399,10 +398,11 @@ static int spill_from_env(struct session_config *c, struct sbx_error **err)
 	return 0;
 }
 
-int session_config_load(struct session_config *c, struct sbx_error **err)
+int session_config_load(struct session_config *c, const struct sbx_env *e,
+			struct sbx_error **err)
 {
 	unsigned long long per_tenant = 10, max = 20, timeout = 300;
-	const char *dep = env("SBXCAT_DEPLOYMENT_ID");
+	const char *dep = env(e, "SBXCAT_DEPLOYMENT_ID");
 
 	memset(c, 0, sizeof(*c));
 	c->mem_limit = 1ull << 30;
@@ -411,24 +411,24 @@ int session_config_load(struct session_config *c, struct sbx_error **err)
 	c->max_write = 64ull << 20;
 	c->idle_timeout = 1800;
 	c->container_ttl = 86400;
-	if (root_from_env(c, err) < 0 ||
-	    env_uint("SANDBOXD_MAX_SESSIONS_PER_TENANT", 1, 100000, &per_tenant,
+	if (root_from_env(e, c, err) < 0 ||
+	    env_uint(e, "SANDBOXD_MAX_SESSIONS_PER_TENANT", 1, 100000, &per_tenant,
 		     err) < 0 ||
-	    env_uint("SANDBOXD_MAX_SESSIONS", 1, 100000, &max, err) < 0 ||
-	    env_size("SANDBOXD_MEM_LIMIT", MEM_MIN, &c->mem_limit, err) < 0 ||
-	    env_uint("SANDBOXD_EXECUTE_TIMEOUT", 1, 7 * 86400, &timeout, err) <
+	    env_uint(e, "SANDBOXD_MAX_SESSIONS", 1, 100000, &max, err) < 0 ||
+	    env_size(e, "SANDBOXD_MEM_LIMIT", MEM_MIN, &c->mem_limit, err) < 0 ||
+	    env_uint(e, "SANDBOXD_EXECUTE_TIMEOUT", 1, 7 * 86400, &timeout, err) <
 		0 ||
-	    env_size("SANDBOXD_MAX_OUTPUT_BYTES", 1, &c->max_output, err) < 0 ||
-	    env_bool("SANDBOXD_PERSIST_CONTAINERS", &c->persist_containers,
+	    env_size(e, "SANDBOXD_MAX_OUTPUT_BYTES", 1, &c->max_output, err) < 0 ||
+	    env_bool(e, "SANDBOXD_PERSIST_CONTAINERS", &c->persist_containers,
 		     err) < 0 ||
-	    network_from_env(c, err) < 0 ||
-	    env_size("SANDBOXD_MAX_READ_BYTES", 1, &c->max_read, err) < 0 ||
-	    env_size("SANDBOXD_MAX_WRITE_BYTES", 1, &c->max_write, err) < 0 ||
-	    spill_from_env(c, err) < 0 ||
-	    env_seconds("SANDBOXD_IDLE_TIMEOUT", &c->idle_timeout, err) < 0 ||
-	    env_seconds("SANDBOXD_CONTAINER_TTL", &c->container_ttl, err) <
+	    network_from_env(e, c, err) < 0 ||
+	    env_size(e, "SANDBOXD_MAX_READ_BYTES", 1, &c->max_read, err) < 0 ||
+	    env_size(e, "SANDBOXD_MAX_WRITE_BYTES", 1, &c->max_write, err) < 0 ||
+	    spill_from_env(e, c, err) < 0 ||
+	    env_seconds(e, "SANDBOXD_IDLE_TIMEOUT", &c->idle_timeout, err) < 0 ||
+	    env_seconds(e, "SANDBOXD_CONTAINER_TTL", &c->container_ttl, err) <
 		0 ||
-	    env_seconds("SANDBOXD_WORKSPACE_TTL", &c->workspace_ttl, err) < 0)
+	    env_seconds(e, "SANDBOXD_WORKSPACE_TTL", &c->workspace_ttl, err) < 0)
 		goto fail;
 	if (c->workspace_ttl && c->workspace_ttl <= c->idle_timeout) {
 		sbx_error_set(err, SBX_E_INVALID, 0,
@@ -439,12 +439,12 @@ int session_config_load(struct session_config *c, struct sbx_error **err)
 			      c->workspace_ttl, c->idle_timeout);
 		goto fail;
 	}
-	if (dep && prewarm_deployment_check(dep, err) < 0) {
+	if (dep && deployment_check(dep, err) < 0) {
 		set_kind(err, SBX_E_INVALID); /* a bad value, as the rest */
 		goto fail;
 	}
-	c->deployment = xstrdup(dep ? dep : PREWARM_DEPLOYMENT_DEFAULT);
-	if (secret_from_env(c, err) < 0)
+	c->deployment = xstrdup(dep ? dep : DEPLOYMENT_DEFAULT);
+	if (secret_from_env(e, c, err) < 0)
 		goto fail;
 	c->max_per_tenant = (unsigned)per_tenant;
 	c->max_sessions = (unsigned)max;

@@ -77,7 +77,9 @@ struct session_config {
 	long long workspace_ttl; /* SANDBOXD_WORKSPACE_TTL unset */
 };
 
-int session_config_load(struct session_config *c, struct sbx_error **err);
+struct sbx_env;
+int session_config_load(struct session_config *c, const struct sbx_env *e,
+			struct sbx_error **err);
 void session_config_release(struct session_config *c);
 
 /*

@@ -1,0 +1,103 @@
+/*
+ * config.c - the configuration read once (config.h).
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/util.h"
+#include "catalog/deployment.h"
+#include "svc/config.h"
+
+/* OPERATION_RETENTION_DAYS: a whole number of days, 1 to 20000. */
+static int retention_load(struct svc_config *c, const struct sbx_env *env,
+			  struct sbx_error **err)
+{
+	const char *v = sbx_env_nonempty(env, "OPERATION_RETENTION_DAYS");
+	size_t n = v ? strlen(v) : 0;
+	unsigned long long x = 0;
+
+	c->retention_days = 0;
+	if (!v)
+		return 0;
+	if (strspn(v, "0123456789") == n && n <= 6) {
+		for (size_t i = 0; i < n; i++)
+			x = x * 10 + (unsigned long long)(v[i] - '0');
+		if (x >= 1 && x <= 20000) {
+			c->retention_days = (long long)x;
+			return 0;
+		}
+	}
+	{
+		struct strbuf sb = STRBUF_INIT;
+
+		text_add_escaped(&sb, v, n);
+		sbx_error_set(err, SBX_E_INVALID, 0,
+			      "OPERATION_RETENTION_DAYS '%s': expected a whole "
+			      "number from 1 to 20000",
+			      strbuf_str(&sb));
+		strbuf_release(&sb);
+	}
+	return -1;
+}
+
+void svc_config_load(struct svc_config *c, const struct sbx_env *env)
+{
+	const char *catalog = sbx_env_nonempty(env, "SBXCAT_CATALOG");
+	const char *uid = sbx_env_get(env, "SANDBOXD_SANDBOX_UID");
+	const char *dep = sbx_env_nonempty(env, "SBXCAT_DEPLOYMENT_ID");
+
+	memset(c, 0, sizeof(*c));
+	c->catalog_path = catalog ? xstrdup(catalog) : NULL;
+	c->recipe.sandbox_uid = SANDBOX_UID_DEFAULT;
+	if (uid && recipe_parse_uid(uid, &c->recipe.sandbox_uid,
+				    &c->recipe_err) < 0)
+		sbx_error_wrap(&c->recipe_err, "SANDBOXD_SANDBOX_UID");
+	c->deployment = xstrdup(dep ? dep : DEPLOYMENT_DEFAULT);
+	if (deployment_check(c->deployment, &c->deployment_err) < 0) {
+		free(c->deployment);
+		c->deployment = xstrdup(DEPLOYMENT_DEFAULT);
+	}
+	if (session_config_load(&c->session, env, &c->session_err) < 0)
+		memset(&c->session, 0, sizeof(c->session));
+	if (engine_config_load(&c->engine, env, &c->engine_err) < 0)
+		engine_config_defaults(&c->engine);
+	audit_config_load(&c->audit, env, &c->audit_err);
+	retention_load(c, env, &c->retention_err);
+}
+
+void svc_config_release(struct svc_config *c)
+{
+	free(c->catalog_path);
+	sbx_error_free(&c->recipe_err);
+	free(c->deployment);
+	sbx_error_free(&c->deployment_err);
+	session_config_release(&c->session);
+	sbx_error_free(&c->session_err);
+	engine_config_release(&c->engine);
+	sbx_error_free(&c->engine_err);
+	audit_config_release(&c->audit);
+	sbx_error_free(&c->audit_err);
+	sbx_error_free(&c->retention_err);
+	memset(c, 0, sizeof(*c));
+}
+
+int svc_config_check(const struct sbx_error *area, struct sbx_error **err)
+{
+	if (!area)
+		return 0;
+	sbx_error_set(err, area->kind, 0, "%s", area->msg);
+	(*err)->errnum = area->errnum;
+	(*err)->http = area->http;
+	(*err)->reason = area->reason;
+	if (area->hint)
+		sbx_error_hint(*err, "%s", area->hint);
+	return -1;
+}
+
+void svc_config_set_uid(struct svc_config *c, unsigned long uid)
+{
+	c->recipe.sandbox_uid = uid;
+	sbx_error_free(&c->recipe_err);
+}

@@ -1,0 +1,93 @@
+/*
+ * svc.h - the operations as a library: what the command line and the
+ * service both call (brief section 10, docs/hacking.md).
+ *
+ * One function per operation, in svc/svc-AREA.c, declared in
+ * svc/svc-AREA.h: it takes the service (struct svc: the configuration,
+ * read once), the call (struct svc_call: who asks, the cancel flag, where
+ * warnings go), a request structure, and fills a result structure and,
+ * where `--json` prints one, the JSON document (res->doc, the caller's to
+ * decref).  It returns 0, or -1 with *err set, whose kind (error.h) the
+ * caller maps to an exit or HTTP status.  An operation that fails after
+ * it was recorded keeps its row: the row is written here, in svc/, and
+ * nowhere else, so no door can forget it.
+ *
+ * Nothing in svc/ or below prints, reads argv or the environment, raises
+ * or handles a signal, or exits.  Output that streams (exec's, a read's
+ * bytes, a long listing) goes to a struct svc_sink; progress (prewarm's)
+ * to a callback.
+ *
+ * Thread rule: a struct svc is built by one thread (svc_init) and then
+ * read by any number at once; every call makes its own engine handle and
+ * audit recorder (or takes one from a pool the service keeps), so calls
+ * on different threads share nothing mutable.  A struct svc_call belongs
+ * to the thread that makes the call.
+ */
+#ifndef SBX_SVC_H
+#define SBX_SVC_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "svc/config.h"
+
+struct sbx_error;
+
+/* The service: its configuration, loaded once. */
+struct svc {
+	struct svc_config cfg;
+};
+
+/* Load the configuration from env (basic/env.h) into s: never fails
+ * itself; a setting that is wrong is kept as its area's error and
+ * reported by the first operation that needs the area (svc/config.h). */
+void svc_init(struct svc *s, const struct sbx_env *env);
+void svc_release(struct svc *s);
+
+/*
+ * Who asks, and how the call may be stopped.  tenant NULL: every tenant
+ * (the host's administrator, as `sbxcat session ls` without --tenant);
+ * else the call sees only that tenant's sessions, and another tenant's
+ * reads exactly like none.  agent and run name the audit's rows (NULL:
+ * none).  cancel, when not NULL, stops the call when it becomes non-zero
+ * (its value, a signal number, is kept in the error).  warn, when not
+ * NULL, hears what the caller should know though the operation went on
+ * (a damaged record skipped, an audit spool that could not be replayed);
+ * else that is dropped.
+ */
+struct svc_call {
+	const char *tenant;
+	const char *agent, *run;
+	const atomic_int *cancel;
+	void (*warn)(void *arg, const char *msg);
+	void *warn_arg;
+};
+
+/* Say msg through call->warn, when there is one. */
+void svc_warn(const struct svc_call *call, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Whether the call is to stop now. */
+static inline bool svc_cancelled(const struct svc_call *call)
+{
+	return call && call->cancel && atomic_load(call->cancel) != 0;
+}
+
+/*
+ * Where output goes: a descriptor (fd >= 0, written whole, EINTR retried)
+ * or a callback (write returns 0, or -1 with *err set).  A sink whose
+ * reader left (EPIPE) fails the write with errnum EPIPE, kind
+ * unavailable: the caller decides whether that is an error.
+ */
+struct svc_sink {
+	int fd;
+	int (*write)(void *arg, const void *buf, size_t len,
+		     struct sbx_error **err);
+	void *arg;
+};
+#define SVC_SINK_FD(d) ((struct svc_sink){.fd = (d)})
+int svc_sink_write(const struct svc_sink *s, const void *buf, size_t len,
+		   struct sbx_error **err);
+
+#endif
