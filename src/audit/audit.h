@@ -178,6 +178,8 @@ struct audit_config {
 	bool off;
 	char *db;
 	const char *db_source; /* "SBXCAT_DATABASE_URL", "libpq environment" */
+	/* The caller's own choice (--db), over db; NULL: none.  Borrowed. */
+	const char *db_override;
 	char *connect_timeout; /* NULL: libpq's default */
 	char *spool_dir;
 	unsigned long long spool_min_free, spool_reserve;

@@ -414,7 +414,7 @@ static int run_exec(struct sbx_ctx *ctx, int argc, char **argv,
 	t0 = clock_now_ms();
 
 	if (cmd_session_begin(ctx, &cfg, &root, &err) < 0 ||
-	    cmd_session_find(&root, key, tenant, &rec, &err) < 0 ||
+	    session_find(&root, key, tenant, &rec, &err) < 0 ||
 	    cmd_engine_begin(ctx, &engine, &err) < 0 ||
 	    session_engine_running(&engine, &cfg, rec.key, &inspect, &err) <
 		0 ||

@@ -1226,7 +1226,7 @@ static int fs_main(struct sbx_ctx *ctx, int argc, char **argv)
 	c.out_bytes = c.out_results = AUDIT_NONE;
 	started = clock_now_ms();
 	if (cmd_session_begin(ctx, &c.cfg, &c.root, &err) < 0 ||
-	    cmd_session_find(&c.root, c.key, cmd_tenant(c.a.tenant), &c.rec,
+	    session_find(&c.root, c.key, cmd_tenant(c.a.tenant), &c.rec,
 			     &err) < 0)
 		goto out;
 	found = true;

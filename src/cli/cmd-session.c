@@ -72,33 +72,6 @@ const char *cmd_tenant(const char *opt)
 	return t && *t ? t : NULL;
 }
 
-int cmd_session_find(struct session_root *root, const char *key,
-		     const char *tenant, struct session_record *rec,
-		     struct sbx_error **err)
-{
-	memset(rec, 0, sizeof(*rec));
-	if (session_key_valid(key) &&
-	    session_record_read(root, key, rec, err) < 0 &&
-	    (*err)->errnum != ENOENT)
-		return -1; /* a record that cannot be read: not "no session" */
-	if (!session_key_valid(key) || *err ||
-	    (tenant && strcmp(rec->tenant, tenant) != 0)) {
-		struct strbuf sb = STRBUF_INIT;
-
-		/* Another tenant's session reads exactly like none. */
-		sbx_error_free(err);
-		session_record_release(rec);
-		text_add_escaped(&sb, key, strlen(key));
-		sbx_error_set(err, SBX_E_NOT_FOUND, 0, "no session '%s'",
-			      strbuf_str(&sb));
-		(*err)->errnum = ENOENT;
-		sbx_error_reason(*err, "no such session");
-		strbuf_release(&sb);
-		return -1;
-	}
-	return 0;
-}
-
 /* ---- open ---- */
 
 static int check_field(const struct cmd_entry *cmd, const char *opt, const char *value,
@@ -625,7 +598,7 @@ static int session_show(struct sbx_ctx *ctx, int argc, char **argv)
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	if (cmd_session_begin(ctx, &cfg, &root, &err) < 0 ||
-	    cmd_session_find(&root, key, tenant, &r, &err) < 0 ||
+	    session_find(&root, key, tenant, &r, &err) < 0 ||
 	    cmd_engine_begin(ctx, &engine, &err) < 0 ||
 	    session_engine_inspect(&engine, &cfg, r.key, &inspect, &err) < 0)
 		goto out;
@@ -707,7 +680,7 @@ static int session_close(struct sbx_ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 	if (cmd_session_begin(ctx, &cfg, &root, &err) < 0 ||
-	    cmd_session_find(&root, key, tenant, &r, &err) < 0 ||
+	    session_find(&root, key, tenant, &r, &err) < 0 ||
 	    cmd_engine_begin(ctx, &engine, &err) < 0)
 		goto out;
 	if (session_lock(&root, &err) < 0)

@@ -347,9 +347,11 @@ int cmd_common_option(struct sbx_ctx *ctx, const struct cmd_entry *cmd, int c,
 		if (recipe_parse_uid(arg, &ctx->recipe.sandbox_uid, &err) < 0)
 			return cmd_report(&err);
 		sbx_error_free(&ctx->uid_error);
+		svc_config_set_uid(&ctx->svc.cfg, ctx->recipe.sandbox_uid);
 		return 0;
 	case OPT_AUDIT_DB:
 		ctx->audit_db = arg;
+		ctx->svc.cfg.audit.db_override = arg;
 		return 0;
 	case OPT_AUDIT_AGENT:
 		ctx->audit_agent = arg;

@@ -304,9 +304,6 @@ int cmd_session_begin(struct sbx_ctx *ctx, struct session_config *cfg,
 int cmd_engine_begin(struct sbx_ctx *ctx, struct engine *e,
 		     struct sbx_error **err);
 const char *cmd_tenant(const char *opt);
-int cmd_session_find(struct session_root *root, const char *key,
-		     const char *tenant, struct session_record *rec,
-		     struct sbx_error **err);
 
 /*
  * The audit recorder of a command that records (audit.h), from --db,

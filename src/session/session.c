@@ -1905,3 +1905,30 @@ int session_workspace_size(struct session_root *r, const char *key,
 		*bytes = blocks * 512;
 	return rc;
 }
+
+int session_find(struct session_root *root, const char *key,
+		 const char *tenant, struct session_record *rec,
+		 struct sbx_error **err)
+{
+	memset(rec, 0, sizeof(*rec));
+	if (session_key_valid(key) &&
+	    session_record_read(root, key, rec, err) < 0 &&
+	    (*err)->errnum != ENOENT)
+		return -1; /* a record that cannot be read: not "no session" */
+	if (!session_key_valid(key) || *err ||
+	    (tenant && strcmp(rec->tenant, tenant) != 0)) {
+		struct strbuf sb = STRBUF_INIT;
+
+		/* Another tenant's session reads exactly like none. */
+		sbx_error_free(err);
+		session_record_release(rec);
+		text_add_escaped(&sb, key, strlen(key));
+		sbx_error_set(err, SBX_E_NOT_FOUND, 0, "no session '%s'",
+			      strbuf_str(&sb));
+		(*err)->errnum = ENOENT;
+		sbx_error_reason(*err, "no such session");
+		strbuf_release(&sb);
+		return -1;
+	}
+	return 0;
+}

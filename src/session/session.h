@@ -192,6 +192,18 @@ int session_workspace_make(struct session_root *r, const char *key,
  */
 int session_record_read(struct session_root *r, const char *key,
 			struct session_record *rec, struct sbx_error **err);
+/*
+ * The record of the session key as tenant may see it: tenant NULL sees
+ * every session; another tenant's session is "no session 'KEY'" (not
+ * found, errnum ENOENT, reason "no such session") exactly as a key that
+ * does not exist or is not a key at all, so a caller cannot learn which.
+ * A record that exists but cannot be read is that error, not "no
+ * session".  This is the tenant-isolation rule of every operation on a
+ * session.
+ */
+int session_find(struct session_root *root, const char *key,
+		 const char *tenant, struct session_record *rec,
+		 struct sbx_error **err);
 /* Write it atomically (temporary file in ROOT/KEY, fsync, rename). */
 int session_record_write(struct session_root *r,
 			 const struct session_record *rec,

@@ -7,9 +7,13 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
+#include "audit/audit.h"
 #include "basic/util.h"
+#include "engine/engine.h"
+#include "session/session.h"
 #include "svc/svc.h"
 
 void svc_init(struct svc *s, const struct sbx_env *env)
@@ -55,4 +59,54 @@ int svc_sink_write(const struct svc_sink *s, const void *buf, size_t len,
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+int svc_root_open(const struct svc *s, struct session_root *root,
+		  struct sbx_error **err)
+{
+	const struct svc_config *c = &s->cfg;
+
+	root->path = NULL;
+	root->fd = root->lock_fd = -1;
+	if (svc_config_check(c->recipe_err, err) < 0 ||
+	    svc_config_check(c->session_err, err) < 0 ||
+	    svc_config_check(c->deployment_err, err) < 0)
+		return -1;
+	return session_root_open(root, c->session.root, err);
+}
+
+int svc_engine_open(const struct svc *s, const struct svc_call *call,
+		    struct engine *e, struct sbx_error **err)
+{
+	memset(e, 0, sizeof(*e));
+	e->trace_fd = -1;
+	if (svc_config_check(s->cfg.engine_err, err) < 0 ||
+	    engine_init(e, &s->cfg.engine, NULL, err) < 0)
+		return -1;
+	e->cancel = call ? call->cancel : NULL;
+	return engine_negotiate(e, NULL, err);
+}
+
+int svc_audit_open(const struct svc *s, const struct svc_call *call,
+		   struct audit **a, struct sbx_error **err)
+{
+	*a = NULL;
+	if (svc_config_check(s->cfg.audit_err, err) < 0)
+		return -1;
+	return audit_open(a, s->cfg.audit.db_override,
+			  call ? call->agent : NULL, call ? call->run : NULL,
+			  err);
+}
+
+void svc_audit_close(const struct svc_call *call, struct audit *a)
+{
+	struct sbx_error *w = NULL;
+
+	if (!a)
+		return;
+	if (audit_warning(a, &w) < 0) {
+		svc_warn(call, "%s", w->msg);
+		sbx_error_free(&w);
+	}
+	audit_close(a);
 }

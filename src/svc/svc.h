@@ -90,4 +90,29 @@ struct svc_sink {
 int svc_sink_write(const struct svc_sink *s, const void *buf, size_t len,
 		   struct sbx_error **err);
 
+/*
+ * What the operations share, for svc/ alone (the command line never sees
+ * an engine, a root or a recorder):
+ *
+ * svc_root_open: the session area configured (SANDBOXD_SANDBOX_UID,
+ * SBXCAT_DEPLOYMENT_ID and the session settings valid, else their error)
+ * and the workspace root opened (session.h).
+ *
+ * svc_engine_open: the engine configured, cancelled by call->cancel, its
+ * API version negotiated.
+ *
+ * svc_audit_open: a recorder for the call's rows (its agent and run);
+ * svc_audit_close hands the recorder's warning, if any, to call->warn.
+ */
+struct session_root;
+struct engine;
+struct audit;
+int svc_root_open(const struct svc *s, struct session_root *root,
+		  struct sbx_error **err);
+int svc_engine_open(const struct svc *s, const struct svc_call *call,
+		    struct engine *e, struct sbx_error **err);
+int svc_audit_open(const struct svc *s, const struct svc_call *call,
+		   struct audit **a, struct sbx_error **err);
+void svc_audit_close(const struct svc_call *call, struct audit *a);
+
 #endif
