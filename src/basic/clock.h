@@ -9,4 +9,11 @@
  * measured on. */
 long long clock_now_ms(void);
 
+/*
+ * Unix seconds, or RFC 3339 UTC ("2026-12-01T10:00:00Z", fractional
+ * seconds allowed, "Z" or "+00:00"), into *t.  Returns 0, or -1 for
+ * anything else (a date that does not exist included).
+ */
+int clock_parse_time(const char *s, long long *t);
+
 #endif

@@ -128,13 +128,6 @@ int reap_report(struct session_root *r, size_t top, struct reap_usage **v,
 		struct sbx_error **err);
 void reap_usage_free(struct reap_usage *v, size_t n);
 
-/*
- * Unix seconds, or RFC 3339 UTC ("2026-12-01T10:00:00Z", fractional
- * seconds allowed, "Z" or "+00:00"), into *t.  Returns 0, or -1 for
- * anything else (a date that does not exist included).
- */
-int reap_parse_time(const char *s, long long *t);
-
 /* A duration as people read it: "45s", "30m", "2h 5m", "1d 2h", "31d"
  * (the largest unit, and the next one when not zero). */
 void reap_add_duration(struct strbuf *sb, long long seconds);

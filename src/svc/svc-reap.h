@@ -1,0 +1,55 @@
+/*
+ * svc-reap.h - the lifetimes as operations (svc.h, session/reap.h): one
+ * pass of the reaper, each action it takes recorded as it ends; and the
+ * largest workspaces.
+ *
+ * Thread rule: as svc.h: calls share nothing; one pass at a time per host
+ * is the quota lock's business (reap.h), not the caller's.
+ */
+#ifndef SBX_SVC_REAP_H
+#define SBX_SVC_REAP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "session/reap.h"
+#include "svc/svc.h"
+
+struct svc_reap_req {
+	long long now; /* Unix seconds every age is measured from */
+	size_t limit;  /* at most this many actions (REAP_LIMIT_DEFAULT) */
+	bool dry_run;  /* decide, take nothing, record nothing */
+};
+struct svc_reap_res {
+	struct reap_pass pass; /* what was done, and why (reap.h) */
+	json_t *doc;	       /* {now, dry_run, actions: [...], left} */
+};
+/*
+ * One pass.  Not dry: a recorder first (nothing is reaped that could not
+ * be recorded), then every action taken or tried gets its row as it ends;
+ * a row that cannot be written stops the pass (*err, res->pass holding
+ * what was done).  The pass's warnings go to call->warn.  -1 when the pass
+ * could not look (the configuration, the root, the engine, the lock).
+ */
+int svc_reap(const struct svc *s, const struct svc_call *call,
+	     const struct svc_reap_req *req, struct svc_reap_res *res,
+	     struct sbx_error **err);
+void svc_reap_res_release(struct svc_reap_res *res);
+
+struct svc_reap_report_req {
+	size_t top; /* REAP_REPORT_DEFAULT */
+};
+struct svc_reap_report_res {
+	struct reap_usage *v; /* largest first */
+	size_t n;
+	json_t *doc; /* [{key, tenant, bytes, files}, ...] */
+};
+/* The largest workspaces (no engine, no lock, no row); problems with one
+ * go to call->warn. */
+int svc_reap_report(const struct svc *s, const struct svc_call *call,
+		    const struct svc_reap_report_req *req,
+		    struct svc_reap_report_res *res, struct sbx_error **err);
+void svc_reap_report_res_release(struct svc_reap_report_res *res);
+
+#endif
