@@ -164,7 +164,7 @@ int audit_row_from_json(json_t *j, struct audit_row *r, struct sbx_error **err);
 int audit_row_check(const struct audit_row *r, struct sbx_error **err);
 
 /*
- * The audit's configuration, read once (svc/config.h): SBXCAT_AUDIT ("on"
+ * The audit's configuration, read once (svc/svc-config.h): SBXCAT_AUDIT ("on"
  * or "off"; anything else invalid), the database (SBXCAT_DATABASE_URL,
  * else "" when libpq's own environment names one: PGHOST, PGHOSTADDR,
  * PGPORT, PGDATABASE, PGUSER or PGSERVICE; else NULL, none),

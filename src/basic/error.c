@@ -75,10 +75,23 @@ void sbx_error_free(struct sbx_error **err)
 {
 	if (!err || !*err)
 		return;
+	sbx_error_free(&(*err)->prev);
 	free((*err)->hint);
 	free((*err)->msg);
 	free(*err);
 	*err = NULL;
+}
+
+void sbx_error_chain(struct sbx_error **later, struct sbx_error **earlier)
+{
+	struct sbx_error **end;
+
+	if (!later || !*later || !earlier || !*earlier)
+		return;
+	for (end = &(*later)->prev; *end; end = &(*end)->prev)
+		;
+	*end = *earlier;
+	*earlier = NULL;
 }
 
 const char *sbx_kind_name(enum sbx_kind kind)

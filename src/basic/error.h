@@ -63,6 +63,9 @@ struct sbx_error {
 	 * ("outside the workspace"): a static string, or NULL.  The audit's
 	 * detail column says this, never msg (which quotes paths). */
 	const char *reason;
+	/* An error that came first and is said first (sbx_error_chain), or
+	 * NULL: an operation that failed and then could not record it. */
+	struct sbx_error *prev;
 };
 
 /* errnum, when non-zero, appends ": strerror(errnum)". Returns -1. */
@@ -81,5 +84,8 @@ static inline void sbx_error_reason(struct sbx_error *err, const char *why)
 		err->reason = why;
 }
 void sbx_error_free(struct sbx_error **err);
+/* Put *earlier (taken, may be NULL) before *later: *later keeps its kind,
+ * and is said after it.  Nothing when *later is NULL (then *earlier stays). */
+void sbx_error_chain(struct sbx_error **later, struct sbx_error **earlier);
 
 #endif

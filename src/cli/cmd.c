@@ -149,6 +149,16 @@ int cmd_options_parse(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
 		      const char *vname, void *out, int argc, char **argv,
 		      int *first)
 {
+	*first = 0;
+	return cmd_options_parse_from(ctx, cmd, opts, verb, vname, out, argc,
+				      argv, false, first);
+}
+
+int cmd_options_parse_from(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
+			   const struct cmd_option *opts, unsigned verb,
+			   const char *vname, void *out, int argc, char **argv,
+			   bool stop, int *first)
+{
 	static const struct option common[] = {COMMON_LONGOPTS};
 	const size_t ncommon = sizeof(common) / sizeof(common[0]);
 	struct strbuf shorts = STRBUF_INIT;
@@ -159,6 +169,8 @@ int cmd_options_parse(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
 	while (opts && opts[n].name)
 		n++;
 	longopts = xcalloc(n + ncommon + 1, sizeof(*longopts));
+	if (stop)
+		strbuf_addch(&shorts, '+');
 	strbuf_addstr(&shorts, COMMON_SHORTOPTS);
 	for (size_t i = 0; i < n; i++) {
 		longopts[i].name = opts[i].name;
@@ -174,7 +186,9 @@ int cmd_options_parse(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
 		}
 	}
 	memcpy(longopts + n, common, sizeof(common));
-	optind = 0; /* full reset: argv may be a new vector */
+	/* From the start, a full reset (argv may be a new vector); else on
+	 * from where an earlier call stopped. */
+	optind = *first > 0 ? *first : 0;
 	for (;;) {
 		const struct cmd_option *o = NULL;
 
@@ -438,6 +452,8 @@ int cmd_report(struct sbx_error **err)
 {
 	int status = cmd_exit_status(*err);
 
+	if ((*err)->prev)
+		cmd_report(&(*err)->prev); /* what came first, first */
 	fprintf(stderr, "sbxcat: %s\n", (*err)->msg);
 	if ((*err)->hint)
 		fprintf(stderr, "hint: %s\n", (*err)->hint);

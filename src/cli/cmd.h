@@ -45,7 +45,7 @@ int cmd_exit_status(const struct sbx_error *err);
 
 struct sbx_ctx {
 	/* The environment, copied once at start; the service built from it
-	 * (its configuration, read once: svc/config.h). */
+	 * (its configuration, read once: svc/svc-config.h). */
 	struct sbx_env env;
 	struct svc svc;
 	const char *catalog_path; /* -C or SBXCAT_CATALOG; NULL: default */
@@ -210,6 +210,15 @@ int cmd_options_parse(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
 		      const struct cmd_option *opts, unsigned verb,
 		      const char *vname, void *out, int argc, char **argv,
 		      int *first);
+
+/* The same, from argv[*first] on (0: from the start), stopping at the
+ * first operand when stop (as getopt's '+'): for a command whose operands
+ * and options mix in a way of its own (exec: KEY among the options, the
+ * command after it). */
+int cmd_options_parse_from(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
+			   const struct cmd_option *opts, unsigned verb,
+			   const char *vname, void *out, int argc, char **argv,
+			   bool stop, int *first);
 
 /* The set-up needs asks for (CMD_NEEDS_*): 0, or an exit status after
  * saying why not. */

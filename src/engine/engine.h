@@ -84,7 +84,7 @@ struct engine_version {
 };
 
 /*
- * The engine's configuration, read once (svc/config.h): DOCKER_HOST (NULL:
+ * The engine's configuration, read once (svc/svc-config.h): DOCKER_HOST (NULL:
  * the default socket), DOCKER_TLS_VERIFY, DOCKER_TLS, DOCKER_CERT_PATH
  * (else $HOME/.docker), SBXCAT_ENGINE_TIMEOUT and SBXCAT_ENGINE_STALL
  * (seconds; a bad one is unavailable naming the variable),

@@ -228,8 +228,21 @@ static int write_out(struct pump *pm, struct sbx_error **err)
 {
 	while (!queue_empty(pm)) {
 		struct seg *s = &pm->segs[pm->head];
-		ssize_t w = write(pm->io->out_fd[s->stream],
+		ssize_t w;
+
+		if (pm->io->write) {
+			size_t len = s->len - pm->headoff;
+
+			w = pm->io->write(pm->io->write_arg, s->stream,
+					  pm->pay + pm->payoff, len) < 0
+				? -1
+				: (ssize_t)len;
+			if (w < 0 && (errno == EAGAIN || errno == EINTR))
+				errno = EIO; /* a callback takes all or fails */
+		} else {
+			w = write(pm->io->out_fd[s->stream],
 				  pm->pay + pm->payoff, s->len - pm->headoff);
+		}
 		if (w < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK ||
 			    errno == EINTR)
@@ -372,6 +385,9 @@ static bool stopped(struct exec_io *io, struct exec_io_result *r,
 /* The out descriptors non-blocking for the loop; flags saved to restore. */
 static void out_nonblock(struct exec_io *io, int saved[2])
 {
+	saved[0] = saved[1] = -1;
+	if (io->write)
+		return;
 	for (int i = 0; i < 2; i++) {
 		saved[i] = fcntl(io->out_fd[i], F_GETFL);
 		if (saved[i] >= 0 && !(saved[i] & O_NONBLOCK))
@@ -422,6 +438,14 @@ int exec_io_run(struct exec_io *io, struct exec_io_result *r,
 		}
 		if (stopped(io, r, io->deadline_ms))
 			break;
+		/* A callback takes the output at once: no descriptor to
+		 * wait on. */
+		if (io->write && !queue_empty(&pm)) {
+			ret = write_out(&pm, err);
+			if (ret < 0)
+				break;
+			continue;
+		}
 
 		for (int i = 0; i < P_N; i++)
 			pfd[i] = (struct pollfd){.fd = -1};

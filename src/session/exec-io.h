@@ -19,6 +19,8 @@
  * - each stream's first max_out bytes go to its descriptor, the rest is
  *   read and counted but not written (the command never blocks on a
  *   cap); max_out 0 means no cap.
+ * - with io->write set, output goes to it instead of the descriptors
+ *   (a socket's writer, a buffer): it is called as soon as bytes come.
  * - out/err descriptors that block (a slow terminal, a full pipe) delay
  *   only the reading of the connection, never the deadline: writes are
  *   made non-blocking-aware (poll for POLLOUT), and at the deadline the
@@ -70,6 +72,11 @@ struct exec_io {
 	size_t npre;
 	int in_fd;	   /* -1: no stdin (the connection is half-closed) */
 	int out_fd[2];	   /* where stdout and stderr go */
+	/* Instead of out_fd, when set: take len bytes of stream (a
+	 * callback that may block; it is called only with bytes to pass
+	 * on).  Returns 0, or -1 with errno set (EPIPE: the reader left). */
+	int (*write)(void *arg, int stream, const char *buf, size_t len);
+	void *write_arg;
 	unsigned long long max_out; /* per stream; 0: no cap */
 	long long deadline_ms;	    /* 0: none */
 	const atomic_int *cancel;   /* may be NULL */

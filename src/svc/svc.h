@@ -30,7 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "svc/config.h"
+#include "svc/svc-config.h"
 
 struct sbx_error;
 
@@ -41,7 +41,7 @@ struct svc {
 
 /* Load the configuration from env (basic/env.h) into s: never fails
  * itself; a setting that is wrong is kept as its area's error and
- * reported by the first operation that needs the area (svc/config.h). */
+ * reported by the first operation that needs the area (svc/svc-config.h). */
 void svc_init(struct svc *s, const struct sbx_env *env);
 void svc_release(struct svc *s);
 

@@ -1,5 +1,5 @@
 /*
- * config.c - the configuration read once (config.h).
+ * svc-config.c - the configuration read once (svc-config.h).
  */
 #include "config.h"
 
@@ -8,7 +8,7 @@
 
 #include "basic/util.h"
 #include "catalog/deployment.h"
-#include "svc/config.h"
+#include "svc/svc-config.h"
 
 /* OPERATION_RETENTION_DAYS: a whole number of days, 1 to 20000. */
 static int retention_load(struct svc_config *c, const struct sbx_env *env,

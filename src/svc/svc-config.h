@@ -1,5 +1,5 @@
 /*
- * config.h - the configuration, read once at start into one structure
+ * svc-config.h - the configuration, read once at start into one structure
  * (docs/hacking.md "Configuration"; each variable and its default is in
  * docs/sessions.md, docs/audit.md, docs/prewarm.md and sbxcat(1)).
  *

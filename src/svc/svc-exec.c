@@ -1,0 +1,617 @@
+/*
+ * svc-exec.c - a command in a session (svc-exec.h): the lookup, the
+ * cgroup claimed between the engine's start and the command's first
+ * instruction, the stream, the deadline's stop-everything escalation, the
+ * exit-status rules, OOM attribution and the row.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "audit/audit.h"
+#include "basic/clock.h"
+#include "basic/util.h"
+#include "basic/xjson.h"
+#include "engine/engine.h"
+#include "session/exec-io.h"
+#include "session/procs.h"
+#include "session/session-engine.h"
+#include "session/session.h"
+#include "svc/svc-exec.h"
+
+enum {
+	EXIT_CANNOT_INVOKE = 126,
+	EXIT_NOT_FOUND = 127,
+	EXIT_NONE = 125, /* the engine gave no exit code */
+};
+
+/* TERM, then the group's atomic kill after this, until that. */
+#define STOP_GRACE_MS 2000
+#define STOP_GIVE_UP_MS 6000
+/* How long the engine may take to report the exec's process. */
+#define PID_WAIT_MS 10000
+/* After the kill, how long the stream's tail may take to drain. */
+#define DRAIN_MS 2000
+
+static const char *plural(unsigned long long n, const char *one,
+			  const char *many)
+{
+	return n == 1 ? one : many;
+}
+
+/* The exec's ExitCode; 125 when the engine gives none. */
+static int exit_code_of(json_t *exec_inspect)
+{
+	json_t *ec = json_object_get(exec_inspect, "ExitCode");
+
+	return json_is_integer(ec) ? (int)json_integer_value(ec) : EXIT_NONE;
+}
+
+/* Stop everything in the command's cgroup; warn of what could not be
+ * stopped. */
+static void stop_all(const struct svc_call *call, const struct procs_group *g,
+		     size_t *killed)
+{
+	struct sbx_error *err = NULL;
+	size_t left = 0;
+
+	*killed = 0;
+	if (procs_group_stop(g, STOP_GRACE_MS, STOP_GIVE_UP_MS, killed, &left,
+			     &err) < 0) {
+		svc_warn(call, "%s", err->msg);
+		sbx_error_free(&err);
+		return;
+	}
+	if (left)
+		svc_warn(call, "%zu %s of the command could not be stopped",
+			 left, plural(left, "process", "processes"));
+	else
+		procs_group_remove(g);
+}
+
+static pid_t pid_of(json_t *j, const char *obj)
+{
+	json_t *o = obj ? json_object_get(j, obj) : j;
+	json_int_t pid = json_integer_value(json_object_get(o, "Pid"));
+
+	return pid > 0 && pid < (1 << 30) ? (pid_t)pid : 0;
+}
+
+/* The exec's record once its process has ended (it may lag the stream's
+ * end by a moment). */
+static int exec_finished(struct engine *e, const char *exec_id, json_t **ei,
+			 struct sbx_error **err)
+{
+	for (int i = 0; i < 100; i++) {
+		if (engine_exec_inspect(e, exec_id, ei, err) < 0)
+			return -1;
+		if (!json_is_true(json_object_get(*ei, "Running")))
+			return 0;
+		json_decref(*ei);
+		*ei = NULL;
+		usleep(20000);
+	}
+	return sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
+			     "the engine still reports the command running "
+			     "after its output ended");
+}
+
+/*
+ * 126 with Pid 0 from the engine: the command never started, and the
+ * engine's reason came first on stdout (engine-container.c has what
+ * dockerd says).  "not found" is 127, as a shell says; a command that
+ * ran and exited 126 itself has a Pid and keeps its status.
+ */
+static int invoke_status(int code, json_t *ei, const struct exec_io_result *r)
+{
+	if (code != EXIT_CANNOT_INVOKE || pid_of(ei, NULL) != 0)
+		return code;
+	if (r->nhead &&
+	    (memmem(r->head, r->nhead, "executable file not found", 25) ||
+	     memmem(r->head, r->nhead, "no such file or directory", 25)))
+		return EXIT_NOT_FOUND;
+	return code;
+}
+
+/* The command as the audit's target: the shell string, or argv joined by
+ * spaces, an argument with a blank or a quote in single quotes (as sh
+ * would take it). */
+static void command_text(struct strbuf *out, const struct svc_exec_req *req)
+{
+	if (req->shell) {
+		strbuf_addstr(out, req->shell);
+		return;
+	}
+	for (int i = 0; i < req->argc; i++) {
+		const char *a = req->argv[i];
+
+		if (i)
+			strbuf_addch(out, ' ');
+		if (*a && !a[strcspn(a, " \t\n'\"\\$`")]) {
+			strbuf_addstr(out, a);
+			continue;
+		}
+		strbuf_addch(out, '\'');
+		for (; *a; a++) {
+			if (*a == '\'')
+				strbuf_addstr(out, "'\\''");
+			else
+				strbuf_addch(out, *a);
+		}
+		strbuf_addch(out, '\'');
+	}
+}
+
+/* The exec's process, once the engine has started it: its inspect. */
+static int exec_started(struct engine *e, const char *exec_id, json_t **ei,
+			struct sbx_error **err)
+{
+	long long until = clock_now_ms() + PID_WAIT_MS;
+	useconds_t nap = 1000;
+
+	for (;;) {
+		if (engine_exec_inspect(e, exec_id, ei, err) < 0)
+			return -1;
+		/* Before the engine has started it: not running, no Pid,
+		 * no ExitCode; once it ended (or could not start): an
+		 * ExitCode. */
+		if (pid_of(*ei, NULL) ||
+		    json_is_integer(json_object_get(*ei, "ExitCode")))
+			return 0;
+		json_decref(*ei);
+		*ei = NULL;
+		if (clock_now_ms() >= until)
+			return sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
+					     "the engine did not report the "
+					     "command's process within %d s",
+					     PID_WAIT_MS / 1000);
+		/* Usually a few ms; an engine under load is not asked
+		 * thousands of times meanwhile. */
+		usleep(nap);
+		if (nap < 50000)
+			nap *= 2;
+	}
+}
+
+/*
+ * Start the exec and put its processes in g, under the session's exec
+ * lock: no other exec of the session starts between this one's start and
+ * its claim, so what the container's cgroup holds then is this exec's.
+ */
+static int start_claimed(struct engine *e, struct session_root *root,
+			 const char *key, const char *exec_id, pid_t init_pid,
+			 const struct procs_group *g, long long deadline_ms,
+			 int *conn, struct strbuf *pre, struct sbx_error **err)
+{
+	json_t *ei = NULL;
+	size_t moved = 0;
+	int lock = session_exec_lock(root, key, err), rc;
+
+	if (lock < 0)
+		return -1;
+	rc = engine_exec_attach(e, exec_id, deadline_ms, conn, pre, err);
+	if (rc == 0)
+		rc = exec_started(e, exec_id, &ei, err);
+	if (rc == 0)
+		rc = procs_group_claim(g, init_pid, &moved, err);
+	json_decref(ei);
+	session_keydir_unlock(lock);
+	return rc;
+}
+
+/* exec-io's writer when a sink is a callback: the request's sinks. */
+static int sink_write(void *arg, int stream, const char *buf, size_t len)
+{
+	const struct svc_exec_req *req = arg;
+	struct sbx_error *e = NULL;
+	int en;
+
+	if (svc_sink_write(stream == EXEC_IO_STDERR ? &req->err : &req->out,
+			   buf, len, &e) == 0)
+		return 0;
+	en = e->errnum ? e->errnum : EIO;
+	sbx_error_free(&e);
+	errno = en;
+	return -1;
+}
+
+/* Everything one exec holds, released by exec_end. */
+struct run {
+	const struct svc *s;
+	const struct svc_call *call;
+	const struct svc_exec_req *req;
+	struct svc_exec_res *res;
+	struct session_root root;
+	struct session_record rec;
+	struct engine engine;
+	struct procs_group grp;
+	struct audit *au;
+	json_t *inspect, *ei;
+	char *exec_id;
+	struct strbuf pre, detail;
+	struct exec_io io;
+	struct exec_io_result io_res;
+	bool ran, exited, unrecorded;
+	bool have_oom; /* oom_before was read */
+	unsigned long long oom_before;
+	long long t0;
+	int conn;
+	pid_t init_pid;
+};
+
+/* sbxcat could not run it: the row's detail from *err. */
+static int cannot_run(struct run *r, struct sbx_error **err)
+{
+	strbuf_reset(&r->detail);
+	audit_detail_of(&r->detail, *err);
+	return -1;
+}
+
+/* Up to the engine's exec created: the session found and running, its
+ * cgroup made, the audit ready.  -1 with *err (the detail set). */
+static int exec_prepare(struct run *r, struct sbx_error **err)
+{
+	const struct svc_config *cfg = &r->s->cfg;
+	const struct svc_exec_req *req = r->req;
+	size_t killed = 0, busy = 0;
+	json_t *body, *cmdv;
+	const char *user, *cid;
+	char *ws;
+	long long limit_s, started;
+	int rc;
+
+	if (svc_root_open(r->s, &r->root, err) < 0 ||
+	    session_find(&r->root, req->key, r->call->tenant, &r->rec, err) <
+		0 ||
+	    svc_engine_open(r->s, r->call, &r->engine, err) < 0 ||
+	    session_engine_running(&r->engine, &cfg->session, r->rec.key,
+				   &r->inspect, err) < 0 ||
+	    procs_usable(err) < 0)
+		return cannot_run(r, err);
+	r->init_pid = pid_of(r->inspect, "State");
+	if (!r->init_pid) {
+		sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
+			      "the engine gives no process for session '%s'",
+			      r->rec.key);
+		return cannot_run(r, err);
+	}
+	if (procs_oom_kills(r->init_pid, &r->oom_before, err) == 0)
+		r->have_oom = true;
+	sbx_error_free(err);
+	/* What an earlier exec left past its deadline (its watcher gone). */
+	if (procs_groups_expire(r->init_pid, (long long)time(NULL),
+				cfg->session.execute_timeout_s,
+				STOP_GIVE_UP_MS, &busy, &killed, err) < 0) {
+		svc_warn(r->call, "%s", (*err)->msg);
+		sbx_error_free(err);
+	}
+
+	cmdv = json_array();
+	if (req->shell) {
+		json_array_append_new(cmdv, json_string("/bin/sh"));
+		json_array_append_new(cmdv, json_string("-c"));
+		json_array_append_new(cmdv, xjson_string(req->shell));
+	} else {
+		for (int i = 0; i < req->argc; i++)
+			json_array_append_new(cmdv,
+					      xjson_string(req->argv[i]));
+	}
+	ws = session_workspace_path(&r->root, r->rec.key);
+	user = json_string_value(
+	    json_object_get(json_object_get(r->inspect, "Config"), "User"));
+	body = xjson_pack("{s:b, s:b, s:b, s:b, s:o, s:s, s:s, s:b}",
+			  "AttachStdin", req->in_fd >= 0, "AttachStdout", 1,
+			  "AttachStderr", 1, "Tty", 0, "Cmd", cmdv, "User",
+			  user ? user : "", "WorkingDir", ws, "Privileged", 0);
+	free(ws);
+	limit_s = cfg->session.execute_timeout_s;
+	if (req->timeout_s && (long long)req->timeout_s < limit_s)
+		limit_s = (long long)req->timeout_s;
+	r->res->limit_s = limit_s;
+	cid = json_string_value(json_object_get(r->inspect, "Id"));
+	/* A command runs only when its row can be written: it may change
+	 * anything in the workspace. */
+	if (audit_ready(r->au, err) < 0) {
+		json_decref(body);
+		r->unrecorded = true;
+		return cannot_run(r, err);
+	}
+	started = clock_now_ms();
+	r->io.deadline_ms = started + limit_s * 1000;
+	/* The name's deadline a second late rather than early: whoever
+	 * reads it must not stop the command before this exec would. */
+	rc = procs_group_create(r->init_pid, 0, (long long)time(NULL),
+				(long long)time(NULL) + limit_s + 1, &r->grp,
+				err);
+	if (rc == 0)
+		rc = engine_exec_create(&r->engine, cid, body, &r->exec_id,
+					err);
+	json_decref(body);
+	return rc < 0 ? cannot_run(r, err) : 0;
+}
+
+/* Once the stream ended: the exit status, its causes, what was left
+ * running.  -1 with *err when the end cannot be told. */
+static int exec_conclude(struct run *r, struct sbx_error **err)
+{
+	const struct svc_config *cfg = &r->s->cfg;
+	struct svc_exec_res *res = r->res;
+	unsigned long long oom_after = 0;
+	size_t killed = 0;
+	int code, rc;
+
+	if (exec_finished(&r->engine, r->exec_id, &r->ei, err) < 0) {
+		cannot_run(r, err);
+		stop_all(r->call, &r->grp, &killed);
+		return -1;
+	}
+	code = exit_code_of(r->ei);
+	json_decref(r->inspect);
+	r->inspect = NULL;
+	/* The container's init gone (killed, OOM): the engine may take a
+	 * moment to say so; wait for it, so the reason is told. */
+	if (procs_exiting(r->init_pid)) {
+		for (int i = 0; i < 40; i++) {
+			if (session_engine_running(&r->engine, &cfg->session,
+						   r->rec.key, &r->inspect,
+						   err) < 0)
+				break;
+			json_decref(r->inspect);
+			r->inspect = NULL;
+			usleep(50000);
+		}
+		if (*err) {
+			sbx_error_wrap(err, "the command did not finish");
+			return cannot_run(r, err);
+		}
+	}
+	if (session_engine_running(&r->engine, &cfg->session, r->rec.key,
+				   &r->inspect, err) < 0) {
+		/* The container died under the command. */
+		sbx_error_wrap(err, "the command did not finish");
+		return cannot_run(r, err);
+	}
+	rc = invoke_status(code, r->ei, &r->io_res);
+	res->by_command = pid_of(r->ei, NULL) != 0;
+	if (r->io_res.held) {
+		if (code == EXIT_CANNOT_INVOKE && pid_of(r->ei, NULL) == 0) {
+			/* The engine's reason, not the command's output. */
+			struct strbuf sb = STRBUF_INIT;
+			size_t n = r->io_res.nhead;
+
+			while (n && (r->io_res.head[n - 1] == '\n' ||
+				     r->io_res.head[n - 1] == '\r'))
+				n--;
+			text_add_escaped(&sb, r->io_res.head, n);
+			res->not_started = strbuf_detach(&sb, NULL);
+		} else if (svc_sink_write(&r->req->out, r->io_res.head,
+					  r->io_res.nhead, err) < 0) {
+			sbx_error_free(err);
+		}
+	}
+	strbuf_addf(&r->detail, "exit %d", rc);
+	r->exited = true;
+	res->ended = true;
+	res->end = SVC_EXEC_EXITED;
+	res->exit_code = rc;
+	if (rc == 128 + 9 /* SIGKILL */ && r->have_oom &&
+	    procs_oom_kills(r->init_pid, &oom_after, err) == 0 &&
+	    oom_after > r->oom_before) {
+		strbuf_addstr(&r->detail, ", out of memory");
+		res->oom = true;
+		res->memory_limit = (long long)json_integer_value(json_object_get(
+		    json_object_get(r->inspect, "HostConfig"), "Memory"));
+	}
+	sbx_error_free(err);
+	/* What it left running runs on until the deadline, not longer. */
+	if (procs_group_count(&r->grp, &res->left_running, err) < 0) {
+		svc_warn(r->call, "%s", (*err)->msg);
+		sbx_error_free(err);
+		stop_all(r->call, &r->grp, &killed);
+	} else if (res->left_running) {
+		pid_t watcher = 0;
+		int lock;
+
+		strbuf_addf(&r->detail,
+			    ", %zu left running until the deadline",
+			    res->left_running);
+		lock = session_watch_lock_open(&r->root, r->rec.key, err);
+		if (lock < 0 ||
+		    procs_watch(r->init_pid, lock,
+				cfg->session.execute_timeout_s, STOP_GRACE_MS,
+				STOP_GIVE_UP_MS, &watcher, err) < 0) {
+			/* No watcher, no deadline: stop them now. */
+			svc_warn(r->call,
+				 "%s; stopping what the command left running",
+				 (*err)->msg);
+			sbx_error_free(err);
+			stop_all(r->call, &r->grp, &killed);
+		}
+		if (lock >= 0)
+			close(lock);
+	} else {
+		procs_group_remove(&r->grp);
+	}
+	return 0;
+}
+
+/* The stream, from the claim to the end. */
+static int exec_stream(struct run *r, struct sbx_error **err)
+{
+	const struct svc_exec_req *req = r->req;
+	struct svc_exec_res *res = r->res;
+	struct exec_io *io = &r->io;
+	size_t killed = 0;
+
+	if (start_claimed(&r->engine, &r->root, r->rec.key, r->exec_id,
+			  r->init_pid, &r->grp, io->deadline_ms, &r->conn,
+			  &r->pre, err) < 0) {
+		/* Whatever it started and the claim reached is stopped. */
+		cannot_run(r, err);
+		stop_all(r->call, &r->grp, &killed);
+		res->stopped = killed;
+		return -1;
+	}
+	if (session_record_touch(&r->root, r->rec.key, err) < 0) {
+		svc_warn(r->call, "%s", (*err)->msg);
+		sbx_error_free(err);
+	}
+	r->ran = true;
+
+	io->conn = r->conn;
+	io->pre = r->pre.buf;
+	io->npre = r->pre.len;
+	io->in_fd = req->in_fd;
+	if (req->out.write || req->err.write) {
+		io->write = sink_write;
+		io->write_arg = (void *)req;
+	} else {
+		io->out_fd[EXEC_IO_STDOUT] = req->out.fd;
+		io->out_fd[EXEC_IO_STDERR] = req->err.fd;
+	}
+	io->max_out = req->max_output ? req->max_output
+				      : r->s->cfg.session.max_output;
+	res->max_output = io->max_out;
+	io->cancel = r->call->cancel;
+	if (exec_io_run(io, &r->io_res, err) < 0 && !r->io_res.timed_out &&
+	    !r->io_res.cancelled) {
+		/* Our own output went away, or the connection broke: the
+		 * command must not outlive us unbounded. */
+		bool pipe = (*err)->errnum == EPIPE;
+
+		strbuf_reset(&r->detail);
+		strbuf_addstr(&r->detail, pipe ? "failed: output closed"
+					       : "failed: stream broken");
+		stop_all(r->call, &r->grp, &killed);
+		res->stopped = killed;
+		if (!pipe)
+			return -1;
+		sbx_error_free(err);
+		res->ended = true;
+		res->end = SVC_EXEC_OUTPUT_CLOSED;
+		return 0;
+	}
+	sbx_error_free(err);
+
+	if (r->io_res.timed_out || r->io_res.cancelled) {
+		stop_all(r->call, &r->grp, &killed);
+		res->stopped = killed;
+		if (exec_io_drain(io, &r->io_res, clock_now_ms() + DRAIN_MS,
+				  err) < 0)
+			sbx_error_free(err);
+		res->ended = true;
+		if (r->io_res.cancelled) {
+			strbuf_addf(&r->detail,
+				    "cancelled by a signal, killed %zu",
+				    killed);
+			res->end = SVC_EXEC_CANCELLED;
+			return 0;
+		}
+		strbuf_addf(&r->detail, "timed out after %lld s, killed %zu",
+			    res->limit_s, killed);
+		res->end = SVC_EXEC_TIMED_OUT;
+		return 0;
+	}
+	return exec_conclude(r, err);
+}
+
+/* The row, whatever happened, unless the audit was not ready. */
+static int exec_record(struct run *r, struct sbx_error **err)
+{
+	struct strbuf target = STRBUF_INIT;
+	struct svc_exec_res *res = r->res;
+	const char *key = r->rec.key[0] ? r->rec.key : NULL;
+	struct audit_event ev = {
+	    .op = AUDIT_EXECUTE,
+	    .tenant = key ? r->rec.tenant : r->call->tenant,
+	    /* not found: the caller's row, never the key's chain */
+	    .session_key = key,
+	    .asked_key = key ? NULL : r->req->key,
+	    .runtime = r->rec.runtime,
+	    .ok = r->exited && res->exit_code == 0,
+	    .detail = strbuf_str(&r->detail),
+	    .has_exit = r->exited,
+	    .exit_status = res->exit_code,
+	    .bytes = r->ran ? (long long)(r->io_res.bytes[0] +
+					  r->io_res.bytes[1])
+			    : AUDIT_NONE,
+	    .results = AUDIT_NONE,
+	    .duration_ms = clock_now_ms() - r->t0,
+	};
+	int rc;
+
+	command_text(&target, r->req);
+	ev.target = strbuf_str(&target);
+	rc = audit_event(r->au, &ev, err);
+	strbuf_release(&target);
+	return rc;
+}
+
+int svc_exec(const struct svc *s, const struct svc_call *call,
+	     const struct svc_exec_req *req, struct svc_exec_res *res,
+	     struct sbx_error **err)
+{
+	struct run r = {
+	    .s = s,
+	    .call = call,
+	    .req = req,
+	    .res = res,
+	    .root = SESSION_ROOT_INIT,
+	    .engine = ENGINE_INIT,
+	    .grp = PROCS_GROUP_INIT,
+	    .pre = STRBUF_INIT,
+	    .detail = STRBUF_INIT,
+	    .conn = -1,
+	};
+	struct sbx_error *aerr = NULL;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	if (svc_audit_open(s, call, &r.au, err) < 0)
+		return -1;
+	r.t0 = clock_now_ms();
+	rc = exec_prepare(&r, err);
+	if (rc == 0)
+		rc = exec_stream(&r, err);
+	for (int i = 0; i < 2; i++) {
+		res->bytes[i] = r.io_res.bytes[i];
+		res->cut[i] = r.io_res.cut[i];
+	}
+	if (r.exec_id && r.rec.key[0] &&
+	    session_record_touch(&r.root, r.rec.key, &aerr) < 0)
+		sbx_error_free(&aerr);
+	if (!r.unrecorded && exec_record(&r, &aerr) < 0) {
+		/* The command's own failure, if any, is said first. */
+		sbx_error_chain(&aerr, err);
+		*err = aerr;
+		rc = -1;
+	}
+	if (!res->ended)
+		res->by_command = false;
+	svc_audit_close(call, r.au);
+	strbuf_release(&r.detail);
+	if (r.conn >= 0)
+		close(r.conn);
+	strbuf_release(&r.pre);
+	/* Only an empty group goes (a watched one is its watcher's). */
+	if (r.grp.dir)
+		procs_group_remove(&r.grp);
+	procs_group_release(&r.grp);
+	free(r.exec_id);
+	json_decref(r.ei);
+	json_decref(r.inspect);
+	session_record_release(&r.rec);
+	engine_release(&r.engine);
+	session_root_close(&r.root);
+	return rc;
+}
+
+void svc_exec_res_release(struct svc_exec_res *res)
+{
+	free(res->not_started);
+	res->not_started = NULL;
+}
