@@ -14,15 +14,16 @@
 #include "cli/cmd.h"
 #include "basic/xjson.h"
 
-static int cmd_briefing(struct sbx_ctx *ctx, int argc, char **argv)
+static int cmd_briefing(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 {
-	struct catalog cat;
-	const struct runtime *rt = NULL;
-	int rc = cmd_runtime_operand(ctx, &cmd_briefing_entry, argc, argv, true,
-				     &cat, &rt);
+	const struct catalog *cat = ctx->cat;
+	const struct runtime *rt =
+	    nargs ? cmd_find_runtime(cat, args[0]) : catalog_default(cat);
+	int rc = rt ? 0 : SBX_EXIT_FAIL;
 
+	(void)opts;
 	if (rc == 0) {
-		char *md = briefing_markdown(rt, rt == catalog_default(&cat));
+		char *md = briefing_markdown(rt, rt == catalog_default(cat));
 		if (ctx->json) {
 			json_t *o = xjson_pack("{s:s, s:s}", "alias", rt->alias,
 					       "markdown", md);
@@ -32,13 +33,15 @@ static int cmd_briefing(struct sbx_ctx *ctx, int argc, char **argv)
 		}
 		free(md);
 	}
-	catalog_release(&cat);
-	return rc < 0 ? 0 : rc;
+	return rc;
 }
 
 const struct cmd_entry cmd_briefing_entry = {
     .name = "briefing",
     .usage = "[ALIAS]",
     .summary = "print the model briefing of a runtime (default: the first)",
-    .exec = cmd_briefing,
+    .max_args = 1,
+    .excess = "expected at most one ALIAS",
+    .needs = CMD_NEEDS_CATALOG,
+    .run = cmd_briefing,
 };

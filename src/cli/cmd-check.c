@@ -38,19 +38,14 @@ static int report_unreadable(const char *path, struct sbx_error **err)
 	return cmd_report(err);
 }
 
-static int cmd_check(struct sbx_ctx *ctx, int argc, char **argv)
+static int cmd_check(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 {
 	struct catalog cat;
 	struct sbx_error *err = NULL;
-	const char *path;
-	int rc = cmd_parse_common(ctx, &cmd_check_entry, argc, argv);
+	const char *path = nargs ? args[0] : cmd_catalog_path(ctx);
+	int rc;
 
-	if (rc)
-		return rc < 0 ? 0 : rc;
-	if (argc - optind > 1)
-		return cmd_usage_error(&cmd_check_entry, "too many arguments");
-	path = optind < argc ? argv[optind] : cmd_catalog_path(ctx);
-
+	(void)opts;
 	catalog_init(&cat);
 	if (catalog_load(&cat, path, &err) < 0)
 		return ctx->json ? report_unreadable(path, &err)
@@ -75,5 +70,7 @@ const struct cmd_entry cmd_check_entry = {
     .name = "check",
     .usage = "[CATALOG]",
     .summary = "validate the catalogue; every error, file:line:col",
-    .exec = cmd_check,
+    .max_args = 1,
+    .excess = "too many arguments",
+    .run = cmd_check,
 };

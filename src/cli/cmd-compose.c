@@ -22,7 +22,6 @@
 #include "basic/util.h"
 #include "basic/xjson.h"
 
-enum { OPT_CHECK = 256, OPT_PRINT };
 enum mode { MODE_WRITE, MODE_CHECK, MODE_PRINT };
 
 struct file_state {
@@ -144,64 +143,47 @@ static int run(struct sbx_ctx *ctx, enum mode mode, const struct catalog *cat,
 	return rc;
 }
 
-static int cmd_compose(struct sbx_ctx *ctx, int argc, char **argv)
-{
-	static const struct option longopts[] = {
-	    COMMON_LONGOPTS,
-	    {"check", no_argument, NULL, OPT_CHECK},
-	    {"print", no_argument, NULL, OPT_PRINT},
-	    {0}};
-	static const char *const defaults[] = {COMPOSE_DEFAULT_FILES};
-	enum mode mode = MODE_WRITE;
-	bool check = false, print = false;
-	struct catalog cat;
-	int c, rc;
+struct compose_opts {
+	bool check, print;
+};
 
-	for (;;) {
-		c = getopt_long(argc, argv, COMMON_SHORTOPTS, longopts, NULL);
-		if (c == -1)
-			break;
-		if (c == OPT_CHECK) {
-			check = true;
-			continue;
-		}
-		if (c == OPT_PRINT) {
-			print = true;
-			continue;
-		}
-		rc = cmd_common_option(ctx, &cmd_compose_entry, c, optarg);
-		if (rc)
-			return rc < 0 ? 0 : rc;
-	}
-	if (check && print)
+static const struct cmd_option compose_options[] = {
+    CMD_FLAG("check", 0, struct compose_opts, check, 0),
+    CMD_FLAG("print", 0, struct compose_opts, print, 0),
+    CMD_OPTIONS_END,
+};
+
+static int cmd_compose(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
+{
+	static const char *const defaults[] = {COMPOSE_DEFAULT_FILES};
+	const struct compose_opts *o = opts;
+	enum mode mode = MODE_WRITE;
+	int rc;
+
+	if (o->check && o->print)
 		return cmd_usage_error(
 		    &cmd_compose_entry,
 		    "--check and --print do not go together");
-	if (check)
+	if (o->check)
 		mode = MODE_CHECK;
-	if (print)
+	if (o->print)
 		mode = MODE_PRINT;
-
-	catalog_init(&cat);
-	rc = cmd_load_catalog(ctx, NULL, &cat);
-	if (rc) {
-		catalog_release(&cat);
+	rc = cmd_setup(ctx, CMD_NEEDS_CATALOG);
+	if (rc)
 		return rc;
-	}
-	if (mode == MODE_PRINT && optind == argc) {
+	if (mode == MODE_PRINT && !nargs) {
 		/* No file to ask: the value for the shipped service-wide
 		 * network mode, none. */
-		char *v = compose_value(&cat, false);
+		char *v = compose_value(ctx->cat, false);
 		printf("%s\n", v);
 		free(v);
-	} else if (optind == argc) {
-		rc = run(ctx, mode, &cat, defaults,
+	} else if (!nargs) {
+		rc = run(ctx, mode, ctx->cat, defaults,
 			 sizeof(defaults) / sizeof(defaults[0]));
 	} else {
-		rc = run(ctx, mode, &cat, (const char *const *)(argv + optind),
-			 (size_t)(argc - optind));
+		rc = run(ctx, mode, ctx->cat, (const char *const *)args,
+			 (size_t)nargs);
 	}
-	catalog_release(&cat);
 	return rc;
 }
 
@@ -209,5 +191,8 @@ const struct cmd_entry cmd_compose_entry = {
     .name = "compose",
     .usage = "[--check | --print] [FILE...]",
     .summary = "write or drift-check SANDBOXD_RUNTIMES in the compose files",
-    .exec = cmd_compose,
+    .options = compose_options,
+    .opts_size = sizeof(struct compose_opts),
+    .max_args = -1,
+    .run = cmd_compose,
 };

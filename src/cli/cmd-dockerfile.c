@@ -11,13 +11,14 @@
 #include "basic/error.h"
 #include "basic/xjson.h"
 
-static int cmd_dockerfile(struct sbx_ctx *ctx, int argc, char **argv)
+static int cmd_dockerfile(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 {
-	struct catalog cat;
-	const struct runtime *rt = NULL;
-	int rc = cmd_runtime_operand(ctx, &cmd_dockerfile_entry, argc, argv,
-				     false, &cat, &rt);
+	const struct catalog *cat = ctx->cat;
+	const struct runtime *rt =
+	    nargs ? cmd_find_runtime(cat, args[0]) : catalog_default(cat);
+	int rc = rt ? 0 : SBX_EXIT_FAIL;
 
+	(void)opts;
 	if (rc == 0 && !rt->base_image) {
 		fprintf(stderr,
 			"sbxcat: runtime '%s' uses the ready-made image '%s'; "
@@ -37,13 +38,17 @@ static int cmd_dockerfile(struct sbx_ctx *ctx, int argc, char **argv)
 		free(tag);
 		free(df);
 	}
-	catalog_release(&cat);
-	return rc < 0 ? 0 : rc;
+	return rc;
 }
 
 const struct cmd_entry cmd_dockerfile_entry = {
     .name = "dockerfile",
     .usage = "ALIAS",
     .summary = "print the generated Dockerfile of a runtime",
-    .exec = cmd_dockerfile,
+    .min_args = 1,
+    .max_args = 1,
+    .missing = "expected one ALIAS",
+    .excess = "expected one ALIAS",
+    .needs = CMD_NEEDS_CATALOG,
+    .run = cmd_dockerfile,
 };

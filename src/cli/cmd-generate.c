@@ -61,45 +61,36 @@ static int generate(struct sbx_ctx *ctx, const struct catalog *cat,
 	return atomic_batch_commit(&batch, err);
 }
 
-static int cmd_generate(struct sbx_ctx *ctx, int argc, char **argv)
+struct generate_opts {
+	const char *dir;
+};
+
+static const struct cmd_option generate_options[] = {
+    CMD_STRING("output", 'o', struct generate_opts, dir, 0),
+    CMD_OPTIONS_END,
+};
+
+static int cmd_generate(struct sbx_ctx *ctx, void *opts, int nargs,
+			char **args)
 {
-	static const struct option longopts[] = {
-	    COMMON_LONGOPTS, {"output", required_argument, NULL, 'o'}, {0}};
-	const char *dir = GENERATE_DIR_DEFAULT;
+	const struct generate_opts *go = opts;
+	const char *dir = go->dir ? go->dir : GENERATE_DIR_DEFAULT;
 	struct sbx_error *err = NULL;
 	struct generated *out;
-	struct catalog cat;
+	const struct catalog *cat;
 	json_t *report = NULL;
-	int c, rc;
+	int rc = 0;
 
-	for (;;) {
-		c = getopt_long(argc, argv, COMMON_SHORTOPTS "o:", longopts,
-				NULL);
-		if (c == -1)
-			break;
-		if (c == 'o') {
-			dir = optarg;
-			continue;
-		}
-		rc = cmd_common_option(ctx, &cmd_generate_entry, c, optarg);
-		if (rc)
-			return rc < 0 ? 0 : rc;
-	}
-	if (optind < argc)
-		return cmd_usage_error(&cmd_generate_entry,
-				       "too many arguments");
+	(void)nargs, (void)args;
 	if (!*dir)
 		return cmd_usage_error(&cmd_generate_entry,
 				       "-o needs a directory");
-
-	catalog_init(&cat);
-	rc = cmd_load_catalog(ctx, NULL, &cat);
-	if (rc) {
-		catalog_release(&cat);
+	rc = cmd_setup(ctx, CMD_NEEDS_CATALOG);
+	if (rc)
 		return rc;
-	}
-	out = xcalloc(cat.n, sizeof(*out));
-	if (generate(ctx, &cat, dir, out, &err) < 0 && sig_caught()) {
+	cat = ctx->cat;
+	out = xcalloc(cat->n, sizeof(*out));
+	if (generate(ctx, cat, dir, out, &err) < 0 && sig_caught()) {
 		/* Interrupted: main re-raises the signal; nothing to say. */
 		sbx_error_free(&err);
 		rc = sig_exit_status();
@@ -108,10 +99,10 @@ static int cmd_generate(struct sbx_ctx *ctx, int argc, char **argv)
 	}
 	if (ctx->json && rc == 0)
 		report = json_array();
-	for (size_t i = 0; i < cat.n; i++) {
+	for (size_t i = 0; i < cat->n; i++) {
 		if (rc == 0 && out[i].path && report) {
 			json_t *o =
-			    xjson_pack("{s:s}", "alias", cat.rt[i].alias);
+			    xjson_pack("{s:s}", "alias", cat->rt[i].alias);
 
 			xjson_set_path(o, "path", out[i].path);
 			json_object_set_new(o, "tag", xjson_string(out[i].tag));
@@ -128,7 +119,6 @@ static int cmd_generate(struct sbx_ctx *ctx, int argc, char **argv)
 	if (report)
 		cmd_print_json(report);
 	free(out);
-	catalog_release(&cat);
 	return rc;
 }
 
@@ -136,5 +126,9 @@ const struct cmd_entry cmd_generate_entry = {
     .name = "generate",
     .usage = "[-o DIR]",
     .summary = "write DIR/ALIAS/Dockerfile for every built runtime",
-    .exec = cmd_generate,
+    .options = generate_options,
+    .opts_size = sizeof(struct generate_opts),
+    .max_args = 0,
+    .excess = "too many arguments",
+    .run = cmd_generate,
 };

@@ -10,13 +10,14 @@
 #include "cli/cmd.h"
 #include "basic/xjson.h"
 
-static int cmd_tag(struct sbx_ctx *ctx, int argc, char **argv)
+static int cmd_tag(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 {
-	struct catalog cat;
-	const struct runtime *rt = NULL;
-	int rc = cmd_runtime_operand(ctx, &cmd_tag_entry, argc, argv, false,
-				     &cat, &rt);
+	const struct catalog *cat = ctx->cat;
+	const struct runtime *rt =
+	    nargs ? cmd_find_runtime(cat, args[0]) : catalog_default(cat);
+	int rc = rt ? 0 : SBX_EXIT_FAIL;
 
+	(void)opts;
 	if (rc == 0) {
 		char *tag = recipe_tag(rt, &ctx->recipe);
 		if (ctx->json)
@@ -26,13 +27,17 @@ static int cmd_tag(struct sbx_ctx *ctx, int argc, char **argv)
 			puts(tag);
 		free(tag);
 	}
-	catalog_release(&cat);
-	return rc < 0 ? 0 : rc;
+	return rc;
 }
 
 const struct cmd_entry cmd_tag_entry = {
     .name = "tag",
     .usage = "ALIAS",
     .summary = "print the content-hash image tag of a runtime",
-    .exec = cmd_tag,
+    .min_args = 1,
+    .max_args = 1,
+    .missing = "expected one ALIAS",
+    .excess = "expected one ALIAS",
+    .needs = CMD_NEEDS_CATALOG,
+    .run = cmd_tag,
 };

@@ -555,26 +555,6 @@ const struct runtime *cmd_find_runtime(const struct catalog *cat,
 	return rt;
 }
 
-int cmd_runtime_operand(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
-			int argc, char **argv, bool may_default,
-			struct catalog *cat, const struct runtime **rt)
-{
-	int rc = cmd_parse_common(ctx, cmd, argc, argv);
-
-	catalog_init(cat);
-	if (rc)
-		return rc;
-	if (argc - optind > 1 || (!may_default && argc - optind != 1))
-		return cmd_usage_error(cmd, "expected %sone ALIAS",
-				       may_default ? "at most " : "");
-	rc = cmd_load_catalog(ctx, NULL, cat);
-	if (rc)
-		return rc;
-	*rt = optind < argc ? cmd_find_runtime(cat, argv[optind])
-			    : catalog_default(cat);
-	return *rt ? 0 : SBX_EXIT_FAIL;
-}
-
 int cmd_parse_count(const struct cmd_entry *cmd, const char *opt,
 		    const char *arg, unsigned long long max,
 		    unsigned long long *out)

@@ -279,16 +279,6 @@ const struct runtime *cmd_find_runtime(const struct catalog *cat,
 				       const char *alias);
 
 /*
- * The shape shared by the commands that act on one runtime: common options,
- * one ALIAS operand (optional when may_default: then the default runtime),
- * a valid catalogue, the runtime found.  Returns 0 with *rt set, -1 after
- * printing help, or an exit status.  The caller releases cat either way.
- */
-int cmd_runtime_operand(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
-			int argc, char **argv, bool may_default,
-			struct catalog *cat, const struct runtime **rt);
-
-/*
  * Build or pull one runtime as `sbxcat prewarm ALIAS` does, its display
  * and report on stderr (session open, when the engine lacks the image).
  * Returns prewarm's exit status; *why is the failure's reason or NULL.
