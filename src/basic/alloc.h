@@ -12,6 +12,9 @@
  *
  * The fatal paths write to file descriptor 2 themselves (no stdio: it may
  * need the memory that just ran out) and abort().
+ *
+ * Thread rule: none needed (no state; a failed allocation ends the process
+ * from any thread).
  */
 #ifndef SBX_ALLOC_H
 #define SBX_ALLOC_H

@@ -20,6 +20,9 @@
  * dl_load() opens soname and resolves every symbol of the table, or sets
  * an error (status 3) that names the Debian package to install; it is
  * not thread-safe, dl_load_once() is.
+ *
+ * Thread rule: dl_load_once() may be called by any thread at once (a
+ * lock).
  */
 #ifndef SBX_DL_H
 #define SBX_DL_H

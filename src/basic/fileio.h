@@ -17,6 +17,8 @@
  *   distinct directory once after the renames); never a whole file system.
  * - Temporary files are named TARGET.tmpXXXXXX and removed on every error,
  *   on abort, and when a signal was caught (sig.h) before the renames.
+ *
+ * Thread rule: none needed (no state; descriptors are the caller's).
  */
 #ifndef SBX_FILEIO_H
 #define SBX_FILEIO_H

@@ -3,6 +3,8 @@
  * the audit's chain, session keys) and HMAC-SHA256; random bytes (UUIDs,
  * key secrets, unique names); and the string hash of the in-memory tables
  * (jsonpos's keys, compose's anchors).
+ *
+ * Thread rule: none needed (no state; random bytes come from getrandom).
  */
 #ifndef SBX_HASH_H
 #define SBX_HASH_H

@@ -13,6 +13,8 @@
  *
  * Only call it on a buffer jansson accepted.  jpos_scan() returns a tree the
  * caller frees with jpos_free(); lookups return borrowed pointers into it.
+ *
+ * Thread rule: none needed (no state).
  */
 #ifndef SBX_JSONPOS_H
 #define SBX_JSONPOS_H

@@ -9,6 +9,8 @@
  * memory stays bounded whatever arrives.  The callback gets the line
  * without its "\n" (and without a "\r" before it), NUL-terminated, in a
  * buffer it must not keep.  lines_release() frees the buffer.
+ *
+ * Thread rule: a struct lines is used by one thread at a time.
  */
 #ifndef SBX_LINES_H
 #define SBX_LINES_H

@@ -13,6 +13,9 @@
  * default action is restored and it is raised again, so the parent sees
  * death by that signal (WIFSIGNALED), not an exit status that only looks
  * like one.  SIGPIPE keeps its default action.
+ *
+ * Thread rule: sig_init() and sig_reraise() are main's alone; the flag may
+ * be read by any thread.
  */
 #ifndef SBX_SIG_H
 #define SBX_SIG_H

@@ -2,6 +2,8 @@
  * suggest.h - "did you mean": the known word nearest to a mistyped one.
  * For unknown commands and verbs (cmd.c); catalog.c's unknown fields can
  * use the same.
+ *
+ * Thread rule: none needed (no state).
  */
 #ifndef SBX_SUGGEST_H
 #define SBX_SUGGEST_H

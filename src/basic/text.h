@@ -10,6 +10,8 @@
  * through text_add_printable() (a display: controls removed) or
  * text_add_escaped() (a message that must show every byte: controls
  * escaped).  Both append to a strbuf the caller owns.
+ *
+ * Thread rule: none needed (no state).
  */
 #ifndef SBX_TEXT_H
 #define SBX_TEXT_H

@@ -6,6 +6,8 @@
  * New code includes the headers it needs; this one keeps older includes
  * compiling.  The layers, bottom up: alloc, then error and text (which use
  * only alloc), then fileio and hash.  Nothing below includes anything above.
+ *
+ * Thread rule: each header's own.
  */
 #ifndef SBX_UTIL_H
 #define SBX_UTIL_H

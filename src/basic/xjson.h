@@ -18,6 +18,9 @@
  * programs: KEY_base64 is present exactly when KEY is not the path itself.
  *
  * Ownership as in jansson: every json_t * returned is a new reference.
+ *
+ * Thread rule: xjson_init() once, by main, before any other thread; then
+ * any thread may use the rest.
  */
 #ifndef SBX_XJSON_H
 #define SBX_XJSON_H

@@ -3,6 +3,8 @@
  *
  * Composed from the catalogue entry alone, never stored beside it, so it
  * cannot disagree with what was built.  Returns a new string (markdown).
+ *
+ * Thread rule: none needed (no state).
  */
 #ifndef SBX_BRIEFING_H
 #define SBX_BRIEFING_H

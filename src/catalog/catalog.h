@@ -7,6 +7,9 @@
  * cat->diags, and the catalogue is usable only when catalog_valid().  The
  * struct catalog owns everything it points to; catalog_release() frees it.
  * Lookups return borrowed pointers that live as long as the catalogue.
+ *
+ * Thread rule: a loaded catalogue is read-only: any number of threads may
+ * read it at once; loading and releasing it are for one.
  */
 #ifndef SBX_CATALOG_H
 #define SBX_CATALOG_H

@@ -14,6 +14,8 @@
  * LINE:COL (1-based, characters, as an editor counts them) when the
  * problem has a place; status 1 for a file whose content is wrong, 3 when
  * it cannot be read or written.
+ *
+ * Thread rule: none needed (no state; buffers are the caller's).
  */
 #ifndef SBX_COMPOSE_H
 #define SBX_COMPOSE_H

@@ -5,6 +5,8 @@
  * same catalogue always gives the same bytes, so the tag, a hash of those
  * bytes, names the image before anything is built.  Returned strings are
  * newly allocated; the caller frees them.
+ *
+ * Thread rule: none needed (no state; the catalogue is read only).
  */
 #ifndef SBX_RECIPE_H
 #define SBX_RECIPE_H

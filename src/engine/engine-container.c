@@ -486,9 +486,10 @@ static int attach_broke(struct attach *a, int errnum, const char *during,
 
 static int unreachable(struct attach *a, int errnum, struct sbx_error **err)
 {
+	char buf[128];
 	int rc = sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
 			       "cannot reach the Docker engine at %s: %s",
-			       a->e->host, strerror(errnum));
+			       a->e->host, strerror_r(errnum, buf, sizeof(buf)));
 	if (err && *err) {
 		(*err)->errnum = errnum;
 		sbx_error_hint(*err, "is the Docker engine running?  "

@@ -255,7 +255,9 @@ static const char *unreachable_hint(int oserr)
 
 static int unreachable(struct call *c, long oserr, struct sbx_error **err)
 {
-	const char *why = oserr ? strerror((int)oserr)
+	char buf[128];
+	/* strerror_r: strerror's buffer may be another thread's. */
+	const char *why = oserr ? strerror_r((int)oserr, buf, sizeof(buf))
 				: (c->errbuf[0] ? c->errbuf : "no answer");
 	int rc = sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
 			       "cannot reach the Docker engine at %s: %s",

@@ -8,6 +8,9 @@
  * caller reads c.status and c.body.  Every error made here carries the
  * HTTP status (err->http) when the engine answered, and a hint (err->hint)
  * apart from the message when there is something to do about it.
+ *
+ * Thread rule: a struct call belongs to one thread (and its engine handle
+ * to that thread, engine.h).
  */
 #ifndef SBX_ENGINE_HTTP_H
 #define SBX_ENGINE_HTTP_H

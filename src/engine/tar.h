@@ -12,6 +12,8 @@
  * archive is read with tar_read() in pieces of any size (curl's read
  * callback), without ever being assembled in one buffer; tar_rewind()
  * starts again.  tar_release() frees everything.
+ *
+ * Thread rule: a struct tar is used by one thread at a time.
  */
 #ifndef SBX_TAR_H
 #define SBX_TAR_H

@@ -46,6 +46,9 @@
  * to the open file, shared with its other descriptors (a terminal's
  * stdin among them), which is why reads of in_fd take EAGAIN in stride.
  * cut[i] is bytes[i] > max_out.
+ *
+ * Thread rule: a struct exec_io is used by one thread; nothing is shared
+ * between calls.
  */
 #ifndef SBX_EXEC_IO_H
 #define SBX_EXEC_IO_H

@@ -36,6 +36,9 @@
  *
  * Ownership: struct reap_pass owns every string in it; reap_pass_release
  * frees them.
+ *
+ * Thread rule: a struct reap_pass belongs to one thread; passes in
+ * different threads or processes are serialised by the quota lock.
  */
 #ifndef SBX_REAP_H
 #define SBX_REAP_H
