@@ -37,6 +37,8 @@
  *
  * Thread rule: the functions keep no state between calls; a struct
  * procs_group is the caller's and may be used by one thread at a time.
+ * procs_watch forks: in a process of many threads only the caller's is in
+ * the child.
  */
 #ifndef SBX_PROCS_H
 #define SBX_PROCS_H
