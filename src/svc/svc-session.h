@@ -4,9 +4,10 @@
  * one, close one.  Open and close write their audit row, refused and
  * failed ones too; ls and show write none.
  *
- * Every call sees the sessions of call->tenant only (NULL: every
- * tenant); another tenant's session reads exactly like none
- * (session_find).
+ * call is required: every call sees the sessions of call->tenant only
+ * (NULL: every tenant; an open needs one); another tenant's session
+ * reads exactly like none (session_find).  Waits for a lock and for the
+ * engine end when call->cancel is set.
  *
  * Ownership: a result owns what it points to (records, strings, doc):
  * svc_session_*_res_release frees it; a caller that keeps doc takes it
