@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -80,4 +81,15 @@ int clock_parse_time(const char *s, long long *t)
 		return -1;
 	*t = (long long)tt;
 	return 0;
+}
+
+void clock_format_time(char out[32], long long t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (t <= 0 || !gmtime_r(&tt, &tm))
+		snprintf(out, 32, "-");
+	else
+		strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }

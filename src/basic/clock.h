@@ -16,4 +16,8 @@ long long clock_now_ms(void);
  */
 int clock_parse_time(const char *s, long long *t);
 
+/* Unix seconds t as RFC 3339 UTC ("2026-12-01T10:00:00Z") into out; "-"
+ * for 0 or less (no time). */
+void clock_format_time(char out[32], long long t);
+
 #endif

@@ -3,15 +3,17 @@
  * pull the image entries and build the built entries the engine does not
  * have yet, so that no session ever waits for a build.
  *
- * The work is prewarm.c's; this file chooses the runtimes, talks to the
- * user while it runs (a live display on a terminal, plain lines in a log,
- * nothing but the JSON report with --json) and prints the report.  Ctrl-C
- * cancels: the transfers in flight are aborted, which makes the engine
- * abandon those builds, and the report still says what finished; a second
- * Ctrl-C kills at once.  Signals are sig.h's; the status on a cancel is
- * sig_exit_status(), and main() re-raises the signal.
+ * The work is svc-prewarm.c's (and prewarm.c's below it); this file
+ * chooses the runtimes, talks to the user while it runs (a live display
+ * on a terminal, plain lines in a log, nothing but the JSON report with
+ * --json) and prints the report.  The same display shows the prewarm a
+ * session open makes (cmd_prewarm_watch).  Ctrl-C cancels: the transfers
+ * in flight are aborted, which makes the engine abandon those builds, and
+ * the report still says what finished; a second Ctrl-C kills at once.
+ * Signals are sig.h's; the status on a cancel is sig_exit_status(), and
+ * main() re-raises the signal.
  *
- * The display runs on prewarm_run()'s thread, from snapshots, never under
+ * The display runs on the operation's thread, from snapshots, never under
  * the lock the workers need: a stderr that does not drain (a paused
  * terminal, a full pipe) holds up the display and nothing else.  Build
  * output reaches it made printable by the engine's decoder; error text is
@@ -20,34 +22,30 @@
 #include "config.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "catalog/deployment.h"
+#include "basic/alloc.h"
+#include "basic/clock.h"
+#include "basic/error.h"
+#include "basic/sig.h"
+#include "basic/text.h"
 #include "catalog/catalog.h"
 #include "cli/cmd.h"
-#include "engine/engine.h"
-#include "basic/error.h"
-#include "engine/prewarm.h"
-#include "basic/sig.h"
-#include "basic/util.h"
-#include "basic/xjson.h"
+#include "svc/svc-prewarm.h"
 
-#define JOBS_MAX 64
 /* Often enough to look alive, rarely enough to cost nothing. */
 #define TICK_TTY_MS 100
 
 /* What the user sees while it runs. */
 struct display {
 	enum { SHOW_NONE, SHOW_PLAIN, SHOW_TTY } mode;
+	bool report;  /* the report on stderr at the end */
 	size_t drawn; /* lines of the live area on screen */
-	long long drawn_ms;
 	unsigned spin;
 	/* per job, what a plain log has said already */
 	enum prewarm_state *said_state;
@@ -96,7 +94,8 @@ static void job_tty_line(struct strbuf *out, int cols, size_t w,
 
 	if (prewarm_done(j->state)) {
 		tty_line(out, cols, "  %-*s %-9s %5.1fs", (int)w, alias,
-			 prewarm_state_name(j->state), (double)j->ms / 1000.0);
+			 svc_prewarm_state_name(j->state),
+			 (double)j->ms / 1000.0);
 	} else if (j->state == PREWARM_WAITING) {
 		tty_line(out, cols, "  %-*s waiting", (int)w, alias);
 	} else if (j->state == PREWARM_BUILDING && j->nsteps) {
@@ -106,23 +105,17 @@ static void job_tty_line(struct strbuf *out, int cols, size_t w,
 			 j->current);
 	} else {
 		tty_line(out, cols, "%c %-*s %-9s %5.1fs %s", spin, (int)w,
-			 alias, prewarm_state_name(j->state), secs, j->current);
+			 alias, svc_prewarm_state_name(j->state), secs,
+			 j->current);
 	}
 }
 
-static long long mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static size_t alias_width(const struct prewarm *p)
+static size_t alias_width(const struct prewarm_job *jobs, size_t n)
 {
 	size_t w = 5;
-	for (size_t i = 0; i < p->n; i++)
-		if (strlen(p->jobs[i].rt->alias) > w)
-			w = strlen(p->jobs[i].rt->alias);
+	for (size_t i = 0; i < n; i++)
+		if (strlen(jobs[i].rt->alias) > w)
+			w = strlen(jobs[i].rt->alias);
 	return w;
 }
 
@@ -130,28 +123,28 @@ static size_t alias_width(const struct prewarm *p)
  * Redraw the live area in place: every runtime when they fit on the
  * screen, else the ones at work and a count of the rest.
  */
-static void tty_draw(struct display *d, const struct prewarm *p,
-		     const struct prewarm_snap *snap)
+static void tty_draw(struct display *d, const struct svc_prewarm_progress *pr)
 {
 	static const char spinner[] = "|/-\\";
+	const struct prewarm_snap *snap = pr->snap;
 	struct strbuf out = STRBUF_INIT;
 	int cols, rows;
-	size_t w = alias_width(p), lines = 0,
+	size_t n = pr->n, w = alias_width(pr->jobs, n), lines = 0,
 	       counts[PREWARM_CANCELLED + 1] = {0};
-	long long now = mono_ms();
+	long long now = clock_now_ms();
 	char spin = spinner[d->spin++ / 2 % 4];
 
 	term_size(&cols, &rows);
 	if (d->drawn)
 		strbuf_addf(&out, "\033[%zuA", d->drawn);
-	for (size_t i = 0; i < p->n; i++)
+	for (size_t i = 0; i < n; i++)
 		counts[snap[i].state]++;
-	for (size_t i = 0; i < p->n; i++) {
+	for (size_t i = 0; i < n; i++) {
 		const struct prewarm_snap *j = &snap[i];
 		bool busy =
 		    !prewarm_done(j->state) && j->state != PREWARM_WAITING;
-		if (p->n + 1 <= (size_t)rows - 1 || busy) {
-			job_tty_line(&out, cols, w, p->jobs[i].rt->alias, j,
+		if (n + 1 <= (size_t)rows - 1 || busy) {
+			job_tty_line(&out, cols, w, pr->jobs[i].rt->alias, j,
 				     now, spin);
 			lines++;
 		}
@@ -159,9 +152,9 @@ static void tty_draw(struct display *d, const struct prewarm *p,
 	tty_line(
 	    &out, cols,
 	    "  %zu/%zu done: %zu built, %zu pulled, %zu cached, %zu failed",
-	    p->n - counts[PREWARM_WAITING] - counts[PREWARM_CHECKING] -
+	    n - counts[PREWARM_WAITING] - counts[PREWARM_CHECKING] -
 		counts[PREWARM_PULLING] - counts[PREWARM_BUILDING],
-	    p->n, counts[PREWARM_BUILT], counts[PREWARM_PULLED],
+	    n, counts[PREWARM_BUILT], counts[PREWARM_PULLED],
 	    counts[PREWARM_CACHED], counts[PREWARM_FAILED]);
 	lines++;
 	/* Fewer lines than last time: clear what is left below. */
@@ -181,10 +174,10 @@ static void tty_clear(struct display *d)
 }
 
 /* A log gets a line when a runtime starts work and at each build step. */
-static void plain_event(struct display *d, const struct prewarm *p,
+static void plain_event(struct display *d, const struct prewarm_job *jobs,
 			const struct prewarm_event *ev)
 {
-	const struct prewarm_job *j = &p->jobs[ev->job];
+	const struct prewarm_job *j = &jobs[ev->job];
 
 	if (ev->state != d->said_state[ev->job]) {
 		d->said_state[ev->job] = ev->state;
@@ -200,30 +193,6 @@ static void plain_event(struct display *d, const struct prewarm *p,
 		d->said_step[ev->job] = ev->step;
 		fprintf(stderr, "%s: step %d/%d : %s\n", j->rt->alias, ev->step,
 			ev->nsteps, ev->step_text);
-	}
-}
-
-/* Called by prewarm_run() without its lock: this may block on stderr. */
-static void notify(void *ctx, const struct prewarm *p,
-		   const struct prewarm_snap *snap,
-		   const struct prewarm_event *events, size_t nevents,
-		   unsigned long long lost)
-{
-	struct display *d = ctx;
-
-	if (d->mode == SHOW_TTY) {
-		tty_draw(d, p, snap);
-	} else if (d->mode == SHOW_PLAIN) {
-		/* The log fell behind (stderr not read): say so, and go on
-		 * from the events that were kept. */
-		if (lost)
-			fprintf(stderr,
-				"prewarm: %llu progress line%s not shown: "
-				"standard error was not being read\n",
-				lost, lost == 1 ? "" : "s");
-		for (size_t i = 0; i < nevents; i++)
-			plain_event(d, p, &events[i]);
-		fflush(stderr);
 	}
 }
 
@@ -246,22 +215,22 @@ static void print_indented(FILE *f, const char *indent, const char *msg)
 	strbuf_release(&sb);
 }
 
-static void print_report(FILE *f, const struct prewarm *p)
+static void print_report(FILE *f, const struct prewarm_job *jobs, size_t n)
 {
-	size_t w = alias_width(p), counts[PREWARM_CANCELLED + 1] = {0};
+	size_t w = alias_width(jobs, n), counts[PREWARM_CANCELLED + 1] = {0};
 	static const enum prewarm_state order[] = {
 	    PREWARM_BUILT,  PREWARM_PULLED,    PREWARM_CACHED,
 	    PREWARM_FAILED, PREWARM_CANCELLED,
 	};
 	const char *sep = "";
 
-	for (size_t i = 0; i < p->n; i++) {
-		const struct prewarm_job *j = &p->jobs[i];
+	for (size_t i = 0; i < n; i++) {
+		const struct prewarm_job *j = &jobs[i];
 
 		counts[j->state]++;
 		fprintf(f, "%-*s  %-9s %6.1f s  %s\n", (int)w, j->rt->alias,
-		       prewarm_state_name(j->state), (double)j->ms / 1000.0,
-		       j->tag);
+			svc_prewarm_state_name(j->state),
+			(double)j->ms / 1000.0, j->tag);
 		if (j->error)
 			print_indented(f, "    ", j->error);
 		if (j->failed_step)
@@ -271,218 +240,182 @@ static void print_report(FILE *f, const struct prewarm *p)
 		for (size_t k = 0; k < j->nremoved; k++)
 			fprintf(f, "    removed superseded %s\n", j->removed[k]);
 		for (size_t k = 0; k < j->nkept; k++)
-			fprintf(f, "    kept superseded %s: %s\n", j->kept[k].tag,
-			       j->kept[k].why);
+			fprintf(f, "    kept superseded %s: %s\n",
+				j->kept[k].tag, j->kept[k].why);
 	}
-	fprintf(f, "%zu runtime%s:", p->n, p->n == 1 ? "" : "s");
+	fprintf(f, "%zu runtime%s:", n, n == 1 ? "" : "s");
 	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
 		if (!counts[order[i]])
 			continue;
 		fprintf(f, "%s %zu %s", sep, counts[order[i]],
-		       prewarm_state_name(order[i]));
+			svc_prewarm_state_name(order[i]));
 		sep = ",";
 	}
 	fprintf(f, "%s\n", *sep ? "" : " nothing to do");
 }
 
-static json_t *strv_json(char **v, size_t n)
+/* The operation's progress callback: this may block on stderr. */
+static void progress(void *arg, const struct svc_prewarm_progress *pr)
 {
-	json_t *a = json_array();
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(a, xjson_text(v[i]));
-	return a;
-}
+	struct display *d = arg;
 
-static json_t *report_json(const struct prewarm *p)
-{
-	json_t *arr = json_array();
-
-	for (size_t i = 0; i < p->n; i++) {
-		const struct prewarm_job *j = &p->jobs[i];
-		json_t *kept = json_array();
-
-		for (size_t k = 0; k < j->nkept; k++)
-			json_array_append_new(
-			    kept,
-			    xjson_pack("{s:o, s:o}", "tag",
-				       xjson_text(j->kept[k].tag), "reason",
-				       xjson_text(j->kept[k].why)));
-		json_array_append_new(
-		    arr,
-		    xjson_pack(
-			"{s:s, s:s, s:s, s:s, s:I, s:o, s:o, s:o, "
-			"s:o, s:o}",
-			"alias", j->rt->alias, "kind",
-			j->dockerfile ? "built" : "image", "tag", j->tag,
-			"result", prewarm_state_name(j->state), "ms",
-			(json_int_t)j->ms, "error",
-			j->error ? xjson_text(j->error) : json_null(), "step",
-			j->failed_step ? xjson_text(j->failed_step)
-				       : json_null(),
-			"output", strv_json(j->output, j->noutput), "removed",
-			strv_json(j->removed, j->nremoved), "kept", kept));
-	}
-	return arr;
-}
-
-/* 0 ok, 128+N cancelled, 3 when the engine itself failed, else 1. */
-static int exit_status(const struct prewarm *p)
-{
-	int rc = SBX_EXIT_OK;
-
-	if (sig_caught())
-		return sig_exit_status();
-	for (size_t i = 0; i < p->n; i++) {
-		const struct prewarm_job *j = &p->jobs[i];
-		if (j->state == PREWARM_CANCELLED)
-			return sig_exit_status();
-		if (j->state != PREWARM_FAILED)
-			continue;
-		if (cmd_kind_exit(j->error_kind) == SBX_EXIT_ENV)
-			rc = SBX_EXIT_ENV;
-		else if (rc == SBX_EXIT_OK)
-			rc = SBX_EXIT_FAIL;
-	}
-	return rc;
-}
-
-/* Run p with d's display (d->mode chosen) and clear it at the end. */
-static void run_shown(struct prewarm *p, struct display *d)
-{
-	p->notify = notify;
-	p->ctx = d;
-	p->tick_ms = d->mode == SHOW_TTY ? TICK_TTY_MS : 0;
-	prewarm_run(p);
-	if (d->mode == SHOW_TTY)
-		tty_clear(d);
-}
-
-static int cmd_prewarm(struct sbx_ctx *ctx, int argc, char **argv)
-{
-	static const struct option longopts[] = {
-	    COMMON_LONGOPTS,
-	    {"jobs", required_argument, NULL, 'j'},
-	    {"force", no_argument, NULL, 'F'},
-	    {"timeout", required_argument, NULL, 'T'},
-	    {0}};
-	struct sbx_error *err = NULL;
-	struct catalog cat;
-	struct engine engine;
-	struct prewarm p;
-	struct display d = {0};
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned long long jobs = cpus < 1 ? 1 : (unsigned long long)cpus,
-			   timeout = PREWARM_TIMEOUT_SECONDS;
-	bool force = false, *chosen = NULL;
-	const char *deployment;
-	int c, rc = 0;
-
-	if (jobs > JOBS_MAX)
-		jobs = JOBS_MAX;
-	for (;;) {
-		c = getopt_long(argc, argv, COMMON_SHORTOPTS "j:", longopts,
-				NULL);
-		if (c == -1)
-			break;
-		switch (c) {
-		case 'j':
-			rc = cmd_parse_count(&cmd_prewarm_entry, "-j", optarg,
-					     JOBS_MAX, &jobs);
-			break;
-		case 'F':
-			force = true;
-			break;
-		case 'T':
-			rc = cmd_parse_count(&cmd_prewarm_entry, "--timeout",
-					     optarg, 7 * 86400ULL, &timeout);
-			break;
-		default:
-			rc = cmd_common_option(ctx, &cmd_prewarm_entry, c,
-					       optarg);
+	switch (pr->phase) {
+	case SVC_PREWARM_START:
+		d->said_state =
+		    xcalloc(pr->n ? pr->n : 1, sizeof(*d->said_state));
+		d->said_step =
+		    xcalloc(pr->n ? pr->n : 1, sizeof(*d->said_step));
+		if (pr->image && pr->n)
+			fprintf(stderr,
+				"sbxcat: the engine has no %s yet; prewarming "
+				"'%s'\n",
+				pr->image, pr->jobs[0].rt->alias);
+		break;
+	case SVC_PREWARM_UPDATE:
+		if (d->mode == SHOW_TTY) {
+			tty_draw(d, pr);
 			break;
 		}
-		if (rc)
-			return rc < 0 ? 0 : rc;
+		/* The log fell behind (stderr not read): say so, and go on
+		 * from the events that were kept. */
+		if (pr->lost)
+			fprintf(stderr,
+				"prewarm: %llu progress line%s not shown: "
+				"standard error was not being read\n",
+				pr->lost, pr->lost == 1 ? "" : "s");
+		for (size_t i = 0; i < pr->nevents; i++)
+			plain_event(d, pr->jobs, &pr->events[i]);
+		fflush(stderr);
+		break;
+	case SVC_PREWARM_DONE:
+		if (d->mode == SHOW_TTY)
+			tty_clear(d);
+		if (d->report)
+			print_report(stderr, pr->jobs, pr->n);
+		break;
 	}
+}
 
-	catalog_init(&cat);
-	rc = cmd_load_catalog(ctx, NULL, &cat);
-	if (rc) {
-		catalog_release(&cat);
-		return rc;
+void cmd_prewarm_watch(struct svc_prewarm_watch *w, bool report)
+{
+	struct display *d = xcalloc(1, sizeof(*d));
+
+	d->mode = isatty(STDERR_FILENO) ? SHOW_TTY : SHOW_PLAIN;
+	d->report = report;
+	w->progress = progress;
+	w->arg = d;
+	w->tick_ms = d->mode == SHOW_TTY ? TICK_TTY_MS : 0;
+}
+
+void cmd_prewarm_unwatch(struct svc_prewarm_watch *w)
+{
+	struct display *d = w->arg;
+
+	if (d) {
+		free(d->said_state);
+		free(d->said_step);
+		free(d);
 	}
-	chosen = xcalloc(cat.n ? cat.n : 1, sizeof(*chosen));
-	for (int i = optind; i < argc; i++) {
-		const struct runtime *rt = cmd_find_runtime(&cat, argv[i]);
+	memset(w, 0, sizeof(*w));
+}
+
+/* 0 ok, 128+N cancelled, 3 when what serves it failed, else 1. */
+static int exit_status(const struct svc_prewarm_res *res)
+{
+	if (sig_caught() || res->cancelled)
+		return sig_exit_status();
+	return res->failed ? cmd_kind_exit(res->failed_kind) : SBX_EXIT_OK;
+}
+
+struct prewarm_opts {
+	const char *jobs;
+	bool force;
+	unsigned long long timeout;
+	bool has_timeout;
+};
+
+static const struct cmd_option prewarm_options[] = {
+    CMD_STRING("jobs", 'j', struct prewarm_opts, jobs, 0),
+    CMD_FLAG("force", 0, struct prewarm_opts, force, 0),
+    CMD_COUNT("timeout", struct prewarm_opts, timeout, has_timeout,
+	      7 * 86400ULL, 0),
+    CMD_OPTIONS_END,
+};
+
+/* The runtimes named (every one when none is), in catalogue order. */
+static int choose(const struct catalog *cat, int nargs, char **args,
+		  const struct runtime ***rts, size_t *n)
+{
+	bool *chosen = xcalloc(cat->n ? cat->n : 1, sizeof(*chosen));
+
+	*rts = xcalloc(cat->n ? cat->n : 1, sizeof(**rts));
+	*n = 0;
+	for (int i = 0; i < nargs; i++) {
+		const struct runtime *rt = cmd_find_runtime(cat, args[i]);
+
 		if (!rt) {
 			free(chosen);
-			catalog_release(&cat);
 			return SBX_EXIT_FAIL;
 		}
-		chosen[rt - cat.rt] = true;
+		chosen[rt - cat->rt] = true;
 	}
+	for (size_t i = 0; i < cat->n; i++)
+		if (!nargs || chosen[i])
+			(*rts)[(*n)++] = &cat->rt[i];
+	free(chosen);
+	return 0;
+}
 
+static int cmd_prewarm(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
+{
+	const struct prewarm_opts *o = opts;
+	struct svc_prewarm_req req = {
+	    .force = o->force,
+	    .timeout_s = o->has_timeout ? (long)o->timeout : 0,
+	};
+	struct svc_prewarm_res res;
+	struct sbx_error *err = NULL;
+	const struct runtime **rts = NULL;
+	unsigned long long jobs = 0;
+	struct catalog cat;
+	int rc = 0;
+
+	if (o->jobs)
+		rc = cmd_parse_count(&cmd_prewarm_entry, "-j", o->jobs,
+				     SVC_PREWARM_JOBS_MAX, &jobs);
+	if (rc)
+		return rc;
+	req.jobs = (unsigned)jobs;
+	catalog_init(&cat);
+	rc = cmd_load_catalog(ctx, NULL, &cat);
+	if (!rc)
+		rc = choose(&cat, nargs, args, &rts, &req.n);
+	if (rc)
+		goto out;
+	req.runtimes = rts;
 	/* Harmless when main() called it already. */
 	sig_init();
-	deployment = getenv("SBXCAT_DEPLOYMENT_ID");
-	if (!deployment || !*deployment)
-		deployment = DEPLOYMENT_DEFAULT;
-	memset(&engine, 0, sizeof(engine));
-	engine.trace_fd = -1;
-	rc = deployment_check(deployment, &err);
-	if (rc == 0)
-		rc = svc_config_check(ctx->svc.cfg.engine_err, &err);
-	if (rc == 0)
-		rc = engine_init(&engine, &ctx->svc.cfg.engine, NULL, &err);
-	if (rc == 0) {
-		engine.cancel = sig_flag();
-		rc = engine_negotiate(&engine, NULL, &err);
-	}
-	if (rc < 0) {
-		engine_release(&engine);
-		free(chosen);
-		catalog_release(&cat);
+	if (!ctx->json)
+		cmd_prewarm_watch(&req.watch, false);
+	if (svc_prewarm(&ctx->svc, &ctx->call, &req, &res, &err) < 0) {
 		if (err->errnum == ECANCELED) {
 			sbx_error_free(&err);
-			return sig_exit_status();
+			rc = sig_exit_status();
+		} else {
+			rc = cmd_report(&err);
 		}
-		return cmd_report(&err);
+		goto out;
 	}
-
-	prewarm_init(&p);
-	p.deployment = deployment;
-	for (size_t i = 0; i < cat.n; i++)
-		if (optind >= argc || chosen[i])
-			prewarm_add(&p, &cat.rt[i], &ctx->recipe);
-	free(chosen);
-	p.concurrency = (unsigned)jobs;
-	p.force = force;
-	p.timeout_ms = (long)timeout * 1000;
-	p.engine = &engine;
-	p.cancel = sig_flag();
-	d.said_state = xcalloc(p.n ? p.n : 1, sizeof(*d.said_state));
-	d.said_step = xcalloc(p.n ? p.n : 1, sizeof(*d.said_step));
 	if (ctx->json)
-		d.mode = SHOW_NONE;
-	else if (isatty(STDERR_FILENO))
-		d.mode = SHOW_TTY;
+		cmd_print_json(steal_pointer(&res.doc));
 	else
-		d.mode = SHOW_PLAIN;
-	run_shown(&p, &d);
-	if (ctx->json) {
-		json_t *report = report_json(&p);
-		json_dumpf(report, stdout, JSON_INDENT(2));
-		fputc('\n', stdout);
-		json_decref(report);
-	} else {
-		print_report(stdout, &p);
-	}
+		print_report(stdout, res.jobs, res.n);
 	fflush(stdout);
-	rc = exit_status(&p);
-	free(d.said_state);
-	free(d.said_step);
-	prewarm_release(&p);
-	engine_release(&engine);
+	rc = exit_status(&res);
+	svc_prewarm_res_release(&res);
+out:
+	cmd_prewarm_unwatch(&req.watch);
+	free(rts);
 	catalog_release(&cat);
 	return rc;
 }
@@ -491,34 +424,9 @@ const struct cmd_entry cmd_prewarm_entry = {
     .name = "prewarm",
     .usage = "[ALIAS...] [-j N] [--force] [--timeout S] [--json]",
     .summary = "build or pull every runtime the engine does not have yet",
-    .exec = cmd_prewarm,
+    .options = prewarm_options,
+    .opts_size = sizeof(struct prewarm_opts),
+    .max_args = -1,
+    .needs = CMD_NEEDS_CALL,
+    .run = cmd_prewarm,
 };
-
-int cmd_prewarm_one(struct sbx_ctx *ctx, const struct engine *engine,
-		    const struct runtime *rt, char **why)
-{
-	struct prewarm p;
-	struct display d = {0};
-	enum prewarm_state said_state = PREWARM_WAITING;
-	int said_step = 0, rc;
-	const char *deployment = getenv("SBXCAT_DEPLOYMENT_ID");
-
-	if (!deployment || !*deployment)
-		deployment = DEPLOYMENT_DEFAULT;
-	prewarm_init(&p);
-	p.deployment = deployment;
-	prewarm_add(&p, rt, &ctx->recipe);
-	p.concurrency = 1;
-	p.timeout_ms = PREWARM_TIMEOUT_SECONDS * 1000L;
-	p.engine = engine;
-	p.cancel = sig_flag();
-	d.said_state = &said_state;
-	d.said_step = &said_step;
-	d.mode = isatty(STDERR_FILENO) ? SHOW_TTY : SHOW_PLAIN;
-	run_shown(&p, &d);
-	print_report(stderr, &p);
-	rc = exit_status(&p);
-	*why = p.jobs[0].error ? xstrdup(p.jobs[0].error) : NULL;
-	prewarm_release(&p);
-	return rc;
-}

@@ -279,16 +279,20 @@ const struct runtime *cmd_find_runtime(const struct catalog *cat,
 				       const char *alias);
 
 /*
- * Build or pull one runtime as `sbxcat prewarm ALIAS` does, its display
- * and report on stderr (session open, when the engine lacks the image).
- * Returns prewarm's exit status; *why is the failure's reason or NULL.
+ * The display `sbxcat prewarm` draws (cmd-prewarm.c), for another
+ * command's prewarm (session open's, when the engine lacks the image):
+ * on stderr, live on a terminal, plain lines otherwise, the missing image
+ * said first; with report, the report on stderr at the end.
+ * cmd_prewarm_watch fills w; cmd_prewarm_unwatch frees what it made.
  */
-struct engine;
-int cmd_prewarm_one(struct sbx_ctx *ctx, const struct engine *engine,
-		    const struct runtime *rt, char **why);
+struct svc_prewarm_watch;
+void cmd_prewarm_watch(struct svc_prewarm_watch *w, bool report);
+void cmd_prewarm_unwatch(struct svc_prewarm_watch *w);
 
 /*
- * What session and exec share (cmd-session.c): the configuration loaded
+ * Going, once exec and fs are on svc/ (svc_root_open, svc_engine_open and
+ * cmd_identity(opt, "SBXCAT_TENANT") in their place; cmd.c keeps them
+ * until then).  What session and exec share: the configuration loaded
  * and the workspace root opened (a bad SANDBOXD_SANDBOX_UID reported
  * here); the engine configured and negotiated, cancelled by a signal;
  * --tenant or SBXCAT_TENANT (NULL: every tenant); and a session's record,

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "basic/clock.h"
 #include "catalog/catalog.h"
 #include "basic/error.h"
 #include "engine/prewarm.h"
@@ -28,13 +29,6 @@
 
 /* The hex digits of a content tag (recipe_tag_of). */
 #define CONTENT_HEX 12
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 const char *prewarm_state_name(enum prewarm_state s)
 {
@@ -620,7 +614,7 @@ static void *worker(void *arg)
 		}
 		job = &p->jobs[p->next++];
 		cancel = cancelled(p);
-		job->started_ms = now_ms();
+		job->started_ms = clock_now_ms();
 		job->state = cancel ? PREWARM_CANCELLED : PREWARM_CHECKING;
 		if (cancel)
 			job->error = xstrdup("not started");
@@ -633,7 +627,7 @@ static void *worker(void *arg)
 
 		pthread_mutex_lock(&p->lock);
 		job->state = out;
-		job->ms = now_ms() - job->started_ms;
+		job->ms = clock_now_ms() - job->started_ms;
 		p->finished++;
 		queue_event(p, job);
 		pthread_mutex_unlock(&p->lock);

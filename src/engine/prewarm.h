@@ -27,8 +27,10 @@
  * content tag "sbxcat/ALIAS:HASH"; the sweep of superseded tags removes a
  * content tag only when no other deployment claims it (docs/prewarm.md).
  *
- * Threads: the workers and prewarm_run() share the jobs' live fields under
- * the lock; *cancel is a C11 atomic any thread may set (sig_flag()).
+ * Thread rule: a struct prewarm belongs to the thread that runs it; the
+ * workers prewarm_run() starts and that thread share the jobs' live
+ * fields under the lock; *cancel is a C11 atomic any thread may set (a
+ * call's cancel flag, the signal flag on the command line).
  *
  * Ownership: the jobs borrow their runtimes from the catalogue, which must
  * outlive the struct prewarm; everything else is owned and freed by

@@ -7,6 +7,12 @@
  * with the deployment, tenant, key, runtime and creation time.  A
  * container of that name whose deployment or key label is not ours is
  * never adopted, started, stopped or removed: it is refused.
+ *
+ * Thread rule: nothing here keeps state; each call uses the engine handle
+ * it is given (engine.h: one thread at a time) and reads the
+ * configuration only.  Opens on different threads or processes decide
+ * quotas one at a time under the quota lock their caller holds
+ * (session.h).
  */
 #ifndef SBX_SESSION_ENGINE_H
 #define SBX_SESSION_ENGINE_H

@@ -30,10 +30,25 @@
  * Everything below ROOT is reached from a directory descriptor of ROOT
  * with O_NOFOLLOW: a KEY that is not a key, or a ROOT/KEY that is a
  * symlink or not root's, is refused.
+ *
+ * The module's files, one concern each: session-config.c (the
+ * configuration, sizes and durations), session-key.c (field checks, keys,
+ * the key secret), session-root.c (the root, the quota lock, ROOT/KEY and
+ * its locks, the keys), session-record.c (the record, session_find),
+ * session-workspace.c (the workspace, its size, the trash and purge).
+ *
+ * Thread rule: nothing here keeps state; a struct session_config is
+ * read-only once loaded (any number of threads may share one), while a
+ * struct session_root, a record and a trash entry belong to one thread
+ * at a time.  What is shared between threads and processes is the file
+ * system, ordered by the flocks below (the quota lock, ROOT/KEY's); an
+ * flock is the open file's, so two threads of one process must each hold
+ * their own session_root to exclude each other.
  */
 #ifndef SBX_SESSION_H
 #define SBX_SESSION_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -124,6 +139,11 @@ struct session_root {
 	char *path;
 	int fd; /* O_DIRECTORY of ROOT */
 	int lock_fd;
+	/* What ends a wait for a lock here when it becomes non-zero (a
+	 * signal number, kept in the error): the call's cancel flag (svc.h).
+	 * NULL after session_root_open: then the signal caught (sig.h), for
+	 * callers that do not set it yet. */
+	const atomic_int *cancel;
 };
 #define SESSION_ROOT_INIT {.path = NULL, .fd = -1, .lock_fd = -1}
 
@@ -142,8 +162,8 @@ int session_root_open(struct session_root *r, const char *path,
 void session_root_close(struct session_root *r);
 
 /* flock(LOCK_EX) ROOT/.sbxcat.lock (created 0600, never through a
- * symlink); unlock releases it.  A caught signal (sig.h) ends the wait
- * with a cancelled error. */
+ * symlink); unlock releases it.  A cancel (r->cancel) ends the wait with
+ * a cancelled error. */
 int session_lock(struct session_root *r, struct sbx_error **err);
 void session_unlock(struct session_root *r);
 
@@ -219,7 +239,7 @@ int session_record_touch(struct session_root *r, const char *key,
  * session_record_touch take: while it is held no stamp lands.  Returns
  * the descriptor that holds it (session_keydir_unlock releases it); a
  * missing ROOT/KEY is "no session 'KEY'" (status 1, ENOENT); a caught
- * signal (sig.h) ends the wait with a cancelled error.
+ * cancel (r->cancel) ends the wait with a cancelled error.
  */
 int session_keydir_lock(struct session_root *r, const char *key,
 			struct sbx_error **err);

@@ -1,0 +1,420 @@
+/*
+ * session-config.c - the session settings from the environment
+ * (session_config_load, session.h), and the sizes and durations they are
+ * written in.  Every value is checked as it is read: a bad one is an
+ * invalid error naming the variable.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <openssl/crypto.h>
+
+#include "basic/alloc.h"
+#include "basic/env.h"
+#include "basic/error.h"
+#include "basic/text.h"
+#include "catalog/deployment.h"
+#include "session/session-layout.h"
+#include "session/session.h"
+
+/* Docker refuses a memory limit under 6 MiB. */
+#define MEM_MIN (6ull << 20)
+
+/* Status 2: VAR 'VALUE': expected. */
+static int bad_value(struct sbx_error **err, const char *var, const char *v,
+		     const char *expected)
+{
+	struct strbuf sb = STRBUF_INIT;
+	int rc = sbx_error_set(err, SBX_E_INVALID, 0, "%s '%s': %s", var,
+			       session_shown(&sb, v), expected);
+
+	strbuf_release(&sb);
+	return rc;
+}
+
+/* A variable's value; NULL when unset or empty (the default applies). */
+static const char *env(const struct sbx_env *e, const char *name)
+{
+	return sbx_env_nonempty(e, name);
+}
+
+static int env_uint(const struct sbx_env *e, const char *var,
+		    unsigned long long min, unsigned long long max,
+		    unsigned long long *out, struct sbx_error **err)
+{
+	const char *v = env(e, var);
+	unsigned long long x = 0;
+	size_t n;
+
+	if (!v)
+		return 0;
+	n = strlen(v);
+	if (strspn(v, "0123456789") == n && n <= 19) {
+		for (size_t i = 0; i < n; i++)
+			x = x * 10 + (unsigned long long)(v[i] - '0');
+		if (x >= min && x <= max) {
+			*out = x;
+			return 0;
+		}
+	}
+	{
+		char expected[96];
+
+		snprintf(expected, sizeof(expected),
+			 "expected a whole number from %llu to %llu", min, max);
+		return bad_value(err, var, v, expected);
+	}
+}
+
+static int env_size(const struct sbx_env *e, const char *var,
+		    unsigned long long min, unsigned long long *out,
+		    struct sbx_error **err)
+{
+	const char *v = env(e, var);
+	unsigned long long x;
+
+	if (!v)
+		return 0;
+	if (session_parse_size(v, &x, err) < 0)
+		return sbx_error_wrap(err, "%s", var);
+	if (x < min) {
+		char expected[64];
+
+		snprintf(expected, sizeof(expected), "at least %llu bytes",
+			 min);
+		return bad_value(err, var, v, expected);
+	}
+	*out = x;
+	return 0;
+}
+
+static int env_bool(const struct sbx_env *e, const char *var, bool *out,
+		    struct sbx_error **err)
+{
+	static const char *const no[] = {"0", "false", "no"};
+	static const char *const yes[] = {"1", "true", "yes"};
+	const char *v = env(e, var);
+
+	if (!v)
+		return 0;
+	for (size_t i = 0; i < 3; i++) {
+		if (strcasecmp(v, no[i]) == 0) {
+			*out = false;
+			return 0;
+		}
+		if (strcasecmp(v, yes[i]) == 0) {
+			*out = true;
+			return 0;
+		}
+	}
+	return bad_value(err, var, v,
+			 "expected 1, true or yes (stop containers on close, "
+			 "keep them), or 0, false or no (remove them)");
+}
+
+/*
+ * The workspace root as configured: an absolute path of valid UTF-8
+ * without control characters, no "." or ".." component (what the engine
+ * binds must be what was checked), not "/" itself.  Repeated and trailing
+ * slashes are dropped.
+ */
+static int root_from_env(const struct sbx_env *e, struct session_config *c,
+			 struct sbx_error **err)
+{
+	const char *v = env(e, "SANDBOXD_WORKSPACE_ROOT");
+	struct strbuf sb = STRBUF_INIT;
+	uint32_t cp;
+	size_t n;
+
+	if (!v) {
+		c->root = xstrdup(SESSION_ROOT_DEFAULT);
+		return 0;
+	}
+	n = strlen(v);
+	if (v[0] != '/' || n >= PATH_MAX || utf8_first_invalid(v, n) >= 0 ||
+	    text_find_control(v, n, &cp))
+		return bad_value(err, "SANDBOXD_WORKSPACE_ROOT", v,
+				 "expected an absolute path, in UTF-8, "
+				 "without control characters");
+	for (const char *p = v; *p;) {
+		size_t len;
+
+		while (*p == '/')
+			p++;
+		len = strcspn(p, "/");
+		if ((len == 1 && p[0] == '.') ||
+		    (len == 2 && p[0] == '.' && p[1] == '.')) {
+			strbuf_release(&sb);
+			return bad_value(err, "SANDBOXD_WORKSPACE_ROOT", v,
+					 "expected a path without '.' or "
+					 "'..' components");
+		}
+		if (len) {
+			strbuf_addch(&sb, '/');
+			strbuf_add(&sb, p, len);
+		}
+		p += len;
+	}
+	if (!sb.len)
+		return bad_value(err, "SANDBOXD_WORKSPACE_ROOT", v,
+				 "expected a directory below '/', not '/' "
+				 "itself");
+	c->root = strbuf_detach(&sb, NULL);
+	return 0;
+}
+
+/*
+ * A Docker network name as the engine accepts one
+ * ([a-zA-Z0-9][a-zA-Z0-9_.-]*), but never "host": a session never shares
+ * the host's network namespace (brief section 7).
+ */
+static int network_from_env(const struct sbx_env *e, struct session_config *c,
+			    struct sbx_error **err)
+{
+	const char *v = env(e, "SBXCAT_SESSION_NETWORK");
+	size_t n;
+
+	if (!v) {
+		c->network = xstrdup("bridge");
+		return 0;
+	}
+	n = strlen(v);
+	if (n > 128 ||
+	    !strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUV"
+		    "WXYZ0123456789",
+		    v[0]) ||
+	    strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		      "0123456789_.-") != n)
+		return bad_value(err, "SBXCAT_SESSION_NETWORK", v,
+				 "expected a network name: 1 to 128 of "
+				 "letters, digits, '_', '.', '-', beginning "
+				 "with a letter or a digit");
+	if (strcmp(v, "host") == 0)
+		return bad_value(err, "SBXCAT_SESSION_NETWORK", v,
+				 "a session never joins the host's network "
+				 "namespace");
+	c->network = xstrdup(v);
+	return 0;
+}
+
+/* The file SBXCAT_KEY_SECRET_FILE names: never through a symlink. */
+static int secret_from_file(struct session_config *c, const char *path,
+			    struct sbx_error **err)
+{
+	struct strbuf sb = STRBUF_INIT;
+	const char *p = session_shown(&sb, path);
+	cleanup_free char *what = xasprintf("SBXCAT_KEY_SECRET_FILE '%s'", p);
+	int fd, rc;
+
+	fd = open(path,
+		  O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0 && errno == ELOOP)
+		rc = sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
+				   "%s is a symlink; name the file itself",
+				   what);
+	else if (fd < 0)
+		rc = sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
+				   "cannot open %s", what);
+	else
+		rc = session_secret_from_fd(c, fd, what, err);
+	strbuf_release(&sb);
+	return rc;
+}
+
+static int secret_from_env(const struct sbx_env *e, struct session_config *c,
+			   struct sbx_error **err)
+{
+	const char *v = sbx_env_get(e, "SBXCAT_KEY_SECRET");
+	const char *f = sbx_env_get(e, "SBXCAT_KEY_SECRET_FILE");
+
+	/* Set but empty is a mistake (a template left blank), not "no
+	 * secret": keys would silently become guessable. */
+	if (v && f)
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "SBXCAT_KEY_SECRET and "
+				     "SBXCAT_KEY_SECRET_FILE are both set; "
+				     "set one");
+	if (v && !*v)
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "SBXCAT_KEY_SECRET is set but empty");
+	if (f && !*f)
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "SBXCAT_KEY_SECRET_FILE is set but empty");
+	if (f)
+		return secret_from_file(c, f, err);
+	if (v) {
+		c->secret_len = strlen(v);
+		c->secret = xmalloc(c->secret_len);
+		memcpy(c->secret, v, c->secret_len);
+	}
+	return 0;
+}
+
+/* A duration in whole seconds, 1 to 10 years. */
+static int env_seconds(const struct sbx_env *e, const char *var, long long *out,
+		       struct sbx_error **err)
+{
+	unsigned long long v = (unsigned long long)*out;
+
+	if (env_uint(e, var, 1, 10ull * 366 * 86400, &v, err) < 0)
+		return -1;
+	*out = (long long)v;
+	return 0;
+}
+
+/* The spill directory: one name at the workspace's top, not hidden by
+ * accident of a slash or a dot-dot. */
+static int spill_from_env(const struct sbx_env *e, struct session_config *c,
+			  struct sbx_error **err)
+{
+	const char *v = env(e, "SANDBOXD_SPILL_DIR");
+
+	if (!v)
+		v = "large_tool_results";
+	if (strchr(v, '/') || strcmp(v, ".") == 0 || strcmp(v, "..") == 0 ||
+	    strlen(v) > 255 || text_find_control(v, strlen(v), NULL) != 0 ||
+	    utf8_first_invalid(v, strlen(v)) >= 0)
+		return bad_value(err, "SANDBOXD_SPILL_DIR", v,
+				 "expected one directory name at the "
+				 "workspace's top, such as large_tool_results");
+	c->spill = xstrdup(v);
+	return 0;
+}
+
+int session_config_load(struct session_config *c, const struct sbx_env *e,
+			struct sbx_error **err)
+{
+	unsigned long long per_tenant = 10, max = 20, timeout = 300;
+	const char *dep = env(e, "SBXCAT_DEPLOYMENT_ID");
+
+	memset(c, 0, sizeof(*c));
+	c->mem_limit = 1ull << 30;
+	c->max_output = 10ull << 20;
+	c->max_read = 8ull << 20;
+	c->max_write = 64ull << 20;
+	c->idle_timeout = 1800;
+	c->container_ttl = 86400;
+	if (root_from_env(e, c, err) < 0 ||
+	    env_uint(e, "SANDBOXD_MAX_SESSIONS_PER_TENANT", 1, 100000,
+		     &per_tenant, err) < 0 ||
+	    env_uint(e, "SANDBOXD_MAX_SESSIONS", 1, 100000, &max, err) < 0 ||
+	    env_size(e, "SANDBOXD_MEM_LIMIT", MEM_MIN, &c->mem_limit, err) <
+		0 ||
+	    env_uint(e, "SANDBOXD_EXECUTE_TIMEOUT", 1, 7 * 86400, &timeout,
+		     err) < 0 ||
+	    env_size(e, "SANDBOXD_MAX_OUTPUT_BYTES", 1, &c->max_output, err) <
+		0 ||
+	    env_bool(e, "SANDBOXD_PERSIST_CONTAINERS", &c->persist_containers,
+		     err) < 0 ||
+	    network_from_env(e, c, err) < 0 ||
+	    env_size(e, "SANDBOXD_MAX_READ_BYTES", 1, &c->max_read, err) < 0 ||
+	    env_size(e, "SANDBOXD_MAX_WRITE_BYTES", 1, &c->max_write, err) <
+		0 ||
+	    spill_from_env(e, c, err) < 0 ||
+	    env_seconds(e, "SANDBOXD_IDLE_TIMEOUT", &c->idle_timeout, err) <
+		0 ||
+	    env_seconds(e, "SANDBOXD_CONTAINER_TTL", &c->container_ttl, err) <
+		0 ||
+	    env_seconds(e, "SANDBOXD_WORKSPACE_TTL", &c->workspace_ttl, err) <
+		0)
+		goto fail;
+	if (c->workspace_ttl && c->workspace_ttl <= c->idle_timeout) {
+		sbx_error_set(err, SBX_E_INVALID, 0,
+			      "SANDBOXD_WORKSPACE_TTL (%lld s) must be longer "
+			      "than SANDBOXD_IDLE_TIMEOUT (%lld s): a "
+			      "workspace is deleted only once its session "
+			      "has been stopped as idle",
+			      c->workspace_ttl, c->idle_timeout);
+		goto fail;
+	}
+	if (dep && deployment_check(dep, err) < 0) {
+		/* A bad value, as the rest. */
+		session_set_kind(err, SBX_E_INVALID);
+		goto fail;
+	}
+	c->deployment = xstrdup(dep ? dep : DEPLOYMENT_DEFAULT);
+	if (secret_from_env(e, c, err) < 0)
+		goto fail;
+	c->max_per_tenant = (unsigned)per_tenant;
+	c->max_sessions = (unsigned)max;
+	c->execute_timeout_s = (long)timeout;
+	return 0;
+fail:
+	session_config_release(c);
+	return -1;
+}
+
+void session_config_release(struct session_config *c)
+{
+	free(c->root);
+	free(c->network);
+	free(c->deployment);
+	free(c->spill);
+	if (c->secret)
+		OPENSSL_cleanse(c->secret, c->secret_len);
+	free(c->secret);
+	memset(c, 0, sizeof(*c));
+}
+
+int session_parse_size(const char *s, unsigned long long *bytes,
+		       struct sbx_error **err)
+{
+	unsigned long long whole = 0, frac = 0, scale = 1, mult = 1, v;
+	const char *p = s;
+	size_t digits = 0, fdigits = 0;
+	int shift = 0;
+
+	for (; *p >= '0' && *p <= '9'; p++, digits++)
+		if (__builtin_mul_overflow(whole, 10, &whole) ||
+		    __builtin_add_overflow(whole, (unsigned)(*p - '0'), &whole))
+			goto bad;
+	if (*p == '.') {
+		/* 18 digits: the fraction times 2^40 stays in 64 bits. */
+		for (p++; *p >= '0' && *p <= '9'; p++, fdigits++) {
+			if (fdigits == 18)
+				goto bad;
+			frac = frac * 10 + (unsigned)(*p - '0');
+			scale *= 10;
+		}
+		if (!fdigits)
+			goto bad;
+	}
+	if (!digits)
+		goto bad;
+	if (*p) {
+		const char *u = strchr("bkmgt", *p | 0x20);
+
+		if (!u || p[1])
+			goto bad;
+		shift = 10 * (int)(u - "bkmgt");
+	}
+	/* A fraction of a byte is no size. */
+	if (fdigits && shift == 0)
+		goto bad;
+	mult = 1ull << shift;
+	if (__builtin_mul_overflow(whole, mult, &v) ||
+	    __builtin_add_overflow(v, frac * mult / scale, &v))
+		goto bad;
+	if (v == 0 || v > (1ull << 62))
+		goto bad;
+	*bytes = v;
+	return 0;
+bad : {
+	struct strbuf sb = STRBUF_INIT;
+	int rc = sbx_error_set(err, SBX_E_INVALID, 0,
+			       "invalid size '%s': expected a number above "
+			       "0 and at most 2^62 bytes with an optional "
+			       "unit b, k, m, g or t (powers of 1024), such "
+			       "as 512m or 1.5g",
+			       session_shown(&sb, s));
+	strbuf_release(&sb);
+	return rc;
+}
+}

@@ -1,0 +1,667 @@
+/*
+ * svc-session.c - sessions as operations (svc-session.h): the recorder,
+ * the root, the lock and the engine around session/ (the host side:
+ * keys, records, workspaces) and session-engine.c (the container), and
+ * the rows of open and close.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "audit/audit.h"
+#include "basic/alloc.h"
+#include "basic/clock.h"
+#include "basic/error.h"
+#include "basic/text.h"
+#include "basic/xjson.h"
+#include "catalog/catalog.h"
+#include "catalog/recipe.h"
+#include "engine/engine.h"
+#include "session/procs.h"
+#include "svc/svc-session.h"
+
+/* Unix seconds as RFC 3339 UTC, null for none. */
+static json_t *time_json(long long t)
+{
+	char buf[32];
+
+	if (t <= 0)
+		return json_null();
+	clock_format_time(buf, t);
+	return json_string(buf);
+}
+
+/* A root for the call: opened, its lock waits ended by the call's
+ * cancel. */
+static int root_open(const struct svc *s, const struct svc_call *call,
+		     struct session_root *root, struct sbx_error **err)
+{
+	if (svc_root_open(s, root, err) < 0)
+		return -1;
+	root->cancel = call ? call->cancel : NULL;
+	return 0;
+}
+
+/*
+ * The row of open or close, ok unless *err.  When it cannot be written
+ * the audit's error takes *err's place, and *err, the operation's own,
+ * moves to *op_err, to be reported first.
+ */
+static void session_audit(struct audit *au, enum audit_op op,
+			  const char *tenant, const char *key,
+			  const char *runtime, const char *target,
+			  long long started, const char *detail,
+			  struct sbx_error **op_err, struct sbx_error **err)
+{
+	struct sbx_error *aerr = NULL;
+	struct audit_event ev = {
+	    .op = op,
+	    .tenant = tenant,
+	    .session_key = key,
+	    .runtime = runtime,
+	    .target = target,
+	    .ok = !*err,
+	    .why = *err,
+	    .detail = detail,
+	    .bytes = AUDIT_NONE,
+	    .results = AUDIT_NONE,
+	    .duration_ms = clock_now_ms() - started,
+	};
+
+	if (audit_event(au, &ev, &aerr) == 0)
+		return;
+	*op_err = *err;
+	*err = aerr;
+}
+
+/* ---- open ---- */
+
+const char *svc_session_open_check(const char *tenant,
+				   const struct svc_session_open_req *req,
+				   const char **value, const char **why)
+{
+	const struct {
+		const char *name, *value;
+		const char *(*check)(const char *);
+	} f[] = {
+	    {"tenant", tenant, session_check_tenant},
+	    {"scope", req->scope, session_check_scope},
+	    {"subject", req->subject, session_check_subject},
+	    {"host", req->host ? req->host : "", session_check_host},
+	};
+
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		*value = f[i].value;
+		*why = f[i].value ? f[i].check(f[i].value) : NULL;
+		if (!f[i].value || *why)
+			return f[i].name;
+	}
+	*value = *why = NULL;
+	return NULL;
+}
+
+/* The fields, checked: invalid, naming the field. */
+static int check_fields(const char *tenant,
+			const struct svc_session_open_req *req,
+			struct sbx_error **err)
+{
+	const char *value, *why;
+	const char *field = svc_session_open_check(tenant, req, &value, &why);
+	struct strbuf sb = STRBUF_INIT;
+
+	if (!field)
+		return 0;
+	if (!why)
+		return sbx_error_set(err, SBX_E_INVALID, 0, "%s is required",
+				     field);
+	text_add_escaped(&sb, value, strlen(value));
+	sbx_error_set(err, SBX_E_INVALID, 0, "%s '%s': %s", field,
+		      strbuf_str(&sb), why);
+	strbuf_release(&sb);
+	return -1;
+}
+
+/*
+ * The runtime the open asks for, or why not (the catalogue unreadable or
+ * invalid, no such runtime), the error's reason the row's.
+ */
+static const struct runtime *
+find_runtime(const struct svc_session_open_req *req,
+	     struct svc_session_open_res *res, struct sbx_error **err)
+{
+	const struct catalog *cat = req->cat;
+	const struct runtime *rt;
+	struct strbuf sb = STRBUF_INIT;
+
+	if (req->cat_err || !cat) {
+		if (req->cat_err)
+			svc_config_check(req->cat_err, err);
+		else
+			sbx_error_set(err, SBX_E_INTERNAL, 0,
+				      "no catalogue was given");
+		sbx_error_reason(*err, "the catalogue is invalid");
+		return NULL;
+	}
+	if (!catalog_valid(cat)) {
+		res->catalog_invalid = true;
+		sbx_error_set(err, SBX_E_BAD_DATA, 0,
+			      "'%s' has %zu error%s; nothing was done",
+			      cat->path, cat->ndiags,
+			      cat->ndiags == 1 ? "" : "s");
+		sbx_error_reason(*err, "the catalogue is invalid");
+		return NULL;
+	}
+	rt = req->runtime ? catalog_find(cat, req->runtime)
+			  : catalog_default(cat);
+	if (rt)
+		return rt;
+	for (size_t i = 0; i < cat->n; i++)
+		strbuf_addf(&sb, " %s", cat->rt[i].alias);
+	sbx_error_set(
+	    err, SBX_E_NOT_FOUND, 0, "no runtime '%s' in '%s'; it has:%s",
+	    req->runtime ? req->runtime : "", cat->path, sb.buf ? sb.buf : "");
+	sbx_error_reason(*err, "no such runtime");
+	strbuf_release(&sb);
+	return NULL;
+}
+
+/* The image of rt, prewarmed first when the engine lacks it. */
+static int ensure_image(const struct svc *s, const struct svc_call *call,
+			struct engine *e, const struct runtime *rt,
+			const char *image, const struct svc_prewarm_watch *w,
+			struct sbx_error **err)
+{
+	const struct runtime *one[] = {rt};
+	struct svc_prewarm_req req = {
+	    .runtimes = one, .n = 1, .jobs = 1, .watch = *w};
+	struct svc_prewarm_res res;
+	bool present = false;
+	int rc = 0;
+
+	if (engine_image_inspect(e, image, &present, NULL, err) < 0)
+		return -1;
+	if (present)
+		return 0;
+	svc_prewarm_on(s, call, e, &req, image, &res);
+	if (res.cancelled || res.failed)
+		rc = sbx_error_set(
+		    err, res.cancelled ? SBX_E_CANCELLED : res.failed_kind, 0,
+		    "cannot open a session of '%s': %s", rt->alias,
+		    res.jobs[0].error ? res.jobs[0].error
+				      : "its prewarm failed");
+	svc_prewarm_res_release(&res);
+	return rc;
+}
+
+/* The key, under the configured secret or, without one, ROOT's. */
+static int make_key(const struct svc *s, const struct svc_call *call,
+		    const struct svc_session_open_req *req,
+		    struct session_root *root, char key[SESSION_KEY_MAX + 1],
+		    struct sbx_error **err)
+{
+	const struct session_config *c = &s->cfg.session;
+	/* Only the secret: the configuration itself stays as it was read,
+	 * shared by every call. */
+	struct session_config mine = {0};
+	int rc;
+
+	if (c->secret) {
+		mine.secret = xmalloc(c->secret_len);
+		memcpy(mine.secret, c->secret, c->secret_len);
+		mine.secret_len = c->secret_len;
+	}
+	rc = session_secret_load(&mine, root, err);
+	if (rc == 0)
+		session_key(&mine, call->tenant, req->scope, req->subject,
+			    req->host ? req->host : "", key);
+	session_config_release(&mine);
+	return rc;
+}
+
+/*
+ * Under the quota lock: the workspace made, a record already there read
+ * (it must be the tenant's), the container adopted, restarted or made,
+ * and the record written.
+ */
+static int open_locked(const struct svc *s, const struct svc_call *call,
+		       const struct svc_session_open_req *req, struct engine *e,
+		       struct session_root *root, const struct runtime *rt,
+		       const char *image, struct svc_session_open_res *res,
+		       struct sbx_error **err)
+{
+	struct session_record rec = {0}, old = {0};
+	struct session_spec spec = {0};
+	bool made;
+	int rc = -1;
+
+	if (session_workspace_make(root, res->key, s->cfg.recipe.sandbox_uid,
+				   &made, err) < 0)
+		goto out;
+	res->workspace = session_workspace_path(root, res->key);
+	if (session_record_read(root, res->key, &old, err) < 0) {
+		if ((*err)->errnum != ENOENT)
+			goto out;
+		sbx_error_free(err);
+	} else if (strcmp(old.tenant, call->tenant) != 0) {
+		/* Keys fold the tenant in: only a forged record gets here. */
+		sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
+			      "the record of session '%s' names another tenant",
+			      res->key);
+		goto out;
+	}
+
+	spec.cfg = &s->cfg.session;
+	spec.rt = rt;
+	spec.image = image;
+	spec.key = res->key;
+	spec.tenant = call->tenant;
+	spec.scope = req->scope;
+	spec.workspace = res->workspace;
+	spec.uid = s->cfg.recipe.sandbox_uid;
+	spec.created = old.created ? old.created : (long long)time(NULL);
+	if (session_engine_open(e, &spec, &res->outcome, &res->container, err) <
+	    0)
+		goto out;
+
+	memcpy(rec.key, res->key, sizeof(rec.key));
+	rec.tenant = xstrdup(call->tenant);
+	rec.scope = xstrdup(req->scope);
+	rec.runtime = xstrdup(rt->alias);
+	rec.image = xstrdup(spec.image_used ? spec.image_used : image);
+	rec.container = xstrdup(res->container);
+	rec.created = spec.created;
+	rec.last_activity = (long long)time(NULL);
+	if (session_record_write(root, &rec, err) < 0)
+		goto out;
+	res->image = steal_pointer(&rec.image);
+	res->created = spec.created;
+	rc = 0;
+out:
+	session_record_release(&rec);
+	session_record_release(&old);
+	free(spec.image_used);
+	return rc;
+}
+
+static json_t *open_json(const struct svc_session_open_res *res)
+{
+	json_t *doc =
+	    xjson_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:s}", "key", res->key,
+		       "container", res->container, "name",
+		       json_string(res->name), "runtime", res->runtime, "image",
+		       res->image, "created", time_json(res->created),
+		       "outcome", session_outcome_name(res->outcome));
+
+	xjson_set_path(doc, "workspace", res->workspace);
+	return doc;
+}
+
+int svc_session_open(const struct svc *s, const struct svc_call *call,
+		     const struct svc_session_open_req *req,
+		     struct svc_session_open_res *res, struct sbx_error **err)
+{
+	struct session_root root = SESSION_ROOT_INIT;
+	struct engine engine = ENGINE_INIT;
+	const struct runtime *rt;
+	struct audit *au = NULL;
+	char *image = NULL;
+	bool locked = false;
+	long long started = clock_now_ms();
+
+	memset(res, 0, sizeof(*res));
+	if (check_fields(call->tenant, req, err) < 0 ||
+	    svc_audit_open(s, call, &au, err) < 0)
+		return -1;
+	rt = find_runtime(req, res, err);
+	if (!rt) {
+		/* Refused before a key could be made: the row has none. */
+		session_audit(au, AUDIT_OPEN, call->tenant, "", req->runtime,
+			      req->runtime, started, NULL, &res->op_err, err);
+		svc_audit_close(call, au);
+		return -1;
+	}
+	res->runtime = rt->alias;
+	/* A session is opened only when its row can be written: before the
+	 * root is made or an image built; without it, nothing to record in. */
+	if (audit_ready(au, err) < 0) {
+		svc_audit_close(call, au);
+		return -1;
+	}
+	if (root_open(s, call, &root, err) < 0 ||
+	    make_key(s, call, req, &root, res->key, err) < 0)
+		goto out;
+	image = recipe_tag(rt, &s->cfg.recipe);
+	if (svc_engine_open(s, call, &engine, err) < 0 ||
+	    ensure_image(s, call, &engine, rt, image, &req->watch, err) < 0)
+		goto out;
+	if (session_lock(&root, err) < 0)
+		goto out;
+	locked = true;
+	if (open_locked(s, call, req, &engine, &root, rt, image, res, err) < 0)
+		goto out;
+	session_unlock(&root);
+	locked = false;
+	res->name = session_container_name(&s->cfg.session, res->key);
+	res->doc = open_json(res);
+out:
+	if (locked)
+		session_unlock(&root);
+	session_audit(au, AUDIT_OPEN, call->tenant, res->key, rt->alias,
+		      rt->alias, started,
+		      *err ? NULL : session_outcome_name(res->outcome),
+		      &res->op_err, err);
+	svc_audit_close(call, au);
+	free(image);
+	engine_release(&engine);
+	session_root_close(&root);
+	return *err ? -1 : 0;
+}
+
+void svc_session_open_res_release(struct svc_session_open_res *res)
+{
+	free(res->container);
+	free(res->name);
+	free(res->image);
+	free(res->workspace);
+	json_decref(res->doc);
+	sbx_error_free(&res->op_err);
+	memset(res, 0, sizeof(*res));
+}
+
+/* ---- ls, show ---- */
+
+static json_t *row_json(const struct session_record *r, const char *state)
+{
+	return xjson_pack("{s:s, s:s, s:s, s:s, s:o, s:o}", "key", r->key,
+			  "tenant", r->tenant, "runtime", r->runtime, "state",
+			  state, "created", time_json(r->created),
+			  "last_activity", time_json(r->last_activity));
+}
+
+/* The size of key's workspace, into doc (0 and a warning when the walk
+ * fails). */
+static void add_size(const struct svc_call *call, struct session_root *root,
+		     const char *key, unsigned long long *bytes,
+		     unsigned long long *files, json_t *doc)
+{
+	struct sbx_error *err = NULL;
+
+	if (session_workspace_size(root, key, bytes, files, &err) < 0) {
+		svc_warn(call, "%s", err->msg);
+		sbx_error_free(&err);
+	}
+	json_object_set_new(doc, "workspace_bytes",
+			    json_integer((json_int_t)*bytes));
+	json_object_set_new(doc, "workspace_files",
+			    json_integer((json_int_t)*files));
+}
+
+/* The row of keys[i] into res when it is the caller's to see; a record
+ * half made or damaged is said, and skipped. */
+static void ls_row(const struct svc_call *call,
+		   const struct svc_session_ls_req *req,
+		   struct session_root *root, json_t *by_key, const char *key,
+		   struct svc_session_ls_res *res, size_t *alloc)
+{
+	struct sbx_error *err = NULL;
+	struct svc_session_row *row;
+	json_t *st, *j;
+	struct session_record r;
+
+	if (session_record_read(root, key, &r, &err) < 0) {
+		if (err->errnum != ENOENT)
+			svc_warn(call, "%s", err->msg);
+		sbx_error_free(&err);
+		return;
+	}
+	if (call->tenant && strcmp(r.tenant, call->tenant) != 0) {
+		session_record_release(&r);
+		return;
+	}
+	ALLOC_GROW(res->rows, res->n + 1, *alloc);
+	row = &res->rows[res->n++];
+	memset(row, 0, sizeof(*row));
+	row->rec = r;
+	row->state = "closed";
+	st = json_object_get(json_object_get(by_key, key), "State");
+	if (json_is_string(st))
+		row->state = session_state_word(json_string_value(st));
+	j = row_json(&row->rec, row->state);
+	/* Only a caller that asks pays for the walk of every workspace. */
+	if (req->sizes)
+		add_size(call, root, row->rec.key, &row->bytes, &row->files, j);
+	json_array_append_new(res->doc, j);
+}
+
+int svc_session_ls(const struct svc *s, const struct svc_call *call,
+		   const struct svc_session_ls_req *req,
+		   struct svc_session_ls_res *res, struct sbx_error **err)
+{
+	struct session_root root = SESSION_ROOT_INIT;
+	struct engine engine = ENGINE_INIT;
+	json_t *by_key = NULL;
+	char **keys = NULL;
+	size_t nkeys = 0, alloc = 0;
+	int rc = -1;
+
+	memset(res, 0, sizeof(*res));
+	if (root_open(s, call, &root, err) < 0 ||
+	    session_keys(&root, &keys, &nkeys, err) < 0 ||
+	    svc_engine_open(s, call, &engine, err) < 0 ||
+	    session_engine_list(&engine, &s->cfg.session, &by_key, err) < 0)
+		goto out;
+	res->doc = json_array();
+	for (size_t i = 0; i < nkeys; i++)
+		ls_row(call, req, &root, by_key, keys[i], res, &alloc);
+	rc = 0;
+out:
+	json_decref(by_key);
+	strv_free(keys, nkeys);
+	engine_release(&engine);
+	session_root_close(&root);
+	return rc;
+}
+
+void svc_session_ls_res_release(struct svc_session_ls_res *res)
+{
+	for (size_t i = 0; i < res->n; i++)
+		session_record_release(&res->rows[i].rec);
+	free(res->rows);
+	json_decref(res->doc);
+	memset(res, 0, sizeof(*res));
+}
+
+/* The limits as the engine applied them, from its inspect. */
+static json_t *limits_json(json_t *inspect)
+{
+	json_t *hc = json_object_get(inspect, "HostConfig");
+	json_t *mounts = json_array(), *m;
+	size_t i;
+
+	json_array_foreach(json_object_get(inspect, "Mounts"), i, m)
+	{
+		json_t *o =
+		    xjson_pack("{s:O*}", "type", json_object_get(m, "Type"));
+		xjson_set_path(o, "source",
+			       json_string_value(json_object_get(m, "Source"))
+				   ?: "");
+		xjson_set_path(
+		    o, "target",
+		    json_string_value(json_object_get(m, "Destination")) ?: "");
+		json_array_append_new(mounts, o);
+	}
+	return xjson_pack(
+	    "{s:O*, s:O*, s:O*, s:O*, s:O*, s:O*, s:O*, s:O*, s:O*, s:O*, "
+	    "s:o, s:O*, s:O*}",
+	    "user", json_object_get(json_object_get(inspect, "Config"), "User"),
+	    "init", json_object_get(hc, "Init"), "cap_drop",
+	    json_object_get(hc, "CapDrop"), "security_opt",
+	    json_object_get(hc, "SecurityOpt"), "pids_limit",
+	    json_object_get(hc, "PidsLimit"), "nano_cpus",
+	    json_object_get(hc, "NanoCpus"), "memory",
+	    json_object_get(hc, "Memory"), "memory_swap",
+	    json_object_get(hc, "MemorySwap"), "tmpfs",
+	    json_object_get(hc, "Tmpfs"), "network_mode",
+	    json_object_get(hc, "NetworkMode"), "mounts", mounts, "privileged",
+	    json_object_get(hc, "Privileged"), "readonly_rootfs",
+	    json_object_get(hc, "ReadonlyRootfs"));
+}
+
+/* What the engine says of the container (inspect NULL: none), after the
+ * record's fields. */
+static void show_container(const struct svc_call *call,
+			   struct session_root *root, json_t *inspect,
+			   struct svc_session_show_res *res)
+{
+	json_t *doc = res->doc, *st = json_object_get(inspect, "State");
+	json_int_t pid = json_integer_value(json_object_get(st, "Pid"));
+	const char *e = json_string_value(json_object_get(st, "Error"));
+	struct sbx_error *err = NULL;
+	unsigned long long ooms;
+
+	json_object_set_new(doc, "container",
+			    inspect
+				? json_incref(json_object_get(inspect, "Id"))
+				: json_null());
+	json_object_set_new(doc, "image", xjson_text(res->rec.image));
+	xjson_set_path(doc, "workspace", res->workspace);
+	add_size(call, root, res->rec.key, &res->bytes, &res->files, doc);
+	json_object_set_new(
+	    doc, "oom_killed",
+	    json_boolean(json_is_true(json_object_get(st, "OOMKilled"))));
+	if (pid > 0 && procs_oom_kills((pid_t)pid, &ooms, &err) == 0)
+		json_object_set_new(doc, "oom_kills",
+				    json_integer((json_int_t)ooms));
+	else
+		json_object_set_new(doc, "oom_kills", json_null());
+	sbx_error_free(&err);
+	json_object_set_new(doc, "exit_code",
+			    inspect
+				? json_incref(json_object_get(st, "ExitCode"))
+				: json_null());
+	json_object_set_new(doc, "error",
+			    e && *e ? xjson_text(e) : json_null());
+	json_object_set_new(doc, "limits",
+			    inspect ? limits_json(inspect) : json_null());
+}
+
+int svc_session_show(const struct svc *s, const struct svc_call *call,
+		     const struct svc_session_show_req *req,
+		     struct svc_session_show_res *res, struct sbx_error **err)
+{
+	struct session_root root = SESSION_ROOT_INIT;
+	struct engine engine = ENGINE_INIT;
+	json_t *inspect = NULL;
+	int rc = -1;
+
+	memset(res, 0, sizeof(*res));
+	if (root_open(s, call, &root, err) < 0 ||
+	    session_find(&root, req->key, call->tenant, &res->rec, err) < 0 ||
+	    svc_engine_open(s, call, &engine, err) < 0 ||
+	    session_engine_inspect(&engine, &s->cfg.session, res->rec.key,
+				   &inspect, err) < 0)
+		goto out;
+	res->state = session_state(inspect);
+	res->workspace = session_workspace_path(&root, res->rec.key);
+	res->doc = row_json(&res->rec, res->state);
+	show_container(call, &root, inspect, res);
+	rc = 0;
+out:
+	json_decref(inspect);
+	engine_release(&engine);
+	session_root_close(&root);
+	return rc;
+}
+
+void svc_session_show_res_release(struct svc_session_show_res *res)
+{
+	session_record_release(&res->rec);
+	free(res->workspace);
+	json_decref(res->doc);
+	memset(res, 0, sizeof(*res));
+}
+
+/* ---- close ---- */
+
+/* Under the quota lock only the container and, with purge, the rename
+ * into the trash: emptying a tree of a million files would hold every
+ * other open of the host.  The trash is emptied after. */
+static int close_session(const struct svc *s, struct engine *e,
+			 struct session_root *root, const char *key, bool purge,
+			 const char **what, struct sbx_error **err)
+{
+	struct session_trash trash;
+	int rc = -1;
+
+	session_trash_init(&trash);
+	if (session_lock(root, err) < 0)
+		return -1;
+	if (session_engine_close(e, &s->cfg.session, key,
+				 s->cfg.session.persist_containers && !purge,
+				 what, err) < 0 ||
+	    (purge && session_trash_key(root, key, &trash, err) < 0) ||
+	    (!purge && session_record_touch(root, key, err) < 0)) {
+		session_unlock(root);
+		goto out;
+	}
+	session_unlock(root);
+	if (purge && session_trash_empty(root, &trash, err) < 0)
+		goto out;
+	rc = 0;
+out:
+	session_trash_release(&trash);
+	return rc;
+}
+
+int svc_session_close(const struct svc *s, const struct svc_call *call,
+		      const struct svc_session_close_req *req,
+		      struct svc_session_close_res *res, struct sbx_error **err)
+{
+	struct session_root root = SESSION_ROOT_INIT;
+	struct engine engine = ENGINE_INIT;
+	struct session_record r = {0};
+	struct audit *au = NULL;
+	long long started = clock_now_ms();
+
+	memset(res, 0, sizeof(*res));
+	res->container = "gone";
+	res->purged = req->purge;
+	if (svc_audit_open(s, call, &au, err) < 0)
+		return -1;
+	if (audit_ready(au, err) < 0) {
+		svc_audit_close(call, au);
+		return -1;
+	}
+	if (root_open(s, call, &root, err) < 0 ||
+	    session_find(&root, req->key, call->tenant, &r, err) < 0 ||
+	    svc_engine_open(s, call, &engine, err) < 0 ||
+	    close_session(s, &engine, &root, r.key, req->purge, &res->container,
+			  err) < 0)
+		goto out;
+	memcpy(res->key, r.key, sizeof(res->key));
+	res->doc = xjson_pack("{s:s, s:s, s:b}", "key", r.key, "container",
+			      res->container, "purged", req->purge);
+out:
+	/* A key not found is the target alone: the row is the caller's,
+	 * never on the key's chain. */
+	session_audit(au, AUDIT_CLOSE, r.key[0] ? r.tenant : call->tenant,
+		      r.key[0] ? r.key : "", r.runtime, req->key, started,
+		      req->purge ? "purged" : res->container, &res->op_err,
+		      err);
+	svc_audit_close(call, au);
+	session_record_release(&r);
+	engine_release(&engine);
+	session_root_close(&root);
+	return *err ? -1 : 0;
+}
+
+void svc_session_close_res_release(struct svc_session_close_res *res)
+{
+	json_decref(res->doc);
+	sbx_error_free(&res->op_err);
+	memset(res, 0, sizeof(*res));
+}

@@ -1,0 +1,143 @@
+/*
+ * svc-session.h - sessions as operations (svc.h; session/session.h and
+ * session/session-engine.h below): open (or adopt) one, list them, show
+ * one, close one.  Open and close write their audit row, refused and
+ * failed ones too; ls and show write none.
+ *
+ * call is required: every call sees the sessions of call->tenant only
+ * (NULL: every tenant; an open needs one); another tenant's session
+ * reads exactly like none (session_find).  Waits for a lock and for the
+ * engine end when call->cancel is set.
+ *
+ * Ownership: a result owns what it points to (records, strings, doc):
+ * svc_session_*_res_release frees it; a caller that keeps doc takes it
+ * (steal_pointer).  Thread rule: as svc.h: calls share nothing but the
+ * host's files, ordered by the quota lock and ROOT/KEY's (session.h).
+ */
+#ifndef SBX_SVC_SESSION_H
+#define SBX_SVC_SESSION_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "session/session-engine.h"
+#include "session/session.h"
+#include "svc/svc-prewarm.h"
+#include "svc/svc.h"
+
+struct catalog;
+
+/*
+ * open: the session of (call->tenant, scope, subject, host) on a runtime
+ * of cat (runtime NULL: its default), its image prewarmed first when the
+ * engine lacks it (watch hears that prewarm).  The fields are checked as
+ * session.h says (invalid, naming the field).  cat_err, when set, is why
+ * the catalogue could not be read (cat then NULL): the open is refused,
+ * and recorded, with a copy of it.
+ */
+struct svc_session_open_req {
+	const char *scope, *subject, *host; /* host NULL: "" */
+	const struct catalog *cat;
+	const struct sbx_error *cat_err;
+	const char *runtime;
+	struct svc_prewarm_watch watch;
+};
+struct svc_session_open_res {
+	char key[SESSION_KEY_MAX + 1];
+	char *container;     /* its id */
+	char *name;	     /* sbxcat-DEPLOYMENT-KEY */
+	const char *runtime; /* the alias, borrowed from the catalogue */
+	char *image;	     /* what the container runs */
+	char *workspace;     /* ROOT/KEY/workspace */
+	long long created;
+	enum session_outcome outcome;
+	/* {key, container, name, runtime, image, created, outcome,
+	 * workspace} */
+	json_t *doc;
+	/* Failed: the catalogue had diagnostics (cat->diags), the caller's
+	 * to show before the error. */
+	bool catalog_invalid;
+	/* Failed, and its row could not be written either: *err is then the
+	 * audit's error, and this the operation's own, to report first. */
+	struct sbx_error *op_err;
+};
+/*
+ * The field of an open that is missing or malformed, as svc_session_open
+ * checks them (tenant, scope, subject, host, in that order): its name,
+ * *value what it was, *why what is wrong (NULL: missing); NULL when
+ * every one is good.  For a caller that names the fields its own way.
+ */
+const char *svc_session_open_check(const char *tenant,
+				   const struct svc_session_open_req *req,
+				   const char **value, const char **why);
+int svc_session_open(const struct svc *s, const struct svc_call *call,
+		     const struct svc_session_open_req *req,
+		     struct svc_session_open_res *res, struct sbx_error **err);
+void svc_session_open_res_release(struct svc_session_open_res *res);
+
+/* ls: the sessions that have a record, sorted by key; with sizes, each
+ * workspace walked for its size (a walk that fails: 0, and a warning). */
+struct svc_session_ls_req {
+	bool sizes;
+};
+struct svc_session_row {
+	struct session_record rec;
+	/* The container's state in one of the engine's words, or "closed"
+	 * (a static string: session_state_word). */
+	const char *state;
+	unsigned long long bytes, files; /* with sizes */
+};
+struct svc_session_ls_res {
+	struct svc_session_row *rows;
+	size_t n;
+	/* [{key, tenant, runtime, state, created, last_activity,
+	 * workspace_bytes and workspace_files with sizes}, ...] */
+	json_t *doc;
+};
+int svc_session_ls(const struct svc *s, const struct svc_call *call,
+		   const struct svc_session_ls_req *req,
+		   struct svc_session_ls_res *res, struct sbx_error **err);
+void svc_session_ls_res_release(struct svc_session_ls_res *res);
+
+/* show: one session, its record, its container as the engine reports it
+ * (limits as applied, OOM kills), its workspace and size. */
+struct svc_session_show_req {
+	const char *key;
+};
+struct svc_session_show_res {
+	struct session_record rec;
+	const char *state; /* session_state: "closed" without a container */
+	char *workspace;
+	unsigned long long bytes, files;
+	/* {key, tenant, runtime, state, created, last_activity, container,
+	 * image, workspace, workspace_bytes, workspace_files, oom_killed,
+	 * oom_kills, exit_code, error, limits}: every field, in the order
+	 * the text shows them. */
+	json_t *doc;
+};
+int svc_session_show(const struct svc *s, const struct svc_call *call,
+		     const struct svc_session_show_req *req,
+		     struct svc_session_show_res *res, struct sbx_error **err);
+void svc_session_show_res_release(struct svc_session_show_res *res);
+
+/* close: the container removed (stopped only when the configuration
+ * persists containers, and not purge); with purge, ROOT/KEY too. */
+struct svc_session_close_req {
+	const char *key;
+	bool purge;
+};
+struct svc_session_close_res {
+	char key[SESSION_KEY_MAX + 1];
+	const char *container; /* "removed", "stopped" or "gone" (static) */
+	bool purged;
+	json_t *doc;		  /* {key, container, purged} */
+	struct sbx_error *op_err; /* as open's */
+};
+int svc_session_close(const struct svc *s, const struct svc_call *call,
+		      const struct svc_session_close_req *req,
+		      struct svc_session_close_res *res,
+		      struct sbx_error **err);
+void svc_session_close_res_release(struct svc_session_close_res *res);
+
+#endif
