@@ -67,7 +67,7 @@ static struct auditdb *open_db(const char *url, bool migrate)
 	struct auditdb *db;
 	int n;
 
-	if (auditdb_connect(url, &db, &err) < 0)
+	if (auditdb_connect(url, NULL, &db, &err) < 0)
 		bail_out("connect: %s", err->msg);
 	if (migrate && auditdb_migrate(db, &n, &err) < 0)
 		bail_out("migrate: %s", err->msg);
@@ -187,7 +187,7 @@ static void test_migrate_race(void)
 			struct sbx_error *err = NULL;
 			struct auditdb *db;
 			int n = 0;
-			if (auditdb_connect(url, &db, &err) < 0 ||
+			if (auditdb_connect(url, NULL, &db, &err) < 0 ||
 			    auditdb_migrate(db, &n, &err) < 0) {
 				fprintf(stderr, "# child: %s\n", err->msg);
 				_exit(99);
@@ -542,7 +542,7 @@ static void test_password(void)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct sbx_error *err = NULL;
 		struct auditdb *db = NULL;
-		int rc = auditdb_connect(bad[i], &db, &err);
+		int rc = auditdb_connect(bad[i], NULL, &db, &err);
 		ok(rc < 0 && tap_status(err) == 3 &&
 			   !strncmp(err->msg, "database unreachable: ", 22) &&
 			   !strstr(err->msg, "hunter2") && !strchr(err->msg, '\n'),
@@ -560,12 +560,10 @@ static void test_slow_caller(void)
 {
 	struct sbx_error *err = NULL;
 	struct auditdb *db = NULL;
-	char *saved = getenv("PGCONNECT_TIMEOUT");
 	int rc;
 
-	saved = saved ? strdup(saved) : NULL;
-	setenv("PGCONNECT_TIMEOUT", "2", 1);
-	rc = auditdb_connect_start(urls[0], &db, &err);
+	/* A 2 s connect timeout, as PGCONNECT_TIMEOUT=2 configures it. */
+	rc = auditdb_connect_start(urls[0], "2", &db, &err);
 	ok(rc == 0, "connect started");
 	sleep(3);
 	rc = rc == 0 ? auditdb_connect_finish(db, &err) : -1;
@@ -573,11 +571,6 @@ static void test_slow_caller(void)
 	   err ? err->msg : "connected");
 	sbx_error_free(&err);
 	auditdb_close(db);
-	if (saved)
-		setenv("PGCONNECT_TIMEOUT", saved, 1);
-	else
-		unsetenv("PGCONNECT_TIMEOUT");
-	free(saved);
 }
 
 int main(int argc, char **argv)

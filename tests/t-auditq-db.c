@@ -1265,7 +1265,7 @@ int main(int argc, char **argv)
 	if (argc != 3)
 		bail_out("usage: t-auditq-db rows|explain|bench CONNINFO");
 	/* the .sh made the database just before: not reaching it is a bug */
-	if (auditdb_connect(argv[2], &db, &err))
+	if (auditdb_connect(argv[2], NULL, &db, &err))
 		bail_out("connect: %s", err->msg);
 	conn = auditdb_conn(db);
 	if (auditdb_migrate(db, &applied, &err) && strcmp(argv[1], "bench"))

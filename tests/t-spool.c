@@ -18,23 +18,39 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "basic/alloc.h"
 #include "audit/audit.h"
-#include "basic/error.h"
 #include "audit/spool.h"
-#include "tap.h"
+#include "basic/alloc.h"
+#include "basic/env.h"
+#include "basic/error.h"
 #include "basic/xjson.h"
+#include "tap.h"
 
 static char root[64];
 static int ndir;
+
+/* The spool's settings, as the configuration reads them from an
+ * environment (audit_config_load). */
+static struct sbx_env env = SBX_ENV_INIT;
+static struct audit_config cfg;
+
+static void tenv(const char *name, const char *value)
+{
+	struct sbx_error *err = NULL;
+
+	sbx_env_set(&env, name, value);
+	audit_config_release(&cfg);
+	if (audit_config_load(&cfg, &env, &err) < 0)
+		bail_out("audit_config_load: %s", err->msg);
+}
 
 /* A fresh spool in a new directory (SBXCAT_SPOOL_DIR). */
 static char *fresh(struct spool *s)
 {
 	char *d = tap_path(root, "spool%d", ndir++);
 
-	setenv("SBXCAT_SPOOL_DIR", d, 1);
-	spool_init(s);
+	tenv("SBXCAT_SPOOL_DIR", d);
+	spool_init(s, &cfg);
 	return d;
 }
 
@@ -423,7 +439,7 @@ static void test_every_cut(void)
 		close(fd);
 		for (size_t i = 0; i < cut; i++)
 			whole += all[i] == '\n';
-		spool_init(&s);
+		spool_init(&s, &cfg);
 		if (replay(&s, &g, &moved, &kept, NULL) != 0 ||
 		    moved != whole || g.n != whole ||
 		    kept != (cut && all[cut - 1] != '\n' ? 1u : 0u))
@@ -501,7 +517,7 @@ static void test_concurrent(void)
 		if (pids[p] == 0) {
 			struct spool c;
 
-			spool_init(&c);
+			spool_init(&c, &cfg);
 			for (int i = 0; i < N; i++) {
 				struct audit_row r;
 				struct sbx_error *err = NULL;
@@ -552,8 +568,8 @@ static void expect_refused(const char *dir, const char *want, const char *name)
 	struct sbx_error *err = NULL;
 	int rc;
 
-	setenv("SBXCAT_SPOOL_DIR", dir, 1);
-	spool_init(&s);
+	tenv("SBXCAT_SPOOL_DIR", dir);
+	spool_init(&s, &cfg);
 	make_row(&r, 0);
 	rc = spool_append(&s, &r, &err);
 	ok(rc < 0 && err && tap_status(err) == 3 && strstr(err->msg, dir) &&
@@ -599,14 +615,14 @@ static void test_refused(void)
 		struct spool_status st;
 		struct sbx_error *err = NULL;
 
-		setenv("SBXCAT_SPOOL_DIR", link, 1);
-		spool_init(&s);
+		tenv("SBXCAT_SPOOL_DIR", link);
+		spool_init(&s, &cfg);
 		ok(spool_status(&s, &st, &err) < 0 && tap_status(err) == 3,
 		   "status refuses a symlinked spool too");
 		sbx_error_free(&err);
 		spool_close(&s);
-		setenv("SBXCAT_SPOOL_DIR", under, 1);
-		spool_init(&s);
+		tenv("SBXCAT_SPOOL_DIR", under);
+		spool_init(&s, &cfg);
 		ok(spool_status(&s, &st, &err) < 0 && tap_status(err) == 3,
 		   "status on a path through a file: status 3");
 		sbx_error_free(&err);
@@ -632,8 +648,8 @@ static void test_refused(void)
 			    mount("tmpfs", ro, "tmpfs", MS_RDONLY,
 				  "mode=0700") < 0)
 				_exit(77);
-			setenv("SBXCAT_SPOOL_DIR", ro, 1);
-			spool_init(&s);
+			tenv("SBXCAT_SPOOL_DIR", ro);
+			spool_init(&s, &cfg);
 			make_row(&r, 0);
 			rc = spool_append(&s, &r, &err);
 			if (rc < 0 && tap_status(err) == 3 &&
@@ -705,8 +721,10 @@ static void test_ready(void)
 			bail_out("cannot write %s", p);
 	}
 	free(p);
-	setenv("SBXCAT_SPOOL_MIN_FREE", "0", 1);
-	setenv("SBXCAT_SPOOL_RESERVE", "100", 1);
+	tenv("SBXCAT_SPOOL_MIN_FREE", "0");
+	tenv("SBXCAT_SPOOL_RESERVE", "100");
+	spool_close(&s); /* the limits are read when a spool is made */
+	spool_init(&s, &cfg);
 	rc = spool_ready(&s, &err);
 	ok(rc == 0, "spool_ready with no floor (%s)", err ? err->msg : "ok");
 	sbx_error_free(&err);
@@ -731,7 +749,7 @@ static void test_ready(void)
 	ok(spool_note_lost(&s, &r) == 0, "a lost row is counted");
 	audit_row_release(&r);
 	spool_close(&s);
-	spool_init(&s);
+	spool_init(&s, &cfg);
 	rc = spool_status(&s, &st, &err);
 	ok(rc == 0 && st.lost == 4 && lines_of(d, "lost.jsonl") == 4,
 	   "... 4 lost, in lost.count and lost.jsonl (%llu)", st.lost);
@@ -750,9 +768,9 @@ static void test_ready(void)
 
 	/* A floor no disk has: refused, naming the directory and both
 	 * figures. */
-	setenv("SBXCAT_SPOOL_MIN_FREE", "100000000000000000", 1);
+	tenv("SBXCAT_SPOOL_MIN_FREE", "100000000000000000");
 	spool_close(&s);
-	spool_init(&s);
+	spool_init(&s, &cfg);
 	rc = spool_ready(&s, &err);
 	ok(rc < 0 && tap_status(err) == 3 && strstr(err->msg, d) &&
 	       strstr(err->msg, "bytes free, under the floor of "
@@ -761,17 +779,17 @@ static void test_ready(void)
 	   "a floor over the free space: status 3, saying so (%s)",
 	   err ? err->msg : "accepted");
 	sbx_error_free(&err);
-	setenv("SBXCAT_SPOOL_MIN_FREE", "1e6", 1);
+	tenv("SBXCAT_SPOOL_MIN_FREE", "1e6");
 	spool_close(&s);
-	spool_init(&s);
+	spool_init(&s, &cfg);
 	rc = spool_ready(&s, &err);
 	ok(rc < 0 && tap_status(err) == 2 &&
 	       strstr(err->msg, "SBXCAT_SPOOL_MIN_FREE '1e6'"),
 	   "a floor that is not a whole number: status 2 (%s)",
 	   err ? err->msg : "accepted");
 	sbx_error_free(&err);
-	unsetenv("SBXCAT_SPOOL_MIN_FREE");
-	unsetenv("SBXCAT_SPOOL_RESERVE");
+	tenv("SBXCAT_SPOOL_MIN_FREE", NULL);
+	tenv("SBXCAT_SPOOL_RESERVE", NULL);
 	spool_close(&s);
 	free(count);
 	free(d);
@@ -801,5 +819,7 @@ int main(void)
 		if (system(cmd) != 0)
 			diag("could not remove %s", root);
 	}
+	audit_config_release(&cfg);
+	sbx_env_release(&env);
 	return done_testing();
 }

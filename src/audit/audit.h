@@ -164,22 +164,27 @@ int audit_row_from_json(json_t *j, struct audit_row *r, struct sbx_error **err);
 int audit_row_check(const struct audit_row *r, struct sbx_error **err);
 
 /*
- * The audit's configuration, read once (svc/svc-config.h): SBXCAT_AUDIT ("on"
- * or "off"; anything else invalid), the database (SBXCAT_DATABASE_URL,
- * else "" when libpq's own environment names one: PGHOST, PGHOSTADDR,
- * PGPORT, PGDATABASE, PGUSER or PGSERVICE; else NULL, none),
- * PGCONNECT_TIMEOUT, the spool's directory (SBXCAT_SPOOL_DIR, else
- * /var/spool/sbxcat) and its floor and reserve (SBXCAT_SPOOL_MIN_FREE,
- * SBXCAT_SPOOL_RESERVE: whole numbers of bytes; a bad one is kept as
- * limits_err, reported by the first operation that needs the spool).
+ * The audit's configuration, read once (svc/svc-config.h) from an
+ * environment copy (basic/env.h): SBXCAT_AUDIT ("on" or "off"; anything else
+ * invalid: audit_config_load's -1, kept by the caller for the first
+ * operation that records), the database (SBXCAT_DATABASE_URL, else ""
+ * when libpq's own environment names one: PGHOST, PGHOSTADDR, PGPORT,
+ * PGDATABASE, PGUSER or PGSERVICE; else NULL, none), PGCONNECT_TIMEOUT,
+ * the spool's directory (SBXCAT_SPOOL_DIR, else /var/spool/sbxcat) and
+ * its floor and reserve (SBXCAT_SPOOL_MIN_FREE, SBXCAT_SPOOL_RESERVE:
+ * whole numbers of bytes; a bad one is kept as limits_err, reported by
+ * the first operation that needs the spool, with status 2).  The caller
+ * may then set db_override (its own choice of database, `--db`) and
+ * db_override_source (what the caller calls it, for `audit status`).
  */
 struct sbx_env;
 struct audit_config {
 	bool off;
 	char *db;
 	const char *db_source; /* "SBXCAT_DATABASE_URL", "libpq environment" */
-	/* The caller's own choice (--db), over db; NULL: none.  Borrowed. */
-	const char *db_override;
+	/* The caller's own choice, over db, and its name; NULL: none.
+	 * Borrowed. */
+	const char *db_override, *db_override_source;
 	char *connect_timeout; /* NULL: libpq's default */
 	char *spool_dir;
 	unsigned long long spool_min_free, spool_reserve;
@@ -188,22 +193,23 @@ struct audit_config {
 int audit_config_load(struct audit_config *c, const struct sbx_env *env,
 		      struct sbx_error **err);
 void audit_config_release(struct audit_config *c);
+/* The connection string to use: db_override, else db; NULL: no database
+ * configured.  *source (may be NULL) says where it came from. */
+const char *audit_config_db(const struct audit_config *c, const char **source);
 
 /*
- * The recorder.  audit_open reads the configuration: the database from
- * db_uri (--db), else SBXCAT_DATABASE_URL, else libpq's own environment
- * (PGHOST, PGHOSTADDR, PGPORT, PGDATABASE, PGUSER or PGSERVICE set); with
- * none of these, no database (the spool alone).  The spool directory from
- * SBXCAT_SPOOL_DIR, else /var/spool/sbxcat.  SBXCAT_AUDIT=off switches
- * recording off (benchmarks; docs/audit.md).  Agent and run from the
- * arguments, else SBXCAT_AGENT_ID and SBXCAT_RUN_ID.  Nothing is
- * connected or opened yet: that happens on first need.  Returns -1 with
- * status 2 for an invalid agent or run id (empty, over AUDIT_ID_MAX, or
- * not clean).
+ * The recorder of one command's (one request's) rows, from c (copied
+ * where kept: c may go first): the database audit_config_db names, if
+ * any, the spool, recording on or off.  agent and run name the rows
+ * (NULL: none); they are checked, never looked up: -1 status 2 "agent
+ * id: ..." or "run id: ..." for one empty, over AUDIT_ID_MAX bytes or
+ * not clean (the caller, which knows where it came from, may say so).
+ * Nothing is connected or opened yet: the connection starts here and is
+ * finished on first need.
  */
 struct audit;
-int audit_open(struct audit **a, const char *db_uri, const char *agent,
-	       const char *run, struct sbx_error **err);
+int audit_open(struct audit **a, const struct audit_config *c,
+	       const char *agent, const char *run, struct sbx_error **err);
 /*
  * Make sure a row will be written, before an operation acts (runs,
  * changes or reads anything): the spool certain to take it should the

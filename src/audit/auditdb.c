@@ -34,6 +34,7 @@ struct auditdb {
 	PGconn *conn;
 	int schema; /* applied version once checked, else -1 */
 	char *info; /* the connection string, to keep out of messages */
+	char *timeout; /* connect_timeout unless info sets one: "5" */
 	PostgresPollingStatusType polling; /* the connect's last step */
 	long long started;		   /* clock_now_ms() */
 	bool retried;			   /* a stale start was redone */
@@ -41,35 +42,6 @@ struct auditdb {
 };
 
 #define COPY_OVER 50 /* rows: more go through COPY */
-
-const char *auditdb_conninfo(const char *uri, const char **source)
-{
-	static const char *const pgenv[] = {"PGHOST", "PGHOSTADDR",
-					    "PGPORT", "PGDATABASE",
-					    "PGUSER", "PGSERVICE"};
-	const char *s;
-
-	if (uri) {
-		if (source)
-			*source = "--db";
-		return uri;
-	}
-	s = getenv("SBXCAT_DATABASE_URL");
-	if (s && *s) {
-		if (source)
-			*source = "SBXCAT_DATABASE_URL";
-		return s;
-	}
-	for (size_t i = 0; i < sizeof(pgenv) / sizeof(pgenv[0]); i++) {
-		s = getenv(pgenv[i]);
-		if (s && *s) {
-			if (source)
-				*source = "libpq environment";
-			return "";
-		}
-	}
-	return NULL;
-}
 
 /* Replace each occurrence of secret (len > 0) in *msg with "***". */
 static void scrub(char **msg, const char *secret, size_t len)
@@ -193,8 +165,9 @@ static int res_fail(PGresult *res, struct sbx_error **err, const char *what)
 	return -1;
 }
 
-/* The connect_timeout in force (the user's string, PGCONNECT_TIMEOUT, or
- * ours), in milliseconds: an asynchronous connect must keep it itself. */
+/* The connect_timeout in force (the user's string, PGCONNECT_TIMEOUT as
+ * configured, or ours), in milliseconds: an asynchronous connect must keep it
+ * itself. */
 static long long connect_ms(PGconn *conn)
 {
 	PQconninfoOption *o = sym_PQconninfo(conn), *p;
@@ -222,7 +195,6 @@ static long long connect_ms(PGconn *conn)
  */
 static void begin(struct auditdb *db)
 {
-	const char *timeout = getenv("PGCONNECT_TIMEOUT");
 	/* Ours first: what the user's string sets wins (expand_dbname);
 	 * but the client encoding is always UTF8, after it: rows are UTF-8
 	 * and their hashes are of those bytes, whatever PGCLIENTENCODING
@@ -239,14 +211,14 @@ static void begin(struct auditdb *db)
 				    "dbname",
 				    "client_encoding",
 				    NULL};
-	const char *vals[] = {timeout && *timeout ? timeout : "5",
-			      "sbxcat",
-			      "10",
-			      "5",
-			      "3",
-			      "30000",
-			      db->info,
-			      "UTF8",
+	const char *vals[] = {db->timeout, /* connect_timeout */
+			      "sbxcat",	   /* application_name */
+			      "10",	   /* keepalives_idle */
+			      "5",	   /* keepalives_interval */
+			      "3",	   /* keepalives_count */
+			      "30000",	   /* tcp_user_timeout */
+			      db->info,	   /* dbname */
+			      "UTF8",	   /* client_encoding */
 			      NULL};
 
 	if (db->conn)
@@ -260,8 +232,8 @@ static void begin(struct auditdb *db)
 			  : sym_PQconnectPoll(db->conn);
 }
 
-int auditdb_connect_start(const char *conninfo, struct auditdb **dbp,
-			  struct sbx_error **err)
+int auditdb_connect_start(const char *conninfo, const char *connect_timeout,
+			  struct auditdb **dbp, struct sbx_error **err)
 {
 	struct auditdb *db;
 
@@ -271,6 +243,8 @@ int auditdb_connect_start(const char *conninfo, struct auditdb **dbp,
 	db = xcalloc(1, sizeof(*db));
 	db->schema = -1;
 	db->info = xstrdup(conninfo ? conninfo : "");
+	db->timeout = xstrdup(
+	    connect_timeout && *connect_timeout ? connect_timeout : "5");
 	begin(db);
 	*dbp = db;
 	return 0;
@@ -366,10 +340,10 @@ int auditdb_connect_finish(struct auditdb *db, struct sbx_error **err)
 	return 0;
 }
 
-int auditdb_connect(const char *conninfo, struct auditdb **dbp,
-		    struct sbx_error **err)
+int auditdb_connect(const char *conninfo, const char *connect_timeout,
+		    struct auditdb **dbp, struct sbx_error **err)
 {
-	if (auditdb_connect_start(conninfo, dbp, err) < 0)
+	if (auditdb_connect_start(conninfo, connect_timeout, dbp, err) < 0)
 		return -1;
 	if (auditdb_connect_finish(*dbp, err) < 0) {
 		auditdb_close(*dbp);
@@ -386,6 +360,7 @@ void auditdb_close(struct auditdb *db)
 	if (db->conn)
 		sym_PQfinish(db->conn);
 	free(db->info);
+	free(db->timeout);
 	free(db);
 }
 

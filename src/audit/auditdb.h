@@ -27,27 +27,20 @@ struct audit_row;
 struct sbx_error;
 struct auditdb;
 
-/*
- * The connection string sbxcat would use: uri when not NULL, else
- * SBXCAT_DATABASE_URL, else "" when libpq's environment names a database
- * (PGHOST, PGHOSTADDR, PGPORT, PGDATABASE, PGUSER or PGSERVICE set), else
- * NULL: no database configured.  *source says which ("--db",
- * "SBXCAT_DATABASE_URL", "libpq environment"); may be NULL.
- */
-const char *auditdb_conninfo(const char *uri, const char **source);
-
 /* A server's or libpq's message (which may quote a value) on one line,
  * escaped (text_add_escaped), newly allocated. */
 char *auditdb_message(const char *m);
 
 /*
- * Connect (libpq loaded first; connect_timeout PGCONNECT_TIMEOUT or 5 s
- * unless the string sets it; application_name sbxcat; statement_timeout
- * 30 s).  -1 status 3 "database unreachable: REASON" (the password never
- * shown), status 3 naming libpq5 when libpq is missing.
+ * Connect to conninfo (audit_config_db's; "" for libpq's own environment)
+ * with libpq loaded first; connect_timeout in seconds (the configuration's
+ * PGCONNECT_TIMEOUT; NULL or "": 5) unless conninfo sets one;
+ * application_name sbxcat; statement_timeout 30 s.  -1 status 3
+ * "database unreachable: REASON" (the password never shown), status 3
+ * naming libpq5 when libpq is missing.
  */
-int auditdb_connect(const char *conninfo, struct auditdb **db,
-		    struct sbx_error **err);
+int auditdb_connect(const char *conninfo, const char *connect_timeout,
+		    struct auditdb **db, struct sbx_error **err);
 /*
  * The same in two steps: start sends the request and returns at once
  * (the server sets the session up while the caller works; -1 only when
@@ -55,8 +48,8 @@ int auditdb_connect(const char *conninfo, struct auditdb **db,
  * and makes the same checks, -1 as auditdb_connect says (the caller then
  * closes db).  finish again after success returns 0 at once.
  */
-int auditdb_connect_start(const char *conninfo, struct auditdb **db,
-			  struct sbx_error **err);
+int auditdb_connect_start(const char *conninfo, const char *connect_timeout,
+			  struct auditdb **db, struct sbx_error **err);
 int auditdb_connect_finish(struct auditdb *db, struct sbx_error **err);
 void auditdb_close(struct auditdb *db);
 

@@ -3,11 +3,12 @@
  * it answers, else to the spool, else the operation fails (docs/audit.md,
  * "Nothing lost").
  *
- * The database is connected on first need and only once per process: a
- * database that did not answer is not asked again by the same command, so
- * a run of rows goes to one place.  Before a row reaches the database a
- * non-empty spool is replayed into it, so a session's chain keeps the order
- * its rows were made in; a replay another process holds is not waited for.
+ * The database is connected on first need and only once per recorder: a
+ * database that did not answer is not asked again by the same recorder
+ * (one command, one request), so a run of rows goes to one place.  Before a row
+ * reaches the database a non-empty spool is replayed into it, so a session's
+ * chain keeps the order its rows were made in; a replay another process holds
+ * is not waited for.
  */
 #include "config.h"
 
@@ -24,7 +25,8 @@
 
 struct audit {
 	bool off;
-	const char *conninfo; /* NULL: no database configured */
+	char *conninfo; /* NULL: no database configured */
+	char *connect_timeout;
 	char *agent, *run;
 	struct auditdb *db;
 	bool db_tried;
@@ -34,7 +36,9 @@ struct audit {
 	struct spool spool;
 };
 
-/* An agent or run id: given, at most AUDIT_ID_MAX bytes, clean. */
+/* An agent or run id (what: "agent id", "run id"): at most
+ * AUDIT_ID_MAX bytes, clean.  The caller knows where it came from (a
+ * flag, a variable, a request) and may say so. */
 static int check_id(const char *what, const char *id, struct sbx_error **err)
 {
 	size_t len = strlen(id);
@@ -52,45 +56,28 @@ static int check_id(const char *what, const char *id, struct sbx_error **err)
 	return 0;
 }
 
-int audit_open(struct audit **out, const char *db_uri, const char *agent,
-	       const char *run, struct sbx_error **err)
+int audit_open(struct audit **out, const struct audit_config *c,
+	       const char *agent, const char *run, struct sbx_error **err)
 {
-	struct audit *a = xcalloc(1, sizeof(*a));
-	const char *off = getenv("SBXCAT_AUDIT");
+	const char *conninfo = audit_config_db(c, NULL);
+	struct audit *a;
 
-	const char *agent_src = "--agent", *run_src = "--run";
-
-	if (!agent) {
-		agent = getenv(agent_src = "SBXCAT_AGENT_ID");
-		if (agent && !*agent)
-			agent = NULL;
-	}
-	if (!run) {
-		run = getenv(run_src = "SBXCAT_RUN_ID");
-		if (run && !*run)
-			run = NULL;
-	}
-	if ((agent && check_id(agent_src, agent, err) < 0) ||
-	    (run && check_id(run_src, run, err) < 0)) {
-		free(a);
+	*out = NULL;
+	if ((agent && check_id("agent id", agent, err) < 0) ||
+	    (run && check_id("run id", run, err) < 0))
 		return -1;
-	}
-	if (off && *off) {
-		if (strcmp(off, "off") != 0 && strcmp(off, "on") != 0) {
-			free(a);
-			return sbx_error_set(err, SBX_E_INVALID, 0,
-					     "SBXCAT_AUDIT: 'on' or 'off', "
-					     "not something else");
-		}
-		a->off = strcmp(off, "off") == 0;
-	}
-	a->conninfo = auditdb_conninfo(db_uri, NULL);
+	a = xcalloc(1, sizeof(*a));
+	a->off = c->off;
+	a->conninfo = conninfo ? xstrdup(conninfo) : NULL;
+	a->connect_timeout =
+	    c->connect_timeout ? xstrdup(c->connect_timeout) : NULL;
 	a->agent = agent ? xstrdup(agent) : NULL;
 	a->run = run ? xstrdup(run) : NULL;
-	spool_init(&a->spool);
+	spool_init(&a->spool, c);
 	/* The server sets its session up while the operation works. */
 	if (!a->off && a->conninfo &&
-	    auditdb_connect_start(a->conninfo, &a->db, &a->db_err) < 0)
+	    auditdb_connect_start(a->conninfo, a->connect_timeout, &a->db,
+				  &a->db_err) < 0)
 		a->db_tried = true;
 	*out = a;
 	return 0;
@@ -150,7 +137,7 @@ static struct auditdb *db(struct audit *a)
 			sbx_error_free(&a->warning);
 			sbx_error_set(&a->warning, SBX_E_UNAVAILABLE, 0,
 				      "%llu damaged %s of the audit's spool "
-				      "kept aside (sbxcat audit status)",
+				      "kept aside (see docs/audit.md)",
 				      kept, kept == 1 ? "line" : "lines");
 		}
 	}
@@ -248,6 +235,8 @@ void audit_close(struct audit *a)
 	sbx_error_free(&a->db_err);
 	sbx_error_free(&a->warning);
 	spool_close(&a->spool);
+	free(a->conninfo);
+	free(a->connect_timeout);
 	free(a->agent);
 	free(a->run);
 	free(a);
@@ -346,7 +335,7 @@ int audit_config_load(struct audit_config *c, const struct sbx_env *env,
 	const char *off = sbx_env_nonempty(env, "SBXCAT_AUDIT");
 	const char *db = sbx_env_nonempty(env, "SBXCAT_DATABASE_URL");
 	const char *dir = sbx_env_nonempty(env, "SBXCAT_SPOOL_DIR");
-	const char *timeout = sbx_env_get(env, "PGCONNECT_TIMEOUT");
+	const char *timeout = sbx_env_nonempty(env, "PGCONNECT_TIMEOUT");
 
 	memset(c, 0, sizeof(*c));
 	c->spool_min_free = SPOOL_MIN_FREE_DEFAULT;
@@ -376,6 +365,19 @@ int audit_config_load(struct audit_config *c, const struct sbx_env *env,
 				     "something else");
 	c->off = off && strcmp(off, "off") == 0;
 	return 0;
+}
+
+const char *audit_config_db(const struct audit_config *c, const char **source)
+{
+	if (c->db_override) {
+		if (source)
+			*source = c->db_override_source ? c->db_override_source
+							: "the caller";
+		return c->db_override;
+	}
+	if (source)
+		*source = c->db_source;
+	return c->db;
 }
 
 void audit_config_release(struct audit_config *c)

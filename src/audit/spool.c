@@ -73,17 +73,22 @@ static int keep_reserve(struct spool *s, int fd, struct sbx_error **err);
 static int spool_room(struct spool *s, struct spool_status *st,
 		      struct sbx_error **err);
 
-void spool_init(struct spool *s)
+void spool_init(struct spool *s, const struct audit_config *c)
 {
-	const char *d = getenv("SBXCAT_SPOOL_DIR");
-
-	s->dir = xstrdup(d && *d ? d : SPOOL_DEFAULT_DIR);
+	s->dir = xstrdup(c->spool_dir ? c->spool_dir : SPOOL_DEFAULT_DIR);
 	s->dirfd = -1;
 	s->fd = -1;
 	s->count_fd = -1;
-	s->limits_read = false;
-	s->min_free = SPOOL_MIN_FREE_DEFAULT;
-	s->reserve = SPOOL_RESERVE_DEFAULT;
+	s->limits_err = NULL;
+	s->min_free = c->spool_min_free;
+	s->reserve = c->spool_reserve;
+	/* A reserve holds at least one line of the longest kind. */
+	if (s->reserve && s->reserve < SPOOL_LINE_MAX)
+		s->reserve = SPOOL_LINE_MAX;
+	/* Said by the first call that needs the limits (spool.h). */
+	if (c->limits_err)
+		sbx_error_set(&s->limits_err, c->limits_err->kind, 0, "%s",
+			      c->limits_err->msg);
 }
 
 void spool_close(struct spool *s)
@@ -96,6 +101,7 @@ void spool_close(struct spool *s)
 		close(s->dirfd);
 	free(s->dir);
 	s->dir = NULL;
+	sbx_error_free(&s->limits_err);
 	s->fd = s->dirfd = s->count_fd = -1;
 }
 
@@ -930,44 +936,14 @@ int spool_status(struct spool *s, struct spool_status *st,
 
 /* ---- a full disk (docs/audit.md, "A full disk") ---- */
 
-/* A limit in bytes from var (a whole number), kept in *out when unset. */
-static int env_bytes(const char *var, unsigned long long *out,
-		     struct sbx_error **err)
-{
-	const char *v = getenv(var);
-	size_t n = v ? strlen(v) : 0;
-	unsigned long long x = 0;
-
-	if (!n)
-		return 0;
-	if (strspn(v, "0123456789") != n || n > 18) {
-		struct strbuf sb = STRBUF_INIT;
-
-		text_add_escaped(&sb, v, n);
-		sbx_error_set(err, SBX_E_INVALID, 0,
-			      "%s '%s': expected a whole number of bytes", var,
-			      strbuf_str(&sb));
-		strbuf_release(&sb);
-		return -1;
-	}
-	for (size_t i = 0; i < n; i++)
-		x = x * 10 + (unsigned long long)(v[i] - '0');
-	*out = x;
-	return 0;
-}
-
+/* The floor and the reserve as configured: 0, or -1 with their error (a
+ * copy: each call that needs them says it). */
 static int read_limits(struct spool *s, struct sbx_error **err)
 {
-	if (s->limits_read)
+	if (!s->limits_err)
 		return 0;
-	if (env_bytes("SBXCAT_SPOOL_MIN_FREE", &s->min_free, err) < 0 ||
-	    env_bytes("SBXCAT_SPOOL_RESERVE", &s->reserve, err) < 0)
-		return -1;
-	/* A reserve holds at least one line of the longest kind. */
-	if (s->reserve && s->reserve < SPOOL_LINE_MAX)
-		s->reserve = SPOOL_LINE_MAX;
-	s->limits_read = true;
-	return 0;
+	return sbx_error_set(err, s->limits_err->kind, 0, "%s",
+			     s->limits_err->msg);
 }
 
 /*

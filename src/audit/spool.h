@@ -16,8 +16,9 @@
  * DIR/kept-aside.jsonl (appended, fsync'd) and counted.  DIR/flush.json
  * says when the last replay ended and how many rows it moved.
  *
- * DIR is SBXCAT_SPOOL_DIR, else /var/spool/sbxcat; made 0700 when missing
- * (its parent must exist); files 0600.  A DIR that is a symlink, or not
+ * DIR is the configuration's (audit.h: SBXCAT_SPOOL_DIR, else
+ * /var/spool/sbxcat); made 0700 when missing (its parent must exist);
+ * files 0600.  A DIR that is a symlink, or not
  * owned by us, is refused (another user could read or swap the spool).
  *
  * A full disk (docs/audit.md, "A full disk"): spool_ready, which every
@@ -29,6 +30,11 @@
  * while they run.  A row that is lost all the same is counted in
  * DIR/lost.count, made once while there is room and afterwards only
  * rewritten in place: counting needs no new block.
+ *
+ * Thread rule: a struct spool belongs to one thread at a time.  Spools of
+ * one directory in different threads or processes share nothing but the
+ * files, and coordinate through flock(2) on descriptors of their own, as
+ * different processes do.  Nothing here is static.
  */
 #ifndef SBX_SPOOL_H
 #define SBX_SPOOL_H
@@ -36,6 +42,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct audit_config;
 struct audit_row;
 struct sbx_error;
 
@@ -51,12 +58,16 @@ struct spool {
 	int dirfd;    /* -1 until opened */
 	int fd;	      /* audit.jsonl for appending, -1 until needed */
 	int count_fd; /* lost.count, -1 until needed */
-	bool limits_read;
 	unsigned long long min_free, reserve; /* bytes; 0: none */
+	/* A floor or reserve set wrong (a copy of the configuration's
+	 * limits_err), said by the calls that need them; else NULL. */
+	struct sbx_error *limits_err;
 };
 
-/* The directory (SBXCAT_SPOOL_DIR or the default), not opened yet. */
-void spool_init(struct spool *s);
+/* The directory, the floor and the reserve from c (copied: c may go
+ * first), not opened yet.  A reserve under SPOOL_LINE_MAX counts as
+ * SPOOL_LINE_MAX. */
+void spool_init(struct spool *s, const struct audit_config *c);
 /* Open (making DIR when missing) and the file for appending.  -1 with
  * status 3 naming the directory and why. */
 int spool_open(struct spool *s, struct sbx_error **err);

@@ -58,14 +58,15 @@ enum {
 static int open_db(struct sbx_ctx *ctx, struct auditdb **db,
 		   struct sbx_error **err)
 {
-	const char *conninfo = auditdb_conninfo(ctx->audit_db, NULL);
+	const struct audit_config *c = &ctx->svc.cfg.audit;
+	const char *conninfo = audit_config_db(c, NULL);
 
 	if (!conninfo)
 		return sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
 				     "no database configured (--db URI, "
 				     "SBXCAT_DATABASE_URL, or libpq's PG* "
 				     "environment)");
-	return auditdb_connect(conninfo, db, err);
+	return auditdb_connect(conninfo, c->connect_timeout, db, err);
 }
 
 /* The database, with the schema this binary knows (the query verbs). */
@@ -367,13 +368,15 @@ static int audit_status(struct sbx_ctx *ctx, int argc, char **argv)
 
 	if (rc)
 		return rc < 0 ? 0 : rc;
-	conninfo = auditdb_conninfo(ctx->audit_db, &source);
-	if (conninfo && auditdb_connect(conninfo, &db, &dberr) == 0 &&
+	conninfo = audit_config_db(&ctx->svc.cfg.audit, &source);
+	if (conninfo &&
+	    auditdb_connect(conninfo, ctx->svc.cfg.audit.connect_timeout, &db,
+			    &dberr) == 0 &&
 	    auditdb_schema_version(db, &version, &known, &dberr) < 0) {
 		auditdb_close(db);
 		db = NULL;
 	}
-	spool_init(&sp);
+	spool_init(&sp, &ctx->svc.cfg.audit);
 	if (spool_status(&sp, &ss, &err) < 0)
 		goto out;
 	if (ctx->json) {
@@ -469,7 +472,7 @@ static int audit_flush(struct sbx_ctx *ctx, int argc, char **argv)
 
 	if (rc)
 		return rc < 0 ? 0 : rc;
-	spool_init(&sp);
+	spool_init(&sp, &ctx->svc.cfg.audit);
 	if (open_db(ctx, &fs.db, &err) < 0 ||
 	    spool_replay(&sp, true, flush_batch, &fs, &moved, &kept, &err) < 0)
 		goto out;
@@ -755,13 +758,11 @@ static int audit_sweep(struct sbx_ctx *ctx, int argc, char **argv)
 	days = RETENTION_DAYS_DEFAULT;
 	if (a.has_days) {
 		days = a.days;
-	} else {
-		const char *env = getenv("OPERATION_RETENTION_DAYS");
-
-		if (env && *env &&
-		    cmd_parse_count(cmd, "OPERATION_RETENTION_DAYS", env,
-				    20000, &days))
-			return SBX_EXIT_USAGE;
+	} else if (ctx->svc.cfg.retention_err) {
+		return cmd_usage_error(cmd, "%s",
+				       ctx->svc.cfg.retention_err->msg);
+	} else if (ctx->svc.cfg.retention_days) {
+		days = (unsigned long long)ctx->svc.cfg.retention_days;
 	}
 	cutoff = audit_now_us() - (long long)days * 86400 * 1000000;
 	if (open_schema(ctx, &db, &err) < 0 ||

@@ -16,7 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "audit/audit.h"
 #include "catalog/catalog.h"
 #include "catalog/deployment.h"
 #include "cli/cmd.h"
@@ -370,6 +369,7 @@ int cmd_common_option(struct sbx_ctx *ctx, const struct cmd_entry *cmd, int c,
 	case OPT_AUDIT_DB:
 		ctx->audit_db = arg;
 		ctx->svc.cfg.audit.db_override = arg;
+		ctx->svc.cfg.audit.db_override_source = "--db";
 		return 0;
 	case OPT_AUDIT_AGENT:
 		ctx->audit_agent = arg;
@@ -633,17 +633,21 @@ json_t *cmd_time_json(long long t)
 int cmd_audit_open(struct sbx_ctx *ctx, struct audit **a,
 		   struct sbx_error **err)
 {
-	return audit_open(a, ctx->audit_db, ctx->audit_agent, ctx->audit_run,
-			  err);
+	/* An empty --agent is refused (audit_open), an empty
+	 * SBXCAT_AGENT_ID is none. */
+	struct svc_call call = {
+	    .agent = ctx->audit_agent ? ctx->audit_agent
+				      : cmd_identity(NULL, "SBXCAT_AGENT_ID"),
+	    .run = ctx->audit_run ? ctx->audit_run
+				  : cmd_identity(NULL, "SBXCAT_RUN_ID"),
+	};
+
+	return svc_audit_open(&ctx->svc, &call, a, err);
 }
 
 void cmd_audit_close(struct audit *a)
 {
-	struct sbx_error *w = NULL;
+	struct svc_call call = {.warn = cmd_warn};
 
-	if (audit_warning(a, &w) < 0) {
-		fprintf(stderr, "sbxcat: warning: %s\n", w->msg);
-		sbx_error_free(&w);
-	}
-	audit_close(a);
+	svc_audit_close(&call, a);
 }

@@ -10,7 +10,8 @@
 #include "catalog/deployment.h"
 #include "svc/svc-config.h"
 
-/* OPERATION_RETENTION_DAYS: a whole number of days, 1 to 20000. */
+/* OPERATION_RETENTION_DAYS: a whole number of days, 1 to 20000, as
+ * `audit sweep --days` takes one (digits only, leading zeros allowed). */
 static int retention_load(struct svc_config *c, const struct sbx_env *env,
 			  struct sbx_error **err)
 {
@@ -21,8 +22,8 @@ static int retention_load(struct svc_config *c, const struct sbx_env *env,
 	c->retention_days = 0;
 	if (!v)
 		return 0;
-	if (strspn(v, "0123456789") == n && n <= 6) {
-		for (size_t i = 0; i < n; i++)
+	if (strspn(v, "0123456789") == n) {
+		for (size_t i = 0; i < n && x <= 20000; i++)
 			x = x * 10 + (unsigned long long)(v[i] - '0');
 		if (x >= 1 && x <= 20000) {
 			c->retention_days = (long long)x;
@@ -34,7 +35,7 @@ static int retention_load(struct svc_config *c, const struct sbx_env *env,
 
 		text_add_escaped(&sb, v, n);
 		sbx_error_set(err, SBX_E_INVALID, 0,
-			      "OPERATION_RETENTION_DAYS '%s': expected a whole "
+			      "OPERATION_RETENTION_DAYS '%s': expected a "
 			      "number from 1 to 20000",
 			      strbuf_str(&sb));
 		strbuf_release(&sb);

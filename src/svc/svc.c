@@ -90,12 +90,17 @@ int svc_engine_open(const struct svc *s, const struct svc_call *call,
 int svc_audit_open(const struct svc *s, const struct svc_call *call,
 		   struct audit **a, struct sbx_error **err)
 {
-	*a = NULL;
-	if (svc_config_check(s->cfg.audit_err, err) < 0)
+	/* The call's ids first, then the switch (SBXCAT_AUDIT): the order
+	 * audit_open always had. */
+	if (audit_open(a, &s->cfg.audit, call ? call->agent : NULL,
+		       call ? call->run : NULL, err) < 0)
 		return -1;
-	return audit_open(a, s->cfg.audit.db_override,
-			  call ? call->agent : NULL, call ? call->run : NULL,
-			  err);
+	if (svc_config_check(s->cfg.audit_err, err) < 0) {
+		audit_close(*a);
+		*a = NULL;
+		return -1;
+	}
+	return 0;
 }
 
 void svc_audit_close(const struct svc_call *call, struct audit *a)
