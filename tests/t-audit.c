@@ -2,8 +2,8 @@
  * t-audit.c - the audit's rows (audit.h): op names, UUIDs (format, the
  * version and variant bits, no duplicate in 100,000), audit_clean on hand
  * cases and fuzzed bytes (valid UTF-8, no control character, within max,
- * idempotent), JSON round trips of fuzzed rows, and from_json refusing
- * each broken key.
+ * idempotent), JSON round trips of fuzzed rows, from_json refusing
+ * each broken key, and the chain's encoding of version 1, pinned.
  */
 #include "config.h"
 
@@ -608,6 +608,61 @@ static void test_refusals(void)
 	}
 }
 
+/*
+ * The chain's encoding, version 1, pinned: rows hashed with it must verify
+ * for ever, so its bytes and a hash of them are written out here by hand
+ * (docs/audit.md, "The chain"), not computed by the code under test.  A
+ * version sbxcat does not know appends nothing and fails.
+ */
+static void test_canonical(void)
+{
+	static const char want[] =
+	    "sbxcat-audit-1\n36:01234567-89ab-4cde-8f01-23456789abcd"
+	    "\n16:1700000000123456\n4:acme\n13:xc-acme-run-k\n6:python\n-"
+	    "\n5:run-1\n7:execute\n7:echo \xc3\xa9\n1:f\n1:2\n-\n1:7"
+	    "\n4:1234\n6:exit 2";
+	struct audit_row r = {
+	    .id = "01234567-89ab-4cde-8f01-23456789abcd",
+	    .created_us = 1700000000123456LL,
+	    .tenant = (char *)"acme",
+	    .session_key = (char *)"xc-acme-run-k",
+	    .runtime = (char *)"python",
+	    .agent = NULL,
+	    .run = (char *)"run-1",
+	    .op = AUDIT_EXECUTE,
+	    .target = (char *)"echo \xc3\xa9",
+	    .ok = false,
+	    .has_exit = true,
+	    .exit_status = 2,
+	    .bytes = AUDIT_NONE,
+	    .results = 7,
+	    .duration_ms = 1234,
+	    .detail = (char *)"exit 2",
+	};
+	struct strbuf sb = STRBUF_INIT;
+	unsigned char zero[32] = {0}, h[32];
+	char hx[65];
+
+	ok(audit_canonical(&sb, &r, 1) == 0 && sb.len == sizeof(want) - 1 &&
+	       !memcmp(sb.buf, want, sb.len),
+	   "version 1: every field, its length, NULLs as '-'");
+	strbuf_reset(&sb);
+	ok(audit_chain_hash(zero, &r, 1, h) == 0, "version 1 hashes");
+	for (int i = 0; i < 32; i++)
+		snprintf(hx + 2 * i, 3, "%02x", h[i]);
+	is_str(
+	    hx,
+	    "fecac3f636c05d3fd5a3213715feb2916c802d7b2054740dcf8d0dbf5c038c68",
+	    "... to the SHA-256 of 32 zero bytes and that encoding");
+	ok(audit_canonical(&sb, &r, 0) == -1 && sb.len == 0 &&
+	       audit_canonical(&sb, &r, AUDIT_CHAIN_VERSION + 1) == -1 &&
+	       sb.len == 0,
+	   "a version unknown: -1, nothing appended");
+	ok(audit_chain_hash(zero, &r, AUDIT_CHAIN_VERSION + 1, h) == -1,
+	   "... and no hash");
+	strbuf_release(&sb);
+}
+
 int main(void)
 {
 	xjson_init();
@@ -620,5 +675,6 @@ int main(void)
 	test_json_shape();
 	test_round_trip();
 	test_refusals();
+	test_canonical();
 	return done_testing();
 }

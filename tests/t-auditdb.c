@@ -4,8 +4,10 @@
  * case as the arguments): migrations (twice, and two migrators at once),
  * every column of inserted rows through both the parameter and the COPY
  * path, replays, the chain catching an edited, a deleted, a forged and a
- * truncated row, agents deleted, the sweep and its prefix rule, concurrent
- * writers of one session, insert speed, and no password in errors.
+ * truncated row, the chain's encoding by version (rows of schema 1 after
+ * the migration, a version unknown), agents deleted, the sweep and its prefix
+ * rule, concurrent writers of one session, insert speed, and no password in
+ * errors.
  */
 #include "config.h"
 
@@ -150,9 +152,9 @@ static void test_migrate(void)
 	   "migrate applies %d migration(s)", auditdb_nmigrations);
 	ok(auditdb_migrate(db, &n, &err) == 0 && n == 0,
 	   "migrate again applies 0");
-	ok(auditdb_schema_version(db, &have, &known, &err) == 0 && have == 1 &&
-		   known == 1,
-	   "schema version 1 of 1");
+	ok(auditdb_schema_version(db, &have, &known, &err) == 0 &&
+	       have == auditdb_nmigrations && known == auditdb_nmigrations,
+	   "schema version %d of %d", auditdb_nmigrations, auditdb_nmigrations);
 	ok(auditdb_migrate_status(db, &st, &err) == 0, "migrate --status");
 	json_t *m = json_array_get(st, 0);
 	ok(json_integer_value(json_object_get(m, "version")) == 1 &&
@@ -207,8 +209,10 @@ static void test_migrate_race(void)
 	is_int(fails, 0, "two migrators at once both succeed");
 	is_int(applied, auditdb_nmigrations, "the schema is applied once");
 	struct auditdb *db = open_db(url, false);
-	is_str(sql(db, "SELECT count(*) FROM schema_migrations"), "1",
-	       "one schema_migrations row");
+	char n[16];
+	snprintf(n, sizeof(n), "%d", auditdb_nmigrations);
+	is_str(sql(db, "SELECT count(*) FROM schema_migrations"), n,
+	       "one schema_migrations row a migration");
 	auditdb_close(db);
 }
 
@@ -235,26 +239,29 @@ static void test_insert(void)
 	mkrow(&r[1], "s1", 1700000001000000LL);
 	mkrow(&r[2], "s2", 1); /* the epoch and a microsecond: the earliest */
 	r[2].tenant = (char *)"";
-	audit_chain_hash(zero, &r[0], h[0]);
-	audit_chain_hash(h[0], &r[1], h[1]);
-	audit_chain_hash(zero, &r[2], h[2]);
+	audit_chain_hash(zero, &r[0], AUDIT_CHAIN_VERSION, h[0]);
+	audit_chain_hash(h[0], &r[1], AUDIT_CHAIN_VERSION, h[1]);
+	audit_chain_hash(zero, &r[2], AUDIT_CHAIN_VERSION, h[2]);
 
 	ok(insert(db, r, 3, &ins, &skip) == 0 && ins == 3 && skip == 0,
 	   "insert 3 rows (%zu, %zu)", ins, skip);
-	snprintf(q, sizeof(q),
-		 "SELECT concat_ws('|', id, (extract(epoch FROM created_at) * "
-		 "1000000)::bigint, tenant, session_key, runtime, agent_id, run_id, "
-		 "agent_ref, run_ref, op, target, ok, exit_status, "
-		 "coalesce(bytes::text, 'N'), results, duration_ms, detail, "
-		 "encode(hash, 'hex')) FROM sandbox_operations WHERE id = '%s'",
-		 r[0].id);
+	snprintf(
+	    q, sizeof(q),
+	    "SELECT concat_ws('|', id, (extract(epoch FROM created_at) * "
+	    "1000000)::bigint, tenant, session_key, runtime, agent_id, run_id, "
+	    "agent_ref, run_ref, op, target, ok, exit_status, "
+	    "coalesce(bytes::text, 'N'), results, duration_ms, detail, "
+	    "encode(hash, 'hex'), hash_version) FROM sandbox_operations "
+	    "WHERE id = '%s'",
+	    r[0].id);
 	char want[1024], hx[65];
 	for (int i = 0; i < 32; i++)
 		sprintf(hx + 2 * i, "%02x", h[0][i]);
-	snprintf(want, sizeof(want),
-		 "%s|1700000000123456|acme|s1|python|agent-1|run-1|agent-1|run-1|"
-		 "execute|echo 'a\\b' \"q\" é|f|2|N|7|1234|exit 2|%s",
-		 r[0].id, hx);
+	snprintf(
+	    want, sizeof(want),
+	    "%s|1700000000123456|acme|s1|python|agent-1|run-1|agent-1|run-1|"
+	    "execute|echo 'a\\b' \"q\" é|f|2|N|7|1234|exit 2|%s|%d",
+	    r[0].id, hx, AUDIT_CHAIN_VERSION);
 	is_str(sql(db, q), want, "every column of the row as given, hash chained");
 	snprintf(q, sizeof(q),
 		 "SELECT concat_ws('|', (extract(epoch FROM created_at) * "
@@ -382,6 +389,105 @@ static void test_chain(void)
 	ok(verify(db, &seq, id, sizeof(id)) == 1 && seq == seqs[9] &&
 		   !strcmp(id, "null"),
 	   "the last row deleted: the head names it (seq %lld)", seq);
+	auditdb_close(db);
+}
+
+/*
+ * The chain's encoding by version: rows written by an sbxcat of schema 1
+ * (before rows said which encoding their hash is of) are version 1 after
+ * the migration and still verify, as does a row inserted after it on the
+ * same chain; a row of a version this sbxcat does not know is named by
+ * verify, not taken as verified.
+ */
+static void test_versions(void)
+{
+	struct sbx_error *err = NULL;
+	struct auditdb *db = open_db(newdb(), false);
+	const struct auditdb_migration *m1 = &auditdb_migrations[0];
+	struct audit_row r[3];
+	unsigned char prev[32] = {0}, h[32];
+	char q[2048], hx[65], want[256];
+	size_t ins, skip;
+	json_t *rep = NULL;
+	int n = 0, rc;
+
+	/* Schema 1, as migration 1 left it, and two rows as 0.1.0 wrote
+	 * them: no hash_version, hashes of encoding 1. */
+	is_str(sql(db, m1->sql), "", "migration 1 alone");
+	snprintf(
+	    q, sizeof(q),
+	    "INSERT INTO schema_migrations (version, name) VALUES (1, '%s')",
+	    m1->name);
+	is_str(sql(db, q), "1", "... recorded");
+	sql(db, "INSERT INTO audit_chains (session_key, tenant, head, nrows, "
+		"swept_hash, swept_rows) VALUES ('old', 'acme', "
+		"decode(repeat('00', 32), 'hex'), 0, decode(repeat('00', 32), "
+		"'hex'), 0)");
+	for (int i = 0; i < 2; i++) {
+		mkrow(&r[i], "old", 1700000000000000LL + i);
+		ok(audit_chain_hash(prev, &r[i], 1, h) == 0,
+		   "row %d hashed with encoding 1", i);
+		for (int k = 0; k < 32; k++)
+			sprintf(hx + 2 * k, "%02x", h[k]);
+		snprintf(q, sizeof(q),
+			 "INSERT INTO sandbox_operations (id, created_at, "
+			 "tenant, session_key, runtime, op, target, ok, bytes, "
+			 "duration_ms, detail, hash) VALUES ('%s', "
+			 "'epoch'::timestamptz + %lld * interval '1 "
+			 "microsecond', 'acme', 'old', 'python', 'read', "
+			 "'/work/a.txt', true, 10, 3, '', decode('%s', 'hex'))",
+			 r[i].id, r[i].created_us, hx);
+		is_str(sql(db, q), "1", "... inserted as schema 1 had it");
+		memcpy(prev, h, 32);
+	}
+	snprintf(
+	    q, sizeof(q),
+	    "UPDATE audit_chains SET head = decode('%s', 'hex'), nrows = "
+	    "2, head_seq = (SELECT max(seq) FROM sandbox_operations) WHERE "
+	    "session_key = 'old'",
+	    hx);
+	sql(db, q);
+
+	ok(auditdb_migrate(db, &n, &err) == 0 && n == auditdb_nmigrations - 1,
+	   "the later migrations applied over it (%d)", n);
+	sbx_error_free(&err);
+	is_str(sql(db, "SELECT string_agg(hash_version::text, ',') FROM "
+		       "sandbox_operations"),
+	       "1,1", "the old rows are version 1");
+	ok(verify(db, NULL, NULL, 0) == 0, "... and verify as such");
+	mkrow(&r[2], "old", 1700000000000002LL);
+	ok(insert(db, &r[2], 1, &ins, &skip) == 0 && ins == 1,
+	   "a row more on the old chain");
+	snprintf(want, sizeof(want), "1,1,%d", AUDIT_CHAIN_VERSION);
+	is_str(sql(db, "SELECT string_agg(hash_version::text, ',' ORDER BY "
+		       "seq) FROM sandbox_operations"),
+	       want, "... hashed with the version of now");
+	ok(verify(db, NULL, NULL, 0) == 0, "the chain verifies across them");
+
+	snprintf(q, sizeof(q),
+		 "UPDATE sandbox_operations SET hash_version = 99 WHERE id = "
+		 "'%s'",
+		 r[1].id);
+	sql(db, q);
+	rc = auditdb_verify(db, NULL, NULL, &rep, &err);
+	{
+		json_t *bad = json_array_get(json_object_get(rep, "bad"), 0);
+		const char *why =
+		    json_string_value(json_object_get(bad, "why"));
+		const char *id = json_string_value(json_object_get(bad, "id"));
+
+		ok(rc == 1 &&
+		       json_array_size(json_object_get(rep, "bad")) == 1 &&
+		       id && !strcmp(id, r[1].id) && why &&
+		       strstr(why, "version 99") &&
+		       strstr(why, "does not know"),
+		   "a row of a version unknown: named by verify (%s)",
+		   why	 ? why
+		   : err ? err->msg
+			 : "none");
+	}
+	json_decref(rep);
+	sbx_error_free(&err);
 	auditdb_close(db);
 }
 
@@ -590,6 +696,7 @@ int main(int argc, char **argv)
 	test_migrate_race();
 	test_insert();
 	test_chain();
+	test_versions();
 	test_agent_delete();
 	test_sweep();
 	test_concurrent();

@@ -1,7 +1,9 @@
 /*
- * audit-chain.c - the canonical encoding of an audit row and the hash that
- * links it to the row before it in its session's chain (audit.h,
- * docs/audit.md "The chain").
+ * audit-chain.c - the canonical encodings of an audit row, by version, and
+ * the hash that links it to the row before it in its session's chain
+ * (audit.h, docs/audit.md "The chain").  A new version is a new function
+ * and a new case: an old one is never edited, or the rows hashed with it
+ * stop verifying.
  */
 #include "config.h"
 
@@ -36,7 +38,9 @@ static void add_number(struct strbuf *out, bool null, long long v)
 	add_field(out, buf);
 }
 
-void audit_canonical(struct strbuf *out, const struct audit_row *r)
+/* Version 1 (audit.h): the fields of struct audit_row as 0.1.0 had
+ * them.  Never changed: a row hashed with it must verify for ever. */
+static void canonical_1(struct strbuf *out, const struct audit_row *r)
 {
 	const char *op = audit_op_name(r->op);
 
@@ -58,13 +62,27 @@ void audit_canonical(struct strbuf *out, const struct audit_row *r)
 	add_field(out, r->detail);
 }
 
-void audit_chain_hash(const unsigned char prev[32], const struct audit_row *r,
-		      unsigned char out[32])
+int audit_canonical(struct strbuf *out, const struct audit_row *r, int version)
+{
+	switch (version) {
+	case 1:
+		canonical_1(out, r);
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+int audit_chain_hash(const unsigned char prev[32], const struct audit_row *r,
+		     int version, unsigned char out[32])
 {
 	struct strbuf sb = STRBUF_INIT;
+	int rc;
 
 	strbuf_add(&sb, prev, 32);
-	audit_canonical(&sb, r);
-	sha256(sb.buf, sb.len, out);
+	rc = audit_canonical(&sb, r, version);
+	if (rc == 0)
+		sha256(sb.buf, sb.len, out);
 	strbuf_release(&sb);
+	return rc;
 }

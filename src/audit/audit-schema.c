@@ -104,8 +104,22 @@ static const char migration_1[] =
 	"CREATE STATISTICS sandbox_operations_who (dependencies, ndistinct)\n"
 	"  ON tenant, session_key, agent_ref, run_ref FROM sandbox_operations;\n";
 
+/*
+ * 2: each row says which canonical encoding its hash is of
+ * (audit_canonical's version), so a later encoding (a column added to the
+ * chain) leaves the rows hashed before it verifiable.  Every row before
+ * this migration was hashed with version 1, the default.  A constant
+ * default makes the column without rewriting the table (PostgreSQL 11
+ * and later), so it is quick on a table of any size; no CHECK, which
+ * would read every row: verify names a version it does not know.
+ */
+static const char migration_2[] =
+    "ALTER TABLE sandbox_operations\n"
+    "  ADD COLUMN hash_version smallint NOT NULL DEFAULT 1;\n";
+
 const struct auditdb_migration auditdb_migrations[] = {
-	{ 1, "audit tables", migration_1 },
+    {1, "audit tables", migration_1},
+    {2, "hash version", migration_2},
 };
 
 const int auditdb_nmigrations =

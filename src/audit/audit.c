@@ -297,37 +297,17 @@ bool audit_time_parse(const char *s, long long *us)
 	return true;
 }
 
-static json_t *opt_int(bool set, long long v)
-{
-	return set ? json_integer(v) : json_null();
-}
-
-static json_t *opt_text(const char *s)
-{
-	return s ? xjson_text(s) : json_null();
-}
-
 json_t *audit_row_json(const struct audit_row *r)
 {
-	char when[32];
+	json_t *j = json_object();
 
-	audit_time_format(when, r->created_us);
-	return xjson_pack(
-	    "{s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:s, s:o, s:b, s:o, s:o, "
-	    "s:o, s:I, s:o}",
-	    "id", r->id, "created_at", when, "tenant", xjson_text(r->tenant),
-	    "session", xjson_text(r->session_key), "runtime",
-	    xjson_text(r->runtime), "agent", opt_text(r->agent), "run",
-	    opt_text(r->run), "op",
-	    audit_op_name(r->op) ? audit_op_name(r->op) : "?", "target",
-	    xjson_text(r->target), "ok", (int)r->ok, "exit_status",
-	    opt_int(r->has_exit, r->exit_status), "bytes",
-	    opt_int(r->bytes != AUDIT_NONE, r->bytes), "results",
-	    opt_int(r->results != AUDIT_NONE, r->results), "duration_ms",
-	    (json_int_t)r->duration_ms, "detail", xjson_text(r->detail));
+	for (size_t i = 0; i < audit_ncolumns; i++)
+		json_object_set_new(j, audit_columns[i].key,
+				    audit_column_json(&audit_columns[i], r));
+	return j;
 }
 
-static bool uuid_ok(const char *id)
+bool audit_uuid_ok(const char *id)
 {
 	for (int i = 0; i < 36; i++) {
 		char c = id[i];
@@ -381,7 +361,7 @@ static int check_id(const char *s, const char *key, struct sbx_error **err)
 
 int audit_row_check(const struct audit_row *r, struct sbx_error **err)
 {
-	if (!uuid_ok(r->id))
+	if (!audit_uuid_ok(r->id))
 		return bad(err, "id", "not a lowercase version 4 UUID");
 	if (r->created_us < AUDIT_US_MIN || r->created_us > AUDIT_US_MAX)
 		return bad(err, "created_at", "out of range");
@@ -404,63 +384,10 @@ int audit_row_check(const struct audit_row *r, struct sbx_error **err)
 	return check_text(r->detail, "detail", AUDIT_DETAIL_MAX, err);
 }
 
-static const char *const row_keys[] = {
-    "id",	   "created_at", "tenant",  "session",	   "runtime",
-    "agent",	   "run",	 "op",	    "target",	   "ok",
-    "exit_status", "bytes",	 "results", "duration_ms", "detail",
-};
-#define NKEYS (sizeof(row_keys) / sizeof(row_keys[0]))
-
-/* A string member (or null when nullable) copied into *out. */
-static int get_str(json_t *j, const char *key, bool nullable, char **out,
-		   struct sbx_error **err)
-{
-	json_t *v = json_object_get(j, key);
-
-	if (!v)
-		return bad(err, key, "missing");
-	if (nullable && json_is_null(v))
-		return 0;
-	if (!json_is_string(v))
-		return bad(err, key,
-			   nullable ? "not a string or null" : "not a string");
-	if (strlen(json_string_value(v)) != json_string_length(v))
-		return bad(err, key, "holds a NUL");
-	*out = xstrdup(json_string_value(v));
-	return 0;
-}
-
-/* An integer member in [min, max], or null (*set false) when nullable. */
-static int get_int(json_t *j, const char *key, bool nullable, long long min,
-		   long long max, bool *set, long long *out,
-		   struct sbx_error **err)
-{
-	json_t *v = json_object_get(j, key);
-
-	if (!v)
-		return bad(err, key, "missing");
-	if (nullable && json_is_null(v)) {
-		*set = false;
-		return 0;
-	}
-	if (!json_is_integer(v))
-		return bad(err, key,
-			   nullable ? "not an integer or null"
-				    : "not an integer");
-	if (json_integer_value(v) < min || json_integer_value(v) > max)
-		return bad(err, key, "out of range");
-	*set = true;
-	*out = json_integer_value(v);
-	return 0;
-}
-
 static int from_json(json_t *j, struct audit_row *r, struct sbx_error **err)
 {
 	const char *key;
 	json_t *v;
-	long long n;
-	bool set;
-	int op;
 
 	if (!json_is_object(j))
 		return sbx_error_set(err, SBX_E_BAD_DATA, 0, "not an object");
@@ -468,9 +395,9 @@ static int from_json(json_t *j, struct audit_row *r, struct sbx_error **err)
 	{
 		size_t k = 0;
 
-		while (k < NKEYS && strcmp(key, row_keys[k]))
+		while (k < audit_ncolumns && strcmp(key, audit_columns[k].key))
 			k++;
-		if (k == NKEYS) {
+		if (k == audit_ncolumns) {
 			struct strbuf sb = STRBUF_INIT;
 
 			text_add_escaped(&sb, key, strlen(key));
@@ -480,58 +407,9 @@ static int from_json(json_t *j, struct audit_row *r, struct sbx_error **err)
 			return -1;
 		}
 	}
-	v = json_object_get(j, "id");
-	if (!v)
-		return bad(err, "id", "missing");
-	if (!json_is_string(v) || json_string_length(v) != 36 ||
-	    !uuid_ok(json_string_value(v)))
-		return bad(err, "id", "not a lowercase version 4 UUID");
-	memcpy(r->id, json_string_value(v), 37);
-	v = json_object_get(j, "created_at");
-	if (!v)
-		return bad(err, "created_at", "missing");
-	if (!json_is_string(v) ||
-	    !audit_time_parse(json_string_value(v), &r->created_us))
-		return bad(err, "created_at",
-			   "not a time as YYYY-MM-DDTHH:MM:SS.ffffffZ");
-	if (get_str(j, "tenant", false, &r->tenant, err) < 0 ||
-	    get_str(j, "session", false, &r->session_key, err) < 0 ||
-	    get_str(j, "runtime", false, &r->runtime, err) < 0 ||
-	    get_str(j, "agent", true, &r->agent, err) < 0 ||
-	    get_str(j, "run", true, &r->run, err) < 0)
-		return -1;
-	v = json_object_get(j, "op");
-	if (!v)
-		return bad(err, "op", "missing");
-	op = json_is_string(v) ? audit_op_parse(json_string_value(v)) : -1;
-	if (op < 0)
-		return bad(err, "op", "not an operation");
-	r->op = (enum audit_op)op;
-	if (get_str(j, "target", false, &r->target, err) < 0)
-		return -1;
-	v = json_object_get(j, "ok");
-	if (!v)
-		return bad(err, "ok", "missing");
-	if (!json_is_boolean(v))
-		return bad(err, "ok", "not true or false");
-	r->ok = json_is_true(v);
-	if (get_int(j, "exit_status", true, INT_MIN, INT_MAX, &r->has_exit, &n,
-		    err) < 0)
-		return -1;
-	r->exit_status = r->has_exit ? (int)n : 0;
-	if (get_int(j, "bytes", true, 0, LLONG_MAX, &set, &r->bytes, err) < 0)
-		return -1;
-	if (!set)
-		r->bytes = AUDIT_NONE;
-	if (get_int(j, "results", true, 0, LLONG_MAX, &set, &r->results, err) <
-	    0)
-		return -1;
-	if (!set)
-		r->results = AUDIT_NONE;
-	if (get_int(j, "duration_ms", false, 0, LLONG_MAX, &set,
-		    &r->duration_ms, err) < 0 ||
-	    get_str(j, "detail", false, &r->detail, err) < 0)
-		return -1;
+	for (size_t k = 0; k < audit_ncolumns; k++)
+		if (audit_column_from_json(&audit_columns[k], j, r, err) < 0)
+			return -1;
 	return audit_row_check(r, err);
 }
 

@@ -110,18 +110,101 @@ void audit_row_set(char **field, const char *s, size_t len, size_t max);
 void audit_row_set_target(struct audit_row *r, const char *s, size_t len);
 
 /*
- * The canonical encoding the chain hashes (docs/audit.md, "The chain"):
- * "sbxcat-audit-1" then, for each field in the order of struct audit_row
- * (id, created_us, tenant, session_key, runtime, agent, run, op, target,
- * ok, exit_status, bytes, results, duration_ms, detail), a newline and
- * either "-" (NULL: agent, run, exit_status when !has_exit, bytes and
- * results when AUDIT_NONE) or the value's byte length in decimal, ':', and
- * the value (numbers in decimal, ok as "t" or "f", op as its name).
+ * The canonical encoding the chain hashes (docs/audit.md, "The chain"),
+ * by version: each row's hash is of one version of it, stored with the
+ * row (its hash_version column), so a later version (a column added to
+ * what the chain covers) leaves older rows verifiable as they were.
+ * New rows are hashed with AUDIT_CHAIN_VERSION.
+ *
+ * Version 1: "sbxcat-audit-1" then, for each field in the order of
+ * struct audit_row (id, created_us, tenant, session_key, runtime, agent,
+ * run, op, target, ok, exit_status, bytes, results, duration_ms, detail),
+ * a newline and either "-" (NULL: agent, run, exit_status when !has_exit,
+ * bytes and results when AUDIT_NONE) or the value's byte length in
+ * decimal, ':', and the value (numbers in decimal, ok as "t" or "f", op
+ * as its name).
+ *
+ * audit_canonical appends version's encoding of r to out; -1 (nothing
+ * appended) for a version this sbxcat does not know.
  */
-void audit_canonical(struct strbuf *out, const struct audit_row *r);
-/* SHA-256 of prev (32 bytes) followed by audit_canonical(r). */
-void audit_chain_hash(const unsigned char prev[32], const struct audit_row *r,
-		      unsigned char out[32]);
+#define AUDIT_CHAIN_VERSION 1
+int audit_canonical(struct strbuf *out, const struct audit_row *r, int version);
+/* SHA-256 of prev (32 bytes) followed by audit_canonical(r, version); -1
+ * for a version unknown. */
+int audit_chain_hash(const unsigned char prev[32], const struct audit_row *r,
+		     int version, unsigned char out[32]);
+
+/*
+ * The columns of a row, defined once (audit-column.c; docs/audit.md,
+ * "Adding a column"): each with its key (the JSON member, the CSV header,
+ * the name the database's reader reads it by), its column in
+ * sandbox_operations, its type, where it lives in struct audit_row, and
+ * its place on a terminal.  The insert, the verify reader, the page JSON,
+ * the CSV export, the spool's JSON and the terminal table are made from
+ * it, in this order; what the chain hashes is not (audit_canonical).
+ */
+enum audit_coltype {
+	AUDIT_COL_UUID,	 /* char[37]; uuid */
+	AUDIT_COL_TIME,	 /* long long microseconds; timestamptz */
+	AUDIT_COL_TEXT,	 /* char *, never NULL; text */
+	AUDIT_COL_ID,	 /* char *, NULL: none; text, nullable */
+	AUDIT_COL_OP,	 /* enum audit_op; text, its name */
+	AUDIT_COL_BOOL,	 /* bool; boolean */
+	AUDIT_COL_EXIT,	 /* int, NULL unless has_exit; integer */
+	AUDIT_COL_COUNT, /* long long, NULL when AUDIT_NONE; bigint */
+	AUDIT_COL_MS,	 /* long long, never NULL; bigint */
+};
+struct audit_column {
+	const char *key; /* "session" */
+	const char *sql; /* "session_key" */
+	/* A second column the insert gives the same value (a foreign key
+	 * that may be set NULL later: agent_id), or NULL. */
+	const char *also;
+	enum audit_coltype type;
+	size_t offset; /* of its field in struct audit_row */
+	/* On a terminal: its header (NULL: not shown), at most cut
+	 * characters (0: any), and its cell from a page row. */
+	const char *head;
+	size_t cut;
+	void (*cell)(const struct audit_column *c, json_t *row,
+		     struct strbuf *out);
+};
+extern const struct audit_column audit_columns[];
+extern const size_t audit_ncolumns;
+
+/* The room audit_column_value needs for a number or a time. */
+#define AUDIT_VALUE_MAX 32
+/* r's value of c as the database takes it (text; NULL for SQL NULL),
+ * in buf or in r. */
+const char *audit_column_value(const struct audit_column *c,
+			       const struct audit_row *r,
+			       char buf[AUDIT_VALUE_MAX]);
+/* The expression a reader selects c by, "EXPR AS key" (a time as
+ * microseconds), appended to out. */
+void audit_column_select(const struct audit_column *c, struct strbuf *out);
+/* The inverse of the two: v (what audit_column_select's expression
+ * gives; NULL for SQL NULL) into r, a string borrowed, not copied (r is
+ * then not the caller's to release).  -1 when v is not a value of c's
+ * type (an op sbxcat does not know). */
+int audit_column_read(const struct audit_column *c, const char *v,
+		      struct audit_row *r);
+/* c as an expression of the server's page JSON (json_build_object's
+ * value), and as a CSV column ("EXPR AS key"), appended to out. */
+void audit_column_json_sql(const struct audit_column *c, struct strbuf *out);
+void audit_column_csv_sql(const struct audit_column *c, struct strbuf *out);
+/* r's c as audit_row_json has it, and back (strict, as
+ * audit_row_from_json says; strings copied into r). */
+json_t *audit_column_json(const struct audit_column *c,
+			  const struct audit_row *r);
+int audit_column_from_json(const struct audit_column *c, json_t *j,
+			   struct audit_row *r, struct sbx_error **err);
+/* c's cell of a page row (auditq.h's shape) on a terminal, appended to
+ * out; nothing for a column not shown. */
+void audit_column_cell(const struct audit_column *c, json_t *row,
+		       struct strbuf *out);
+
+/* Whether id is a lowercase, hyphenated version 4 UUID. */
+bool audit_uuid_ok(const char *id);
 
 /* The times a row may hold, in microseconds since 1970: the schema's
  * CHECK, 1970-01-01 to 9999-12-31T23:59:59.999999Z.  The spool, the

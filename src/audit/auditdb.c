@@ -43,6 +43,8 @@ struct auditdb {
 
 #define COPY_OVER 50 /* rows: more go through COPY */
 
+const char auditdb_schema_old[] = "schema older than sbxcat";
+
 /* Replace each occurrence of secret (len > 0) in *msg with "***". */
 static void scrub(char **msg, const char *secret, size_t len)
 {
@@ -665,48 +667,52 @@ static void distinct(const struct audit_row *rows, size_t n, size_t off,
 	free(v);
 }
 
-/* The row's 18 COPY columns as text (NULL for SQL NULL); bufs hold the
- * numbers. */
-enum { NCOLS = 18 };
-static const char copy_cols[] =
-    "id, created_at, tenant, session_key, runtime, agent_id, run_id, "
-    "agent_ref, run_ref, op, target, ok, exit_status, bytes, results, "
-    "duration_ms, detail, hash";
+/*
+ * What the insert gives each row: every column of the table
+ * (audit_columns, each foreign key beside its column), then the row's
+ * link in its chain and the version of the encoding it hashes.
+ */
+#define INSERT_MAX 32 /* values a row: the table's and its also's, + 2 */
 
 struct fields {
-	const char *v[NCOLS];
-	char ts[64], ex[16], by[24], rs[24], du[24], hash[67];
+	const char *v[INSERT_MAX];
+	int n;
+	char buf[INSERT_MAX][AUDIT_VALUE_MAX], hash[67], version[8];
 };
+
+/* The insert's column list ("id, created_at, ..."), in row_fields'
+ * order. */
+static void insert_columns(struct strbuf *sb)
+{
+	for (size_t i = 0; i < audit_ncolumns; i++) {
+		const struct audit_column *c = &audit_columns[i];
+
+		strbuf_addf(sb, "%s%s", i ? ", " : "", c->sql);
+		if (c->also)
+			strbuf_addf(sb, ", %s", c->also);
+	}
+	strbuf_addstr(sb, ", hash, hash_version");
+}
 
 static void row_fields(const struct audit_row *r, const unsigned char h[32],
 		       struct fields *f)
 {
-	/* RFC 3339, which timestamptz takes as it is */
-	audit_time_format(f->ts, r->created_us);
-	snprintf(f->ex, sizeof(f->ex), "%d", r->exit_status);
-	snprintf(f->by, sizeof(f->by), "%lld", r->bytes);
-	snprintf(f->rs, sizeof(f->rs), "%lld", r->results);
-	snprintf(f->du, sizeof(f->du), "%lld", r->duration_ms);
+	if (2 * audit_ncolumns + 2 > INSERT_MAX)
+		die_bug("auditdb: %zu columns over INSERT_MAX", audit_ncolumns);
+	f->n = 0;
+	for (size_t i = 0; i < audit_ncolumns; i++) {
+		const struct audit_column *c = &audit_columns[i];
+		const char *v = audit_column_value(c, r, f->buf[f->n]);
+
+		f->v[f->n++] = v;
+		if (c->also)
+			f->v[f->n++] = v;
+	}
 	memcpy(f->hash, "\\x", 2); /* bytea's hex input */
 	hex_encode(f->hash + 2, h, 32);
-	f->v[0] = r->id;
-	f->v[1] = f->ts;
-	f->v[2] = r->tenant;
-	f->v[3] = r->session_key;
-	f->v[4] = r->runtime;
-	f->v[5] = r->agent;
-	f->v[6] = r->run;
-	f->v[7] = r->agent;
-	f->v[8] = r->run;
-	f->v[9] = audit_op_name(r->op);
-	f->v[10] = r->target;
-	f->v[11] = r->ok ? "t" : "f";
-	f->v[12] = r->has_exit ? f->ex : NULL;
-	f->v[13] = r->bytes == AUDIT_NONE ? NULL : f->by;
-	f->v[14] = r->results == AUDIT_NONE ? NULL : f->rs;
-	f->v[15] = f->du;
-	f->v[16] = r->detail;
-	f->v[17] = f->hash;
+	snprintf(f->version, sizeof(f->version), "%d", AUDIT_CHAIN_VERSION);
+	f->v[f->n++] = f->hash;
+	f->v[f->n++] = f->version;
 }
 
 /* COPY text format: \N for NULL; backslash, tab, newline, CR escaped. */
@@ -742,18 +748,22 @@ static int insert_copy(struct auditdb *db, struct ins *in,
 	struct strbuf sb = STRBUF_INIT;
 	struct fields f;
 	PGresult *res;
-	char *sql =
-	    xasprintf("COPY sandbox_operations (%s) FROM STDIN", copy_cols);
-	int rc = run(db, sql, 0, NULL, PGRES_COPY_IN, NULL, err);
+	int rc;
 
-	free(sql);
-	if (rc < 0)
+	strbuf_addstr(&sb, "COPY sandbox_operations (");
+	insert_columns(&sb);
+	strbuf_addstr(&sb, ") FROM STDIN");
+	rc = run(db, sb.buf, 0, NULL, PGRES_COPY_IN, NULL, err);
+	strbuf_reset(&sb);
+	if (rc < 0) {
+		strbuf_release(&sb);
 		return -1;
+	}
 	for (size_t i = 0; i < in->n && rc == 0; i++) {
 		if (in->skip[i])
 			continue;
 		row_fields(&in->rows[i], in->hash[i], &f);
-		for (int c = 0; c < NCOLS; c++) {
+		for (int c = 0; c < f.n; c++) {
 			if (c)
 				strbuf_addch(&sb, '\t');
 			copy_field(&sb, f.v[c]);
@@ -791,17 +801,18 @@ static int insert_params(struct auditdb *db, struct ins *in,
 {
 	struct strbuf sql = STRBUF_INIT;
 	struct fields *f = xcalloc(in->n ? in->n : 1, sizeof(*f));
-	const char **p = xcalloc(in->n * NCOLS + 1, sizeof(*p));
+	const char **p = xcalloc(in->n * INSERT_MAX + 1, sizeof(*p));
 	int np = 0, rc = 0;
 
-	strbuf_addf(&sql, "INSERT INTO sandbox_operations (%s) VALUES ",
-		    copy_cols);
+	strbuf_addstr(&sql, "INSERT INTO sandbox_operations (");
+	insert_columns(&sql);
+	strbuf_addstr(&sql, ") VALUES ");
 	for (size_t i = 0; i < in->n; i++) {
 		if (in->skip[i])
 			continue;
 		row_fields(&in->rows[i], in->hash[i], &f[i]);
 		strbuf_addstr(&sql, np ? ",(" : "(");
-		for (int c = 0; c < NCOLS; c++) {
+		for (int c = 0; c < f[i].n; c++) {
 			p[np] = f[i].v[c];
 			strbuf_addf(&sql, "%s$%d", c ? "," : "", ++np);
 		}
@@ -828,7 +839,7 @@ static int schema_check(struct auditdb *db, struct sbx_error **err)
 		    err, SBX_E_UNAVAILABLE, 0,
 		    "the audit schema is at version %d, sbxcat needs %d", have,
 		    known);
-		sbx_error_hint(*err, "run: sbxcat audit migrate");
+		sbx_error_reason(*err, auditdb_schema_old);
 		return -1;
 	}
 	return 0;
@@ -920,7 +931,8 @@ static int insert_tx(struct auditdb *db, struct ins *in, size_t *inserted,
 			continue;
 		}
 		struct chain *ch = find_chain(in, in->rows[i].session_key);
-		audit_chain_hash(ch->head, &in->rows[i], in->hash[i]);
+		audit_chain_hash(ch->head, &in->rows[i], AUDIT_CHAIN_VERSION,
+				 in->hash[i]);
 		memcpy(ch->head, in->hash[i], 32);
 		ch->added++;
 		ch->last_id = in->rows[i].id;
@@ -1089,13 +1101,115 @@ static void add_bad(json_t *bad, const char *session, long long seq,
 struct vchain {
 	const char *session;
 	unsigned char prev[32], head[32];
+	unsigned char prev_next[32]; /* the hash of the row just read */
 	long long head_seq; /* -1: NULL */
 	long long nrows;
 };
 
+/*
+ * The chain reader's statement and where its result holds each column,
+ * by name: the table's columns (audit_column_select), seq, the hash and
+ * its encoding's version.  The positions are looked up once, in the
+ * first row (a statement's rows all have its shape).
+ */
+struct vreader {
+	char *sql;
+	int *col; /* per audit_columns[i]; -1 until looked up */
+	int seq, hash, version;
+};
+
+static void vreader_init(struct vreader *vr)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	strbuf_addstr(&sb, "SELECT seq");
+	for (size_t i = 0; i < audit_ncolumns; i++) {
+		strbuf_addstr(&sb, ", ");
+		audit_column_select(&audit_columns[i], &sb);
+	}
+	strbuf_addstr(&sb, ", hash, hash_version FROM sandbox_operations "
+			   "WHERE session_key = $1 ORDER BY seq");
+	vr->sql = strbuf_detach(&sb, NULL);
+	vr->col = xcalloc(audit_ncolumns, sizeof(*vr->col));
+	vr->seq = vr->hash = vr->version = -1;
+}
+
+static void vreader_release(struct vreader *vr)
+{
+	free(vr->sql);
+	free(vr->col);
+}
+
+/* The columns' positions in res, by name; -1 when one is missing. */
+static int vreader_find(struct vreader *vr, const PGresult *res,
+			struct sbx_error **err)
+{
+	if (vr->seq >= 0)
+		return 0;
+	for (size_t i = 0; i < audit_ncolumns; i++) {
+		vr->col[i] = sym_PQfnumber(res, audit_columns[i].key);
+		if (vr->col[i] < 0)
+			return sbx_error_set(err, SBX_E_INTERNAL, 0,
+					     "database: the chain's rows have "
+					     "no column '%s'",
+					     audit_columns[i].key);
+	}
+	vr->hash = sym_PQfnumber(res, "hash");
+	vr->version = sym_PQfnumber(res, "hash_version");
+	vr->seq = sym_PQfnumber(res, "seq");
+	if (vr->hash < 0 || vr->version < 0 || vr->seq < 0)
+		return sbx_error_set(err, SBX_E_INTERNAL, 0,
+				     "database: the chain's rows have no seq, "
+				     "hash or hash_version");
+	return 0;
+}
+
+/* The value of res's only row at column k; NULL for SQL NULL. */
+static const char *value(const PGresult *res, int k)
+{
+	return sym_PQgetisnull(res, 0, k) ? NULL : sym_PQgetvalue(res, 0, k);
+}
+
+/*
+ * One row of the chain: r read from res (its strings borrowed from res),
+ * its hash recomputed from vc->prev with the encoding of its own version.
+ * NULL when it follows; else why not.
+ */
+static const char *verify_row(const struct vreader *vr, const PGresult *res,
+			      struct vchain *vc, struct audit_row *r, char *why,
+			      size_t whylen)
+{
+	unsigned char want[32], stored[32];
+	bool readable = true;
+	int version = atoi(sym_PQgetvalue(res, 0, vr->version));
+
+	memset(r, 0, sizeof(*r));
+	for (size_t i = 0; i < audit_ncolumns; i++)
+		if (audit_column_read(&audit_columns[i], value(res, vr->col[i]),
+				      r) < 0)
+			readable = false;
+	if (unhex32(sym_PQgetvalue(res, 0, vr->hash), stored) < 0)
+		readable = false;
+	else
+		memcpy(vc->prev_next, stored, 32);
+	if (readable && audit_chain_hash(vc->prev, r, version, want) < 0) {
+		snprintf(
+		    why, whylen,
+		    "hashed with version %d of the chain's encoding, which "
+		    "this sbxcat does not know: not verified",
+		    version);
+		return why;
+	}
+	if (!readable || memcmp(want, stored, 32))
+		return "hash does not match: this row was changed, or rows "
+		       "before it were deleted or inserted";
+	return NULL;
+}
+
 /* Stream the chain's rows in seq order (single-row mode), recomputing
  * each hash; the first that does not match goes to bad. */
-static int verify_chain(struct auditdb *db, struct vchain *vc, json_t *bad,
+static int verify_chain(struct auditdb *db, struct vreader *vr,
+			struct vchain *vc, json_t *bad,
 			unsigned long long *nrows, struct sbx_error **err)
 {
 	const char *p[1] = {vc->session};
@@ -1104,19 +1218,17 @@ static int verify_chain(struct auditdb *db, struct vchain *vc, json_t *bad,
 	long long last_seq = -1, counted = 0;
 	int rc = 0;
 
-	if (!sym_PQsendQueryParams(
-		db->conn,
-		"SELECT seq, id, (extract(epoch FROM created_at) * "
-		"1000000)::bigint, "
-		"tenant, session_key, runtime, agent_ref, run_ref, op, target, "
-		"ok, "
-		"exit_status, bytes, results, duration_ms, detail, hash "
-		"FROM sandbox_operations WHERE session_key = $1 ORDER BY seq",
-		1, NULL, p, NULL, NULL, 0) ||
+	if (!sym_PQsendQueryParams(db->conn, vr->sql, 1, NULL, p, NULL, NULL,
+				   0) ||
 	    !sym_PQsetSingleRowMode(db->conn))
 		return pq_fail(db, err, "database");
 	while ((res = sym_PQgetResult(db->conn)) != NULL) {
 		ExecStatusType st = sym_PQresultStatus(res);
+		struct audit_row r;
+		char why[160];
+		const char *bad_why;
+		long long seq;
+
 		if (st == PGRES_TUPLES_OK || rc < 0) {
 			sym_PQclear(res);
 			continue;
@@ -1132,39 +1244,19 @@ static int verify_chain(struct auditdb *db, struct vchain *vc, json_t *bad,
 			sym_PQclear(res);
 			continue;
 		}
-#define V(c) (sym_PQgetisnull(res, 0, c) ? NULL : sym_PQgetvalue(res, 0, c))
-#define G(c) sym_PQgetvalue(res, 0, c) /* NOT NULL columns */
-		struct audit_row r = {0};
-		unsigned char want[32], stored[32];
-		long long seq = atoll(G(0));
-		int op = audit_op_parse(G(8));
-		snprintf(r.id, sizeof(r.id), "%s", G(1));
-		r.created_us = atoll(G(2));
-		r.tenant = G(3);
-		r.session_key = G(4);
-		r.runtime = G(5);
-		r.agent = V(6);
-		r.run = V(7);
-		r.op = op < 0 ? AUDIT_NOPS : (enum audit_op)op;
-		r.target = G(9);
-		r.ok = !strcmp(G(10), "t");
-		r.has_exit = V(11) != NULL;
-		r.exit_status = r.has_exit ? atoi(G(11)) : 0;
-		r.bytes = V(12) ? atoll(G(12)) : AUDIT_NONE;
-		r.results = V(13) ? atoll(G(13)) : AUDIT_NONE;
-		r.duration_ms = atoll(G(14));
-		r.detail = G(15);
-		audit_chain_hash(vc->prev, &r, want);
-		if (op < 0 || unhex32(G(16), stored) < 0 ||
-		    memcmp(want, stored, 32)) {
-			add_bad(bad, vc->session, seq, r.id,
-				"hash does not match: this row was changed, or "
-				"rows before it were deleted or inserted");
+		if (vreader_find(vr, res, err) < 0) {
+			rc = -1;
+			sym_PQclear(res);
+			continue;
+		}
+		seq = atoll(sym_PQgetvalue(res, 0, vr->seq));
+		bad_why = verify_row(vr, res, vc, &r, why, sizeof(why));
+		if (bad_why) {
+			add_bad(bad, vc->session, seq, r.id[0] ? r.id : NULL,
+				bad_why);
 			found = true;
 		}
-#undef V
-#undef G
-		memcpy(vc->prev, stored, 32);
+		memcpy(vc->prev, vc->prev_next, 32);
 		last_seq = seq;
 		any = true;
 		sym_PQclear(res);
@@ -1240,6 +1332,7 @@ int auditdb_verify(struct auditdb *db, const char *session, const char *tenant,
 {
 	const char *param, *where = chain_where(session, tenant, &param);
 	unsigned long long nrows = 0;
+	struct vreader vr;
 	PGresult *res = NULL;
 	char *sql;
 	int rc;
@@ -1259,6 +1352,7 @@ int auditdb_verify(struct auditdb *db, const char *session, const char *tenant,
 			 err);
 	free(sql);
 	json_t *bad = json_array();
+	vreader_init(&vr);
 	int nchains = rc == 0 ? sym_PQntuples(res) : 0;
 	for (int i = 0; rc == 0 && i < nchains; i++) {
 		struct vchain vc = {.session = sym_PQgetvalue(res, i, 0)};
@@ -1273,8 +1367,9 @@ int auditdb_verify(struct auditdb *db, const char *session, const char *tenant,
 			    "the chain's head or swept hash is not 32 bytes");
 			continue;
 		}
-		rc = verify_chain(db, &vc, bad, &nrows, err);
+		rc = verify_chain(db, &vr, &vc, bad, &nrows, err);
 	}
+	vreader_release(&vr);
 	if (res)
 		sym_PQclear(res);
 	if (rc == 0)

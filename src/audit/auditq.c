@@ -13,7 +13,8 @@
  * tuple for libpq.  The literal is quoted by libpq itself, never by us,
  * and followed by the same ::type cast the parameter form has.
  *
- * A row's JSON is made by the server (ROW_JSON) for the page, the slowest
+ * A row's JSON is made by the server (sql_row_json, from the column table
+ * of audit.h) for the page, the slowest
  * rows of the stats and the jsonl export alike, so the three cannot drift:
  * audit_row_json's keys and created_at as RFC 3339 UTC with six fraction
  * digits, plus "seq".  Times go to the server as "YYYY-MM-DD
@@ -365,30 +366,30 @@ bad:
 
 /* ---- the SQL ---- */
 
-#define TS_FORMAT "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'"
-#define CREATED_TEXT "to_char(created_at AT TIME ZONE 'UTC', " TS_FORMAT ")"
+/* A row as the server makes its JSON (audit_row_json's shape, plus
+ * "seq" last), from the column table (audit.h). */
+static void sql_row_json(struct strbuf *sb)
+{
+	strbuf_addstr(sb, "json_build_object(");
+	for (size_t i = 0; i < audit_ncolumns; i++) {
+		strbuf_addf(sb, "%s'%s', ", i ? ", " : "",
+			    audit_columns[i].key);
+		audit_column_json_sql(&audit_columns[i], sb);
+	}
+	strbuf_addstr(sb, ", 'seq', seq)");
+}
 
-/* audit_row_json's shape, plus "seq" (auditq.h). */
-#define ROW_JSON                                                               \
-	"json_build_object('id', id, 'created_at', " CREATED_TEXT             \
-	", 'tenant', tenant, 'session', session_key, 'runtime', runtime, "     \
-	"'agent', agent_ref, 'run', run_ref, 'op', op, 'target', target, "     \
-	"'ok', ok, 'exit_status', exit_status, 'bytes', bytes, 'results', "    \
-	"results, 'duration_ms', duration_ms, 'detail', detail, 'seq', seq)"
-
-/* The same, as CSV columns named as the JSON keys. */
-/* A text cell a spreadsheet would take for a formula (= + - @, a tab or a
- * CR first) gets a ' in front, as OWASP's CSV-injection advice says. */
-#define CSV_TEXT(col, name)                                                    \
-	"CASE WHEN " col " ~ E'^[-=+@\\t\\r]' THEN '''' || " col " ELSE " col  \
-	" END AS " name
-#define ROW_CSV                                                                \
-	"id, seq, " CREATED_TEXT " AS created_at, " CSV_TEXT("tenant",         \
-	"tenant") ", " CSV_TEXT("session_key", "session") ", "                 \
-	CSV_TEXT("runtime", "runtime") ", " CSV_TEXT("agent_ref", "agent")     \
-	", " CSV_TEXT("run_ref", "run") ", op, " CSV_TEXT("target", "target")  \
-	", CASE WHEN ok THEN 'true' ELSE 'false' END AS ok, exit_status, "     \
-	"bytes, results, duration_ms, " CSV_TEXT("detail", "detail")
+/* The same as CSV columns named as the JSON keys; seq follows the id. */
+static void sql_row_csv(struct strbuf *sb)
+{
+	for (size_t i = 0; i < audit_ncolumns; i++) {
+		if (i)
+			strbuf_addstr(sb, ", ");
+		audit_column_csv_sql(&audit_columns[i], sb);
+		if (audit_columns[i].type == AUDIT_COL_UUID)
+			strbuf_addstr(sb, ", seq");
+	}
+}
 
 #define CREATED_US "(extract(epoch FROM created_at) * 1000000)::bigint"
 #define ORDER " ORDER BY created_at DESC, seq DESC"
@@ -516,8 +517,9 @@ void auditq_page_sql(const struct auditq_filter *f, unsigned long limit,
 	struct qb b = {.sql = STRBUF_INIT};
 	char n[24];
 
-	strbuf_addstr(&b.sql, "SELECT " CREATED_US ", seq, " ROW_JSON
-			      "::text FROM sandbox_operations");
+	strbuf_addstr(&b.sql, "SELECT " CREATED_US ", seq, ");
+	sql_row_json(&b.sql);
+	strbuf_addstr(&b.sql, "::text FROM sandbox_operations");
 	qb_where(&b, f, true);
 	strbuf_addstr(&b.sql, ORDER " LIMIT ");
 	snprintf(n, sizeof(n), "%lu", limit);
@@ -727,12 +729,12 @@ int auditq_export(struct auditdb *db, const struct auditq_filter *f,
 	*count = 0;
 	if (check_filter(f, err))
 		return -1;
+	strbuf_addstr(&b.sql, "COPY (SELECT ");
 	if (fmt == AUDITQ_CSV)
-		strbuf_addstr(&b.sql, "COPY (SELECT " ROW_CSV
-				      " FROM sandbox_operations");
+		sql_row_csv(&b.sql);
 	else
-		strbuf_addstr(&b.sql, "COPY (SELECT " ROW_JSON
-				      " FROM sandbox_operations");
+		sql_row_json(&b.sql);
+	strbuf_addstr(&b.sql, " FROM sandbox_operations");
 	qb_where(&b, f, true);
 	strbuf_addstr(&b.sql, ORDER ") TO STDOUT");
 	if (fmt == AUDITQ_CSV)
@@ -908,8 +910,9 @@ int auditq_stats(struct auditdb *db, const struct auditq_filter *f,
 	json_object_set_new(s, "failed", json_integer(failed));
 	json_object_set_new(s, "ops", ops);
 	strbuf_reset(&b.sql);
+	strbuf_addstr(&b.sql, "SELECT NULL, NULL, ");
+	sql_row_json(&b.sql);
 	strbuf_addf(&b.sql,
-		    "SELECT NULL, NULL, " ROW_JSON
 		    "::text FROM sandbox_operations%s ORDER BY duration_ms "
 		    "DESC, created_at DESC, seq DESC LIMIT 10",
 		    where);

@@ -31,6 +31,7 @@ DLSYM_DEFINE(PQntuples);
 DLSYM_DEFINE(PQnfields);
 DLSYM_DEFINE(PQgetvalue);
 DLSYM_DEFINE(PQgetisnull);
+DLSYM_DEFINE(PQfnumber);
 DLSYM_DEFINE(PQcmdTuples);
 DLSYM_DEFINE(PQclear);
 DLSYM_DEFINE(PQputCopyData);
@@ -66,6 +67,7 @@ static const struct dl_sym syms[] = {
     DLSYM_ENTRY(PQnfields),
     DLSYM_ENTRY(PQgetvalue),
     DLSYM_ENTRY(PQgetisnull),
+    DLSYM_ENTRY(PQfnumber),
     DLSYM_ENTRY(PQcmdTuples),
     DLSYM_ENTRY(PQclear),
     DLSYM_ENTRY(PQputCopyData),
