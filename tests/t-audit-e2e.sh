@@ -51,9 +51,9 @@ spooled() { cat "$SBXCAT_SPOOL_DIR"/audit.jsonl 2>/dev/null | wc -l | tr -d ' ';
 
 # -- Schema.
 sbx audit migrate
-is "$rc:$(out)" "0:applied 1 migration (schema version 1)" "audit migrate: applies the schema"
+is "$rc:$(out)" "0:applied 2 migrations (schema version 2)" "audit migrate: applies the schema"
 sbx audit migrate
-is "$rc:$(out)" "0:schema is up to date (version 1)" "audit migrate again: nothing to do"
+is "$rc:$(out)" "0:schema is up to date (version 2)" "audit migrate again: nothing to do"
 
 # -- Session events and every fs verb: exactly one row each, right fields.
 n0=$(nrows)
@@ -295,7 +295,8 @@ is "$rc" 2 "--agent before a verb that does not filter: usage error"
 
 # -- The other verbs through the command line.
 sbx audit migrate --status
-is "$rc:$(cut -f1,2 "$T/out")" "0:1${TAB}audit tables" "audit migrate --status: migration 1, applied"
+is "$rc:$(cut -f1,2 "$T/out")" "0:1${TAB}audit tables
+2${TAB}hash version" "audit migrate --status: migrations 1 and 2, applied"
 like "$(out)" "applied 20" "... with when"
 sbx audit head --session "$K"
 is "$rc:$(cut -f1 "$T/out")" "0:$K" "audit head --session: the session's chain"

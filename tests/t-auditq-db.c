@@ -24,14 +24,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "basic/alloc.h"
 #include "audit/audit.h"
 #include "audit/auditdb.h"
 #include "audit/auditq.h"
-#include "basic/error.h"
 #include "audit/pq-dl.h"
-#include "tap.h"
+#include "basic/alloc.h"
+#include "basic/error.h"
+#include "basic/fileio.h"
 #include "basic/xjson.h"
+#include "tap.h"
 
 static struct auditdb *db;
 static PGconn *conn;
@@ -623,6 +624,12 @@ static void want_texts(PGresult *want, int i, const char *out[16],
 	out[10] = !strcmp(out[10], "t") ? "true" : "false";
 }
 
+/* The export's writer: the temporary file (a FILE * of tmpfile()). */
+static int to_fd(void *arg, const void *buf, size_t len)
+{
+	return write_all(fileno(arg), buf, len) < 0 ? (errno ? errno : EIO) : 0;
+}
+
 static void export_csv(const struct combo *c)
 {
 	PGresult *want = ref_rows(&c->f, REF_COLS, NULL);
@@ -632,7 +639,7 @@ static void export_csv(const struct combo *c)
 	char *fields[20];
 	int n, rec = 0, bad = 0;
 
-	if (auditq_export(db, &c->f, AUDITQ_CSV, fileno(tmp), &count, &err))
+	if (auditq_export(db, &c->f, AUDITQ_CSV, to_fd, tmp, &count, &err))
 		bail_out("export: %s", err->msg);
 	rewind(tmp);
 	if (!csv_read(tmp, fields, &n) || n != 16)
@@ -685,7 +692,7 @@ static void export_jsonl(const struct combo *c)
 	json_t *page = NULL;
 	char *cursor = NULL;
 
-	if (auditq_export(db, &c->f, AUDITQ_JSONL, fileno(tmp), &count, &err))
+	if (auditq_export(db, &c->f, AUDITQ_JSONL, to_fd, tmp, &count, &err))
 		bail_out("export: %s", err->msg);
 	if (auditq_page(db, &c->f, 10000, &page, &cursor, &err))
 		bail_out("page: %s", err->msg);

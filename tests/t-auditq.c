@@ -370,7 +370,7 @@ static void cursor_bad(const char *s, const char *why)
 	int r = auditq_cursor_decode(s, &a, &b, &err);
 
 	if (!ok(r == -1 && err && tap_status(err) == 2 && a == -7 && b == -7 &&
-		    !strcmp(err->msg, "--after: not a cursor sbxcat printed"),
+		    !strcmp(err->msg, "not a cursor sbxcat printed"),
 		"cursor refused: %s", why))
 		diag("got %d %lld %lld", r, a, b);
 	sbx_error_free(&err);

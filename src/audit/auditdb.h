@@ -77,11 +77,17 @@ int auditdb_schema_version(struct auditdb *db, int *applied, int *known,
 			   struct sbx_error **err);
 
 /*
+ * The reason (struct sbx_error's) of an error that is the schema older
+ * than this sbxcat's migrations (a caller may say how to migrate).
+ */
+extern const char auditdb_schema_old[];
+
+/*
  * Insert rows[0..n) in one transaction, each onto its session's chain in
  * the order given; a row whose id is already in the table is skipped (a
  * replay), counted in *skipped.  Agents and runs named are created in
  * agents/runs when missing.  Large n goes through COPY.  A schema older
- * than the binary's is an error naming `sbxcat audit migrate` (status 3).
+ * than the binary's is an error (status 3, reason auditdb_schema_old).
  * On error nothing of the call is kept (the transaction rolls back).
  */
 int auditdb_insert(struct auditdb *db, const struct audit_row *rows, size_t n,

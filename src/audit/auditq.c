@@ -29,13 +29,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "basic/alloc.h"
 #include "audit/audit.h"
 #include "audit/auditdb.h"
 #include "audit/auditq.h"
-#include "basic/error.h"
-#include "basic/fileio.h"
 #include "audit/pq-dl.h"
+#include "basic/alloc.h"
+#include "basic/error.h"
 #include "basic/text.h"
 
 /* ---- times ---- */
@@ -361,7 +360,7 @@ int auditq_cursor_decode(const char *s, long long *created_us, long long *seq,
 	return 0;
 bad:
 	return sbx_error_set(err, SBX_E_INVALID, 0,
-			     "--after: not a cursor sbxcat printed");
+			     "not a cursor sbxcat printed");
 }
 
 /* ---- the SQL ---- */
@@ -557,11 +556,11 @@ static int check_text(const char *what, const char *s, struct sbx_error **err)
 
 static int check_filter(const struct auditq_filter *f, struct sbx_error **err)
 {
-	if (check_text("--tenant", f->tenant, err) ||
-	    check_text("--session", f->session, err) ||
-	    check_text("--agent", f->agent, err) ||
-	    check_text("--run", f->run, err) ||
-	    check_text("--search", f->search, err))
+	if (check_text("tenant", f->tenant, err) ||
+	    check_text("session", f->session, err) ||
+	    check_text("agent", f->agent, err) ||
+	    check_text("run", f->run, err) ||
+	    check_text("search", f->search, err))
 		return -1;
 	if (f->ops >> AUDIT_NOPS)
 		die_bug("auditq: op bits 0x%x", f->ops);
@@ -632,7 +631,7 @@ int auditq_page(struct auditdb *db, const struct auditq_filter *f,
 	*cursor = NULL;
 	if (limit == 0 || limit > ULONG_MAX / 2)
 		return sbx_error_set(err, SBX_E_INVALID, 0,
-				     "--limit %lu out of range", limit);
+				     "a page of %lu rows: out of range", limit);
 	if (check_filter(f, err))
 		return -1;
 	/* One row more than asked: a cursor only when a next page exists. */
@@ -715,8 +714,8 @@ static int copy_unescape(char *buf, int *len)
 #define EXPORT_CHUNK 65536
 
 int auditq_export(struct auditdb *db, const struct auditq_filter *f,
-		  enum auditq_format fmt, int fd, unsigned long long *count,
-		  struct sbx_error **err)
+		  enum auditq_format fmt, auditq_writer write, void *arg,
+		  unsigned long long *count, struct sbx_error **err)
 {
 	PGconn *c = auditdb_conn(db);
 	struct qb b = {.sql = STRBUF_INIT, .lit = c};
@@ -770,8 +769,7 @@ int auditq_export(struct auditdb *db, const struct auditq_filter *f,
 		if (!bad) {
 			strbuf_add(&ob, buf, (size_t)n);
 			if (ob.len >= EXPORT_CHUNK) {
-				if (write_all(fd, ob.buf, ob.len) < 0)
-					werr = errno ? errno : EIO;
+				werr = write(arg, ob.buf, ob.len);
 				strbuf_reset(&ob);
 			}
 		}
@@ -799,8 +797,7 @@ int auditq_export(struct auditdb *db, const struct auditq_filter *f,
 			      "sbxcat does not know");
 		goto rollback;
 	}
-	if (ob.len && write_all(fd, ob.buf, ob.len) < 0) {
-		werr = errno ? errno : EIO;
+	if (ob.len && (werr = write(arg, ob.buf, ob.len)) != 0) {
 		sbx_error_set(err, SBX_E_UNAVAILABLE, werr,
 			      "exporting the audit: writing the output");
 		goto rollback;

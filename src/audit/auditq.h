@@ -9,12 +9,20 @@
  * server as a parameter ($1...), never spliced into SQL; --search is a
  * substring of target with %, _ and \ taken literally (LIKE with those
  * escaped and ESCAPE '\').
+ *
+ * A filter value that is not UTF-8 is -1 status 2 naming the value
+ * ("tenant '\xff': ..."), never a flag: the words of a command line are
+ * its caller's.
+ *
+ * Thread rule: a query runs on the caller's connection (auditdb.h: one
+ * thread at a time on it); nothing here keeps state.
  */
 #ifndef SBX_AUDITQ_H
 #define SBX_AUDITQ_H
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 struct auditdb;
 struct sbx_error;
@@ -41,7 +49,7 @@ int auditq_parse_time(const char *s, long long now_us, long long *out_us,
 		      struct sbx_error **err);
 
 /* Cursor text <-> (created_us, seq).  Decoding anything not made by
- * encode is -1 status 2 "--after: not a cursor sbxcat printed". */
+ * encode is -1 status 2 "not a cursor sbxcat printed". */
 void auditq_cursor_encode(long long created_us, long long seq, char out[64]);
 int auditq_cursor_decode(const char *s, long long *created_us, long long *seq,
 			 struct sbx_error **err);
@@ -56,16 +64,19 @@ int auditq_page(struct auditdb *db, const struct auditq_filter *f,
 		struct sbx_error **err);
 
 /*
- * Every matching row, newest first, to fd as CSV (a header line, RFC 4180
- * quoting) or JSON lines (the page's object shape), through COPY ... TO
- * STDOUT, written in 64 KiB pieces: constant memory whatever the count.
- * *count rows written.  When writing to fd fails (errnum EPIPE: the
- * reader left), db is left inside the COPY: close it, do not reuse it.
+ * Every matching row, newest first, to write (as CSV: a header line, RFC
+ * 4180 quoting; or JSON lines: the page's object shape), through COPY ...
+ * TO STDOUT, in pieces of 64 KiB: constant memory whatever the count.
+ * write(arg, buf, len) takes a piece whole and returns 0, or an errno
+ * value to stop the export (EPIPE: the reader left): -1 "exporting the
+ * audit: writing the output: REASON" with that errnum, and db is left
+ * inside the COPY: close it, do not reuse it.  *count rows written.
  */
 enum auditq_format { AUDITQ_CSV, AUDITQ_JSONL };
+typedef int (*auditq_writer)(void *arg, const void *buf, size_t len);
 int auditq_export(struct auditdb *db, const struct auditq_filter *f,
-		  enum auditq_format fmt, int fd, unsigned long long *count,
-		  struct sbx_error **err);
+		  enum auditq_format fmt, auditq_writer write, void *arg,
+		  unsigned long long *count, struct sbx_error **err);
 
 /*
  * Counts over a window (since/tenant of f; the other filters too):

@@ -235,6 +235,10 @@ int cmd_options_parse_from(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
 				*(bool *)((char *)out + o->given - 1) = true;
 			break;
 		}
+		case CMD_OPT_CALL:
+			rc = o->call(cmd, o->name, optarg,
+				     (char *)out + o->offset);
+			break;
 		}
 		if (rc)
 			break;

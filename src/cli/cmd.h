@@ -25,6 +25,7 @@
 #include "svc/svc.h"
 
 struct catalog;
+struct cmd_entry;
 struct sbx_error;
 
 /* Exit statuses shared by every command (brief section 2). */
@@ -72,6 +73,7 @@ enum cmd_opt_kind {
 	CMD_OPT_FLAG,	/* bool at offset, set true */
 	CMD_OPT_STRING, /* const char * at offset: the last one given */
 	CMD_OPT_COUNT,	/* unsigned long long at offset, 1 to max (digits) */
+	CMD_OPT_CALL,	/* call(...) parses each one given into offset */
 };
 struct cmd_option {
 	const char *name; /* the long name, without "--" */
@@ -81,6 +83,11 @@ struct cmd_option {
 	/* COUNT: 1 + the offset of a bool set when given (0: none). */
 	size_t given;
 	unsigned long long max; /* COUNT */
+	/* CALL: parse arg (--name's value) into field, each time it is
+	 * given (a list adds to it); 0, or an exit status after a usage
+	 * error. */
+	int (*call)(const struct cmd_entry *cmd, const char *name,
+		    const char *arg, void *field);
 	/* The verbs that take it, as bits of the command's own numbering of
 	 * them (cmd_options_parse's verb); 0: every one. */
 	unsigned verbs;
@@ -94,6 +101,11 @@ struct cmd_option {
 #define CMD_COUNT(n, type, field, has, mx, v)                                  \
 	{.name = (n), .kind = CMD_OPT_COUNT, .offset = offsetof(type, field),  \
 	 .given = offsetof(type, has) + 1, .max = (mx), .verbs = (v)}
+#define CMD_CALL(n, type, field, fn, v)                                        \
+	{                                                                      \
+		.name = (n), .kind = CMD_OPT_CALL,                             \
+		.offset = offsetof(type, field), .call = (fn), .verbs = (v)    \
+	}
 #define CMD_OPTIONS_END {.name = NULL}
 
 /* What a command needs done before its run (struct cmd_entry's needs),

@@ -1,0 +1,559 @@
+/*
+ * svc-audit.c - the audit's own verbs as operations (svc-audit.h): the
+ * database and the spool of the configuration around auditdb.c,
+ * auditq.c and spool.c, and the documents `--json` prints.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "audit/audit.h"
+#include "audit/auditdb.h"
+#include "basic/util.h"
+#include "basic/xjson.h"
+#include "svc/svc-audit.h"
+
+#define SWEEP_BATCH 10000 /* rows a transaction of the sweep */
+
+/* The reason (struct sbx_error's) of "no database configured". */
+static const char no_database[] = "no database configured";
+
+bool svc_audit_needs_database(const struct sbx_error *err)
+{
+	return err && err->reason == no_database;
+}
+
+bool svc_audit_needs_migrate(const struct sbx_error *err)
+{
+	return err && err->reason == auditdb_schema_old;
+}
+
+/* Unix seconds as RFC 3339 UTC ("2026-12-01T10:00:00Z"); null for 0 or
+ * less (as the command line's times are). */
+static json_t *time_json(long long t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	char buf[32];
+
+	if (t <= 0 || !gmtime_r(&tt, &tm))
+		return json_null();
+	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return json_string(buf);
+}
+
+/* ---- the values of a request ---- */
+
+int svc_audit_parse_time(const char *s, long long *us, struct sbx_error **err)
+{
+	return auditq_parse_time(s, audit_now_us(), us, err);
+}
+
+int svc_audit_parse_ops(const char *list, unsigned *ops, struct sbx_error **err)
+{
+	char *copy = xstrdup(list), *save = NULL, *w;
+	unsigned got = 0;
+	int rc = 0;
+
+	for (w = strtok_r(copy, ",", &save); w && !rc;
+	     w = strtok_r(NULL, ",", &save)) {
+		int op = audit_op_parse(w);
+		struct strbuf sb = STRBUF_INIT;
+
+		if (op >= 0) {
+			got |= 1u << op;
+			continue;
+		}
+		/* The ops, as the audit names them. */
+		text_add_escaped(&sb, w, strlen(w));
+		strbuf_addstr(&sb, "': not an operation (");
+		for (int i = 0; i < AUDIT_NOPS; i++)
+			strbuf_addf(&sb, "%s%s", i ? ", " : "",
+				    audit_op_name((enum audit_op)i));
+		rc = sbx_error_set(err, SBX_E_INVALID, 0, "'%s)", sb.buf);
+		strbuf_release(&sb);
+	}
+	free(copy);
+	/* A list of commas alone adds nothing: an error unless ops
+	 * earlier in the request named one. */
+	if (!rc && !(*ops | got))
+		rc = sbx_error_set(err, SBX_E_INVALID, 0, "which operation?");
+	if (!rc)
+		*ops |= got;
+	return rc;
+}
+
+int svc_audit_parse_cursor(const char *s, struct auditq_filter *f,
+			   struct sbx_error **err)
+{
+	if (auditq_cursor_decode(s, &f->after_us, &f->after_seq, err) < 0)
+		return -1;
+	f->has_after = true;
+	return 0;
+}
+
+int svc_audit_parse_format(const char *s, enum auditq_format *fmt,
+			   struct sbx_error **err)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	if (!strcmp(s, "csv") || !strcmp(s, "jsonl")) {
+		*fmt = !strcmp(s, "csv") ? AUDITQ_CSV : AUDITQ_JSONL;
+		return 0;
+	}
+	text_add_escaped(&sb, s, strlen(s));
+	sbx_error_set(err, SBX_E_INVALID, 0, "'%s': csv or jsonl",
+		      strbuf_str(&sb));
+	strbuf_release(&sb);
+	return -1;
+}
+
+/* What the queries need of a filter (a command line checks its own
+ * first, in its own words). */
+static int check_filter(const struct auditq_filter *f, struct sbx_error **err)
+{
+	if (f->since_us && f->until_us && f->until_us <= f->since_us)
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "the window ends before it starts");
+	return 0;
+}
+
+static int check_chains(const struct svc_audit_chains_req *req,
+			struct sbx_error **err)
+{
+	if (req->session && req->tenant)
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "a session or a tenant, not both");
+	return 0;
+}
+
+/* ---- the database ---- */
+
+/* The database every verb but status needs. */
+static int open_db(const struct svc *s, struct auditdb **db,
+		   struct sbx_error **err)
+{
+	const struct audit_config *c = &s->cfg.audit;
+	const char *conninfo = audit_config_db(c, NULL);
+
+	*db = NULL;
+	if (!conninfo) {
+		sbx_error_set(err, SBX_E_UNAVAILABLE, 0, "%s", no_database);
+		sbx_error_reason(*err, no_database);
+		return -1;
+	}
+	return auditdb_connect(conninfo, c->connect_timeout, db, err);
+}
+
+/* The database, with the schema this sbxcat knows (the query verbs). */
+static int open_schema(const struct svc *s, struct auditdb **db,
+		       struct sbx_error **err)
+{
+	int applied, known;
+
+	if (open_db(s, db, err) < 0 ||
+	    auditdb_schema_version(*db, &applied, &known, err) < 0)
+		return -1;
+	if (applied < known) {
+		sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
+			      "the audit's schema is at version %d of %d",
+			      applied, known);
+		sbx_error_reason(*err, auditdb_schema_old);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- migrate, status, flush ---- */
+
+int svc_audit_migrate(const struct svc *s, const struct svc_call *call,
+		      const struct svc_audit_migrate_req *req,
+		      struct svc_audit_migrate_res *res, struct sbx_error **err)
+{
+	struct auditdb *db = NULL;
+	int known, rc = -1;
+
+	(void)call;
+	memset(res, 0, sizeof(*res));
+	if (open_db(s, &db, err) < 0)
+		goto out;
+	if (req->status) {
+		rc = auditdb_migrate_status(db, &res->doc, err);
+		goto out;
+	}
+	if (auditdb_migrate(db, &res->applied, err) < 0 ||
+	    auditdb_schema_version(db, &res->version, &known, err) < 0)
+		goto out;
+	res->doc = xjson_pack("{s:i, s:i}", "applied", res->applied,
+			      "schema_version", res->version);
+	rc = 0;
+out:
+	auditdb_close(db);
+	return rc;
+}
+
+void svc_audit_migrate_res_release(struct svc_audit_migrate_res *res)
+{
+	json_decref(res->doc);
+	res->doc = NULL;
+}
+
+static json_t *status_json(const struct svc_audit_status_res *r)
+{
+	const struct spool_status *ss = &r->spool;
+	json_t *doc = xjson_pack(
+	    "{s:{s:b, s:s?, s:b, s:o, s:i, s:i}, "
+	    "s:{s:b, s:I, s:o, s:I, s:o, s:I, s:I, s:I, s:I, s:I}, s:I}",
+	    "database", "configured", r->configured, "source", r->source,
+	    "reachable", r->reachable, "error",
+	    r->db_error ? xjson_text(r->db_error) : json_null(),
+	    "schema_version", r->version, "schema_known", r->known, "spool",
+	    "exists", ss->exists, "rows", (json_int_t)ss->rows, "oldest",
+	    time_json(ss->oldest_us / 1000000), "kept_aside",
+	    (json_int_t)ss->kept_aside, "last_flush",
+	    time_json(ss->last_flush_us / 1000000), "last_flush_rows",
+	    (json_int_t)ss->last_flush_rows, "free", (json_int_t)ss->free,
+	    "min_free", (json_int_t)ss->min_free, "reserve",
+	    (json_int_t)ss->reserve, "reserved", (json_int_t)ss->reserved,
+	    "lost", (json_int_t)ss->lost);
+
+	/* The spool's directory is the configuration's: any bytes. */
+	xjson_set_path(json_object_get(doc, "spool"), "dir", r->spool_dir);
+	return doc;
+}
+
+int svc_audit_status(const struct svc *s, const struct svc_call *call,
+		     struct svc_audit_status_res *res, struct sbx_error **err)
+{
+	const struct audit_config *c = &s->cfg.audit;
+	struct sbx_error *dberr = NULL;
+	struct auditdb *db = NULL;
+	const char *conninfo;
+	struct spool sp;
+	int rc;
+
+	(void)call;
+	memset(res, 0, sizeof(*res));
+	res->known = auditdb_nmigrations;
+	conninfo = audit_config_db(c, &res->source);
+	res->configured = conninfo != NULL;
+	if (conninfo &&
+	    auditdb_connect(conninfo, c->connect_timeout, &db, &dberr) == 0 &&
+	    auditdb_schema_version(db, &res->version, &res->known, &dberr) <
+		0) {
+		auditdb_close(db);
+		db = NULL;
+	}
+	res->reachable = db != NULL;
+	if (dberr)
+		res->db_error = xstrdup(dberr->msg);
+	sbx_error_free(&dberr);
+	auditdb_close(db);
+	spool_init(&sp, c);
+	rc = spool_status(&sp, &res->spool, err);
+	res->spool_dir = xstrdup(sp.dir);
+	spool_close(&sp);
+	if (rc < 0) {
+		svc_audit_status_res_release(res);
+		return -1;
+	}
+	res->doc = status_json(res);
+	return 0;
+}
+
+void svc_audit_status_res_release(struct svc_audit_status_res *res)
+{
+	free(res->db_error);
+	free(res->spool_dir);
+	json_decref(res->doc);
+	memset(res, 0, sizeof(*res));
+}
+
+struct flush_sink {
+	struct auditdb *db;
+	unsigned long long inserted, skipped;
+};
+
+static int flush_batch(void *arg, const struct audit_row *rows, size_t n,
+		       struct sbx_error **err)
+{
+	struct flush_sink *fs = arg;
+	size_t ins = 0, skip = 0;
+
+	if (auditdb_insert(fs->db, rows, n, &ins, &skip, err) < 0)
+		return -1;
+	fs->inserted += ins;
+	fs->skipped += skip;
+	return 0;
+}
+
+int svc_audit_flush(const struct svc *s, const struct svc_call *call,
+		    struct svc_audit_flush_res *res, struct sbx_error **err)
+{
+	struct flush_sink fs = {0};
+	unsigned long long moved = 0;
+	struct spool sp;
+	int rc = -1;
+
+	(void)call;
+	memset(res, 0, sizeof(*res));
+	spool_init(&sp, &s->cfg.audit);
+	if (open_db(s, &fs.db, err) < 0 ||
+	    spool_replay(&sp, true, flush_batch, &fs, &moved, &res->kept_aside,
+			 err) < 0)
+		goto out;
+	res->flushed = fs.inserted;
+	res->already = fs.skipped;
+	res->doc =
+	    xjson_pack("{s:I, s:I, s:I}", "flushed", (json_int_t)res->flushed,
+		       "already", (json_int_t)res->already, "kept_aside",
+		       (json_int_t)res->kept_aside);
+	rc = 0;
+out:
+	spool_close(&sp);
+	auditdb_close(fs.db);
+	return rc;
+}
+
+void svc_audit_flush_res_release(struct svc_audit_flush_res *res)
+{
+	json_decref(res->doc);
+	res->doc = NULL;
+}
+
+/* ---- ls, export, stats ---- */
+
+int svc_audit_ls(const struct svc *s, const struct svc_call *call,
+		 const struct svc_audit_ls_req *req,
+		 struct svc_audit_ls_res *res, struct sbx_error **err)
+{
+	unsigned long limit = req->limit ? req->limit : SVC_AUDIT_LS_DEFAULT;
+	struct auditdb *db = NULL;
+	json_t *rows = NULL, *r;
+	size_t i;
+	int rc = -1;
+
+	(void)call;
+	memset(res, 0, sizeof(*res));
+	if (limit > SVC_AUDIT_LS_MAX)
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "a page of %lu rows: at most %d", limit,
+				     SVC_AUDIT_LS_MAX);
+	if (check_filter(&req->filter, err) < 0 ||
+	    open_schema(s, &db, err) < 0 ||
+	    auditq_page(db, &req->filter, limit, &rows, &res->cursor, err) < 0)
+		goto out;
+	json_array_foreach(rows, i, r)
+	{
+		if (req->row(req->row_arg, r, err) < 0)
+			goto out;
+		res->rows++;
+	}
+	res->doc =
+	    xjson_pack("{s:o}", "next",
+		       res->cursor ? json_string(res->cursor) : json_null());
+	rc = 0;
+out:
+	if (rc < 0)
+		svc_audit_ls_res_release(res);
+	json_decref(rows);
+	auditdb_close(db);
+	return rc;
+}
+
+void svc_audit_ls_res_release(struct svc_audit_ls_res *res)
+{
+	free(res->cursor);
+	json_decref(res->doc);
+	res->cursor = NULL;
+	res->doc = NULL;
+}
+
+/* auditq_export's writer: the request's sink; an errno value when it
+ * fails (its errnum: EPIPE when the reader left). */
+static int to_sink(void *arg, const void *buf, size_t len)
+{
+	struct sbx_error *e = NULL;
+	int errnum;
+
+	if (svc_sink_write(arg, buf, len, &e) == 0)
+		return 0;
+	errnum = e->errnum ? e->errnum : EIO;
+	sbx_error_free(&e);
+	return errnum;
+}
+
+int svc_audit_export(const struct svc *s, const struct svc_call *call,
+		     const struct svc_audit_export_req *req,
+		     struct svc_audit_export_res *res, struct sbx_error **err)
+{
+	struct auditdb *db = NULL;
+	int rc = -1;
+
+	(void)call;
+	memset(res, 0, sizeof(*res));
+	if (check_filter(&req->filter, err) == 0 &&
+	    open_schema(s, &db, err) == 0)
+		rc = auditq_export(db, &req->filter, req->format, to_sink,
+				   (void *)&req->out, &res->rows, err);
+	auditdb_close(db);
+	return rc;
+}
+
+int svc_audit_stats(const struct svc *s, const struct svc_call *call,
+		    const struct svc_audit_stats_req *req,
+		    struct svc_audit_stats_res *res, struct sbx_error **err)
+{
+	struct auditq_filter f = req->filter;
+	struct auditdb *db = NULL;
+	int rc = -1;
+
+	(void)call;
+	memset(res, 0, sizeof(*res));
+	if (!f.since_us)
+		f.since_us = (f.until_us ? f.until_us : audit_now_us()) -
+			     86400LL * 1000000;
+	if (check_filter(&f, err) == 0 && open_schema(s, &db, err) == 0)
+		rc = auditq_stats(db, &f, &res->doc, err);
+	auditdb_close(db);
+	return rc;
+}
+
+void svc_audit_stats_res_release(struct svc_audit_stats_res *res)
+{
+	json_decref(res->doc);
+	res->doc = NULL;
+}
+
+/* ---- sweep ---- */
+
+int svc_audit_sweep(const struct svc *s, const struct svc_call *call,
+		    const struct svc_audit_sweep_req *req,
+		    struct svc_audit_sweep_res *res, struct sbx_error **err)
+{
+	struct auditdb *db = NULL;
+	int rc = -1;
+
+	(void)call;
+	memset(res, 0, sizeof(*res));
+	res->days = req->days;
+	if (!res->days) {
+		if (svc_config_check(s->cfg.retention_err, err) < 0)
+			return -1;
+		res->days = s->cfg.retention_days
+				? (unsigned long long)s->cfg.retention_days
+				: SVC_AUDIT_RETENTION_DEFAULT;
+	}
+	if (res->days > SVC_AUDIT_DAYS_MAX)
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "a retention of %llu days: at most %d",
+				     res->days, SVC_AUDIT_DAYS_MAX);
+	res->before_us =
+	    audit_now_us() - (long long)res->days * 86400 * 1000000;
+	if (open_schema(s, &db, err) < 0 ||
+	    auditdb_sweep(db, res->before_us, SWEEP_BATCH, &res->deleted,
+			  &res->held, err) < 0)
+		goto out;
+	res->doc = xjson_pack(
+	    "{s:I, s:I, s:o, s:I}", "deleted", (json_int_t)res->deleted, "held",
+	    (json_int_t)res->held, "before",
+	    time_json(res->before_us / 1000000), "days", (json_int_t)res->days);
+	rc = 0;
+out:
+	auditdb_close(db);
+	return rc;
+}
+
+void svc_audit_sweep_res_release(struct svc_audit_sweep_res *res)
+{
+	json_decref(res->doc);
+	res->doc = NULL;
+}
+
+/* ---- verify, head ---- */
+
+int svc_audit_verify(const struct svc *s, const struct svc_call *call,
+		     const struct svc_audit_chains_req *req,
+		     struct svc_audit_verify_res *res, struct sbx_error **err)
+{
+	struct auditdb *db = NULL;
+	int rc = -1;
+
+	(void)call;
+	memset(res, 0, sizeof(*res));
+	if (check_chains(req, err) == 0 && open_db(s, &db, err) == 0)
+		rc = auditdb_verify(db, req->session, req->tenant, &res->doc,
+				    err);
+	auditdb_close(db);
+	if (rc < 0)
+		return -1;
+	res->verified = rc == 0;
+	return 0;
+}
+
+void svc_audit_verify_res_release(struct svc_audit_verify_res *res)
+{
+	json_decref(res->doc);
+	res->doc = NULL;
+}
+
+int svc_audit_head(const struct svc *s, const struct svc_call *call,
+		   const struct svc_audit_chains_req *req,
+		   struct svc_audit_head_res *res, struct sbx_error **err)
+{
+	struct auditdb *db = NULL;
+	int rc = -1;
+
+	(void)call;
+	memset(res, 0, sizeof(*res));
+	if (check_chains(req, err) == 0 && open_schema(s, &db, err) == 0)
+		rc = auditdb_heads(db, req->session, req->tenant, &res->doc,
+				   err);
+	auditdb_close(db);
+	return rc;
+}
+
+void svc_audit_head_res_release(struct svc_audit_head_res *res)
+{
+	json_decref(res->doc);
+	res->doc = NULL;
+}
+
+/* ---- the terminal's table ---- */
+
+/* The k-th column of the audit's table that a terminal shows. */
+static const struct audit_column *shown(size_t k)
+{
+	for (size_t i = 0; i < audit_ncolumns; i++)
+		if (audit_columns[i].head && k-- == 0)
+			return &audit_columns[i];
+	return NULL;
+}
+
+size_t svc_audit_table_columns(void)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < audit_ncolumns; i++)
+		n += audit_columns[i].head != NULL;
+	return n;
+}
+
+const char *svc_audit_table_head(size_t k, size_t *cut)
+{
+	const struct audit_column *c = shown(k);
+
+	*cut = c ? c->cut : 0;
+	return c ? c->head : NULL;
+}
+
+void svc_audit_table_cell(size_t k, json_t *row, struct strbuf *out)
+{
+	const struct audit_column *c = shown(k);
+
+	if (c)
+		audit_column_cell(c, row, out);
+}

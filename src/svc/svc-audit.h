@@ -1,0 +1,223 @@
+/*
+ * svc-audit.h - the audit's own verbs as operations (svc.h,
+ * docs/audit.md): the schema (migrate), the state of the database and
+ * the spool (status), the spool replayed (flush), the auditors' queries
+ * (ls, export, stats), the retention sweep, and the chains (verify,
+ * head).  None of them is an operation the audit records: the audit does
+ * not audit itself.
+ *
+ * Each call connects to the configured database (svc/config.h's audit,
+ * with the caller's override) for itself and closes it before it
+ * returns.  The error "no database configured" and "the schema is older
+ * than sbxcat" are the caller's to add its own words to
+ * (svc_audit_needs_database, svc_audit_needs_migrate).
+ *
+ * Ownership: every res->doc is a new reference, the caller's (released
+ * by svc_audit_*_res_release with the rest of res); rows handed to a row
+ * callback are borrowed for the call.  A call that fails (-1) leaves res
+ * with nothing to release (releasing it again is harmless).
+ *
+ * Thread rule: as svc.h: calls share nothing (each has its connection and
+ * spool); any number may run at once.
+ */
+#ifndef SBX_SVC_AUDIT_H
+#define SBX_SVC_AUDIT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "audit/auditq.h"
+#include "audit/spool.h"
+#include "svc/svc.h"
+
+struct sbx_error;
+struct strbuf;
+
+#define SVC_AUDIT_LS_DEFAULT 50	       /* rows a page */
+#define SVC_AUDIT_LS_MAX 10000	       /* rows a page at most */
+#define SVC_AUDIT_DAYS_MAX 20000       /* a retention in days at most */
+#define SVC_AUDIT_RETENTION_DEFAULT 30 /* days */
+
+/* Whether err is "no database configured" (a verb that needs one). */
+bool svc_audit_needs_database(const struct sbx_error *err);
+/* Whether err is the schema older than this sbxcat (`audit migrate`). */
+bool svc_audit_needs_migrate(const struct sbx_error *err);
+
+/*
+ * The values of a request, from text (a command line's options, a
+ * query's parameters): -1 with status 2 and a message that names the
+ * value, never the option, which the caller names.
+ *
+ * time: ISO 8601 or a time ago, relative to now (auditq.h);
+ * ops: a comma list of op names (audit_op_name), added to *ops ("'x':
+ * not an operation (write, edit, ...)"; "which operation?" when it names
+ * none); cursor: what a page's cursor said, into f's after; format: "csv"
+ * or "jsonl".
+ */
+int svc_audit_parse_time(const char *s, long long *us, struct sbx_error **err);
+int svc_audit_parse_ops(const char *list, unsigned *ops,
+			struct sbx_error **err);
+int svc_audit_parse_cursor(const char *s, struct auditq_filter *f,
+			   struct sbx_error **err);
+int svc_audit_parse_format(const char *s, enum auditq_format *fmt,
+			   struct sbx_error **err);
+
+/*
+ * migrate: the pending migrations applied (res->applied of them; the
+ * schema is then at res->version), doc {"applied", "schema_version"}; or,
+ * with status, nothing applied and doc the list of every migration:
+ * [{"version", "name", "applied_at" (RFC 3339, or null: pending)}].
+ */
+struct svc_audit_migrate_req {
+	bool status;
+};
+struct svc_audit_migrate_res {
+	int applied, version;
+	json_t *doc;
+};
+int svc_audit_migrate(const struct svc *s, const struct svc_call *call,
+		      const struct svc_audit_migrate_req *req,
+		      struct svc_audit_migrate_res *res,
+		      struct sbx_error **err);
+void svc_audit_migrate_res_release(struct svc_audit_migrate_res *res);
+
+/*
+ * status: whether a database is configured (and where from: source),
+ * reachable (else why: db_error), its schema's version against the one
+ * this sbxcat knows; the spool's directory and state (spool.h).  An
+ * unreachable database is a result, not an error; a spool that cannot be
+ * looked at (or a floor set wrong: status 2) is an error.
+ */
+struct svc_audit_status_res {
+	bool configured, reachable;
+	const char *source; /* static, or the configuration's */
+	char *db_error;
+	int version, known;
+	char *spool_dir;
+	struct spool_status spool;
+	json_t *doc; /* {"database": {...}, "spool": {...}, "lost"} */
+};
+int svc_audit_status(const struct svc *s, const struct svc_call *call,
+		     struct svc_audit_status_res *res, struct sbx_error **err);
+void svc_audit_status_res_release(struct svc_audit_status_res *res);
+
+/* flush: the spool replayed into the database (waiting for another
+ * replay to end): rows flushed, already there (a replay cut short before),
+ * lines kept aside. */
+struct svc_audit_flush_res {
+	unsigned long long flushed, already, kept_aside;
+	json_t *doc; /* {"flushed", "already", "kept_aside"} */
+};
+int svc_audit_flush(const struct svc *s, const struct svc_call *call,
+		    struct svc_audit_flush_res *res, struct sbx_error **err);
+void svc_audit_flush_res_release(struct svc_audit_flush_res *res);
+
+/*
+ * ls: one page of the rows filter matches, newest first, each handed to
+ * row (the page object of auditq.h, borrowed; row returns 0, or -1 with
+ * *err to stop); res->cursor the next page's (after: svc_audit_parse_
+ * cursor), NULL at the last page.  limit: 1 to SVC_AUDIT_LS_MAX rows, 0
+ * for SVC_AUDIT_LS_DEFAULT.
+ */
+struct svc_audit_ls_req {
+	struct auditq_filter filter;
+	unsigned long limit;
+	int (*row)(void *arg, json_t *row, struct sbx_error **err);
+	void *row_arg;
+};
+struct svc_audit_ls_res {
+	unsigned long rows; /* handed to row */
+	char *cursor;
+	json_t *doc; /* {"next": cursor or null}, the page's last line */
+};
+int svc_audit_ls(const struct svc *s, const struct svc_call *call,
+		 const struct svc_audit_ls_req *req,
+		 struct svc_audit_ls_res *res, struct sbx_error **err);
+void svc_audit_ls_res_release(struct svc_audit_ls_res *res);
+
+/* export: every row filter matches, newest first, streamed to out in
+ * format (auditq.h).  A sink that fails stops it, -1 with the sink's
+ * errnum (EPIPE: the reader left). */
+struct svc_audit_export_req {
+	struct auditq_filter filter;
+	enum auditq_format format;
+	struct svc_sink out;
+};
+struct svc_audit_export_res {
+	unsigned long long rows;
+};
+int svc_audit_export(const struct svc *s, const struct svc_call *call,
+		     const struct svc_audit_export_req *req,
+		     struct svc_audit_export_res *res, struct sbx_error **err);
+
+/* stats: counts per op over filter's window (since 0: the 24 hours
+ * before its until, or before now), doc as auditq_stats says. */
+struct svc_audit_stats_req {
+	struct auditq_filter filter;
+};
+struct svc_audit_stats_res {
+	json_t *doc;
+};
+int svc_audit_stats(const struct svc *s, const struct svc_call *call,
+		    const struct svc_audit_stats_req *req,
+		    struct svc_audit_stats_res *res, struct sbx_error **err);
+void svc_audit_stats_res_release(struct svc_audit_stats_res *res);
+
+/*
+ * sweep: rows older than days (1 to SVC_AUDIT_DAYS_MAX; 0: the
+ * configured OPERATION_RETENTION_DAYS, whose error is then this call's,
+ * else SVC_AUDIT_RETENTION_DEFAULT) deleted in small batches, each
+ * chain's prefix only (auditdb.h).
+ */
+struct svc_audit_sweep_req {
+	unsigned long long days;
+};
+struct svc_audit_sweep_res {
+	unsigned long long deleted, held, days;
+	long long before_us; /* the cutoff */
+	json_t *doc;	     /* {"deleted", "held", "before", "days"} */
+};
+int svc_audit_sweep(const struct svc *s, const struct svc_call *call,
+		    const struct svc_audit_sweep_req *req,
+		    struct svc_audit_sweep_res *res, struct sbx_error **err);
+void svc_audit_sweep_res_release(struct svc_audit_sweep_res *res);
+
+/* The chains verify and head look at: one session's, the chains holding
+ * rows of one tenant, or (both NULL) every one; not both. */
+struct svc_audit_chains_req {
+	const char *session, *tenant;
+};
+
+/* verify: every chain recomputed (auditdb.h); a chain that does not
+ * verify is a result (verified false, doc's "bad" naming the row), not
+ * an error. */
+struct svc_audit_verify_res {
+	bool verified;
+	json_t *doc; /* {"chains", "rows", "bad": [...]} */
+};
+int svc_audit_verify(const struct svc *s, const struct svc_call *call,
+		     const struct svc_audit_chains_req *req,
+		     struct svc_audit_verify_res *res, struct sbx_error **err);
+void svc_audit_verify_res_release(struct svc_audit_verify_res *res);
+
+/* head: each chain's head, to keep elsewhere (auditdb.h). */
+struct svc_audit_head_res {
+	json_t *doc; /* [{"session", "tenant", "rows", "head_seq", ...}] */
+};
+int svc_audit_head(const struct svc *s, const struct svc_call *call,
+		   const struct svc_audit_chains_req *req,
+		   struct svc_audit_head_res *res, struct sbx_error **err);
+void svc_audit_head_res_release(struct svc_audit_head_res *res);
+
+/*
+ * The table of rows on a terminal (ls, stats' slowest), from the audit's
+ * column table (audit.h): its columns, the k-th one's header and how
+ * many characters a terminal shows of it (*cut; 0: all), and a page
+ * row's cell of it, appended to out.
+ */
+size_t svc_audit_table_columns(void);
+const char *svc_audit_table_head(size_t k, size_t *cut);
+void svc_audit_table_cell(size_t k, json_t *row, struct strbuf *out);
+
+#endif
