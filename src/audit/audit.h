@@ -14,6 +14,17 @@
  * takes it, the operation fails with "audit record could not be written:
  * ..." (status 3).  Operations call audit_ready() first, so they fail
  * closed before anything runs, changes or is read.
+ *
+ * Ownership: a row owns its strings (audit_row_release frees them), but
+ * for one filled by audit_column_read, which borrows them.  The recorder
+ * copies what it keeps of its configuration.
+ *
+ * Thread rule: a row, and a recorder (struct audit, with its connection
+ * and spool), belong to one thread at a time; each call of the service
+ * opens its own recorder (svc_audit_open).  Recorders on different
+ * threads share nothing but the spool's files, which flock(2) guards
+ * (spool.h).  The column table, the op names and the configuration once
+ * loaded are read-only; nothing here keeps state in a static.
  */
 #ifndef SBX_AUDIT_H
 #define SBX_AUDIT_H

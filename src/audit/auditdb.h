@@ -15,6 +15,16 @@
  * sweep removes rows).  Inserting takes the chain's row lock (SELECT ...
  * FOR UPDATE on audit_chains), so concurrent writers of one session queue
  * and the chain is the order rows were inserted in.
+ *
+ * The rows' columns are audit.h's table (audit_columns): the insert writes
+ * each, the chains' reader reads each by name; a row's hash is of the
+ * encoding its hash_version names (audit_canonical), which verify uses.
+ *
+ * Thread rule: a struct auditdb is one connection, used by one thread at
+ * a time; connections on different threads share nothing (libpq's own
+ * rule, for a thread-safe libpq), and what they do to the same rows is
+ * the database's to order (the chain's row lock, the migrations' advisory
+ * lock).  Nothing here is static but constants.
  */
 #ifndef SBX_AUDITDB_H
 #define SBX_AUDITDB_H

@@ -1,9 +1,9 @@
 /*
  * pq-dl.c - load libpq on first use (see pq-dl.h).
  *
- * Nothing calls pq_dl_load() yet (the audit is next): Makefile.am links
+ * auditdb.c calls pq_dl_load() when it first connects; Makefile.am links
  * sbxcat with -u pq_dl_load so this object, and with it the .note.dlopen
- * entry, is in the executable already.
+ * entry, is in the executable whatever calls it.
  */
 #include "config.h"
 

@@ -8,6 +8,11 @@
  * libpq-fe.h's own prototype.  pq_dl_load() loads libpq once per process
  * (thread-safe); call it before any sym_PQ* function.  Status 3, naming
  * the Debian package, when libpq is missing.
+ *
+ * Thread rule: pq_dl_load may be called from any thread at once
+ * (dl_load_once's lock); the sym_PQ* pointers are set once, before it
+ * first returns 0, and only read afterwards.  The one static, the library
+ * loaded, is the process's, not a call's.
  */
 #ifndef SBX_PQ_DL_H
 #define SBX_PQ_DL_H
