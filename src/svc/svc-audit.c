@@ -8,10 +8,10 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "audit/audit.h"
 #include "audit/auditdb.h"
+#include "basic/clock.h"
 #include "basic/util.h"
 #include "basic/xjson.h"
 #include "svc/svc-audit.h"
@@ -31,17 +31,15 @@ bool svc_audit_needs_migrate(const struct sbx_error *err)
 	return err && err->reason == auditdb_schema_old;
 }
 
-/* Unix seconds as RFC 3339 UTC ("2026-12-01T10:00:00Z"); null for 0 or
- * less (as the command line's times are). */
+/* Unix seconds as RFC 3339 UTC; null for 0 or less (as the command
+ * line's times are). */
 static json_t *time_json(long long t)
 {
-	time_t tt = (time_t)t;
-	struct tm tm;
 	char buf[32];
 
-	if (t <= 0 || !gmtime_r(&tt, &tm))
+	if (t <= 0)
 		return json_null();
-	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	clock_format_time(buf, t);
 	return json_string(buf);
 }
 
