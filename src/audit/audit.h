@@ -301,6 +301,9 @@ const char *audit_config_db(const struct audit_config *c, const char **source);
  * Nothing is connected or opened yet: the connection starts here and is
  * finished on first need.
  */
+/* An agent or run id: 1 to AUDIT_ID_MAX bytes, clean (audit_is_clean);
+ * else invalid, "WHAT: ..." (what names it as the caller knows it). */
+int audit_id_check(const char *what, const char *id, struct sbx_error **err);
 struct audit;
 int audit_open(struct audit **a, const struct audit_config *c,
 	       const char *agent, const char *run, struct sbx_error **err);

@@ -39,7 +39,7 @@ struct audit {
 /* An agent or run id (what: "agent id", "run id"): at most
  * AUDIT_ID_MAX bytes, clean.  The caller knows where it came from (a
  * flag, a variable, a request) and may say so. */
-static int check_id(const char *what, const char *id, struct sbx_error **err)
+int audit_id_check(const char *what, const char *id, struct sbx_error **err)
 {
 	size_t len = strlen(id);
 
@@ -63,8 +63,8 @@ int audit_open(struct audit **out, const struct audit_config *c,
 	struct audit *a;
 
 	*out = NULL;
-	if ((agent && check_id("agent id", agent, err) < 0) ||
-	    (run && check_id("run id", run, err) < 0))
+	if ((agent && audit_id_check("agent id", agent, err) < 0) ||
+	    (run && audit_id_check("run id", run, err) < 0))
 		return -1;
 	a = xcalloc(1, sizeof(*a));
 	a->off = c->off;

@@ -251,6 +251,8 @@ int cmd_options_parse_from(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
 
 int cmd_setup(struct sbx_ctx *ctx, unsigned needs)
 {
+	struct sbx_error *err = NULL;
+
 	if ((needs & CMD_NEEDS_UID) && ctx->uid_error)
 		return cmd_report(&ctx->uid_error);
 	if ((needs & CMD_NEEDS_CATALOG) == CMD_NEEDS_CATALOG && !ctx->cat) {
@@ -263,9 +265,22 @@ int cmd_setup(struct sbx_ctx *ctx, unsigned needs)
 			return rc;
 	}
 	if (needs & CMD_NEEDS_CALL) {
-		ctx->call.agent = cmd_identity(ctx->audit_agent,
-					       "SBXCAT_AGENT_ID");
-		ctx->call.run = cmd_identity(ctx->audit_run, "SBXCAT_RUN_ID");
+		/* --agent '' is given, and refused by the recorder as an id
+		 * of no bytes; an empty variable is none. */
+		ctx->call.agent = ctx->audit_agent
+				      ? ctx->audit_agent
+				      : cmd_identity(NULL, "SBXCAT_AGENT_ID");
+		ctx->call.run = ctx->audit_run
+				    ? ctx->audit_run
+				    : cmd_identity(NULL, "SBXCAT_RUN_ID");
+		if (ctx->call.agent &&
+		    svc_id_check(ctx->audit_agent ? "--agent" : "SBXCAT_AGENT_ID",
+				 ctx->call.agent, &err) < 0)
+			return cmd_report(&err);
+		if (ctx->call.run &&
+		    svc_id_check(ctx->audit_run ? "--run" : "SBXCAT_RUN_ID",
+				 ctx->call.run, &err) < 0)
+			return cmd_report(&err);
 		ctx->call.cancel = sig_flag();
 		ctx->call.warn = cmd_warn;
 		ctx->call.warn_arg = NULL;

@@ -115,3 +115,8 @@ void svc_audit_close(const struct svc_call *call, struct audit *a)
 	}
 	audit_close(a);
 }
+
+int svc_id_check(const char *what, const char *id, struct sbx_error **err)
+{
+	return audit_id_check(what, id, err);
+}

@@ -64,6 +64,10 @@ struct svc_call {
 	void *warn_arg;
 };
 
+/* An agent or run id as a call may carry it (the recorder's rule:
+ * audit.h): 0, or invalid, "WHAT: why". */
+int svc_id_check(const char *what, const char *id, struct sbx_error **err);
+
 /* Say msg through call->warn, when there is one. */
 void svc_warn(const struct svc_call *call, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
