@@ -268,16 +268,17 @@ done
 # idle_busy KEY DESC: KEY stamped two hours ago, a pass now; DESC: the
 # pass leaves it alone for its running command.  The time in $N.  An
 # exec stamps the record once its command is claimed, which may land
-# after this stamp: the pass then rightly says it became active, and the
-# stamp is made again.
+# after this stamp: the pass then rightly says it became active (the
+# stamp landed while it planned) or does not name the session at all (it
+# landed before: the session was not idle), and the stamp is made again.
 idle_busy() {
 	ib_n=0
 	while :; do
 		N=$(date +%s)
 		stamp "$1" $((N - 7200))
 		reap --now "$N"
-		grep -qx "$1 became active during the pass; left alone" "$T/out" &&
-			[ $ib_n -lt 5 ] || break
+		{ grep -qx "$1 became active during the pass; left alone" "$T/out" ||
+			! grep -q "$1" "$T/out"; } && [ $ib_n -lt 5 ] || break
 		ib_n=$((ib_n + 1))
 		sleep 0.2
 	done
