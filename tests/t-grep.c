@@ -478,8 +478,8 @@ static void tree(void)
 	mkdir(ws, 0755);
 	gen_tree();
 	fd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (workspace_init(&w, fd, ws, 0, 8 << 20, 64 << 20, &cancel,
-			   &err) < 0) {
+	if (workspace_init(&w, fd, ws, 0, 8 << 20, 64 << 20, &cancel, &err) <
+	    0) {
 		if (err && tap_status(err) == 3) /* no openat2 (valgrind 3.19) */
 			skip_all(err->msg);
 		bail_out("workspace_init");

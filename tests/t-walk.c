@@ -73,7 +73,7 @@ static void fresh(struct workspace *w)
 		bail_out("mkdir %s: %s", ws, strerror(errno));
 	fd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || workspace_init(w, fd, ws, 0, 8 << 20, 64 << 20, &cancel,
-				   &err) < 0) {
+				     &err) < 0) {
 		if (err && tap_status(err) == 3) /* no openat2 (valgrind 3.19) */
 			skip_all(err->msg);
 		bail_out("workspace_init: %s", err ? err->msg : strerror(errno));
@@ -563,7 +563,8 @@ static void test_stop(void)
 			is_str(err ? err->msg : "",
 			       "interrupted by signal 15 while listing 'many'",
 			       "... naming the signal and the start");
-			ok(r.n < 10000, "... before the end (%zu entries)", r.n);
+			ok(r.n < 10000, "... before the end (%zu entries)",
+			   r.n);
 			sbx_error_free(&err);
 			walk_result_release(&r);
 			atomic_store(&cancel, 0);

@@ -834,11 +834,11 @@ static void test_read_budget(void)
 		   "... having read at most a block, not the hole (%llu bytes)",
 		   got);
 		workspace_lines_release(&l);
-		refused_exact(
-		    workspace_read_lines(&w, "sparse", "sparse", 3, 1, true, &l,
-					 &err),
-		    &err, "'sparse' has 2 lines; line 3 is past the end",
-		    "past its end: counted exactly");
+		refused_exact(workspace_read_lines(&w, "sparse", "sparse", 3, 1,
+						   true, &l, &err),
+			      &err,
+			      "'sparse' has 2 lines; line 3 is past the end",
+			      "past its end: counted exactly");
 		/* A hole at the end, after the last newline: a last line. */
 		if (truncate(sparse, (off_t)(2 * tib)) == 0)
 			refused_exact(
@@ -1066,8 +1066,7 @@ static void test_edit(void)
 	       st.st_uid == SANDBOX_UID && st.st_gid == SANDBOX_UID,
 	   "mode kept, owned by the sandbox uid");
 	refused_exact(edit("e.txt", "absent", "x", false, &count, &line, &err),
-		      &err, "old text not found in 'e.txt'",
-		      "absent: refused");
+		      &err, "old text not found in 'e.txt'", "absent: refused");
 
 	put("ws/m.txt", "1\n2\n3\nfoo\n5\n6\n7\n8\nfoo\n10\n11\nfoo\n");
 	refused_exact(edit("m.txt", "foo", "bar", false, &count, &line, &err),
@@ -1284,8 +1283,8 @@ static void test_cancel(void)
 		  &err, "'big' was being read when signal 15 came",
 		  "a slice of a big file: cancelled");
 	workspace_lines_release(&l);
-	cancelled(workspace_rm(&w, "ctree", "ctree", true, &removed, &err), &err,
-		  "interrupted by signal 15 while removing 'ctree'",
+	cancelled(workspace_rm(&w, "ctree", "ctree", true, &removed, &err),
+		  &err, "interrupted by signal 15 while removing 'ctree'",
 		  "rm -r: cancelled, the signal named");
 	ok(lexists("ws/ctree"), "... the tree's top still there");
 	atomic_store(&cancel, 0);

@@ -37,7 +37,7 @@
  * messages are all made from this one list.
  */
 #define FS_VERBS(X)                                                            \
-	X(write, "write", 1, 1, "PATH  (content from stdin)",                 \
+	X(write, "write", 1, 1, "PATH  (content from stdin)",                  \
 	  "made atomically: a temporary renamed over PATH")                    \
 	X(read, "read", 1, 1, "PATH [--offset LINE] [--limit N]",              \
 	  "lines numbered like cat -n")                                        \
@@ -46,16 +46,17 @@
 	  "an exact replacement: one occurrence, or --all")                    \
 	X(ls, "ls", 0, 1,                                                      \
 	  "[PATH] [-R] [--all] [--max-depth N] [--max-entries N]",             \
-	  "a directory's entries; -R breadth-first")                          \
+	  "a directory's entries; -R breadth-first")                           \
 	X(glob, "glob", 1, 1,                                                  \
 	  "PATTERN [--hidden] [--all] [--max-depth N] [--max-entries N]",      \
 	  "the paths that match; ** spans directories")                        \
 	X(grep, "grep", 1, 2,                                                  \
 	  "PATTERN [PATH] [--include GLOB] [-i] [-F] [--hidden] [--all] "      \
 	  "[--max-count N] [--max-depth N] [--max-entries N] [--timeout S]",   \
-	  "the lines that match (PCRE2, or -F a literal)")                    \
+	  "the lines that match (PCRE2, or -F a literal)")                     \
 	X(stat, "stat", 1, 1, "PATH", "type, size, mode, owner, mtime, links") \
-	X(rm, "rm", 1, 1, "PATH [-r]", "a file, a symlink, an empty directory; " \
+	X(rm, "rm", 1, 1, "PATH [-r]",                                         \
+	  "a file, a symlink, an empty directory; "                            \
 	  "-r a tree")
 
 #define VERB_ENUM(id, name, min, max, usage, summary) V_##id,
@@ -83,8 +84,7 @@ static const struct cmd_option fs_options[] = {
     CMD_STRING("tenant", 0, struct fs_opts, tenant, 0),
     CMD_COUNT("offset", struct fs_opts, offset, has_offset, FS_LINE_MAX,
 	      VB(read)),
-    CMD_COUNT("limit", struct fs_opts, limit, has_limit, FS_LINE_MAX,
-	      VB(read)),
+    CMD_COUNT("limit", struct fs_opts, limit, has_limit, FS_LINE_MAX, VB(read)),
     CMD_STRING("old", 0, struct fs_opts, old, VB(edit)),
     CMD_STRING("new", 0, struct fs_opts, new, VB(edit)),
     CMD_FLAG("all", 0, struct fs_opts, all, VB(edit) | LISTINGS),
@@ -99,10 +99,10 @@ static const struct cmd_option fs_options[] = {
     CMD_STRING("include", 0, struct fs_opts, include, VB(grep)),
     CMD_FLAG("ignore-case", 'i', struct fs_opts, icase, VB(grep)),
     CMD_FLAG("fixed-strings", 'F', struct fs_opts, fixed, VB(grep)),
-    CMD_COUNT("max-count", struct fs_opts, max_count, has_count,
-	      FS_COUNT_MAX, VB(grep)),
-    CMD_COUNT("timeout", struct fs_opts, timeout_s, has_timeout,
-	      FS_TIMEOUT_MAX, VB(grep)),
+    CMD_COUNT("max-count", struct fs_opts, max_count, has_count, FS_COUNT_MAX,
+	      VB(grep)),
+    CMD_COUNT("timeout", struct fs_opts, timeout_s, has_timeout, FS_TIMEOUT_MAX,
+	      VB(grep)),
     CMD_OPTIONS_END,
 };
 
@@ -328,8 +328,7 @@ static int run_read_bytes(const struct fs_call *c, struct sbx_error **err)
 					    &stdout_sink};
 	struct svc_fs_read_bytes_res res;
 
-	if (svc_fs_read_bytes(&c->ctx->svc, &c->ctx->call, &req, &res, err) <
-	    0)
+	if (svc_fs_read_bytes(&c->ctx->svc, &c->ctx->call, &req, &res, err) < 0)
 		return -1;
 	if (res.doc)
 		print_doc(res.doc);
@@ -582,11 +581,11 @@ static const struct fs_verb *find_verb(const char *word, int *rc)
 	add_verb_list(&list);
 	near = suggest_word(word, names, FS_NVERBS);
 	if (near)
-		*rc = cmd_usage_error(&cmd_fs_entry,
-				      "'%s' is not an fs verb (%s); did you "
-				      "mean '%s'?",
-				      shown(&sb, word), strbuf_str(&list),
-				      near);
+		*rc =
+		    cmd_usage_error(&cmd_fs_entry,
+				    "'%s' is not an fs verb (%s); did you "
+				    "mean '%s'?",
+				    shown(&sb, word), strbuf_str(&list), near);
 	else
 		*rc = cmd_usage_error(&cmd_fs_entry,
 				      "'%s' is not an fs verb (%s)",
@@ -628,8 +627,9 @@ static int check_operands(const struct fs_verb *v, const struct fs_opts *o,
 		return cmd_usage_error(cmd, "%s: unexpected operand '%s'",
 				       v->name, args[v->max]);
 	if ((unsigned)nargs < v->min)
-		return cmd_usage_error(cmd, "%s: %.*s is missing (sbxcat fs "
-					    "KEY %s %s)",
+		return cmd_usage_error(cmd,
+				       "%s: %.*s is missing (sbxcat fs "
+				       "KEY %s %s)",
 				       v->name, (int)strcspn(v->usage, " "),
 				       v->usage, v->name, v->usage);
 	if (v == &verbs[V_edit] && (!o->old || !*o->old))
@@ -642,63 +642,83 @@ static int check_operands(const struct fs_verb *v, const struct fs_opts *o,
 	return 0;
 }
 
+/*
+ * The argv a verb is parsed from: "sbxcat", the options, the words after
+ * VERB.  Options may come before KEY and between KEY and VERB too
+ * (sbxcat fs --json KEY ls, sbxcat fs KEY --tenant T read x): they are
+ * moved after the verb, where getopt sees them all.  *key and *verb (the
+ * index of VERB in argv) are set when found, else left.  NULL when help
+ * was asked for (-h or --help anywhere).
+ */
+static char **verb_argv(int argc, char **argv, const char **key, int *verb,
+			int *n)
+{
+	char **args = xcalloc((size_t)argc + 1, sizeof(*args));
+
+	*n = 0;
+	for (int k = 1; k < argc && !*verb; k++) {
+		if (strcmp(argv[k], "-h") == 0 ||
+		    strcmp(argv[k], "--help") == 0) {
+			free(args);
+			return NULL;
+		}
+		if (argv[k][0] == '-' && argv[k][1]) {
+			args[(*n)++] = argv[k];
+			if (takes_value(argv[k]) && k + 1 < argc)
+				args[(*n)++] = argv[++k];
+		} else if (!*key) {
+			*key = argv[k];
+		} else {
+			*verb = k;
+		}
+	}
+	memmove(args + 1, args, (size_t)*n * sizeof(*args));
+	args[0] = argv[0]; /* "sbxcat", for getopt's messages */
+	(*n)++;
+	for (int k = *verb ? *verb + 1 : argc; k < argc; k++)
+		args[(*n)++] = argv[k];
+	return args;
+}
+
+/* The verb named by the words before it, or NULL after a usage error. */
+static const struct fs_verb *which_verb(const char *key, const char *word,
+					int *rc)
+{
+	struct strbuf list = STRBUF_INIT;
+
+	if (word)
+		return find_verb(word, rc);
+	if (!key) {
+		*rc = cmd_usage_error(&cmd_fs_entry,
+				      "which session? KEY is missing");
+		return NULL;
+	}
+	add_verb_list(&list);
+	*rc = cmd_usage_error(&cmd_fs_entry,
+			      "which operation? VERB is missing (%s)",
+			      strbuf_str(&list));
+	strbuf_release(&list);
+	return NULL;
+}
+
 static int fs_main(struct sbx_ctx *ctx, int argc, char **argv)
 {
 	const struct cmd_entry *cmd = &cmd_fs_entry;
-	const struct fs_verb *v = NULL;
+	const struct fs_verb *v;
 	struct fs_opts o = {0};
 	struct sbx_error *err = NULL;
 	const char *key = NULL;
-	char **args;
-	int nargs = 0, verb = 0, first, rc = 0;
+	int nargs, verb = 0, first, rc = 0;
+	char **args = verb_argv(argc, argv, &key, &verb, &nargs);
 
-	/* Options may come before KEY and between KEY and VERB too
-	 * (sbxcat fs --json KEY ls, sbxcat fs KEY --tenant T read x): they
-	 * are moved after the verb, where getopt sees them all. */
-	args = xcalloc((size_t)argc + 1, sizeof(*args));
-	for (int k = 1; k < argc; k++) {
-		if (argv[k][0] == '-' && argv[k][1]) {
-			if (strcmp(argv[k], "-h") == 0 ||
-			    strcmp(argv[k], "--help") == 0) {
-				cmd_print_help(stdout, cmd);
-				free(args);
-				return 0;
-			}
-			args[nargs++] = argv[k];
-			if (takes_value(argv[k]) && k + 1 < argc)
-				args[nargs++] = argv[++k];
-		} else if (!key) {
-			key = argv[k];
-		} else {
-			verb = k;
-			break;
-		}
+	if (!args) {
+		cmd_print_help(stdout, cmd);
+		return SBX_EXIT_OK;
 	}
-	if (!key) {
-		rc = cmd_usage_error(cmd, "which session? KEY is missing");
-	} else if (!verb) {
-		struct strbuf list = STRBUF_INIT;
-
-		add_verb_list(&list);
-		rc = cmd_usage_error(cmd,
-				     "which operation? VERB is missing (%s)",
-				     strbuf_str(&list));
-		strbuf_release(&list);
-	} else {
-		v = find_verb(argv[verb], &rc);
-	}
-	if (rc) {
-		free(args);
-		return rc;
-	}
-	/* argv of the verb: its name, the options moved, the rest. */
-	memmove(args + 1, args, (size_t)nargs * sizeof(*args));
-	args[0] = argv[0]; /* "sbxcat", for getopt's messages */
-	nargs++;
-	for (int k = verb + 1; k < argc; k++)
-		args[nargs++] = argv[k];
-	rc = cmd_options_parse(ctx, cmd, fs_options, 1u << (v - verbs),
-			       v->name, &o, nargs, args, &first);
+	v = which_verb(key, verb && key ? argv[verb] : NULL, &rc);
+	if (v)
+		rc = cmd_options_parse(ctx, cmd, fs_options, 1u << (v - verbs),
+				       v->name, &o, nargs, args, &first);
 	if (rc < 0) /* help, asked inside a group of short options (-Rh) */
 		rc = SBX_EXIT_OK, v = NULL;
 	if (v && !rc)
@@ -706,7 +726,8 @@ static int fs_main(struct sbx_ctx *ctx, int argc, char **argv)
 	if (v && !rc)
 		rc = cmd_setup(ctx, CMD_NEEDS_CALL);
 	if (v && !rc) {
-		struct fs_call c = {ctx, key, &o, (const char *const *)args + first,
+		struct fs_call c = {ctx, key, &o,
+				    (const char *const *)args + first,
 				    (size_t)(nargs - first)};
 
 		ctx->call.tenant = cmd_identity(o.tenant, "SBXCAT_TENANT");
@@ -727,8 +748,11 @@ const struct cmd_entry cmd_fs_entry = {
     .usage = "KEY VERB [ARGS] [--tenant T] [--json]",
     .summary = "workspace files from the host side: the verbs below",
     .exec = fs_main,
+    /* The verbs' lines, one string made from the list. */
+    /* clang-format off */
     .epilog = "Verbs:\n" FS_VERBS(HELP_LINE)
 	"Every verb takes --tenant T and --json; options may come before KEY "
 	"too.\nPaths are relative to the workspace and resolved beneath it; "
 	"see docs/workspace.md.",
+    /* clang-format on */
 };

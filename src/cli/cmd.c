@@ -176,12 +176,18 @@ int cmd_options_parse_from(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
 		strbuf_addch(&shorts, '+');
 	strbuf_addstr(&shorts, COMMON_SHORTOPTS);
 	for (size_t i = 0; i < n; i++) {
+		/* A name given twice is one long option with two letters (-R
+		 * and -r): its first's, so getopt sees no ambiguity in it. */
+		size_t f = 0;
+
+		while (strcmp(opts[f].name, opts[i].name) != 0)
+			f++;
 		longopts[i].name = opts[i].name;
 		longopts[i].has_arg = opts[i].kind == CMD_OPT_FLAG
 					  ? no_argument
 					  : required_argument;
-		longopts[i].val = opts[i].letter ? opts[i].letter
-						 : 256 + (int)i;
+		longopts[i].val =
+		    opts[f].letter ? opts[f].letter : 256 + (int)f;
 		if (opts[i].letter) {
 			strbuf_addch(&shorts, (char)opts[i].letter);
 			if (opts[i].kind != CMD_OPT_FLAG)
@@ -200,7 +206,8 @@ int cmd_options_parse_from(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
 		if (c == -1)
 			break;
 		for (size_t i = 0; i < n && !o; i++)
-			if (c == longopts[i].val)
+			if (c ==
+			    (opts[i].letter ? opts[i].letter : 256 + (int)i))
 				o = &opts[i];
 		if (!o) {
 			rc = cmd_common_option(ctx, cmd, c, optarg);

@@ -340,13 +340,12 @@ static int fs_begin(struct fs_op *o, const struct svc *s,
 static void fs_record(struct fs_op *o, const struct sbx_error *why,
 		      struct sbx_error **aerr)
 {
-	cleanup_free char *target = o->verbatim
-					? xstrdup(o->target)
-					: workspace_path_shown(o->target);
+	cleanup_free char *target =
+	    o->verbatim ? xstrdup(o->target) : workspace_path_shown(o->target);
 	struct audit_event ev = {
 	    .op = o->op,
-	    .tenant = o->found ? o->rec.tenant
-			       : (o->call ? o->call->tenant : NULL),
+	    .tenant =
+		o->found ? o->rec.tenant : (o->call ? o->call->tenant : NULL),
 	    .session_key = o->found ? o->rec.key : NULL,
 	    .asked_key = o->found ? NULL : o->key,
 	    .runtime = o->found ? o->rec.runtime : NULL,
@@ -385,10 +384,8 @@ static int fs_end(struct fs_op *o, struct sbx_error **err)
 			sbx_error_free(&terr);
 	}
 	if (aerr) {
-		if (*err) {
-			svc_warn(o->call, "%s", (*err)->msg);
-			sbx_error_free(err);
-		}
+		/* The operation's own failure, if any, is said first. */
+		sbx_error_chain(&aerr, err);
 		*err = aerr;
 	}
 	svc_audit_close(o->call, o->au);
@@ -415,16 +412,16 @@ static const char *need(const char *path)
 /* ---- write ---- */
 
 int svc_fs_write(const struct svc *s, const struct svc_call *call,
-		 const struct svc_fs_write_req *req, struct svc_fs_write_res *res,
-		 struct sbx_error **err)
+		 const struct svc_fs_write_req *req,
+		 struct svc_fs_write_res *res, struct sbx_error **err)
 {
 	struct fs_op o;
 
 	memset(res, 0, sizeof(*res));
 	if (fs_begin(&o, s, call, req->key, AUDIT_WRITE, need(req->path), false,
 		     need(req->path), false, err) == 0 &&
-	    workspace_write(&o.ws, o.rel, need(req->path), req->in_fd, &res->bytes,
-			    &res->created, err) == 0) {
+	    workspace_write(&o.ws, o.rel, need(req->path), req->in_fd,
+			    &res->bytes, &res->created, err) == 0) {
 		o.bytes = (long long)res->bytes;
 		o.detail = res->created ? "created" : "replaced";
 		res->path = xstrdup(o.rel);
@@ -448,8 +445,8 @@ void svc_fs_write_res_release(struct svc_fs_write_res *res)
 
 /* The document of a read, its lines streamed. */
 static int read_json(const struct svc_sink *sink, const char *rel,
-		     unsigned long long offset,
-		     const struct workspace_lines *l, struct sbx_error **err)
+		     unsigned long long offset, const struct workspace_lines *l,
+		     struct sbx_error **err)
 {
 	json_t *o = path_doc(rel);
 	struct json_stream js;
@@ -481,8 +478,8 @@ static int read_op(struct fs_op *o, const struct svc_fs_read_req *req,
 {
 	struct workspace_lines l = {0};
 	unsigned long long offset = req->offset ? req->offset : 1;
-	unsigned long long limit = req->limit ? req->limit
-					      : SVC_FS_READ_LIMIT_DEFAULT;
+	unsigned long long limit =
+	    req->limit ? req->limit : SVC_FS_READ_LIMIT_DEFAULT;
 	int rc = 0;
 
 	if (workspace_read_lines(&o->ws, o->rel, need(req->path), offset, limit,
@@ -531,72 +528,82 @@ void svc_fs_read_res_release(struct svc_fs_read_res *res)
 
 /* ---- read-bytes ---- */
 
+/* A read of path that failed with errno e: cancelled, when the flag is up
+ * (the read was interrupted for it), else the machine's. */
+static int read_failed(const struct fs_op *o, const char *path, int e,
+		       struct sbx_error **err)
+{
+	int sig = e == EINTR ? workspace_cancelled(&o->ws) : 0;
+	struct strbuf sb = STRBUF_INIT;
+	int rc;
+
+	text_add_escaped(&sb, path, strlen(path));
+	if (sig)
+		rc = sbx_error_set(err, SBX_E_CANCELLED, 0,
+				   "'%s' was being read when signal %d came",
+				   strbuf_str(&sb), sig);
+	else
+		rc = sbx_error_set(err, SBX_E_UNAVAILABLE, e,
+				   "cannot read '%s'", strbuf_str(&sb));
+	strbuf_release(&sb);
+	return rc;
+}
+
+/* The file's bytes to req->out, or into data (json_doc); *total of them,
+ * never more than the read limit the open checked them against. */
+static int copy_out(const struct fs_op *o, int fd, const char *path,
+		    const struct svc_fs_read_bytes_req *req,
+		    struct strbuf *data, unsigned long long *total,
+		    struct sbx_error **err)
+{
+	cleanup_free char *buf = xmalloc(65536);
+	unsigned long long max = o->ws.max_read;
+
+	for (;;) {
+		ssize_t n = read(fd, buf, 65536);
+
+		if (n < 0 && errno == EINTR && !workspace_cancelled(&o->ws))
+			continue;
+		if (n < 0)
+			return read_failed(o, path, errno, err);
+		if (n == 0)
+			return 0;
+		/* Never more than was checked: a file that grows while it
+		 * is read is cut at the size fstat gave. */
+		if (*total + (unsigned long long)n > max)
+			n = (ssize_t)(max - *total);
+		*total += (unsigned long long)n;
+		if (req->json_doc)
+			strbuf_add(data, buf, (size_t)n);
+		else if (svc_sink_write(req->out, buf, (size_t)n, err) < 0)
+			return -1;
+		if (*total >= max)
+			return 0;
+	}
+}
+
 static int read_bytes_op(struct fs_op *o,
 			 const struct svc_fs_read_bytes_req *req,
 			 struct svc_fs_read_bytes_res *res,
 			 struct sbx_error **err)
 {
 	const char *path = need(req->path);
-	struct stat st;
-	int fd = workspace_open_read(&o->ws, o->rel, path, &st, err);
 	struct strbuf data = STRBUF_INIT;
-	cleanup_free char *buf = NULL;
-	unsigned long long total = 0, max = o->ws.max_read;
-	int rc = 0;
+	struct stat st;
+	int fd = workspace_open_read(&o->ws, o->rel, path, &st, err), rc;
 
 	if (fd < 0)
 		return -1;
-	buf = xmalloc(65536);
-	for (;;) {
-		ssize_t n = read(fd, buf, 65536);
-
-		if (n < 0 && errno == EINTR && !workspace_cancelled(&o->ws))
-			continue;
-		if (n < 0 && errno == EINTR) {
-			struct strbuf sb = STRBUF_INIT;
-
-			text_add_escaped(&sb, path, strlen(path));
-			rc = sbx_error_set(err, SBX_E_CANCELLED, 0,
-					   "'%s' was being read when signal %d "
-					   "came",
-					   strbuf_str(&sb),
-					   workspace_cancelled(&o->ws));
-			strbuf_release(&sb);
-			break;
-		}
-		if (n < 0) {
-			struct strbuf sb = STRBUF_INIT;
-
-			text_add_escaped(&sb, path, strlen(path));
-			rc = sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
-					   "cannot read '%s'", strbuf_str(&sb));
-			strbuf_release(&sb);
-			break;
-		}
-		if (n == 0)
-			break;
-		/* Never more than was checked: a file that grows while it
-		 * is read is cut at the size fstat gave. */
-		if (total + (unsigned long long)n > max)
-			n = (ssize_t)(max - total);
-		total += (unsigned long long)n;
-		if (req->json_doc)
-			strbuf_add(&data, buf, (size_t)n);
-		else if (svc_sink_write(req->out, buf, (size_t)n, err) < 0)
-			rc = -1;
-		if (rc < 0 || total >= max)
-			break;
-	}
+	rc = copy_out(o, fd, path, req, &data, &res->bytes, err);
 	close(fd);
-	o->bytes = (long long)total;
-	res->bytes = total;
+	o->bytes = (long long)res->bytes;
 	if (rc == 0 && req->json_doc) {
 		res->doc = path_doc(o->rel);
 		json_object_set_new(res->doc, "bytes",
-				    json_integer((json_int_t)total));
-		json_object_set_new(res->doc, "content_base64",
-				    xjson_base64(data.buf ? data.buf : "",
-						 data.len));
+				    json_integer((json_int_t)res->bytes));
+		json_object_set_new(
+		    res->doc, "content_base64",
+		    xjson_base64(data.buf ? data.buf : "", data.len));
 	}
 	strbuf_release(&data);
 	return rc;
@@ -659,8 +666,8 @@ static void walk_opts_from(const struct fs_op *o, const struct svc_fs_bounds *b,
 			   struct walk_opts *w)
 {
 	memset(w, 0, sizeof(*w));
-	w->max_depth = (unsigned)(b->max_depth ? b->max_depth
-					       : WALK_DEPTH_DEFAULT);
+	w->max_depth =
+	    (unsigned)(b->max_depth ? b->max_depth : WALK_DEPTH_DEFAULT);
 	w->max_entries =
 	    (size_t)(b->max_entries ? b->max_entries : WALK_ENTRIES_DEFAULT);
 	w->all = b->all;
@@ -672,13 +679,11 @@ static void walk_opts_from(const struct fs_op *o, const struct svc_fs_bounds *b,
  * (l), and its entries to the JSON stream or to entry (doc, the members
  * before the array, consumed).  The walk's problems move to l.
  */
-static int listing_end(struct fs_op *o, const struct walk_opts *wo,
-		       const char *what, json_t *doc, struct walk_result *w,
-		       const struct svc_sink *json,
-		       int (*entry)(void *, const struct walk_entry *,
-				    struct sbx_error **),
-		       void *arg, struct svc_fs_listing *l,
-		       struct sbx_error **err)
+static int listing_end(
+    struct fs_op *o, const struct walk_opts *wo, const char *what, json_t *doc,
+    struct walk_result *w, const struct svc_sink *json,
+    int (*entry)(void *, const struct walk_entry *, struct sbx_error **),
+    void *arg, struct svc_fs_listing *l, struct sbx_error **err)
 {
 	o->results = (long long)w->n;
 	if (w->truncated)
@@ -807,8 +812,8 @@ static bool has_dotdot(const char *p)
 }
 
 /* The pattern checked: its syntax, and that it stays beneath. */
-static int glob_check_pattern(const char *pattern, const char *base,
-			      char **rel, struct sbx_error **err)
+static int glob_check_pattern(const char *pattern, const char *base, char **rel,
+			      struct sbx_error **err)
 {
 	const char *why = glob_check(pattern);
 	struct strbuf sb = STRBUF_INIT;
@@ -878,8 +883,8 @@ int svc_fs_glob(const struct svc *s, const struct svc_call *call,
 
 	memset(res, 0, sizeof(*res));
 	/* glob's target is its pattern, as given: not a path */
-	if (fs_begin(&o, s, call, req->key, AUDIT_GLOB_INFO, req->pattern,
-		     true, NULL, true, err) == 0)
+	if (fs_begin(&o, s, call, req->key, AUDIT_GLOB_INFO, req->pattern, true,
+		     NULL, true, err) == 0)
 		glob_op(&o, req, res, err);
 	return fs_end(&o, err);
 }
@@ -908,7 +913,8 @@ static int grep_emit(void *ctx, const struct grep_match *m)
 		json_t *o = json_object();
 
 		xjson_set_path(o, "path", m->path);
-		json_object_set_new(o, "line", json_integer((json_int_t)m->line));
+		json_object_set_new(o, "line",
+				    json_integer((json_int_t)m->line));
 		json_object_set_new(o, "text", xjson_text(t));
 		json_object_set_new(o, "cut", json_boolean(m->cut));
 		stream_item(&g->js, o);
@@ -943,29 +949,40 @@ static json_t *grep_doc(const char *pattern, const struct grep_stats *st,
 	return doc;
 }
 
+/* The search's options from the request, and the bounds that apply in
+ * res. */
+static void grep_opts_from(const struct fs_op *o,
+			   const struct svc_fs_grep_req *req,
+			   struct grep_opts *go, struct svc_fs_grep_res *res)
+{
+	memset(go, 0, sizeof(*go));
+	go->pattern = req->pattern;
+	go->fixed = req->fixed;
+	go->icase = req->icase;
+	go->include = req->include;
+	walk_opts_from(o, &req->bounds, &go->walk);
+	go->walk.hidden = req->hidden;
+	go->max_count =
+	    req->max_count ? req->max_count : GREP_MAX_COUNT_DEFAULT;
+	go->budget_ms = req->timeout_s ? (long long)req->timeout_s * 1000
+				       : GREP_BUDGET_MS_DEFAULT;
+	go->max_read = o->ws.max_read;
+	res->max_count = go->max_count;
+	res->max_read = go->max_read;
+	res->max_depth = go->walk.max_depth;
+	res->max_entries = go->walk.max_entries;
+	res->budget_ms = go->budget_ms;
+}
+
 static int grep_op(struct fs_op *o, const struct svc_fs_grep_req *req,
 		   struct svc_fs_grep_res *res, struct sbx_error **err)
 {
-	struct grep_opts go = {0};
+	struct grep_opts go;
 	struct grep_out out = {.req = req};
 	struct grep *g = NULL;
 	int rc = -1;
 
-	go.pattern = req->pattern;
-	go.fixed = req->fixed;
-	go.icase = req->icase;
-	go.include = req->include;
-	walk_opts_from(o, &req->bounds, &go.walk);
-	go.walk.hidden = req->hidden;
-	go.max_count = req->max_count ? req->max_count : GREP_MAX_COUNT_DEFAULT;
-	go.budget_ms = req->timeout_s ? (long long)req->timeout_s * 1000
-				      : GREP_BUDGET_MS_DEFAULT;
-	go.max_read = o->ws.max_read;
-	res->max_count = go.max_count;
-	res->max_read = go.max_read;
-	res->max_depth = go.walk.max_depth;
-	res->max_entries = go.walk.max_entries;
-	res->budget_ms = go.budget_ms;
+	grep_opts_from(o, req, &go, res);
 	if (grep_new(&go, &g, err) < 0 ||
 	    workspace_path_check(or_dot(req->path), true, &o->rel, err) < 0)
 		goto out;
@@ -991,14 +1008,13 @@ static int grep_op(struct fs_op *o, const struct svc_fs_grep_req *req,
 		    : res->st.truncated_matches ? "stopped at the match bound"
 		    : res->st.truncated		? "listing stopped at a bound"
 						: NULL;
-	res->why = res->st.out_of_time	      ? "time"
+	res->why = res->st.out_of_time	       ? "time"
 		   : res->st.truncated_matches ? "matches"
-		   : res->st.truncated	      ? res->st.why
-						      : NULL;
+		   : res->st.truncated	       ? res->st.why
+					       : NULL;
 	if (req->json)
-		rc = stream_end(&out.js,
-				grep_doc(req->pattern, &res->st, res->why),
-				err);
+		rc = stream_end(
+		    &out.js, grep_doc(req->pattern, &res->st, res->why), err);
 	else
 		rc = 0;
 out:
@@ -1076,10 +1092,10 @@ int svc_fs_stat(const struct svc *s, const struct svc_call *call,
 	struct stat st;
 
 	memset(res, 0, sizeof(*res));
-	if (fs_begin(&o, s, call, req->key, AUDIT_LS_INFO, need(req->path), false,
-		     need(req->path), false, err) == 0 &&
-	    workspace_stat(&o.ws, o.rel, need(req->path), &st, &res->target, err) ==
-		0) {
+	if (fs_begin(&o, s, call, req->key, AUDIT_LS_INFO, need(req->path),
+		     false, need(req->path), false, err) == 0 &&
+	    workspace_stat(&o.ws, o.rel, need(req->path), &st, &res->target,
+			   err) == 0) {
 		o.bytes = (long long)st.st_size;
 		o.results = 1;
 		stat_res(o.rel, &st, res);

@@ -29,8 +29,8 @@
  *
  * Errors carry their kind (error.h) and the module's own words (no
  * command-line flag).  When the row of an operation that failed cannot be
- * written either, the operation's error goes to call->warn and *err is
- * the audit's (the row is what no door may lose).
+ * written either, *err is the audit's, the operation's chained before it
+ * (sbx_error_chain: the row is what no door may lose).
  *
  * Ownership: requests are borrowed for the call; results are the
  * caller's, released with their _res_release (which decrefs doc); what a
@@ -69,8 +69,8 @@ struct svc_fs_write_res {
 	json_t *doc; /* {path, bytes, created} */
 };
 int svc_fs_write(const struct svc *s, const struct svc_call *call,
-		 const struct svc_fs_write_req *req, struct svc_fs_write_res *res,
-		 struct sbx_error **err);
+		 const struct svc_fs_write_req *req,
+		 struct svc_fs_write_res *res, struct sbx_error **err);
 void svc_fs_write_res_release(struct svc_fs_write_res *res);
 
 /* ---- read: numbered lines of a text file ---- */
@@ -89,9 +89,9 @@ struct svc_fs_read_res {
 	size_t len, n;
 	unsigned long long first;
 	/* Both: what follows them. */
-	long long lines_left; /* -1: not counted (a slice of a big file) */
-	bool more, cut;	      /* cut: stopped at the read limit */
-	unsigned long long next;     /* the offset that reads on */
+	long long lines_left;	 /* -1: not counted (a slice of a big file) */
+	bool more, cut;		 /* cut: stopped at the read limit */
+	unsigned long long next; /* the offset that reads on */
 	unsigned long long max_read; /* the read limit that applied */
 };
 int svc_fs_read(const struct svc *s, const struct svc_call *call,
@@ -148,7 +148,7 @@ struct svc_fs_listing {
 	bool truncated;	  /* a bound stopped it: why "entries" or "depth" */
 	bool out_of_time; /* the time budget stopped it: why "time" */
 	const char *why;
-	unsigned max_depth;	/* the bounds that applied */
+	unsigned max_depth; /* the bounds that applied */
 	size_t max_entries;
 	long long budget_ms;
 	/* Directories that could not be read, skipped (walk.h). */

@@ -22,11 +22,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "basic/clock.h"
 #include "basic/alloc.h"
+#include "basic/clock.h"
 #include "basic/error.h"
-#include "workspace/grep.h"
 #include "basic/text.h"
+#include "workspace/grep.h"
 #include "workspace/walk.h"
 #include "workspace/workspace.h"
 

@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "basic/clock.h"
 #include "basic/alloc.h"
+#include "basic/clock.h"
 #include "basic/error.h"
 #include "basic/text.h"
 #include "workspace/walk.h"
@@ -197,8 +197,8 @@ static bool must_stop(const struct workspace *w, const struct walk_opts *o)
  * so (a directory of millions of names takes seconds to read).
  */
 static int read_names(const struct workspace *w, DIR *d,
-		      const struct walk_opts *o, const char *dir,
-		      size_t keep, struct names *nm)
+		      const struct walk_opts *o, const char *dir, size_t keep,
+		      struct names *nm)
 {
 	struct dirent *de;
 	size_t seen = 0;

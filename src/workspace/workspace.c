@@ -19,8 +19,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "basic/clock.h"
 #include "basic/alloc.h"
+#include "basic/clock.h"
 #include "basic/error.h"
 #include "basic/fileio.h"
 #include "basic/text.h"
@@ -444,8 +444,8 @@ static int past_end(const char *shown, unsigned long long lines,
 		    unsigned long long offset, struct sbx_error **err)
 {
 	return refuse_r(err, "past the end", shown,
-		      "has %llu line%s; line %llu is past the end", lines,
-		      lines == 1 ? "" : "s", offset);
+			"has %llu line%s; line %llu is past the end", lines,
+			lines == 1 ? "" : "s", offset);
 }
 
 static size_t count_newlines(const char *s, size_t len)
@@ -1460,12 +1460,11 @@ int workspace_rm(const struct workspace *w, const char *rel, const char *shown,
 		} else if (errno == ENOTEMPTY || errno == EEXIST) {
 			if (!recursive)
 				rc = refuse_r(err, "directory not empty", shown,
-					    "is a directory that is not "
-					    "empty; only a recursive remove "
-					    "removes it");
+					      "is a directory that is not "
+					      "empty; only a recursive remove "
+					      "removes it");
 			else
-				rc = rm_tree(w, pfd, name, shown, removed,
-					     err);
+				rc = rm_tree(w, pfd, name, shown, removed, err);
 		} else if (errno != ENOTDIR && errno != ENOENT) {
 			rc = refuse(err, status_of(errno), errno, shown,
 				    "cannot be removed");
