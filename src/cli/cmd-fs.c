@@ -263,22 +263,53 @@ static void bounds_from(const struct fs_opts *o, struct svc_fs_bounds *b)
 
 /* ---- the verbs ---- */
 
+/*
+ * Each verb: its request from the command line, the one svc call, the
+ * result rendered (text, or the document when --json and svc did not
+ * stream it), the result released whatever happened.
+ */
 static int run_write(const struct fs_call *c, struct sbx_error **err)
 {
 	struct svc_fs_write_req req = {c->key, c->args[0], STDIN_FILENO};
 	struct svc_fs_write_res res;
 	struct strbuf sb = STRBUF_INIT;
+	int rc = svc_fs_write(&c->ctx->svc, &c->ctx->call, &req, &res, err);
 
-	if (svc_fs_write(&c->ctx->svc, &c->ctx->call, &req, &res, err) < 0)
-		return -1;
-	if (c->ctx->json)
+	if (rc == 0 && c->ctx->json)
 		print_doc(res.doc);
-	else
+	else if (rc == 0)
 		printf("wrote %llu bytes to '%s'\n", res.bytes,
 		       shown(&sb, req.path));
 	strbuf_release(&sb);
 	svc_fs_write_res_release(&res);
-	return 0;
+	return rc;
+}
+
+/* read's lines as cat -n numbers them, then what follows them. */
+static void print_lines(const struct svc_fs_read_res *r)
+{
+	size_t pos = 0;
+
+	for (size_t i = 0; i < r->n; i++) {
+		const char *line = r->text + pos;
+		const char *nl = memchr(line, '\n', r->len - pos);
+		size_t len = nl ? (size_t)(nl - line) : r->len - pos;
+
+		printf("%6llu\t", r->first + i);
+		put_text(line, len);
+		putchar('\n');
+		pos += len + (nl != NULL);
+	}
+	if (r->cut)
+		printf("... output stopped at the %llu-byte read limit; read "
+		       "on with --offset %llu\n",
+		       r->max_read, r->next);
+	else if (r->lines_left > 0)
+		printf("... %lld more line%s; read on with --offset %llu\n",
+		       r->lines_left, r->lines_left == 1 ? "" : "s", r->next);
+	else if (r->lines_left < 0 && r->more)
+		printf("... more lines follow; read on with --offset %llu\n",
+		       r->next);
 }
 
 static int run_read(const struct fs_call *c, struct sbx_error **err)
@@ -291,35 +322,12 @@ static int run_read(const struct fs_call *c, struct sbx_error **err)
 	    .json = json_sink(c),
 	};
 	struct svc_fs_read_res res;
-	size_t pos = 0;
+	int rc = svc_fs_read(&c->ctx->svc, &c->ctx->call, &req, &res, err);
 
-	if (svc_fs_read(&c->ctx->svc, &c->ctx->call, &req, &res, err) < 0)
-		return -1;
-	for (size_t i = 0; !req.json && i < res.n; i++) {
-		const char *line = res.text + pos;
-		const char *nl = memchr(line, '\n', res.len - pos);
-		size_t len = nl ? (size_t)(nl - line) : res.len - pos;
-
-		printf("%6llu\t", res.first + i);
-		put_text(line, len);
-		putchar('\n');
-		pos += len + (nl != NULL);
-	}
-	if (req.json)
-		;
-	else if (res.cut)
-		printf("... output stopped at the %llu-byte read limit; read "
-		       "on with --offset %llu\n",
-		       res.max_read, res.next);
-	else if (res.lines_left > 0)
-		printf("... %lld more line%s; read on with --offset %llu\n",
-		       res.lines_left, res.lines_left == 1 ? "" : "s",
-		       res.next);
-	else if (res.lines_left < 0 && res.more)
-		printf("... more lines follow; read on with --offset %llu\n",
-		       res.next);
+	if (rc == 0 && !req.json)
+		print_lines(&res);
 	svc_fs_read_res_release(&res);
-	return 0;
+	return rc;
 }
 
 static int run_read_bytes(const struct fs_call *c, struct sbx_error **err)
@@ -327,13 +335,13 @@ static int run_read_bytes(const struct fs_call *c, struct sbx_error **err)
 	struct svc_fs_read_bytes_req req = {c->key, c->args[0], c->ctx->json,
 					    &stdout_sink};
 	struct svc_fs_read_bytes_res res;
+	int rc =
+	    svc_fs_read_bytes(&c->ctx->svc, &c->ctx->call, &req, &res, err);
 
-	if (svc_fs_read_bytes(&c->ctx->svc, &c->ctx->call, &req, &res, err) < 0)
-		return -1;
-	if (res.doc)
+	if (rc == 0 && res.doc)
 		print_doc(res.doc);
 	svc_fs_read_bytes_res_release(&res);
-	return 0;
+	return rc;
 }
 
 static int run_edit(const struct fs_call *c, struct sbx_error **err)
@@ -342,17 +350,16 @@ static int run_edit(const struct fs_call *c, struct sbx_error **err)
 				      c->o->all};
 	struct svc_fs_edit_res res;
 	struct strbuf sb = STRBUF_INIT;
+	int rc = svc_fs_edit(&c->ctx->svc, &c->ctx->call, &req, &res, err);
 
-	if (svc_fs_edit(&c->ctx->svc, &c->ctx->call, &req, &res, err) < 0)
-		return -1;
-	if (c->ctx->json)
+	if (rc == 0 && c->ctx->json)
 		print_doc(res.doc);
-	else
+	else if (rc == 0)
 		printf("replaced %zu occurrence%s in '%s'\n", res.replaced,
 		       res.replaced == 1 ? "" : "s", shown(&sb, req.path));
 	strbuf_release(&sb);
 	svc_fs_edit_res_release(&res);
-	return 0;
+	return rc;
 }
 
 static int run_ls(const struct fs_call *c, struct sbx_error **err)
@@ -365,14 +372,14 @@ static int run_ls(const struct fs_call *c, struct sbx_error **err)
 	    .entry = print_entry,
 	};
 	struct svc_fs_ls_res res;
+	int rc;
 
 	bounds_from(c->o, &req.bounds);
-	if (svc_fs_ls(&c->ctx->svc, &c->ctx->call, &req, &res, err) < 0)
-		return -1;
-	if (!req.json)
+	rc = svc_fs_ls(&c->ctx->svc, &c->ctx->call, &req, &res, err);
+	if (rc == 0 && !req.json)
 		listing_end(&res.l);
 	svc_fs_ls_res_release(&res);
-	return 0;
+	return rc;
 }
 
 static int run_glob(const struct fs_call *c, struct sbx_error **err)
@@ -385,14 +392,14 @@ static int run_glob(const struct fs_call *c, struct sbx_error **err)
 	    .entry = print_entry,
 	};
 	struct svc_fs_glob_res res;
+	int rc;
 
 	bounds_from(c->o, &req.bounds);
-	if (svc_fs_glob(&c->ctx->svc, &c->ctx->call, &req, &res, err) < 0)
-		return -1;
-	if (!req.json)
+	rc = svc_fs_glob(&c->ctx->svc, &c->ctx->call, &req, &res, err);
+	if (rc == 0 && !req.json)
 		listing_end(&res.l);
 	svc_fs_glob_res_release(&res);
-	return 0;
+	return rc;
 }
 
 /* path:line:text, as grep -n. */
@@ -477,12 +484,10 @@ static int run_grep(const struct fs_call *c, struct sbx_error **err)
 	bounds_from(c->o, &req.bounds);
 	rc = svc_fs_grep(&c->ctx->svc, &c->ctx->call, &req, &res, err);
 	strbuf_release(&line);
-	if (rc < 0)
-		return -1;
-	if (!req.json)
+	if (rc == 0 && !req.json)
 		grep_report(&res);
 	svc_fs_grep_res_release(&res);
-	return 0;
+	return rc;
 }
 
 static int run_stat(const struct fs_call *c, struct sbx_error **err)
@@ -491,12 +496,11 @@ static int run_stat(const struct fs_call *c, struct sbx_error **err)
 	struct svc_fs_stat_res res;
 	struct strbuf sb = STRBUF_INIT;
 	char t[32];
+	int rc = svc_fs_stat(&c->ctx->svc, &c->ctx->call, &req, &res, err);
 
-	if (svc_fs_stat(&c->ctx->svc, &c->ctx->call, &req, &res, err) < 0)
-		return -1;
-	if (c->ctx->json) {
+	if (rc == 0 && c->ctx->json) {
 		print_doc(res.doc);
-	} else {
+	} else if (rc == 0) {
 		printf("path: %s\n", shown(&sb, res.path));
 		printf("type: %s\nsize: %llu\nmode: %04o\nuid: %lu\ngid: %lu\n",
 		       res.type, res.size, res.mode, res.uid, res.gid);
@@ -507,7 +511,7 @@ static int run_stat(const struct fs_call *c, struct sbx_error **err)
 	}
 	strbuf_release(&sb);
 	svc_fs_stat_res_release(&res);
-	return 0;
+	return rc;
 }
 
 static int run_rm(const struct fs_call *c, struct sbx_error **err)
@@ -515,19 +519,18 @@ static int run_rm(const struct fs_call *c, struct sbx_error **err)
 	struct svc_fs_rm_req req = {c->key, c->args[0], c->o->recursive};
 	struct svc_fs_rm_res res;
 	struct strbuf sb = STRBUF_INIT;
+	int rc = svc_fs_rm(&c->ctx->svc, &c->ctx->call, &req, &res, err);
 
-	if (svc_fs_rm(&c->ctx->svc, &c->ctx->call, &req, &res, err) < 0)
-		return -1;
-	if (c->ctx->json)
+	if (rc == 0 && c->ctx->json)
 		print_doc(res.doc);
-	else if (req.recursive)
+	else if (rc == 0 && req.recursive)
 		printf("removed '%s' (%llu entr%s)\n", shown(&sb, req.path),
 		       res.removed, res.removed == 1 ? "y" : "ies");
-	else
+	else if (rc == 0)
 		printf("removed '%s'\n", shown(&sb, req.path));
 	strbuf_release(&sb);
 	svc_fs_rm_res_release(&res);
-	return 0;
+	return rc;
 }
 
 #define VERB_ROW(id, nm, mn, mx, us, sm) [V_##id] = {nm, mn, mx, us, run_##id},

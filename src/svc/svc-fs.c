@@ -236,6 +236,19 @@ static json_t *path_doc(const char *rel)
 	return o;
 }
 
+/* path, or the workspace itself (ls, glob, grep). */
+static const char *or_dot(const char *path)
+{
+	return path ? path : ".";
+}
+
+/* s, or "" for none: a path refused as the workspace itself where a verb
+ * needs one, a pattern or an old text refused as empty. */
+static const char *need(const char *path)
+{
+	return path ? path : "";
+}
+
 /*
  * ---- the transaction every verb shares ----
  *
@@ -304,7 +317,7 @@ static int fs_begin(struct fs_op *o, const struct svc *s,
 	memset(o, 0, sizeof(*o));
 	o->s = s;
 	o->call = call;
-	o->key = key;
+	o->key = need(key);
 	o->op = op;
 	o->target = target;
 	o->verbatim = verbatim;
@@ -317,7 +330,7 @@ static int fs_begin(struct fs_op *o, const struct svc *s,
 	}
 	o->started = clock_now_ms();
 	if (svc_root_open(s, &o->root, err) < 0 ||
-	    session_find(&o->root, key, call ? call->tenant : NULL, &o->rec,
+	    session_find(&o->root, o->key, call ? call->tenant : NULL, &o->rec,
 			 err) < 0)
 		return -1;
 	o->found = true;
@@ -394,19 +407,6 @@ static int fs_end(struct fs_op *o, struct sbx_error **err)
 	session_record_release(&o->rec);
 	session_root_close(&o->root);
 	return *err ? -1 : 0;
-}
-
-/* path, or the workspace itself (ls, glob, grep). */
-static const char *or_dot(const char *path)
-{
-	return path ? path : ".";
-}
-
-/* path, or "" for none: refused as the workspace itself, where a verb
- * needs a path. */
-static const char *need(const char *path)
-{
-	return path ? path : "";
 }
 
 /* ---- write ---- */
@@ -639,9 +639,10 @@ int svc_fs_edit(const struct svc *s, const struct svc_call *call,
 	memset(res, 0, sizeof(*res));
 	if (fs_begin(&o, s, call, req->key, AUDIT_EDIT, need(req->path), false,
 		     need(req->path), false, err) == 0 &&
-	    workspace_edit(&o.ws, o.rel, need(req->path), req->old,
-			   strlen(req->old), req->new, strlen(req->new),
-			   req->all, &res->replaced, &res->line, err) == 0) {
+	    workspace_edit(&o.ws, o.rel, need(req->path), need(req->old),
+			   strlen(need(req->old)), need(req->new),
+			   strlen(need(req->new)), req->all, &res->replaced,
+			   &res->line, err) == 0) {
 		o.results = (long long)res->replaced;
 		res->path = xstrdup(o.rel);
 		res->doc = path_doc(o.rel);
@@ -845,14 +846,14 @@ static int glob_check_pattern(const char *pattern, const char *base, char **rel,
 static int glob_op(struct fs_op *o, const struct svc_fs_glob_req *req,
 		   struct svc_fs_glob_res *res, struct sbx_error **err)
 {
-	struct glob_ctx g = {req->pattern, req->hidden};
-	cleanup_free char *base = glob_base(req->pattern);
+	struct glob_ctx g = {need(req->pattern), req->hidden};
+	cleanup_free char *base = glob_base(need(req->pattern));
 	struct walk_opts wo;
 	struct walk_result w = {0};
 	json_t *doc;
 	int rc = -1;
 
-	if (glob_check_pattern(req->pattern, base, &o->rel, err) < 0)
+	if (glob_check_pattern(need(req->pattern), base, &o->rel, err) < 0)
 		return -1;
 	walk_opts_from(o, &req->bounds, &wo);
 	wo.deadline_ms = clock_now_ms() + o->ws.budget_ms;
@@ -867,7 +868,7 @@ static int glob_op(struct fs_op *o, const struct svc_fs_glob_req *req,
 		sbx_error_free(err);
 	}
 	doc = json_object();
-	json_object_set_new(doc, "pattern", xjson_text(req->pattern));
+	json_object_set_new(doc, "pattern", xjson_text(need(req->pattern)));
 	rc = listing_end(o, &wo, "matches", doc, &w, req->json, req->entry,
 			 req->arg, &res->l, err);
 out:
@@ -883,8 +884,8 @@ int svc_fs_glob(const struct svc *s, const struct svc_call *call,
 
 	memset(res, 0, sizeof(*res));
 	/* glob's target is its pattern, as given: not a path */
-	if (fs_begin(&o, s, call, req->key, AUDIT_GLOB_INFO, req->pattern, true,
-		     NULL, true, err) == 0)
+	if (fs_begin(&o, s, call, req->key, AUDIT_GLOB_INFO, need(req->pattern),
+		     true, NULL, true, err) == 0)
 		glob_op(&o, req, res, err);
 	return fs_end(&o, err);
 }
@@ -956,7 +957,7 @@ static void grep_opts_from(const struct fs_op *o,
 			   struct grep_opts *go, struct svc_fs_grep_res *res)
 {
 	memset(go, 0, sizeof(*go));
-	go->pattern = req->pattern;
+	go->pattern = need(req->pattern);
 	go->fixed = req->fixed;
 	go->icase = req->icase;
 	go->include = req->include;
@@ -991,7 +992,8 @@ static int grep_op(struct fs_op *o, const struct svc_fs_grep_req *req,
 	if (req->json)
 		stream_begin(&out.js, req->json, "matches",
 			     xjson_pack("{s:o, s:[]}", "pattern",
-					xjson_text(req->pattern), "matches"));
+					xjson_text(need(req->pattern)),
+					"matches"));
 	if (grep_run(g, &o->ws, o->rel, or_dot(req->path), grep_emit, &out,
 		     &res->st, err) < 0) {
 		/* A sink or callback that failed stopped the search. */
@@ -1014,7 +1016,8 @@ static int grep_op(struct fs_op *o, const struct svc_fs_grep_req *req,
 					       : NULL;
 	if (req->json)
 		rc = stream_end(
-		    &out.js, grep_doc(req->pattern, &res->st, res->why), err);
+		    &out.js, grep_doc(need(req->pattern), &res->st, res->why),
+		    err);
 	else
 		rc = 0;
 out:

@@ -33,8 +33,9 @@
  * (sbx_error_chain: the row is what no door may lose).
  *
  * Ownership: requests are borrowed for the call; results are the
- * caller's, released with their _res_release (which decrefs doc); what a
- * callback is given is borrowed for the callback's time.
+ * caller's, released with their _res_release (which decrefs doc) whether
+ * the call succeeded or not (a call that fails may have filled some of
+ * it); what a callback is given is borrowed for the callback's time.
  *
  * Thread rule: as svc.h: every call makes its own recorder, root and
  * workspace; calls on different threads share nothing.  Two calls on one
