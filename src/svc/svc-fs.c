@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "audit/audit.h"
@@ -179,19 +178,6 @@ static void stream_drop(struct json_stream *js)
 
 /* ---- small documents ---- */
 
-/* Unix seconds as RFC 3339 UTC; null for 0 or less. */
-static json_t *time_json(long long t)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-	char buf[32];
-
-	if (t <= 0 || !gmtime_r(&tt, &tm))
-		return json_null();
-	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	return json_string(buf);
-}
-
 static json_t *mode_json(unsigned mode)
 {
 	char buf[8];
@@ -207,7 +193,7 @@ static json_t *entry_json(const struct walk_entry *e)
 	xjson_set_path(o, "path", e->path);
 	json_object_set_new(o, "type", json_string(walk_type_name(e->type)));
 	json_object_set_new(o, "size", json_integer((json_int_t)e->size));
-	json_object_set_new(o, "mtime", time_json(e->mtime));
+	json_object_set_new(o, "mtime", svc_time_json(e->mtime));
 	json_object_set_new(o, "mode", mode_json(e->mode));
 	json_object_set_new(o, "upload", json_boolean(e->upload));
 	return o;
@@ -329,8 +315,12 @@ static int fs_begin(struct fs_op *o, const struct svc *s,
 		return -1;
 	}
 	o->started = clock_now_ms();
-	if (svc_root_open(s, &o->root, err) < 0 ||
-	    session_find(&o->root, o->key, call ? call->tenant : NULL, &o->rec,
+	if (svc_root_open(s, &o->root, err) < 0)
+		return -1;
+	/* The waits for a lock (the activity stamp's) end on the call's
+	 * cancel too. */
+	o->root.cancel = call ? call->cancel : NULL;
+	if (session_find(&o->root, o->key, call ? call->tenant : NULL, &o->rec,
 			 err) < 0)
 		return -1;
 	o->found = true;
@@ -1080,7 +1070,7 @@ static void stat_res(const char *rel, const struct stat *st,
 	json_object_set_new(o, "mode", mode_json(st->st_mode));
 	json_object_set_new(o, "uid", json_integer((json_int_t)st->st_uid));
 	json_object_set_new(o, "gid", json_integer((json_int_t)st->st_gid));
-	json_object_set_new(o, "mtime", time_json(st->st_mtime));
+	json_object_set_new(o, "mtime", svc_time_json(st->st_mtime));
 	json_object_set_new(o, "links", json_integer((json_int_t)st->st_nlink));
 	if (res->target)
 		xjson_set_path(o, "target", res->target);
