@@ -55,6 +55,9 @@ e1() { err | head -n 1; }
 # jqt EXPR: is EXPR true of the JSON in $T/out (an empty output is not)?
 jqt() { [ -s "$T/out" ] && jq -e "$1" "$T/out" >/dev/null 2>&1; }
 nlines() { err | wc -l | tr -d ' '; }
+# hint: the "hint:" lines (err leaves them out), where the command line
+# names the flag a module's message does not.
+hint() { grep -a '^hint: ' "$T/err"; }
 TAB=$(printf '\t')
 
 # -- write.
@@ -116,7 +119,7 @@ printf '    10\tline 10\n    11\tline 11\n    12\tline 12\n... 2488 more lines; 
 cmp -s "$T/want" "$T/out"; ok $? "read --offset 10 --limit 3: three lines and '2488 more lines; read on with --offset 13'"
 seq 1 12 >"$WS/twelve"
 f read twelve --offset 20
-is "$rc:$(e1)" "1:sbxcat: 'twelve' has 12 lines; --offset 20 is past the end" "read past the end: exit 1 and the message"
+is "$rc:$(e1)" "1:sbxcat: 'twelve' has 12 lines; line 20 is past the end" "read past the end: exit 1 and the message"
 f read twelve --offset 13
 is "$rc" 1 "read --offset lines+1: past the end"
 f read twelve --offset 12
@@ -161,10 +164,11 @@ is "$rc:$(out)" "0:replaced 1 occurrence in 'e.txt'" "edit of a unique text: 're
 is "$(head -n 1 "$WS/e.txt")" "ALPHA beta" "... the file changed"
 is "$(stat -c '%u:%g %a' "$WS/e.txt")" "10001:10001 640" "... still 10001's and still 0640"
 f edit e.txt --old beta --new B
-is "$rc:$(e1)" "1:sbxcat: '--old' text matches 3 times in 'e.txt', on lines 1, 2 and 3; give more context to make it unique, or use --all" \
+is "$rc:$(e1)" "1:sbxcat: old text matches 3 times in 'e.txt', on lines 1, 2 and 3; give more context to make it unique, or replace every occurrence" \
 	"edit of a text found 3 times: exit 1, how many and on which lines"
+is "$(hint)" "hint: --all replaces every occurrence" "... and the hint names --all"
 f edit e.txt --old nothere --new y
-is "$rc:$(e1)" "1:sbxcat: '--old' text not found in 'e.txt'" "edit of an absent text: exit 1, not found"
+is "$rc:$(e1)" "1:sbxcat: old text not found in 'e.txt'" "edit of an absent text: exit 1, not found"
 f edit e.txt --old beta --new B --all
 is "$rc:$(out)" "0:replaced 3 occurrences in 'e.txt'" "edit --all: 'replaced 3 occurrences in 'e.txt''"
 is "$(tr '\n' '|' <"$WS/e.txt")" "ALPHA B|gamma B|B|x|" "... every one replaced"
@@ -299,7 +303,8 @@ f rm emptydir
 is "$rc:$(out)" "0:removed 'emptydir'" "rm of an empty directory"
 f rm n1
 is "$rc" 1 "rm of a non-empty directory without -r: exit 1"
-e1 | grep -q "'n1' is a directory that is not empty; use -r"; ok $? "... and says to use -r ($(e1))"
+e1 | grep -q "'n1' is a directory that is not empty; only a recursive remove removes it"; ok $? "... and says only a recursive remove does ($(e1))"
+is "$(hint)" "hint: -r removes it and all it holds" "... and the hint names -r"
 [ -e "$WS/n1/n2/n3/deep.txt" ]; ok $? "... nothing removed"
 f rm n1 -r
 is "$rc:$(out)" "0:removed 'n1' (4 entries)" "rm -r: 'removed 'n1' (4 entries)'"
@@ -449,11 +454,13 @@ diag "at strace: $(($(date +%s) - sb_t0)) s"
 mkdir "$WS/bigd"
 yes 'aaaaaaaaaaaaaaa' | head -c 9437184 >"$WS/bigd/big"
 f read bigd/big
-is "$rc:$(e1)" "1:sbxcat: 'bigd/big' is 9437184 bytes, over the 8388608-byte read limit; read a slice with --offset/--limit or use exec" \
+is "$rc:$(e1)" "1:sbxcat: 'bigd/big' is 9437184 bytes, over the 8388608-byte read limit; read a slice of its lines or use exec" \
 	"read of a 9 MiB file: exit 1 and the message"
 f read-bytes bigd/big
-is "$rc:$(e1)" "1:sbxcat: 'bigd/big' is 9437184 bytes, over the 8388608-byte read limit; read a slice with --offset/--limit or use exec" \
+is "$rc:$(e1)" "1:sbxcat: 'bigd/big' is 9437184 bytes, over the 8388608-byte read limit; read a slice of its lines or use exec" \
 	"read-bytes of a 9 MiB file: the same"
+is "$(hint)" "hint: sbxcat fs KEY read PATH --offset LINE --limit N reads a slice" \
+	"... and the hint names --offset and --limit"
 f edit bigd/big --old a --new b
 is "$rc" 1 "edit of a 9 MiB file: refused"
 # bytes_read LOG: the bytes the traced reads returned on a descriptor
@@ -718,6 +725,27 @@ sbx fs "$K"
 is "$rc" 2 "fs without a verb: 2"
 sbx fs "$K" frobnicate x
 is "$rc" 2 "fs with an unknown verb: 2"
+FS_VERBS="write, read, read-bytes, edit, ls, glob, grep, stat, rm"
+is "$(e1)" "sbxcat: 'frobnicate' is not an fs verb ($FS_VERBS)" "... naming the verbs"
+sbx fs "$K" rdae a.txt
+is "$rc:$(e1)" "2:sbxcat: 'rdae' is not an fs verb ($FS_VERBS); did you mean 'read'?" \
+	"a mistyped verb: 2, and the did-you-mean a command gets"
+sbx fs "$K" --json gerp x
+is "$rc:$(e1)" "2:sbxcat: 'gerp' is not an fs verb ($FS_VERBS); did you mean 'grep'?" "... after an option too"
+sbx fs "$K"
+is "$(e1)" "sbxcat: which operation? VERB is missing ($FS_VERBS)" "fs without a verb: the verbs named"
+sbx fs "$K" read a.txt --all
+is "$rc:$(e1)" "2:sbxcat: 'read' does not take --all" "an option the verb does not take: 2, naming both"
+sbx fs "$K" ls -i
+is "$rc:$(e1)" "2:sbxcat: 'ls' does not take -i" "... a short one too"
+sbx fs --offset 2 "$K" stat a.txt
+is "$rc:$(e1)" "2:sbxcat: 'stat' does not take --offset" "... given before KEY"
+sbx fs "$K" --help
+hv=0
+for v in write read read-bytes edit ls glob grep stat rm; do
+	out | grep -q "^  $v " || hv=1
+done
+ok "$hv" "fs --help lists every verb with its usage"
 for bad in "read" "read a.txt --offset abc" "read a.txt --offset 0" "read a.txt --limit -1" "read a.txt --bogus" \
 	"edit a.txt --old x" "ls --max-depth abc" "ls --max-entries -5" "grep" "grep x --max-count abc" \
 	"grep x --timeout abc" "glob" "stat" "rm" "read a.txt b.txt"; do
@@ -837,7 +865,7 @@ if [ -x /usr/bin/time ]; then
 	# bound: the base, the file (1 MiB) twice, and 8 MiB of slack
 	rss_le $((base + 10 * 1024)) \
 		"... in at most 10 MiB over a trivial run's RSS ($kib KiB, base $base KiB)"
-	is "$(row)" "edit|a1m|false|refused: --old not unique" "... and its audit row is written"
+	is "$(row)" "edit|a1m|false|refused: old text not unique" "... and its audit row is written"
 	# 8 MiB (the read limit) of 'a', --all: an 8 GB result, refused before
 	# it is built; today's main died of out-of-memory with no row.
 	head -c $((8 * mib)) /dev/zero | tr '\0' a >"$WS/a8m"
@@ -895,7 +923,7 @@ if [ -x /usr/bin/time ]; then
 	# 52 s of a core that today's main spent reading zeros.
 	truncate -s 20G "$WS/hole20g"
 	tm read hole20g --offset 2 --limit 1
-	is "$rc:$(e1)" "1:sbxcat: 'hole20g' has 1 line; --offset 2 is past the end" \
+	is "$rc:$(e1)" "1:sbxcat: 'hole20g' has 1 line; line 2 is past the end" \
 		"read --offset 2 of a 20 GB sparse file: its one line (all hole) counted, past the end"
 	ok "$([ "$cpu" -lt 5 ] && echo 0 || echo 1)" "... in under 5 s of CPU, a quarter of the 20 s budget (${cpu} s)"
 	truncate -s 20G "$WS/tail20g"
@@ -908,7 +936,7 @@ if [ -x /usr/bin/time ]; then
 	# Dense data past the bytes budget (64 read limits: 4 MiB at 64 KiB).
 	head -c $((5 * mib)) /dev/zero | tr '\0' a >"$WS/dense5m"
 	SANDBOXD_MAX_READ_BYTES=65536 tm read dense5m --offset 2
-	is "$rc:$(e1)" "1:sbxcat: 'dense5m' --offset 2 is deeper than fs read reaches: after its budget of 4194304 bytes read (64 times the read limit) it was on line 1, at byte 4194304; read that part with exec (sed -n)" \
+	is "$rc:$(e1)" "1:sbxcat: 'dense5m' line 2 is deeper than a read reaches: after its budget of 4194304 bytes read (64 times the read limit) it was on line 1, at byte 4194304; read that part with exec (sed -n)" \
 		"read --offset of a dense file past its bytes budget: refused, saying where"
 	is "$(row)" "read|dense5m|false|refused: offset beyond the read budget" "... and its audit row is written"
 	SANDBOXD_MAX_READ_BYTES=65536 f read dense5m --offset 1 --limit 1

@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pcre2.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,6 +339,8 @@ static void cases(void)
 /* ---- grep_run over a tree, against GNU grep ---- */
 
 static char ws[128];
+/* The workspace's cancel flag (workspace.h): a test sets it. */
+static atomic_int cancel;
 
 static void write_file(const char *rel, const char *data, size_t len)
 {
@@ -474,7 +478,8 @@ static void tree(void)
 	mkdir(ws, 0755);
 	gen_tree();
 	fd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (workspace_init(&w, fd, ws, 0, 8 << 20, 64 << 20, &err) < 0) {
+	if (workspace_init(&w, fd, ws, 0, 8 << 20, 64 << 20, &cancel, &err) <
+	    0) {
 		if (err && tap_status(err) == 3) /* no openat2 (valgrind 3.19) */
 			skip_all(err->msg);
 		bail_out("workspace_init");
@@ -591,6 +596,37 @@ static void tree(void)
 	memset(&st, 0, sizeof(st));
 	run(&w, &o, "", &h, &st);
 	ok(st.out_of_time && h.n == 0, "out of time");
+	grep_stats_release(&st);
+	o.budget_ms = 0;
+
+	/* The cancel flag stops it: an error of kind cancelled, the
+	 * signal named; the same when the start is a file. */
+	atomic_store(&cancel, SIGINT);
+	for (int i = 0; i < 2; i++) {
+		const char *start = i ? "d1/big.txt" : "";
+		struct grep *g;
+		int r;
+
+		memset(&st, 0, sizeof(st));
+		if (grep_new(&o, &g, &err) < 0)
+			bail_out("grep_new: %s", err->msg);
+		r = grep_run(g, &w, start, i ? start : ".", collect, &h, &st,
+			     &err);
+		ok(r == -1 && err && err->kind == SBX_E_CANCELLED,
+		   "the cancel flag up: grep from '%s' fails, cancelled",
+		   start);
+		is_str(err ? err->msg : "",
+		       i ? "interrupted by signal 2 while searching "
+			   "'d1/big.txt'"
+			 : "interrupted by signal 2 while searching '.'",
+		       "... naming the signal and the start");
+		sbx_error_free(&err);
+		grep_stats_release(&st);
+		grep_free(g);
+	}
+	atomic_store(&cancel, 0);
+	memset(&st, 0, sizeof(st));
+	is_int(run(&w, &o, "", &h, &st), 0, "the flag down: it runs again");
 	grep_stats_release(&st);
 
 	strbuf_release(&h.sb);

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,8 @@
 
 static char root[64];
 static char ws[128];
+/* The workspaces' cancel flag (workspace.h): a test sets it. */
+static atomic_int cancel;
 
 static void mkfile(const char *rel)
 {
@@ -69,7 +72,8 @@ static void fresh(struct workspace *w)
 	if (mkdir(ws, 0755) < 0)
 		bail_out("mkdir %s: %s", ws, strerror(errno));
 	fd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || workspace_init(w, fd, ws, 0, 8 << 20, 64 << 20, &err) < 0) {
+	if (fd < 0 || workspace_init(w, fd, ws, 0, 8 << 20, 64 << 20, &cancel,
+				     &err) < 0) {
 		if (err && tap_status(err) == 3) /* no openat2 (valgrind 3.19) */
 			skip_all(err->msg);
 		bail_out("workspace_init: %s", err ? err->msg : strerror(errno));
@@ -544,6 +548,31 @@ static void test_stop(void)
 		walk(&w, "many", &d, &r);
 		ok(!r.stopped && r.n == 2000, "no deadline: 2,000 entries");
 		walk_result_release(&r);
+		/* The cancel flag: the same place stops, as an error of kind
+		 * cancelled naming the flag's value, the signal. */
+		{
+			struct sbx_error *err = NULL;
+			struct walk_opts all = {.recursive = true,
+						.max_entries = 100000};
+
+			atomic_store(&cancel, SIGTERM);
+			is_int(walk_run(&w, "many", "many", &all, &r, &err), -1,
+			       "the cancel flag up: the walk fails");
+			ok(err && err->kind == SBX_E_CANCELLED,
+			   "... with kind cancelled");
+			is_str(err ? err->msg : "",
+			       "interrupted by signal 15 while listing 'many'",
+			       "... naming the signal and the start");
+			ok(r.n < 10000, "... before the end (%zu entries)",
+			   r.n);
+			sbx_error_free(&err);
+			walk_result_release(&r);
+			atomic_store(&cancel, 0);
+			is_int(walk(&w, "many", &all, &r), 0,
+			       "the flag down again: the walk runs");
+			is_int((long long)r.n, 10000, "... to its end");
+			walk_result_release(&r);
+		}
 		workspace_close(&w);
 	}
 }

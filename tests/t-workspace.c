@@ -23,6 +23,7 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,8 @@
 
 static char tmpdir[] = "/tmp/t-workspace.XXXXXX";
 static struct workspace w;
+/* w's cancel flag (workspace.h): test_cancel sets it. */
+static atomic_int cancel;
 static bool quick;
 
 
@@ -289,8 +292,8 @@ static void setup(void)
 	fd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		bail_out("open %s: %s", ws, strerror(errno));
-	if (workspace_init(&w, fd, ws, SANDBOX_UID, MAX_READ, MAX_WRITE, &err) <
-	    0)
+	if (workspace_init(&w, fd, ws, SANDBOX_UID, MAX_READ, MAX_WRITE,
+			   &cancel, &err) < 0)
 		bail_out("workspace_init: %s", err->msg);
 	free(ws);
 	have_rchar = rchar() > 0;
@@ -458,7 +461,7 @@ static void test_traversal(void)
 		int pfd = open("/proc/self", O_RDONLY | O_DIRECTORY);
 
 		if (workspace_init(&pw, pfd, "/proc/self", 0, MAX_READ,
-				   MAX_WRITE, &err) < 0) {
+				   MAX_WRITE, NULL, &err) < 0) {
 			ok(false, "workspace over /proc/self: %s", err->msg);
 			sbx_error_free(&err);
 		} else {
@@ -544,7 +547,7 @@ static void test_read_limit(void)
 	refused_exact(workspace_open_read(&w, "limit1", "limit1", &st, &err),
 		      &err,
 		      "'limit1' is 4097 bytes, over the 4096-byte read limit; "
-		      "read a slice with --offset/--limit or use exec",
+		      "read a slice of its lines or use exec",
 		      "read-bytes of max_read + 1 bytes: refused, the message");
 	fd = workspace_open_read(&w, "limit0", "limit0", &st, &err);
 	ok(fd >= 0 && st.st_size == MAX_READ,
@@ -571,8 +574,7 @@ static void test_read_limit(void)
 						   false, &l, &err),
 			      &err,
 			      "'big' is 1048576 bytes, over the 4096-byte read "
-			      "limit; read a slice with --offset/--limit or "
-			      "use exec",
+			      "limit; read a slice of its lines or use exec",
 			      "read of 1 MiB without a slice: refused, the "
 			      "message");
 		got = read_since(before, cost);
@@ -617,7 +619,7 @@ static void test_read_limit(void)
 	workspace_lines_release(&l);
 	refused_exact(
 	    workspace_read_lines(&w, "big", "big", 10487, 5, true, &l, &err),
-	    &err, "'big' has 10486 lines; --offset 10487 is past the end",
+	    &err, "'big' has 10486 lines; line 10487 is past the end",
 	    "a slice past the end of a big file: counted exactly");
 	w.max_scan = (unsigned long long)MAX_READ * WORKSPACE_SCAN_FACTOR;
 	done_ok(workspace_read_lines(&w, "big", "big", 1, 100, true, &l, &err),
@@ -650,12 +652,12 @@ static void test_read_limit(void)
 	workspace_lines_release(&l);
 	refused_exact(
 	    workspace_read_lines(&w, "ten", "ten", 11, 1, true, &l, &err), &err,
-	    "'ten' has 10 lines; --offset 11 is past the end",
+	    "'ten' has 10 lines; line 11 is past the end",
 	    "offset past the end");
 	put("ws/one", "x");
 	refused_exact(
 	    workspace_read_lines(&w, "one", "one", 3, 1, true, &l, &err), &err,
-	    "'one' has 1 line; --offset 3 is past the end",
+	    "'one' has 1 line; line 3 is past the end",
 	    "offset past the end of a one-line file");
 	done_ok(workspace_read_lines(&w, "one", "one", 1, 10, false, &l, &err),
 		&err, "a file without a trailing newline");
@@ -672,7 +674,7 @@ static void test_read_limit(void)
 	workspace_lines_release(&l);
 	refused_exact(
 	    workspace_read_lines(&w, "empty", "empty", 2, 10, false, &l, &err),
-	    &err, "'empty' has 0 lines; --offset 2 is past the end",
+	    &err, "'empty' has 0 lines; line 2 is past the end",
 	    "an empty file, offset 2");
 	put("ws/crlf", "a\r\nb\r\n\r\n");
 	done_ok(
@@ -705,7 +707,7 @@ static void check_slice(const char *data, size_t len, unsigned long long off,
 	if (off > total && !(off == 1 && total == 0)) {
 		char want[128];
 		snprintf(want, sizeof(want),
-			 "'fuzz' has %zu line%s; --offset %llu is past the end",
+			 "'fuzz' has %zu line%s; line %llu is past the end",
 			 total, total == 1 ? "" : "s", off);
 		if (!(rc < 0 && err && strcmp(err->msg, want) == 0)) {
 			ok(false, "fuzz round %d: past the end: %s", round,
@@ -789,7 +791,7 @@ static void test_read_budget(void)
 	refused_exact(
 	    workspace_read_lines(&w, "big", "big", 10485, 5, true, &l, &err),
 	    &err,
-	    "'big' --offset 10485 is deeper than fs read reaches: after its "
+	    "'big' line 10485 is deeper than a read reaches: after its "
 	    "budget of 262144 bytes read (64 times the read limit) it was on "
 	    "line 2622, at byte 262144; read that part with exec (sed -n)",
 	    "an offset past the bytes budget of a dense file: refused, where");
@@ -801,7 +803,7 @@ static void test_read_budget(void)
 	w.budget_ms = 0;
 	refused(workspace_read_lines(&w, "big", "big", 3, 1, true, &l, &err),
 		&err, 1,
-		"--offset 3 is deeper than fs read reaches: after its 0 s "
+		"line 3 is deeper than a read reaches: after its 0 s "
 		"budget it was on line 1, at byte 0",
 		"an offset past the time budget: refused, where");
 	w.budget_ms = WORKSPACE_BUDGET_MS_DEFAULT;
@@ -832,18 +834,18 @@ static void test_read_budget(void)
 		   "... having read at most a block, not the hole (%llu bytes)",
 		   got);
 		workspace_lines_release(&l);
-		refused_exact(
-		    workspace_read_lines(&w, "sparse", "sparse", 3, 1, true, &l,
-					 &err),
-		    &err, "'sparse' has 2 lines; --offset 3 is past the end",
-		    "past its end: counted exactly");
+		refused_exact(workspace_read_lines(&w, "sparse", "sparse", 3, 1,
+						   true, &l, &err),
+			      &err,
+			      "'sparse' has 2 lines; line 3 is past the end",
+			      "past its end: counted exactly");
 		/* A hole at the end, after the last newline: a last line. */
 		if (truncate(sparse, (off_t)(2 * tib)) == 0)
 			refused_exact(
 			    workspace_read_lines(&w, "sparse", "sparse", 4, 1,
 						 true, &l, &err),
 			    &err,
-			    "'sparse' has 3 lines; --offset 4 is "
+			    "'sparse' has 3 lines; line 4 is "
 			    "past the end",
 			    "a hole after the last newline is a line");
 		else
@@ -1064,15 +1066,14 @@ static void test_edit(void)
 	       st.st_uid == SANDBOX_UID && st.st_gid == SANDBOX_UID,
 	   "mode kept, owned by the sandbox uid");
 	refused_exact(edit("e.txt", "absent", "x", false, &count, &line, &err),
-		      &err, "'--old' text not found in 'e.txt'",
-		      "absent: refused");
+		      &err, "old text not found in 'e.txt'", "absent: refused");
 
 	put("ws/m.txt", "1\n2\n3\nfoo\n5\n6\n7\n8\nfoo\n10\n11\nfoo\n");
 	refused_exact(edit("m.txt", "foo", "bar", false, &count, &line, &err),
 		      &err,
-		      "'--old' text matches 3 times in 'm.txt', on lines 4, 9 "
-		      "and 12; give more context to make it unique, or use "
-		      "--all",
+		      "old text matches 3 times in 'm.txt', on lines 4, 9 "
+		      "and 12; give more context to make it unique, or "
+		      "replace every occurrence",
 		      "3 matches: refused, with their lines");
 	has("ws/m.txt", "1\n2\n3\nfoo\n5\n6\n7\n8\nfoo\n10\n11\nfoo\n",
 	    "nothing changed");
@@ -1089,8 +1090,9 @@ static void test_edit(void)
 	put("ws/a.txt", "aaaa");
 	refused_exact(edit("a.txt", "aa", "b", false, &count, &line, &err),
 		      &err,
-		      "'--old' text matches 2 times in 'a.txt', on line 1; "
-		      "give more context to make it unique, or use --all",
+		      "old text matches 2 times in 'a.txt', on line 1; "
+		      "give more context to make it unique, or replace every "
+		      "occurrence",
 		      "'aa' in 'aaaa': twice, on one line");
 	done_ok(edit("a.txt", "aa", "", true, &count, &line, &err), &err,
 		"an empty --new, --all");
@@ -1105,9 +1107,9 @@ static void test_edit(void)
 		strbuf_release(&sb);
 	}
 	refused_exact(edit("many", "x", "y", false, &count, &line, &err), &err,
-		      "'--old' text matches 12 times in 'many', on lines 1, 2, "
+		      "old text matches 12 times in 'many', on lines 1, 2, "
 		      "3, 4, 5, 6, 7, 8, 9, 10, ...; give more context to make "
-		      "it unique, or use --all",
+		      "it unique, or replace every occurrence",
 		      "12 matches: 10 lines named, then ...");
 	refused(edit("sub", "through", "x", false, &count, &line, &err), &err,
 		1, "directory", "edit of a directory refused");
@@ -1196,7 +1198,9 @@ static void test_rm(void)
 	mkd("ws/full");
 	put("ws/full/f", "x");
 	refused_exact(workspace_rm(&w, "full", "full", false, &removed, &err),
-		      &err, "'full' is a directory that is not empty; use -r",
+		      &err,
+		      "'full' is a directory that is not empty; only a "
+		      "recursive remove removes it",
 		      "a non-empty directory without -r");
 	ok(lexists("ws/full/f"), "left as it was");
 
@@ -1241,6 +1245,51 @@ static void test_rm(void)
 		&err, 1, "'nothing' does not exist",
 		"rm of a missing path");
 	ok(fstat(w.fd, &st) == 0 && st.st_nlink > 0, "the root is still there");
+}
+
+/* ---- the cancel flag ---- */
+
+/* An error of kind cancelled whose message is want. */
+static void cancelled(int rc, struct sbx_error **err, const char *want,
+		      const char *name)
+{
+	bool r = rc < 0 && *err && (*err)->kind == SBX_E_CANCELLED &&
+		 strcmp((*err)->msg, want) == 0;
+
+	if (!ok(r, "%s", name))
+		diag("rc %d, kind %d, message: %s\n  wanted: %s", rc,
+		     *err ? (int)(*err)->kind : -1,
+		     *err ? (*err)->msg : "(none)", want);
+	sbx_error_free(err);
+}
+
+static void test_cancel(void)
+{
+	struct sbx_error *err = NULL;
+	struct workspace_lines l;
+	unsigned long long bytes, removed;
+	bool created;
+
+	mkd("ws/ctree");
+	mkd("ws/ctree/a");
+	put("ws/ctree/a/f", "x");
+	atomic_store(&cancel, SIGTERM);
+	cancelled(ws_write("c.txt", "data", 4, &bytes, &created, &err), &err,
+		  "'c.txt' was being written when signal 15 came; nothing "
+		  "was changed",
+		  "write with the cancel flag up: cancelled");
+	ok(!lexists("ws/c.txt"), "... nothing written");
+	cancelled(workspace_read_lines(&w, "big", "big", 2, 1, true, &l, &err),
+		  &err, "'big' was being read when signal 15 came",
+		  "a slice of a big file: cancelled");
+	workspace_lines_release(&l);
+	cancelled(workspace_rm(&w, "ctree", "ctree", true, &removed, &err),
+		  &err, "interrupted by signal 15 while removing 'ctree'",
+		  "rm -r: cancelled, the signal named");
+	ok(lexists("ws/ctree"), "... the tree's top still there");
+	atomic_store(&cancel, 0);
+	done_ok(workspace_rm(&w, "ctree", "ctree", true, &removed, &err), &err,
+		"the flag down: rm -r removes it");
 }
 
 /* ---- mounts, in a mount namespace of a child's own ---- */
@@ -1299,7 +1348,7 @@ static void mount_checks(int fd)
 
 		workspace_close(&w);
 		if (workspace_init(&w, wfd, ws, SANDBOX_UID, MAX_READ,
-				   MAX_WRITE, &err) < 0) {
+				   MAX_WRITE, NULL, &err) < 0) {
 			dprintf(fd, "-workspace_init: %s\n", err->msg);
 			_exit(1);
 		}
@@ -1428,7 +1477,7 @@ static void init_without_openat2(int fd)
 		dprintf(fd, "!seccomp: %s", strerror(errno));
 		return;
 	}
-	if (workspace_init(&w2, wfd, ws, 0, 1, 1, &err) == 0)
+	if (workspace_init(&w2, wfd, ws, 0, 1, 1, NULL, &err) == 0)
 		dprintf(fd, "accepted");
 	else
 		dprintf(fd, "%d %s", tap_status(err), err->msg);
@@ -1654,6 +1703,7 @@ int main(void)
 	test_edit();
 	test_stat();
 	test_rm();
+	test_cancel();
 	test_mounts();
 	test_no_openat2();
 	test_race();

@@ -16,15 +16,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "catalog/catalog.h"
-#include "catalog/deployment.h"
-#include "cli/cmd.h"
 #include "basic/clock.h"
 #include "basic/sig.h"
 #include "basic/suggest.h"
 #include "basic/util.h"
-#include "engine/engine.h"
-#include "session/session.h"
+#include "catalog/catalog.h"
+#include "cli/cmd.h"
 
 #ifndef SBXCAT_DATADIR
 #define SBXCAT_DATADIR "/usr/local/share/sbxcat"
@@ -176,12 +173,18 @@ int cmd_options_parse_from(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
 		strbuf_addch(&shorts, '+');
 	strbuf_addstr(&shorts, COMMON_SHORTOPTS);
 	for (size_t i = 0; i < n; i++) {
+		/* A name given twice is one long option with two letters (-R
+		 * and -r): its first's, so getopt sees no ambiguity in it. */
+		size_t f = 0;
+
+		while (strcmp(opts[f].name, opts[i].name) != 0)
+			f++;
 		longopts[i].name = opts[i].name;
 		longopts[i].has_arg = opts[i].kind == CMD_OPT_FLAG
 					  ? no_argument
 					  : required_argument;
-		longopts[i].val = opts[i].letter ? opts[i].letter
-						 : 256 + (int)i;
+		longopts[i].val =
+		    opts[f].letter ? opts[f].letter : 256 + (int)f;
 		if (opts[i].letter) {
 			strbuf_addch(&shorts, (char)opts[i].letter);
 			if (opts[i].kind != CMD_OPT_FLAG)
@@ -200,7 +203,8 @@ int cmd_options_parse_from(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
 		if (c == -1)
 			break;
 		for (size_t i = 0; i < n && !o; i++)
-			if (c == longopts[i].val)
+			if (c ==
+			    (opts[i].letter ? opts[i].letter : 256 + (int)i))
 				o = &opts[i];
 		if (!o) {
 			rc = cmd_common_option(ctx, cmd, c, optarg);
@@ -471,44 +475,6 @@ void cmd_warn(void *arg, const char *msg)
 	fprintf(stderr, "sbxcat: warning: %s\n", msg);
 }
 
-/* ---- going: what exec and fs use until they are on svc/ (cmd.h) ---- */
-
-int cmd_session_begin(struct sbx_ctx *ctx, struct session_config *cfg,
-		      struct session_root *r, struct sbx_error **err)
-{
-	memset(r, 0, sizeof(*r));
-	r->fd = r->lock_fd = -1;
-	if (ctx->uid_error) {
-		*err = ctx->uid_error;
-		ctx->uid_error = NULL;
-		return -1;
-	}
-	if (session_config_load(cfg, &ctx->env, err) < 0)
-		return -1;
-	if (deployment_check(cfg->deployment, err) < 0)
-		return -1;
-	return session_root_open(r, cfg->root, err);
-}
-
-int cmd_engine_begin(struct sbx_ctx *ctx, struct engine *e,
-		     struct sbx_error **err)
-{
-	memset(e, 0, sizeof(*e));
-	e->trace_fd = -1;
-	if (svc_config_check(ctx->svc.cfg.engine_err, err) < 0 ||
-	    engine_init(e, &ctx->svc.cfg.engine, NULL, err) < 0)
-		return -1;
-	e->cancel = sig_flag();
-	return engine_negotiate(e, NULL, err);
-}
-
-const char *cmd_tenant(const char *opt)
-{
-	return cmd_identity(opt, "SBXCAT_TENANT");
-}
-
-/* ---- */
-
 int cmd_report(struct sbx_error **err)
 {
 	int status = cmd_exit_status(*err);
@@ -637,16 +603,6 @@ int cmd_parse_count(const struct cmd_entry *cmd, const char *opt,
 void cmd_rfc3339(char out[32], long long t)
 {
 	clock_format_time(out, t);
-}
-
-json_t *cmd_time_json(long long t)
-{
-	char buf[32];
-
-	if (t <= 0)
-		return json_null();
-	cmd_rfc3339(buf, t);
-	return json_string(buf);
 }
 
 int cmd_audit_open(struct sbx_ctx *ctx, struct audit **a,

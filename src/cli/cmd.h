@@ -260,10 +260,9 @@ int cmd_parse_count(const struct cmd_entry *cmd, const char *opt,
  */
 void cmd_print_json(json_t *doc);
 
-/* Unix seconds as RFC 3339 UTC ("2026-12-01T10:00:00Z"); "-" (JSON null)
- * for 0 or less. */
+/* Unix seconds as RFC 3339 UTC ("2026-12-01T10:00:00Z"); "-" for 0 or
+ * less (the documents' times are svc_time_json's). */
 void cmd_rfc3339(char out[32], long long t);
-json_t *cmd_time_json(long long t);
 
 /* opt, else the environment's var; NULL when neither or empty (the
  * identity of a call: --agent, SBXCAT_AGENT_ID; --tenant, SBXCAT_TENANT). */
@@ -300,25 +299,6 @@ const struct runtime *cmd_find_runtime(const struct catalog *cat,
 struct svc_prewarm_watch;
 void cmd_prewarm_watch(struct svc_prewarm_watch *w, bool report);
 void cmd_prewarm_unwatch(struct svc_prewarm_watch *w);
-
-/*
- * Going, once exec and fs are on svc/ (svc_root_open, svc_engine_open and
- * cmd_identity(opt, "SBXCAT_TENANT") in their place; cmd.c keeps them
- * until then).  What session and exec share: the configuration loaded
- * and the workspace root opened (a bad SANDBOXD_SANDBOX_UID reported
- * here); the engine configured and negotiated, cancelled by a signal;
- * --tenant or SBXCAT_TENANT (NULL: every tenant); and a session's record,
- * where another tenant's session is "no session 'KEY'" exactly as a key
- * that does not exist (status 1, errnum ENOENT).
- */
-struct session_config;
-struct session_root;
-struct session_record;
-int cmd_session_begin(struct sbx_ctx *ctx, struct session_config *cfg,
-		      struct session_root *root, struct sbx_error **err);
-int cmd_engine_begin(struct sbx_ctx *ctx, struct engine *e,
-		     struct sbx_error **err);
-const char *cmd_tenant(const char *opt);
 
 /*
  * The audit recorder of a command that records (audit.h), from --db,

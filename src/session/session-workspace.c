@@ -246,7 +246,8 @@ static int trash_empty_at(struct session_root *r, int tfd, const char *name,
 	cleanup_free char *top =
 	    xasprintf("%s/" TRASH_NAME "/%s", r->path, name);
 
-	if (tree_empty(fd, top, SBX_E_UNAVAILABLE, NULL, err) < 0)
+	if (tree_empty(fd, top, SBX_E_UNAVAILABLE,
+		       r->cancel ? r->cancel : sig_flag(), NULL, err) < 0)
 		return -1;
 	if (unlinkat(tfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
 		return sbx_error_set(err, SBX_E_UNAVAILABLE, errno,

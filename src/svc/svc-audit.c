@@ -31,18 +31,6 @@ bool svc_audit_needs_migrate(const struct sbx_error *err)
 	return err && err->reason == auditdb_schema_old;
 }
 
-/* Unix seconds as RFC 3339 UTC; null for 0 or less (as the command
- * line's times are). */
-static json_t *time_json(long long t)
-{
-	char buf[32];
-
-	if (t <= 0)
-		return json_null();
-	clock_format_time(buf, t);
-	return json_string(buf);
-}
-
 /* ---- the values of a request ---- */
 
 int svc_audit_parse_time(const char *s, long long *us, struct sbx_error **err)
@@ -210,9 +198,9 @@ static json_t *status_json(const struct svc_audit_status_res *r)
 	    r->db_error ? xjson_text(r->db_error) : json_null(),
 	    "schema_version", r->version, "schema_known", r->known, "spool",
 	    "exists", ss->exists, "rows", (json_int_t)ss->rows, "oldest",
-	    time_json(ss->oldest_us / 1000000), "kept_aside",
+	    svc_time_json(ss->oldest_us / 1000000), "kept_aside",
 	    (json_int_t)ss->kept_aside, "last_flush",
-	    time_json(ss->last_flush_us / 1000000), "last_flush_rows",
+	    svc_time_json(ss->last_flush_us / 1000000), "last_flush_rows",
 	    (json_int_t)ss->last_flush_rows, "free", (json_int_t)ss->free,
 	    "min_free", (json_int_t)ss->min_free, "reserve",
 	    (json_int_t)ss->reserve, "reserved", (json_int_t)ss->reserved,
@@ -455,10 +443,11 @@ int svc_audit_sweep(const struct svc *s, const struct svc_call *call,
 	    auditdb_sweep(db, res->before_us, SWEEP_BATCH, &res->deleted,
 			  &res->held, err) < 0)
 		goto out;
-	res->doc = xjson_pack(
-	    "{s:I, s:I, s:o, s:I}", "deleted", (json_int_t)res->deleted, "held",
-	    (json_int_t)res->held, "before",
-	    time_json(res->before_us / 1000000), "days", (json_int_t)res->days);
+	res->doc =
+	    xjson_pack("{s:I, s:I, s:o, s:I}", "deleted",
+		       (json_int_t)res->deleted, "held", (json_int_t)res->held,
+		       "before", svc_time_json(res->before_us / 1000000),
+		       "days", (json_int_t)res->days);
 	rc = 0;
 out:
 	auditdb_close(db);

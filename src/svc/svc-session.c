@@ -24,17 +24,6 @@
 #include "session/procs.h"
 #include "svc/svc-session.h"
 
-/* Unix seconds as RFC 3339 UTC, null for none. */
-static json_t *time_json(long long t)
-{
-	char buf[32];
-
-	if (t <= 0)
-		return json_null();
-	clock_format_time(buf, t);
-	return json_string(buf);
-}
-
 /* A root for the call: opened, its lock waits ended by the call's
  * cancel. */
 static int root_open(const struct svc *s, const struct svc_call *call,
@@ -293,7 +282,7 @@ static json_t *open_json(const struct svc_session_open_res *res)
 	    xjson_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:s}", "key", res->key,
 		       "container", res->container, "name",
 		       json_string(res->name), "runtime", res->runtime, "image",
-		       res->image, "created", time_json(res->created),
+		       res->image, "created", svc_time_json(res->created),
 		       "outcome", session_outcome_name(res->outcome));
 
 	xjson_set_path(doc, "workspace", res->workspace);
@@ -378,8 +367,8 @@ static json_t *row_json(const struct session_record *r, const char *state)
 {
 	return xjson_pack("{s:s, s:s, s:s, s:s, s:o, s:o}", "key", r->key,
 			  "tenant", r->tenant, "runtime", r->runtime, "state",
-			  state, "created", time_json(r->created),
-			  "last_activity", time_json(r->last_activity));
+			  state, "created", svc_time_json(r->created),
+			  "last_activity", svc_time_json(r->last_activity));
 }
 
 /* The size of key's workspace, into doc (0 and a warning when the walk

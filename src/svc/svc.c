@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
+#include "basic/clock.h"
 #include "basic/util.h"
 #include "engine/engine.h"
 #include "session/session.h"
@@ -119,4 +120,14 @@ void svc_audit_close(const struct svc_call *call, struct audit *a)
 int svc_id_check(const char *what, const char *id, struct sbx_error **err)
 {
 	return audit_id_check(what, id, err);
+}
+
+json_t *svc_time_json(long long t)
+{
+	char buf[32];
+
+	if (t <= 0)
+		return json_null();
+	clock_format_time(buf, t);
+	return json_string(buf);
 }

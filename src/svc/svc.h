@@ -26,6 +26,7 @@
 #ifndef SBX_SVC_H
 #define SBX_SVC_H
 
+#include <jansson.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -118,5 +119,9 @@ int svc_engine_open(const struct svc *s, const struct svc_call *call,
 int svc_audit_open(const struct svc *s, const struct svc_call *call,
 		   struct audit **a, struct sbx_error **err);
 void svc_audit_close(const struct svc_call *call, struct audit *a);
+
+/* A time in the documents: Unix seconds as an RFC 3339 UTC string, JSON
+ * null for 0 or less (none).  A new reference. */
+json_t *svc_time_json(long long t);
 
 #endif

@@ -16,17 +16,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pcre2.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "basic/clock.h"
 #include "basic/alloc.h"
+#include "basic/clock.h"
 #include "basic/error.h"
-#include "workspace/grep.h"
-#include "basic/sig.h"
 #include "basic/text.h"
+#include "workspace/grep.h"
 #include "workspace/walk.h"
 #include "workspace/workspace.h"
 
@@ -62,7 +62,10 @@ struct grep {
 	pcre2_jit_stack *jst;
 	char *buf;
 	size_t abuf;
+	/* What one grep_run sets and clears: its deadline and the
+	 * workspace's cancel flag. */
 	long long deadline_ms; /* clock_now_ms(); 0: none */
+	const atomic_int *cancel;
 };
 
 /* The outcome of searching one buffer. */
@@ -83,7 +86,10 @@ static void quoted(struct strbuf *sb, const char *s)
  */
 static bool jit_misses_types(void)
 {
-	static int buggy = -1;
+	/* The library's, not a call's: the same for every thread, so two
+	 * threads that both probe it store the same answer. */
+	static atomic_int known = -1;
+	int buggy = atomic_load(&known);
 	pcre2_code *re;
 	pcre2_match_data *md;
 	int code;
@@ -103,6 +109,7 @@ static bool jit_misses_types(void)
 		buggy = 1;
 	pcre2_match_data_free(md);
 	pcre2_code_free(re);
+	atomic_store(&known, buggy);
 	return buggy;
 }
 
@@ -151,7 +158,7 @@ int grep_new(const struct grep_opts *o, struct grep **gp,
 
 		quoted(&sb, o->include);
 		r = sbx_error_set(err, SBX_E_INVALID, 0,
-				  "bad --include pattern '%s': %s",
+				  "bad include pattern '%s': %s",
 				  strbuf_str(&sb), bad);
 		strbuf_release(&sb);
 		return r;
@@ -235,10 +242,15 @@ static bool past_deadline(const struct grep *g)
 	return g->deadline_ms && clock_now_ms() >= g->deadline_ms;
 }
 
-/* Stop now: a caught signal (sig.h), or the budget spent (said so). */
+static int cancelled(const struct grep *g)
+{
+	return g->cancel ? atomic_load(g->cancel) : 0;
+}
+
+/* Stop now: a cancel, or the budget spent (said so). */
 static bool must_stop(const struct grep *g, struct grep_stats *st)
 {
-	if (sig_caught())
+	if (cancelled(g))
 		return true;
 	if (!past_deadline(g))
 		return false;
@@ -576,9 +588,37 @@ static bool want_file(void *ctx, const struct walk_entry *e, bool *descend)
 			  g->walk.hidden);
 }
 
+/* The walk polls the cancel flag itself. */
 static bool stop_walk(void *ctx)
 {
-	return sig_caught() || past_deadline(ctx);
+	return past_deadline(ctx);
+}
+
+/* The search stopped by the cancel flag (grep.h). */
+static int interrupted(const struct grep *g, const char *shown,
+		       struct sbx_error **err)
+{
+	struct strbuf q = STRBUF_INIT;
+	int r;
+
+	sbx_error_free(err);
+	quoted(&q, shown);
+	r = sbx_error_set(err, SBX_E_CANCELLED, 0,
+			  "interrupted by signal %d while searching '%s'",
+			  cancelled(g), strbuf_str(&q));
+	strbuf_release(&q);
+	return r;
+}
+
+/* The end of one grep_run: r, or the cancel when it stopped the search. */
+static int run_end(struct grep *g, int r, const char *shown,
+		   struct sbx_error **err)
+{
+	if (cancelled(g))
+		r = interrupted(g, shown, err);
+	g->deadline_ms = 0;
+	g->cancel = NULL;
+	return r < 0 ? r : 0;
 }
 
 int grep_run(struct grep *g, const struct workspace *w, const char *start,
@@ -595,23 +635,27 @@ int grep_run(struct grep *g, const struct workspace *w, const char *start,
 	if (!shown)
 		shown = *start ? start : ".";
 	g->deadline_ms = clock_now_ms() + g->budget_ms;
+	g->cancel = w->cancel;
 
 	fd = workspace_openat(w, start, O_PATH, 0, 0, shown, err);
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &sb) < 0) {
+	if (fd < 0 || fstat(fd, &sb) < 0) {
 		int e = errno;
 
-		close(fd);
-		return sbx_error_set(err, SBX_E_UNAVAILABLE, e, "cannot stat '%s'",
-				     shown);
+		if (fd >= 0) {
+			close(fd);
+			sbx_error_set(err, SBX_E_UNAVAILABLE, e,
+				      "cannot stat '%s'", shown);
+		}
+		g->deadline_ms = 0;
+		g->cancel = NULL;
+		return -1;
 	}
 	close(fd);
 	if (S_ISREG(sb.st_mode)) {
 		/* A file named on its own is searched, whatever its name. */
-		r = search_file(g, w, start, emit, ctx, st);
-		g->deadline_ms = 0;
-		return r < 0 ? r : 0;
+		if (!cancelled(g))
+			r = search_file(g, w, start, emit, ctx, st);
+		return run_end(g, r, shown, err);
 	}
 	if (!S_ISDIR(sb.st_mode)) {
 		struct strbuf q = STRBUF_INIT;
@@ -621,6 +665,8 @@ int grep_run(struct grep *g, const struct workspace *w, const char *start,
 				  "'%s' is not a regular file or a directory",
 				  strbuf_str(&q));
 		strbuf_release(&q);
+		g->deadline_ms = 0;
+		g->cancel = NULL;
 		return r;
 	}
 
@@ -629,11 +675,14 @@ int grep_run(struct grep *g, const struct workspace *w, const char *start,
 	wo.want = want_file;
 	wo.stop = stop_walk;
 	wo.ctx = g;
-	if (walk_run(w, start, shown, &wo, &res, err) < 0)
-		return -1;
+	if (walk_run(w, start, shown, &wo, &res, err) < 0) {
+		walk_result_release(&res);
+		/* A cancelled walk is a cancelled search: run_end says so. */
+		return run_end(g, cancelled(g) ? 0 : -1, shown, err);
+	}
 	st->truncated = res.truncated;
 	st->why = res.why;
-	st->out_of_time = res.stopped && !sig_caught();
+	st->out_of_time = res.stopped;
 	st->problems = res.problems;
 	st->nproblems = res.nproblems;
 	st->aproblems = res.aproblems;
@@ -647,8 +696,7 @@ int grep_run(struct grep *g, const struct workspace *w, const char *start,
 			break;
 	}
 	walk_result_release(&res);
-	g->deadline_ms = 0;
-	return r < 0 ? r : 0;
+	return run_end(g, r, shown, err);
 }
 
 void grep_stats_release(struct grep_stats *st)

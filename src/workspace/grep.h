@@ -24,12 +24,20 @@
  *     again on that line alone.  Match and depth limits (and a JIT stack
  *     of bounded size) make a hostile pattern stop: a file where the limit
  *     is hit is abandoned and counted in limited, and the search goes on.
- * The pattern is compiled once; a syntax error is status 2 with PCRE2's
+ * The pattern is compiled once; a syntax error is invalid, with PCRE2's
  * message and offset.
  *
  * Bounds: max_count matches in all (default 1,000), then the search stops
  * (truncated_matches); a wall-clock budget (default 20 s), checked between
- * files and every 4096 matches, stops it too (out_of_time).
+ * files and every 4096 matches, stops it too (out_of_time).  The
+ * workspace's cancel flag (workspace.h), polled as often, stops it with
+ * an error of kind SBX_E_CANCELLED ("interrupted by signal N while
+ * searching 'SHOWN'"): what was emitted before stays emitted.
+ *
+ * Thread rule: a struct grep (the compiled pattern, its match data, JIT
+ * stack and read buffer) belongs to one thread at a time: grep_new one
+ * per thread.  The one thing shared, whether this PCRE2's JIT has the bug
+ * described in grep.c, is the library's and probed once, atomically.
  */
 #ifndef SBX_GREP_H
 #define SBX_GREP_H
@@ -82,7 +90,7 @@ struct grep_stats {
 };
 
 struct grep;
-/* Compile (status 2 on a bad pattern or include glob). */
+/* Compile (invalid: a bad pattern or include glob). */
 int grep_new(const struct grep_opts *o, struct grep **g,
 	     struct sbx_error **err);
 void grep_free(struct grep *g);
@@ -91,7 +99,7 @@ void grep_free(struct grep *g);
  * Search from start (a workspace_path_check()ed path; a regular file is
  * searched alone).  emit is called for each match in order; a negative
  * return stops the search and is returned.  The start refusing is an
- * error (status 1); everything else is counted in st.
+ * error (refused, not found); everything else is counted in st.
  */
 int grep_run(struct grep *g, const struct workspace *w, const char *start,
 	     const char *shown,

@@ -15,7 +15,6 @@
 
 #include "basic/alloc.h"
 #include "basic/error.h"
-#include "basic/sig.h"
 #include "workspace/tree.h"
 
 DIR *tree_dir_of(int fd)
@@ -206,7 +205,8 @@ gone:
  * removed is not listed again, so no position is trusted across removals,
  * which some file systems shift).
  */
-int tree_empty(int fd, const char *top, enum sbx_kind kind, unsigned long long *removed,
+int tree_empty(int fd, const char *top, enum sbx_kind kind,
+	       const atomic_int *cancel, unsigned long long *removed,
 	       struct sbx_error **err)
 {
 	struct tree_walk w;
@@ -214,13 +214,14 @@ int tree_empty(int fd, const char *top, enum sbx_kind kind, unsigned long long *
 	int rc = tree_walk_start(&w, fd, top, kind, err);
 
 	while (rc == 0) {
+		int sig = cancel ? atomic_load(cancel) : 0;
 		bool down = false;
 
-		if (sig_caught()) {
+		if (sig) {
 			rc = sbx_error_set(err, SBX_E_CANCELLED, 0,
 					   "interrupted by signal %d while "
 					   "removing '%s'",
-					   sig_caught(), top);
+					   sig, top);
 			break;
 		}
 		for (errno = 0; (de = readdir(w.d)); errno = 0) {

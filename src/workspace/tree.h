@@ -15,12 +15,17 @@
  * on failure); top is borrowed, for messages only (the caller escapes it
  * when it came from outside).  Errors carry the kind given to
  * tree_walk_start (unavailable for sbxcat's own tree, refused for a
- * workspace).
+ * workspace); a cancel, SBX_E_CANCELLED.
+ *
+ * Thread rule: a struct tree_walk belongs to the thread that started it;
+ * nothing here keeps state outside it, so walks run at once on different
+ * threads.  The cancel flag may be set by any thread.
  */
 #ifndef SBX_TREE_H
 #define SBX_TREE_H
 
 #include <dirent.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
@@ -62,9 +67,12 @@ int tree_walk_up(struct tree_walk *w, bool resume, struct sbx_error **err);
  * Remove everything below the directory fd (consumed), not the directory
  * itself.  A mount point inside stops it ("'TOP' has a mount point inside;
  * unmount it first"); what was removed before stays removed.  *removed,
- * when not NULL, is increased by every entry removed.  Polls sig_caught().
+ * when not NULL, is increased by every entry removed.  cancel (NULL:
+ * none) is polled between directories: when non-zero (a signal number)
+ * the removal stops, "interrupted by signal N while removing 'TOP'".
  */
-int tree_empty(int fd, const char *top, enum sbx_kind kind, unsigned long long *removed,
+int tree_empty(int fd, const char *top, enum sbx_kind kind,
+	       const atomic_int *cancel, unsigned long long *removed,
 	       struct sbx_error **err);
 
 #endif

@@ -18,10 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "basic/clock.h"
 #include "basic/alloc.h"
+#include "basic/clock.h"
 #include "basic/error.h"
-#include "basic/sig.h"
 #include "basic/text.h"
 #include "workspace/walk.h"
 #include "workspace/workspace.h"
@@ -182,10 +181,10 @@ static int entry_stat(const struct workspace *w, const struct walk_opts *o,
 	return 0;
 }
 
-/* A signal, the deadline or the caller's stop. */
-static bool must_stop(const struct walk_opts *o)
+/* A cancel, the deadline or the caller's stop. */
+static bool must_stop(const struct workspace *w, const struct walk_opts *o)
 {
-	return sig_caught() ||
+	return workspace_cancelled(w) ||
 	       (o->deadline_ms && clock_now_ms() >= o->deadline_ms) ||
 	       (o->stop && o->stop(o->ctx));
 }
@@ -197,8 +196,9 @@ static bool must_stop(const struct walk_opts *o)
  * smallest).  -1 with errno on a read error; STOPPED when must_stop said
  * so (a directory of millions of names takes seconds to read).
  */
-static int read_names(DIR *d, const struct walk_opts *o, const char *dir,
-		      size_t keep, struct names *nm)
+static int read_names(const struct workspace *w, DIR *d,
+		      const struct walk_opts *o, const char *dir, size_t keep,
+		      struct names *nm)
 {
 	struct dirent *de;
 	size_t seen = 0;
@@ -206,7 +206,7 @@ static int read_names(DIR *d, const struct walk_opts *o, const char *dir,
 	if (keep > SIZE_MAX / 4)
 		keep = SIZE_MAX / 4;
 	for (;;) {
-		if (++seen % 4096 == 0 && must_stop(o))
+		if (++seen % 4096 == 0 && must_stop(w, o))
 			return STOPPED;
 		errno = 0;
 		de = readdir(d);
@@ -330,7 +330,7 @@ static bool list_dir(const struct workspace *w, const char *dir, int fd,
 		add_problem(res, dir, errno, NULL);
 		return true;
 	}
-	switch (read_names(dstream, o, dir, left + 1, &nm)) {
+	switch (read_names(w, dstream, o, dir, left + 1, &nm)) {
 	case STOPPED:
 		res->stopped = true;
 		names_release(&nm);
@@ -382,6 +382,20 @@ static void dirq_free(struct dirq *q, size_t n)
 	for (size_t i = 0; i < n; i++)
 		free(q[i].path);
 	free(q);
+}
+
+static int cancelled(const struct workspace *w, const char *shown,
+		     struct sbx_error **err)
+{
+	struct strbuf sb = STRBUF_INIT;
+	int r;
+
+	text_add_escaped(&sb, shown, strlen(shown));
+	r = sbx_error_set(err, SBX_E_CANCELLED, 0,
+			  "interrupted by signal %d while listing '%s'",
+			  workspace_cancelled(w), strbuf_str(&sb));
+	strbuf_release(&sb);
+	return r;
 }
 
 static int not_a_directory(struct sbx_error **err, const char *shown)
@@ -453,7 +467,7 @@ int walk_run(const struct workspace *w, const char *start, const char *shown,
 		if (level >= max_depth) {
 			/* Only a directory that has entries is cut off. */
 			for (size_t i = 0; i < ncur; i++) {
-				if (must_stop(&o)) {
+				if (must_stop(w, &o)) {
 					res->stopped = true;
 					goto out;
 				}
@@ -468,7 +482,7 @@ int walk_run(const struct workspace *w, const char *start, const char *shown,
 		for (size_t i = 0; i < ncur; i++) {
 			struct sbx_error *e = NULL;
 
-			if (must_stop(&o)) {
+			if (must_stop(w, &o)) {
 				res->stopped = true;
 				goto out;
 			}
@@ -488,6 +502,8 @@ int walk_run(const struct workspace *w, const char *start, const char *shown,
 out:
 	dirq_free(cur, ncur);
 	dirq_free(next, nnext);
+	if (res->stopped && workspace_cancelled(w))
+		return cancelled(w, shown, err);
 	return 0;
 }
 

@@ -26,6 +26,13 @@
  *
  * A directory that cannot be opened or read (EACCES, a race, ELOOP) is
  * recorded in problems and skipped; only the start refusing is an error.
+ * The workspace's cancel flag (workspace.h) stops the walk between
+ * directories and every 4096 names, an error of kind SBX_E_CANCELLED
+ * ("interrupted by signal N while listing 'SHOWN'"); a deadline or the
+ * caller's stop() only ends it early (stopped).
+ *
+ * Thread rule: nothing here keeps state outside the caller's structures
+ * (the glob matcher included); a walk_result belongs to its caller.
  */
 #ifndef SBX_WALK_H
 #define SBX_WALK_H
@@ -87,8 +94,8 @@ struct walk_opts {
 	 * true: whether it may be descended at all is the walk's). */
 	bool (*want)(void *ctx, const struct walk_entry *e, bool *descend);
 	void *ctx;
-	/* Checked between directories: true stops the walk (a deadline, a
-	 * signal), setting stopped. */
+	/* Checked between directories: true stops the walk (grep's
+	 * deadline), setting stopped. */
 	bool (*stop)(void *ctx);
 	/* clock_now_ms() past which the walk stops (stopped set), checked
 	 * between directories and every 4096 names read; 0: none. */
@@ -108,9 +115,10 @@ struct walk_result {
 
 /*
  * Walk from start (a workspace_path_check()ed path; "" the workspace).
- * A start that is not a directory is status 1 ("'PATH' is not a
+ * A start that is not a directory is refused ("'PATH' is not a
  * directory"), unless it is a file and opts.recursive is false: then the
- * result is that one entry (ls of a file).
+ * result is that one entry (ls of a file).  On an error res holds what
+ * was found before it (walk_result_release it either way).
  */
 int walk_run(const struct workspace *w, const char *start, const char *shown,
 	     const struct walk_opts *opts, struct walk_result *res,

@@ -19,11 +19,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "basic/clock.h"
 #include "basic/alloc.h"
+#include "basic/clock.h"
 #include "basic/error.h"
 #include "basic/fileio.h"
-#include "basic/sig.h"
 #include "basic/text.h"
 #include "workspace/tree.h"
 #include "workspace/workspace.h"
@@ -40,7 +39,7 @@
 /* A name that keeps changing under a remove or a mkdir: give up after. */
 #define RACE_TRIES 8
 #define BLOCK 65536
-/* Line numbers named when --old is not unique. */
+/* Line numbers named when the old text of an edit is not unique. */
 #define LINES_NAMED 10
 
 #define NO_OPENAT2                                                             \
@@ -169,7 +168,8 @@ static int open_error(int e, const char *shown, struct sbx_error **err)
 
 int workspace_init(struct workspace *w, int fd, const char *path,
 		   unsigned long uid, unsigned long long max_read,
-		   unsigned long long max_write, struct sbx_error **err)
+		   unsigned long long max_write, const atomic_int *cancel,
+		   struct sbx_error **err)
 {
 	struct stat st;
 	int probe, e;
@@ -180,6 +180,7 @@ int workspace_init(struct workspace *w, int fd, const char *path,
 	w->uid = uid;
 	w->max_read = max_read;
 	w->max_write = max_write;
+	w->cancel = cancel;
 	w->budget_ms = WORKSPACE_BUDGET_MS_DEFAULT;
 	if (__builtin_mul_overflow(max_read, WORKSPACE_SCAN_FACTOR,
 				   &w->max_scan))
@@ -378,7 +379,7 @@ static int over_read_limit(const struct workspace *w, const char *shown,
 		      (unsigned long long)st->st_size, w->max_read, what);
 }
 
-#define READ_ON "read a slice with --offset/--limit or use exec"
+#define READ_ON "read a slice of its lines or use exec"
 
 int workspace_open_read(const struct workspace *w, const char *rel,
 			const char *shown, struct stat *st,
@@ -393,15 +394,17 @@ int workspace_open_read(const struct workspace *w, const char *rel,
 	return fd;
 }
 
-/* read(2) into buf until len bytes or the end; -1 with errno set. */
-static ssize_t read_upto(int fd, char *buf, size_t len)
+/* read(2) into buf until len bytes or the end; -1 with errno set (EINTR
+ * when w's cancel flag is up). */
+static ssize_t read_upto(const struct workspace *w, int fd, char *buf,
+			 size_t len)
 {
 	size_t got = 0;
 
 	while (got < len) {
 		ssize_t n = read(fd, buf + got, len - got);
 
-		if (n < 0 && errno == EINTR && !sig_caught())
+		if (n < 0 && errno == EINTR && !workspace_cancelled(w))
 			continue;
 		if (n < 0)
 			return -1;
@@ -413,17 +416,22 @@ static ssize_t read_upto(int fd, char *buf, size_t len)
 }
 
 /* A regular file's bytes, st_size of them and no more (fd consumed). */
-static int read_whole(int fd, const char *shown, const struct stat *st,
-		      char **data, size_t *len, struct sbx_error **err)
+static int read_whole(const struct workspace *w, int fd, const char *shown,
+		      const struct stat *st, char **data, size_t *len,
+		      struct sbx_error **err)
 {
 	size_t size = (size_t)st->st_size;
 	char *buf = xmalloc(st_add(size, 1));
-	ssize_t n = read_upto(fd, buf, size);
+	ssize_t n = read_upto(w, fd, buf, size);
 	int e = errno;
 
 	close(fd);
 	if (n < 0) {
 		free(buf);
+		if (e == EINTR && workspace_cancelled(w))
+			return refuse(err, SBX_E_CANCELLED, 0, shown,
+				      "was being read when signal %d came",
+				      workspace_cancelled(w));
 		return refuse(err, status_of(e), e, shown, "cannot be read");
 	}
 	buf[n] = '\0';
@@ -436,8 +444,8 @@ static int past_end(const char *shown, unsigned long long lines,
 		    unsigned long long offset, struct sbx_error **err)
 {
 	return refuse_r(err, "past the end", shown,
-		      "has %llu line%s; --offset %llu is past the end", lines,
-		      lines == 1 ? "" : "s", offset);
+			"has %llu line%s; line %llu is past the end", lines,
+			lines == 1 ? "" : "s", offset);
 }
 
 static size_t count_newlines(const char *s, size_t len)
@@ -486,6 +494,7 @@ static int slice_whole(char *data, size_t len, const char *shown,
 }
 
 struct reader {
+	const struct workspace *w;
 	int fd;
 	char *blk;
 	size_t pos, len;
@@ -499,13 +508,13 @@ struct reader {
 static int refill(struct reader *r, size_t want, const char *shown,
 		  struct sbx_error **err)
 {
+	int sig = workspace_cancelled(r->w);
 	ssize_t n;
 
-	if (sig_caught())
+	if (sig)
 		return refuse(err, SBX_E_CANCELLED, 0, shown,
-			      "was being read when signal %d came",
-			      sig_caught());
-	n = read_upto(r->fd, r->blk, want);
+			      "was being read when signal %d came", sig);
+	n = read_upto(r->w, r->fd, r->blk, want);
 	if (n < 0)
 		return refuse(err, status_of(errno), errno, shown,
 			      "cannot be read");
@@ -560,16 +569,16 @@ static int too_deep(const struct workspace *w, const char *shown,
 {
 	if (out_of_time)
 		return refuse_r(err, "offset beyond the read budget", shown,
-				"--offset %llu is deeper than fs read reaches: "
+				"line %llu is deeper than a read reaches: "
 				"after its %lld s budget it was on line %llu, "
 				"at byte %llu; read that part with exec "
 				"(sed -n)",
 				offset, w->budget_ms / 1000, line, at);
 	return refuse_r(err, "offset beyond the read budget", shown,
-			"--offset %llu is deeper than fs read reaches: after "
-			"its budget of %llu bytes read (%d times the read "
-			"limit) it was on line %llu, at byte %llu; read that "
-			"part with exec (sed -n)",
+			"line %llu is deeper than a read reaches: after its "
+			"budget of %llu bytes read (%d times the read limit) "
+			"it was on line %llu, at byte %llu; read that part "
+			"with exec (sed -n)",
 			offset, scanned, WORKSPACE_SCAN_FACTOR, line, at);
 }
 
@@ -583,7 +592,7 @@ static int slice_stream(const struct workspace *w, int fd, const char *shown,
 			unsigned long long offset, unsigned long long limit,
 			struct workspace_lines *l, struct sbx_error **err)
 {
-	struct reader r = {fd, xmalloc(BLOCK), 0, 0, false, 0, ULLONG_MAX};
+	struct reader r = {w, fd, xmalloc(BLOCK), 0, 0, false, 0, ULLONG_MAX};
 	struct strbuf sb = STRBUF_INIT;
 	unsigned long long line = 1, scanned = 0;
 	long long deadline = clock_now_ms() + w->budget_ms;
@@ -702,7 +711,7 @@ int workspace_read_lines(const struct workspace *w, const char *rel,
 		}
 		rc = slice_stream(w, fd, shown, offset, limit, out, err);
 	} else {
-		rc = read_whole(fd, shown, &st, &data, &len, err);
+		rc = read_whole(w, fd, shown, &st, &data, &len, err);
 		if (rc == 0)
 			rc = slice_whole(data, len, shown, offset, limit, out,
 					 err);
@@ -1007,13 +1016,14 @@ static int copy_in(const struct workspace *w, int fd, int in_fd,
 	cleanup_free char *buf = xmalloc(BLOCK);
 
 	for (;;) {
+		int sig = workspace_cancelled(w);
 		ssize_t n;
 
-		if (sig_caught())
+		if (sig)
 			return refuse(err, SBX_E_CANCELLED, 0, shown,
 				      "was being written when signal %d came; "
 				      "nothing was changed",
-				      sig_caught());
+				      sig);
 		n = read(in_fd, buf, BLOCK);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -1179,11 +1189,11 @@ static int not_unique(const char *shown, size_t count,
 
 	add_line_list(&sb, lines, nlines, more);
 	rc = sbx_error_set(err, SBX_E_CONFLICT, 0,
-			   "'--old' text matches %zu times in '%s', on line%s "
-			   "%s; give more context to make it unique, or use "
-			   "--all",
+			   "old text matches %zu times in '%s', on line%s %s; "
+			   "give more context to make it unique, or replace "
+			   "every occurrence",
 			   count, q, nlines > 1 ? "s" : "", strbuf_str(&sb));
-	sbx_error_reason(*err, "--old not unique");
+	sbx_error_reason(*err, "old text not unique");
 	strbuf_release(&sb);
 	return rc;
 }
@@ -1248,8 +1258,8 @@ static int replace(const struct workspace *w, const char *data, size_t len,
 	if (o.count == 0) {
 		cleanup_free char *q = quote(shown);
 		sbx_error_set(err, SBX_E_NOT_FOUND, 0,
-			      "'--old' text not found in '%s'", q);
-		sbx_error_reason(*err, "--old not found");
+			      "old text not found in '%s'", q);
+		sbx_error_reason(*err, "old text not found");
 		return -1;
 	}
 	if (o.count > 1 && !all)
@@ -1297,7 +1307,7 @@ int workspace_edit(const struct workspace *w, const char *rel,
 	*line = 0;
 	if (oldlen == 0)
 		return sbx_error_set(err, SBX_E_INVALID, 0,
-				     "'--old' text is empty");
+				     "old text is empty");
 	if (check_path(rel, shown, false, &norm, err) < 0)
 		return -1;
 	pfd = open_parent(w, norm, shown, NULL, &name, err);
@@ -1320,7 +1330,7 @@ int workspace_edit(const struct workspace *w, const char *rel,
 		rc = over_read_limit(w, shown, &st, "edit it with exec", err);
 		goto out;
 	}
-	rc = read_whole(fd, shown, &st, &data, &len, err);
+	rc = read_whole(w, fd, shown, &st, &data, &len, err);
 	if (rc == 0)
 		rc = replace(w, data, len, shown, old, oldlen, new, newlen, all,
 			     &res, count, line, err);
@@ -1380,8 +1390,9 @@ int workspace_stat(const struct workspace *w, const char *rel,
 }
 
 /* A directory at name in pfd emptied (from a held descriptor) and removed. */
-static int rm_tree(int pfd, const char *name, const char *shown,
-		   unsigned long long *removed, struct sbx_error **err)
+static int rm_tree(const struct workspace *w, int pfd, const char *name,
+		   const char *shown, unsigned long long *removed,
+		   struct sbx_error **err)
 {
 	cleanup_free char *q = NULL;
 	int fd = beneath(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0,
@@ -1395,7 +1406,7 @@ static int rm_tree(int pfd, const char *name, const char *shown,
 			   ? 1 /* swapped: look again */
 			   : open_error(errno, shown, err);
 	q = quote(shown);
-	if (tree_empty(fd, q, SBX_E_REFUSED, removed, err) < 0)
+	if (tree_empty(fd, q, SBX_E_REFUSED, w->cancel, removed, err) < 0)
 		return -1;
 	return 1;
 }
@@ -1449,10 +1460,11 @@ int workspace_rm(const struct workspace *w, const char *rel, const char *shown,
 		} else if (errno == ENOTEMPTY || errno == EEXIST) {
 			if (!recursive)
 				rc = refuse_r(err, "directory not empty", shown,
-					    "is a directory that is not "
-					    "empty; use -r");
+					      "is a directory that is not "
+					      "empty; only a recursive remove "
+					      "removes it");
 			else
-				rc = rm_tree(pfd, name, shown, removed, err);
+				rc = rm_tree(w, pfd, name, shown, removed, err);
 		} else if (errno != ENOTDIR && errno != ENOENT) {
 			rc = refuse(err, status_of(errno), errno, shown,
 				    "cannot be removed");

@@ -18,9 +18,9 @@
  *     through a magic link, or onto another mount is refused (EXDEV,
  *     ELOOP), naming the path and why.  EAGAIN (a rename raced the
  *     lookup) is retried a few times, then refused.  A kernel without
- *     openat2 (ENOSYS, Linux < 5.6) is status 3; there is no fallback.
+ *     openat2 (ENOSYS, Linux < 5.6) is unavailable; there is no fallback.
  *   - A file to read is opened O_PATH first, fstat()ed, refused unless
- *     regular (device files, FIFOs, sockets, directories: status 1, naming
+ *     regular (device files, FIFOs, sockets, directories: refused, naming
  *     the type), and only then reopened for reading through
  *     /proc/self/fd/N, which reopens that very inode: nothing but a
  *     regular file is ever opened for reading.  Every size check is an
@@ -32,12 +32,33 @@
  *     made with mkdirat() relative to their held parent.  What write and
  *     edit make is the sandbox uid's (fchown on the descriptor).
  *
- * Errors: status 1 for a refusal or a missing path (the message names the
- * path as the user gave it, escaped, and says why), 3 for the environment.
+ * Errors carry their kind (error.h): refused or not found for what the
+ * request asks (the message names the path as the caller gave it, escaped,
+ * and says why; err->reason says it in a few words for the audit),
+ * conflict for an edit whose text is not unique, unavailable for the
+ * machine, cancelled when the workspace's cancel flag stopped it.
+ * Messages say what the operation met in its own words, never a command
+ * line's flag ("old text not found in 'f'", not "'--old' text ...").
+ *
+ * Cancellation: every loop that can run long (a read, a write's copy, a
+ * walk, a search, a removal) polls the workspace's cancel flag (given to
+ * workspace_init; NULL: never) and stops with kind SBX_E_CANCELLED, its
+ * message naming the flag's value, a signal number ("interrupted by
+ * signal 15 while listing 'd'").
+ *
+ * Thread rule: a struct workspace (its descriptor and budgets) belongs to
+ * the thread that uses it; nothing here keeps state outside the caller's
+ * structures, so calls on different workspaces, or on different struct
+ * workspace of one directory, run at once.  Writes change the calling
+ * thread's file-system uid and capabilities around each write and give
+ * them back before returning (see "Writes are the sandbox's" in
+ * docs/workspace.md): no other thread's are touched.  The cancel flag may
+ * be set by any thread.
  */
 #ifndef SBX_WORKSPACE_H
 #define SBX_WORKSPACE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -58,7 +79,16 @@ struct workspace {
 	unsigned long long max_scan; /* bytes read to reach --offset:
 					WORKSPACE_SCAN_FACTOR * max_read */
 	char *path;	       /* the workspace's path, for messages only */
+	/* The caller's cancel flag (NULL: none): non-zero, a signal
+	 * number, stops what runs long (see above). */
+	const atomic_int *cancel;
 };
+
+/* The cancel flag's value: 0 to go on, else the signal number. */
+static inline int workspace_cancelled(const struct workspace *w)
+{
+	return w->cancel ? atomic_load(w->cancel) : 0;
+}
 
 /* The wall-clock budget of every verb that reads, grep's included. */
 #define WORKSPACE_BUDGET_MS_DEFAULT 20000
@@ -70,19 +100,21 @@ struct workspace {
 /*
  * Take fd (from session_workspace_open; owned from here on, closed by
  * workspace_close even on failure) and check that openat2 with
- * RESOLVE_BENEATH works on this kernel (status 3 "sbxcat fs needs
+ * RESOLVE_BENEATH works on this kernel (unavailable: "sbxcat fs needs
  * openat2 (Linux 5.6 or later); this kernel has none, and sbxcat does not
- * fall back to resolving paths itself").
+ * fall back to resolving paths itself").  cancel is borrowed: it must
+ * outlive w.
  */
 int workspace_init(struct workspace *w, int fd, const char *path,
 		   unsigned long uid, unsigned long long max_read,
-		   unsigned long long max_write, struct sbx_error **err);
+		   unsigned long long max_write, const atomic_int *cancel,
+		   struct sbx_error **err);
 void workspace_close(struct workspace *w);
 
 /*
  * Check a user path and normalise it into *rel (newly allocated; "" for
  * the workspace itself: "", ".", "./", "a/.." is refused, not "").
- * Refused (status 1): absolute, a ".." component, a NUL (never reaches
+ * Refused: absolute, a ".." component, a NUL (never reaches
  * here from argv, but from JSON it could), over PATH_MAX bytes.
  * may_be_root: "" (or ".") allowed, for ls, glob, grep; write, edit, rm
  * and read of the workspace itself are refused.
@@ -118,8 +150,9 @@ int workspace_open_file(const struct workspace *w, const char *rel,
 /*
  * read-bytes: open rel and check its size against max_read before a byte
  * is read: "'data.csv' is 52428800 bytes, over the 8388608-byte read
- * limit; read a slice with --offset/--limit or use exec" (status 1).
- * Returns the descriptor (the caller copies it out and closes it).
+ * limit; read a slice of its lines or use exec" (refused, reason "over
+ * the read limit").  Returns the descriptor (the caller copies it out and
+ * closes it).
  */
 int workspace_open_read(const struct workspace *w, const char *rel,
 			const char *shown, struct stat *st,
@@ -142,8 +175,9 @@ int workspace_open_read(const struct workspace *w, const char *rel,
  * without being kept, holes (SEEK_DATA) without being read (a hole is
  * zeros: no newline), and within w->max_scan bytes read and w->budget_ms:
  * an offset deeper than that is refused, saying at which line and byte
- * the budget ran out ("'big': --offset 9000000 is deeper than fs read
- * reaches: ...").  What is shown is at most max_read
+ * the budget ran out ("'big' line 9000000 is deeper than a read reaches:
+ * ..."); an offset past the end is refused too ("'f' has 12 lines; line
+ * 20 is past the end").  What is shown is at most max_read
  * bytes in all: a slice that would show more stops early (cut = true).
  * A line is shown as it is (no newline); a file not ending in a newline
  * has a last line all the same.
@@ -187,10 +221,12 @@ int workspace_write(const struct workspace *w, const char *rel,
 /*
  * edit: replace old (oldlen > 0 bytes) by new in rel (a regular file of at
  * most max_read bytes), every occurrence when all, else only when there is
- * exactly one.  Refused (status 1) when old is absent ("'--old' text not
- * found in 'PATH'") or, without all, found more than once ("'--old' text
- * matches 3 times in 'PATH', on lines 4, 9 and 12; give more context to
- * make it unique, or use --all"; at most 10 line numbers, then "...").
+ * exactly one.  Not found when old is absent ("old text not found in
+ * 'PATH'", reason "old text not found"); a conflict when, without all, it
+ * is found more than once ("old text matches 3 times in 'PATH', on lines
+ * 4, 9 and 12; give more context to make it unique, or replace every
+ * occurrence", reason "old text not unique"; at most 10 line numbers,
+ * then "...").  An empty old is invalid ("old text is empty").
  * Occurrences do not overlap (leftmost first, as str.replace).  The
  * result is written as workspace_write writes (same directory, the
  * uid's, the old mode), over max_write refused.  *count is how many were
@@ -218,10 +254,11 @@ int workspace_stat(const struct workspace *w, const char *rel,
 /*
  * rm: unlink rel (a file, symlink, or any non-directory), or rmdir it
  * when an empty directory; a non-empty directory needs recursive (else
- * status 1 "'PATH' is a directory that is not empty; use -r").  The tree
+ * refused: "'PATH' is a directory that is not empty; only a recursive
+ * remove removes it").  The tree
  * is removed from held descriptors, never following a symlink (a swapped
- * in symlink is unlinked as a symlink) and never crossing a mount (status
- * 1).  *removed counts what was removed.
+ * in symlink is unlinked as a symlink) and never crossing a mount
+ * (refused).  *removed counts what was removed.
  */
 int workspace_rm(const struct workspace *w, const char *rel,
 		 const char *shown, bool recursive, unsigned long long *removed,
