@@ -604,25 +604,3 @@ void cmd_rfc3339(char out[32], long long t)
 {
 	clock_format_time(out, t);
 }
-
-int cmd_audit_open(struct sbx_ctx *ctx, struct audit **a,
-		   struct sbx_error **err)
-{
-	/* An empty --agent is refused (audit_open), an empty
-	 * SBXCAT_AGENT_ID is none. */
-	struct svc_call call = {
-	    .agent = ctx->audit_agent ? ctx->audit_agent
-				      : cmd_identity(NULL, "SBXCAT_AGENT_ID"),
-	    .run = ctx->audit_run ? ctx->audit_run
-				  : cmd_identity(NULL, "SBXCAT_RUN_ID"),
-	};
-
-	return svc_audit_open(&ctx->svc, &call, a, err);
-}
-
-void cmd_audit_close(struct audit *a)
-{
-	struct svc_call call = {.warn = cmd_warn};
-
-	svc_audit_close(&call, a);
-}

@@ -300,17 +300,6 @@ struct svc_prewarm_watch;
 void cmd_prewarm_watch(struct svc_prewarm_watch *w, bool report);
 void cmd_prewarm_unwatch(struct svc_prewarm_watch *w);
 
-/*
- * The audit recorder of a command that records (audit.h), from --db,
- * --agent and --run or the environment.  Status 2 for a bad agent or run
- * id.
- */
-struct audit;
-int cmd_audit_open(struct sbx_ctx *ctx, struct audit **a,
-		   struct sbx_error **err);
-/* Say the audit's warning, if any, on stderr; then audit_close. */
-void cmd_audit_close(struct audit *a);
-
 /* The path the catalogue is read from, resolved as brief section 2 says. */
 const char *cmd_catalog_path(const struct sbx_ctx *ctx);
 
