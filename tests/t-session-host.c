@@ -1540,6 +1540,19 @@ static void test_made_secret(void)
 	session_root_close(&r);
 	free(file);
 
+	/* A temporary left by a first use that crashed (here the name every
+	 * first use once made, without its random part) stops no other. */
+	fresh_root(&r, "root-stale");
+	sh("touch %s/.sbxcat-key-secret. && chmod 600 %s/.sbxcat-key-secret.",
+	   r.path, r.path);
+	rc = session_secret_load(&d, &r, &err);
+	ok(rc == 0 && d.secret_len == 64,
+	   "a temporary left behind: the secret is made beside it (%s)",
+	   err ? err->msg : "made");
+	sbx_error_free(&err);
+	session_config_release(&d);
+	session_root_close(&r);
+
 	/* Eight first uses at once: one secret, no temporary left behind. */
 	fresh_root(&r, "root-race");
 	if (pipe(pipefd) < 0)

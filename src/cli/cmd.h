@@ -10,6 +10,9 @@
  * the command: cmd_dispatch() parses the common options between the two
  * words, finds the verb (or says which it is not, with a did-you-mean) and
  * runs it; `sbxcat help session` and `sbxcat session --help` list them.
+ *
+ * Thread rule: the command line runs one command on one thread; nothing
+ * here is for a thread of the service.
  */
 #ifndef SBX_CMD_H
 #define SBX_CMD_H

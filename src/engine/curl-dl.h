@@ -20,6 +20,8 @@
  * (typeof then sees the plain declaration), and the engine sets options
  * through typed helpers instead (engine-http.c: setopt_long, setopt_str,
  * ...), each checking that the option is of its type.
+ *
+ * Thread rule: curl_dl_load may be called by any thread at once (dl.h).
  */
 #ifndef SBX_CURL_DL_H
 #define SBX_CURL_DL_H

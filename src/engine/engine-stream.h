@@ -15,6 +15,9 @@
  * decoder, on each step and each line of output (line at most
  * ENGINE_TAIL_WIDTH-1 bytes).  Memory is constant whatever arrives.
  * A struct engine_stream is used by one thread at a time.
+ *
+ * Thread rule: as said above, a struct engine_stream is one thread's at a
+ * time.
  */
 #ifndef SBX_ENGINE_STREAM_H
 #define SBX_ENGINE_STREAM_H

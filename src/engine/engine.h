@@ -35,6 +35,9 @@
  * Ownership: strings and string vectors returned are newly allocated:
  * free() them, and strv_free() (util.h) a vector; a struct engine_image
  * is freed with engine_image_release().
+ *
+ * Thread rule: as said above: a struct engine is one thread's at a time
+ * (engine_copy for another).
  */
 #ifndef SBX_ENGINE_H
 #define SBX_ENGINE_H

@@ -224,7 +224,9 @@ static int secret_make(struct session_root *r, struct sbx_error **err)
 	ssize_t n;
 	int fd, rc = 0;
 
-	random_hex(tmp + sizeof(SECRET_NAME) + 1, 8);
+	/* SECRET_NAME "." then 16 random hex digits: two first uses (threads
+	 * or processes) never make the same temporary. */
+	random_hex(tmp + sizeof(SECRET_NAME), 8);
 	memcpy(tmp, SECRET_NAME ".", sizeof(SECRET_NAME));
 	fd = openat(r->fd, tmp,
 		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);

@@ -23,7 +23,6 @@
 
 #include "basic/alloc.h"
 #include "basic/error.h"
-#include "basic/sig.h"
 #include "basic/text.h"
 #include "session/session-layout.h"
 #include "session/session.h"
@@ -329,13 +328,10 @@ void session_root_close(struct session_root *r)
 	r->fd = r->lock_fd = -1;
 }
 
-/* The signal that stops r's waits, or 0: r->cancel, else (a caller that
- * has not set it yet) the signal caught. */
+/* The signal that stops r's waits, or 0: r->cancel's (none: never). */
 static int cancelled(const struct session_root *r)
 {
-	if (r->cancel)
-		return atomic_load(r->cancel);
-	return sig_caught();
+	return r->cancel ? atomic_load(r->cancel) : 0;
 }
 
 int session_lock_wait(const struct session_root *r, int fd, const char *dir,

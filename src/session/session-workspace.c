@@ -24,7 +24,6 @@
 #include "basic/alloc.h"
 #include "basic/error.h"
 #include "basic/hash.h"
-#include "basic/sig.h"
 #include "session/session-layout.h"
 #include "session/session.h"
 #include "workspace/tree.h"
@@ -247,7 +246,7 @@ static int trash_empty_at(struct session_root *r, int tfd, const char *name,
 	    xasprintf("%s/" TRASH_NAME "/%s", r->path, name);
 
 	if (tree_empty(fd, top, SBX_E_UNAVAILABLE,
-		       r->cancel ? r->cancel : sig_flag(), NULL, err) < 0)
+		       r->cancel, NULL, err) < 0)
 		return -1;
 	if (unlinkat(tfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
 		return sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
@@ -358,8 +357,9 @@ static int cmp_linked(const void *a, const void *b)
 }
 
 /* Blocks of the tree below the walk's top, in 512-byte units. */
-static int size_tree(struct tree_walk *w, unsigned long long *blocks,
-		     unsigned long long *files, struct sbx_error **err)
+static int size_tree(struct tree_walk *w, const atomic_int *cancel,
+		     unsigned long long *blocks, unsigned long long *files,
+		     struct sbx_error **err)
 {
 	struct linked *links = NULL;
 	size_t nlinks = 0, alloc = 0;
@@ -369,10 +369,10 @@ static int size_tree(struct tree_walk *w, unsigned long long *blocks,
 	while (rc == 0) {
 		bool down = false;
 
-		if (sig_caught()) {
+		if (cancel && atomic_load(cancel)) {
 			rc = sbx_error_set(err, SBX_E_CANCELLED, 0,
 					   "interrupted by signal %d",
-					   sig_caught());
+					   atomic_load(cancel));
 			break;
 		}
 		for (errno = 0; (de = readdir(w->d)); errno = 0) {
@@ -460,7 +460,7 @@ int session_workspace_size(struct session_root *r, const char *key,
 	blocks = (unsigned long long)st.st_blocks;
 	rc = tree_walk_start(&w, fd, top, SBX_E_UNAVAILABLE, err);
 	if (rc == 0)
-		rc = size_tree(&w, &blocks, files, err);
+		rc = size_tree(&w, r->cancel, &blocks, files, err);
 	tree_walk_end(&w);
 	if (rc == 0)
 		*bytes = blocks * 512;

@@ -264,7 +264,7 @@ static int exec_prepare(struct run *r, struct sbx_error **err)
 	long long limit_s, started;
 	int rc;
 
-	if (svc_root_open(r->s, &r->root, err) < 0 ||
+	if (svc_root_open(r->s, r->call, &r->root, err) < 0 ||
 	    session_find(&r->root, req->key, r->call->tenant, &r->rec, err) <
 		0 ||
 	    svc_engine_open(r->s, r->call, &r->engine, err) < 0 ||

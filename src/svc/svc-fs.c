@@ -315,7 +315,7 @@ static int fs_begin(struct fs_op *o, const struct svc *s,
 		return -1;
 	}
 	o->started = clock_now_ms();
-	if (svc_root_open(s, &o->root, err) < 0)
+	if (svc_root_open(s, call, &o->root, err) < 0)
 		return -1;
 	/* The waits for a lock (the activity stamp's) end on the call's
 	 * cancel too. */

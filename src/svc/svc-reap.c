@@ -108,7 +108,7 @@ int svc_reap(const struct svc *s, const struct svc_call *call,
 	}
 	/* Nothing is reaped that could not be recorded. */
 	if ((rec.au && audit_ready(rec.au, err) < 0) ||
-	    svc_root_open(s, &root, err) < 0 ||
+	    svc_root_open(s, call, &root, err) < 0 ||
 	    svc_engine_open(s, call, &engine, err) < 0 ||
 	    reap_pass_run(&engine, &s->cfg.session, &root, req->now,
 			  req->limit, req->dry_run, &res->pass, err) < 0)
@@ -146,7 +146,7 @@ int svc_reap_report(const struct svc *s, const struct svc_call *call,
 	int rc = -1;
 
 	memset(res, 0, sizeof(*res));
-	if (svc_root_open(s, &root, err) < 0 ||
+	if (svc_root_open(s, call, &root, err) < 0 ||
 	    reap_report(&root, req->top, &res->v, &res->n, &warnings,
 			&nwarnings, err) < 0)
 		goto out;

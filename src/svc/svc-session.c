@@ -29,7 +29,7 @@
 static int root_open(const struct svc *s, const struct svc_call *call,
 		     struct session_root *root, struct sbx_error **err)
 {
-	if (svc_root_open(s, root, err) < 0)
+	if (svc_root_open(s, call, root, err) < 0)
 		return -1;
 	root->cancel = call ? call->cancel : NULL;
 	return 0;

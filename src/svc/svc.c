@@ -62,8 +62,8 @@ int svc_sink_write(const struct svc_sink *s, const void *buf, size_t len,
 	return 0;
 }
 
-int svc_root_open(const struct svc *s, struct session_root *root,
-		  struct sbx_error **err)
+int svc_root_open(const struct svc *s, const struct svc_call *call,
+		  struct session_root *root, struct sbx_error **err)
 {
 	const struct svc_config *c = &s->cfg;
 
@@ -73,7 +73,10 @@ int svc_root_open(const struct svc *s, struct session_root *root,
 	    svc_config_check(c->session_err, err) < 0 ||
 	    svc_config_check(c->deployment_err, err) < 0)
 		return -1;
-	return session_root_open(root, c->session.root, err);
+	if (session_root_open(root, c->session.root, err) < 0)
+		return -1;
+	root->cancel = call ? call->cancel : NULL;
+	return 0;
 }
 
 int svc_engine_open(const struct svc *s, const struct svc_call *call,

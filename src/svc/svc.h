@@ -101,7 +101,8 @@ int svc_sink_write(const struct svc_sink *s, const void *buf, size_t len,
  *
  * svc_root_open: the session area configured (SANDBOXD_SANDBOX_UID,
  * SBXCAT_DEPLOYMENT_ID and the session settings valid, else their error)
- * and the workspace root opened (session.h).
+ * and the workspace root opened (session.h), its lock waits ended by
+ * call->cancel.
  *
  * svc_engine_open: the engine configured, cancelled by call->cancel, its
  * API version negotiated.
@@ -112,7 +113,8 @@ int svc_sink_write(const struct svc_sink *s, const void *buf, size_t len,
 struct session_root;
 struct engine;
 struct audit;
-int svc_root_open(const struct svc *s, struct session_root *root,
+int svc_root_open(const struct svc *s, const struct svc_call *call,
+		  struct session_root *root,
 		  struct sbx_error **err);
 int svc_engine_open(const struct svc *s, const struct svc_call *call,
 		    struct engine *e, struct sbx_error **err);
