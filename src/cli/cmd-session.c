@@ -23,15 +23,6 @@
 extern const struct cmd_entry cmd_session_open_entry, cmd_session_ls_entry,
     cmd_session_show_entry, cmd_session_close_entry;
 
-/* Report an operation's error; first its own when its row could not be
- * written (op_err), as the cause. */
-static int report(struct sbx_error **op_err, struct sbx_error **err)
-{
-	if (*op_err)
-		cmd_report(op_err);
-	return cmd_report(err);
-}
-
 /* ---- open ---- */
 
 struct open_opts {
@@ -107,7 +98,7 @@ static int session_open(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 	if (svc_session_open(&ctx->svc, &ctx->call, &req, &res, &err) < 0) {
 		if (res.catalog_invalid)
 			cmd_print_diags(&cat);
-		rc = report(&res.op_err, &err);
+		rc = cmd_report(&err);
 	} else if (ctx->json) {
 		cmd_print_json(steal_pointer(&res.doc));
 	} else {
@@ -249,7 +240,7 @@ static int session_close(struct sbx_ctx *ctx, void *opts, int nargs,
 	(void)nargs;
 	ctx->call.tenant = cmd_identity(o->tenant, "SBXCAT_TENANT");
 	if (svc_session_close(&ctx->svc, &ctx->call, &req, &res, &err) < 0)
-		rc = report(&res.op_err, &err);
+		rc = cmd_report(&err);
 	else if (ctx->json)
 		cmd_print_json(steal_pointer(&res.doc));
 	svc_session_close_res_release(&res);

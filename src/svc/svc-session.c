@@ -24,27 +24,16 @@
 #include "session/procs.h"
 #include "svc/svc-session.h"
 
-/* A root for the call: opened, its lock waits ended by the call's
- * cancel. */
-static int root_open(const struct svc *s, const struct svc_call *call,
-		     struct session_root *root, struct sbx_error **err)
-{
-	if (svc_root_open(s, call, root, err) < 0)
-		return -1;
-	root->cancel = call ? call->cancel : NULL;
-	return 0;
-}
-
 /*
  * The row of open or close, ok unless *err.  When it cannot be written
- * the audit's error takes *err's place, and *err, the operation's own,
- * moves to *op_err, to be reported first.
+ * the audit's error takes *err's place, the operation's own chained
+ * before it (sbx_error_chain), to be said first.
  */
 static void session_audit(struct audit *au, enum audit_op op,
 			  const char *tenant, const char *key,
 			  const char *runtime, const char *target,
 			  long long started, const char *detail,
-			  struct sbx_error **op_err, struct sbx_error **err)
+			  struct sbx_error **err)
 {
 	struct sbx_error *aerr = NULL;
 	struct audit_event ev = {
@@ -63,7 +52,7 @@ static void session_audit(struct audit *au, enum audit_op op,
 
 	if (audit_event(au, &ev, &aerr) == 0)
 		return;
-	*op_err = *err;
+	sbx_error_chain(&aerr, err);
 	*err = aerr;
 }
 
@@ -309,7 +298,7 @@ int svc_session_open(const struct svc *s, const struct svc_call *call,
 	if (!rt) {
 		/* Refused before a key could be made: the row has none. */
 		session_audit(au, AUDIT_OPEN, call->tenant, "", req->runtime,
-			      req->runtime, started, NULL, &res->op_err, err);
+			      req->runtime, started, NULL, err);
 		svc_audit_close(call, au);
 		return -1;
 	}
@@ -320,7 +309,7 @@ int svc_session_open(const struct svc *s, const struct svc_call *call,
 		svc_audit_close(call, au);
 		return -1;
 	}
-	if (root_open(s, call, &root, err) < 0 ||
+	if (svc_root_open(s, call, &root, err) < 0 ||
 	    make_key(s, call, req, &root, res->key, err) < 0)
 		goto out;
 	image = recipe_tag(rt, &s->cfg.recipe);
@@ -341,8 +330,7 @@ out:
 		session_unlock(&root);
 	session_audit(au, AUDIT_OPEN, call->tenant, res->key, rt->alias,
 		      rt->alias, started,
-		      *err ? NULL : session_outcome_name(res->outcome),
-		      &res->op_err, err);
+		      *err ? NULL : session_outcome_name(res->outcome), err);
 	svc_audit_close(call, au);
 	free(image);
 	engine_release(&engine);
@@ -357,7 +345,6 @@ void svc_session_open_res_release(struct svc_session_open_res *res)
 	free(res->image);
 	free(res->workspace);
 	json_decref(res->doc);
-	sbx_error_free(&res->op_err);
 	memset(res, 0, sizeof(*res));
 }
 
@@ -438,7 +425,7 @@ int svc_session_ls(const struct svc *s, const struct svc_call *call,
 	int rc = -1;
 
 	memset(res, 0, sizeof(*res));
-	if (root_open(s, call, &root, err) < 0 ||
+	if (svc_root_open(s, call, &root, err) < 0 ||
 	    session_keys(&root, &keys, &nkeys, err) < 0 ||
 	    svc_engine_open(s, call, &engine, err) < 0 ||
 	    session_engine_list(&engine, &s->cfg.session, &by_key, err) < 0)
@@ -548,7 +535,7 @@ int svc_session_show(const struct svc *s, const struct svc_call *call,
 	int rc = -1;
 
 	memset(res, 0, sizeof(*res));
-	if (root_open(s, call, &root, err) < 0 ||
+	if (svc_root_open(s, call, &root, err) < 0 ||
 	    session_find(&root, req->key, call->tenant, &res->rec, err) < 0 ||
 	    svc_engine_open(s, call, &engine, err) < 0 ||
 	    session_engine_inspect(&engine, &s->cfg.session, res->rec.key,
@@ -625,7 +612,7 @@ int svc_session_close(const struct svc *s, const struct svc_call *call,
 		svc_audit_close(call, au);
 		return -1;
 	}
-	if (root_open(s, call, &root, err) < 0 ||
+	if (svc_root_open(s, call, &root, err) < 0 ||
 	    session_find(&root, req->key, call->tenant, &r, err) < 0 ||
 	    svc_engine_open(s, call, &engine, err) < 0 ||
 	    close_session(s, &engine, &root, r.key, req->purge, &res->container,
@@ -639,8 +626,7 @@ out:
 	 * never on the key's chain. */
 	session_audit(au, AUDIT_CLOSE, r.key[0] ? r.tenant : call->tenant,
 		      r.key[0] ? r.key : "", r.runtime, req->key, started,
-		      req->purge ? "purged" : res->container, &res->op_err,
-		      err);
+		      req->purge ? "purged" : res->container, err);
 	svc_audit_close(call, au);
 	session_record_release(&r);
 	engine_release(&engine);
@@ -651,6 +637,5 @@ out:
 void svc_session_close_res_release(struct svc_session_close_res *res)
 {
 	json_decref(res->doc);
-	sbx_error_free(&res->op_err);
 	memset(res, 0, sizeof(*res));
 }

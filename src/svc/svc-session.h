@@ -58,9 +58,6 @@ struct svc_session_open_res {
 	/* Failed: the catalogue had diagnostics (cat->diags), the caller's
 	 * to show before the error. */
 	bool catalog_invalid;
-	/* Failed, and its row could not be written either: *err is then the
-	 * audit's error, and this the operation's own, to report first. */
-	struct sbx_error *op_err;
 };
 /*
  * The field of an open that is missing or malformed, as svc_session_open
@@ -131,8 +128,7 @@ struct svc_session_close_res {
 	char key[SESSION_KEY_MAX + 1];
 	const char *container; /* "removed", "stopped" or "gone" (static) */
 	bool purged;
-	json_t *doc;		  /* {key, container, purged} */
-	struct sbx_error *op_err; /* as open's */
+	json_t *doc; /* {key, container, purged} */
 };
 int svc_session_close(const struct svc *s, const struct svc_call *call,
 		      const struct svc_session_close_req *req,
