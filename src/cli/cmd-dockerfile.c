@@ -27,7 +27,7 @@ static int cmd_dockerfile(struct sbx_ctx *ctx, void *opts, int nargs, char **arg
 		rc = SBX_EXIT_FAIL;
 	} else if (rc == 0) {
 		size_t len;
-		char *df = recipe_dockerfile(rt, &ctx->recipe, &len);
+		char *df = recipe_dockerfile(rt, &ctx->svc.cfg.recipe, &len);
 		char *tag = recipe_tag_of(rt, df, len);
 		if (ctx->json)
 			cmd_print_json(xjson_pack("{s:s, s:s, s:s%}", "alias",

@@ -49,7 +49,7 @@ static int generate(struct sbx_ctx *ctx, const struct catalog *cat,
 				dir[strlen(dir) - 1] == '/' ? "" : "/",
 				rt->alias);
 		out[i].path = xasprintf("%s/Dockerfile", sub);
-		df = recipe_dockerfile(rt, &ctx->recipe, &len);
+		df = recipe_dockerfile(rt, &ctx->svc.cfg.recipe, &len);
 		out[i].tag = recipe_tag_of(rt, df, len);
 		if (mkdir_p(sub, 0755, err) < 0 ||
 		    atomic_batch_add(&batch, out[i].path, df, len, 0644,

@@ -41,7 +41,7 @@ static int cmd_list(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 		arr = json_array();
 	for (size_t i = 0; i < cat->n; i++) {
 		const struct runtime *rt = &cat->rt[i];
-		char *tag = recipe_tag(rt, &ctx->recipe);
+		char *tag = recipe_tag(rt, &ctx->svc.cfg.recipe);
 
 		if (arr) {
 			json_array_append_new(

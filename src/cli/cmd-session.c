@@ -66,8 +66,8 @@ static struct sbx_error *load_catalog(struct sbx_ctx *ctx, struct catalog *cat)
 	struct sbx_error *err = NULL;
 
 	catalog_init(cat);
-	if (ctx->uid_error)
-		return steal_pointer(&ctx->uid_error);
+	if (svc_config_check(ctx->svc.cfg.recipe_err, &err) < 0)
+		return err;
 	catalog_load(cat, cmd_catalog_path(ctx), &err);
 	return err;
 }

@@ -19,7 +19,7 @@ static int cmd_tag(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 
 	(void)opts;
 	if (rc == 0) {
-		char *tag = recipe_tag(rt, &ctx->recipe);
+		char *tag = recipe_tag(rt, &ctx->svc.cfg.recipe);
 		if (ctx->json)
 			cmd_print_json(xjson_pack("{s:s, s:s}", "alias",
 						  rt->alias, "tag", tag));

@@ -257,8 +257,8 @@ int cmd_setup(struct sbx_ctx *ctx, unsigned needs)
 {
 	struct sbx_error *err = NULL;
 
-	if ((needs & CMD_NEEDS_UID) && ctx->uid_error)
-		return cmd_report(&ctx->uid_error);
+	if ((needs & CMD_NEEDS_UID) && ctx->svc.cfg.recipe_err)
+		return cmd_config_error(ctx->svc.cfg.recipe_err);
 	if ((needs & CMD_NEEDS_CATALOG) == CMD_NEEDS_CATALOG && !ctx->cat) {
 		int rc;
 
@@ -383,14 +383,15 @@ int cmd_common_option(struct sbx_ctx *ctx, const struct cmd_entry *cmd, int c,
 	case 'J':
 		ctx->json = true;
 		return 0;
-	case 'U':
-		if (recipe_parse_uid(arg, &ctx->recipe.sandbox_uid, &err) < 0)
+	case 'U': {
+		unsigned long uid;
+
+		if (recipe_parse_uid(arg, &uid, &err) < 0)
 			return cmd_report(&err);
-		sbx_error_free(&ctx->uid_error);
-		svc_config_set_uid(&ctx->svc.cfg, ctx->recipe.sandbox_uid);
+		svc_config_set_uid(&ctx->svc.cfg, uid);
 		return 0;
+	}
 	case OPT_AUDIT_DB:
-		ctx->audit_db = arg;
 		ctx->svc.cfg.audit.db_override = arg;
 		ctx->svc.cfg.audit.db_override_source = "--db";
 		return 0;
@@ -524,15 +525,21 @@ int cmd_close_stdout(int rc)
 	return rc > SBX_EXIT_ENV ? rc : SBX_EXIT_ENV;
 }
 
+int cmd_config_error(const struct sbx_error *area)
+{
+	struct sbx_error *err = NULL;
+
+	return svc_config_check(area, &err) < 0 ? cmd_report(&err) : 0;
+}
+
 const char *cmd_catalog_path(const struct sbx_ctx *ctx)
 {
-	const char *env = getenv("SBXCAT_CATALOG");
 	static const char local[] = "catalog/sandbox_runtimes.json";
 
 	if (ctx->catalog_path)
 		return ctx->catalog_path;
-	if (env && *env)
-		return env;
+	if (ctx->svc.cfg.catalog_path)
+		return ctx->svc.cfg.catalog_path;
 	if (access(local, F_OK) == 0)
 		return local;
 	return SBXCAT_DATADIR "/sandbox_runtimes.json";
@@ -552,8 +559,8 @@ int cmd_load_catalog(struct sbx_ctx *ctx, const char *path, struct catalog *cat)
 {
 	struct sbx_error *err = NULL;
 
-	if (ctx->uid_error)
-		return cmd_report(&ctx->uid_error);
+	if (ctx->svc.cfg.recipe_err)
+		return cmd_config_error(ctx->svc.cfg.recipe_err);
 	if (!path)
 		path = cmd_catalog_path(ctx);
 	if (catalog_load(cat, path, &err) < 0)

@@ -52,16 +52,11 @@ struct sbx_ctx {
 	 * (its configuration, read once: svc/svc-config.h). */
 	struct sbx_env env;
 	struct svc svc;
-	const char *catalog_path; /* -C or SBXCAT_CATALOG; NULL: default */
+	const char *catalog_path; /* -C; NULL: the configuration's */
 	bool json;
-	struct recipe_opts recipe;
-	/* An invalid SANDBOXD_SANDBOX_UID, reported only by the commands that
-	 * load the catalogue (help, --version and check do not need it) and
-	 * forgotten when --sandbox-uid overrides it. */
-	struct sbx_error *uid_error;
-	/* --db, --agent, --run: the audit's database and whom its rows name
-	 * (NULL: the environment's; audit.h). */
-	const char *audit_db, *audit_agent, *audit_run;
+	/* --agent, --run: whom the audit's rows name (NULL: the
+	 * environment's); --db goes into the configuration (svc-config.h). */
+	const char *audit_agent, *audit_run;
 	/* What cmd_setup made (CMD_NEEDS_CATALOG, CMD_NEEDS_CALL). */
 	struct catalog *cat;
 	struct svc_call call;
@@ -302,6 +297,15 @@ const struct runtime *cmd_find_runtime(const struct catalog *cat,
 struct svc_prewarm_watch;
 void cmd_prewarm_watch(struct svc_prewarm_watch *w, bool report);
 void cmd_prewarm_unwatch(struct svc_prewarm_watch *w);
+
+/*
+ * A configuration area's error (svc-config.h: recipe_err, ...) said as
+ * any error is, its exit status returned; 0 when the area is configured.
+ * An invalid SANDBOXD_SANDBOX_UID is reported this way only by the
+ * commands that need the recipe (help, --version and check do not), and
+ * forgotten when --sandbox-uid replaces it.
+ */
+int cmd_config_error(const struct sbx_error *area);
 
 /* The path the catalogue is read from, resolved as brief section 2 says. */
 const char *cmd_catalog_path(const struct sbx_ctx *ctx);

@@ -76,8 +76,6 @@ static int run(struct sbx_ctx *ctx, int argc, char **argv)
 int main(int argc, char **argv)
 {
 	struct sbx_ctx ctx = {0};
-	struct sbx_error *err = NULL;
-	const char *uid = getenv("SANDBOXD_SANDBOX_UID");
 	int rc;
 
 	sig_init();
@@ -85,14 +83,7 @@ int main(int argc, char **argv)
 	cmd_set_root(&sbxcat_root);
 	sbx_env_capture(&ctx.env, environ);
 	svc_init(&ctx.svc, &ctx.env);
-	ctx.recipe.sandbox_uid = SANDBOX_UID_DEFAULT;
-	if (uid && recipe_parse_uid(uid, &ctx.recipe.sandbox_uid, &err) < 0) {
-		sbx_error_wrap(&err, "SANDBOXD_SANDBOX_UID");
-		ctx.uid_error = err;
-		err = NULL;
-	}
 	rc = run(&ctx, argc, argv);
-	sbx_error_free(&ctx.uid_error);
 	if (ctx.cat) {
 		catalog_release(ctx.cat);
 		free(ctx.cat);
