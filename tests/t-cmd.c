@@ -34,9 +34,28 @@ static int exec_ls(struct sbx_ctx *ctx, int argc, char **argv)
 	return 7;
 }
 
-static int exec_plain(struct sbx_ctx *ctx, int argc, char **argv)
+/* A command on an option table: what the dispatcher filled. */
+struct plain_opts {
+	bool flag, has_n;
+	const char *name;
+	unsigned long long n;
+};
+static const struct cmd_option plain_options[] = {
+    CMD_FLAG("flag", 'f', struct plain_opts, flag, 0),
+    CMD_STRING("name", 0, struct plain_opts, name, 0),
+    CMD_COUNT("n", struct plain_opts, n, has_n, 10, 0),
+    CMD_OPTIONS_END,
+};
+
+static int run_plain(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 {
-	return cmd_parse_common(ctx, NULL, argc, argv) < 0 ? 0 : 5;
+	const struct plain_opts *o = opts;
+
+	(void)ctx;
+	snprintf(called, sizeof(called), "plain f=%d name=%s n=%llu/%d %s",
+		 o->flag, o->name ? o->name : "-", o->n, o->has_n,
+		 nargs ? args[0] : "-");
+	return 5;
 }
 
 extern const struct cmd_entry fake_session, fake_open, fake_ls;
@@ -59,7 +78,15 @@ const struct cmd_entry fake_ls = {.name = "ls",
 				  .exec = exec_ls,
 				  .parent = &fake_session};
 static const struct cmd_entry fake_plain = {
-    .name = "plain", .usage = "[X]", .summary = "no verbs", .exec = exec_plain};
+    .name = "plain",
+    .usage = "[X]",
+    .summary = "no verbs",
+    .options = plain_options,
+    .opts_size = sizeof(struct plain_opts),
+    .max_args = 1,
+    .excess = "at most one X",
+    .run = run_plain,
+};
 static const struct cmd_entry *const table[] = {&fake_plain, &fake_session};
 static const struct cmd_entry root = {
     .name = "sbxcat",
@@ -186,6 +213,24 @@ int main(void)
 	   "help lists the commands and the epilog");
 	r = run("help nope");
 	is_int(r.rc, 2, "help of an unknown command exits 2");
+	/* A command on its option table. */
+	r = run("plain --name x a -f --n 3");
+	is_int(r.rc, 5, "an option-table command runs; its status is its own");
+	is_str(called, "plain f=1 name=x n=3/1 a",
+	       "options among operands fill its structure");
+	r = run("plain");
+	is_str(called, "plain f=0 name=- n=0/0 -",
+	       "none given: zeroed, and a count's given flag stays down");
+	r = run("plain --n 11");
+	ok(r.rc == 2 && strstr(r.err, "--n '11': expected a number from 1 to 10") &&
+	       !called[0],
+	   "a count over its maximum: usage error, not run (%s)", r.err);
+	r = run("plain a b");
+	ok(r.rc == 2 && strstr(r.err, "sbxcat: at most one X\n") && !called[0],
+	   "too many operands: its own message, not run");
+	r = run("plain --bogus");
+	ok(r.rc == 2 && strstr(r.err, "usage: sbxcat plain [X]") && !called[0],
+	   "an unknown option: usage, not run");
 	/* The kinds' exit statuses: the map and the tests' own agree. */
 	for (int k = SBX_E_INTERNAL; k <= SBX_E_CANCELLED; k++) {
 		struct sbx_error e = {.kind = (enum sbx_kind)k};

@@ -411,24 +411,6 @@ int cmd_common_option(struct sbx_ctx *ctx, const struct cmd_entry *cmd, int c,
 	}
 }
 
-int cmd_parse_common(struct sbx_ctx *ctx, const struct cmd_entry *cmd, int argc,
-		     char **argv)
-{
-	static const struct option longopts[] = {COMMON_LONGOPTS, {0}};
-	int c, rc;
-
-	for (;;) {
-		c = getopt_long(argc, argv, COMMON_SHORTOPTS, longopts, NULL);
-		if (c == -1)
-			break;
-		rc = cmd_common_option(ctx, cmd, c, optarg);
-
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
 void cmd_print_json(json_t *doc)
 {
 	json_dumpf(doc, stdout, JSON_INDENT(2));

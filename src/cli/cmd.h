@@ -234,13 +234,6 @@ int cmd_options_parse_from(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
  * saying why not. */
 int cmd_setup(struct sbx_ctx *ctx, unsigned needs);
 
-/*
- * Parse the options of a command that has only the common ones.  Returns
- * 0 with optind at the first operand, -1 after printing help (exit 0), or
- * an exit status.
- */
-int cmd_parse_common(struct sbx_ctx *ctx, const struct cmd_entry *cmd, int argc,
-		     char **argv);
 int cmd_usage_error(const struct cmd_entry *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
