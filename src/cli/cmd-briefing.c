@@ -14,26 +14,23 @@
 #include "cli/cmd.h"
 #include "basic/xjson.h"
 
-static int cmd_briefing(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
+static int cmd_briefing(struct sbx_ctx *ctx, void *opts, int nargs,
+			char **args)
 {
-	const struct catalog *cat = ctx->cat;
-	const struct runtime *rt =
-	    nargs ? cmd_find_runtime(cat, args[0]) : catalog_default(cat);
-	int rc = rt ? 0 : SBX_EXIT_FAIL;
+	const struct runtime *rt = cmd_runtime_arg(ctx, nargs, args);
+	char *md;
 
 	(void)opts;
-	if (rc == 0) {
-		char *md = briefing_markdown(rt, rt == catalog_default(cat));
-		if (ctx->json) {
-			json_t *o = xjson_pack("{s:s, s:s}", "alias", rt->alias,
-					       "markdown", md);
-			cmd_print_json(o);
-		} else {
-			fputs(md, stdout);
-		}
-		free(md);
-	}
-	return rc;
+	if (!rt)
+		return SBX_EXIT_FAIL;
+	md = briefing_markdown(rt, rt == catalog_default(ctx->cat));
+	if (ctx->json)
+		cmd_print_json(xjson_pack("{s:s, s:s}", "alias", rt->alias,
+					  "markdown", md));
+	else
+		fputs(md, stdout);
+	free(md);
+	return 0;
 }
 
 const struct cmd_entry cmd_briefing_entry = {

@@ -11,34 +11,33 @@
 #include "basic/error.h"
 #include "basic/xjson.h"
 
-static int cmd_dockerfile(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
+static int cmd_dockerfile(struct sbx_ctx *ctx, void *opts, int nargs,
+			  char **args)
 {
-	const struct catalog *cat = ctx->cat;
-	const struct runtime *rt =
-	    nargs ? cmd_find_runtime(cat, args[0]) : catalog_default(cat);
-	int rc = rt ? 0 : SBX_EXIT_FAIL;
+	const struct runtime *rt = cmd_runtime_arg(ctx, nargs, args);
+	size_t len;
+	char *df, *tag;
 
 	(void)opts;
-	if (rc == 0 && !rt->base_image) {
+	if (!rt)
+		return SBX_EXIT_FAIL;
+	if (!rt->base_image) {
 		fprintf(stderr,
 			"sbxcat: runtime '%s' uses the ready-made image '%s'; "
 			"it has no Dockerfile\n",
 			rt->alias, rt->image);
-		rc = SBX_EXIT_FAIL;
-	} else if (rc == 0) {
-		size_t len;
-		char *df = recipe_dockerfile(rt, &ctx->svc.cfg.recipe, &len);
-		char *tag = recipe_tag_of(rt, df, len);
-		if (ctx->json)
-			cmd_print_json(xjson_pack("{s:s, s:s, s:s%}", "alias",
-						  rt->alias, "tag", tag,
-						  "dockerfile", df, len));
-		else
-			fwrite(df, 1, len, stdout);
-		free(tag);
-		free(df);
+		return SBX_EXIT_FAIL;
 	}
-	return rc;
+	df = recipe_dockerfile(rt, &ctx->svc.cfg.recipe, &len);
+	tag = recipe_tag_of(rt, df, len);
+	if (ctx->json)
+		cmd_print_json(xjson_pack("{s:s, s:s, s:s%}", "alias", rt->alias,
+					  "tag", tag, "dockerfile", df, len));
+	else
+		fwrite(df, 1, len, stdout);
+	free(tag);
+	free(df);
+	return 0;
 }
 
 const struct cmd_entry cmd_dockerfile_entry = {

@@ -12,22 +12,20 @@
 
 static int cmd_tag(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 {
-	const struct catalog *cat = ctx->cat;
-	const struct runtime *rt =
-	    nargs ? cmd_find_runtime(cat, args[0]) : catalog_default(cat);
-	int rc = rt ? 0 : SBX_EXIT_FAIL;
+	const struct runtime *rt = cmd_runtime_arg(ctx, nargs, args);
+	char *tag;
 
 	(void)opts;
-	if (rc == 0) {
-		char *tag = recipe_tag(rt, &ctx->svc.cfg.recipe);
-		if (ctx->json)
-			cmd_print_json(xjson_pack("{s:s, s:s}", "alias",
-						  rt->alias, "tag", tag));
-		else
-			puts(tag);
-		free(tag);
-	}
-	return rc;
+	if (!rt)
+		return SBX_EXIT_FAIL;
+	tag = recipe_tag(rt, &ctx->svc.cfg.recipe);
+	if (ctx->json)
+		cmd_print_json(
+		    xjson_pack("{s:s, s:s}", "alias", rt->alias, "tag", tag));
+	else
+		puts(tag);
+	free(tag);
+	return 0;
 }
 
 const struct cmd_entry cmd_tag_entry = {

@@ -555,6 +555,13 @@ int cmd_load_catalog(struct sbx_ctx *ctx, const char *path, struct catalog *cat)
 	return SBX_EXIT_FAIL;
 }
 
+const struct runtime *cmd_runtime_arg(const struct sbx_ctx *ctx, int nargs,
+				      char **args)
+{
+	return nargs ? cmd_find_runtime(ctx->cat, args[0])
+		     : catalog_default(ctx->cat);
+}
+
 const struct runtime *cmd_find_runtime(const struct catalog *cat,
 				       const char *alias)
 {

@@ -279,6 +279,11 @@ int cmd_load_catalog(struct sbx_ctx *ctx, const char *path,
 /* Find alias, or print why not and return NULL. */
 const struct runtime *cmd_find_runtime(const struct catalog *cat,
 				       const char *alias);
+/* The runtime the operand names (args[0]), else, with none, the
+ * catalogue's default: ctx->cat's (CMD_NEEDS_CATALOG); NULL after saying
+ * why. */
+const struct runtime *cmd_runtime_arg(const struct sbx_ctx *ctx, int nargs,
+				      char **args);
 
 /*
  * The display `sbxcat prewarm` draws (cmd-prewarm.c), for another
