@@ -21,6 +21,9 @@
  *   cap); max_out 0 means no cap.
  * - with io->write set, output goes to it instead of the descriptors
  *   (a socket's writer, a buffer): it is called as soon as bytes come.
+ *   The loop waits for it: the deadline and the cancel flag are looked at
+ *   between calls, so a writer that can stall (a reader across a
+ *   network) must bound its own wait, or be given as a descriptor.
  * - out/err descriptors that block (a slow terminal, a full pipe) delay
  *   only the reading of the connection, never the deadline: writes are
  *   made non-blocking-aware (poll for POLLOUT), and at the deadline the

@@ -31,7 +31,10 @@ struct svc_exec_req {
 	char *const *argv;
 	int argc;
 	int in_fd;		       /* its stdin, or -1 for none */
-	struct svc_sink out, err;      /* its stdout and stderr */
+	/* Its stdout and stderr.  A descriptor is written as it can take
+	 * it, never past the deadline; a callback is waited for (exec-io.h),
+	 * so one whose reader can stall must bound its own wait. */
+	struct svc_sink out, err;
 	unsigned long long timeout_s;  /* 0: the configured; else the less */
 	unsigned long long max_output; /* per stream; 0: the configured */
 };
