@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <iconv.h>
 #include <signal.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -626,6 +627,41 @@ static void test_find(void)
 	   "text_find: an empty needle is found at once; a longer one never");
 }
 
+static void test_parse_uint(void)
+{
+	static const struct {
+		const char *s;
+		unsigned long long max;
+		bool good;
+		unsigned long long want;
+	} cases[] = {
+	    {"0", 10, true, 0},
+	    {"10", 10, true, 10},
+	    {"11", 10, false, 0},
+	    {"007", 10, true, 7},
+	    {"18446744073709551615", ULLONG_MAX, true, ULLONG_MAX},
+	    {"18446744073709551616", ULLONG_MAX, false, 0},
+	    {"99999999999999999999999999999999", ULLONG_MAX, false, 0},
+	    {"", 10, false, 0},
+	    {"-1", 10, false, 0},
+	    {"+1", 10, false, 0},
+	    {" 1", 10, false, 0},
+	    {"1 ", 10, false, 0},
+	    {"1a", 10, false, 0},
+	    {"0x1", 10, false, 0},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		unsigned long long x = 12345;
+		bool got = text_parse_uint(cases[i].s, cases[i].max, &x);
+
+		ok(got == cases[i].good &&
+		       x == (cases[i].good ? cases[i].want : 12345),
+		   "text_parse_uint('%s', max %llu): %s", cases[i].s,
+		   cases[i].max, cases[i].good ? "taken" : "refused, untouched");
+	}
+}
+
 int main(void)
 {
 	xjson_init();
@@ -636,5 +672,6 @@ int main(void)
 	test_find();
 	test_xjson();
 	test_hash();
+	test_parse_uint();
 	return done_testing();
 }

@@ -305,24 +305,20 @@ static int limit_bytes(const struct sbx_env *env, const char *var,
 		       unsigned long long *out, struct sbx_error **err)
 {
 	const char *v = sbx_env_get(env, var);
-	size_t n = v ? strlen(v) : 0;
-	unsigned long long x = 0;
 
-	if (!n)
+	if (!v || !*v)
 		return 0;
-	if (strspn(v, "0123456789") != n || n > 18) {
+	/* 18 digits at most, as the limits have always taken. */
+	if (!text_parse_uint(v, 999999999999999999ULL, out)) {
 		struct strbuf sb = STRBUF_INIT;
 
-		text_add_escaped(&sb, v, n);
+		text_add_escaped(&sb, v, strlen(v));
 		sbx_error_set(err, SBX_E_INVALID, 0,
 			      "%s '%s': expected a whole number of bytes", var,
 			      strbuf_str(&sb));
 		strbuf_release(&sb);
 		return -1;
 	}
-	for (size_t i = 0; i < n; i++)
-		x = x * 10 + (unsigned long long)(v[i] - '0');
-	*out = x;
 	return 0;
 }
 

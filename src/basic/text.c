@@ -254,3 +254,21 @@ const char *text_find(const char *hay, size_t len, const char *needle, size_t n)
 	}
 	return NULL;
 }
+
+bool text_parse_uint(const char *s, unsigned long long max,
+		     unsigned long long *out)
+{
+	unsigned long long x = 0;
+
+	if (!*s)
+		return false;
+	for (; *s; s++) {
+		unsigned d = (unsigned)(*s - '0');
+
+		if (*s < '0' || *s > '9' || x > (max - d) / 10)
+			return false;
+		x = x * 10 + d;
+	}
+	*out = x;
+	return true;
+}

@@ -89,4 +89,12 @@ void text_add_escaped(struct strbuf *out, const char *s, size_t len);
 const char *text_find(const char *hay, size_t len, const char *needle,
 		      size_t n);
 
+/*
+ * s as a whole number: one or more ASCII digits and nothing else (no
+ * sign, no blank; leading zeros allowed), at most max.  False for
+ * anything else, *out then untouched; never overflows, however long s.
+ */
+bool text_parse_uint(const char *s, unsigned long long max,
+		     unsigned long long *out);
+
 #endif

@@ -51,18 +51,12 @@ static int env_uint(const struct sbx_env *e, const char *var,
 {
 	const char *v = env(e, var);
 	unsigned long long x = 0;
-	size_t n;
 
 	if (!v)
 		return 0;
-	n = strlen(v);
-	if (strspn(v, "0123456789") == n && n <= 19) {
-		for (size_t i = 0; i < n; i++)
-			x = x * 10 + (unsigned long long)(v[i] - '0');
-		if (x >= min && x <= max) {
-			*out = x;
-			return 0;
-		}
+	if (text_parse_uint(v, max, &x) && x >= min) {
+		*out = x;
+		return 0;
 	}
 	{
 		char expected[96];

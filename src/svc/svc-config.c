@@ -16,24 +16,19 @@ static int retention_load(struct svc_config *c, const struct sbx_env *env,
 			  struct sbx_error **err)
 {
 	const char *v = sbx_env_nonempty(env, "OPERATION_RETENTION_DAYS");
-	size_t n = v ? strlen(v) : 0;
 	unsigned long long x = 0;
 
 	c->retention_days = 0;
 	if (!v)
 		return 0;
-	if (strspn(v, "0123456789") == n) {
-		for (size_t i = 0; i < n && x <= 20000; i++)
-			x = x * 10 + (unsigned long long)(v[i] - '0');
-		if (x >= 1 && x <= 20000) {
-			c->retention_days = (long long)x;
-			return 0;
-		}
+	if (text_parse_uint(v, 20000, &x) && x >= 1) {
+		c->retention_days = (long long)x;
+		return 0;
 	}
 	{
 		struct strbuf sb = STRBUF_INIT;
 
-		text_add_escaped(&sb, v, n);
+		text_add_escaped(&sb, v, strlen(v));
 		sbx_error_set(err, SBX_E_INVALID, 0,
 			      "OPERATION_RETENTION_DAYS '%s': expected a "
 			      "number from 1 to 20000",
