@@ -6,7 +6,7 @@
 set -eu
 build="autoconf automake libtool pkg-config gcc make libc6-dev
 	libjansson-dev libyaml-dev libcurl4-openssl-dev libpq-dev libssl-dev
-	libpcre2-dev"
+	libpcre2-dev libmicrohttpd-dev"
 # The engines tests/testbed.sh starts: docker.io (it brings iptables, which
 # each engine uses in its own network namespace), util-linux for flock,
 # unshare, nsenter and umount, iproute2 for ip (the namespace's loopback),
