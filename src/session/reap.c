@@ -18,6 +18,7 @@
 #include "session/reap.h"
 #include "session/session-engine.h"
 #include "session/session.h"
+#include "session/session-wire.h"
 #include "basic/util.h"
 
 /* Stopping what an exec left past its deadline, under the quota lock:
@@ -473,6 +474,10 @@ static void act_session(struct engine *e, struct session_root *r,
 	default:
 		die_bug("act_session: not a session's action");
 	}
+	/* A session stopped or removed is closed: its tokens on the
+	 * service's wire go with it (session-wire.h). */
+	if (rc == 0 && a->what != REAP_DELETE)
+		rc = session_wire_drop_tokens(r, a->key, true, &err);
 	if (rc < 0)
 		failed(p, a, &err);
 	else

@@ -256,15 +256,21 @@ static int check_quota(struct engine *e, const struct session_spec *s,
 			tenant++;
 	}
 	json_decref(by_key);
-	if (tenant >= s->cfg->max_per_tenant)
-		return sbx_error_set(err, SBX_E_REFUSED, 0,
-				     "tenant '%s' already holds %u of %u "
-				     "sessions; close one first",
-				     s->tenant, tenant, s->cfg->max_per_tenant);
-	if (all >= s->cfg->max_sessions)
-		return sbx_error_set(err, SBX_E_REFUSED, 0,
-				     "the host holds its ceiling of %u sessions",
-				     s->cfg->max_sessions);
+	if (tenant >= s->cfg->max_per_tenant) {
+		sbx_error_set(err, SBX_E_REFUSED, 0,
+			      "tenant '%s' already holds %u of %u "
+			      "sessions; close one first",
+			      s->tenant, tenant, s->cfg->max_per_tenant);
+		sbx_error_reason(*err, SESSION_REASON_TENANT_QUOTA);
+		return -1;
+	}
+	if (all >= s->cfg->max_sessions) {
+		sbx_error_set(err, SBX_E_REFUSED, 0,
+			      "the host holds its ceiling of %u sessions",
+			      s->cfg->max_sessions);
+		sbx_error_reason(*err, SESSION_REASON_HOST_QUOTA);
+		return -1;
+	}
 	return 0;
 }
 

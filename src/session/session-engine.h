@@ -56,6 +56,11 @@ struct session_spec {
 /* The POST /containers/create body (new reference). */
 json_t *session_container_body(const struct session_spec *s);
 
+/* The reasons (error.h) of the quota refusals of session_engine_open:
+ * the tenant's ceiling, the host's. */
+#define SESSION_REASON_TENANT_QUOTA "tenant quota"
+#define SESSION_REASON_HOST_QUOTA "host quota"
+
 enum session_outcome {
 	SESSION_CREATED,
 	SESSION_ADOPTED,

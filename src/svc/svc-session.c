@@ -22,6 +22,8 @@
 #include "catalog/recipe.h"
 #include "engine/engine.h"
 #include "session/procs.h"
+#include "session/session-wire.h"
+#include "svc/svc-wire.h"
 #include "svc/svc-session.h"
 
 /*
@@ -176,10 +178,10 @@ static int ensure_image(const struct svc *s, const struct svc_call *call,
 }
 
 /* The key, under the configured secret or, without one, ROOT's. */
-static int make_key(const struct svc *s, const struct svc_call *call,
-		    const struct svc_session_open_req *req,
-		    struct session_root *root, char key[SESSION_KEY_MAX + 1],
-		    struct sbx_error **err)
+int svc_session_key_of(const struct svc *s, struct session_root *root,
+		       const char *tenant, const char *scope,
+		       const char *subject, const char *host,
+		       char key[SESSION_KEY_MAX + 1], struct sbx_error **err)
 {
 	const struct session_config *c = &s->cfg.session;
 	/* Only the secret: the configuration itself stays as it was read,
@@ -194,10 +196,23 @@ static int make_key(const struct svc *s, const struct svc_call *call,
 	}
 	rc = session_secret_load(&mine, root, err);
 	if (rc == 0)
-		session_key(&mine, call->tenant, req->scope, req->subject,
-			    req->host ? req->host : "", key);
+		session_key(&mine, tenant, scope, subject, host, key);
 	session_config_release(&mine);
 	return rc;
+}
+
+static int make_key(const struct svc *s, const struct svc_call *call,
+		    const struct svc_session_open_req *req,
+		    struct session_root *root, char key[SESSION_KEY_MAX + 1],
+		    struct sbx_error **err)
+{
+	if (req->name)
+		return svc_session_key_of(s, root, SVC_WIRE_KEY_TENANT,
+					  SVC_WIRE_KEY_SCOPE, req->name, "",
+					  key, err);
+	return svc_session_key_of(s, root, call->tenant, req->scope,
+				  req->subject, req->host ? req->host : "",
+				  key, err);
 }
 
 /*
@@ -224,6 +239,11 @@ static int open_locked(const struct svc *s, const struct svc_call *call,
 		if ((*err)->errnum != ENOENT)
 			goto out;
 		sbx_error_free(err);
+	} else if (strcmp(old.tenant, call->tenant) != 0 && req->name) {
+		/* An id is one name on the service, whoever holds it. */
+		sbx_error_set(err, SBX_E_CONFLICT, 0,
+			      "session '%s' is another tenant's", res->key);
+		goto out;
 	} else if (strcmp(old.tenant, call->tenant) != 0) {
 		/* Keys fold the tenant in: only a forged record gets here. */
 		sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
@@ -580,7 +600,8 @@ static int close_session(const struct svc *s, struct engine *e,
 				 s->cfg.session.persist_containers && !purge,
 				 what, err) < 0 ||
 	    (purge && session_trash_key(root, key, &trash, err) < 0) ||
-	    (!purge && session_record_touch(root, key, err) < 0)) {
+	    (!purge && session_record_touch(root, key, err) < 0) ||
+	    (!purge && session_wire_drop_tokens(root, key, false, err) < 0)) {
 		session_unlock(root);
 		goto out;
 	}

@@ -42,6 +42,12 @@ struct svc_session_open_req {
 	const struct sbx_error *cat_err;
 	const char *runtime;
 	struct svc_prewarm_watch watch;
+	/* The session's id on the service's wire (session/session-wire.h),
+	 * or NULL.  With one, the key is of the id alone (svc_wire_key),
+	 * whichever tenant opens it, so the service finds the session from
+	 * the id; the record's tenant still decides who reaches it: another
+	 * tenant's open of it is a conflict. */
+	const char *name;
 };
 struct svc_session_open_res {
 	char key[SESSION_KEY_MAX + 1];
@@ -68,6 +74,12 @@ struct svc_session_open_res {
 const char *svc_session_open_check(const char *tenant,
 				   const struct svc_session_open_req *req,
 				   const char **value, const char **why);
+/* The key of (tenant, scope, subject, host) under the key secret (the
+ * configured one, else ROOT's, made on first use). */
+int svc_session_key_of(const struct svc *s, struct session_root *root,
+		       const char *tenant, const char *scope,
+		       const char *subject, const char *host,
+		       char key[SESSION_KEY_MAX + 1], struct sbx_error **err);
 int svc_session_open(const struct svc *s, const struct svc_call *call,
 		     const struct svc_session_open_req *req,
 		     struct svc_session_open_res *res, struct sbx_error **err);

@@ -1,0 +1,305 @@
+/*
+ * svc-wire.c - sessions by the service's ids, and their tokens
+ * (svc-wire.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "basic/alloc.h"
+#include "basic/error.h"
+#include "basic/hash.h"
+#include "basic/util.h"
+#include "engine/engine.h"
+#include "session/session-engine.h"
+#include "svc/svc-wire.h"
+
+static const char b64url[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+void svc_wire_token_new(char token[SVC_WIRE_TOKEN_LEN + 1],
+			char hash[SESSION_WIRE_HASH_HEX + 1])
+{
+	unsigned char raw[33];
+	size_t i, o = 0;
+
+	random_bytes(raw, 32);
+	raw[32] = 0;
+	/* 32 bytes are 256 bits: 43 digits of 6 bits, the last of 4. */
+	for (i = 0; i < 33 && o < SVC_WIRE_TOKEN_LEN; i += 3) {
+		unsigned v = (unsigned)raw[i] << 16 |
+			     (unsigned)(i + 1 < 33 ? raw[i + 1] : 0) << 8 |
+			     (unsigned)(i + 2 < 33 ? raw[i + 2] : 0);
+
+		for (int k = 18; k >= 0 && o < SVC_WIRE_TOKEN_LEN; k -= 6)
+			token[o++] = b64url[(v >> k) & 63];
+	}
+	token[o] = '\0';
+	explicit_bzero(raw, sizeof(raw));
+	sha256_hex(token, strlen(token), hash);
+}
+
+bool svc_wire_token_equal(const char *a, const char *b)
+{
+	unsigned char ha[32], hb[32];
+
+	sha256(a, strlen(a), ha);
+	sha256(b, strlen(b), hb);
+	return CRYPTO_memcmp(ha, hb, 32) == 0;
+}
+
+int svc_wire_key(const struct svc *s, const struct svc_call *call,
+		 const char *id, char key[SESSION_KEY_MAX + 1],
+		 struct sbx_error **err)
+{
+	struct session_root root = SESSION_ROOT_INIT;
+	int rc;
+
+	if (!session_wire_id_valid(id))
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "not a session id");
+	rc = svc_root_open(s, call, &root, err);
+	if (rc == 0)
+		rc = svc_session_key_of(s, &root, SVC_WIRE_KEY_TENANT,
+					SVC_WIRE_KEY_SCOPE, id, "", key, err);
+	session_root_close(&root);
+	return rc;
+}
+
+void svc_wire_session_release(struct svc_wire_session *ws)
+{
+	session_record_release(&ws->rec);
+	memset(ws, 0, sizeof(*ws));
+}
+
+/* The session of key as call may see it, into ws (root open). */
+static int find_at(struct session_root *root, const struct svc_call *call,
+		   const char *key, struct svc_wire_session *ws,
+		   struct sbx_error **err)
+{
+	memset(ws, 0, sizeof(*ws));
+	memcpy(ws->key, key, sizeof(ws->key));
+	if (session_find(root, key, call->tenant, &ws->rec, err) < 0)
+		return -1;
+	if (session_wire_read(root, key, &ws->wire, err) < 0) {
+		if ((*err)->errnum != ENOENT) {
+			svc_wire_session_release(ws);
+			return -1;
+		}
+		sbx_error_free(err);
+		return 0;
+	}
+	ws->has_wire = true;
+	ws->open = ws->wire.ntokens > 0;
+	return 0;
+}
+
+static int find_id(const struct svc *s, const struct svc_call *call,
+		   struct session_root *root, const char *id,
+		   struct svc_wire_session *ws, struct sbx_error **err)
+{
+	char key[SESSION_KEY_MAX + 1];
+
+	memset(ws, 0, sizeof(*ws));
+	if (!session_wire_id_valid(id))
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "not a session id");
+	if (svc_root_open(s, call, root, err) < 0 ||
+	    svc_session_key_of(s, root, SVC_WIRE_KEY_TENANT,
+			       SVC_WIRE_KEY_SCOPE, id, "", key, err) < 0)
+		return -1;
+	return find_at(root, call, key, ws, err);
+}
+
+int svc_wire_find(const struct svc *s, const struct svc_call *call,
+		  const char *id, struct svc_wire_session *ws,
+		  struct sbx_error **err)
+{
+	struct session_root root = SESSION_ROOT_INIT;
+	int rc = find_id(s, call, &root, id, ws, err);
+
+	session_root_close(&root);
+	return rc;
+}
+
+int svc_wire_auth(const struct svc *s, const struct svc_call *call,
+		  const char *id, const char *token,
+		  struct svc_wire_session *ws, struct sbx_error **err)
+{
+	struct svc_call any = *call;
+	char hash[SESSION_WIRE_HASH_HEX + 1];
+	bool ok = false;
+
+	any.tenant = NULL;
+	if (!token || svc_wire_find(s, &any, id, ws, err) < 0) {
+		if (*err && (*err)->kind != SBX_E_NOT_FOUND &&
+		    (*err)->kind != SBX_E_INVALID)
+			return -1;
+		sbx_error_free(err);
+		return sbx_error_set(err, SBX_E_REFUSED, 0, "not a token of "
+							    "the session");
+	}
+	sha256_hex(token, strlen(token), hash);
+	/* Every stored hash compared, whichever matches. */
+	for (size_t i = 0; i < ws->wire.ntokens; i++)
+		ok |= CRYPTO_memcmp(hash, ws->wire.tokens[i],
+				    SESSION_WIRE_HASH_HEX) == 0;
+	if (ok && ws->open)
+		return 0;
+	svc_wire_session_release(ws);
+	return sbx_error_set(err, SBX_E_REFUSED, 0,
+			     "not a token of the session");
+}
+
+/* What an open of an id already known decides before it opens. */
+static int open_check(const struct svc_wire_open_req *req,
+		      struct svc_wire_session *ws, struct svc_wire_open_res *res,
+		      const char **runtime, struct sbx_error **err)
+{
+	if (ws->open && !(req->reuse || req->attach)) {
+		res->refused = SVC_WIRE_EXISTS;
+		return sbx_error_set(err, SBX_E_CONFLICT, 0,
+				     "session exists: %s", req->id);
+	}
+	if (ws->open && req->runtime &&
+	    strcmp(req->runtime, ws->rec.runtime) != 0) {
+		res->refused = SVC_WIRE_RUNTIME;
+		snprintf(res->open_runtime, sizeof(res->open_runtime), "%s",
+			 ws->rec.runtime);
+		return sbx_error_set(err, SBX_E_CONFLICT, 0,
+				     "session %s is open on runtime '%s'",
+				     req->id, ws->rec.runtime);
+	}
+	if (!req->runtime)
+		*runtime = ws->rec.runtime;
+	res->reused = ws->open;
+	return 0;
+}
+
+/* The id's session before the open: its record when it has one (the
+ * caller's tenant's, else the id is taken). */
+static int open_before(const struct svc *s, const struct svc_call *call,
+		       const struct svc_wire_open_req *req,
+		       struct svc_wire_session *ws,
+		       struct svc_wire_open_res *res, const char **runtime,
+		       struct sbx_error **err)
+{
+	struct svc_call any = *call;
+
+	any.tenant = NULL;
+	if (svc_wire_find(s, &any, req->id, ws, err) < 0) {
+		if ((*err)->kind != SBX_E_NOT_FOUND)
+			return -1;
+		sbx_error_free(err);
+		if (req->attach) {
+			res->refused = SVC_WIRE_NOTHING;
+			return sbx_error_set(err, SBX_E_NOT_FOUND, 0,
+					     "nothing to attach to: %s",
+					     req->id);
+		}
+		return 0;
+	}
+	if (strcmp(ws->rec.tenant, call->tenant) != 0) {
+		res->refused = SVC_WIRE_EXISTS;
+		return sbx_error_set(err, SBX_E_CONFLICT, 0,
+				     "session exists: %s", req->id);
+	}
+	return open_check(req, ws, res, runtime, err);
+}
+
+int svc_wire_open(const struct svc *s, const struct svc_call *call,
+		  const struct svc_wire_open_req *req,
+		  struct svc_wire_open_res *res, struct sbx_error **err)
+{
+	struct svc_wire_session ws = {0};
+	struct svc_session_open_req o = {
+	    .scope = SVC_WIRE_KEY_SCOPE,
+	    .subject = req->id,
+	    .host = "",
+	    .cat = req->cat,
+	    .cat_err = req->cat_err,
+	    .runtime = req->runtime,
+	    .name = req->id,
+	};
+	struct session_root root = SESSION_ROOT_INIT;
+	char hash[SESSION_WIRE_HASH_HEX + 1];
+	int rc = -1;
+
+	memset(res, 0, sizeof(*res));
+	if (!session_wire_id_valid(req->id))
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "not a session id");
+	if (open_before(s, call, req, &ws, res, &o.runtime, err) < 0 ||
+	    svc_session_open(s, call, &o, &res->open, err) < 0)
+		goto out;
+	svc_wire_token_new(res->token, hash);
+	if (svc_root_open(s, call, &root, err) < 0 ||
+	    session_wire_add_token(&root, res->open.key, req->id, hash, err) <
+		0)
+		goto out;
+	rc = 0;
+out:
+	explicit_bzero(hash, sizeof(hash));
+	session_root_close(&root);
+	svc_wire_session_release(&ws);
+	return rc;
+}
+
+void svc_wire_open_res_release(struct svc_wire_open_res *res)
+{
+	svc_session_open_res_release(&res->open);
+	explicit_bzero(res->token, sizeof(res->token));
+}
+
+int svc_wire_list(const struct svc *s, const struct svc_call *call,
+		  struct svc_wire_list_res *res, struct sbx_error **err)
+{
+	struct svc_session_ls_req lreq = {0};
+	struct svc_session_ls_res ls;
+	struct session_root root = SESSION_ROOT_INIT;
+	size_t alloc = 0;
+	int rc = -1;
+
+	memset(res, 0, sizeof(*res));
+	if (svc_session_ls(s, call, &lreq, &ls, err) < 0)
+		return -1;
+	if (svc_root_open(s, call, &root, err) < 0)
+		goto out;
+	for (size_t i = 0; i < ls.n; i++) {
+		struct svc_wire_session ws;
+		struct sbx_error *e = NULL;
+
+		if (find_at(&root, call, ls.rows[i].rec.key, &ws, &e) < 0) {
+			svc_warn(call, "%s", e->msg);
+			sbx_error_free(&e);
+			continue;
+		}
+		if (!ws.open) {
+			svc_wire_session_release(&ws);
+			continue;
+		}
+		ALLOC_GROW(res->rows, res->n + 1, alloc);
+		res->states = xrealloc(res->states,
+				       alloc * sizeof(*res->states));
+		res->rows[res->n] = ws;
+		res->states[res->n++] = ls.rows[i].state;
+	}
+	rc = 0;
+out:
+	session_root_close(&root);
+	svc_session_ls_res_release(&ls);
+	return rc;
+}
+
+void svc_wire_list_res_release(struct svc_wire_list_res *res)
+{
+	for (size_t i = 0; i < res->n; i++)
+		svc_wire_session_release(&res->rows[i]);
+	free(res->rows);
+	free(res->states);
+	memset(res, 0, sizeof(*res));
+}

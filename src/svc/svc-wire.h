@@ -1,0 +1,121 @@
+/*
+ * svc-wire.h - sessions as the service's wire names them (`sbxcat
+ * serve`, docs/serve.md): by a client's id ([A-Za-z0-9][A-Za-z0-9._-]
+ * {0,63}, session/session-wire.h) rather than by (tenant, scope,
+ * subject), reached with a token minted at open.
+ *
+ * The key of an id is session_key of (SVC_WIRE_KEY_TENANT,
+ * SVC_WIRE_KEY_SCOPE, id, ""): a function of the id and the key secret
+ * alone, so a request that names only the id finds its session, and the
+ * same id reopened finds its workspace.  The record's tenant is the
+ * tenant that opened it, and the tenant rule (session_find) holds: a call
+ * of another tenant sees no such session, and may not open the id while
+ * the first tenant's workspace is kept (the id is taken).
+ *
+ * Tokens: 32 bytes from getrandom, base64url without padding (43
+ * characters); only their SHA-256 is stored (ROOT/KEY/wire.json), so a
+ * reuse mints a new token (earlier ones stay valid, up to
+ * SESSION_WIRE_TOKENS) and a restart of the service keeps them.  Checked
+ * against each stored hash in constant time.
+ *
+ * Thread rule: as svc.h.
+ */
+#ifndef SBX_SVC_WIRE_H
+#define SBX_SVC_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "session/session-wire.h"
+#include "session/session.h"
+#include "svc/svc-session.h"
+#include "svc/svc.h"
+
+#define SVC_WIRE_KEY_TENANT "sandboxd"
+#define SVC_WIRE_KEY_SCOPE "conversation"
+#define SVC_WIRE_TOKEN_LEN 43
+
+/* A new token and its hash. */
+void svc_wire_token_new(char token[SVC_WIRE_TOKEN_LEN + 1],
+			char hash[SESSION_WIRE_HASH_HEX + 1]);
+/* Whether a and b are equal, in time that depends on their lengths
+ * only (each hashed first). */
+bool svc_wire_token_equal(const char *a, const char *b);
+
+/* The key of id (invalid when id is not of the pattern). */
+int svc_wire_key(const struct svc *s, const struct svc_call *call,
+		 const char *id, char key[SESSION_KEY_MAX + 1],
+		 struct sbx_error **err);
+
+/*
+ * A session by its id, as call->tenant may see it: its record, what the
+ * service keeps of it (the wire record: id and token hashes; none for a
+ * session the command line opened), and whether it is open on the wire
+ * (it holds a token).  Not found (ENOENT) for an id with no record, or
+ * another tenant's.
+ */
+struct svc_wire_session {
+	char key[SESSION_KEY_MAX + 1];
+	struct session_record rec;
+	struct session_wire wire;
+	bool has_wire, open;
+};
+int svc_wire_find(const struct svc *s, const struct svc_call *call,
+		  const char *id, struct svc_wire_session *ws,
+		  struct sbx_error **err);
+void svc_wire_session_release(struct svc_wire_session *ws);
+
+/* Whether token is one of the open session id's (any tenant): 0 and *ws
+ * filled, or -1 refused (a wrong token, no session, a closed one: the
+ * caller cannot tell which) or another error (the record unreadable). */
+int svc_wire_auth(const struct svc *s, const struct svc_call *call,
+		  const char *id, const char *token,
+		  struct svc_wire_session *ws, struct sbx_error **err);
+
+/*
+ * Open (or reuse) the session id.  Refusals, in res->refused (err's kind
+ * conflict or not found): an id open and no reuse (SVC_WIRE_EXISTS); a
+ * reuse naming another runtime than the open one's (SVC_WIRE_RUNTIME,
+ * res->open_runtime says which); an attach with neither an open session
+ * nor a kept workspace (SVC_WIRE_NOTHING); the id another tenant's
+ * (SVC_WIRE_EXISTS).  Else svc_session_open's errors.  res->token is the
+ * new token.
+ */
+enum svc_wire_refusal {
+	SVC_WIRE_OK,
+	SVC_WIRE_EXISTS,
+	SVC_WIRE_RUNTIME,
+	SVC_WIRE_NOTHING,
+};
+struct svc_wire_open_req {
+	const char *id;
+	const char *runtime; /* NULL: the open one's, else the default */
+	bool reuse, attach;
+	const struct catalog *cat;
+	const struct sbx_error *cat_err;
+};
+struct svc_wire_open_res {
+	struct svc_session_open_res open;
+	char token[SVC_WIRE_TOKEN_LEN + 1];
+	bool reused;
+	enum svc_wire_refusal refused;
+	char open_runtime[64];
+};
+int svc_wire_open(const struct svc *s, const struct svc_call *call,
+		  const struct svc_wire_open_req *req,
+		  struct svc_wire_open_res *res, struct sbx_error **err);
+void svc_wire_open_res_release(struct svc_wire_open_res *res);
+
+/* The sessions open on the wire that call->tenant sees, sorted by key,
+ * each with its container's state (session_state_word: "running",
+ * "exited", "closed", ...). */
+struct svc_wire_list_res {
+	struct svc_wire_session *rows;
+	const char **states;
+	size_t n;
+};
+int svc_wire_list(const struct svc *s, const struct svc_call *call,
+		  struct svc_wire_list_res *res, struct sbx_error **err);
+void svc_wire_list_res_release(struct svc_wire_list_res *res);
+
+#endif
