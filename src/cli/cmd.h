@@ -320,6 +320,7 @@ extern const struct cmd_entry cmd_session_entry;
 extern const struct cmd_entry cmd_exec_entry;
 extern const struct cmd_entry cmd_fs_entry;
 extern const struct cmd_entry cmd_reap_entry;
+extern const struct cmd_entry cmd_serve_entry;
 extern const struct cmd_entry cmd_audit_entry;
 
 #endif

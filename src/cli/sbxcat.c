@@ -29,6 +29,7 @@ static const struct cmd_entry *const cmd_table[] = {
     &cmd_generate_entry, &cmd_tag_entry,     &cmd_briefing_entry,
     &cmd_prewarm_entry,	 &cmd_compose_entry, &cmd_session_entry,
     &cmd_exec_entry,	 &cmd_fs_entry,     &cmd_reap_entry,
+    &cmd_serve_entry,
     &cmd_audit_entry,
 };
 

@@ -185,17 +185,21 @@ int session_engine_running(struct engine *e, const struct session_config *c,
 {
 	if (session_engine_inspect(e, c, key, inspect, err) < 0)
 		return -1;
-	if (!*inspect)
-		return sbx_error_set(err, SBX_E_CONFLICT, 0,
-				     "session '%s' is not running (its "
-				     "container is gone)",
-				     key);
+	if (!*inspect) {
+		sbx_error_set(err, SBX_E_CONFLICT, 0,
+			      "session '%s' is not running (its container is "
+			      "gone)",
+			      key);
+		sbx_error_reason(*err, SESSION_REASON_GONE);
+		return -1;
+	}
 	if (strcmp(session_state(*inspect), "running") == 0 &&
 	    !json_is_true(json_object_get(json_object_get(*inspect, "State"),
 					  "Paused")))
 		return 0;
 	sbx_error_set(err, SBX_E_CONFLICT, 0, "session '%s' is not running (%s)",
 		      key, stopped_word(*inspect));
+	sbx_error_reason(*err, SESSION_REASON_NOT_RUNNING);
 	sbx_error_hint(*err, "sbxcat session open starts it again");
 	json_decref(*inspect);
 	*inspect = NULL;

@@ -60,6 +60,10 @@ json_t *session_container_body(const struct session_spec *s);
  * the tenant's ceiling, the host's. */
 #define SESSION_REASON_TENANT_QUOTA "tenant quota"
 #define SESSION_REASON_HOST_QUOTA "host quota"
+/* The reasons of session_engine_running's refusals: a container that is
+ * stopped (or paused), one that is gone. */
+#define SESSION_REASON_NOT_RUNNING "not running"
+#define SESSION_REASON_GONE "container gone"
 
 enum session_outcome {
 	SESSION_CREATED,

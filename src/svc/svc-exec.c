@@ -505,9 +505,17 @@ static int exec_stream(struct run *r, struct sbx_error **err)
 			sbx_error_free(err);
 		res->ended = true;
 		if (r->io_res.cancelled) {
-			strbuf_addf(&r->detail,
-				    "cancelled by a signal, killed %zu",
-				    killed);
+			int why = r->call->cancel ? atomic_load(r->call->cancel)
+						  : 0;
+
+			if (why > 0)
+				strbuf_addf(&r->detail,
+					    "cancelled by a signal, killed %zu",
+					    killed);
+			else
+				strbuf_addf(&r->detail,
+					    "cancelled: %s, killed %zu",
+					    svc_cancel_why(why), killed);
 			res->end = SVC_EXEC_CANCELLED;
 			return 0;
 		}

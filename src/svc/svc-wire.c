@@ -21,6 +21,11 @@
 static const char b64url[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
+bool svc_wire_name_valid(const char *s)
+{
+	return session_wire_id_valid(s);
+}
+
 void svc_wire_token_new(char token[SVC_WIRE_TOKEN_LEN + 1],
 			char hash[SESSION_WIRE_HASH_HEX + 1])
 {

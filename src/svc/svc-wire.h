@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "session/session-engine.h"
 #include "session/session-wire.h"
 #include "session/session.h"
 #include "svc/svc-session.h"
@@ -34,6 +35,10 @@
 #define SVC_WIRE_KEY_TENANT "sandboxd"
 #define SVC_WIRE_KEY_SCOPE "conversation"
 #define SVC_WIRE_TOKEN_LEN 43
+
+/* A name of the wire's pattern (a session id, a tenant):
+ * [A-Za-z0-9][A-Za-z0-9._-]{0,63}. */
+bool svc_wire_name_valid(const char *s);
 
 /* A new token and its hash. */
 void svc_wire_token_new(char token[SVC_WIRE_TOKEN_LEN + 1],

@@ -27,6 +27,20 @@ void svc_release(struct svc *s)
 	svc_config_release(&s->cfg);
 }
 
+const char *svc_cancel_why(int value)
+{
+	switch (value) {
+	case SVC_CANCEL_GONE:
+		return "the client went away";
+	case SVC_CANCEL_STOP:
+		return "stopped by request";
+	case SVC_CANCEL_SHUTDOWN:
+		return "the service stopped";
+	default:
+		return "a signal";
+	}
+}
+
 void svc_warn(const struct svc_call *call, const char *fmt, ...)
 {
 	va_list ap;

@@ -69,6 +69,16 @@ struct svc_call {
  * audit.h): 0, or invalid, "WHAT: why". */
 int svc_id_check(const char *what, const char *id, struct sbx_error **err);
 
+/*
+ * What a call's cancel flag may hold besides a signal number (> 0): the
+ * service's reasons (serve/), which the rows name.
+ */
+#define SVC_CANCEL_GONE (-1)	 /* the client went away */
+#define SVC_CANCEL_STOP (-2)	 /* stopped by a request (a run's stop) */
+#define SVC_CANCEL_SHUTDOWN (-3) /* the service stopped past its grace */
+/* "the client went away", ..., "a signal" (static). */
+const char *svc_cancel_why(int value);
+
 /* Say msg through call->warn, when there is one. */
 void svc_warn(const struct svc_call *call, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -1,0 +1,612 @@
+/*
+ * serve.c - the service's state (serve.h, serve-int.h): its tokens, the
+ * snapshot of its policy, the ids being opened and the runs in flight,
+ * the reaper's thread; start, reload and stop.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "basic/alloc.h"
+#include "basic/error.h"
+#include "basic/fileio.h"
+#include "basic/hash.h"
+#include "basic/util.h"
+#include "serve/serve-int.h"
+#include "svc/svc-audit.h"
+#include "svc/svc-reap.h"
+#include "svc/svc-wire.h"
+
+#define TOKEN_FILE_MAX 4096
+#define TENANTS_FILE_MAX (1 << 20)
+#define POLICY_FILE_MAX (1 << 20)
+
+/* ---- snapshots ---- */
+
+struct serve_snap *serve_snap_get(struct serve *sv)
+{
+	struct serve_snap *snap;
+
+	pthread_mutex_lock(&sv->lock);
+	snap = sv->snap;
+	atomic_fetch_add(&snap->refs, 1);
+	pthread_mutex_unlock(&sv->lock);
+	return snap;
+}
+
+void serve_snap_put(struct serve_snap *snap)
+{
+	if (!snap || atomic_fetch_sub(&snap->refs, 1) != 1)
+		return;
+	svc_release(&snap->svc);
+	catalog_release(&snap->cat);
+	sbx_error_free(&snap->cat_err);
+	json_decref(snap->overrides);
+	free(snap->default_runtime);
+	free(snap);
+}
+
+void serve_snap_set(struct serve *sv, struct serve_snap *snap)
+{
+	struct serve_snap *old;
+
+	pthread_mutex_lock(&sv->lock);
+	old = sv->snap;
+	sv->snap = snap;
+	pthread_mutex_unlock(&sv->lock);
+	serve_snap_put(old);
+}
+
+/* What an override names, applied to the snapshot's configuration. */
+static int apply_uint(json_t *o, const char *name, unsigned *to)
+{
+	json_t *v = json_object_get(o, name);
+
+	if (v && json_is_integer(v))
+		*to = (unsigned)json_integer_value(v);
+	return 0;
+}
+
+static void apply_ll(json_t *o, const char *name, long long *to)
+{
+	json_t *v = json_object_get(o, name);
+
+	if (v && json_is_integer(v))
+		*to = (long long)json_integer_value(v);
+}
+
+static int apply_overrides(struct serve_snap *snap, json_t *o,
+			   struct sbx_error **err)
+{
+	struct session_config *c = &snap->svc.cfg.session;
+	json_t *v;
+
+	if (!o)
+		return 0;
+	apply_uint(o, "max_sessions", &c->max_sessions);
+	apply_uint(o, "max_sessions_per_tenant", &c->max_per_tenant);
+	apply_ll(o, "idle_timeout", &c->idle_timeout);
+	apply_ll(o, "workspace_ttl", &c->workspace_ttl);
+	apply_ll(o, "container_ttl", &c->container_ttl);
+	if ((v = json_object_get(o, "execute_timeout")) && json_is_integer(v))
+		c->execute_timeout_s = (long)json_integer_value(v);
+	if ((v = json_object_get(o, "max_read_bytes")) && json_is_integer(v))
+		c->max_read = (unsigned long long)json_integer_value(v);
+	if ((v = json_object_get(o, "mem_limit")) && json_is_string(v) &&
+	    session_parse_size(json_string_value(v), &c->mem_limit, err) < 0)
+		return sbx_error_wrap(err, "mem_limit");
+	if ((v = json_object_get(o, "default_runtime")) && json_is_string(v))
+		snap->default_runtime = xstrdup(json_string_value(v));
+	return 0;
+}
+
+/* Each runtime's mem_limit of the overrides' "runtimes". */
+static void apply_runtimes(struct serve_snap *snap, json_t *o)
+{
+	json_t *rts = json_object_get(o, "runtimes"), *v;
+	const char *alias;
+
+	json_object_foreach(rts, alias, v)
+	{
+		json_t *m = json_object_get(v, "mem_limit");
+
+		for (size_t i = 0; i < snap->cat.n; i++)
+			if (strcmp(snap->cat.rt[i].alias, alias) == 0 &&
+			    json_is_string(m)) {
+				free(snap->cat.rt[i].mem_limit);
+				snap->cat.rt[i].mem_limit =
+				    xstrdup(json_string_value(m));
+			}
+	}
+}
+
+int serve_snap_make(struct serve *sv, json_t *overrides,
+		    struct serve_snap **out, struct sbx_error **err)
+{
+	struct serve_snap *snap = xcalloc(1, sizeof(*snap));
+
+	atomic_init(&snap->refs, 1);
+	svc_init(&snap->svc, sv->env);
+	catalog_init(&snap->cat);
+	if (svc_config_check(snap->svc.cfg.recipe_err, &snap->cat_err) == 0)
+		catalog_load(&snap->cat, sv->catalog_path, &snap->cat_err);
+	if (!snap->cat_err && !catalog_valid(&snap->cat)) {
+		char *d = catalog_diag_format(&snap->cat, &snap->cat.diags[0]);
+
+		sbx_error_set(&snap->cat_err, SBX_E_BAD_DATA, 0, "%s", d);
+		free(d);
+	}
+	/* The audit's writer and pool are the service's, not the
+	 * snapshot's: svc_release leaves them. */
+	snap->svc.writer = sv->base.writer;
+	snap->svc.pool = sv->base.pool;
+	snap->overrides = overrides ? json_incref(overrides) : NULL;
+	if (apply_overrides(snap, overrides, err) < 0) {
+		serve_snap_put(snap);
+		return -1;
+	}
+	apply_runtimes(snap, overrides);
+	*out = snap;
+	return 0;
+}
+
+/* ---- tokens ---- */
+
+void serve_auth(struct serve *sv, const char *token, struct serve_auth *a)
+{
+	char hash[65];
+	bool service = false;
+	const char *tenant = NULL;
+
+	a->who = SERVE_NOBODY;
+	a->tenant = NULL;
+	if (!token)
+		return;
+	sha256_hex(token, strlen(token), hash);
+	if (sv->service_hash[0])
+		service = CRYPTO_memcmp(hash, sv->service_hash, 64) == 0;
+	/* Every tenant compared, whichever matches. */
+	for (size_t i = 0; i < sv->ntenants; i++)
+		if (CRYPTO_memcmp(hash, sv->tenants[i].hash, 64) == 0)
+			tenant = sv->tenants[i].tenant;
+	if (service)
+		a->who = SERVE_SERVICE;
+	else if (tenant) {
+		a->who = SERVE_TENANT;
+		a->tenant = tenant;
+	}
+}
+
+/* A file of secrets: a regular file, not a symlink, that neither group
+ * nor others may read. */
+static int read_secret_file(const char *path, size_t max, char **data,
+			    struct sbx_error **err)
+{
+	struct stat st;
+	size_t len;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	int rc;
+
+	if (fd < 0)
+		return sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
+				     "cannot open '%s'", path);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "'%s' is not a regular file", path);
+	}
+	if (st.st_mode & 077) {
+		close(fd);
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "'%s' may be read by group or others "
+				     "(mode %04o): chmod 600 it",
+				     path, (unsigned)(st.st_mode & 07777));
+	}
+	rc = read_fd_limited(fd, path, max, data, &len, err);
+	close(fd);
+	return rc;
+}
+
+static int set_service_token(struct serve *sv, const struct serve_config *c,
+			     struct sbx_error **err)
+{
+	cleanup_free char *data = NULL;
+	const char *tok = c->token;
+
+	if (!tok && c->token_file) {
+		if (read_secret_file(c->token_file, TOKEN_FILE_MAX, &data,
+				     err) < 0)
+			return -1;
+		data[strcspn(data, "\r\n")] = '\0';
+		tok = data;
+	}
+	if (!tok)
+		return 0;
+	if (strlen(tok) < 16)
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "the service token is shorter than 16 "
+				     "characters");
+	sha256_hex(tok, strlen(tok), sv->service_hash);
+	if (data)
+		explicit_bzero(data, strlen(data));
+	return 0;
+}
+
+/* One line of the tenants file: "TENANT TOKEN" or "TENANT sha256:HEX". */
+static int tenant_line(struct serve *sv, char *line, unsigned lineno,
+		       const char *path, size_t *alloc, struct sbx_error **err)
+{
+	char *sp = strpbrk(line, " \t");
+	const char *tok;
+	struct serve_tenant *t;
+
+	if (!*line || *line == '#')
+		return 0;
+	if (!sp)
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "%s:%u: not 'TENANT TOKEN'", path, lineno);
+	*sp = '\0';
+	tok = sp + 1 + strspn(sp + 1, " \t");
+	if (!svc_wire_name_valid(line) || !*tok || strlen(tok) < 16)
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "%s:%u: not 'TENANT TOKEN' (a tenant of "
+				     "[A-Za-z0-9._-], a token of at least 16 "
+				     "characters)",
+				     path, lineno);
+	ALLOC_GROW(sv->tenants, sv->ntenants + 1, *alloc);
+	t = &sv->tenants[sv->ntenants++];
+	t->tenant = xstrdup(line);
+	if (strncmp(tok, "sha256:", 7) == 0 && strlen(tok + 7) == 64)
+		snprintf(t->hash, sizeof(t->hash), "%s", tok + 7);
+	else
+		sha256_hex(tok, strlen(tok), t->hash);
+	return 0;
+}
+
+static int load_tenants(struct serve *sv, const char *path,
+			struct sbx_error **err)
+{
+	cleanup_free char *data = NULL;
+	char *line, *save = NULL;
+	size_t alloc = 0;
+	unsigned n = 0;
+
+	if (!path)
+		return 0;
+	if (read_secret_file(path, TENANTS_FILE_MAX, &data, err) < 0)
+		return -1;
+	for (line = data; line; line = save) {
+		save = strchr(line, '\n');
+		if (save)
+			*save++ = '\0';
+		line[strcspn(line, "\r")] = '\0';
+		if (tenant_line(sv, line, ++n, path, &alloc, err) < 0)
+			return -1;
+	}
+	explicit_bzero(data, strlen(data));
+	return 0;
+}
+
+/* ---- the ids being opened, the runs in flight ---- */
+
+int serve_opening_add(struct serve *sv, const char *id)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&sv->lock);
+	for (size_t i = 0; i < sv->nopening; i++)
+		if (strcmp(sv->opening[i], id) == 0)
+			rc = -1;
+	if (rc == 0) {
+		ALLOC_GROW(sv->opening, sv->nopening + 1, sv->aopening);
+		sv->opening[sv->nopening++] = xstrdup(id);
+	}
+	pthread_mutex_unlock(&sv->lock);
+	return rc;
+}
+
+void serve_opening_del(struct serve *sv, const char *id)
+{
+	pthread_mutex_lock(&sv->lock);
+	for (size_t i = 0; i < sv->nopening; i++)
+		if (strcmp(sv->opening[i], id) == 0) {
+			free(sv->opening[i]);
+			sv->opening[i] = sv->opening[--sv->nopening];
+			break;
+		}
+	pthread_mutex_unlock(&sv->lock);
+}
+
+int serve_run_add(struct serve *sv, const char *id, atomic_int *cancel)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&sv->lock);
+	for (size_t i = 0; i < sv->nruns; i++)
+		if (strcmp(sv->runs[i].id, id) == 0)
+			rc = -1;
+	if (rc == 0) {
+		ALLOC_GROW(sv->runs, sv->nruns + 1, sv->aruns);
+		snprintf(sv->runs[sv->nruns].id, sizeof(sv->runs[0].id), "%s",
+			 id);
+		sv->runs[sv->nruns++].cancel = cancel;
+	}
+	pthread_mutex_unlock(&sv->lock);
+	return rc;
+}
+
+void serve_run_del(struct serve *sv, const char *id)
+{
+	pthread_mutex_lock(&sv->lock);
+	for (size_t i = 0; i < sv->nruns; i++)
+		if (strcmp(sv->runs[i].id, id) == 0) {
+			sv->runs[i] = sv->runs[--sv->nruns];
+			break;
+		}
+	pthread_mutex_unlock(&sv->lock);
+}
+
+bool serve_run_stop(struct serve *sv, const char *id)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&sv->lock);
+	for (size_t i = 0; i < sv->nruns; i++)
+		if (strcmp(sv->runs[i].id, id) == 0) {
+			int zero = 0;
+
+			atomic_compare_exchange_strong(sv->runs[i].cancel,
+						       &zero, SVC_CANCEL_STOP);
+			found = true;
+		}
+	pthread_mutex_unlock(&sv->lock);
+	return found;
+}
+
+/* ---- the reaper ---- */
+
+static void reaper_warn(void *arg, const char *msg)
+{
+	struct serve *sv = arg;
+	struct strbuf sb = STRBUF_INIT;
+
+	strbuf_addf(&sb, "sbxcat serve: reap: %s\n", msg);
+	if (sv->log_fd >= 0 && write_all(sv->log_fd, sb.buf, sb.len) < 0) {
+		/* nowhere else to say it */
+	}
+	strbuf_release(&sb);
+}
+
+static void reap_once(struct serve *sv)
+{
+	struct serve_snap *snap = serve_snap_get(sv);
+	struct svc_call call = {.warn = reaper_warn, .warn_arg = sv};
+	struct svc_reap_req req = {.now = (long long)time(NULL)};
+	struct svc_reap_res res;
+	struct sbx_error *err = NULL;
+
+	if (svc_reap(&snap->svc, &call, &req, &res, &err) < 0) {
+		atomic_fetch_add(&sv->reap_failures, 1);
+		reaper_warn(sv, err->msg);
+		sbx_error_free(&err);
+	}
+	atomic_fetch_add(&sv->reaps, 1);
+	svc_reap_res_release(&res);
+	serve_snap_put(snap);
+}
+
+static void *reaper_main(void *arg)
+{
+	struct serve *sv = arg;
+
+	pthread_mutex_lock(&sv->lock);
+	while (!sv->stopping) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += sv->interval_s;
+		if (pthread_cond_timedwait(&sv->wake, &sv->lock, &ts) !=
+			ETIMEDOUT ||
+		    sv->stopping)
+			continue;
+		pthread_mutex_unlock(&sv->lock);
+		reap_once(sv);
+		pthread_mutex_lock(&sv->lock);
+	}
+	pthread_mutex_unlock(&sv->lock);
+	return NULL;
+}
+
+/* ---- start, reload, stop ---- */
+
+static json_t *load_policy(const char *path, struct sbx_error **err)
+{
+	cleanup_free char *data = NULL;
+	json_error_t jerr;
+	size_t len;
+	json_t *j;
+
+	if (!path || access(path, F_OK) != 0)
+		return NULL;
+	if (read_file_limited(path, POLICY_FILE_MAX, &data, &len, err) < 0)
+		return NULL;
+	j = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!j || !json_is_object(j)) {
+		json_decref(j);
+		sbx_error_set(err, SBX_E_BAD_DATA, 0,
+			      "%s:%d: not a JSON object of policy: %s", path,
+			      jerr.line, jerr.text);
+	}
+	return j;
+}
+
+static void serve_free(struct serve *sv)
+{
+	for (size_t i = 0; i < sv->ntenants; i++)
+		free(sv->tenants[i].tenant);
+	free(sv->tenants);
+	for (size_t i = 0; i < sv->nopening; i++)
+		free(sv->opening[i]);
+	free(sv->opening);
+	free(sv->runs);
+	serve_snap_put(sv->snap);
+	if (sv->base_audit)
+		svc_audit_serve_stop(&sv->base);
+	svc_release(&sv->base);
+	free(sv->catalog_path);
+	free(sv->policy_file);
+	free(sv->default_tenant);
+	pthread_mutex_destroy(&sv->lock);
+	pthread_cond_destroy(&sv->wake);
+	explicit_bzero(sv->service_hash, sizeof(sv->service_hash));
+	free(sv);
+}
+
+static int check_listen(const struct serve *sv, const struct serve_config *c,
+			struct sbx_error **err)
+{
+	for (size_t i = 0; i < c->nlisten; i++)
+		if (strncmp(c->listen[i], "tcp:", 4) == 0 &&
+		    !sv->service_hash[0])
+			return sbx_error_set(
+			    err, SBX_E_REFUSED, 0,
+			    "refusing to listen on %s without a service token "
+			    "(SANDBOXD_TOKEN or a token file)",
+			    c->listen[i]);
+	if (!c->nlisten)
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "nowhere to listen");
+	return 0;
+}
+
+static int start_http(struct serve *sv, const struct serve_config *c,
+		      struct sbx_error **err)
+{
+	struct http_listen *ls = xcalloc(c->nlisten, sizeof(*ls));
+	struct http_config hc = {
+	    .listen = ls,
+	    .nlisten = c->nlisten,
+	    .routes = serve_routes,
+	    .nroutes = serve_nroutes,
+	    .arg = sv,
+	    .max_body_bytes = c->max_body_bytes,
+	    .max_connections = c->max_connections,
+	    .idle_timeout_s = c->idle_timeout_s,
+	    .request_timeout_s = c->request_timeout_s,
+	    .slow_workers = c->workers,
+	    .log_fd = c->log_fd,
+	};
+	int rc;
+
+	for (size_t i = 0; i < c->nlisten; i++)
+		ls[i].spec = c->listen[i];
+	rc = http_server_start(&sv->http, &hc, err);
+	free(ls);
+	return rc;
+}
+
+int serve_start(struct serve **out, const struct serve_config *c,
+		struct sbx_error **err)
+{
+	struct serve *sv = xcalloc(1, sizeof(*sv));
+	struct serve_snap *snap;
+	json_t *pol;
+
+	sv->env = c->env;
+	sv->log_fd = c->log_fd;
+	sv->catalog_path = c->catalog_path ? xstrdup(c->catalog_path) : NULL;
+	sv->policy_file = c->policy_file ? xstrdup(c->policy_file) : NULL;
+	sv->default_tenant =
+	    xstrdup(c->default_tenant ? c->default_tenant : "default");
+	sv->interval_s = c->cleanup_interval_s;
+	pthread_mutex_init(&sv->lock, NULL);
+	pthread_cond_init(&sv->wake, NULL);
+	svc_init(&sv->base, sv->env);
+	if (set_service_token(sv, c, err) < 0 ||
+	    load_tenants(sv, c->tenants_file, err) < 0 ||
+	    check_listen(sv, c, err) < 0)
+		goto fail;
+	pol = load_policy(sv->policy_file, err);
+	if (*err)
+		goto fail;
+	if (serve_snap_make(sv, pol, &snap, err) < 0) {
+		json_decref(pol);
+		goto fail;
+	}
+	json_decref(pol);
+	if (snap->cat_err) {
+		sbx_error_set(err, snap->cat_err->kind, 0, "%s",
+			      snap->cat_err->msg);
+		serve_snap_put(snap);
+		goto fail;
+	}
+	sv->snap = snap;
+	if (svc_audit_serve_start(&sv->base, 0, err) < 0)
+		goto fail;
+	sv->base_audit = true;
+	snap->svc.writer = sv->base.writer;
+	snap->svc.pool = sv->base.pool;
+	if (start_http(sv, c, err) < 0)
+		goto fail;
+	if (sv->interval_s &&
+	    pthread_create(&sv->reaper, NULL, reaper_main, sv) == 0)
+		sv->reaper_started = true;
+	*out = sv;
+	return 0;
+fail:
+	serve_free(sv);
+	return -1;
+}
+
+int serve_reload(struct serve *sv, struct sbx_error **err)
+{
+	struct serve_snap *snap, *cur = serve_snap_get(sv);
+	json_t *pol = load_policy(sv->policy_file, err);
+	int rc = -1;
+
+	if (*err) {
+		/* An unreadable file: the policy in use stays. */
+		sbx_error_wrap(err, "policy kept");
+		pol = json_incref(cur->overrides);
+	} else if (!pol) {
+		pol = json_incref(cur->overrides);
+	}
+	if (serve_snap_make(sv, pol, &snap, *err ? NULL : err) < 0)
+		goto out;
+	if (snap->cat_err) {
+		sbx_error_free(err);
+		sbx_error_set(err, snap->cat_err->kind, 0,
+			      "the catalogue is kept as it was: %s",
+			      snap->cat_err->msg);
+		serve_snap_put(snap);
+		goto out;
+	}
+	serve_snap_set(sv, snap);
+	rc = *err ? -1 : 0;
+out:
+	json_decref(pol);
+	serve_snap_put(cur);
+	return rc;
+}
+
+void serve_stop(struct serve *sv, unsigned grace_ms)
+{
+	if (!sv)
+		return;
+	http_server_stop(sv->http, grace_ms);
+	pthread_mutex_lock(&sv->lock);
+	sv->stopping = true;
+	pthread_cond_broadcast(&sv->wake);
+	pthread_mutex_unlock(&sv->lock);
+	if (sv->reaper_started)
+		pthread_join(sv->reaper, NULL);
+	serve_free(sv);
+}

@@ -1,0 +1,968 @@
+/*
+ * wire-ops.c - the operations on a session (sandboxd-wire.md section 5,
+ * generation A; section 9's run and stop) and the reads of a kept
+ * workspace, each one call of svc/ (svc-exec.h, svc-fs.h), which writes
+ * its audit row.  Answers as sandboxd's: an operation that fails is 200
+ * with the failure in the body, in the words clients and models know.
+ */
+#define _GNU_SOURCE
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "basic/alloc.h"
+#include "basic/error.h"
+#include "basic/util.h"
+#include "basic/xjson.h"
+#include "serve/wire.h"
+#include "svc/svc-exec.h"
+#include "svc/svc-fs.h"
+#include "svc/svc-session.h"
+
+#define EXEC_OUTPUT_MAX 100000		/* generation A: merged, bytes */
+#define RUN_OUTPUT_MAX (10 << 20)	/* generation B: both streams */
+
+/* ---- exec and run ---- */
+
+/* What a command wrote, as the wire returns it: one buffer (merged) or
+ * two, cut at a total. */
+struct captured {
+	pthread_mutex_t lock;
+	struct strbuf buf[2];
+	bool merged, cut;
+	size_t total, max;
+};
+
+static int capture(struct captured *c, int which, const void *p, size_t n)
+{
+	pthread_mutex_lock(&c->lock);
+	if (c->total + n > c->max) {
+		n = c->max - c->total;
+		c->cut = true;
+	}
+	strbuf_add(&c->buf[c->merged ? 0 : which], p, n);
+	c->total += n;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+static int cap_out(void *arg, const void *p, size_t n, struct sbx_error **e)
+{
+	return capture(arg, 0, p, n);
+}
+
+static int cap_err(void *arg, const void *p, size_t n, struct sbx_error **e)
+{
+	return capture(arg, 1, p, n);
+}
+
+static json_t *utf8_json(struct strbuf *sb)
+{
+	/* Invalid UTF-8 replaced, as sandboxd decodes with "replace". */
+	struct strbuf out = STRBUF_INIT;
+	size_t i = 0;
+	json_t *j;
+
+	while (i < sb->len) {
+		uint32_t cp;
+		size_t k = utf8_decode(sb->buf + i, sb->len - i, &cp);
+
+		if (k == 0) {
+			strbuf_addstr(&out, "\xef\xbf\xbd");
+			i++;
+			continue;
+		}
+		strbuf_add(&out, sb->buf + i, k);
+		i += k;
+	}
+	j = json_stringn(out.buf ? out.buf : "", out.len);
+	strbuf_release(&out);
+	if (!j)
+		die_oom();
+	return j;
+}
+
+/* Run the command of req in w's session, captured into c. */
+static int run_captured(struct wire_req *w, struct svc_exec_req *req,
+			struct captured *c, struct svc_exec_res *res,
+			struct sbx_error **err)
+{
+	req->key = w->ws.key;
+	req->in_fd = -1;
+	req->out = (struct svc_sink){.fd = -1, .write = cap_out, .arg = c};
+	req->err = (struct svc_sink){.fd = -1, .write = cap_err, .arg = c};
+	return svc_exec(&w->snap->svc, &w->call, req, res, err);
+}
+
+/* A timeout of the wire, in whole seconds the exec takes: at least 1,
+ * at most the ceiling; none (or 0, which sandboxd took as no limit):
+ * the ceiling. */
+static unsigned long long wire_timeout(const struct wire_req *w, double t,
+				       bool given)
+{
+	unsigned long long ceiling =
+	    (unsigned long long)w->snap->svc.cfg.session.execute_timeout_s;
+
+	if (!given || t <= 0 || t >= (double)ceiling)
+		return ceiling;
+	return t < 1 ? 1 : (unsigned long long)(t + 0.999);
+}
+
+/* Whether err says the session's container is not running (stopped:
+ * not_running; gone: its container removed). */
+static bool is_down(const struct sbx_error *err, bool gone_too)
+{
+	const char *r = err && err->reason ? err->reason : "";
+
+	return !strcmp(r, SESSION_REASON_NOT_RUNNING) ||
+	       (gone_too && !strcmp(r, SESSION_REASON_GONE));
+}
+
+/* Start the session's container again (sandboxd's healing: the files
+ * are the workspace's, on the host, so nothing is lost): 0 when it runs. */
+static int heal(struct wire_req *w)
+{
+	struct svc_session_open_req o = {
+	    .scope = SVC_WIRE_KEY_SCOPE,
+	    .subject = w->ws.wire.id,
+	    .host = "",
+	    .cat = &w->snap->cat,
+	    .runtime = w->ws.rec.runtime,
+	    .name = w->ws.wire.id,
+	};
+	struct svc_session_open_res res;
+	struct svc_call call = w->call;
+	struct sbx_error *err = NULL;
+	int rc;
+
+	call.tenant = w->ws.rec.tenant;
+	rc = svc_session_open(&w->snap->svc, &call, &o, &res, &err);
+	svc_session_open_res_release(&res);
+	sbx_error_free(&err);
+	return rc;
+}
+
+/* The command, once more after healing when its container was down. */
+static int run_healing(struct wire_req *w, struct svc_exec_req *req,
+		       struct captured *c, struct svc_exec_res *res,
+		       bool gone_too, struct sbx_error **err)
+{
+	int rc = run_captured(w, req, c, res, err);
+
+	if (rc == 0 || res->ended || !is_down(*err, gone_too) || heal(w) < 0)
+		return rc;
+	sbx_error_free(err);
+	svc_exec_res_release(res);
+	memset(res, 0, sizeof(*res));
+	return run_captured(w, req, c, res, err);
+}
+
+static void exec_failed(struct wire_req *w, struct sbx_error *err)
+{
+	wire_json(w, 200,
+		  xjson_pack("{s:s++, s:i, s:b}", "output", "Error: ",
+			     err->msg, "exit_code", 1, "truncated", false));
+}
+
+void wire_exec(void *arg, struct http_request *req, struct http_response *res)
+{
+	struct wire_req w;
+	struct captured c = {.lock = PTHREAD_MUTEX_INITIALIZER,
+			     .buf = {STRBUF_INIT, STRBUF_INIT},
+			     .merged = true,
+			     .max = EXEC_OUTPUT_MAX};
+	struct svc_exec_req x = {0};
+	struct svc_exec_res r = {0};
+	struct sbx_error *err = NULL;
+	long long t = 0;
+	bool given = false;
+
+	if (!wire_begin(&w, arg, req, res, true) ||
+	    !wire_session(&w, true, NULL) ||
+	    !wire_str(&w, "command", true, false, &x.shell) ||
+	    !wire_int(&w, "timeout_seconds", 0, true, &t, &given))
+		goto out;
+	x.timeout_s = wire_timeout(&w, (double)t, given);
+	if (run_healing(&w, &x, &c, &r, true, &err) < 0 && !r.ended) {
+		exec_failed(&w, err);
+		goto out;
+	}
+	wire_json(&w, 200,
+		  xjson_pack("{s:o, s:i, s:b}", "output", utf8_json(&c.buf[0]),
+			     "exit_code",
+			     r.end == SVC_EXEC_TIMED_OUT ? 124 : r.exit_code,
+			     "truncated", c.cut));
+out:
+	sbx_error_free(&err);
+	svc_exec_res_release(&r);
+	strbuf_release(&c.buf[0]);
+	strbuf_release(&c.buf[1]);
+	wire_end(&w);
+}
+
+/* run's argv: a list of at least one string. */
+static bool run_argv(struct wire_req *w, char ***argv, int *argc)
+{
+	json_t *a = json_object_get(w->body, "argv"), *v;
+	size_t i;
+
+	if (!json_is_array(a) || json_array_size(a) == 0 ||
+	    json_array_size(a) > 4096) {
+		wire_invalid(w, "body", "argv", a ? "list_type" : "missing",
+			     "Input should be a list of 1 to 4096 strings");
+		return false;
+	}
+	*argv = xcalloc(json_array_size(a) + 1, sizeof(char *));
+	json_array_foreach(a, i, v)
+	{
+		if (!json_is_string(v) ||
+		    strlen(json_string_value(v)) != json_string_length(v)) {
+			wire_invalid(w, "body", "argv", "string_type",
+				     "Input should be a valid string");
+			return false;
+		}
+		(*argv)[i] = (char *)json_string_value(v);
+	}
+	*argc = (int)i;
+	return true;
+}
+
+static bool run_id_valid(const char *s)
+{
+	size_t n;
+
+	for (n = 0; s[n]; n++)
+		if (!((s[n] >= '0' && s[n] <= '9') ||
+		      (s[n] >= 'a' && s[n] <= 'f')))
+			return false;
+	return n == 32;
+}
+
+/* run's env and run_id, checked. */
+static bool run_fields(struct wire_req *w, const char **run_id)
+{
+	json_t *env = json_object_get(w->body, "env");
+
+	if (env && !json_is_null(env) &&
+	    (!json_is_object(env) || json_object_size(env) > 0)) {
+		/* Issue 20 gives exec an environment of its own; until then
+		 * no value may be silently dropped. */
+		wire_invalid(w, "body", "env", "unsupported",
+			     "a per-run environment is not supported yet");
+		return false;
+	}
+	if (!wire_str(w, "run_id", false, true, run_id))
+		return false;
+	if (*run_id && !run_id_valid(*run_id)) {
+		wire_invalid(w, "body", "run_id", "string_pattern_mismatch",
+			     "String should match pattern '^[0-9a-f]{32}$'");
+		return false;
+	}
+	return true;
+}
+
+static void run_answer(struct wire_req *w, const struct svc_exec_res *r,
+		       struct captured *c)
+{
+	bool timed_out = r->end == SVC_EXEC_TIMED_OUT;
+
+	wire_json(w, 200,
+		  xjson_pack("{s:o, s:o, s:o, s:b, s:b, s:i}", "stdout",
+			     utf8_json(&c->buf[0]), "stderr",
+			     utf8_json(&c->buf[1]), "exit_code",
+			     timed_out || r->end != SVC_EXEC_EXITED
+				 ? json_null()
+				 : json_integer(r->exit_code),
+			     "timed_out", timed_out, "output_limited", c->cut,
+			     "output_limit", RUN_OUTPUT_MAX));
+}
+
+void wire_run(void *arg, struct http_request *req, struct http_response *res)
+{
+	struct wire_req w;
+	struct captured c = {.lock = PTHREAD_MUTEX_INITIALIZER,
+			     .buf = {STRBUF_INIT, STRBUF_INIT},
+			     .max = RUN_OUTPUT_MAX};
+	struct svc_exec_req x = {0};
+	struct svc_exec_res r = {0};
+	struct sbx_error *err = NULL;
+	const char *run_id = NULL;
+	char **argv = NULL;
+	double t = 0;
+	bool given = false, registered = false;
+
+	if (!wire_begin(&w, arg, req, res, true) ||
+	    !wire_session(&w, true, NULL) || !run_argv(&w, &argv, &x.argc) ||
+	    !wire_num(&w, "timeout_seconds", 0, true, &t, &given) ||
+	    !run_fields(&w, &run_id))
+		goto out;
+	if (run_id && serve_run_add(w.sv, run_id, (atomic_int *)req->gone) < 0) {
+		wire_detail(&w, 409, "Run %s is running already", run_id);
+		goto out;
+	}
+	registered = run_id != NULL;
+	x.argv = argv;
+	x.timeout_s = wire_timeout(&w, t, given);
+	/* A container gone is 410, never silently made anew (section 9);
+	 * one stopped is started again. */
+	if (run_healing(&w, &x, &c, &r, false, &err) < 0 && !r.ended) {
+		if (is_down(err, true))
+			wire_detail(&w, 410, "The sandbox is gone: %s",
+				    err->msg);
+		else
+			wire_detail(&w, 502, "%s", err->msg);
+		goto out;
+	}
+	run_answer(&w, &r, &c);
+out:
+	if (registered)
+		serve_run_del(w.sv, run_id);
+	free(argv);
+	sbx_error_free(&err);
+	svc_exec_res_release(&r);
+	strbuf_release(&c.buf[0]);
+	strbuf_release(&c.buf[1]);
+	wire_end(&w);
+}
+
+void wire_run_stop(void *arg, struct http_request *req,
+		   struct http_response *res)
+{
+	struct wire_req w;
+
+	if (wire_begin(&w, arg, req, res, false) &&
+	    wire_session(&w, true, NULL)) {
+		if (!run_id_valid(req->params[1])) {
+			wire_invalid(&w, "path", "run_id",
+				     "string_pattern_mismatch",
+				     "String should match pattern "
+				     "'^[0-9a-f]{32}$'");
+		} else {
+			/* A run that ended, or never was: stopped all the
+			 * same. */
+			serve_run_stop(w.sv, req->params[1]);
+			w.answered = true;
+			res->status = 204;
+		}
+	}
+	wire_end(&w);
+}
+
+/* ---- files ---- */
+
+/* The path field as the workspace takes it; false once answered (with
+ * the failure in the shape the route's client expects: how). */
+static bool op_path(struct wire_req *w, const char *field, char **rel,
+		    const char **given)
+{
+	const char *why;
+
+	if (!wire_str(w, field, true, false, given))
+		return false;
+	*rel = wire_path(w, *given, &why);
+	return true;
+}
+
+static const char *reason_of(const struct sbx_error *err)
+{
+	return err && err->reason ? err->reason : "";
+}
+
+/* "[... N more lines. Use offset=M to read more.]" and the rest of a
+ * read's content, from the lines svc gave. */
+static json_t *read_content(const struct svc_fs_read_res *r,
+			    unsigned long long offset)
+{
+	struct strbuf sb = STRBUF_INIT;
+	json_t *j;
+
+	strbuf_add(&sb, r->text ? r->text : "", r->len);
+	if (sb.len && sb.buf[sb.len - 1] == '\n')
+		strbuf_setlen(&sb, sb.len - 1);
+	if (r->more && r->lines_left > 0)
+		strbuf_addf(&sb,
+			    "\n\n[... %lld more lines. Use offset=%llu to "
+			    "read more.]",
+			    r->lines_left, offset + r->n);
+	else if (r->more)
+		strbuf_addf(&sb, "\n\n[... more lines. Use offset=%llu to read "
+				 "more.]",
+			    offset + r->n);
+	j = json_stringn(sb.buf ? sb.buf : "", sb.len);
+	strbuf_release(&sb);
+	return j;
+}
+
+/* A failed read in sandboxd's words. */
+static char *read_error(const char *given, const struct sbx_error *err)
+{
+	const char *why = reason_of(err);
+	unsigned long long n = 0, max = 0;
+	const char *p;
+
+	if (!strcmp(why, "not found") || !strcmp(why, "a directory") ||
+	    !strcmp(why, "not a regular file") || !strcmp(why, "not a directory"))
+		return xasprintf("Error: File '%s' not found", given);
+	if (!strcmp(why, "past the end"))
+		return xstrdup("[End of file]");
+	if (!strcmp(why, "outside the workspace"))
+		return xasprintf("Error: Path '%s' is outside the workspace",
+				 given);
+	if (!strcmp(why, "over the read limit") && (p = strstr(err->msg, " is ")) &&
+	    sscanf(p, " is %llu bytes, over the %llu-byte", &n, &max) == 2)
+		return xasprintf("[Error: File is %llu bytes, over the "
+				 "%llu-byte read limit. Read a slice with "
+				 "execute() instead, e.g. \"sed -n '1,200p' "
+				 "%s\".]",
+				 n, max, given);
+	return xasprintf("[Error reading file: %s]", err->msg);
+}
+
+/* read, on a live session or a kept workspace. */
+static void do_read(struct wire_req *w, bool archive)
+{
+	struct svc_fs_read_req r = {0};
+	struct svc_fs_read_res res = {0};
+	struct sbx_error *err = NULL;
+	cleanup_free char *rel = NULL;
+	const char *given;
+	long long offset = 0, limit = 2000;
+	bool has_off = false, has_lim = false;
+
+	if (!op_path(w, "path", &rel, &given) ||
+	    !wire_int(w, "offset", 0, false, &offset, &has_off) ||
+	    !wire_int(w, "limit", 1, false, &limit, &has_lim))
+		return;
+	if (!rel) {
+		if (archive)
+			wire_detail(w, 400, "Path '%s' is outside the workspace",
+				    given);
+		else
+			wire_json(w, 200,
+				  xjson_pack("{s:s++}", "content",
+					     "Error: Path '", given,
+					     "' is outside the workspace"));
+		return;
+	}
+	r.key = w->ws.key;
+	r.path = rel;
+	/* sandboxd's default read is of the whole file (refused over the
+	 * read limit); a slice asked for reads a slice of any file. */
+	if (offset != 0 || limit != 2000) {
+		r.offset = (unsigned long long)offset + 1;
+		r.limit = (unsigned long long)limit;
+	}
+	if (svc_fs_read(&w->snap->svc, &w->call, &r, &res, &err) < 0) {
+		cleanup_free char *msg = read_error(given, err);
+
+		if (archive && !strcmp(reason_of(err), "not found"))
+			wire_detail(w, 404, "No such file: %s", given);
+		else if (archive && !strcmp(reason_of(err), "outside the workspace"))
+			wire_detail(w, 400, "Path '%s' is outside the workspace",
+				    given);
+		else
+			wire_json(w, 200, xjson_pack("{s:s}", "content", msg));
+	} else {
+		wire_json(w, 200,
+			  xjson_pack("{s:o}", "content",
+				     read_content(&res, (unsigned long long)offset)));
+	}
+	sbx_error_free(&err);
+	svc_fs_read_res_release(&res);
+}
+
+void wire_read(void *arg, struct http_request *req, struct http_response *res)
+{
+	struct wire_req w;
+
+	if (wire_begin(&w, arg, req, res, true) && wire_session(&w, true, NULL))
+		do_read(&w, false);
+	wire_end(&w);
+}
+
+static void do_read_bytes(struct wire_req *w, bool archive)
+{
+	struct svc_fs_read_bytes_req r = {.json_doc = true};
+	struct svc_fs_read_bytes_res res = {0};
+	struct sbx_error *err = NULL;
+	cleanup_free char *rel = NULL;
+	const char *given;
+
+	if (!op_path(w, "path", &rel, &given))
+		return;
+	r.key = w->ws.key;
+	r.path = rel;
+	if (rel && svc_fs_read_bytes(&w->snap->svc, &w->call, &r, &res, &err) ==
+		       0) {
+		json_t *b = json_object_get(res.doc, "content_base64");
+
+		wire_json(w, 200,
+			  xjson_pack("{s:O}", "content_b64",
+				     b ? b : json_string("")));
+	} else if (!archive) {
+		wire_json(w, 200, xjson_pack("{s:s}", "content_b64", ""));
+	} else if (!rel || !strcmp(reason_of(err), "outside the workspace")) {
+		wire_detail(w, 400, "Path '%s' is outside the workspace", given);
+	} else if (!strcmp(reason_of(err), "over the read limit")) {
+		wire_detail(w, 400, "File is over the %llu-byte read limit",
+			    w->snap->svc.cfg.session.max_read);
+	} else {
+		wire_detail(w, 404, "No such file: %s", given);
+	}
+	sbx_error_free(&err);
+	svc_fs_read_bytes_res_release(&res);
+}
+
+void wire_read_bytes(void *arg, struct http_request *req,
+		     struct http_response *res)
+{
+	struct wire_req w;
+
+	if (wire_begin(&w, arg, req, res, true) && wire_session(&w, true, NULL))
+		do_read_bytes(&w, false);
+	wire_end(&w);
+}
+
+/* Strict base64 (RFC 4648, padded, no whitespace) into out; -1 with the
+ * offset of the first bad character. */
+static int b64_decode(const char *s, size_t len, struct strbuf *out,
+		      size_t *bad)
+{
+	static const char tab[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t i;
+
+	if (len % 4) {
+		*bad = len;
+		return -1;
+	}
+	for (i = 0; i < len; i += 4) {
+		unsigned v = 0, pad = 0;
+
+		for (size_t k = 0; k < 4; k++) {
+			const char *p = s[i + k] ? strchr(tab, s[i + k]) : NULL;
+
+			if (s[i + k] == '=' && i + 4 == len && k >= 2 &&
+			    (k == 3 || s[i + 3] == '=')) {
+				pad++;
+				v <<= 6;
+				continue;
+			}
+			if (!p || pad) {
+				*bad = i + k;
+				return -1;
+			}
+			v = v << 6 | (unsigned)(p - tab);
+		}
+		strbuf_addch(out, (int)(v >> 16 & 255));
+		if (pad < 2)
+			strbuf_addch(out, (int)(v >> 8 & 255));
+		if (pad < 1)
+			strbuf_addch(out, (int)(v & 255));
+	}
+	return 0;
+}
+
+/* The bytes of a write as a descriptor svc_fs_write reads. */
+static int bytes_fd(const struct strbuf *data)
+{
+	int fd = memfd_create("sbxcat-write", MFD_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	if (write_all(fd, data->buf ? data->buf : "", data->len) < 0 ||
+	    lseek(fd, 0, SEEK_SET) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void write_result(struct wire_req *w, const char *path,
+			 const char *error)
+{
+	wire_json(w, 200,
+		  xjson_pack("{s:s?, s:s?}", "path", path, "error", error));
+}
+
+void wire_write(void *arg, struct http_request *req, struct http_response *res)
+{
+	struct wire_req w;
+	struct svc_fs_write_req r = {0};
+	struct svc_fs_write_res wr = {0};
+	struct strbuf data = STRBUF_INIT;
+	struct sbx_error *err = NULL;
+	cleanup_free char *rel = NULL;
+	const char *given, *b64;
+	size_t bad;
+
+	if (!wire_begin(&w, arg, req, res, true) ||
+	    !wire_session(&w, true, NULL) || !op_path(&w, "path", &rel, &given) ||
+	    !wire_str(&w, "content_b64", true, false, &b64))
+		goto out;
+	if (b64_decode(b64, strlen(b64), &data, &bad) < 0) {
+		wire_detail(&w, 400,
+			    "content_b64 is not valid base64: bad character "
+			    "or length at offset %zu",
+			    bad);
+		goto out;
+	}
+	if (!rel) {
+		write_result(&w, NULL, "Failed to write file: the path is "
+				       "outside the workspace");
+		goto out;
+	}
+	r.key = w.ws.key;
+	r.path = rel;
+	r.in_fd = bytes_fd(&data);
+	if (r.in_fd < 0) {
+		write_result(&w, NULL, "Failed to write file: no memory");
+		goto out;
+	}
+	if (svc_fs_write(&w.snap->svc, &w.call, &r, &wr, &err) < 0) {
+		cleanup_free char *m = xasprintf("Failed to write file: %s",
+						 err->msg);
+		write_result(&w, NULL, m);
+	} else {
+		cleanup_free char *abs = wire_abs_path(&w, wr.path);
+		write_result(&w, abs, NULL);
+	}
+	close(r.in_fd);
+out:
+	strbuf_release(&data);
+	sbx_error_free(&err);
+	svc_fs_write_res_release(&wr);
+	wire_end(&w);
+}
+
+static char *edit_error(const char *given, const char *old,
+			const struct sbx_error *err)
+{
+	const char *why = reason_of(err);
+	size_t n = 0;
+	const char *p;
+
+	if (!strcmp(why, "not found") || !strcmp(why, "a directory"))
+		return xasprintf("File '%s' not found", given);
+	if (!strcmp(why, "old text not found"))
+		return xasprintf("String '%s' not found in file", old);
+	if (!strcmp(why, "old text not unique") &&
+	    (p = strstr(err->msg, "matches ")) &&
+	    sscanf(p, "matches %zu times", &n) == 1)
+		return xasprintf("String '%s' found %zu times. Use "
+				 "replace_all=True to replace all, or provide "
+				 "more context.",
+				 old, n);
+	return xasprintf("Failed to edit file: %s", err->msg);
+}
+
+void wire_edit(void *arg, struct http_request *req, struct http_response *res)
+{
+	struct wire_req w;
+	struct svc_fs_edit_req r = {0};
+	struct svc_fs_edit_res er = {0};
+	struct sbx_error *err = NULL;
+	cleanup_free char *rel = NULL;
+	const char *given;
+
+	if (!wire_begin(&w, arg, req, res, true) ||
+	    !wire_session(&w, true, NULL) || !op_path(&w, "path", &rel, &given) ||
+	    !wire_str(&w, "old_string", true, false, &r.old) ||
+	    !wire_str(&w, "new_string", true, false, &r.new) ||
+	    !wire_bool(&w, "replace_all", &r.all))
+		goto out;
+	r.key = w.ws.key;
+	r.path = rel ? rel : given;
+	if (!rel) {
+		wire_json(&w, 200,
+			  xjson_pack("{s:n, s:s, s:n}", "path", "error",
+				     "Failed to edit file: the path is "
+				     "outside the workspace",
+				     "occurrences"));
+	} else if (svc_fs_edit(&w.snap->svc, &w.call, &r, &er, &err) < 0) {
+		cleanup_free char *m = edit_error(given, r.old, err);
+		wire_json(&w, 200,
+			  xjson_pack("{s:n, s:s, s:n}", "path", "error", m,
+				     "occurrences"));
+	} else {
+		cleanup_free char *abs = wire_abs_path(&w, er.path);
+		wire_json(&w, 200,
+			  xjson_pack("{s:s, s:n, s:I}", "path", abs, "error",
+				     "occurrences", (json_int_t)er.replaced));
+	}
+	sbx_error_free(&err);
+	svc_fs_edit_res_release(&er);
+out:
+	wire_end(&w);
+}
+
+void wire_exists(void *arg, struct http_request *req,
+		 struct http_response *res)
+{
+	struct wire_req w;
+	struct svc_fs_stat_req r = {0};
+	struct svc_fs_stat_res sr = {0};
+	struct sbx_error *err = NULL;
+	cleanup_free char *rel = NULL;
+	const char *given;
+	bool yes = false;
+
+	if (wire_begin(&w, arg, req, res, true) &&
+	    wire_session(&w, true, NULL) && op_path(&w, "path", &rel, &given)) {
+		r.key = w.ws.key;
+		r.path = rel;
+		if (rel && svc_fs_stat(&w.snap->svc, &w.call, &r, &sr, &err) ==
+			       0)
+			yes = !strcmp(sr.type, "file");
+		wire_json(&w, 200, xjson_pack("{s:b}", "exists", yes));
+	}
+	sbx_error_free(&err);
+	svc_fs_stat_res_release(&sr);
+	wire_end(&w);
+}
+
+/* ---- listings ---- */
+
+struct listing {
+	json_t *rows;
+	const char *prefix; /* what each row's path begins with */
+	bool glob;
+};
+
+static int list_entry(void *arg, const struct walk_entry *e,
+		      struct sbx_error **err)
+{
+	struct listing *l = arg;
+	bool dir = e->type == WALK_DIR;
+	cleanup_free char *path =
+	    l->glob ? xasprintf("./%s", e->path)
+		    : xasprintf("%s%s%s", l->prefix, *l->prefix ? "/" : "",
+				e->name);
+
+	json_array_append_new(
+	    l->rows,
+	    xjson_pack("{s:s, s:s, s:b, s:o}", "name", e->name, "path", path,
+		       "is_dir", dir && !l->glob, "size",
+		       l->glob ? json_null()
+			       : json_integer((json_int_t)e->size)));
+	return 0;
+}
+
+/* Directories first, then by name (ls); by path (glob). */
+static int by_dir_name(const void *a, const void *b)
+{
+	json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+	int dx = json_is_true(json_object_get(x, "is_dir"));
+	int dy = json_is_true(json_object_get(y, "is_dir"));
+
+	if (dx != dy)
+		return dy - dx;
+	return strcmp(json_string_value(json_object_get(x, "path")),
+		      json_string_value(json_object_get(y, "path")));
+}
+
+static json_t *sorted(json_t *rows)
+{
+	size_t n = json_array_size(rows);
+	json_t **v = xcalloc(n + 1, sizeof(*v));
+	json_t *out = json_array();
+
+	for (size_t i = 0; i < n; i++)
+		v[i] = json_array_get(rows, i);
+	qsort(v, n, sizeof(*v), by_dir_name);
+	for (size_t i = 0; i < n; i++)
+		json_array_append(out, v[i]);
+	free(v);
+	json_decref(rows);
+	return out;
+}
+
+static void do_ls(struct wire_req *w, bool archive)
+{
+	struct svc_fs_ls_req r = {0};
+	struct svc_fs_ls_res lr = {0};
+	struct sbx_error *err = NULL;
+	struct listing l = {.rows = json_array()};
+	cleanup_free char *rel = NULL, *prefix = NULL;
+	const char *given = NULL;
+
+	if (!wire_str(w, "path", false, true, &given))
+		goto out;
+	if (!given)
+		given = ".";
+	rel = wire_path(w, given, &l.prefix);
+	prefix = xstrdup(given);
+	while (strlen(prefix) > 1 && prefix[strlen(prefix) - 1] == '/')
+		prefix[strlen(prefix) - 1] = '\0';
+	l.prefix = archive ? (strcmp(rel ? rel : "", ".") ? rel : "") : prefix;
+	r.key = w->ws.key;
+	r.path = rel;
+	r.entry = list_entry;
+	r.arg = &l;
+	if (rel && svc_fs_ls(&w->snap->svc, &w->call, &r, &lr, &err) == 0) {
+		wire_json(w, 200, sorted(l.rows));
+		l.rows = NULL;
+	} else if (!archive) {
+		wire_json(w, 200, json_array());
+	} else if (!rel || !strcmp(reason_of(err), "outside the workspace")) {
+		wire_detail(w, 400, "Path '%s' is outside the workspace", given);
+	} else {
+		wire_detail(w, 404, "No such directory: %s", given);
+	}
+	sbx_error_free(&err);
+	svc_fs_ls_res_release(&lr);
+out:
+	json_decref(l.rows);
+}
+
+void wire_ls(void *arg, struct http_request *req, struct http_response *res)
+{
+	struct wire_req w;
+
+	if (wire_begin(&w, arg, req, res, true) && wire_session(&w, true, NULL))
+		do_ls(&w, false);
+	wire_end(&w);
+}
+
+void wire_glob(void *arg, struct http_request *req, struct http_response *res)
+{
+	struct wire_req w;
+	struct svc_fs_glob_req r = {0};
+	struct svc_fs_glob_res gr = {0};
+	struct sbx_error *err = NULL;
+	struct listing l = {.rows = json_array(), .glob = true};
+	cleanup_free char *rel = NULL, *pattern = NULL;
+	const char *pat, *path = NULL, *why;
+
+	if (!wire_begin(&w, arg, req, res, true) ||
+	    !wire_session(&w, true, NULL) ||
+	    !wire_str(&w, "pattern", true, false, &pat) ||
+	    !wire_str(&w, "path", false, true, &path))
+		goto out;
+	rel = wire_path(&w, path && *path && strcmp(path, "/") ? path : ".",
+			&why);
+	/* sandboxd finds -path STAR/PATTERN: the pattern at any depth. */
+	if (strncmp(pat, "**/", 3) == 0)
+		pat += 3;
+	pattern = rel && strcmp(rel, ".") ? xasprintf("%s/**/%s", rel, pat)
+					  : xasprintf("**/%s", pat);
+	r.key = w.ws.key;
+	r.pattern = pattern;
+	r.entry = list_entry;
+	r.arg = &l;
+	if (rel && svc_fs_glob(&w.snap->svc, &w.call, &r, &gr, &err) == 0) {
+		wire_json(&w, 200, sorted(l.rows));
+		l.rows = NULL;
+	} else {
+		wire_json(&w, 200, json_array());
+	}
+	sbx_error_free(&err);
+	svc_fs_glob_res_release(&gr);
+out:
+	json_decref(l.rows);
+	wire_end(&w);
+}
+
+static int grep_match(void *arg, const struct grep_match *m,
+		      struct sbx_error **err)
+{
+	json_t *rows = arg;
+	json_t *line = json_stringn(m->text, m->len);
+
+	if (!line) /* not UTF-8: as the bytes would be shown */
+		line = json_string("");
+	json_array_append_new(rows,
+			      xjson_pack("{s:s, s:I, s:o}", "path", m->path,
+					 "line_number", (json_int_t)m->line,
+					 "line", line));
+	return 0;
+}
+
+void wire_grep(void *arg, struct http_request *req, struct http_response *res)
+{
+	struct wire_req w;
+	struct svc_fs_grep_req r = {0};
+	struct svc_fs_grep_res gr = {0};
+	struct sbx_error *err = NULL;
+	json_t *rows = json_array();
+	cleanup_free char *rel = NULL;
+	const char *path = NULL, *why;
+	bool ignore_hidden = true;
+
+	if (!wire_begin(&w, arg, req, res, true) ||
+	    !wire_session(&w, true, NULL) ||
+	    !wire_str(&w, "pattern", true, false, &r.pattern) ||
+	    !wire_str(&w, "path", false, true, &path) ||
+	    !wire_str(&w, "glob", false, true, &r.include) ||
+	    !wire_bool(&w, "ignore_hidden", &ignore_hidden))
+		goto out;
+	rel = path ? wire_path(&w, path, &why) : xstrdup(".");
+	r.key = w.ws.key;
+	r.path = rel && strcmp(rel, ".") ? rel : NULL;
+	r.hidden = !ignore_hidden;
+	r.match = grep_match;
+	r.arg = rows;
+	if (!rel || !*r.pattern) {
+		wire_json(&w, 200,
+			  xjson_pack("{s:[], s:s}", "matches", "error",
+				     !rel ? "Error: the path is outside the "
+					    "workspace"
+					  : "Error: an empty pattern"));
+	} else if (svc_fs_grep(&w.snap->svc, &w.call, &r, &gr, &err) < 0) {
+		cleanup_free char *m = xasprintf("Error: %s", err->msg);
+		wire_json(&w, 200,
+			  xjson_pack("{s:[], s:s}", "matches", "error", m));
+	} else {
+		wire_json(&w, 200,
+			  xjson_pack("{s:O, s:n}", "matches", rows, "error"));
+	}
+	sbx_error_free(&err);
+	svc_fs_grep_res_release(&gr);
+out:
+	json_decref(rows);
+	wire_end(&w);
+}
+
+/* ---- a kept workspace ---- */
+
+#define NO_WORKSPACE "No workspace for session"
+
+void wire_ws_ls(void *arg, struct http_request *req, struct http_response *res)
+{
+	struct wire_req w;
+
+	if (wire_begin(&w, arg, req, res, true) &&
+	    wire_auth_service(&w, true) &&
+	    wire_session(&w, false, NO_WORKSPACE))
+		do_ls(&w, true);
+	wire_end(&w);
+}
+
+void wire_ws_read(void *arg, struct http_request *req,
+		  struct http_response *res)
+{
+	struct wire_req w;
+
+	if (wire_begin(&w, arg, req, res, true) &&
+	    wire_auth_service(&w, true) &&
+	    wire_session(&w, false, NO_WORKSPACE))
+		do_read(&w, true);
+	wire_end(&w);
+}
+
+void wire_ws_read_bytes(void *arg, struct http_request *req,
+			struct http_response *res)
+{
+	struct wire_req w;
+
+	if (wire_begin(&w, arg, req, res, true) &&
+	    wire_auth_service(&w, true) &&
+	    wire_session(&w, false, NO_WORKSPACE))
+		do_read_bytes(&w, true);
+	wire_end(&w);
+}

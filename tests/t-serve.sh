@@ -1,0 +1,172 @@
+#!/bin/sh
+# t-serve.sh - `sbxcat serve` through real HTTP clients (docs/serve.md):
+# sandboxd's wire checked by tests/serve_wire.py (http.client) on loopback
+# TCP, curl on the unix socket, and the service's life: every operation's
+# row in PostgreSQL, the access log without a token, SIGHUP with a broken
+# catalogue, a client gone mid-exec, SIGTERM with a request in flight,
+# SIGKILL and a restart that finds its sessions and tokens.
+set -u
+: "${srcdir:?srcdir must name the source tree}"
+# shellcheck source=tests/tap.sh
+. "$srcdir/tests/tap.sh"
+# shellcheck source=tests/testbed.sh
+. "$srcdir/tests/testbed.sh"
+# shellcheck source=tests/sessionbed.sh
+. "$srcdir/tests/sessionbed.sh"
+# shellcheck source=tests/pgbed.sh
+. "$srcdir/tests/pgbed.sh"
+command -v python3 >/dev/null || skip_all "python3 is missing"
+command -v curl >/dev/null || skip_all "curl is missing"
+sb_init serve sv
+pgbed_start || skip_all "no PostgreSQL test-bed could be reached or started (reason above)"
+DB=t_serve_$$
+URL=$(pgbed_newdb "$DB") || bail_out "the test-bed runs but cannot make a database (reason above)"
+SPID=""
+stop_server() { [ -n "$SPID" ] && kill -KILL "$SPID" 2>/dev/null; SPID=""; }
+trap 'stop_server; pgbed_dropdb "$DB" 2>/dev/null; sb_cleanup' EXIT
+SBXCAT_DATABASE_URL=$URL
+export SBXCAT_DATABASE_URL
+q() { pgbed_psql "$DB" -c "$1"; }
+sbx audit migrate
+is "$rc" 0 "the test's database migrated"
+
+TOKEN=svc-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+TA=ta-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+TB=tb-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+printf 'acme %s\nbeta %s\n' "$TA" "$TB" >"$T/tenants"
+chmod 600 "$T/tenants"
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+SOCK=$T/serve.sock
+SANDBOXD_TOKEN=$TOKEN SANDBOXD_MAX_READ_BYTES=65536 SANDBOXD_EXECUTE_TIMEOUT=60
+SANDBOXD_POLICY_OVERRIDES=$T/policy.json SBXCAT_SERVE_GRACE=10
+export SANDBOXD_TOKEN SANDBOXD_MAX_READ_BYTES SANDBOXD_EXECUTE_TIMEOUT \
+	SANDBOXD_POLICY_OVERRIDES SBXCAT_SERVE_GRACE
+cp "$CAT" "$T/serve-cat.json"
+
+# start_server: sbxcat serve in the background, its stderr (the access log)
+# appended to $T/log; waits until /healthz answers.
+start_server() {
+	"$S" -C "$T/serve-cat.json" serve --listen "tcp:127.0.0.1:$PORT" \
+		--listen "unix:$SOCK" --tenants "$T/tenants" 2>>"$T/log" &
+	SPID=$!
+	n=0
+	while [ $n -lt 100 ]; do
+		curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && return 0
+		kill -0 "$SPID" 2>/dev/null || return 1
+		sleep 0.1
+		n=$((n + 1))
+	done
+	return 1
+}
+start_server
+ok $? "sbxcat serve starts and answers /healthz" || { sed 's/^/# /' "$T/log"; bail_out "no service"; }
+
+# Refusals at start.
+SANDBOXD_TOKEN='' timeout 10 "$S" -C "$CAT" serve --listen tcp:127.0.0.1:1 >"$T/o" 2>&1
+rc=$?
+ok $((rc == 0)) "TCP without a service token is refused (status $rc)"
+grep -q "without a service token" "$T/o"
+ok $? "... saying why"
+chmod 644 "$T/tenants"
+timeout 10 "$S" -C "$CAT" serve --listen "unix:$T/other.sock" --tenants "$T/tenants" >"$T/o" 2>&1
+rc=$?
+chmod 600 "$T/tenants"
+ok $((rc == 0)) "a tenants file others may read is refused (status $rc)"
+grep -q "group or others" "$T/o"
+ok $? "... saying why"
+
+SERVE_HOST=127.0.0.1 SERVE_PORT=$PORT SERVE_TOKEN=$TOKEN SERVE_RT=$RA SERVE_RT2=$RSMALL \
+SERVE_RUNTIMES=$(jq -r '[.[].alias] | sort | join(",")' "$CAT") SERVE_MAX_READ=65536 \
+SERVE_EXEC_TIMEOUT=60 SERVE_TENANT_A=acme SERVE_TENANT_B=beta SERVE_TOKEN_A=$TA \
+SERVE_TOKEN_B=$TB SERVE_PREFIX=w$$- \
+	timeout -s KILL 300 python3 "$srcdir/tests/serve_wire.py" >"$T/wire.tap" 2>"$T/wire.err"
+rc=$?
+is "$rc" 0 "the wire's conformance script ran to its end"
+sed 's/^/# /' "$T/wire.err" | head -20
+nw=$(grep -c '^ok ' "$T/wire.tap")
+nf=$(grep -c '^not ok ' "$T/wire.tap")
+grep '^not ok\|^#' "$T/wire.tap" | head -60 | sed 's/^/# /'
+is "$nf" 0 "every wire case passed ($nw passed)"
+ok $((nw < 110)) "the wire cases ran ($nw of them)"
+
+# The unix socket, with curl.
+st=$(curl -s -o "$T/o" -w '%{http_code}' --unix-socket "$SOCK" http://x/healthz)
+is "$st" 200 "the unix socket answers"
+is "$(stat -c %a "$SOCK")" 660 "the socket is 0660"
+
+# The audit: every operation's row, no payload.
+nrows=$(q "SELECT count(*) FROM sandbox_operations WHERE tenant = 'default'")
+ok $((nrows < 60)) "the wire's operations have their rows ($nrows)"
+is "$(q "SELECT count(*) FROM sandbox_operations WHERE detail LIKE '%x\\n%' OR target LIKE '%l1%'")" 0 \
+	"no row holds a file's contents"
+sbx audit verify
+is "$rc" 0 "the chains verify"
+
+# The access log: one line per request, never a token.
+if grep -q -e "$TOKEN" -e "$TA" -e "$TB" "$T/log"; then ok 1 "the log never holds a token"; else ok 0 "the log never holds a token"; fi
+grep -q 'POST /sessions/{id}/exec 200' "$T/log"
+ok $? "the log names the route template and the status"
+
+# SIGHUP: a broken catalogue is kept out, a good one taken.
+echo '[{"alias": "broken"' >"$T/serve-cat.json"
+kill -HUP "$SPID"
+sleep 1
+grep -q "reload: the catalogue is kept" "$T/log"
+ok $? "SIGHUP with a broken catalogue keeps the old one and says why"
+is "$(curl -s "http://127.0.0.1:$PORT/healthz" | jq -r '.runtimes | length')" 4 "... the runtimes are as they were"
+jq '. + [{"alias": "extra", "description": "added", "image": "sbxcat-test/busybox:1"}]' "$CAT" >"$T/serve-cat.json"
+kill -HUP "$SPID"
+sleep 1
+is "$(curl -s "http://127.0.0.1:$PORT/healthz" | jq -r '.runtimes | length')" 5 "SIGHUP with a good catalogue takes it"
+
+# A session for the life tests.
+curl -s -H "X-Sandbox-Token: $TOKEN" -d '{"session_id": "life"}' "http://127.0.0.1:$PORT/sessions" >"$T/open.json"
+LT=$(jq -r .token "$T/open.json")
+ok $((${#LT} < 43)) "a session for the life tests"
+# A client gone mid-exec: the command is stopped, and the row says so.
+python3 - "$PORT" "$LT" <<'PY'
+import socket, sys, time, json
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+body = json.dumps({"command": "sleep 40; echo never"})
+s.sendall(("POST /sessions/life/exec HTTP/1.1\r\nHost: x\r\nX-Sandbox-Token: %s\r\n"
+           "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (sys.argv[2], len(body), body)).encode())
+time.sleep(2)
+s.close()
+PY
+sleep 2
+curl -s -H "X-Sandbox-Token: $LT" -d '{"command": "ps -o args | grep -c \"^sleep 40\" || true"}' \
+	"http://127.0.0.1:$PORT/sessions/life/exec" >"$T/o"
+is "$(jq -r .output "$T/o" | tr -d '\n')" 0 "a client gone mid-exec: its command is stopped"
+is "$(q "SELECT count(*) FROM sandbox_operations WHERE op = 'execute' AND detail LIKE 'cancelled: the client went away%'")" 1 \
+	"... and its row says the client went away"
+
+# SIGTERM with a request in flight: it finishes, the service exits 0.
+curl -s -H "X-Sandbox-Token: $LT" -d '{"command": "sleep 2; echo done"}' \
+	"http://127.0.0.1:$PORT/sessions/life/exec" >"$T/inflight" &
+CPID=$!
+sleep 0.7
+kill -TERM "$SPID"
+wait "$SPID"
+rc=$?
+SPID=""
+wait "$CPID"
+is "$rc" 0 "SIGTERM: the service exits 0"
+is "$(jq -r .output "$T/inflight" | tr -d '\n')" done "... after the request in flight finished"
+[ ! -e "$SOCK" ]
+ok $? "... and its unix socket is gone"
+
+# SIGKILL and a restart: the session and its token are found again.
+start_server
+ok $? "the service starts again"
+kill -KILL "$SPID"
+wait "$SPID" 2>/dev/null
+SPID=""
+start_server
+ok $? "... and again after SIGKILL (the stale socket replaced)"
+st=$(curl -s -o "$T/o" -w '%{http_code}' -H "X-Sandbox-Token: $LT" -d '{"command": "echo alive"}' \
+	"http://127.0.0.1:$PORT/sessions/life/exec")
+is "$st" 200 "the session's token still works after SIGKILL and a restart"
+is "$(jq -r .output "$T/o" | tr -d '\n')" alive "... on the same session"
+curl -s -X DELETE -H "X-Sandbox-Token: $LT" "http://127.0.0.1:$PORT/sessions/life?purge=true" >/dev/null
+stop_server
+sb_done
