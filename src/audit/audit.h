@@ -23,7 +23,8 @@
  * and spool), belong to one thread at a time; each call of the service
  * opens its own recorder (svc_audit_open).  Recorders on different
  * threads share nothing but the spool's files, which flock(2) guards
- * (spool.h).  The column table, the op names and the configuration once
+ * (spool.h), or, in the service, the writer they were opened on
+ * (audit-writer.h), which is made to be shared.  The column table, the op names and the configuration once
  * loaded are read-only; nothing here keeps state in a static.
  */
 #ifndef SBX_AUDIT_H

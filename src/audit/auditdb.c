@@ -371,6 +371,12 @@ void *auditdb_conn(struct auditdb *db)
 	return db->conn;
 }
 
+bool auditdb_reusable(struct auditdb *db)
+{
+	return db->ready && sym_PQstatus(db->conn) == CONNECTION_OK &&
+	       sym_PQtransactionStatus(db->conn) == PQTRANS_IDLE;
+}
+
 /* Run sql with text params; 0 when its status is want (res kept in *out
  * when out, else cleared). */
 static int run(struct auditdb *db, const char *sql, int n,

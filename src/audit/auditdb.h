@@ -133,4 +133,36 @@ int auditdb_sweep(struct auditdb *db, long long cutoff_us, size_t batch,
 /* The libpq connection, for auditq.c (a PGconn *). */
 void *auditdb_conn(struct auditdb *db);
 
+/* Whether db may serve another caller: connected, and outside any
+ * transaction or COPY (a call that failed half-way leaves one). */
+bool auditdb_reusable(struct auditdb *db);
+
+/*
+ * A pool of connections for the service's reads (docs/audit.md, "In the
+ * service"): at most max at once, made on demand (auditdb_connect, outside
+ * the pool's lock) and kept when given back; a caller finding max in use
+ * waits for one.  get: an idle connection, or a new one (-1 as
+ * auditdb_connect says, the slot given back).  put: db back to the pool,
+ * or closed when it is no longer reusable (auditdb_reusable: a connection
+ * that failed is dropped, never handed on); NULL does nothing.
+ *
+ * Thread rule: a pool is shared: get and put from any number of threads at
+ * once (one mutex); a connection got belongs to its caller's thread until
+ * put.  new and free are the owner's (free after every connection is put
+ * back).
+ */
+struct auditdb_pool;
+struct auditdb_pool *auditdb_pool_new(const char *conninfo,
+				      const char *connect_timeout, size_t max);
+int auditdb_pool_get(struct auditdb_pool *p, struct auditdb **db,
+		     struct sbx_error **err);
+void auditdb_pool_put(struct auditdb_pool *p, struct auditdb *db);
+void auditdb_pool_free(struct auditdb_pool *p);
+struct auditdb_pool_stats {
+	size_t idle, busy;	    /* connections now */
+	unsigned long long made;    /* connections made */
+	unsigned long long dropped; /* given back broken, closed */
+};
+void auditdb_pool_stats(struct auditdb_pool *p, struct auditdb_pool_stats *st);
+
 #endif

@@ -940,3 +940,66 @@ out:
 	strv_free(b.params, b.n);
 	return ret;
 }
+
+/* ---- a session's events ---- */
+
+/* One event's JSON, made by the server: the row's seq, its time as float
+ * epoch seconds, the op's name and what the wire layer maps to its
+ * detail. */
+#define EVENT_JSON                                                             \
+	"json_build_object('seq', seq, 'at', "                                 \
+	"extract(epoch FROM created_at)::float8, 'op', op, 'target', target, " \
+	"'ok', ok, 'detail', detail, 'duration_ms', duration_ms, "             \
+	"'exit_status', exit_status, 'bytes', bytes, 'results', results)"
+
+int auditq_events(struct auditdb *db, const struct auditq_events_req *q,
+		  json_t **events, long long *latest_seq,
+		  struct sbx_error **err)
+{
+	const char *tenant = q->tenant ? " AND tenant = $3::text" : "";
+	char after[24], limit[24], *sql;
+	const char *p[3] = {q->session, after, q->tenant};
+	PGresult *r;
+	json_t *a;
+	int ret;
+
+	*events = NULL;
+	*latest_seq = 0;
+	if (check_text("session", q->session, err) ||
+	    check_text("tenant", q->tenant, err))
+		return -1;
+	snprintf(after, sizeof(after), "%lld", q->after < 0 ? 0 : q->after);
+	snprintf(limit, sizeof(limit), "%lu", q->limit);
+	/* One round trip: the chain's last seq (the index on (session_key,
+	 * seq) read backwards), and the rows after the client's, in order. */
+	sql = xasprintf(
+	    "SELECT coalesce(l.latest, 0), e.j FROM (SELECT max(seq) AS latest "
+	    "FROM sandbox_operations WHERE session_key = $1::text%s) l "
+	    "LEFT JOIN LATERAL (SELECT seq, " EVENT_JSON "::text AS j FROM "
+	    "sandbox_operations WHERE session_key = $1::text AND seq > "
+	    "$2::bigint%s ORDER BY seq LIMIT %s) e ON true ORDER BY e.seq",
+	    tenant, tenant, limit);
+	ret = run(auditdb_conn(db), "reading the session's events", sql,
+		  q->tenant ? 3 : 2, (char *const *)p, &r, err);
+	free(sql);
+	if (ret)
+		return -1;
+	a = json_array();
+	for (int i = 0; i < sym_PQntuples(r); i++) {
+		json_t *j;
+
+		*latest_seq = strtoll(sym_PQgetvalue(r, i, 0), NULL, 10);
+		if (sym_PQgetisnull(r, i, 1))
+			continue;
+		j = row_json(r, i, 1, err);
+		if (!j) {
+			json_decref(a);
+			sym_PQclear(r);
+			return -1;
+		}
+		json_array_append_new(a, j);
+	}
+	sym_PQclear(r);
+	*events = a;
+	return 0;
+}

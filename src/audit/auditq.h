@@ -87,6 +87,27 @@ int auditq_stats(struct auditdb *db, const struct auditq_filter *f,
 		 json_t **stats, struct sbx_error **err);
 
 /*
+ * One session's events (the service's GET /sessions/{id}/events): the
+ * rows of session's chain whose seq is above after, in seq order, at
+ * most limit (1 or more: the caller bounds it), each {"seq", "at" (float
+ * Unix seconds), "op" (audit_op_name's), "target", "ok", "detail",
+ * "duration_ms", "exit_status", "bytes", "results"} (null when not
+ * counted); *latest_seq the chain's last seq (0: no row).  seq is the
+ * row's in sandbox_operations: it grows along the chain but is shared by
+ * every chain, so it is neither contiguous nor from 1.  tenant, when not
+ * NULL, must also be the rows' (and the latest's): another tenant's
+ * session reads exactly like one with no rows.
+ */
+struct auditq_events_req {
+	const char *session, *tenant;
+	long long after;
+	unsigned long limit;
+};
+int auditq_events(struct auditdb *db, const struct auditq_events_req *q,
+		  json_t **events, long long *latest_seq,
+		  struct sbx_error **err);
+
+/*
  * The SQL a page runs (for the EXPLAIN test and the benchmark):
  * the statement and its parameters as text (free with auditq_sql_free).
  */

@@ -50,6 +50,7 @@ DLSYM_DEFINE(PQconninfo);
 DLSYM_DEFINE(PQconninfoFree);
 DLSYM_DEFINE(PQsendQueryParams);
 DLSYM_DEFINE(PQsetSingleRowMode);
+DLSYM_DEFINE(PQtransactionStatus);
 
 static const struct dl_sym syms[] = {
     DLSYM_ENTRY(PQlibVersion),
@@ -86,6 +87,7 @@ static const struct dl_sym syms[] = {
     DLSYM_ENTRY(PQconninfoFree),
     DLSYM_ENTRY(PQsendQueryParams),
     DLSYM_ENTRY(PQsetSingleRowMode),
+    DLSYM_ENTRY(PQtransactionStatus),
 };
 
 static struct dl_lib pq_lib = {

@@ -60,6 +60,7 @@ DLSYM_PROTOTYPE(PQconninfo);
 DLSYM_PROTOTYPE(PQconninfoFree);
 DLSYM_PROTOTYPE(PQsendQueryParams);
 DLSYM_PROTOTYPE(PQsetSingleRowMode);
+DLSYM_PROTOTYPE(PQtransactionStatus);
 
 int pq_dl_load(struct sbx_error **err);
 

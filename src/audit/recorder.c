@@ -9,19 +9,24 @@
  * reaches the database a non-empty spool is replayed into it, so a session's
  * chain keeps the order its rows were made in; a replay another process holds
  * is not waited for.
+ *
+ * A recorder on the service's writer (audit_open_writer, audit-writer.h)
+ * keeps no connection or spool of its own: its ready and record are the
+ * writer's.
  */
 #include "config.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "basic/alloc.h"
-#include "basic/env.h"
-#include "basic/text.h"
+#include "audit/audit-writer.h"
 #include "audit/audit.h"
 #include "audit/auditdb.h"
-#include "basic/error.h"
 #include "audit/spool.h"
+#include "basic/alloc.h"
+#include "basic/env.h"
+#include "basic/error.h"
+#include "basic/text.h"
 
 struct audit {
 	bool off;
@@ -34,6 +39,7 @@ struct audit {
 	struct sbx_error *warning; /* a replay that failed, for the user */
 	bool replayed;		   /* tried once this command */
 	struct spool spool;
+	struct audit_writer *writer; /* NULL: the command line's own */
 };
 
 /* An agent or run id (what: "agent id", "run id"): at most
@@ -56,30 +62,56 @@ int audit_id_check(const char *what, const char *id, struct sbx_error **err)
 	return 0;
 }
 
+/* A recorder with its ids checked and copied, nothing else set. */
+static struct audit *recorder_new(const char *agent, const char *run,
+				  struct sbx_error **err)
+{
+	struct audit *a;
+
+	if ((agent && audit_id_check("agent id", agent, err) < 0) ||
+	    (run && audit_id_check("run id", run, err) < 0))
+		return NULL;
+	a = xcalloc(1, sizeof(*a));
+	a->agent = agent ? xstrdup(agent) : NULL;
+	a->run = run ? xstrdup(run) : NULL;
+	a->spool.dir = NULL;
+	a->spool.dirfd = a->spool.fd = a->spool.count_fd = -1;
+	return a;
+}
+
+int audit_open_writer(struct audit **out, struct audit_writer *w,
+		      const char *agent, const char *run,
+		      struct sbx_error **err)
+{
+	struct audit *a = recorder_new(agent, run, err);
+
+	*out = a;
+	if (!a)
+		return -1;
+	a->off = audit_writer_off(w);
+	a->writer = w;
+	return 0;
+}
+
 int audit_open(struct audit **out, const struct audit_config *c,
 	       const char *agent, const char *run, struct sbx_error **err)
 {
 	const char *conninfo = audit_config_db(c, NULL);
-	struct audit *a;
+	struct audit *a = recorder_new(agent, run, err);
 
-	*out = NULL;
-	if ((agent && audit_id_check("agent id", agent, err) < 0) ||
-	    (run && audit_id_check("run id", run, err) < 0))
+	*out = a;
+	if (!a)
 		return -1;
-	a = xcalloc(1, sizeof(*a));
 	a->off = c->off;
 	a->conninfo = conninfo ? xstrdup(conninfo) : NULL;
 	a->connect_timeout =
 	    c->connect_timeout ? xstrdup(c->connect_timeout) : NULL;
-	a->agent = agent ? xstrdup(agent) : NULL;
-	a->run = run ? xstrdup(run) : NULL;
 	spool_init(&a->spool, c);
 	/* The server sets its session up while the operation works. */
 	if (!a->off && a->conninfo &&
 	    auditdb_connect_start(a->conninfo, a->connect_timeout, &a->db,
 				  &a->db_err) < 0)
 		a->db_tried = true;
-	*out = a;
 	return 0;
 }
 
@@ -144,14 +176,13 @@ static struct auditdb *db(struct audit *a)
 	return a->db;
 }
 
-static int both_failed(struct audit *a, struct sbx_error **spool_err,
-		       struct sbx_error **err)
+int audit_both_failed(const char *db, struct sbx_error **spool_err,
+		      struct sbx_error **err)
 {
-	int rc =
-	    sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
-			  "audit record could not be written: "
-			  "database: %s; spool: %s",
-			  a->db_err ? a->db_err->msg : "?", (*spool_err)->msg);
+	int rc = sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
+			       "audit record could not be written: "
+			       "database: %s; spool: %s",
+			       db, (*spool_err)->msg);
 
 	if (err && *err) {
 		(*err)->reason = (*spool_err)->reason;
@@ -162,12 +193,21 @@ static int both_failed(struct audit *a, struct sbx_error **spool_err,
 	return rc;
 }
 
+static int both_failed(struct audit *a, struct sbx_error **spool_err,
+		       struct sbx_error **err)
+{
+	return audit_both_failed(a->db_err ? a->db_err->msg : "?", spool_err,
+				 err);
+}
+
 int audit_ready(struct audit *a, struct sbx_error **err)
 {
 	struct sbx_error *serr = NULL;
 
 	if (a->off)
 		return 0;
+	if (a->writer)
+		return audit_writer_ready(a->writer, err);
 	/* The spool takes the row whenever the database does not, and the
 	 * database may fail between here and the row: nothing is done
 	 * unless the spool is certain to take it (its floor and reserve),
@@ -202,6 +242,8 @@ int audit_record(struct audit *a, struct audit_row *r, enum audit_where *where,
 		r->agent = xstrdup(a->agent);
 	if (!r->run && a->run)
 		r->run = xstrdup(a->run);
+	if (a->writer)
+		return audit_writer_record(a->writer, r, where, err);
 	if (db(a)) {
 		if (auditdb_insert(a->db, r, 1, &inserted, &skipped, &why) ==
 		    0) {

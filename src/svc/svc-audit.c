@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "audit/audit-writer.h"
 #include "audit/audit.h"
 #include "audit/auditdb.h"
 #include "basic/clock.h"
@@ -118,7 +119,8 @@ static int check_chains(const struct svc_audit_chains_req *req,
 
 /* ---- the database ---- */
 
-/* The database every verb but status needs. */
+/* The database every verb needs: the service's pool when it has one,
+ * else a connection of the call's own; close_db gives it back. */
 static int open_db(const struct svc *s, struct auditdb **db,
 		   struct sbx_error **err)
 {
@@ -131,7 +133,17 @@ static int open_db(const struct svc *s, struct auditdb **db,
 		sbx_error_reason(*err, no_database);
 		return -1;
 	}
+	if (s->pool)
+		return auditdb_pool_get(s->pool, db, err);
 	return auditdb_connect(conninfo, c->connect_timeout, db, err);
+}
+
+static void close_db(const struct svc *s, struct auditdb *db)
+{
+	if (s->pool)
+		auditdb_pool_put(s->pool, db);
+	else
+		auditdb_close(db);
 }
 
 /* The database, with the schema this sbxcat knows (the query verbs). */
@@ -177,7 +189,7 @@ int svc_audit_migrate(const struct svc *s, const struct svc_call *call,
 			      "schema_version", res->version);
 	rc = 0;
 out:
-	auditdb_close(db);
+	close_db(s, db);
 	return rc;
 }
 
@@ -226,18 +238,17 @@ int svc_audit_status(const struct svc *s, const struct svc_call *call,
 	res->known = auditdb_nmigrations;
 	conninfo = audit_config_db(c, &res->source);
 	res->configured = conninfo != NULL;
-	if (conninfo &&
-	    auditdb_connect(conninfo, c->connect_timeout, &db, &dberr) == 0 &&
+	if (conninfo && open_db(s, &db, &dberr) == 0 &&
 	    auditdb_schema_version(db, &res->version, &res->known, &dberr) <
 		0) {
-		auditdb_close(db);
+		close_db(s, db);
 		db = NULL;
 	}
 	res->reachable = db != NULL;
 	if (dberr)
 		res->db_error = xstrdup(dberr->msg);
 	sbx_error_free(&dberr);
-	auditdb_close(db);
+	close_db(s, db);
 	spool_init(&sp, c);
 	rc = spool_status(&sp, &res->spool, err);
 	res->spool_dir = xstrdup(sp.dir);
@@ -300,7 +311,7 @@ int svc_audit_flush(const struct svc *s, const struct svc_call *call,
 	rc = 0;
 out:
 	spool_close(&sp);
-	auditdb_close(fs.db);
+	close_db(s, fs.db);
 	return rc;
 }
 
@@ -346,7 +357,7 @@ out:
 	if (rc < 0)
 		svc_audit_ls_res_release(res);
 	json_decref(rows);
-	auditdb_close(db);
+	close_db(s, db);
 	return rc;
 }
 
@@ -385,7 +396,7 @@ int svc_audit_export(const struct svc *s, const struct svc_call *call,
 	    open_schema(s, &db, err) == 0)
 		rc = auditq_export(db, &req->filter, req->format, to_sink,
 				   (void *)&req->out, &res->rows, err);
-	auditdb_close(db);
+	close_db(s, db);
 	return rc;
 }
 
@@ -404,7 +415,7 @@ int svc_audit_stats(const struct svc *s, const struct svc_call *call,
 			     86400LL * 1000000;
 	if (check_filter(&f, err) == 0 && open_schema(s, &db, err) == 0)
 		rc = auditq_stats(db, &f, &res->doc, err);
-	auditdb_close(db);
+	close_db(s, db);
 	return rc;
 }
 
@@ -450,7 +461,7 @@ int svc_audit_sweep(const struct svc *s, const struct svc_call *call,
 		       "days", (json_int_t)res->days);
 	rc = 0;
 out:
-	auditdb_close(db);
+	close_db(s, db);
 	return rc;
 }
 
@@ -474,7 +485,7 @@ int svc_audit_verify(const struct svc *s, const struct svc_call *call,
 	if (check_chains(req, err) == 0 && open_db(s, &db, err) == 0)
 		rc = auditdb_verify(db, req->session, req->tenant, &res->doc,
 				    err);
-	auditdb_close(db);
+	close_db(s, db);
 	if (rc < 0)
 		return -1;
 	res->verified = rc == 0;
@@ -499,7 +510,7 @@ int svc_audit_head(const struct svc *s, const struct svc_call *call,
 	if (check_chains(req, err) == 0 && open_schema(s, &db, err) == 0)
 		rc = auditdb_heads(db, req->session, req->tenant, &res->doc,
 				   err);
-	auditdb_close(db);
+	close_db(s, db);
 	return rc;
 }
 
@@ -543,4 +554,77 @@ void svc_audit_table_cell(size_t k, json_t *row, struct strbuf *out)
 
 	if (c)
 		audit_column_cell(c, row, out);
+}
+
+/* ---- a session's events ---- */
+
+int svc_audit_events(const struct svc *s, const struct svc_call *call,
+		     const struct svc_audit_events_req *req,
+		     struct svc_audit_events_res *res, struct sbx_error **err)
+{
+	struct auditq_events_req q = {
+	    .session = req->key,
+	    .tenant = call ? call->tenant : NULL,
+	    .after = req->after,
+	    .limit = req->limit ? req->limit : SVC_AUDIT_EVENTS_DEFAULT};
+	struct auditdb *db = NULL;
+	json_t *events = NULL;
+	int rc = -1;
+
+	memset(res, 0, sizeof(*res));
+	if (!req->key || req->after < 0 || q.limit > SVC_AUDIT_EVENTS_MAX)
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "events: a session, after >= 0 and at "
+				     "most %d of them",
+				     SVC_AUDIT_EVENTS_MAX);
+	if (open_schema(s, &db, err) == 0 &&
+	    auditq_events(db, &q, &events, &res->latest_seq, err) == 0) {
+		res->count = json_array_size(events);
+		res->events = events;
+		res->doc =
+		    xjson_pack("{s:o, s:I}", "events", events, "latest_seq",
+			       (json_int_t)res->latest_seq);
+		rc = 0;
+	}
+	close_db(s, db);
+	return rc;
+}
+
+void svc_audit_events_res_release(struct svc_audit_events_res *res)
+{
+	json_decref(res->doc);
+	memset(res, 0, sizeof(*res));
+}
+
+/* ---- the service's writer and pool ---- */
+
+int svc_audit_serve_start(struct svc *s, size_t pool_max,
+			  struct sbx_error **err)
+{
+	const struct audit_config *c = &s->cfg.audit;
+	const char *conninfo = audit_config_db(c, NULL);
+
+	if (audit_writer_start(&s->writer, c, err) < 0)
+		return -1;
+	if (conninfo)
+		s->pool = auditdb_pool_new(conninfo, c->connect_timeout,
+					   pool_max ? pool_max
+						    : SVC_AUDIT_POOL_DEFAULT);
+	return 0;
+}
+
+void svc_audit_serve_stop(struct svc *s)
+{
+	audit_writer_stop(s->writer);
+	auditdb_pool_free(s->pool);
+	s->writer = NULL;
+	s->pool = NULL;
+}
+
+bool svc_audit_writer_stats(const struct svc *s, struct audit_writer_stats *st)
+{
+	if (!s->writer)
+		return false;
+	audit_writer_stats(s->writer, st);
+	return true;
 }

@@ -8,7 +8,9 @@
  *
  * Each call connects to the configured database (svc/config.h's audit,
  * with the caller's override) for itself and closes it before it
- * returns.  The error "no database configured" and "the schema is older
+ * returns; in the service (svc_audit_serve_start) it takes a connection
+ * of the service's pool instead and gives it back (a broken one is
+ * dropped).  The error "no database configured" and "the schema is older
  * than sbxcat" are the caller's to add its own words to
  * (svc_audit_needs_database, svc_audit_needs_migrate).
  *
@@ -27,6 +29,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "audit/audit-writer.h"
 #include "audit/auditq.h"
 #include "audit/spool.h"
 #include "svc/svc.h"
@@ -209,6 +212,52 @@ int svc_audit_head(const struct svc *s, const struct svc_call *call,
 		   const struct svc_audit_chains_req *req,
 		   struct svc_audit_head_res *res, struct sbx_error **err);
 void svc_audit_head_res_release(struct svc_audit_head_res *res);
+
+/*
+ * events: the service's GET /sessions/{id}/events, from the audit (so it
+ * survives a restart): the rows of key's chain whose seq is above after,
+ * in seq order, at most limit (0: SVC_AUDIT_EVENTS_DEFAULT; at most
+ * SVC_AUDIT_EVENTS_MAX, else invalid), and the chain's latest seq (0: no
+ * row).  Each event is auditq_events' object: "seq", "at" (float Unix
+ * seconds), "op" (the audit's name: the wire maps it), "target", "ok",
+ * "detail", "duration_ms" and the counts.  A call with a tenant sees only
+ * that tenant's rows: another tenant's session reads as one without
+ * rows.  It writes no audit row.
+ */
+#define SVC_AUDIT_EVENTS_DEFAULT 200
+#define SVC_AUDIT_EVENTS_MAX 1000
+struct svc_audit_events_req {
+	const char *key;
+	long long after;
+	unsigned long limit;
+};
+struct svc_audit_events_res {
+	json_t *events; /* the array, borrowed from doc */
+	size_t count;
+	long long latest_seq;
+	json_t *doc; /* {"events": [...], "latest_seq"} */
+};
+int svc_audit_events(const struct svc *s, const struct svc_call *call,
+		     const struct svc_audit_events_req *req,
+		     struct svc_audit_events_res *res, struct sbx_error **err);
+void svc_audit_events_res_release(struct svc_audit_events_res *res);
+
+/*
+ * The long-running service's audit (svc.h's writer and pool): start the
+ * writer (audit-writer.h: rows committed in groups, the spool replayed
+ * by itself) and a pool of at most pool_max connections (0:
+ * SVC_AUDIT_POOL_DEFAULT; none when no database is configured) for the
+ * verbs above; every recorder svc_audit_open makes is then the writer's.
+ * Called once, before the service's threads start; stop after they all
+ * ended (every queued row committed or spooled, then both freed).
+ * writer_stats: the writer's counters for /metrics; false when there is
+ * no writer.
+ */
+#define SVC_AUDIT_POOL_DEFAULT 4
+int svc_audit_serve_start(struct svc *s, size_t pool_max,
+			  struct sbx_error **err);
+void svc_audit_serve_stop(struct svc *s);
+bool svc_audit_writer_stats(const struct svc *s, struct audit_writer_stats *st);
 
 /*
  * The table of rows on a terminal (ls, stats' slowest), from the audit's

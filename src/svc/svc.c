@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "audit/audit-writer.h"
 #include "audit/audit.h"
 #include "basic/clock.h"
 #include "basic/util.h"
@@ -20,6 +21,8 @@
 void svc_init(struct svc *s, const struct sbx_env *env)
 {
 	svc_config_load(&s->cfg, env);
+	s->writer = NULL;
+	s->pool = NULL;
 }
 
 void svc_release(struct svc *s)
@@ -108,10 +111,13 @@ int svc_engine_open(const struct svc *s, const struct svc_call *call,
 int svc_audit_open(const struct svc *s, const struct svc_call *call,
 		   struct audit **a, struct sbx_error **err)
 {
+	const char *agent = call ? call->agent : NULL;
+	const char *run = call ? call->run : NULL;
+
 	/* The call's ids first, then the switch (SBXCAT_AUDIT): the order
 	 * audit_open always had. */
-	if (audit_open(a, &s->cfg.audit, call ? call->agent : NULL,
-		       call ? call->run : NULL, err) < 0)
+	if ((s->writer ? audit_open_writer(a, s->writer, agent, run, err)
+		       : audit_open(a, &s->cfg.audit, agent, run, err)) < 0)
 		return -1;
 	if (svc_config_check(s->cfg.audit_err, err) < 0) {
 		audit_close(*a);

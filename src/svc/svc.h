@@ -35,9 +35,18 @@
 
 struct sbx_error;
 
-/* The service: its configuration, loaded once. */
+/*
+ * The service: its configuration, loaded once.  writer and pool are the
+ * long-running service's (svc_audit_serve_start, svc-audit.h; NULL for
+ * the command line): recorders on the writer, the audit's reads on the
+ * pool, instead of a connection per call.
+ */
+struct audit_writer;
+struct auditdb_pool;
 struct svc {
 	struct svc_config cfg;
+	struct audit_writer *writer;
+	struct auditdb_pool *pool;
 };
 
 /* Load the configuration from env (basic/env.h) into s: never fails
