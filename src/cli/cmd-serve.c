@@ -149,7 +149,10 @@ static int cmd_serve(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 	    .catalog_path = cmd_catalog_path(ctx),
 	    .listen = o->listen,
 	    .nlisten = o->nlisten,
-	    .token = sbx_env_nonempty(env, "SANDBOXD_TOKEN"),
+	    /* sandboxd's name, and the one the shipped compose files use. */
+	    .token = sbx_env_nonempty(env, "SANDBOXD_TOKEN")
+			 ? sbx_env_nonempty(env, "SANDBOXD_TOKEN")
+			 : sbx_env_nonempty(env, "SANDBOXD_API_TOKEN"),
 	    .token_file = o->token_file ? o->token_file
 					: sbx_env_nonempty(env, "SBXCAT_SERVE_TOKEN_FILE"),
 	    .tenants_file = o->tenants ? o->tenants

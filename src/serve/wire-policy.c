@@ -10,6 +10,7 @@
 #include "basic/util.h"
 #include "basic/xjson.h"
 #include "serve/wire.h"
+#include "svc/svc-audit.h"
 
 /* The fields a PolicyUpdate may change here: sbxcat's settings of the
  * same name (docs/serve.md says which of sandboxd's are not). */
@@ -208,8 +209,32 @@ void serve_metrics(struct serve *sv, struct strbuf *out)
 	     &sv->closes},
 	};
 
+	struct audit_writer_stats st;
+
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
 		strbuf_addf(out, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n",
 			    c[i].name, c[i].help, c[i].name, c[i].name,
 			    (unsigned long long)atomic_load(c[i].v));
+	if (!svc_audit_writer_stats(&sv->base, &st))
+		return;
+	strbuf_addstr(out, "# HELP sbxcat_audit_rows_total Audit rows by where "
+			   "they went\n# TYPE sbxcat_audit_rows_total counter\n");
+	strbuf_addf(out, "sbxcat_audit_rows_total{to=\"database\"} %llu\n",
+		    st.written);
+	strbuf_addf(out, "sbxcat_audit_rows_total{to=\"spool\"} %llu\n",
+		    st.spooled);
+	strbuf_addf(out, "sbxcat_audit_rows_total{to=\"replayed\"} %llu\n",
+		    st.replayed);
+	strbuf_addf(out, "sbxcat_audit_rows_total{to=\"lost\"} %llu\n",
+		    st.lost);
+	strbuf_addf(out,
+		    "# HELP sbxcat_audit_groups_total Audit transactions "
+		    "committed\n# TYPE sbxcat_audit_groups_total counter\n"
+		    "sbxcat_audit_groups_total %llu\n"
+		    "# HELP sbxcat_audit_queued Audit rows waiting\n"
+		    "# TYPE sbxcat_audit_queued gauge\nsbxcat_audit_queued %zu\n"
+		    "# HELP sbxcat_audit_database_up Whether the audit's "
+		    "database answers\n# TYPE sbxcat_audit_database_up gauge\n"
+		    "sbxcat_audit_database_up %d\n",
+		    st.groups, st.queued, st.db_up ? 1 : 0);
 }

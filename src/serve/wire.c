@@ -805,6 +805,38 @@ static void index_route(void *arg, struct http_request *req,
 	wire_end(&w);
 }
 
+/* sbxcat_sessions{state}: the sessions open on the wire by their
+ * containers' states. */
+static void session_metrics(struct wire_req *w, struct strbuf *out)
+{
+	static const char *const states[] = {"running", "paused", "exited",
+					     "created", "closed"};
+	struct svc_wire_list_res l;
+	struct sbx_error *err = NULL;
+	struct svc_call any = {0};
+	size_t count[6] = {0};
+
+	if (svc_wire_list(&w->snap->svc, &any, &l, &err) < 0) {
+		atomic_fetch_add(&w->sv->engine_errors, 1);
+		sbx_error_free(&err);
+		return;
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		size_t k = 0;
+
+		while (k < 5 && strcmp(l.states[i], states[k]) != 0)
+			k++;
+		count[k]++;
+	}
+	svc_wire_list_res_release(&l);
+	strbuf_addstr(out, "# HELP sbxcat_sessions Sessions open on the "
+			   "service, by their containers' state\n"
+			   "# TYPE sbxcat_sessions gauge\n");
+	for (size_t k = 0; k < 6; k++)
+		strbuf_addf(out, "sbxcat_sessions{state=\"%s\"} %zu\n",
+			    k < 5 ? states[k] : "other", count[k]);
+}
+
 static void metrics(void *arg, struct http_request *req,
 		    struct http_response *res)
 {
@@ -816,6 +848,7 @@ static void metrics(void *arg, struct http_request *req,
 		goto out;
 	http_metrics(w.sv->http, &sb);
 	serve_metrics(w.sv, &sb);
+	session_metrics(&w, &sb);
 	res->status = 200;
 	res->content_type = "text/plain; version=0.0.4; charset=utf-8";
 	res->body = strbuf_detach(&sb, &res->body_len);
