@@ -28,6 +28,8 @@
 #define TOKEN_FILE_MAX 4096
 #define TENANTS_FILE_MAX (1 << 20)
 #define POLICY_FILE_MAX (1 << 20)
+/* Engine handles kept between requests: one per worker at most. */
+#define ENGINES_KEPT 48
 
 /* ---- snapshots ---- */
 
@@ -148,6 +150,7 @@ int serve_snap_make(struct serve *sv, json_t *overrides,
 	 * snapshot's: svc_release leaves them. */
 	snap->svc.writer = sv->base.writer;
 	snap->svc.pool = sv->base.pool;
+	snap->svc.engines = sv->base.engines;
 	snap->overrides = overrides ? json_incref(overrides) : NULL;
 	if (apply_overrides(snap, overrides, err) < 0) {
 		serve_snap_put(snap);
@@ -460,6 +463,7 @@ static void serve_free(struct serve *sv)
 	serve_snap_put(sv->snap);
 	if (sv->base_audit)
 		svc_audit_serve_stop(&sv->base);
+	svc_engines_stop(&sv->base);
 	svc_release(&sv->base);
 	free(sv->catalog_path);
 	free(sv->policy_file);
@@ -554,6 +558,8 @@ int serve_start(struct serve **out, const struct serve_config *c,
 	sv->base_audit = true;
 	snap->svc.writer = sv->base.writer;
 	snap->svc.pool = sv->base.pool;
+	svc_engines_start(&sv->base, ENGINES_KEPT);
+	snap->svc.engines = sv->base.engines;
 	if (start_http(sv, c, err) < 0)
 		goto fail;
 	if (sv->interval_s &&

@@ -613,7 +613,7 @@ int svc_exec(const struct svc *s, const struct svc_call *call,
 	json_decref(r.ei);
 	json_decref(r.inspect);
 	session_record_release(&r.rec);
-	engine_release(&r.engine);
+	svc_engine_close(s, &r.engine);
 	session_root_close(&r.root);
 	return rc;
 }

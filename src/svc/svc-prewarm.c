@@ -164,11 +164,11 @@ int svc_prewarm(const struct svc *s, const struct svc_call *call,
 	if (svc_config_check(s->cfg.deployment_err, err) < 0)
 		return -1;
 	if (svc_engine_open(s, call, &engine, err) < 0) {
-		engine_release(&engine);
+		svc_engine_close(s, &engine);
 		return -1;
 	}
 	svc_prewarm_on(s, call, &engine, req, NULL, res);
-	engine_release(&engine);
+	svc_engine_close(s, &engine);
 	return 0;
 }
 

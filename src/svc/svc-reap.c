@@ -124,7 +124,7 @@ int svc_reap(const struct svc *s, const struct svc_call *call,
 out:
 	sbx_error_free(&rec.err);
 	svc_audit_close(call, rec.au);
-	engine_release(&engine);
+	svc_engine_close(s, &engine);
 	session_root_close(&root);
 	return rc;
 }

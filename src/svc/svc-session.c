@@ -353,7 +353,7 @@ out:
 		      *err ? NULL : session_outcome_name(res->outcome), err);
 	svc_audit_close(call, au);
 	free(image);
-	engine_release(&engine);
+	svc_engine_close(s, &engine);
 	session_root_close(&root);
 	return *err ? -1 : 0;
 }
@@ -457,7 +457,7 @@ int svc_session_ls(const struct svc *s, const struct svc_call *call,
 out:
 	json_decref(by_key);
 	strv_free(keys, nkeys);
-	engine_release(&engine);
+	svc_engine_close(s, &engine);
 	session_root_close(&root);
 	return rc;
 }
@@ -568,7 +568,7 @@ int svc_session_show(const struct svc *s, const struct svc_call *call,
 	rc = 0;
 out:
 	json_decref(inspect);
-	engine_release(&engine);
+	svc_engine_close(s, &engine);
 	session_root_close(&root);
 	return rc;
 }
@@ -650,7 +650,7 @@ out:
 		      req->purge ? "purged" : res->container, err);
 	svc_audit_close(call, au);
 	session_record_release(&r);
-	engine_release(&engine);
+	svc_engine_close(s, &engine);
 	session_root_close(&root);
 	return *err ? -1 : 0;
 }

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@ void svc_init(struct svc *s, const struct sbx_env *env)
 	svc_config_load(&s->cfg, env);
 	s->writer = NULL;
 	s->pool = NULL;
+	s->engines = NULL;
 }
 
 void svc_release(struct svc *s)
@@ -96,9 +98,83 @@ int svc_root_open(const struct svc *s, const struct svc_call *call,
 	return 0;
 }
 
+struct svc_engines {
+	pthread_mutex_t lock;
+	struct engine *v;
+	size_t n, max;
+};
+
+void svc_engines_start(struct svc *s, size_t max)
+{
+	struct svc_engines *p = xcalloc(1, sizeof(*p));
+
+	pthread_mutex_init(&p->lock, NULL);
+	p->v = xcalloc(max ? max : 1, sizeof(*p->v));
+	p->max = max ? max : 1;
+	s->engines = p;
+}
+
+void svc_engines_stop(struct svc *s)
+{
+	struct svc_engines *p = s->engines;
+
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n; i++)
+		engine_release(&p->v[i]);
+	free(p->v);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+	s->engines = NULL;
+}
+
+/* A kept handle into e: true when there was one. */
+static bool engine_take(const struct svc *s, struct engine *e)
+{
+	struct svc_engines *p = s->engines;
+	bool got = false;
+
+	if (!p)
+		return false;
+	pthread_mutex_lock(&p->lock);
+	if (p->n) {
+		*e = p->v[--p->n];
+		got = true;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return got;
+}
+
+void svc_engine_close(const struct svc *s, struct engine *e)
+{
+	struct svc_engines *p = s->engines;
+	bool kept = false;
+
+	/* Only a handle that negotiated (it answered) is worth keeping. */
+	if (p && e->api[0]) {
+		pthread_mutex_lock(&p->lock);
+		if (p->n < p->max) {
+			e->cancel = NULL;
+			p->v[p->n++] = *e;
+			kept = true;
+		}
+		pthread_mutex_unlock(&p->lock);
+	}
+	if (!kept)
+		engine_release(e);
+	memset(e, 0, sizeof(*e));
+	e->trace_fd = -1;
+}
+
 int svc_engine_open(const struct svc *s, const struct svc_call *call,
 		    struct engine *e, struct sbx_error **err)
 {
+	if (svc_config_check(s->cfg.engine_err, err) < 0)
+		return -1;
+	if (engine_take(s, e)) {
+		e->cancel = call ? call->cancel : NULL;
+		return 0;
+	}
 	memset(e, 0, sizeof(*e));
 	e->trace_fd = -1;
 	if (svc_config_check(s->cfg.engine_err, err) < 0 ||

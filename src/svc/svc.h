@@ -43,10 +43,15 @@ struct sbx_error;
  */
 struct audit_writer;
 struct auditdb_pool;
+struct svc_engines;
 struct svc {
 	struct svc_config cfg;
 	struct audit_writer *writer;
 	struct auditdb_pool *pool;
+	/* The service's engine handles kept between calls (their
+	 * connections kept alive, the API version negotiated once); NULL:
+	 * a handle per call. */
+	struct svc_engines *engines;
 };
 
 /* Load the configuration from env (basic/env.h) into s: never fails
@@ -137,6 +142,13 @@ int svc_root_open(const struct svc *s, const struct svc_call *call,
 		  struct sbx_error **err);
 int svc_engine_open(const struct svc *s, const struct svc_call *call,
 		    struct engine *e, struct sbx_error **err);
+/* The end of a call's use of e: kept for the next call when the service
+ * keeps handles (s->engines) and e is whole, else released. */
+void svc_engine_close(const struct svc *s, struct engine *e);
+/* The service's pool of at most max engine handles (s->engines), and its
+ * end (every handle released); the command line keeps none. */
+void svc_engines_start(struct svc *s, size_t max);
+void svc_engines_stop(struct svc *s);
 int svc_audit_open(const struct svc *s, const struct svc_call *call,
 		   struct audit **a, struct sbx_error **err);
 void svc_audit_close(const struct svc_call *call, struct audit *a);
