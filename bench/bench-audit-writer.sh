@@ -6,8 +6,16 @@
 # beside rows inserted one per transaction on one kept connection
 # (auditdb_insert of one row: what the command line's recorder does once
 # connected), in the same run; then one thread through the writer, the
-# cost with nothing to group.  The issue's target: p95 <= 1 ms for the
-# audit's cost per operation.  Sizes (environment):
+# cost with nothing to group; then that again with the bench's own
+# connections at synchronous_commit=off (a measurement of what the
+# commit's WAL flush costs on this disk, never a setting of sbxcat).
+#
+# The issue's targets: the audit's cost per operation p95 <= 1 ms (the
+# 1-thread run: each wait is one group of one row), and 32 clients >=
+# 1,000 operations/s, every one recorded (the 32-thread run).  The
+# 32 threads record with nothing between their rows, so their wait is a
+# queue's: by Little's law, about THREADS / (rows/s), whatever a commit
+# costs; it is printed, not held to 1 ms.  Sizes (environment):
 #   SBXCAT_BENCH_WRITER_THREADS  threads       (32)
 #   SBXCAT_BENCH_WRITER_ROWS     rows a thread (200)
 set -u
@@ -29,9 +37,26 @@ URL=$(pgbed_newdb "$DB") || { echo "bench-audit-writer: cannot make a database";
 SBXCAT_DATABASE_URL=$URL "$S" audit migrate >/dev/null || exit 1
 echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 rc=0
-echo "-- $NT threads x $NR rows"
-"$BIN" bench "$URL" "$T" "$NT" "$NR" || rc=1
-echo "-- 1 thread x $((NR * 4)) rows"
-"$BIN" bench "$URL" "$T" 1 $((NR * 4)) || rc=1
+# run TITLE URL THREADS ROWS: the bench's lines, kept in $T/out too.
+run() {
+	echo "-- $1"
+	"$BIN" bench "$2" "$T" "$3" "$4" >"$T/out" || rc=1
+	cat "$T/out"
+}
+# p95, rate: the p95 (ms), the rows/s of the writer's line in $T/out.
+p95() { sed -n 's/^writer, audit_ready.*p95 \([0-9.]*\) ms;.*/\1/p' "$T/out"; }
+rate() { sed -n 's/^writer, audit_ready.*; \([0-9]*\) rows\/s.*/\1/p' "$T/out"; }
+verdict() { awk -v v="$1" -v t="$2" -v op="$3" 'BEGIN { ok = op == "<=" ? v <= t : v >= t; print ok ? "met" : "MISSED" }'; }
+
+run "$NT threads x $NR rows" "$URL" "$NT" "$NR"
+r=$(rate)
+echo "=> $NT threads: $r rows/s, every row in the database (target >= 1000/s: $(verdict "$r" 1000 ">="));" \
+	"their wait is the queue's: $NT / $r rows/s = $(awk -v n="$NT" -v r="$r" 'BEGIN { printf "%.1f", 1000 * n / r }') ms on average"
+run "1 thread x $((NR * 4)) rows" "$URL" 1 $((NR * 4))
+p=$(p95)
+echo "=> the audit's cost per operation (1 thread, audit_ready + audit_record): p95 $p ms (target <= 1 ms: $(verdict "$p" 1 "<="))"
+run "1 thread x $((NR * 4)) rows, the bench's connections at synchronous_commit=off (the floor without the commit's flush; not sbxcat's setting)" \
+	"$URL options='-c synchronous_commit=off'" 1 $((NR * 4))
+echo "=> without the WAL flush of each commit: p95 $(p95) ms; the difference is the disk's fsync, which a durable commit cannot skip"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 exit $rc

@@ -19,9 +19,12 @@
 #include "basic/clock.h"
 #include "basic/error.h"
 
-/* One caller's row, on the caller's stack while it waits. */
+/* One caller's row, on the caller's stack while it waits.  Its own
+ * condition: the writer wakes the callers of the group it committed,
+ * not every caller waiting (half of them are in the next group). */
 struct slot {
 	const struct audit_row *row;
+	pthread_cond_t wake;
 	bool done;
 	int rc;
 	enum audit_where where;
@@ -34,7 +37,8 @@ struct audit_writer {
 	/* Under lock: the queue, the state, the counters. */
 	pthread_mutex_t lock;
 	pthread_cond_t work; /* to the writer: rows queued, or stop */
-	pthread_cond_t done; /* to callers: slots done, room in the queue */
+	pthread_cond_t done; /* to callers: room in the queue; to stop */
+	int room_waits;	     /* callers waiting for room */
 	struct slot *queue[AUDIT_WRITER_QUEUE_MAX];
 	size_t nqueue;
 	bool stopping, exited;
@@ -223,7 +227,7 @@ static size_t take(struct audit_writer *w)
 
 	memcpy(w->batch, w->queue, n * sizeof(*w->batch));
 	w->nqueue = 0;
-	if (n)
+	if (n && w->room_waits)
 		pthread_cond_broadcast(&w->done);
 	return n;
 }
@@ -247,10 +251,14 @@ static void *writer_main(void *arg)
 		if (n)
 			write_group(w, n);
 		pthread_mutex_lock(&w->lock);
-		for (size_t i = 0; i < n; i++)
+		/* Once done is set the caller may return (its slot goes
+		 * with its stack): signalled first, under the lock. */
+		for (size_t i = 0; i < n; i++) {
+			pthread_cond_signal(&w->batch[i]->wake);
 			w->batch[i]->done = true;
-		if (n)
-			pthread_cond_broadcast(&w->done);
+		}
+		/* Then at once the next group: the rows queued while this one
+		 * committed are taken without waiting for more. */
 	}
 	w->exited = true;
 	pthread_mutex_unlock(&w->lock);
@@ -382,12 +390,15 @@ int audit_writer_record(struct audit_writer *w, const struct audit_row *r,
 
 	if (!where)
 		where = &dummy;
+	pthread_cond_init(&s.wake, NULL);
 	pthread_mutex_lock(&w->lock);
 	w->callers++;
 	if (w->nqueue == AUDIT_WRITER_QUEUE_MAX)
 		w->st.full_waits++;
+	w->room_waits++;
 	while (w->nqueue == AUDIT_WRITER_QUEUE_MAX && !w->exited)
 		pthread_cond_wait(&w->done, &w->lock);
+	w->room_waits--;
 	if (w->exited) {
 		s.done = true;
 		s.rc = sbx_error_set(&s.err, SBX_E_UNAVAILABLE, 0,
@@ -398,10 +409,11 @@ int audit_writer_record(struct audit_writer *w, const struct audit_row *r,
 		pthread_cond_signal(&w->work);
 	}
 	while (!s.done)
-		pthread_cond_wait(&w->done, &w->lock);
+		pthread_cond_wait(&s.wake, &w->lock);
 	if (--w->callers == 0 && w->exited)
 		pthread_cond_broadcast(&w->done);
 	pthread_mutex_unlock(&w->lock);
+	pthread_cond_destroy(&s.wake);
 	*where = s.where;
 	if (s.rc < 0) {
 		if (err)

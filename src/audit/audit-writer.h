@@ -17,7 +17,10 @@
  *
  * The writer takes every row queued since its last commit and inserts
  * them in one transaction (auditdb_insert), so many threads recording at
- * once cost about one commit per group.  Before a group reaches the
+ * once cost about one commit per group; it takes the next group as soon
+ * as a commit returns (no timer: a row alone is not kept waiting for
+ * others) and wakes the callers of the group committed, each on its own
+ * condition.  Before a group reaches the
  * database a spool left non-empty (by an outage, or another process) is
  * replayed into it first, so each session's chain keeps the order its
  * rows were made in.  The queue holds at most AUDIT_WRITER_QUEUE_MAX rows

@@ -6,7 +6,8 @@
  * Every value goes to the server as a parameter or through COPY's own
  * escaping, never spliced into SQL.  Sets of values (sessions, agents,
  * ids) go as one array parameter, so a batch costs a fixed number of
- * round trips whatever its size.
+ * round trips whatever its size: an insert is two (pipeline mode, its
+ * statements prepared once per connection; see insert_tx).
  */
 #include "config.h"
 
@@ -39,9 +40,13 @@ struct auditdb {
 	long long started;		   /* clock_now_ms() */
 	bool retried;			   /* a stale start was redone */
 	bool ready;			   /* connected and set up */
+	/* The insert's statements prepared on this connection: a bit per
+	 * enum stmt, and per row count of the multi-row INSERT. */
+	uint64_t prepared, prepared_rows;
 };
 
 #define COPY_OVER 50 /* rows: more go through COPY */
+_Static_assert(COPY_OVER <= 64, "a bit of prepared_rows per row count");
 
 const char auditdb_schema_old[] = "schema older than sbxcat";
 
@@ -374,7 +379,8 @@ void *auditdb_conn(struct auditdb *db)
 bool auditdb_reusable(struct auditdb *db)
 {
 	return db->ready && sym_PQstatus(db->conn) == CONNECTION_OK &&
-	       sym_PQtransactionStatus(db->conn) == PQTRANS_IDLE;
+	       sym_PQtransactionStatus(db->conn) == PQTRANS_IDLE &&
+	       sym_PQpipelineStatus(db->conn) == PQ_PIPELINE_OFF;
 }
 
 /* Run sql with text params; 0 when its status is want (res kept in *out
@@ -802,34 +808,252 @@ static int insert_copy(struct auditdb *db, struct ins *in,
 	return rc < 0 ? -1 : 0;
 }
 
-static int insert_params(struct auditdb *db, struct ins *in,
-			 struct sbx_error **err)
-{
-	struct strbuf sql = STRBUF_INIT;
-	struct fields *f = xcalloc(in->n ? in->n : 1, sizeof(*f));
-	const char **p = xcalloc(in->n * INSERT_MAX + 1, sizeof(*p));
-	int np = 0, rc = 0;
+/*
+ * The statements of one round trip (libpq's pipeline mode): each sent at
+ * once, the lot followed by a sync, then every result read in order.  A
+ * group of rows costs two of them (the chains locked and read, then the
+ * rows and the heads written and committed) instead of a round trip per
+ * statement: on a local socket a round trip is ~0.05 ms, but each also
+ * wakes the server and the writer in turn, which on a loaded machine is
+ * what costs.
+ */
+#define PIPE_MAX 16
 
-	strbuf_addstr(&sql, "INSERT INTO sandbox_operations (");
-	insert_columns(&sql);
-	strbuf_addstr(&sql, ") VALUES ");
+struct pipe {
+	int n;
+	bool send_failed;
+	ExecStatusType want[PIPE_MAX];
+	PGresult **keep[PIPE_MAX]; /* the result kept there, or NULL */
+	/* A statement prepared: its bit set in *mark once the server has
+	 * it (a Parse skipped after an error is not). */
+	uint64_t *mark[PIPE_MAX], bit[PIPE_MAX];
+};
+
+/* A statement sent on p: its result to read after the sync. */
+static void pipe_add(struct pipe *p, ExecStatusType want, PGresult **keep,
+		     uint64_t *mark, uint64_t bit)
+{
+	p->want[p->n] = want;
+	p->keep[p->n] = keep;
+	p->mark[p->n] = mark;
+	p->bit[p->n] = bit;
+	p->n++;
+}
+
+static void pipe_send(struct auditdb *db, struct pipe *p, const char *sql,
+		      int n, const char *const *params, ExecStatusType want,
+		      PGresult **keep)
+{
+	if (p->n == PIPE_MAX)
+		die_bug("auditdb: more than %d statements in a pipeline",
+			PIPE_MAX);
+	if (p->send_failed)
+		return;
+	/* libpq copies the parameters into its buffer here: they may be
+	 * freed or reused once this returns. */
+	if (!sym_PQsendQueryParams(db->conn, sql, n, NULL, params, NULL, NULL,
+				   0)) {
+		p->send_failed = true;
+		return;
+	}
+	pipe_add(p, want, keep, NULL, 0);
+}
+
+/*
+ * The insert's statements are prepared once per connection (named, in
+ * the pipeline, before their first use): the server then neither parses
+ * nor plans them again, which was most of a small group's time on the
+ * server (measured: ~0.1-0.2 ms a statement of parse and bind).
+ */
+enum stmt { ST_CHAINS, ST_LOCK, ST_PRESENT, ST_AGENTS, ST_RUNS, ST_HEADS };
+
+static const struct {
+	const char *name, *sql;
+} stmts[] = {
+    [ST_CHAINS] = {"sbxcat_chains",
+		   "INSERT INTO audit_chains (session_key, tenant, head, "
+		   "nrows, swept_hash, swept_rows) SELECT s, t, "
+		   "decode(repeat('00', 32), 'hex'), 0, decode(repeat('00', "
+		   "32), 'hex'), 0 FROM unnest($1::text[], $2::text[]) AS "
+		   "v(s, t) ORDER BY s COLLATE \"C\" ON CONFLICT DO NOTHING"},
+    /* A statement of its own after the insert: in READ COMMITTED it
+     * sees a chain another writer made meanwhile, and waits for its
+     * lock. */
+    [ST_LOCK] = {"sbxcat_lock",
+		 "SELECT session_key, head FROM audit_chains WHERE "
+		 "session_key = ANY($1::text[]) "
+		 "ORDER BY session_key COLLATE \"C\" FOR UPDATE"},
+    /* After the lock: a replay of these rows by another process that
+     * committed before it is seen. */
+    [ST_PRESENT] = {"sbxcat_present", "SELECT id FROM sandbox_operations "
+				      "WHERE id = ANY($1::uuid[])"},
+    [ST_AGENTS] = {"sbxcat_agents",
+		   "INSERT INTO agents (id) SELECT i FROM unnest($1::text[]) "
+		   "AS v(i) ORDER BY i COLLATE \"C\" ON CONFLICT DO NOTHING"},
+    [ST_RUNS] = {"sbxcat_runs",
+		 "INSERT INTO runs (id, agent_id) SELECT r, a FROM unnest("
+		 "$1::text[], $2::text[]) AS v(r, a) ORDER BY r COLLATE \"C\" "
+		 "ON CONFLICT DO NOTHING"},
+    [ST_HEADS] = {"sbxcat_heads",
+		  "UPDATE audit_chains c SET head = v.h, head_seq = o.seq, "
+		  "nrows = c.nrows + v.n FROM unnest($1::text[], "
+		  "$2::bytea[], $3::bigint[], $4::uuid[]) AS v(s, h, n, l) "
+		  "JOIN sandbox_operations o ON o.id = v.l WHERE "
+		  "c.session_key = v.s"},
+};
+
+/* Statement name (its text sql), prepared first unless *word has bit,
+ * then run with params on p. */
+static void pipe_named(struct auditdb *db, struct pipe *p, const char *name,
+		       const char *sql, uint64_t *word, uint64_t bit, int n,
+		       const char *const *params, ExecStatusType want,
+		       PGresult **keep)
+{
+	if (p->n + 2 > PIPE_MAX)
+		die_bug("auditdb: more than %d statements in a pipeline",
+			PIPE_MAX);
+	if (p->send_failed)
+		return;
+	if (!(*word & bit)) {
+		if (!sym_PQsendPrepare(db->conn, name, sql, n, NULL)) {
+			p->send_failed = true;
+			return;
+		}
+		pipe_add(p, PGRES_COMMAND_OK, NULL, word, bit);
+	}
+	if (!sym_PQsendQueryPrepared(db->conn, name, n, params, NULL, NULL,
+				     0)) {
+		p->send_failed = true;
+		return;
+	}
+	pipe_add(p, want, keep, NULL, 0);
+}
+
+static void pipe_stmt(struct auditdb *db, struct pipe *p, enum stmt st, int n,
+		      const char *const *params, ExecStatusType want,
+		      PGresult **keep)
+{
+	pipe_named(db, p, stmts[st].name, stmts[st].sql, &db->prepared,
+		   UINT64_C(1) << st, n, params, want, keep);
+}
+
+/* The results kept of a pipeline that failed, cleared; p emptied. */
+static void pipe_drop(struct pipe *p)
+{
+	for (int k = 0; k < p->n; k++)
+		if (p->keep[k] && *p->keep[k]) {
+			sym_PQclear(*p->keep[k]);
+			*p->keep[k] = NULL;
+		}
+	p->n = 0;
+}
+
+/*
+ * The sync, then the results of what p sent, in order: 0 when each had
+ * its status (results kept where asked), else -1 with the first failure
+ * (the statements after it are skipped by the server; a transaction open
+ * is left aborted, for the caller's ROLLBACK).  Every result is read up
+ * to the sync, so the connection can leave pipeline mode, unless it was
+ * lost.  p is empty again after.
+ */
+static int pipe_sync(struct auditdb *db, struct pipe *p, struct sbx_error **err)
+{
+	int rc = 0;
+	PGresult *res;
+
+	if (!sym_PQpipelineSync(db->conn)) {
+		p->n = 0;
+		return pq_fail(db, err, "database");
+	}
+	if (p->send_failed)
+		rc = pq_fail(db, err, "database");
+	for (int i = 0; i < p->n; i++) {
+		res = sym_PQgetResult(db->conn);
+		if (!res) {
+			/* Nothing where a result must be: the connection
+			 * went; it is not used again (auditdb_reusable). */
+			if (rc == 0)
+				rc = pq_fail(db, err, "database");
+			pipe_drop(p);
+			return -1;
+		}
+		if (sym_PQresultStatus(res) != p->want[i]) {
+			if (rc == 0)
+				rc = res_fail(res, err, "database");
+			else
+				sym_PQclear(res);
+		} else if (p->keep[i]) {
+			*p->keep[i] = res;
+		} else {
+			if (p->mark[i])
+				*p->mark[i] |= p->bit[i];
+			sym_PQclear(res);
+		}
+		/* Each statement's results end with a NULL. */
+		while ((res = sym_PQgetResult(db->conn)) != NULL)
+			sym_PQclear(res);
+	}
+	res = sym_PQgetResult(db->conn);
+	if (!res || sym_PQresultStatus(res) != PGRES_PIPELINE_SYNC) {
+		if (rc == 0)
+			rc = res ? res_fail(res, err, "database")
+				 : pq_fail(db, err, "database");
+		else if (res)
+			sym_PQclear(res);
+	} else {
+		sym_PQclear(res);
+	}
+	if (rc < 0)
+		pipe_drop(p);
+	p->n = 0;
+	return rc;
+}
+
+/*
+ * The rows not skipped and the chains' heads, in one statement sent on p:
+ * a multi-row INSERT ... RETURNING (each row's seq) in a WITH, and the
+ * heads' UPDATE joined to it (a statement fewer, and no look-up of the
+ * last rows by id).  Its SQL and parameters are built in sql, f and v,
+ * the caller's, freed after; heads are heads_arrays' four literals.
+ */
+static void insert_params(struct auditdb *db, struct pipe *p, struct ins *in,
+			  const struct strbuf heads[4], struct strbuf *sql,
+			  struct fields *f, const char **v)
+{
+	size_t rows = 0;
+	char name[32];
+	int np = 0;
+
+	strbuf_reset(sql);
+	strbuf_addstr(sql, "WITH o AS (INSERT INTO sandbox_operations (");
+	insert_columns(sql);
+	strbuf_addstr(sql, ") VALUES ");
 	for (size_t i = 0; i < in->n; i++) {
 		if (in->skip[i])
 			continue;
 		row_fields(&in->rows[i], in->hash[i], &f[i]);
-		strbuf_addstr(&sql, np ? ",(" : "(");
+		strbuf_addstr(sql, np ? ",(" : "(");
 		for (int c = 0; c < f[i].n; c++) {
-			p[np] = f[i].v[c];
-			strbuf_addf(&sql, "%s$%d", c ? "," : "", ++np);
+			v[np] = f[i].v[c];
+			strbuf_addf(sql, "%s$%d", c ? "," : "", ++np);
 		}
-		strbuf_addch(&sql, ')');
+		strbuf_addch(sql, ')');
+		rows++;
 	}
-	if (np)
-		rc = run(db, sql.buf, np, p, PGRES_COMMAND_OK, NULL, err);
-	strbuf_release(&sql);
-	free(p);
-	free(f);
-	return rc;
+	strbuf_addf(sql,
+		    " RETURNING id, seq) UPDATE audit_chains c SET head = v.h, "
+		    "head_seq = o.seq, nrows = c.nrows + v.n FROM unnest("
+		    "$%d::text[], $%d::bytea[], $%d::bigint[], $%d::uuid[]) "
+		    "AS v(s, h, n, l) JOIN o ON o.id = v.l WHERE "
+		    "c.session_key = v.s",
+		    np + 1, np + 2, np + 3, np + 4);
+	for (int k = 0; k < 4; k++)
+		v[np++] = heads[k].buf;
+	/* A statement per row count: 1 row for a writer alone, a few for
+	 * a writer under load. */
+	snprintf(name, sizeof(name), "sbxcat_write_%zu", rows);
+	pipe_named(db, p, name, sql->buf, &db->prepared_rows,
+		   UINT64_C(1) << (rows - 1), np, v, PGRES_COMMAND_OK, NULL);
 }
 
 static int schema_check(struct auditdb *db, struct sbx_error **err)
@@ -851,86 +1075,41 @@ static int schema_check(struct auditdb *db, struct sbx_error **err)
 	return 0;
 }
 
-static int insert_tx(struct auditdb *db, struct ins *in, size_t *inserted,
-		     size_t *skipped, struct sbx_error **err)
+/* The heads read under the chains' locks into in->chains. */
+static int read_heads(struct ins *in, PGresult *res, struct sbx_error **err)
 {
-	struct strbuf a = STRBUF_INIT, b = STRBUF_INIT, c = STRBUF_INIT,
-		      d = STRBUF_INIT;
-	const char *p[4];
-	PGresult *res = NULL;
-	int rc = -1;
-
-	/* The chains, created when missing, then locked in session order. */
-	array_start(&a);
-	array_start(&b);
-	for (size_t i = 0; i < in->nchains; i++) {
-		array_add(&a, in->chains[i].session);
-		array_add(&b, in->chains[i].tenant);
-	}
-	array_end(&a);
-	array_end(&b);
-	p[0] = a.buf;
-	p[1] = b.buf;
-	if (run(db,
-		"INSERT INTO audit_chains (session_key, tenant, head, nrows, "
-		"swept_hash, swept_rows) SELECT s, t, decode(repeat('00', 32), "
-		"'hex'), "
-		"0, decode(repeat('00', 32), 'hex'), 0 FROM unnest($1::text[], "
-		"$2::text[]) AS v(s, t) ORDER BY s COLLATE \"C\" "
-		"ON CONFLICT DO NOTHING",
-		2, p, PGRES_COMMAND_OK, NULL, err) < 0 ||
-	    run(db,
-		"SELECT session_key, head FROM audit_chains WHERE "
-		"session_key = ANY($1::text[]) "
-		"ORDER BY session_key COLLATE \"C\" FOR UPDATE",
-		1, p, PGRES_TUPLES_OK, &res, err) < 0)
-		goto out;
 	for (int r = 0; r < sym_PQntuples(res); r++) {
 		struct chain *ch = find_chain(in, sym_PQgetvalue(res, r, 0));
-		if (!ch || unhex32(sym_PQgetvalue(res, r, 1), ch->head) < 0) {
-			sbx_error_set(
+		if (!ch || unhex32(sym_PQgetvalue(res, r, 1), ch->head) < 0)
+			return sbx_error_set(
 			    err, SBX_E_UNAVAILABLE, 0,
 			    "database: audit_chains holds a bad head");
-			goto out;
-		}
 	}
-	sym_PQclear(res);
-	res = NULL;
+	return 0;
+}
 
-	/* Replays: the ids already there. */
-	array_start(&a);
-	for (size_t i = 0; i < in->n; i++)
-		array_add(&a, in->rows[i].id);
-	array_end(&a);
-	p[0] = a.buf;
-	if (run(db,
-		"SELECT id FROM sandbox_operations WHERE id = ANY($1::uuid[])",
-		1, p, PGRES_TUPLES_OK, &res, err) < 0)
-		goto out;
+/* The ids already in the table (a replay): their rows skipped. */
+static void read_present(struct ins *in, PGresult *res)
+{
 	for (int r = 0; r < sym_PQntuples(res); r++) {
-		struct audit_row key;
-		const struct audit_row *kp = &key, **hit;
-		snprintf(key.id, sizeof(key.id), "%s",
-			 sym_PQgetvalue(res, r, 0));
+		const char *id = sym_PQgetvalue(res, r, 0);
 		/* Any row with that id: find the first by id alone. */
 		size_t lo = 0, hi = in->n;
 		while (lo < hi) {
 			size_t mid = (lo + hi) / 2;
-			if (strcasecmp(in->byid[mid]->id, kp->id) < 0)
+			if (strcasecmp(in->byid[mid]->id, id) < 0)
 				lo = mid + 1;
 			else
 				hi = mid;
 		}
-		for (; lo < in->n && !strcasecmp(in->byid[lo]->id, key.id);
-		     lo++) {
-			hit = &in->byid[lo];
-			in->skip[*hit - in->rows] = true;
-		}
+		for (; lo < in->n && !strcasecmp(in->byid[lo]->id, id); lo++)
+			in->skip[in->byid[lo] - in->rows] = true;
 	}
-	sym_PQclear(res);
-	res = NULL;
+}
 
-	/* The hashes, in the order given. */
+/* The hashes, in the order given, onto the heads read. */
+static void chain_rows(struct ins *in, size_t *inserted, size_t *skipped)
+{
 	for (size_t i = 0; i < in->n; i++) {
 		if (in->skip[i]) {
 			(*skipped)++;
@@ -944,43 +1123,13 @@ static int insert_tx(struct auditdb *db, struct ins *in, size_t *inserted,
 		ch->last_id = in->rows[i].id;
 		(*inserted)++;
 	}
-	if (!*inserted) {
-		rc = cmd(db, "COMMIT", err);
-		goto out;
-	}
+}
 
-	/* Agents and runs. */
-	distinct(in->rows, in->n, offsetof(struct audit_row, agent), 0, &a,
-		 NULL);
-	p[0] = a.buf;
-	distinct(in->rows, in->n, offsetof(struct audit_row, run),
-		 offsetof(struct audit_row, agent), &b, &c);
-	if (strcmp(a.buf, "{}") &&
-	    run(db,
-		"INSERT INTO agents (id) SELECT i FROM unnest($1::text[]) AS "
-		"v(i) "
-		"ORDER BY i COLLATE \"C\" ON CONFLICT DO NOTHING",
-		1, p, PGRES_COMMAND_OK, NULL, err) < 0)
-		goto out;
-	p[0] = b.buf;
-	p[1] = c.buf;
-	if (strcmp(b.buf, "{}") &&
-	    run(db,
-		"INSERT INTO runs (id, agent_id) SELECT r, a FROM unnest("
-		"$1::text[], $2::text[]) AS v(r, a) ORDER BY r COLLATE \"C\" "
-		"ON CONFLICT DO NOTHING",
-		2, p, PGRES_COMMAND_OK, NULL, err) < 0)
-		goto out;
-
-	if ((*inserted > COPY_OVER ? insert_copy(db, in, err)
-				   : insert_params(db, in, err)) < 0)
-		goto out;
-
-	/* The chains' heads. */
-	array_start(&a);
-	array_start(&b);
-	array_start(&c);
-	array_start(&d);
+/* The chains' new heads, counts and last rows, as four array literals. */
+static void heads_arrays(struct ins *in, struct strbuf sb[4])
+{
+	for (int k = 0; k < 4; k++)
+		array_start(&sb[k]);
 	for (size_t i = 0; i < in->nchains; i++) {
 		struct chain *ch = &in->chains[i];
 		char h[2 + 64 + 1] = "\\x", num[24];
@@ -988,31 +1137,121 @@ static int insert_tx(struct auditdb *db, struct ins *in, size_t *inserted,
 			continue;
 		hex_encode(h + 2, ch->head, 32);
 		snprintf(num, sizeof(num), "%lld", ch->added);
-		array_add(&a, ch->session);
-		array_add(&b, h);
-		array_add(&c, num);
-		array_add(&d, ch->last_id);
+		array_add(&sb[0], ch->session);
+		array_add(&sb[1], h);
+		array_add(&sb[2], num);
+		array_add(&sb[3], ch->last_id);
 	}
-	array_end(&a);
-	array_end(&b);
-	array_end(&c);
-	array_end(&d);
-	const char *q[4] = {a.buf, b.buf, c.buf, d.buf};
-	if (run(db,
-		"UPDATE audit_chains c SET head = v.h, head_seq = o.seq, "
-		"nrows = c.nrows + v.n FROM unnest($1::text[], $2::bytea[], "
-		"$3::bigint[], $4::uuid[]) AS v(s, h, n, l) JOIN "
-		"sandbox_operations o ON o.id = v.l WHERE c.session_key = v.s",
-		4, q, PGRES_COMMAND_OK, NULL, err) < 0)
+	for (int k = 0; k < 4; k++)
+		array_end(&sb[k]);
+}
+
+/*
+ * The transaction, in pipeline mode, in two round trips:
+ *  1. BEGIN; the chains created when missing; locked in session order and
+ *     their heads read; the ids already present (a replay) read;
+ *  2. (the hashes made here, on the heads read) the agents and runs; the
+ *     rows; the heads; COMMIT.
+ * Over COPY_OVER rows the rows go through COPY, which pipeline mode does
+ * not allow: two more round trips, for a group that large.
+ */
+static int insert_tx(struct auditdb *db, struct ins *in, size_t *inserted,
+		     size_t *skipped, struct sbx_error **err)
+{
+	struct strbuf a[4] = {STRBUF_INIT, STRBUF_INIT, STRBUF_INIT,
+			      STRBUF_INIT},
+		      ag = STRBUF_INIT, ru = STRBUF_INIT, ra = STRBUF_INIT,
+		      sql = STRBUF_INIT;
+	struct fields *f = NULL;
+	const char **v = NULL;
+	const char *p[4];
+	PGresult *heads = NULL, *present = NULL;
+	struct pipe pp = {0};
+	bool copy;
+	int rc = -1;
+
+	/* 1: the chains, then the ids. */
+	array_start(&a[0]);
+	array_start(&a[1]);
+	for (size_t i = 0; i < in->nchains; i++) {
+		array_add(&a[0], in->chains[i].session);
+		array_add(&a[1], in->chains[i].tenant);
+	}
+	array_end(&a[0]);
+	array_end(&a[1]);
+	array_start(&a[2]);
+	for (size_t i = 0; i < in->n; i++)
+		array_add(&a[2], in->rows[i].id);
+	array_end(&a[2]);
+	p[0] = a[0].buf;
+	p[1] = a[1].buf;
+	pipe_send(db, &pp, "BEGIN", 0, NULL, PGRES_COMMAND_OK, NULL);
+	pipe_stmt(db, &pp, ST_CHAINS, 2, p, PGRES_COMMAND_OK, NULL);
+	pipe_stmt(db, &pp, ST_LOCK, 1, p, PGRES_TUPLES_OK, &heads);
+	p[0] = a[2].buf;
+	pipe_stmt(db, &pp, ST_PRESENT, 1, p, PGRES_TUPLES_OK, &present);
+	if (pipe_sync(db, &pp, err) < 0 || read_heads(in, heads, err) < 0)
 		goto out;
-	rc = cmd(db, "COMMIT", err);
+	read_present(in, present);
+	chain_rows(in, inserted, skipped);
+
+	/* 2: what the rows need, the rows, the heads, the commit. */
+	copy = *inserted > COPY_OVER;
+	if (*inserted) {
+		distinct(in->rows, in->n, offsetof(struct audit_row, agent), 0,
+			 &ag, NULL);
+		distinct(in->rows, in->n, offsetof(struct audit_row, run),
+			 offsetof(struct audit_row, agent), &ru, &ra);
+		p[0] = ag.buf;
+		if (strcmp(ag.buf, "{}"))
+			pipe_stmt(db, &pp, ST_AGENTS, 1, p, PGRES_COMMAND_OK,
+				  NULL);
+		p[0] = ru.buf;
+		p[1] = ra.buf;
+		if (strcmp(ru.buf, "{}"))
+			pipe_stmt(db, &pp, ST_RUNS, 2, p, PGRES_COMMAND_OK,
+				  NULL);
+		if (copy) {
+			if (pipe_sync(db, &pp, err) < 0)
+				goto out;
+			if (!sym_PQexitPipelineMode(db->conn)) {
+				pq_fail(db, err, "database");
+				goto out;
+			}
+			rc = insert_copy(db, in, err);
+			if (!sym_PQenterPipelineMode(db->conn) && rc == 0)
+				rc = pq_fail(db, err, "database");
+			if (rc < 0)
+				goto out;
+			rc = -1;
+		}
+		heads_arrays(in, a);
+		if (copy) {
+			for (int k = 0; k < 4; k++)
+				p[k] = a[k].buf;
+			pipe_stmt(db, &pp, ST_HEADS, 4, p, PGRES_COMMAND_OK,
+				  NULL);
+		} else {
+			f = xcalloc(in->n, sizeof(*f));
+			v = xcalloc(in->n * INSERT_MAX + 4, sizeof(*v));
+			insert_params(db, &pp, in, a, &sql, f, v);
+		}
+	}
+	pipe_send(db, &pp, "COMMIT", 0, NULL, PGRES_COMMAND_OK, NULL);
+	rc = pipe_sync(db, &pp, err);
 out:
-	if (res)
-		sym_PQclear(res);
-	strbuf_release(&a);
-	strbuf_release(&b);
-	strbuf_release(&c);
-	strbuf_release(&d);
+	if (heads)
+		sym_PQclear(heads);
+	if (present)
+		sym_PQclear(present);
+	for (int k = 0; k < 4; k++)
+		strbuf_release(&a[k]);
+	strbuf_release(&ag);
+	strbuf_release(&ru);
+	strbuf_release(&ra);
+	strbuf_release(&sql);
+	free(f);
+	free(v);
 	return rc;
 }
 
@@ -1062,9 +1301,13 @@ int auditdb_insert(struct auditdb *db, const struct audit_row *rows, size_t n,
 	for (size_t i = 0; i < in.nchains; i++)
 		in.chains[i].last_id = NULL;
 
-	rc = cmd(db, "BEGIN", err);
-	if (rc == 0) {
+	if (!sym_PQenterPipelineMode(db->conn)) {
+		rc = pq_fail(db, err, "database");
+	} else {
 		rc = insert_tx(db, &in, inserted, skipped, err);
+		/* Fails only with results unread: a connection lost, never
+		 * used again (auditdb_reusable). */
+		sym_PQexitPipelineMode(db->conn);
 		if (rc < 0) {
 			rollback(db);
 			*inserted = *skipped = 0;

@@ -99,6 +99,11 @@ extern const char auditdb_schema_old[];
  * agents/runs when missing.  Large n goes through COPY.  A schema older
  * than the binary's is an error (status 3, reason auditdb_schema_old).
  * On error nothing of the call is kept (the transaction rolls back).
+ * Two round trips (libpq's pipeline mode: the chains locked and read,
+ * then the rows, heads and COMMIT); over 50 rows (COPY) two more.  Its
+ * statements are prepared on db the first time (named sbxcat_*: a pooler
+ * between sbxcat and the server must keep a connection's prepared
+ * statements, as PgBouncer's session mode does).
  */
 int auditdb_insert(struct auditdb *db, const struct audit_row *rows, size_t n,
 		   size_t *inserted, size_t *skipped, struct sbx_error **err);
@@ -134,7 +139,8 @@ int auditdb_sweep(struct auditdb *db, long long cutoff_us, size_t batch,
 void *auditdb_conn(struct auditdb *db);
 
 /* Whether db may serve another caller: connected, and outside any
- * transaction or COPY (a call that failed half-way leaves one). */
+ * transaction, COPY or pipeline (a call that failed half-way leaves
+ * one). */
 bool auditdb_reusable(struct auditdb *db);
 
 /*

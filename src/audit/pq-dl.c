@@ -51,6 +51,12 @@ DLSYM_DEFINE(PQconninfoFree);
 DLSYM_DEFINE(PQsendQueryParams);
 DLSYM_DEFINE(PQsetSingleRowMode);
 DLSYM_DEFINE(PQtransactionStatus);
+DLSYM_DEFINE(PQenterPipelineMode);
+DLSYM_DEFINE(PQexitPipelineMode);
+DLSYM_DEFINE(PQpipelineSync);
+DLSYM_DEFINE(PQpipelineStatus);
+DLSYM_DEFINE(PQsendPrepare);
+DLSYM_DEFINE(PQsendQueryPrepared);
 
 static const struct dl_sym syms[] = {
     DLSYM_ENTRY(PQlibVersion),
@@ -88,6 +94,12 @@ static const struct dl_sym syms[] = {
     DLSYM_ENTRY(PQsendQueryParams),
     DLSYM_ENTRY(PQsetSingleRowMode),
     DLSYM_ENTRY(PQtransactionStatus),
+    DLSYM_ENTRY(PQenterPipelineMode),
+    DLSYM_ENTRY(PQexitPipelineMode),
+    DLSYM_ENTRY(PQpipelineSync),
+    DLSYM_ENTRY(PQpipelineStatus),
+    DLSYM_ENTRY(PQsendPrepare),
+    DLSYM_ENTRY(PQsendQueryPrepared),
 };
 
 static struct dl_lib pq_lib = {

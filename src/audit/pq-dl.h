@@ -7,7 +7,8 @@
  * instead of <libpq-fe.h> and call sym_PQ*: each is declared with
  * libpq-fe.h's own prototype.  pq_dl_load() loads libpq once per process
  * (thread-safe); call it before any sym_PQ* function.  Status 3, naming
- * the Debian package, when libpq is missing.
+ * the Debian package, when libpq is missing (or older than 14, without
+ * pipeline mode).
  *
  * Thread rule: pq_dl_load may be called from any thread at once
  * (dl_load_once's lock); the sym_PQ* pointers are set once, before it
@@ -61,6 +62,14 @@ DLSYM_PROTOTYPE(PQconninfoFree);
 DLSYM_PROTOTYPE(PQsendQueryParams);
 DLSYM_PROTOTYPE(PQsetSingleRowMode);
 DLSYM_PROTOTYPE(PQtransactionStatus);
+/* Pipeline mode (libpq 14 and later) and statements prepared in it: a
+ * group's statements sent at once (auditdb.c's insert). */
+DLSYM_PROTOTYPE(PQenterPipelineMode);
+DLSYM_PROTOTYPE(PQexitPipelineMode);
+DLSYM_PROTOTYPE(PQpipelineSync);
+DLSYM_PROTOTYPE(PQpipelineStatus);
+DLSYM_PROTOTYPE(PQsendPrepare);
+DLSYM_PROTOTYPE(PQsendQueryPrepared);
 
 int pq_dl_load(struct sbx_error **err);
 
