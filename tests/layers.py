@@ -31,7 +31,8 @@ USES = {
     "audit": ["basic"],
     "session": ["basic", "catalog", "engine", "workspace"],
     "svc": ["basic", "catalog", "engine", "workspace", "audit", "session"],
-    "cli": ["basic", "catalog", "svc"],
+    "serve": ["basic", "catalog", "svc"],
+    "cli": ["basic", "catalog", "svc", "serve"],
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z0-9_-]+)/[^"]+"', re.M)

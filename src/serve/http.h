@@ -110,6 +110,9 @@ struct http_config {
 	unsigned request_timeout_s; /* 0: 30: headers and body whole */
 	unsigned quick_workers;	   /* 0: 8 */
 	unsigned slow_workers;	   /* 0: 32 */
+	/* Requests waiting for a worker, per pool, past which a request is
+	 * answered 503 with Retry-After (0: 4 per worker). */
+	unsigned queue_depth;
 	/* The access log: one line per request, to this descriptor (-1:
 	 * none). */
 	int log_fd;
@@ -125,8 +128,11 @@ int http_server_start(struct http_server **srv, const struct http_config *c,
  * gone flags are raised (their commands stopped) and they are waited for.
  * Then everything is freed. */
 void http_server_stop(struct http_server *srv, unsigned grace_ms);
-/* Requests being handled now. */
+/* Requests being handled now (queued for a worker or running). */
 unsigned http_server_inflight(struct http_server *srv);
+/* The port listen[i] is bound to (a tcp: port 0 gets one from the
+ * kernel); 0 for a unix socket. */
+unsigned http_server_port(struct http_server *srv, size_t i);
 
 /*
  * The metrics the server keeps, in Prometheus text format, appended to

@@ -1,0 +1,196 @@
+/*
+ * http-int.h - what the files of the HTTP server share (http.c, the
+ * daemons and the request's way through them; http-pool.c, the workers;
+ * http-watch.c, the connections' deadlines and the clients gone;
+ * http-route.c, routing and the request's copies; http-metrics.c, the
+ * counters and the access log).  Not for use outside src/serve/http*.c.
+ *
+ * Thread rule: a struct http_req is the MHD thread's until it is handed
+ * to a pool (http_req.state HANDED), the worker's until it stores DONE
+ * (release) and resumes the connection, then the MHD thread's again
+ * (acquire).  struct http_conn's deadline and running are under
+ * http_watch.lock, which the close notification also takes: the watcher
+ * never touches the descriptor of a connection that has gone.
+ */
+#ifndef SBX_HTTP_INT_H
+#define SBX_HTTP_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "basic/alloc.h"
+#include "serve/http.h"
+
+struct MHD_Connection;
+struct MHD_Daemon;
+
+/* A connection, from libmicrohttpd's STARTED notification to CLOSED. */
+struct http_conn {
+	struct http_server *srv;
+	int fd;
+	bool over_cap; /* accepted past max_connections: answered 503 */
+	/* Under http_watch.lock: */
+	long long deadline_ms;	  /* the request must be whole by then; 0 */
+	long long conn_start_ms;  /* accepted */
+	struct http_req *running; /* handed to a pool: watched for EOF */
+	bool timed_out;		  /* cut at its deadline */
+	bool timeout_logged;	  /* libmicrohttpd's thread's */
+	struct http_conn *prev, *next;
+};
+
+enum http_req_state { REQ_READ, REQ_HANDED, REQ_DONE, REQ_ANSWERED };
+
+/* A header or query argument, copied out of libmicrohttpd's pool. */
+struct http_kv {
+	char *name, *value;
+};
+
+struct http_req {
+	struct http_request pub;
+	struct http_server *srv;
+	struct http_conn *conn;
+	struct MHD_Connection *mhd;
+	const struct http_route *route; /* NULL: none matched */
+	size_t route_index;
+	bool seen;		  /* the access handler has had it */
+	int early;		  /* a status decided before any handler */
+	const char *early_detail; /* its {"detail"} (static) */
+	bool close;		  /* answer with Connection: close */
+	size_t discarded;	  /* body bytes past the limit, dropped */
+	struct strbuf body;
+	char *method, *path, *segs;
+	struct http_kv *hdr, *query;
+	size_t nhdr, nquery, hdr_bytes;
+	atomic_int gone;
+	_Atomic enum http_req_state state;
+	struct http_response res;
+	int status; /* what was queued; 0: none */
+	long long start_ms;
+	struct http_req *hnext, *hprev; /* srv->handed */
+};
+
+struct http_workers {
+	struct http_server *srv;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t *threads;
+	unsigned nthreads;
+	struct http_req **ring;
+	size_t cap, head, len, reserved;
+	bool stop;
+};
+
+struct http_watch {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct http_conn *conns;
+	pthread_t thread;
+	bool started, stop;
+};
+
+/* Prometheus' default buckets, and the longer ones an exec takes. */
+#define HTTP_NBUCKETS 14
+struct http_count {
+	size_t route; /* index; nroutes: none matched */
+	const char *method;
+	int status;
+	unsigned long long n;
+};
+struct http_stats {
+	pthread_mutex_t lock;
+	struct http_count *counts;
+	size_t ncounts, alloc;
+	/* Per route and one for none: [HTTP_NBUCKETS] each. */
+	unsigned long long *buckets, *total;
+	double *sum;
+	atomic_ullong refused[5]; /* enum http_refusal */
+};
+enum http_refusal {
+	REFUSED_413,
+	REFUSED_431,
+	REFUSED_503,
+	REFUSED_TIMEOUT,
+	REFUSED_MHD, /* answered by libmicrohttpd itself: 400, 431 */
+};
+
+struct http_listener {
+	char *spec;
+	int fd;
+	char *unix_path; /* to remove at stop; NULL for TCP */
+	unsigned port;
+	struct MHD_Daemon *mhd;
+};
+
+struct http_server {
+	struct http_config cfg; /* with the defaults filled in */
+	struct http_listener *ls;
+	size_t nls;
+	struct http_workers pools[2];
+	struct http_watch watch;
+	struct http_stats stats;
+	atomic_uint nconn, inflight;
+	atomic_int stopping;   /* no new request */
+	atomic_int cancel_all; /* past the grace: every handler's gone */
+	pthread_mutex_t lock;  /* active, handed */
+	pthread_cond_t cond;
+	unsigned active; /* requests seen and not yet completed */
+	struct http_req *handed;
+};
+
+/* http-pool.c */
+int http_pool_start(struct http_workers *p, struct http_server *srv,
+		    unsigned nthreads, size_t depth, struct sbx_error **err);
+/* A place in the queue, or false when it is full. */
+bool http_pool_reserve(struct http_workers *p);
+/* Queue r into the place reserved. */
+void http_pool_push(struct http_workers *p, struct http_req *r);
+/* Run what is queued, then end the workers. */
+void http_pool_stop(struct http_workers *p);
+/* http.c: what a worker does with a request. */
+void http_req_run(struct http_req *r);
+
+/* http-watch.c */
+/* A condition variable on CLOCK_MONOTONIC, and a wait of at most ms. */
+void http_cond_init(pthread_cond_t *cond);
+void http_cond_wait_ms(pthread_cond_t *cond, pthread_mutex_t *lock, long ms);
+int http_watch_start(struct http_server *srv, struct sbx_error **err);
+void http_watch_stop(struct http_server *srv);
+void http_watch_add(struct http_server *srv, struct http_conn *c);
+void http_watch_remove(struct http_server *srv, struct http_conn *c);
+/* The connection's request deadline: now + s, or none (s < 0); "earlier"
+ * keeps an earlier deadline already set. */
+void http_watch_deadline(struct http_conn *c, long long ms, bool earlier);
+void http_watch_running(struct http_conn *c, struct http_req *r);
+/* Whether the watcher cut the connection at its deadline. */
+bool http_watch_timed_out(struct http_conn *c);
+
+/* http-route.c */
+/* Match method and path: the route (params filled in r), or NULL with
+ * *status 404 or 405. */
+const struct http_route *http_route_match(struct http_server *srv,
+					  struct http_req *r, int *status);
+/* Copy the request's headers and query out of libmicrohttpd. */
+void http_req_copy(struct http_req *r, struct MHD_Connection *mc);
+void http_req_free(struct http_req *r);
+
+/* http-listen.c: the listener's socket, or -1 with *err; close
+ * removes a unix socket's path. */
+int http_listen_open(struct http_listener *l, struct sbx_error **err);
+void http_listen_close(struct http_listener *l);
+
+/* http-metrics.c */
+/* The method as a label: the route's, or one of a fixed list, or
+ * "OTHER". */
+const char *http_method_label(const struct http_req *r);
+int http_stats_init(struct http_stats *st, size_t nroutes);
+void http_stats_release(struct http_stats *st, size_t nroutes);
+void http_stats_count(struct http_server *srv, const struct http_req *r,
+		      long long dur_ms);
+void http_stats_refused(struct http_server *srv, enum http_refusal why);
+/* One access-log line (method, route may be NULL: "-"). */
+void http_log(struct http_server *srv, const char *method, const char *route,
+	      int status, long long dur_ms, const char *tenant,
+	      const char *session);
+
+#endif

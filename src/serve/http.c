@@ -1,0 +1,540 @@
+/*
+ * http.c - the server (see http.h): libmicrohttpd's daemons, one per
+ * listening socket, and a request's way through them.
+ *
+ * On libmicrohttpd's thread (the daemon's one epoll thread):
+ *   URI log callback    the request line is in: the request is made, its
+ *                       clock started, the deadline for its headers and
+ *                       body set (http-watch.c);
+ *   first access call   the headers are in: copied, then the answers that
+ *                       need no handler (503 over the cap or stopping,
+ *                       431, 413 by Content-Length) queued at once;
+ *   upload calls        the body gathered, bounded by max_body_bytes;
+ *   last access call    a place in the route's pool taken (or 503), the
+ *                       connection suspended, the request handed over;
+ *   after resume        the handler's response queued;
+ *   completed callback  the access-log line, the counters, the request
+ *                       freed.
+ * On a worker: the handler, with the socket watched for the client going.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/clock.h"
+#include "basic/error.h"
+#include "serve/http-int.h"
+#include "serve/mhd-dl.h"
+
+/* libmicrohttpd's per-connection pool holds the request's headers (the
+ * bytes and a list entry each), its read buffer and the response's
+ * headers.  max_header_bytes is checked here, in the first access call,
+ * so the pool is made large enough that a request just past the limit
+ * still reaches it and gets our 431; past the pool libmicrohttpd answers
+ * itself (docs/serve.md, "Limits"). */
+#define POOL_HEADROOM (16 * 1024)
+/* How long stop waits, after the handlers, for their responses to go. */
+#define FLUSH_MS 1000
+
+static struct MHD_Response *make_response(int status, char *body, size_t len,
+					  const char *type)
+{
+	struct MHD_Response *mr;
+
+	mr = sym_MHD_create_response_from_buffer(len, body ? body : (char *)"",
+						 body ? MHD_RESPMEM_MUST_FREE
+						      : MHD_RESPMEM_PERSISTENT);
+	if (!mr) {
+		free(body);
+		return NULL;
+	}
+	sym_MHD_add_response_header(mr, "Content-Type",
+				    type ? type : "application/json");
+	(void)status;
+	return mr;
+}
+
+/* Queue r's response (the handler's, or the early one), consuming it. */
+static enum MHD_Result answer(struct http_req *r, int status, char *body,
+			      size_t len, const char *type,
+			      const char *retry_after)
+{
+	struct MHD_Response *mr = make_response(status, body, len, type);
+	enum MHD_Result ok;
+
+	if (!mr)
+		return MHD_NO;
+	if (retry_after)
+		sym_MHD_add_response_header(mr, "Retry-After", retry_after);
+	if (r->close || atomic_load(&r->srv->stopping))
+		sym_MHD_add_response_header(mr, "Connection", "close");
+	ok = sym_MHD_queue_response(r->mhd, status, mr);
+	sym_MHD_destroy_response(mr);
+	r->status = status;
+	atomic_store(&r->state, REQ_ANSWERED);
+	return ok;
+}
+
+static enum MHD_Result answer_detail(struct http_req *r, int status,
+				     const char *detail,
+				     const char *retry_after)
+{
+	char *body = xasprintf("{\"detail\":\"%s\"}", detail);
+
+	return answer(r, status, body, strlen(body), NULL, retry_after);
+}
+
+/* A refusal before any handler: counted, answered, the connection closed
+ * after it (the body is not read). */
+static enum MHD_Result refuse(struct http_req *r, enum http_refusal why,
+			      int status, const char *detail)
+{
+	http_stats_refused(r->srv, why);
+	r->close = true;
+	return answer_detail(r, status, detail, status == 503 ? "1" : NULL);
+}
+
+/*
+ * The request line is in: the request starts.  Its headers and body must
+ * be whole within request_timeout_s of this line, and within
+ * idle_timeout_s + request_timeout_s of the connection's accept or its
+ * last response (on_completed), which cuts a request line sent a byte at
+ * a time too: libmicrohttpd says nothing of a request's first byte.
+ */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
+{
+	struct http_server *srv = cls;
+	const union MHD_ConnectionInfo *ci;
+	struct http_req *r = xcalloc(1, sizeof(*r));
+
+	(void)uri;
+	r->srv = srv;
+	r->mhd = mc;
+	r->start_ms = clock_now_ms();
+	r->pub.priv = r;
+	r->pub.gone = &r->gone;
+	ci =
+	    sym_MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	r->conn = ci ? ci->socket_context : NULL;
+	if (r->conn)
+		http_watch_deadline(r->conn,
+				    srv->cfg.request_timeout_s * 1000LL, true);
+	return r;
+}
+
+static bool body_too_big(struct http_req *r)
+{
+	const char *cl = sym_MHD_lookup_connection_value(
+	    r->mhd, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	char *end;
+	uintmax_t n;
+
+	if (!cl)
+		return false;
+	errno = 0;
+	n = strtoumax(cl, &end, 10);
+	return errno == ERANGE || n > r->srv->cfg.max_body_bytes;
+}
+
+static enum MHD_Result first_call(struct http_req *r, const char *url,
+				  const char *method)
+{
+	struct http_server *srv = r->srv;
+
+	r->seen = true;
+	r->method = xstrdup(method);
+	r->path = xstrdup(url);
+	r->pub.method = r->method;
+	r->pub.path = r->path;
+	pthread_mutex_lock(&srv->lock);
+	srv->active++;
+	pthread_mutex_unlock(&srv->lock);
+	http_req_copy(r, r->mhd);
+	if (atomic_load(&srv->stopping))
+		return refuse(r, REFUSED_503, 503, "Service is shutting down");
+	if (r->conn && r->conn->over_cap)
+		return refuse(r, REFUSED_503, 503, "Too many connections");
+	if (st_add(r->hdr_bytes, strlen(url) + strlen(method)) >
+	    srv->cfg.max_header_bytes)
+		return refuse(r, REFUSED_431, 431,
+			      "Request header fields too large");
+	if (body_too_big(r))
+		return refuse(r, REFUSED_413, 413, "Request body too large");
+	r->route = http_route_match(srv, r, &r->early);
+	if (r->route)
+		r->early = 0;
+	else
+		r->early_detail =
+		    r->early == 405 ? "Method Not Allowed" : "Not Found";
+	return MHD_YES;
+}
+
+/*
+ * A chunked body past the limit: libmicrohttpd 0.9.75 takes no response
+ * in mid-body (MHD_queue_response fails until the body is whole), so the
+ * rest is read and dropped, up to max_body_bytes more, and 413 answered
+ * at its end; a body longer still has its connection closed.
+ */
+static enum MHD_Result upload(struct http_req *r, const char *data,
+			      size_t *size)
+{
+	size_t max = r->srv->cfg.max_body_bytes;
+
+	if (!r->discarded && r->body.len + *size <= max) {
+		strbuf_add(&r->body, data, *size);
+		*size = 0;
+		return MHD_YES;
+	}
+	if (!r->discarded) {
+		http_stats_refused(r->srv, REFUSED_413);
+		strbuf_release(&r->body);
+		r->early = 413;
+		r->early_detail = "Request body too large";
+		r->close = true;
+	}
+	r->discarded = st_add(r->discarded, *size);
+	*size = 0;
+	if (r->discarded > max) {
+		r->status = 413;
+		return MHD_NO;
+	}
+	return MHD_YES;
+}
+
+static void handed_link(struct http_req *r)
+{
+	struct http_server *srv = r->srv;
+
+	pthread_mutex_lock(&srv->lock);
+	r->hnext = srv->handed;
+	if (srv->handed)
+		srv->handed->hprev = r;
+	srv->handed = r;
+	pthread_mutex_unlock(&srv->lock);
+}
+
+static void handed_unlink(struct http_req *r)
+{
+	struct http_server *srv = r->srv;
+
+	pthread_mutex_lock(&srv->lock);
+	if (r->hprev)
+		r->hprev->hnext = r->hnext;
+	else
+		srv->handed = r->hnext;
+	if (r->hnext)
+		r->hnext->hprev = r->hprev;
+	pthread_mutex_unlock(&srv->lock);
+}
+
+/* The body is whole: hand the request to its pool. */
+static enum MHD_Result hand_over(struct http_req *r)
+{
+	struct http_server *srv = r->srv;
+	struct http_workers *p = &srv->pools[r->route->pool == HTTP_POOL_SLOW];
+
+	if (!http_pool_reserve(p)) {
+		r->close = false;
+		return refuse(r, REFUSED_503, 503, "Server busy");
+	}
+	r->pub.body = r->body.buf ? r->body.buf : "";
+	r->pub.body_len = r->body.len;
+	atomic_store(&r->state, REQ_HANDED);
+	atomic_fetch_add(&srv->inflight, 1);
+	handed_link(r);
+	if (r->conn)
+		http_watch_running(r->conn, r);
+	sym_MHD_suspend_connection(r->mhd);
+	http_pool_push(p, r);
+	return MHD_YES;
+}
+
+static enum MHD_Result last_call(struct http_req *r)
+{
+	switch (atomic_load_explicit(&r->state, memory_order_acquire)) {
+	case REQ_READ:
+		if (r->conn)
+			http_watch_deadline(r->conn, -1, false);
+		if (r->early)
+			return answer_detail(r, r->early, r->early_detail,
+					     NULL);
+		return hand_over(r);
+	case REQ_DONE: {
+		struct http_response *res = &r->res;
+		int status = res->status ? res->status : 500;
+		return answer(r, status, steal_pointer(&res->body),
+			      res->body_len, res->content_type,
+			      res->retry_after);
+	}
+	default:
+		return MHD_YES;
+	}
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc,
+				 const char *url, const char *method,
+				 const char *version, const char *data,
+				 size_t *size, void **con_cls)
+{
+	struct http_req *r = *con_cls;
+
+	(void)version;
+	if (!r)
+		r = *con_cls = on_uri(cls, url, mc);
+	if (!r->seen)
+		return first_call(r, url, method);
+	if (atomic_load(&r->state) == REQ_ANSWERED) {
+		*size = 0;
+		return MHD_YES;
+	}
+	if (*size)
+		return upload(r, data, size);
+	return last_call(r);
+}
+
+void http_req_run(struct http_req *r)
+{
+	struct http_server *srv = r->srv;
+	struct MHD_Connection *mc = r->mhd;
+
+	if (atomic_load(&srv->cancel_all))
+		atomic_store(&r->gone, 1);
+	r->route->handler(srv->cfg.arg, &r->pub, &r->res);
+	if (r->conn)
+		http_watch_running(r->conn, NULL);
+	handed_unlink(r);
+	atomic_fetch_sub(&srv->inflight, 1);
+	atomic_store_explicit(&r->state, REQ_DONE, memory_order_release);
+	/* r may be freed by libmicrohttpd's thread from here on. */
+	sym_MHD_resume_connection(mc);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct http_server *srv = cls;
+	struct http_req *r = *con_cls;
+	long long dur;
+
+	(void)mc;
+	if (!r)
+		return;
+	*con_cls = NULL;
+	dur = clock_now_ms() - r->start_ms;
+	if (r->conn && !r->status && http_watch_timed_out(r->conn)) {
+		r->status = 408;
+		r->conn->timeout_logged = true;
+	}
+	if (r->seen) {
+		http_log(srv, http_method_label(r), r->pub.route, r->status,
+			 dur, r->pub.tenant, r->pub.session);
+		http_stats_count(srv, r, dur);
+		pthread_mutex_lock(&srv->lock);
+		srv->active--;
+		pthread_cond_broadcast(&srv->cond);
+		pthread_mutex_unlock(&srv->lock);
+	} else {
+		/* Its headers never reached us: cut at the deadline (408),
+		 * answered by libmicrohttpd itself (400 or 431: "-"), or
+		 * the client left. */
+		if (toe == MHD_REQUEST_TERMINATED_WITH_ERROR && !r->status)
+			http_stats_refused(srv, REFUSED_MHD);
+		http_log(srv, NULL, NULL, r->status, dur, NULL, NULL);
+	}
+	if (r->conn)
+		http_watch_deadline(
+		    r->conn,
+		    (srv->cfg.idle_timeout_s + srv->cfg.request_timeout_s) *
+			1000LL,
+		    false);
+	http_req_free(r);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *mc, void **ctx,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct http_server *srv = cls;
+	struct http_conn *c = *ctx;
+	const union MHD_ConnectionInfo *ci;
+
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (!c)
+			return;
+		http_watch_remove(srv, c);
+		/* Cut before its request line was whole: no request to log
+		 * it. */
+		if (c->timed_out && !c->timeout_logged)
+			http_log(srv, NULL, NULL, 408,
+				 clock_now_ms() - c->conn_start_ms, NULL, NULL);
+		atomic_fetch_sub(&srv->nconn, 1);
+		free(c);
+		*ctx = NULL;
+		return;
+	}
+	c = xcalloc(1, sizeof(*c));
+	c->srv = srv;
+	ci = sym_MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+	c->fd = ci ? ci->connect_fd : -1;
+	c->conn_start_ms = clock_now_ms();
+	/* Its first request must be whole by then (see on_uri). */
+	c->deadline_ms =
+	    c->conn_start_ms +
+	    (srv->cfg.idle_timeout_s + srv->cfg.request_timeout_s) * 1000LL;
+	c->over_cap =
+	    atomic_fetch_add(&srv->nconn, 1) >= srv->cfg.max_connections;
+	http_watch_add(srv, c);
+	*ctx = c;
+}
+
+static void fill_defaults(struct http_config *c)
+{
+	if (!c->max_body_bytes)
+		c->max_body_bytes = 12 << 20;
+	if (!c->max_header_bytes)
+		c->max_header_bytes = 32 << 10;
+	if (!c->max_connections)
+		c->max_connections = 1024;
+	if (!c->idle_timeout_s)
+		c->idle_timeout_s = 60;
+	if (!c->request_timeout_s)
+		c->request_timeout_s = 30;
+	if (!c->quick_workers)
+		c->quick_workers = 8;
+	if (!c->slow_workers)
+		c->slow_workers = 32;
+}
+
+static int start_daemon(struct http_server *srv, struct http_listener *l,
+			struct sbx_error **err)
+{
+	const struct http_config *c = &srv->cfg;
+	/* libmicrohttpd's own cap, above ours so that ours answers 503. */
+	unsigned hard = c->max_connections + 16 + c->max_connections / 8;
+	size_t pool = st_add(st_mult(c->max_header_bytes, 2), POOL_HEADROOM);
+
+	l->mhd = sym_MHD_start_daemon(
+	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+		MHD_ALLOW_SUSPEND_RESUME,
+	    0, NULL, NULL, on_access, srv, MHD_OPTION_LISTEN_SOCKET,
+	    (MHD_socket)l->fd, MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool,
+	    MHD_OPTION_CONNECTION_LIMIT, hard, MHD_OPTION_CONNECTION_TIMEOUT,
+	    c->idle_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
+	    MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_END);
+	if (!l->mhd)
+		return sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
+				     "cannot serve on '%s'", l->spec);
+	return 0;
+}
+
+static int start_all(struct http_server *srv, struct sbx_error **err)
+{
+	const struct http_config *c = &srv->cfg;
+	size_t qdepth = c->queue_depth;
+
+	for (size_t i = 0; i < srv->nls; i++)
+		if (http_listen_open(&srv->ls[i], err) < 0)
+			return -1;
+	if (http_watch_start(srv, err) < 0 ||
+	    http_pool_start(&srv->pools[0], srv, c->quick_workers,
+			    qdepth ? qdepth : 4 * c->quick_workers, err) < 0 ||
+	    http_pool_start(&srv->pools[1], srv, c->slow_workers,
+			    qdepth ? qdepth : 4 * c->slow_workers, err) < 0)
+		return -1;
+	for (size_t i = 0; i < srv->nls; i++)
+		if (start_daemon(srv, &srv->ls[i], err) < 0)
+			return -1;
+	return 0;
+}
+
+int http_server_start(struct http_server **out, const struct http_config *c,
+		      struct sbx_error **err)
+{
+	struct http_server *srv;
+
+	*out = NULL;
+	if (!c->nlisten)
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "no address to listen on");
+	if (mhd_dl_load(err) < 0)
+		return -1;
+	srv = xcalloc(1, sizeof(*srv));
+	srv->cfg = *c;
+	fill_defaults(&srv->cfg);
+	pthread_mutex_init(&srv->lock, NULL);
+	http_cond_init(&srv->cond);
+	http_stats_init(&srv->stats, c->nroutes);
+	srv->nls = c->nlisten;
+	srv->ls = xcalloc(srv->nls, sizeof(*srv->ls));
+	for (size_t i = 0; i < srv->nls; i++) {
+		srv->ls[i].spec = xstrdup(c->listen[i].spec);
+		srv->ls[i].fd = -1;
+	}
+	if (start_all(srv, err) < 0) {
+		http_server_stop(srv, 0);
+		return -1;
+	}
+	*out = srv;
+	return 0;
+}
+
+/* Wait until no request is active or ms have passed. */
+static void wait_active(struct http_server *srv, unsigned ms)
+{
+	long long end = clock_now_ms() + ms;
+
+	pthread_mutex_lock(&srv->lock);
+	while (srv->active && clock_now_ms() < end)
+		http_cond_wait_ms(&srv->cond, &srv->lock, 10);
+	pthread_mutex_unlock(&srv->lock);
+}
+
+static void raise_gone(struct http_server *srv)
+{
+	atomic_store(&srv->cancel_all, 1);
+	pthread_mutex_lock(&srv->lock);
+	for (struct http_req *r = srv->handed; r; r = r->hnext)
+		atomic_store(&r->gone, 1);
+	pthread_mutex_unlock(&srv->lock);
+}
+
+void http_server_stop(struct http_server *srv, unsigned grace_ms)
+{
+	if (!srv)
+		return;
+	atomic_store(&srv->stopping, 1);
+	for (size_t i = 0; i < srv->nls; i++) {
+		if (srv->ls[i].mhd)
+			sym_MHD_quiesce_daemon(srv->ls[i].mhd);
+		http_listen_close(&srv->ls[i]);
+	}
+	wait_active(srv, grace_ms);
+	raise_gone(srv);
+	http_pool_stop(&srv->pools[0]);
+	http_pool_stop(&srv->pools[1]);
+	wait_active(srv, FLUSH_MS);
+	for (size_t i = 0; i < srv->nls; i++) {
+		if (srv->ls[i].mhd)
+			sym_MHD_stop_daemon(srv->ls[i].mhd);
+		free(srv->ls[i].spec);
+	}
+	http_watch_stop(srv);
+	http_stats_release(&srv->stats, srv->cfg.nroutes);
+	pthread_cond_destroy(&srv->cond);
+	pthread_mutex_destroy(&srv->lock);
+	free(srv->ls);
+	free(srv);
+}
+
+unsigned http_server_inflight(struct http_server *srv)
+{
+	return atomic_load(&srv->inflight);
+}
+
+unsigned http_server_port(struct http_server *srv, size_t i)
+{
+	return i < srv->nls ? srv->ls[i].port : 0;
+}

@@ -1,0 +1,257 @@
+/*
+ * t-http.c - an HTTP server (serve/http.h) with a route table of test
+ * handlers, for tests/t-http.sh to drive with real clients:
+ *
+ *   GET|POST /echo/{x}     quick: the request back as JSON (method, route,
+ *                          params, body in base64, query "q", header
+ *                          "X-Echo"); the
+ *                          log's tenant from X-Tenant, session {x}
+ *   GET /sleep/{secs}      slow: sleeps up to secs seconds, looking at
+ *                          req->gone every 10 ms; says on stderr what it
+ *                          saw ("sleep: gone=1 after=MS at=EPOCH_MS")
+ *   GET /big/{bytes}       quick: a body of that many bytes
+ *   GET /metrics           quick: http_metrics
+ *   PUT /only-put          quick: 204 (GET there is 405)
+ *
+ *   t-http [-u PATH] [-t HOST:PORT]... [-p PORTFILE] [-l LOGFILE]
+ *          [-b BODY] [-H HEADERS] [-c CONNS] [-i IDLE_S] [-r REQUEST_S]
+ *          [-q QUICK] [-s SLOW] [-Q DEPTH] [-g GRACE_MS] [-n NOFILE]
+ *
+ * Serves until SIGTERM or SIGINT, then stops with the grace and exits 0.
+ * PORTFILE gets the bound port of each -t, one a line, once it serves.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "basic/alloc.h"
+#include "basic/clock.h"
+#include "basic/error.h"
+#include "basic/xjson.h"
+#include "serve/http.h"
+
+static _Atomic(struct http_server *) SRV;
+
+static json_t *text_or_null(const char *s)
+{
+	return s ? xjson_text(s) : json_null();
+}
+
+static void echo(void *arg, struct http_request *req, struct http_response *res)
+{
+	json_t *params = json_array();
+	const char *tenant = http_header(req, "X-Tenant");
+
+	for (size_t i = 0; i < req->nparams; i++)
+		json_array_append_new(params, xjson_text(req->params[i]));
+	if (tenant)
+		snprintf(req->tenant, sizeof(req->tenant), "%s", tenant);
+	if (req->nparams)
+		snprintf(req->session, sizeof(req->session), "%s",
+			 req->params[0]);
+	http_respond_json(
+	    res, 200,
+	    xjson_pack("{s:o,s:s,s:o,s:o,s:o,s:I,s:o,s:o}", "method",
+		       xjson_text(req->method), "route", req->route, "path",
+		       xjson_text(req->path), "params", params, "body",
+		       xjson_base64(req->body, req->body_len), "body_len",
+		       (json_int_t)req->body_len, "query",
+		       text_or_null(http_query(req, "q")), "header",
+		       text_or_null(http_header(req, "X-Echo"))));
+}
+
+static void sleep_handler(void *arg, struct http_request *req,
+			  struct http_response *res)
+{
+	long long start = clock_now_ms(),
+		  end = start + atoll(req->params[0]) * 1000;
+	struct timespec ten = {0, 10 * 1000000L};
+	int gone = 0;
+
+	while (clock_now_ms() < end && !(gone = atomic_load(req->gone)))
+		nanosleep(&ten, NULL);
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	fprintf(stderr, "sleep: gone=%d after=%lld at=%lld\n", gone,
+		clock_now_ms() - start,
+		now.tv_sec * 1000LL + now.tv_nsec / 1000000);
+	http_respond_json(res, 200,
+			  xjson_pack("{s:b,s:I}", "gone", gone, "slept_ms",
+				     (json_int_t)(clock_now_ms() - start)));
+}
+
+static void big(void *arg, struct http_request *req, struct http_response *res)
+{
+	size_t n = strtoull(req->params[0], NULL, 10);
+
+	res->status = 200;
+	res->body = xmalloc(n + 1);
+	for (size_t i = 0; i < n; i++)
+		res->body[i] = 'a' + i % 26;
+	res->body_len = n;
+	res->content_type = "application/octet-stream";
+}
+
+static void metrics(void *arg, struct http_request *req,
+		    struct http_response *res)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	http_metrics(atomic_load(&SRV), &sb);
+	res->status = 200;
+	res->body = strbuf_detach(&sb, &res->body_len);
+	res->content_type = "text/plain; version=0.0.4";
+}
+
+static void only_put(void *arg, struct http_request *req,
+		     struct http_response *res)
+{
+	res->status = 204;
+}
+
+static const struct http_route ROUTES[] = {
+    {"GET", "/echo/{x}", echo, HTTP_POOL_QUICK},
+    {"POST", "/echo/{x}", echo, HTTP_POOL_QUICK},
+    {"GET", "/sleep/{secs}", sleep_handler, HTTP_POOL_SLOW},
+    {"GET", "/big/{bytes}", big, HTTP_POOL_QUICK},
+    {"GET", "/metrics", metrics, HTTP_POOL_QUICK},
+    {"PUT", "/only-put", only_put, HTTP_POOL_QUICK},
+};
+
+static void write_ports(const char *file, struct http_server *srv,
+			const struct http_listen *ls, size_t n)
+{
+	char *tmp = xasprintf("%s.tmp", file);
+	FILE *f = fopen(tmp, "w");
+
+	if (!f) {
+		perror(tmp);
+		exit(2);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!strncmp(ls[i].spec, "tcp:", 4))
+			fprintf(f, "%u\n", http_server_port(srv, i));
+	if (fclose(f) || rename(tmp, file)) {
+		perror(file);
+		exit(2);
+	}
+	free(tmp);
+}
+
+static void free_specs(struct http_listen *ls, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free((char *)ls[i].spec);
+}
+
+static void raise_nofile(rlim_t want)
+{
+	struct rlimit rl;
+
+	getrlimit(RLIMIT_NOFILE, &rl);
+	rl.rlim_cur = want < rl.rlim_max ? want : rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		perror("setrlimit");
+}
+
+int main(int argc, char **argv)
+{
+	struct http_listen ls[8];
+	struct http_config c = {.routes = ROUTES,
+				.nroutes = sizeof(ROUTES) / sizeof(ROUTES[0]),
+				.listen = ls,
+				.log_fd = -1};
+	const char *portfile = NULL;
+	unsigned grace = 5000;
+	struct sbx_error *err = NULL;
+	struct http_server *srv;
+	sigset_t set;
+	int opt, sig;
+
+	xjson_init();
+	while ((opt = getopt(argc, argv, "u:t:p:l:b:H:c:i:r:q:s:Q:g:n:")) !=
+	       -1) {
+		char *spec = NULL;
+		switch (opt) {
+		case 'u':
+			spec = xasprintf("unix:%s", optarg);
+			break;
+		case 't':
+			spec = xasprintf("tcp:%s", optarg);
+			break;
+		case 'p':
+			portfile = optarg;
+			break;
+		case 'l':
+			c.log_fd = open(
+			    optarg, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+			    0644);
+			break;
+		case 'b':
+			c.max_body_bytes = strtoull(optarg, NULL, 10);
+			break;
+		case 'H':
+			c.max_header_bytes = strtoull(optarg, NULL, 10);
+			break;
+		case 'c':
+			c.max_connections = atoi(optarg);
+			break;
+		case 'i':
+			c.idle_timeout_s = atoi(optarg);
+			break;
+		case 'r':
+			c.request_timeout_s = atoi(optarg);
+			break;
+		case 'q':
+			c.quick_workers = atoi(optarg);
+			break;
+		case 's':
+			c.slow_workers = atoi(optarg);
+			break;
+		case 'Q':
+			c.queue_depth = atoi(optarg);
+			break;
+		case 'g':
+			grace = atoi(optarg);
+			break;
+		case 'n':
+			raise_nofile(strtoull(optarg, NULL, 10));
+			break;
+		default:
+			return 2;
+		}
+		if (spec && c.nlisten < 8)
+			ls[c.nlisten++].spec = spec;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL); /* every thread inherits it */
+	if (http_server_start(&srv, &c, &err) < 0) {
+		fprintf(stderr, "t-http: %s\n", err->msg);
+		sbx_error_free(&err);
+		free_specs(ls, c.nlisten);
+		return 1;
+	}
+	atomic_store(&SRV, srv);
+	if (portfile)
+		write_ports(portfile, srv, ls, c.nlisten);
+	fprintf(stderr, "t-http: serving\n");
+	sigwait(&set, &sig);
+	fprintf(stderr, "t-http: stopping (%u in flight)\n",
+		http_server_inflight(srv));
+	http_server_stop(srv, grace);
+	fprintf(stderr, "t-http: stopped\n");
+	free_specs(ls, c.nlisten);
+	return 0;
+}

@@ -1,0 +1,409 @@
+#!/bin/sh
+# t-http.sh - the service's HTTP server (src/serve/http.c) against real
+# clients: tests/t-http serves a route table of test handlers on a unix
+# socket and loopback TCP ports, and curl and Python's http.client and
+# raw sockets drive it: routing, every limit of docs/serve.md "Limits"
+# (413, 431, 503 over the cap and when the queue is full, idle and slow
+# clients cut, 1,000 idle connections), a client gone mid-request, the
+# access log, the metrics, and SIGTERM with requests in flight.
+set -u
+: "${srcdir:?srcdir must name the source tree}"
+# shellcheck source=tests/tap.sh
+. "$srcdir/tests/tap.sh"
+BIN=$PWD/tests/t-http
+[ -x "$BIN" ] || skip_all "tests/t-http is not built"
+command -v curl >/dev/null || skip_all "no curl (apt-get install curl)"
+command -v python3 >/dev/null || skip_all "no python3"
+T=$(mktemp -d)
+SERVERS=""
+cleanup() {
+	for p in $SERVERS; do kill "$p" 2>/dev/null; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+# The client side, in Python: each command prints one line to compare.
+cat >"$T/c.py" <<'PY'
+import base64, http.client, json, os, resource, socket, sys, time
+cmd, port = sys.argv[1], int(sys.argv[2])
+args = sys.argv[3:]
+
+def conn():
+    return socket.create_connection(("127.0.0.1", port))
+
+def read_all(s, wait=5.0):
+    s.settimeout(wait)
+    out = b""
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            out += d
+    except socket.timeout:
+        out += b"<timeout>"
+    except ConnectionResetError:
+        out += b"<reset>"
+    return out
+
+def status_of(raw):
+    line = raw.split(b"\r\n", 1)[0].decode("latin-1")
+    return line.split(" ")[1] if line.startswith("HTTP/") else "closed:" + raw.decode("latin-1")[:40]
+
+def get(path, headers={}):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    c.request("GET", path, headers=headers)
+    r = c.getresponse()
+    return r.status, r.read(), r
+
+if cmd == "echo":
+    # method route params body query header, via http.client
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    c.request("POST", "/echo/p%C3%A9?q=a%20b&other=1", body=b"the body\x00x",
+              headers={"X-Echo": "v1", "Content-Type": "text/plain"})
+    r = c.getresponse()
+    d = json.loads(r.read())
+    print(r.status, d["method"], d["route"], d["params"], base64.b64decode(d["body"]), d["body_len"], d["query"], d["header"])
+elif cmd == "nonascii":
+    s = conn()
+    s.sendall(b"GET /echo/x HTTP/1.1\r\nHost: x\r\nX-Echo: caf\xc3\xa9 \xff\xfe\x01\r\nConnection: close\r\n\r\n")
+    raw = read_all(s)
+    body = raw.split(b"\r\n\r\n", 1)[1]
+    print(status_of(raw), ascii(json.loads(body)["header"]))
+elif cmd == "cl413":
+    # the headers of a 100 MiB body, and not one byte of it
+    s = conn()
+    t = time.time()
+    s.sendall(b"POST /echo/x HTTP/1.1\r\nHost: x\r\nContent-Length: 104857600\r\n\r\n")
+    raw = read_all(s)
+    print(status_of(raw), b"Connection: close" in raw, time.time() - t < 1.0)
+elif cmd == "chunked":
+    # n KiB in chunks of 1 KiB, then the end (unless "open")
+    n = int(args[0])
+    s = conn()
+    s.sendall(b"POST /echo/x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+    try:
+        for i in range(n):
+            s.sendall(b"400\r\n" + b"z" * 1024 + b"\r\n")
+        if len(args) < 2:
+            s.sendall(b"0\r\n\r\n")
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    raw = read_all(s)
+    print(status_of(raw))
+elif cmd == "header":
+    n = int(args[0])
+    s = conn()
+    s.sendall(b"GET /echo/x HTTP/1.1\r\nHost: x\r\nX-Big: " + b"h" * n + b"\r\n\r\n")
+    raw = read_all(s)
+    print(status_of(raw))
+elif cmd == "big":
+    st, body, r = get("/big/" + args[0])
+    want = bytes(ord("a") + i % 26 for i in range(int(args[0])))
+    print(st, len(body), body == want)
+elif cmd == "trickle":
+    # args: mode (line|headers); a byte a second; print when it was cut
+    s = conn()
+    t = time.time()
+    data = b"GET /echo/x HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"s" * 100 + b"\r\n\r\n"
+    if args[0] == "headers":
+        s.sendall(data[:22])
+        data = data[22:]
+    s.settimeout(0.01)
+    cut = None
+    for b in data:
+        try:
+            s.sendall(bytes([b]))
+            d = s.recv(100)
+            if not d:
+                cut = time.time() - t
+                break
+        except socket.timeout:
+            pass
+        except (BrokenPipeError, ConnectionResetError):
+            cut = time.time() - t
+            break
+        time.sleep(1)
+    print("cut" if cut is not None else "not-cut", round(cut or 0, 1))
+elif cmd == "idle-after":
+    # one request, then idle: seconds until the server closes
+    s = conn()
+    s.sendall(b"GET /echo/x HTTP/1.1\r\nHost: x\r\n\r\n")
+    s.settimeout(5)
+    d = s.recv(65536)
+    t = time.time()
+    d = read_all(s, 20)
+    print(status_of(b"HTTP/1.1 200") if d == b"" else "data", round(time.time() - t))
+elif cmd == "hold":
+    # open n connections, keep them idle, run CMD meanwhile; print the
+    # time a normal request took and the server's connection gauge
+    n = int(args[0])
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, n + 256), hard))
+    held = [conn() for i in range(n)]
+    time.sleep(0.5)
+    t = time.time()
+    st, body, r = get("/echo/during")
+    took = time.time() - t
+    st2, m, r = get("/metrics")
+    gauge = [l for l in m.decode().splitlines() if l.startswith("sbxcat_http_connections ")][0].split()[1]
+    print(st, took < 0.5, gauge, open("/proc/%s/status" % args[1]).read().split("Threads:")[1].split()[0])
+    for s in held:
+        s.close()
+elif cmd == "cap":
+    # hold n connections; the next gets 503
+    n = int(args[0])
+    held = [conn() for i in range(n)]
+    time.sleep(0.3)
+    s = conn()
+    s.sendall(b"GET /echo/x HTTP/1.1\r\nHost: x\r\n\r\n")
+    raw = read_all(s)
+    print(status_of(raw), b"Retry-After: 1\r\n" in raw, b"Connection: close\r\n" in raw, raw.endswith(b"}"))
+    for h in held:
+        h.close()
+elif cmd == "gone":
+    # a sleeping handler, the client closing after 0.5 s: print the time
+    # it closed (epoch ms)
+    s = conn()
+    s.sendall(b"GET /sleep/10 HTTP/1.1\r\nHost: x\r\n\r\n")
+    time.sleep(0.5)
+    s.close()
+    print(int(time.time() * 1000))
+elif cmd == "get":
+    st, body, r = get(args[0], dict(a.split(": ", 1) for a in args[1:]))
+    print(st, r.getheader("Retry-After"), body.decode("utf-8", "replace"))
+PY
+c() { python3 "$T/c.py" "$@"; }
+
+# start NAME OPTIONS...: a t-http in the background, waiting until it
+# serves; $PID, $PORT (its first TCP port).
+start() {
+	name=$1
+	shift
+	rm -f "$T/$name.ports"
+	"$BIN" -p "$T/$name.ports" -l "$T/$name.log" "$@" 2>"$T/$name.err" &
+	PID=$!
+	SERVERS="$SERVERS $PID"
+	i=0
+	while [ ! -s "$T/$name.ports" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+	[ -s "$T/$name.ports" ] || bail_out "t-http $name did not start: $(cat "$T/$name.err")"
+	PORT=$(head -1 "$T/$name.ports")
+}
+stop() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
+
+# --- A: routing, the listeners, the body and header limits ------------------
+start a -u "$T/a.sock" -t 127.0.0.1:0 -t '[::1]:0' -b 4096 -H 4096 -q 2 -s 2 -Q 2 -i 3 -r 2
+A=$PID
+PA=$PORT
+P6=$(sed -n 2p "$T/a.ports")
+is "$(stat -c '%a %F' "$T/a.sock")" "660 socket" "unix:PATH is a socket of mode 0660"
+is "$(c echo "$PA")" "200 POST /echo/{x} ['pé'] b'the body\\x00x' 10 a b v1" \
+	"method, route, params (decoded), body (with a NUL), query and header reach the handler"
+is "$(curl -s --unix-socket "$T/a.sock" http://x/echo/u)" \
+	'{"method":"GET","route":"/echo/{x}","path":"/echo/u","params":["u"],"body":"","body_len":0,"query":null,"header":null}' \
+	"the unix socket serves (curl --unix-socket)"
+is "$(curl -s "http://[::1]:$P6/echo/six?q=6")" \
+	'{"method":"GET","route":"/echo/{x}","path":"/echo/six","params":["six"],"body":"","body_len":0,"query":"6","header":null}' \
+	"tcp:[::1]:0 serves IPv6, on the port http_server_port reports"
+is "$(curl -s -w ' %{http_code}' "http://127.0.0.1:$PA/nowhere/at/all")" '{"detail":"Not Found"} 404' \
+	"no template matches: 404 {\"detail\":\"Not Found\"}"
+is "$(curl -s -w ' %{http_code}' "http://127.0.0.1:$PA/only-put")" '{"detail":"Method Not Allowed"} 405' \
+	"the path matches but not the method: 405 {\"detail\":\"Method Not Allowed\"}"
+is "$(curl -s -w '%{http_code}' -X PUT "http://127.0.0.1:$PA/only-put")" "204" "the other method there answers"
+is "$(curl -s -w ' %{http_code}' "http://127.0.0.1:$PA/echo/")" '{"detail":"Not Found"} 404' \
+	"a {param} never matches an empty segment"
+is "$(c nonascii "$PA")" "200 'caf\\xe9 \\ufffd\\ufffd\\x01'" \
+	"a header value that is not ASCII reaches the handler as its bytes, nothing crashes"
+is "$(c cl413 "$PA")" "413 True True" \
+	"Content-Length of 100 MiB: 413 at once, the body never sent, Connection: close"
+is "$(curl -s -w ' %{http_code}' --data-binary @/dev/null -H 'Content-Length: 4097' -H 'Expect:' --max-time 3 "http://127.0.0.1:$PA/echo/x")" \
+	'{"detail":"Request body too large"} 413' "Content-Length one past max_body_bytes: 413 (curl)"
+head -c 4096 /dev/zero | tr '\0' 'b' >"$T/4k"
+is "$(curl -s "http://127.0.0.1:$PA/echo/x" --data-binary @"$T/4k" | python3 -c 'import json,sys; print(json.load(sys.stdin)["body_len"])')" \
+	"4096" "a body of exactly max_body_bytes is served"
+is "$(c chunked "$PA" 3)" "200" "a chunked body under the limit is served"
+is "$(c chunked "$PA" 6)" "413" "a chunked body past the limit: 413"
+is "$(c chunked "$PA" 64 open)" "closed:" \
+	"a chunked body past twice the limit: the connection is closed (no response mid-body in libmicrohttpd)"
+is "$(c header "$PA" 3900)" "200" "headers just under max_header_bytes are served"
+is "$(c header "$PA" 4200)" "431" "headers over max_header_bytes: 431"
+is "$(c header "$PA" 200000)" "431" "headers past libmicrohttpd's own pool: 431 (libmicrohttpd's)"
+is "$(c big "$PA" 5000000)" "200 5000000 True" "a 5 MB response body arrives whole"
+
+# The slow pool busy: 2 workers, 2 waiting; the fifth is 503, quick
+# routes still answer at once.
+SLEEPERS=""
+for i in 1 2 3 4; do
+	curl -s -o /dev/null "http://127.0.0.1:$PA/sleep/2" &
+	SLEEPERS="$SLEEPERS $!"
+done
+sleep 0.5
+is "$(c get "$PA" /sleep/2)" '503 1 {"detail":"Server busy"}' \
+	"every slow worker busy and the queue full: 503 with Retry-After: 1"
+t0=$(date +%s%N)
+r=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PA/echo/quick")
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$r" = 200 ] && [ $ms -lt 300 ]
+ok $? "with every slow worker busy, a quick route answers at once ($r in $ms ms)"
+for p in $SLEEPERS; do wait "$p"; done
+
+# Slow and idle clients (idle 3 s, request 2 s).
+c trickle "$PA" headers >"$T/tr1" &
+TR1=$!
+c trickle "$PA" line >"$T/tr2" &
+TR2=$!
+sleep 1
+t0=$(date +%s%N)
+r=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PA/echo/meanwhile")
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$r" = 200 ] && [ $ms -lt 300 ]
+ok $? "while two clients trickle a byte a second, others are served ($r in $ms ms)"
+wait $TR1 $TR2
+read -r w1 s1 <"$T/tr1"
+[ "$w1" = cut ] && python3 -c "import sys; sys.exit(not 1.8 <= $s1 <= 3.0)"
+ok $? "a request line in, then its headers a byte a second: cut at request_timeout_s (2 s: $w1 at $s1 s)"
+read -r w2 s2 <"$T/tr2"
+[ "$w2" = cut ] && python3 -c "import sys; sys.exit(not 4.8 <= $s2 <= 6.0)"
+ok $? "a request line a byte a second: cut at idle + request timeouts (5 s: $w2 at $s2 s)"
+is "$(c idle-after "$PA")" "200 3" "an idle keep-alive connection is closed after idle_timeout_s (3 s)"
+grep -c ' 408 ' "$T/a.log" | grep -qx 2
+ok $? "both cut clients are in the access log as 408"
+
+# The client gone: the sleeping handler sees it within 200 ms.
+closed=$(c gone "$PA")
+sleep 0.5
+line=$(grep 'sleep: gone=1' "$T/a.err" | tail -1)
+at=${line##*at=}
+diag "closed at $closed, handler saw it at $at"
+[ -n "$line" ] && [ $((at - closed)) -ge 0 ] && [ $((at - closed)) -lt 200 ]
+ok $? "a client that closes mid-request: req->gone within 200 ms ($((at - closed)) ms)"
+stop $A
+is "$(test -e "$T/a.sock" && echo there || echo removed)" "removed" "stop removes the unix socket"
+
+# --- B: 1,000 idle connections, the cap, the metrics, the log ---------------
+start b -t 127.0.0.1:0 -c 1100 -n 4096 -q 2 -s 2 -i 30 -r 30
+B=$PID
+r=$(c hold "$PORT" 1000 "$B")
+set -- $r
+[ "$1" = 200 ] && [ "$2" = True ] && [ "$3" -ge 1001 ]
+ok $? "1,000 idle connections held, a request is answered at once (status $1, fast $2, gauge $3)"
+[ "$4" -lt 24 ]
+ok $? "the server's threads stay few with 1,000 connections ($4)"
+stop $B
+
+start cap -t 127.0.0.1:0 -c 5
+is "$(c cap "$PORT" 5)" "503 True True True" \
+	"over max_connections: 503, Retry-After: 1, Connection: close, a JSON detail"
+is "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/echo/after")" "200" \
+	"under the cap again: served"
+stop $PID
+
+start m -t 127.0.0.1:0
+M=$PID
+for i in 1 2 3 4 5 6 7; do
+	curl -s -o /dev/null -H 'X-Sandbox-Token: tok-SECRET-123' -H 'X-Tenant: acme' \
+		--data 'BODY-SECRET-456' "http://127.0.0.1:$PORT/echo/s$i"
+done
+curl -s -o /dev/null "http://127.0.0.1:$PORT/raw-path-789"
+curl -s "http://127.0.0.1:$PORT/metrics" >"$T/metrics"
+python3 - "$T/metrics" >"$T/mcheck" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+assert text.endswith("\n")
+sample = re.compile(r'^([a-z_]+)(\{([a-z_]+="[^"\\]*"(,[a-z_]+="[^"\\]*")*)\})? ([0-9.e+-]+)$')
+types, vals = {}, {}
+for line in text.splitlines():
+    if line.startswith("# HELP "):
+        continue
+    if line.startswith("# TYPE "):
+        _, _, name, t = line.split(" ")
+        types[name] = t
+        continue
+    m = sample.match(line)
+    assert m, "not a sample: " + line
+    vals[(m.group(1), m.group(3) or "")] = float(m.group(5))
+assert types == {"sbxcat_http_requests_total": "counter",
+                 "sbxcat_http_request_duration_seconds": "histogram",
+                 "sbxcat_http_connections": "gauge",
+                 "sbxcat_http_refused_total": "counter"}, types
+for (name, labels), v in vals.items():
+    base = re.sub(r"_(bucket|sum|count)$", "", name)
+    assert base in types, name
+# the histogram: buckets rise to +Inf, which is _count
+r = 'route="/echo/{x}"'
+buckets = sorted((float(l.split('le="')[1].rstrip('"').replace("+Inf", "inf")), v)
+                 for (n, l), v in vals.items()
+                 if n == "sbxcat_http_request_duration_seconds_bucket" and l.startswith(r))
+assert all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:]))
+assert buckets[-1][0] == float("inf")
+print(int(vals[("sbxcat_http_requests_total", r + ',method="POST",status="200"')]),
+      int(buckets[-1][1]), int(vals[("sbxcat_http_request_duration_seconds_count", r)]),
+      int(vals[("sbxcat_http_requests_total", 'route="-",method="GET",status="404"')]))
+PY
+is "$(cat "$T/mcheck")" "7 7 7 1" \
+	"metrics: the text format parses; after 7 requests the route's counter, +Inf bucket and count read 7"
+stop $M
+is "$(grep -c 'POST /echo/{x} 200 [0-9]*ms acme s[1-7]$' "$T/m.log")" "7" \
+	"the access log: one line per request, with route template, status, duration, tenant, session"
+grep -q 'GET - 404 [0-9]*ms - -$' "$T/m.log"
+ok $? "a path no route matches is logged as '-', not as the path"
+! grep -q 'SECRET\|raw-path' "$T/m.log"
+ok $? "neither the token, the body nor the raw path is in the log"
+
+# --- C: SIGTERM with requests in flight -------------------------------------
+start g -u "$T/g.sock" -t 127.0.0.1:0 -g 3000
+G=$PID
+curl -s "http://127.0.0.1:$PORT/sleep/1" >"$T/g.out" &
+CURL=$!
+sleep 0.3
+t0=$(date +%s%N)
+kill -TERM $G
+sleep 0.2
+curl -s --max-time 1 "http://127.0.0.1:$PORT/echo/late" >/dev/null
+ok $((!$?)) "after SIGTERM no new connection is accepted"
+wait $CURL
+is "$(sed 's/"slept_ms":1[0-9][0-9][0-9]}/"slept_ms":1xxx}/' "$T/g.out")" '{"gone":false,"slept_ms":1xxx}' \
+	"a request in flight that finishes within the grace gets its response"
+wait $G
+is "$?" "0" "t-http exits 0 after the grace"
+is "$(test -e "$T/g.sock" && echo there || echo removed)" "removed" "the unix socket's path is removed at stop"
+
+start h -t 127.0.0.1:0 -g 500
+H=$PID
+curl -s --max-time 10 "http://127.0.0.1:$PORT/sleep/30" >"$T/h.out" &
+CURL=$!
+sleep 0.3
+t0=$(date +%s%N)
+kill -TERM $H
+wait $H
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ $rc = 0 ] && [ $ms -lt 2500 ]
+ok $? "a request past the grace: t-http still exits 0, promptly ($rc in $ms ms)"
+grep -q 'sleep: gone=1' "$T/h.err"
+ok $? "its handler saw gone"
+wait $CURL
+diag "the client got: $(cat "$T/h.out")"
+case "$(cat "$T/h.out")" in '{"gone":true'* | '') r=0 ;; *) r=1 ;; esac
+ok $r "its client got the handler's response or a closed connection"
+
+# --- D: the unix socket already there ---------------------------------------
+python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])" "$T/stale.sock"
+start s -u "$T/stale.sock" -t 127.0.0.1:0
+is "$(curl -s --unix-socket "$T/stale.sock" http://x/echo/st | head -c 20)" '{"method":"GET","rou' \
+	"a stale socket file (nobody listening) is replaced"
+"$BIN" -u "$T/stale.sock" 2>"$T/live.err"
+is "$?" "1" "a live socket is refused"
+grep -q "another server listens there" "$T/live.err"
+ok $? "naming why ($(cat "$T/live.err"))"
+stop $PID
+echo plain >"$T/file"
+"$BIN" -u "$T/file" 2>"$T/file.err"
+is "$?:$(cat "$T/file")" "1:plain" "a file that is not a socket is refused, and left alone"
+"$BIN" -t 'nohost' 2>"$T/bad.err"
+is "$?" "1" "a bad tcp: address is refused"
+# Under make check-tsan and check-sanitize: any report of a server fails.
+! grep -l 'Sanitizer\|runtime error' "$T"/*.err
+ok $? "no sanitizer report from any server"
+
+done_testing
