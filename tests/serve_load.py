@@ -102,9 +102,10 @@ def load(clients, ops, sessions, during=None):
             except Exception as e:  # a transport error is an error too
                 bad = repr(e)
             with lock:
-                if bad is None:
+                # Every operation answered 200 has its row, right or not.
+                if bad is None or (isinstance(bad, tuple) and bad[0] == 200):
                     done[0] += 1
-                else:
+                if bad is not None:
                     errors.append(bad)
 
     th = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]

@@ -33,6 +33,20 @@ def stop(*_):
 
 
 signal.signal(signal.SIGTERM, stop)
+ended = {}  # a socket whose reading side has ended (its peer half-closed)
+
+
+def drop(x):
+    if x in peer:
+        try:
+            sel.unregister(x)
+        except (KeyError, ValueError):
+            pass
+        peer.pop(x, None)
+        ended.pop(x, None)
+        x.close()
+
+
 while True:
     for key, _ in sel.select():
         s = key.fileobj
@@ -48,19 +62,30 @@ while True:
             sel.register(a, selectors.EVENT_READ)
             sel.register(b, selectors.EVENT_READ)
             continue
+        if s not in peer:
+            continue
+        other = peer[s]
         try:
             data = s.recv(65536)
         except OSError:
-            data = b""
-        other = peer.get(s)
-        if data and other:
+            data = None
+        if data:
             try:
                 other.sendall(data)
                 continue
             except OSError:
-                pass
-        for x in (s, other):
-            if x is not None and x in peer:
-                sel.unregister(x)
-                peer.pop(x, None)
-                x.close()
+                data = None
+        if data is None:
+            drop(s)
+            drop(other)
+            continue
+        # A half-close goes on as a half-close (an exec's stdin ends so).
+        sel.unregister(s)
+        ended[s] = True
+        try:
+            other.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        if other in ended:
+            drop(s)
+            drop(other)

@@ -96,7 +96,8 @@ before=$(q "SELECT count(*) FROM sandbox_operations")
 timeout -s KILL 300 python3 "$srcdir/tests/serve_load.py" mixed 32 50 >"$T/load.tap" 2>&1
 grep -v '^1\.\.' "$T/load.tap" | sed 's/^ok [0-9]* - /# /; s/^not ok [0-9]* - /# FAILED: /'
 grep -q '^not ok' "$T/load.tap"
-ok $((!$?)) "32 clients x 50 operations: no error"
+ok $((!$?)) "32 clients x 50 operations: no error" ||
+	q "SELECT op, exit_status, detail FROM sandbox_operations WHERE NOT ok OR exit_status <> 0 LIMIT 5" | sed 's/^/# /'
 ops=$(sed -n 's/^# ops //p' "$T/load.tap")
 ok $((${ops:-0} < 1600)) "... every operation answered (${ops:-0})"
 got=$(rows_settled $((before + ops)))

@@ -67,7 +67,7 @@ static void watch_gone(struct pollfd *pfd, struct http_req **reqs, size_t n)
 		return;
 	for (size_t i = 0; i < n; i++)
 		if (pfd[i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))
-			atomic_store(&reqs[i]->gone, 1);
+			http_gone_raise(&reqs[i]->gone, HTTP_GONE_CLIENT);
 }
 
 void http_cond_init(pthread_cond_t *cond)

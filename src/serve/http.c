@@ -301,7 +301,7 @@ void http_req_run(struct http_req *r)
 	struct MHD_Connection *mc = r->mhd;
 
 	if (atomic_load(&srv->cancel_all))
-		atomic_store(&r->gone, 1);
+		http_gone_raise(&r->gone, HTTP_GONE_SHUTDOWN);
 	r->route->handler(srv->cfg.arg, &r->pub, &r->res);
 	if (r->conn)
 		http_watch_running(r->conn, NULL);
@@ -497,7 +497,7 @@ static void raise_gone(struct http_server *srv)
 	atomic_store(&srv->cancel_all, 1);
 	pthread_mutex_lock(&srv->lock);
 	for (struct http_req *r = srv->handed; r; r = r->hnext)
-		atomic_store(&r->gone, 1);
+		http_gone_raise(&r->gone, HTTP_GONE_SHUTDOWN);
 	pthread_mutex_unlock(&srv->lock);
 }
 

@@ -44,6 +44,16 @@
 struct sbx_error;
 struct strbuf;
 
+#define HTTP_GONE_CLIENT (-1)	  /* SVC_CANCEL_GONE */
+#define HTTP_GONE_SHUTDOWN (-3) /* SVC_CANCEL_SHUTDOWN */
+/* Raise a request's gone flag with why, unless it is raised already. */
+static inline void http_gone_raise(atomic_int *gone, int why)
+{
+	int zero = 0;
+
+	atomic_compare_exchange_strong(gone, &zero, why);
+}
+
 /* Path parameters of a route ("{id}" segments), in order. */
 #define HTTP_PARAMS_MAX 4
 
@@ -55,7 +65,11 @@ struct http_request {
 	size_t nparams;
 	const char *body; /* NUL-terminated (one NUL past body_len) */
 	size_t body_len;
-	/* Non-zero once the client is gone (EOF or error on its socket). */
+	/* Non-zero once the request is to stop: HTTP_GONE_CLIENT when the
+	 * client went away (EOF or an error on its socket),
+	 * HTTP_GONE_SHUTDOWN when the server stops past its grace.  The
+	 * first reason stays.  The values are svc.h's cancel reasons, so
+	 * the flag is a call's cancel flag as it is. */
 	const atomic_int *gone;
 	/* For the access log, set by the handler (copied, may be NULL). */
 	char tenant[129];

@@ -103,7 +103,7 @@ static int apply_overrides(struct serve_snap *snap, json_t *o,
 	if ((v = json_object_get(o, "max_read_bytes")) && json_is_integer(v))
 		c->max_read = (unsigned long long)json_integer_value(v);
 	if ((v = json_object_get(o, "mem_limit")) && json_is_string(v) &&
-	    session_parse_size(json_string_value(v), &c->mem_limit, err) < 0)
+	    svc_parse_size(json_string_value(v), &c->mem_limit, err) < 0)
 		return sbx_error_wrap(err, "mem_limit");
 	if ((v = json_object_get(o, "default_runtime")) && json_is_string(v))
 		snap->default_runtime = xstrdup(json_string_value(v));
@@ -364,10 +364,7 @@ bool serve_run_stop(struct serve *sv, const char *id)
 	pthread_mutex_lock(&sv->lock);
 	for (size_t i = 0; i < sv->nruns; i++)
 		if (strcmp(sv->runs[i].id, id) == 0) {
-			int zero = 0;
-
-			atomic_compare_exchange_strong(sv->runs[i].cancel,
-						       &zero, SVC_CANCEL_STOP);
+			http_gone_raise(sv->runs[i].cancel, SVC_CANCEL_STOP);
 			found = true;
 		}
 	pthread_mutex_unlock(&sv->lock);

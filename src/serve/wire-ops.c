@@ -165,7 +165,7 @@ static int run_healing(struct wire_req *w, struct svc_exec_req *req,
 static void exec_failed(struct wire_req *w, struct sbx_error *err)
 {
 	wire_json(w, 200,
-		  xjson_pack("{s:s++, s:i, s:b}", "output", "Error: ",
+		  xjson_pack("{s:s+, s:i, s:b}", "output", "Error: ",
 			     err->msg, "exit_code", 1, "truncated", false));
 }
 
@@ -192,6 +192,10 @@ void wire_exec(void *arg, struct http_request *req, struct http_response *res)
 		exec_failed(&w, err);
 		goto out;
 	}
+	/* A command that never started: the engine's reason, as docker
+	 * exec prints it. */
+	if (r.not_started && !c.buf[0].len)
+		strbuf_addstr(&c.buf[0], r.not_started);
 	wire_json(&w, 200,
 		  xjson_pack("{s:o, s:i, s:b}", "output", utf8_json(&c.buf[0]),
 			     "exit_code",

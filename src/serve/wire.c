@@ -24,6 +24,10 @@
 
 #define TOKEN_HEADER "X-Sandbox-Token"
 
+/* A request's gone flag is its call's cancel flag as it is. */
+_Static_assert(HTTP_GONE_CLIENT == SVC_CANCEL_GONE, "gone: client");
+_Static_assert(HTTP_GONE_SHUTDOWN == SVC_CANCEL_SHUTDOWN, "gone: shutdown");
+
 /* ---- the shared handling ---- */
 
 bool wire_begin(struct wire_req *w, void *arg, struct http_request *req,
