@@ -14,7 +14,7 @@ command -v readelf >/dev/null || skip_all "no readelf (apt-get install binutils)
 command -v python3 >/dev/null || skip_all "no python3 to read the notes"
 
 n=$(readelf -n "$S" | grep -c '^ *FDO .*0x407c0c0a')
-is "$n" 2 "readelf -n: two FDO notes of type 0x407c0c0a"
+is "$n" 3 "readelf -n: three FDO notes of type 0x407c0c0a"
 # The notes' payloads, read from the section as the spec lays them out.
 objcopy -O binary --only-section=.note.dlopen "$S" "$T/notes" 2>/dev/null
 notes=$(python3 - "$T/notes" <<'PY'
@@ -35,10 +35,10 @@ while off + 12 <= len(data):
 print(" ".join(sorted(out)))
 PY
 )
-is "$notes" "audit:recommended:libpq.so.5 engine:recommended:libcurl.so.4" \
-	"the notes are valid JSON naming libcurl.so.4 (engine) and libpq.so.5 (audit)"
-readelf -d "$S" | grep NEEDED | grep -q 'libcurl\|libpq'
-ok $((!$?)) "neither libcurl nor libpq is linked (DT_NEEDED)"
+is "$notes" "audit:recommended:libpq.so.5 engine:recommended:libcurl.so.4 serve:recommended:libmicrohttpd.so.12" \
+	"the notes are valid JSON naming libcurl.so.4 (engine), libpq.so.5 (audit) and libmicrohttpd.so.12 (serve)"
+readelf -d "$S" | grep NEEDED | grep -q 'libcurl\|libpq\|libmicrohttpd'
+ok $((!$?)) "none of libcurl, libpq, libmicrohttpd is linked (DT_NEEDED)"
 
 cat >"$T/cat.json" <<'JSON'
 [{"alias": "dl-one", "description": "one", "base_image": "debian:bookworm-slim",
@@ -47,7 +47,7 @@ JSON
 # loaded CMD...: the libraries the dynamic loader opened for CMD.
 loaded() {
 	LD_DEBUG=libs LD_DEBUG_OUTPUT="$T/ld" "$S" -C "$T/cat.json" "$@" >/dev/null 2>&1
-	cat "$T"/ld.* 2>/dev/null | grep -o 'lib\(curl\|pq\)\.so[.0-9]*' | sort -u | tr '\n' ' '
+	cat "$T"/ld.* 2>/dev/null | grep -o 'lib\(curl\|pq\|microhttpd\)\.so[.0-9]*' | sort -u | tr '\n' ' '
 	rm -f "$T"/ld.*
 }
 # The probe itself must work: LD_DEBUG lists what a run loads.
@@ -57,7 +57,7 @@ ok $? "LD_DEBUG=libs records the libraries a run loads (the probe works)"
 rm -f "$T"/ld.*
 for cmd in check list "dockerfile dl-one"; do
 	# shellcheck disable=SC2086
-	is "$(loaded $cmd)" "" "sbxcat $cmd loads neither libcurl nor libpq"
+	is "$(loaded $cmd)" "" "sbxcat $cmd loads none of libcurl, libpq, libmicrohttpd"
 done
 got=$(DOCKER_HOST=unix://$T/no.sock loaded prewarm)
 is "$got" "libcurl.so.4 " "sbxcat prewarm loads libcurl, not libpq"

@@ -8,7 +8,8 @@
  *                          log's tenant from X-Tenant, session {x}
  *   GET /sleep/{secs}      slow: sleeps up to secs seconds, looking at
  *                          req->gone every 10 ms; says on stderr what it
- *                          saw ("sleep: gone=1 after=MS at=EPOCH_MS")
+ *                          saw ("sleep: gone=1 why=REASON after=MS
+ *                          at=EPOCH_MS", REASON http.h's HTTP_GONE_*)
  *   GET /big/{bytes}       quick: a body of that many bytes
  *   GET /metrics           quick: http_metrics
  *   PUT /only-put          quick: 204 (GET there is 405)
@@ -81,8 +82,8 @@ static void sleep_handler(void *arg, struct http_request *req,
 		nanosleep(&ten, NULL);
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
-	fprintf(stderr, "sleep: gone=%d after=%lld at=%lld\n", gone,
-		clock_now_ms() - start,
+	fprintf(stderr, "sleep: gone=%d why=%d after=%lld at=%lld\n",
+		gone != 0, gone, clock_now_ms() - start,
 		now.tv_sec * 1000LL + now.tv_nsec / 1000000);
 	http_respond_json(res, 200,
 			  xjson_pack("{s:b,s:I}", "gone", gone, "slept_ms",

@@ -234,10 +234,19 @@ is "$(c big "$PA" 5000000)" "200 5000000 True" "a 5 MB response body arrives who
 # routes still answer at once.
 SLEEPERS=""
 for i in 1 2 3 4; do
-	curl -s -o /dev/null "http://127.0.0.1:$PA/sleep/2" &
+	curl -s -o /dev/null "http://127.0.0.1:$PA/sleep/3" &
 	SLEEPERS="$SLEEPERS $!"
 done
-sleep 0.5
+# Until all four are in (a loaded machine starts curl slowly): the
+# connections gauge counts them and the metrics' own.
+n=0
+while [ $n -lt 40 ]; do
+	conns=$(curl -s "http://127.0.0.1:$PA/metrics" | sed -n 's/^sbxcat_http_connections //p')
+	[ "${conns:-0}" -ge 5 ] && break
+	sleep 0.05
+	n=$((n + 1))
+done
+sleep 0.2
 is "$(c get "$PA" /sleep/2)" '503 1 {"detail":"Server busy"}' \
 	"every slow worker busy and the queue full: 503 with Retry-After: 1"
 t0=$(date +%s%N)
@@ -277,6 +286,8 @@ at=${line##*at=}
 diag "closed at $closed, handler saw it at $at"
 [ -n "$line" ] && [ $((at - closed)) -ge 0 ] && [ $((at - closed)) -lt 200 ]
 ok $? "a client that closes mid-request: req->gone within 200 ms ($((at - closed)) ms)"
+case $line in *" why=-1 "*) r=0 ;; *) r=1 ;; esac
+ok $r "... saying the client went away (HTTP_GONE_CLIENT)"
 stop $A
 is "$(test -e "$T/a.sock" && echo there || echo removed)" "removed" "stop removes the unix socket"
 
@@ -380,8 +391,8 @@ rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
 [ $rc = 0 ] && [ $ms -lt 2500 ]
 ok $? "a request past the grace: t-http still exits 0, promptly ($rc in $ms ms)"
-grep -q 'sleep: gone=1' "$T/h.err"
-ok $? "its handler saw gone"
+grep -q 'sleep: gone=1 why=-3 ' "$T/h.err"
+ok $? "its handler saw gone, saying the server stopped (HTTP_GONE_SHUTDOWN)"
 wait $CURL
 diag "the client got: $(cat "$T/h.out")"
 case "$(cat "$T/h.out")" in '{"gone":true'* | '') r=0 ;; *) r=1 ;; esac
