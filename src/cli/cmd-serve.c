@@ -139,36 +139,18 @@ static void wait_for_signals(struct serve *sv)
 	}
 }
 
-static int cmd_serve(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
+/* The service's settings from the options and the environment: the
+ * exit status of a bad one, or 0. */
+static int settings(struct sbx_ctx *ctx, const struct serve_opts *o,
+		    struct serve_config *c, long long *grace)
 {
-	struct serve_opts *o = opts;
 	const struct sbx_env *env = &ctx->env;
-	cleanup_free char *deflt = NULL;
-	struct serve_config c = {
-	    .env = env,
-	    .catalog_path = cmd_catalog_path(ctx),
-	    .listen = o->listen,
-	    .nlisten = o->nlisten,
-	    /* sandboxd's name, and the one the shipped compose files use. */
-	    .token = sbx_env_nonempty(env, "SANDBOXD_TOKEN")
-			 ? sbx_env_nonempty(env, "SANDBOXD_TOKEN")
-			 : sbx_env_nonempty(env, "SANDBOXD_API_TOKEN"),
-	    .token_file = o->token_file ? o->token_file
-					: sbx_env_nonempty(env, "SBXCAT_SERVE_TOKEN_FILE"),
-	    .tenants_file = o->tenants ? o->tenants
-				       : sbx_env_nonempty(env, "SBXCAT_SERVE_TENANTS"),
-	    .policy_file = sbx_env_nonempty(env, "SANDBOXD_POLICY_OVERRIDES"),
-	    .default_tenant = sbx_env_nonempty(env, "SBXCAT_SERVE_TENANT"),
-	    .log_fd = STDERR_FILENO,
-	};
 	long long interval = env_seconds(env, "SANDBOXD_CLEANUP_INTERVAL", 300);
-	long long grace = env_seconds(env, "SBXCAT_SERVE_GRACE", 30);
 	long long workers = env_seconds(env, "SANDBOXD_MAX_WORKERS", 32);
-	struct sbx_error *err = NULL;
-	struct serve *sv;
+	const char *token = sbx_env_nonempty(env, "SANDBOXD_TOKEN");
 
-	(void)nargs, (void)args;
-	if (interval < 0 || grace < 0 || workers < 0)
+	*grace = env_seconds(env, "SBXCAT_SERVE_GRACE", 30);
+	if (interval < 0 || *grace < 0 || workers < 0)
 		return SBX_EXIT_USAGE;
 	if (o->grace) {
 		unsigned long long g;
@@ -178,15 +160,46 @@ static int cmd_serve(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 					       "--grace '%s': expected 0 to "
 					       "3600 seconds",
 					       o->grace);
-		grace = (long long)g;
+		*grace = (long long)g;
 	}
+	c->env = env;
+	c->catalog_path = cmd_catalog_path(ctx);
+	c->listen = o->listen;
+	c->nlisten = o->nlisten;
+	/* sandboxd's name, and the one the shipped compose files use. */
+	c->token = token ? token : sbx_env_nonempty(env, "SANDBOXD_API_TOKEN");
+	c->token_file = o->token_file
+			    ? o->token_file
+			    : sbx_env_nonempty(env, "SBXCAT_SERVE_TOKEN_FILE");
+	c->tenants_file = o->tenants
+			      ? o->tenants
+			      : sbx_env_nonempty(env, "SBXCAT_SERVE_TENANTS");
+	c->policy_file = sbx_env_nonempty(env, "SANDBOXD_POLICY_OVERRIDES");
+	c->default_tenant = sbx_env_nonempty(env, "SBXCAT_SERVE_TENANT");
+	c->log_fd = STDERR_FILENO;
+	c->cleanup_interval_s = (unsigned)interval;
+	c->workers = (unsigned)workers;
+	return 0;
+}
+
+static int cmd_serve(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
+{
+	struct serve_opts *o = opts;
+	cleanup_free char *deflt = NULL;
+	struct serve_config c = {0};
+	struct sbx_error *err = NULL;
+	struct serve *sv;
+	long long grace;
+	int rc = settings(ctx, o, &c, &grace);
+
+	(void)nargs, (void)args;
+	if (rc)
+		return rc;
 	if (!c.nlisten) {
-		deflt = default_listen(env);
+		deflt = default_listen(&ctx->env);
 		c.listen = (const char *const *)&deflt;
 		c.nlisten = 1;
 	}
-	c.cleanup_interval_s = (unsigned)interval;
-	c.workers = (unsigned)workers;
 	raise_nofile();
 	handle_signals();
 	if (serve_start(&sv, &c, &err) < 0)
