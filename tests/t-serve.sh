@@ -169,4 +169,43 @@ is "$st" 200 "the session's token still works after SIGKILL and a restart"
 is "$(jq -r .output "$T/o" | tr -d '\n')" alive "... on the same session"
 curl -s -X DELETE -H "X-Sandbox-Token: $LT" "http://127.0.0.1:$PORT/sessions/life?purge=true" >/dev/null
 stop_server
+
+# The reaper inside (case 20), and SIGTERM past the grace: a service whose
+# sessions are idle after 2 s, reaped every second, with a grace of 1 s.
+SANDBOXD_IDLE_TIMEOUT=2 SANDBOXD_CLEANUP_INTERVAL=1 SBXCAT_SERVE_GRACE=1
+export SANDBOXD_IDLE_TIMEOUT SANDBOXD_CLEANUP_INTERVAL SBXCAT_SERVE_GRACE
+start_server
+ok $? "a service with a reaper every second"
+api() { curl -s -H "X-Sandbox-Token: $1" ${3:+-d "$3"} "http://127.0.0.1:$PORT$2"; }
+IT=$(api "$TOKEN" /sessions '{"session_id": "idle1"}' | jq -r .token)
+api "$IT" /sessions/idle1/write '{"path": "kept.txt", "content_b64": "a2VwdAo="}' >/dev/null
+n=0
+while [ $n -lt 40 ]; do
+	[ "$(curl -s -o /dev/null -w '%{http_code}' -H "X-Sandbox-Token: $IT" "http://127.0.0.1:$PORT/sessions/idle1")" = 401 ] && break
+	sleep 0.25
+	n=$((n + 1))
+done
+is "$(curl -s -o /dev/null -w '%{http_code}' -H "X-Sandbox-Token: $IT" "http://127.0.0.1:$PORT/sessions/idle1")" 401 \
+	"a session idle past SANDBOXD_IDLE_TIMEOUT is reaped by the service: its token is worth nothing"
+is "$(curl -s -o /dev/null -w '%{http_code}' -H "X-Sandbox-Token: $IT" -d '{"path": "kept.txt"}' "http://127.0.0.1:$PORT/sessions/idle1/read")" 401 \
+	"... its operations are refused (a client degrades)"
+nreap=$(q "SELECT count(*) FROM sandbox_operations WHERE op = 'reap' AND ok AND target LIKE '%'")
+ok $((nreap < 1)) "... and the reap has its row ($nreap)"
+IT=$(api "$TOKEN" /sessions '{"session_id": "idle1", "reuse": true}' | jq -r .token)
+is "$(api "$IT" /sessions/idle1/read_bytes '{"path": "kept.txt"}' | jq -r .content_b64)" a2VwdAo= \
+	"a reuse after the reaper finds the files"
+api "$IT" /sessions/idle1/exec '{"command": "sleep 30"}' >"$T/late" &
+CPID=$!
+sleep 1
+t0=$(date +%s)
+kill -TERM "$SPID"
+wait "$SPID"
+rc=$?
+SPID=""
+t1=$(date +%s)
+wait "$CPID"
+is "$rc" 0 "SIGTERM with an exec past the grace: the service exits 0"
+ok $((t1 - t0 > 6)) "... within the grace and a little more ($((t1 - t0)) s)"
+is "$(q "SELECT count(*) FROM sandbox_operations WHERE op = 'execute' AND detail LIKE 'cancelled: the service stopped%'")" 1 \
+	"... the exec stopped, its row saying the service stopped"
 sb_done
