@@ -389,7 +389,8 @@ static void reap_once(struct serve *sv)
 {
 	struct serve_snap *snap = serve_snap_get(sv);
 	struct svc_call call = {.warn = reaper_warn, .warn_arg = sv};
-	struct svc_reap_req req = {.now = (long long)time(NULL)};
+	struct svc_reap_req req = {.now = (long long)time(NULL),
+				   .limit = REAP_LIMIT_DEFAULT};
 	struct svc_reap_res res;
 	struct sbx_error *err = NULL;
 
