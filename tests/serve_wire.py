@@ -77,6 +77,13 @@ def b64(data):
     return base64.b64encode(data).decode()
 
 
+def plain(rows):
+    """FileEntry rows without generation B's modified_at (checked apart)."""
+    if not isinstance(rows, list):
+        return rows
+    return [{k: v for k, v in r.items() if k != "modified_at"} for r in rows]
+
+
 # 1. health, without a token
 st, doc, _, _ = req("GET", "/healthz")
 ok(st == 200 and doc["status"] == "ok", "healthz answers 200 ok without a token", doc)
@@ -223,8 +230,11 @@ ok(st == 200 and names and names[0] == "notes" and all({"name", "path", "is_dir"
    "ls: directories first, rows with name, path, is_dir, size", doc)
 ok(st == 200 and any(e["path"] == "/workspace/notes" for e in doc), "ls paths begin with the path given", doc)
 st, doc, _, _ = op(S1, tok1, "ls", path="notes/")
-ok(st == 200 and doc == [{"name": "a.txt", "path": "notes/a.txt", "is_dir": False, "size": 2}],
+ok(st == 200 and plain(doc) == [{"name": "a.txt", "path": "notes/a.txt", "is_dir": False, "size": 2}],
    "a relative ls gives relative paths", doc)
+ok(st == 200 and abs(time.mktime(time.strptime(doc[0]["modified_at"], "%Y-%m-%dT%H:%M:%SZ"))
+                     - time.timezone - time.time()) < 600,
+   "rows have generation B's modified_at (ISO 8601, UTC, about now)", doc)
 st, doc, _, _ = op(S1, tok1, "ls", path="no-such-dir")
 ok(st == 200 and doc == [], "ls of a missing directory is []", doc)
 st, doc, _, _ = op(S1, tok1, "glob", pattern="**/*.txt")
@@ -306,6 +316,13 @@ st, doc, _, _ = op("..", TOKEN, "read", path="x")
 ok(st in (404, 422), "an id of '..': never a path", (st, doc))
 st, doc, _, _ = req("GET", "/sessions/%s" % S1, token=tok1)
 ok(st == 200 and doc["session_id"] == S1 and doc["alive"] is True, "GET a session with its token", doc)
+st, doc, _, _ = req("GET", "/sessions/%s?usage=true" % S1, token=tok1)
+u = doc.get("usage") if isinstance(doc, dict) else None
+ok(st == 200 and isinstance(u, dict) and isinstance(u.get("memory_bytes"), int) and u["memory_bytes"] > 0
+   and isinstance(u.get("memory_limit_bytes"), int) and isinstance(u.get("pids"), int) and "cpu_percent" in u,
+   "?usage=true samples the container: memory, its limit, pids", doc)
+st, doc, _, _ = req("GET", "/sessions/%s" % S1, token=tok1)
+ok(st == 200 and doc["usage"] is None, "without ?usage the usage is null (no sample)", doc)
 st, doc, _, _ = req("GET", "/sessions", token=TOKEN)
 ids = [s["session_id"] for s in doc["sessions"]] if st == 200 else []
 ok(st == 200 and S1 in ids and S2 in ids and "limit" in doc and "tenant_limit" in doc,
@@ -401,7 +418,7 @@ st, doc, _, _ = req("POST", "/workspaces/%s/ls" % S1, {"path": "."}, TOKEN)
 ok(st == 200 and any(e["name"] == "notes" and e["is_dir"] for e in doc), "the archive lists the kept workspace", doc)
 ok(st == 200 and doc and doc[0]["is_dir"], "archive rows: directories first", doc)
 st, doc, _, _ = req("POST", "/workspaces/%s/ls" % S1, {"path": "notes"}, TOKEN)
-ok(st == 200 and doc == [{"name": "a.txt", "path": "notes/a.txt", "is_dir": False, "size": 2}],
+ok(st == 200 and plain(doc) == [{"name": "a.txt", "path": "notes/a.txt", "is_dir": False, "size": 2}],
    "archive paths are relative to the workspace", doc)
 st, doc, _, _ = req("POST", "/workspaces/%s/read_bytes" % S1, {"path": "/workspace/notes/a.txt"}, TOKEN)
 ok(st == 200 and base64.b64decode(doc["content_b64"]) == b"x\n", "archive read_bytes of /workspace/...", doc)
@@ -419,6 +436,16 @@ st, doc, _, _ = req("POST", "/workspaces/%s/ls" % (P + "never"), {"path": "."}, 
 ok(st == 404 and detail(doc) == "No workspace for session: %snever" % P, "archive of an unknown id: 404", doc)
 st, doc, _, _ = req("POST", "/workspaces/%s/ls" % S1, {"path": "."}, tok2)
 ok(st == 401, "the archive needs the service token", doc)
+
+# generation B's attach
+st, doc, _, _ = open_session(P + "never-was", attach=True)
+ok(st == 404 and detail(doc) == "Nothing to attach to: %snever-was" % P, "attach to nothing: 404", doc)
+st, doc, _, _ = req("POST", "/sessions", {"attach": True}, TOKEN)
+ok(st == 400, "attach without a session_id: 400", doc)
+st, doc, _, _ = open_session(S1, attach=True)
+tok1c = doc["token"] if st == 200 else ""
+ok(st == 200 and doc["session"]["session_id"] == S1, "attach to a kept workspace: the session again", doc)
+req("DELETE", "/sessions/%s" % S1, token=tok1c)
 
 # 18. reopen: the files come back; purge
 st, doc, _, _ = open_session(S1, reuse=True)

@@ -270,6 +270,18 @@ int engine_container_inspect(struct engine *e, const char *id, json_t **out,
 	return rc;
 }
 
+int engine_container_stats(struct engine *e, const char *id, json_t **out,
+			   struct sbx_error **err)
+{
+	struct strbuf path = STRBUF_INIT;
+	int rc;
+
+	container_path(&path, id, "/stats?stream=false&one-shot=true");
+	rc = get_json(e, strbuf_str(&path), out, err);
+	strbuf_release(&path);
+	return rc;
+}
+
 int engine_container_list(struct engine *e, const char *const *labels,
 			  size_t nlabels, json_t **out, struct sbx_error **err)
 {

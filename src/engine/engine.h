@@ -216,6 +216,10 @@ int engine_container_remove(struct engine *e, const char *id, bool force,
 /* GET /containers/{id}/json: *out a new reference. */
 int engine_container_inspect(struct engine *e, const char *id, json_t **out,
 			     struct sbx_error **err);
+/* GET /containers/{id}/stats?stream=false&one-shot=true: one sample, no
+ * wait for a second (so no CPU rate). */
+int engine_container_stats(struct engine *e, const char *id, json_t **out,
+			   struct sbx_error **err);
 /*
  * GET /containers/json?all=1&filters={"label":[labels...]}: every
  * container, running or not, carrying all of labels[] ("KEY=VALUE" or

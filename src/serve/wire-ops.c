@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "basic/alloc.h"
@@ -748,12 +749,19 @@ static int list_entry(void *arg, const struct walk_entry *e,
 		    : xasprintf("%s%s%s", l->prefix, *l->prefix ? "/" : "",
 				e->name);
 
+	char when[32];
+	struct tm tm;
+	time_t t = (time_t)e->mtime;
+
+	/* Generation B's modified_at: ISO 8601, UTC. */
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
 	json_array_append_new(
 	    l->rows,
-	    xjson_pack("{s:s, s:s, s:b, s:o}", "name", e->name, "path", path,
-		       "is_dir", dir && !l->glob, "size",
+	    xjson_pack("{s:s, s:s, s:b, s:o, s:s}", "name", e->name, "path",
+		       path, "is_dir", dir && !l->glob, "size",
 		       l->glob ? json_null()
-			       : json_integer((json_int_t)e->size)));
+			       : json_integer((json_int_t)e->size),
+		       "modified_at", when));
 	return 0;
 }
 

@@ -314,6 +314,29 @@ json_t *wire_session_info(const struct svc_wire_session *ws,
 	    ws->key);
 }
 
+/* SessionInfo's usage (?usage=true): one sample of the engine's stats,
+ * nulls for what it does not say (or when it does not answer). */
+static json_t *usage_json(struct wire_req *w, const struct svc_wire_session *ws)
+{
+	struct svc_wire_usage u;
+	struct sbx_error *err = NULL;
+
+	if (svc_wire_usage(&w->snap->svc, &w->call, ws, &u, &err) < 0) {
+		atomic_fetch_add(&w->sv->engine_errors, 1);
+		sbx_error_free(&err);
+	}
+	return xjson_pack("{s:o, s:o, s:o, s:o}", "memory_bytes",
+			  u.memory_bytes < 0 ? json_null()
+					     : json_integer(u.memory_bytes),
+			  "memory_limit_bytes",
+			  u.memory_limit_bytes < 0
+			      ? json_null()
+			      : json_integer(u.memory_limit_bytes),
+			  "cpu_percent",
+			  u.cpu_percent < 0 ? json_null() : json_real(u.cpu_percent),
+			  "pids", u.pids < 0 ? json_null() : json_integer(u.pids));
+}
+
 const char *wire_session_state(struct wire_req *w)
 {
 	struct svc_session_show_req req = {.key = w->ws.key};
@@ -567,9 +590,14 @@ static void sessions_list(void *arg, struct http_request *req,
 		goto out;
 	}
 	rows = json_array();
-	for (size_t i = 0; i < l.n; i++)
-		json_array_append_new(
-		    rows, wire_session_info(&l.rows[i], l.states[i]));
+	for (size_t i = 0; i < l.n; i++) {
+		json_t *info = wire_session_info(&l.rows[i], l.states[i]);
+
+		if (usage && !strcmp(l.states[i], "running"))
+			json_object_set_new(info, "usage",
+					    usage_json(&w, &l.rows[i]));
+		json_array_append_new(rows, info);
+	}
 	wire_json(&w, 200,
 		  xjson_pack("{s:o, s:i, s:n, s:i}", "sessions", rows, "limit",
 			     (json_int_t)w.snap->svc.cfg.session.max_sessions,
@@ -588,9 +616,14 @@ static void sessions_get(void *arg, struct http_request *req,
 
 	if (wire_begin(&w, arg, req, res, false) &&
 	    wire_session(&w, true, NULL) &&
-	    wire_query_bool(&w, "usage", &usage))
-		wire_json(&w, 200,
-			  wire_session_info(&w.ws, wire_session_state(&w)));
+	    wire_query_bool(&w, "usage", &usage)) {
+		const char *state = wire_session_state(&w);
+		json_t *info = wire_session_info(&w.ws, state);
+
+		if (usage && !strcmp(state, "running"))
+			json_object_set_new(info, "usage", usage_json(&w, &w.ws));
+		wire_json(&w, 200, info);
+	}
 	wire_end(&w);
 }
 

@@ -314,3 +314,41 @@ void svc_wire_list_res_release(struct svc_wire_list_res *res)
 	free(res->states);
 	memset(res, 0, sizeof(*res));
 }
+
+static long long stat_num(json_t *o, const char *a, const char *b)
+{
+	json_t *v = json_object_get(json_object_get(o, a), b);
+
+	return json_is_integer(v) ? (long long)json_integer_value(v) : -1;
+}
+
+int svc_wire_usage(const struct svc *s, const struct svc_call *call,
+		   const struct svc_wire_session *ws, struct svc_wire_usage *u,
+		   struct sbx_error **err)
+{
+	struct engine engine = ENGINE_INIT;
+	json_t *st = NULL;
+	long long cache;
+	int rc = -1;
+
+	u->memory_bytes = u->memory_limit_bytes = u->pids = -1;
+	u->cpu_percent = -1;
+	if (!ws->rec.container)
+		return 0;
+	if (svc_engine_open(s, call, &engine, err) < 0 ||
+	    engine_container_stats(&engine, ws->rec.container, &st, err) < 0)
+		goto out;
+	u->memory_bytes = stat_num(st, "memory_stats", "usage");
+	/* As docker stats shows it: the page cache is not the sandbox's. */
+	cache = stat_num(json_object_get(st, "memory_stats"), "stats",
+			 "inactive_file");
+	if (cache > 0 && u->memory_bytes >= cache)
+		u->memory_bytes -= cache;
+	u->memory_limit_bytes = stat_num(st, "memory_stats", "limit");
+	u->pids = stat_num(st, "pids_stats", "current");
+	rc = 0;
+out:
+	json_decref(st);
+	svc_engine_close(s, &engine);
+	return rc;
+}

@@ -115,6 +115,17 @@ int svc_wire_open(const struct svc *s, const struct svc_call *call,
 		  struct svc_wire_open_res *res, struct sbx_error **err);
 void svc_wire_open_res_release(struct svc_wire_open_res *res);
 
+/* What a session's container uses now, from one sample of the engine's
+ * stats: -1 for what it does not say.  cpu_percent is always -1 (one
+ * sample has no rate). */
+struct svc_wire_usage {
+	long long memory_bytes, memory_limit_bytes, pids;
+	double cpu_percent;
+};
+int svc_wire_usage(const struct svc *s, const struct svc_call *call,
+		   const struct svc_wire_session *ws, struct svc_wire_usage *u,
+		   struct sbx_error **err);
+
 /* The sessions open on the wire that call->tenant sees, sorted by key,
  * each with its container's state (session_state_word: "running",
  * "exited", "closed", ...). */
