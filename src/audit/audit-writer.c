@@ -176,14 +176,14 @@ static void group_to_spool(struct audit_writer *w, size_t n)
 static void write_group(struct audit_writer *w, size_t n)
 {
 	struct sbx_error *err = NULL;
-	size_t inserted, skipped;
+	size_t inserted;
 
 	for (size_t i = 0; i < n; i++)
 		w->rows[i] = *w->batch[i]->row; /* borrowed: its caller waits */
 	if (w->db && replay(w, &err) < 0)
 		drop_db(w, &err);
 	if (w->db &&
-	    auditdb_insert(w->db, w->rows, n, &inserted, &skipped, &err) == 0) {
+	    auditdb_insert_fresh(w->db, w->rows, n, &inserted, &err) == 0) {
 		for (size_t i = 0; i < n; i++)
 			w->batch[i]->where = AUDIT_TO_DB;
 		pthread_mutex_lock(&w->lock);

@@ -107,6 +107,11 @@ extern const char auditdb_schema_old[];
  */
 int auditdb_insert(struct auditdb *db, const struct audit_row *rows, size_t n,
 		   size_t *inserted, size_t *skipped, struct sbx_error **err);
+/* The same for rows made now and never sent before (an operation's own,
+ * not a replay's): their ids are new, so nothing is looked up to skip
+ * (a row repeated within the call still goes in once). */
+int auditdb_insert_fresh(struct auditdb *db, const struct audit_row *rows,
+			 size_t n, size_t *inserted, struct sbx_error **err);
 
 /*
  * Verify chains (every one, or one session's, or one tenant's): recompute

@@ -228,7 +228,7 @@ int audit_record(struct audit *a, struct audit_row *r, enum audit_where *where,
 		 struct sbx_error **err)
 {
 	struct sbx_error *why = NULL;
-	size_t inserted, skipped;
+	size_t inserted;
 	enum audit_where dummy;
 
 	if (!where)
@@ -245,8 +245,7 @@ int audit_record(struct audit *a, struct audit_row *r, enum audit_where *where,
 	if (a->writer)
 		return audit_writer_record(a->writer, r, where, err);
 	if (db(a)) {
-		if (auditdb_insert(a->db, r, 1, &inserted, &skipped, &why) ==
-		    0) {
+		if (auditdb_insert_fresh(a->db, r, 1, &inserted, &why) == 0) {
 			*where = AUDIT_TO_DB;
 			return 0;
 		}

@@ -150,7 +150,7 @@ static void command_text(struct strbuf *out, const struct svc_exec_req *req)
 static int exec_started(struct engine *e, const char *exec_id, json_t **ei,
 			struct sbx_error **err)
 {
-	long long until = clock_now_ms() + PID_WAIT_MS;
+	long long t0 = clock_now_ms(), until = t0 + PID_WAIT_MS;
 	useconds_t nap = 1000;
 
 	for (;;) {
@@ -169,10 +169,12 @@ static int exec_started(struct engine *e, const char *exec_id, json_t **ei,
 					     "the engine did not report the "
 					     "command's process within %d s",
 					     PID_WAIT_MS / 1000);
-		/* Usually a few ms; an engine under load is not asked
-		 * thousands of times meanwhile. */
+		/* The process shows within 100 ms or so (runc's start):
+		 * asked every few ms meanwhile, so the command does not wait
+		 * long past it; after that, an engine under load is not asked
+		 * thousands of times. */
 		usleep(nap);
-		if (nap < 50000)
+		if (nap < (clock_now_ms() - t0 < 250 ? 4000 : 50000))
 			nap *= 2;
 	}
 }
