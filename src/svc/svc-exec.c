@@ -352,11 +352,14 @@ static int exec_conclude(struct run *r, struct sbx_error **err)
 		return -1;
 	}
 	code = exit_code_of(r->ei);
-	json_decref(r->inspect);
-	r->inspect = NULL;
 	/* The container's init gone (killed, OOM): the engine may take a
-	 * moment to say so; wait for it, so the reason is told. */
+	 * moment to say so; wait for it, so the reason is told.  With its
+	 * init alive the container runs: the inspect made before the exec
+	 * still says what it did (its limits), and the engine is not asked
+	 * again. */
 	if (procs_exiting(r->init_pid)) {
+		json_decref(r->inspect);
+		r->inspect = NULL;
 		for (int i = 0; i < 40; i++) {
 			if (session_engine_running(&r->engine, &cfg->session,
 						   r->rec.key, &r->inspect,
@@ -370,12 +373,12 @@ static int exec_conclude(struct run *r, struct sbx_error **err)
 			sbx_error_wrap(err, "the command did not finish");
 			return cannot_run(r, err);
 		}
-	}
-	if (session_engine_running(&r->engine, &cfg->session, r->rec.key,
-				   &r->inspect, err) < 0) {
-		/* The container died under the command. */
-		sbx_error_wrap(err, "the command did not finish");
-		return cannot_run(r, err);
+		if (session_engine_running(&r->engine, &cfg->session,
+					   r->rec.key, &r->inspect, err) < 0) {
+			/* The container died under the command. */
+			sbx_error_wrap(err, "the command did not finish");
+			return cannot_run(r, err);
+		}
 	}
 	rc = invoke_status(code, r->ei, &r->io_res);
 	res->by_command = pid_of(r->ei, NULL) != 0;
