@@ -59,14 +59,14 @@ proxy_start() {
 }
 proxy_stop() { kill -TERM "$PXPID" 2>/dev/null; wait "$PXPID" 2>/dev/null; PXPID=""; }
 proxy_start
-DOCKER_HOST=unix://$ESOCK
-export DOCKER_HOST
 
 TOKEN=svc-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 SANDBOXD_TOKEN=$TOKEN
 export SANDBOXD_TOKEN
-"$S" -C "$CAT" serve --listen "tcp:127.0.0.1:$PORT" 2>"$T/log" &
+# The service alone reaches the engine through the proxy; the test's own
+# docker client (its clean-up) goes to the engine itself.
+DOCKER_HOST=unix://$ESOCK "$S" -C "$CAT" serve --listen "tcp:127.0.0.1:$PORT" 2>"$T/log" &
 SPID=$!
 n=0
 until curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1; do
@@ -131,6 +131,8 @@ grep -q '^not ok' "$T/engine.tap"
 ok $((!$?)) "the engine away: clear errors; back: recovery without a restart"
 n=$(grep -c '^ok' "$T/engine.tap")
 ok $((n < 6)) "... every step of it ran ($n)"
+# Its sessions are this deployment's: the clean-up at exit removes them
+# through the engine itself.
 kill -TERM "$SPID"
 wait "$SPID"
 is "$?" 0 "the service stops cleanly after it all"

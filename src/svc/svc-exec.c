@@ -86,14 +86,21 @@ static pid_t pid_of(json_t *j, const char *obj)
 static int exec_finished(struct engine *e, const char *exec_id, json_t **ei,
 			 struct sbx_error **err)
 {
-	for (int i = 0; i < 100; i++) {
+	long long until = clock_now_ms() + 2000;
+	useconds_t nap = 1000;
+
+	/* Usually a few ms: asked again soon, then less often (2 s in all,
+	 * as before). */
+	while (clock_now_ms() < until) {
 		if (engine_exec_inspect(e, exec_id, ei, err) < 0)
 			return -1;
 		if (!json_is_true(json_object_get(*ei, "Running")))
 			return 0;
 		json_decref(*ei);
 		*ei = NULL;
-		usleep(20000);
+		usleep(nap);
+		if (nap < 20000)
+			nap *= 2;
 	}
 	return sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
 			     "the engine still reports the command running "
