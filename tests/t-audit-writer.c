@@ -405,6 +405,19 @@ static void ready_both(const char *url, char **wmsg, char **cmsg)
 	audit_config_release(&c);
 }
 
+/* msg with the free space it quotes ("has N bytes free") as "has N":
+ * other tests write to the same file system between the two readings. */
+static char *no_free_count(char *msg)
+{
+	char *p = msg ? strstr(msg, " has ") : NULL, *q;
+
+	if (!p || !(q = strstr(p, " bytes free")))
+		return msg;
+	memmove(p + 6, q, strlen(q) + 1);
+	p[5] = 'N';
+	return msg;
+}
+
 /* (c) the spool not ready: fail closed, in the command line's words. */
 static void test_closed(void)
 {
@@ -417,14 +430,16 @@ static void test_closed(void)
 			  "audit record could not be written: database: ", 45),
 	   "(c) database down, spool below its floor: audit_ready fails (%s)",
 	   wm ? wm : "passed");
-	is_str(wm, cm, "(c) ... with the command line's message");
+	is_str(no_free_count(wm), no_free_count(cm),
+	       "(c) ... with the command line's message");
 	free(wm);
 	free(cm);
 	ready_both(URL, &wm, &cm);
 	ok(wm && strstr(wm, "should the database fail: spool"),
 	   "(c) database up, spool below its floor: audit_ready fails (%s)",
 	   wm ? wm : "passed");
-	is_str(wm, cm, "(c) ... with the command line's message");
+	is_str(no_free_count(wm), no_free_count(cm),
+	       "(c) ... with the command line's message");
 	free(wm);
 	free(cm);
 	free(down);
