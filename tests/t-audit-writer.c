@@ -421,11 +421,12 @@ static char *no_free_count(char *msg)
 /* (c) the spool not ready: fail closed, in the command line's words. */
 static void test_closed(void)
 {
-	char *wm, *cm, *down;
+	char *wm, *cm, *down, *conninfo;
 
 	down = tap_path(DIR_, "no-such-socket-dir");
-	ready_both(strcat(strcpy(xmalloc(strlen(down) + 40), "host="), down),
-		   &wm, &cm);
+	conninfo = xasprintf("host=%s", down);
+	ready_both(conninfo, &wm, &cm);
+	free(conninfo);
 	ok(wm && !strncmp(wm,
 			  "audit record could not be written: database: ", 45),
 	   "(c) database down, spool below its floor: audit_ready fails (%s)",

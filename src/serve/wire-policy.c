@@ -111,8 +111,15 @@ static bool value_ok(const struct serve_snap *snap, int kind, json_t *v,
 		return json_is_integer(v) &&
 		       json_integer_value(v) >= (kind == UINT1 ? 1 : 0) &&
 		       json_integer_value(v) <= 0x7fffffff;
-	case SIZE:
-		return json_is_string(v);
+	case SIZE: {
+		unsigned long long bytes;
+		struct sbx_error *err = NULL;
+		bool good = json_is_string(v) &&
+			    svc_parse_size(json_string_value(v), &bytes, &err) == 0;
+
+		sbx_error_free(&err);
+		return good;
+	}
 	case ALIAS:
 		if (!json_is_string(v))
 			return false;
@@ -140,8 +147,19 @@ static int runtimes_check(const struct serve_snap *snap, json_t *v,
 		}
 		if (!json_is_object(o))
 			goto bad;
-		json_object_foreach(o, k, x) if (strcmp(k, "mem_limit") != 0 ||
-						 !json_is_string(x)) goto bad;
+		json_object_foreach(o, k, x)
+		{
+			unsigned long long bytes;
+			struct sbx_error *err = NULL;
+
+			if (strcmp(k, "mem_limit") != 0 || !json_is_string(x))
+				goto bad;
+			if (svc_parse_size(json_string_value(x), &bytes, &err) <
+			    0) {
+				sbx_error_free(&err);
+				goto bad;
+			}
+		}
 	}
 	return 0;
 bad:
