@@ -474,12 +474,21 @@ tokf = doc["token"] if st == 200 else TOKEN
 
 def junk(depth=0):
     k = rnd.randrange(9 if depth < 2 else 6)
-    return [None, True, rnd.randint(-2**63, 2**63 - 1), rnd.random() * 1e300,
-            "".join(chr(rnd.randrange(0x20, 0x3000)) for _ in range(rnd.randrange(40))),
-            "../" * rnd.randrange(5) + "x" * rnd.randrange(300),
-            [junk(depth + 1) for _ in range(rnd.randrange(4))],
-            {f: junk(depth + 1) for f in rnd.sample(FIELDS, rnd.randrange(4))},
-            {f: junk(depth + 1) for f in rnd.sample(FIELDS, rnd.randrange(len(FIELDS)))}][k]
+    if k == 0:
+        return None
+    if k == 1:
+        return rnd.random() < 0.5
+    if k == 2:
+        return rnd.randint(-2**63, 2**63 - 1)
+    if k == 3:
+        return rnd.random() * 1e300
+    if k == 4:
+        return "".join(chr(rnd.randrange(0x20, 0x3000)) for _ in range(rnd.randrange(40)))
+    if k == 5:
+        return "../" * rnd.randrange(5) + "x" * rnd.randrange(300)
+    if k == 6:
+        return [junk(depth + 1) for _ in range(rnd.randrange(4))]
+    return {f: junk(depth + 1) for f in rnd.sample(FIELDS, rnd.randrange(1 if k == 7 else len(FIELDS)))}
 
 
 FIELDS = ["path", "command", "timeout_seconds", "offset", "limit", "content_b64", "old_string",
