@@ -23,6 +23,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "basic/base64.h"
 #include "basic/hash.h"
 #include "tap.h"
 #include "basic/util.h"
@@ -662,6 +663,86 @@ static void test_parse_uint(void)
 	}
 }
 
+/* base64 against OpenSSL's encoder, and the decoder's strictness: a
+ * string decodes exactly when it is what encoding its bytes gives. */
+static void test_base64(void)
+{
+	static const char *const refused[] = {
+	    "eA=",	 "eA=\n", "e===", "====", "eB==", "eA==eA==", "e", "eA==\n",
+	    " eA==", "eA!=",  "e-A=",
+	};
+	unsigned char data[100], ref[140];
+	bool all = true, fuzz = true;
+	size_t bad;
+
+	for (size_t len = 0; len <= sizeof(data); len++) {
+		struct strbuf std = STRBUF_INIT, url = STRBUF_INIT,
+			      back = STRBUF_INIT;
+		int n;
+
+		random_bytes(data, len);
+		n = EVP_EncodeBlock(ref, data, (int)len);
+		base64_encode(&std, data, len, BASE64_STD, true);
+		base64_encode(&url, data, len, BASE64_URL, false);
+		for (int i = 0; i < n; i++)
+			ref[i] = ref[i] == '+' ? '-' : ref[i] == '/' ? '_' : ref[i];
+		all &= std.len == (size_t)n &&
+		       base64_decode(&back, std.buf ? std.buf : "", std.len,
+				     BASE64_STD, true, &bad) == 0 &&
+		       back.len == len && !memcmp(back.buf ? back.buf : "", data, len);
+		strbuf_reset(&back);
+		while (n && ref[n - 1] == '=')
+			n--;
+		all &= url.len == (size_t)n &&
+		       !memcmp(url.buf ? url.buf : "", ref, (size_t)n) &&
+		       base64_decode(&back, url.buf ? url.buf : "", url.len,
+				     BASE64_URL, false, &bad) == 0 &&
+		       back.len == len && !memcmp(back.buf ? back.buf : "", data, len);
+		strbuf_release(&std);
+		strbuf_release(&url);
+		strbuf_release(&back);
+	}
+	ok(all, "base64: 0 to 100 random bytes encode as OpenSSL's, both "
+		"alphabets, and decode back");
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		struct strbuf out = STRBUF_INIT, name = STRBUF_INIT;
+		int rc = base64_decode(&out, refused[i], strlen(refused[i]),
+				       BASE64_STD, true, &bad);
+
+		text_add_escaped(&name, refused[i], strlen(refused[i]));
+		ok(rc < 0, "base64: '%s' refused (at %zu)", strbuf_str(&name),
+		   rc < 0 ? bad : 0);
+		strbuf_release(&out);
+		strbuf_release(&name);
+	}
+	/* Any string that decodes is its bytes' encoding. */
+	for (int i = 0; i < 20000; i++) {
+		static const char chars[] = "AQgw+/=-_eA \n";
+		struct strbuf out = STRBUF_INIT, again = STRBUF_INIT;
+		unsigned char r[13];
+		char s[13];
+		size_t n;
+
+		random_bytes(r, sizeof(r));
+		n = r[0] % 13;
+		for (size_t k = 0; k < n; k++)
+			s[k] = chars[r[k + 1] % (sizeof(chars) - 1)];
+		for (int a = 0; a < 2; a++) {
+			strbuf_reset(&out);
+			strbuf_reset(&again);
+			if (base64_decode(&out, s, n, a, a == BASE64_STD, &bad) < 0)
+				continue;
+			base64_encode(&again, out.buf ? out.buf : "", out.len, a,
+				      a == BASE64_STD);
+			fuzz &= again.len == n && !memcmp(again.buf ? again.buf : "", s, n);
+		}
+		strbuf_release(&out);
+		strbuf_release(&again);
+	}
+	ok(fuzz, "base64: of 20,000 random strings, each one that decodes is "
+		 "exactly its bytes' encoding");
+}
+
 int main(void)
 {
 	xjson_init();
@@ -673,5 +754,6 @@ int main(void)
 	test_xjson();
 	test_hash();
 	test_parse_uint();
+	test_base64();
 	return done_testing();
 }

@@ -34,6 +34,7 @@
 #include "audit/auditq.h"
 #include "audit/pq-dl.h"
 #include "basic/alloc.h"
+#include "basic/base64.h"
 #include "basic/error.h"
 #include "basic/text.h"
 
@@ -262,36 +263,20 @@ static void format_us(char out[64], long long us, bool sql)
  * makes, which it checks at the end by encoding again.
  */
 #define CURSOR_VERSION "1"
-static const char b64url[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 void auditq_cursor_encode(long long created_us, long long seq, char out[64])
 {
+	struct strbuf sb = STRBUF_INIT;
 	char text[48];
 	int n;
-	unsigned char *t = (unsigned char *)text;
-	char *o = out;
 
 	if (created_us < 0 || seq < 0)
 		die_bug("cursor of a negative (%lld, %lld)", created_us, seq);
 	n = snprintf(text, sizeof(text), CURSOR_VERSION ":%lld:%lld",
 		     created_us, seq);
-	for (int i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)t[i] << 16;
-		int left = n - i;
-
-		if (left > 1)
-			v |= (uint32_t)t[i + 1] << 8;
-		if (left > 2)
-			v |= t[i + 2];
-		*o++ = b64url[v >> 18 & 63];
-		*o++ = b64url[v >> 12 & 63];
-		if (left > 1)
-			*o++ = b64url[v >> 6 & 63];
-		if (left > 2)
-			*o++ = b64url[v & 63];
-	}
-	*o = 0;
+	base64_encode(&sb, text, (size_t)n, BASE64_URL, false);
+	snprintf(out, 64, "%s", strbuf_str(&sb));
+	strbuf_release(&sb);
 }
 
 /* A canonical non-negative decimal (no sign, no leading zero) at *p. */
@@ -313,35 +298,21 @@ static bool cursor_number(const char **p, long long *v)
 int auditq_cursor_decode(const char *s, long long *created_us, long long *seq,
 			 struct sbx_error **err)
 {
+	struct strbuf sb = STRBUF_INIT;
 	char text[48], again[64];
-	size_t len = strlen(s), n = 0;
-	uint32_t acc = 0;
-	int bits = 0;
+	size_t len = strlen(s), bad;
 	const char *p;
 	long long a, b;
 
 	/* 63 characters at most: what encode's 64 bytes can hold */
-	if (len == 0 || len > 63 || len % 4 == 1)
+	if (len == 0 || len > 63 ||
+	    base64_decode(&sb, s, len, BASE64_URL, false, &bad) < 0 ||
+	    sb.len >= sizeof(text) || strlen(strbuf_str(&sb)) != sb.len) {
+		strbuf_release(&sb);
 		goto bad;
-	for (size_t i = 0; i < len; i++) {
-		const char *c = memchr(b64url, s[i], 64);
-
-		if (!s[i] || !c)
-			goto bad;
-		acc = acc << 6 | (uint32_t)(c - b64url);
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			if (n >= sizeof(text) - 1)
-				goto bad;
-			text[n++] = (char)(acc >> bits & 0xff);
-		}
 	}
-	if (acc & ((1u << bits) - 1)) /* bits encode never sets */
-		goto bad;
-	text[n] = 0;
-	if (strlen(text) != n)
-		goto bad;
+	memcpy(text, strbuf_str(&sb), sb.len + 1);
+	strbuf_release(&sb);
 	p = text;
 	if (strncmp(p, CURSOR_VERSION ":", strlen(CURSOR_VERSION ":")))
 		goto bad;

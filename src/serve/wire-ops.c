@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "basic/alloc.h"
+#include "basic/base64.h"
 #include "basic/error.h"
 #include "basic/util.h"
 #include "basic/xjson.h"
@@ -533,46 +534,6 @@ void wire_read_bytes(void *arg, struct http_request *req,
 	wire_end(&w);
 }
 
-/* Strict base64 (RFC 4648, padded, no whitespace) into out; -1 with the
- * offset of the first bad character. */
-static int b64_decode(const char *s, size_t len, struct strbuf *out,
-		      size_t *bad)
-{
-	static const char tab[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	size_t i;
-
-	if (len % 4) {
-		*bad = len;
-		return -1;
-	}
-	for (i = 0; i < len; i += 4) {
-		unsigned v = 0, pad = 0;
-
-		for (size_t k = 0; k < 4; k++) {
-			const char *p = s[i + k] ? strchr(tab, s[i + k]) : NULL;
-
-			if (s[i + k] == '=' && i + 4 == len && k >= 2 &&
-			    (k == 3 || s[i + 3] == '=')) {
-				pad++;
-				v <<= 6;
-				continue;
-			}
-			if (!p || pad) {
-				*bad = i + k;
-				return -1;
-			}
-			v = v << 6 | (unsigned)(p - tab);
-		}
-		strbuf_addch(out, (int)(v >> 16 & 255));
-		if (pad < 2)
-			strbuf_addch(out, (int)(v >> 8 & 255));
-		if (pad < 1)
-			strbuf_addch(out, (int)(v & 255));
-	}
-	return 0;
-}
-
 /* The bytes of a write as a descriptor svc_fs_write reads. */
 static int bytes_fd(const struct strbuf *data)
 {
@@ -610,7 +571,8 @@ void wire_write(void *arg, struct http_request *req, struct http_response *res)
 	    !wire_session(&w, true, NULL) || !op_path(&w, "path", &rel, &given) ||
 	    !wire_str(&w, "content_b64", true, false, &b64))
 		goto out;
-	if (b64_decode(b64, strlen(b64), &data, &bad) < 0) {
+	if (base64_decode(&data, b64, strlen(b64), BASE64_STD, true, &bad) <
+	    0) {
 		wire_detail(&w, 400,
 			    "content_b64 is not valid base64: bad character "
 			    "or length at offset %zu",

@@ -11,15 +11,13 @@
 #include <openssl/crypto.h>
 
 #include "basic/alloc.h"
+#include "basic/base64.h"
 #include "basic/error.h"
 #include "basic/hash.h"
 #include "basic/util.h"
 #include "engine/engine.h"
 #include "session/session-engine.h"
 #include "svc/svc-wire.h"
-
-static const char b64url[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 int svc_parse_size(const char *s, unsigned long long *bytes,
 		   struct sbx_error **err)
@@ -35,22 +33,17 @@ bool svc_wire_name_valid(const char *s)
 void svc_wire_token_new(char token[SVC_WIRE_TOKEN_LEN + 1],
 			char hash[SESSION_WIRE_HASH_HEX + 1])
 {
-	unsigned char raw[33];
-	size_t i, o = 0;
+	struct strbuf sb = STRBUF_INIT;
+	unsigned char raw[32];
 
-	random_bytes(raw, 32);
-	raw[32] = 0;
-	/* 32 bytes are 256 bits: 43 digits of 6 bits, the last of 4. */
-	for (i = 0; i < 33 && o < SVC_WIRE_TOKEN_LEN; i += 3) {
-		unsigned v = (unsigned)raw[i] << 16 |
-			     (unsigned)(i + 1 < 33 ? raw[i + 1] : 0) << 8 |
-			     (unsigned)(i + 2 < 33 ? raw[i + 2] : 0);
-
-		for (int k = 18; k >= 0 && o < SVC_WIRE_TOKEN_LEN; k -= 6)
-			token[o++] = b64url[(v >> k) & 63];
-	}
-	token[o] = '\0';
+	/* 256 bits: 43 base64url digits, the last of 4 bits. */
+	random_bytes(raw, sizeof(raw));
+	base64_encode(&sb, raw, sizeof(raw), BASE64_URL, false);
 	explicit_bzero(raw, sizeof(raw));
+	memcpy(token, sb.buf, SVC_WIRE_TOKEN_LEN);
+	token[SVC_WIRE_TOKEN_LEN] = '\0';
+	explicit_bzero(sb.buf, sb.len);
+	strbuf_release(&sb);
 	sha256_hex(token, strlen(token), hash);
 }
 
