@@ -128,6 +128,10 @@ static void wait_for_signals(struct serve *sv)
 
 			got_hup = 0;
 			if (serve_reload(sv, &err) < 0) {
+				if (err->prev)
+					fprintf(stderr,
+						"sbxcat serve: reload: %s\n",
+						err->prev->msg);
 				fprintf(stderr, "sbxcat serve: reload: %s\n",
 					err->msg);
 				sbx_error_free(&err);

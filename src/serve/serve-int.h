@@ -70,6 +70,11 @@ struct serve {
 	bool stopping;
 	unsigned interval_s;
 
+	/* /healthz's session counts, kept HEALTH_CACHE_MS: a probe that
+	 * needs no token must not make each request list the engine. */
+	long long health_at;
+	size_t health_running, health_open;
+
 	/* Counters for /metrics. */
 	atomic_ullong engine_errors, reaps, reap_failures, opens, closes;
 };

@@ -134,9 +134,14 @@ int serve_snap_make(struct serve *sv, json_t *overrides,
 		    struct serve_snap **out, struct sbx_error **err)
 {
 	struct serve_snap *snap = xcalloc(1, sizeof(*snap));
+	struct sbx_error *secret_err = NULL;
 
 	atomic_init(&snap->refs, 1);
 	svc_init(&snap->svc, sv->env);
+	/* Every request makes a key: the secret read once, not per request
+	 * (a root that cannot be opened now is each request's to say). */
+	if (svc_key_secret_load(&snap->svc, &secret_err) < 0)
+		sbx_error_free(&secret_err);
 	catalog_init(&snap->cat);
 	if (svc_config_check(snap->svc.cfg.recipe_err, &snap->cat_err) == 0)
 		catalog_load(&snap->cat, sv->catalog_path, &snap->cat_err);
@@ -573,20 +578,19 @@ fail:
 int serve_reload(struct serve *sv, struct sbx_error **err)
 {
 	struct serve_snap *snap, *cur = serve_snap_get(sv);
-	json_t *pol = load_policy(sv->policy_file, err);
+	struct sbx_error *pol_err = NULL;
+	json_t *pol = load_policy(sv->policy_file, &pol_err);
 	int rc = -1;
 
-	if (*err) {
-		/* An unreadable file: the policy in use stays. */
-		sbx_error_wrap(err, "policy kept");
-		pol = json_incref(cur->overrides);
-	} else if (!pol) {
+	/* A policy file that is missing or cannot be read: the policy in
+	 * use stays (the catalogue is read again all the same). */
+	if (pol_err || !pol) {
+		json_decref(pol);
 		pol = json_incref(cur->overrides);
 	}
-	if (serve_snap_make(sv, pol, &snap, *err ? NULL : err) < 0)
+	if (serve_snap_make(sv, pol, &snap, err) < 0)
 		goto out;
 	if (snap->cat_err) {
-		sbx_error_free(err);
 		sbx_error_set(err, snap->cat_err->kind, 0,
 			      "the catalogue is kept as it was: %s",
 			      snap->cat_err->msg);
@@ -594,8 +598,17 @@ int serve_reload(struct serve *sv, struct sbx_error **err)
 		goto out;
 	}
 	serve_snap_set(sv, snap);
-	rc = *err ? -1 : 0;
+	rc = 0;
 out:
+	if (pol_err) {
+		/* Said after what the catalogue's reading said, if anything. */
+		sbx_error_wrap(&pol_err, "the policy is kept as it was");
+		if (*err)
+			sbx_error_chain(err, &pol_err);
+		else
+			*err = steal_pointer(&pol_err);
+		rc = -1;
+	}
 	json_decref(pol);
 	serve_snap_put(cur);
 	return rc;

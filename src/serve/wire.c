@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "basic/alloc.h"
+#include "basic/clock.h"
 #include "basic/error.h"
 #include "basic/fileio.h"
 #include "basic/hash.h"
@@ -23,6 +24,8 @@
 #include "svc/svc-session.h"
 
 #define TOKEN_HEADER "X-Sandbox-Token"
+/* How long /healthz's counts stand before the engine is asked again. */
+#define HEALTH_CACHE_MS 1000
 
 /* A request's gone flag is its call's cancel flag as it is. */
 _Static_assert(HTTP_GONE_CLIENT == SVC_CANCEL_GONE, "gone: client");
@@ -339,17 +342,13 @@ static json_t *usage_json(struct wire_req *w, const struct svc_wire_session *ws)
 
 const char *wire_session_state(struct wire_req *w)
 {
-	struct svc_session_show_req req = {.key = w->ws.key};
-	struct svc_session_show_res res;
 	struct sbx_error *err = NULL;
 	const char *state = "unknown";
 
-	if (svc_session_show(&w->snap->svc, &w->call, &req, &res, &err) == 0)
-		state = res.state; /* static */
-	else
+	if (svc_wire_state(&w->snap->svc, &w->call, &w->ws, &state, &err) < 0) {
 		atomic_fetch_add(&w->sv->engine_errors, 1);
-	sbx_error_free(&err);
-	svc_session_show_res_release(&res);
+		sbx_error_free(&err);
+	}
 	return state;
 }
 
@@ -792,6 +791,7 @@ static json_t *health_json(struct wire_req *w)
 	struct svc_call any = {0};
 	json_t *rts = json_array();
 	size_t running = 0, open = 0;
+	bool fresh;
 	char **aliases = xcalloc(w->snap->cat.n + 1, sizeof(char *));
 
 	for (size_t i = 0; i < w->snap->cat.n; i++)
@@ -800,12 +800,24 @@ static json_t *health_json(struct wire_req *w)
 	for (size_t i = 0; i < w->snap->cat.n; i++)
 		json_array_append_new(rts, xjson_string(aliases[i]));
 	free(aliases);
-	if (svc_wire_list(&w->snap->svc, &any, &l, &err) == 0) {
+	pthread_mutex_lock(&w->sv->lock);
+	fresh = w->sv->health_at &&
+		clock_now_ms() - w->sv->health_at < HEALTH_CACHE_MS;
+	running = w->sv->health_running;
+	open = w->sv->health_open;
+	pthread_mutex_unlock(&w->sv->lock);
+	if (!fresh && svc_wire_list(&w->snap->svc, &any, &l, &err) == 0) {
 		open = l.n;
+		running = 0;
 		for (size_t i = 0; i < l.n; i++)
 			running += strcmp(l.states[i], "running") == 0;
 		svc_wire_list_res_release(&l);
-	} else {
+		pthread_mutex_lock(&w->sv->lock);
+		w->sv->health_at = clock_now_ms();
+		w->sv->health_running = running;
+		w->sv->health_open = open;
+		pthread_mutex_unlock(&w->sv->lock);
+	} else if (!fresh) {
 		atomic_fetch_add(&w->sv->engine_errors, 1);
 	}
 	sbx_error_free(&err);

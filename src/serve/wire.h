@@ -74,7 +74,7 @@ bool wire_session(struct wire_req *w, bool open_only, const char *missing);
 /* SessionInfo of w->ws, its container's state word given. */
 json_t *wire_session_info(const struct svc_wire_session *ws,
 			  const char *state);
-/* The session's state word, from the engine (svc_session_show). */
+/* The session's state word, from the engine (one inspect). */
 const char *wire_session_state(struct wire_req *w);
 
 /* A path of the wire (in the container) as the workspace module takes

@@ -274,18 +274,24 @@ int svc_wire_list(const struct svc *s, const struct svc_call *call,
 	if (svc_root_open(s, call, &root, err) < 0)
 		goto out;
 	for (size_t i = 0; i < ls.n; i++) {
-		struct svc_wire_session ws;
+		struct svc_wire_session ws = {0};
 		struct sbx_error *e = NULL;
 
-		if (find_at(&root, call, ls.rows[i].rec.key, &ws, &e) < 0) {
-			svc_warn(call, "%s", e->msg);
+		/* The record ls read (the tenant's: ls filtered), and only the
+		 * wire's file beside it. */
+		if (session_wire_read(&root, ls.rows[i].rec.key, &ws.wire, &e) <
+		    0) {
+			if (e->errnum != ENOENT)
+				svc_warn(call, "%s", e->msg);
 			sbx_error_free(&e);
 			continue;
 		}
-		if (!ws.open) {
-			svc_wire_session_release(&ws);
+		if (!ws.wire.ntokens)
 			continue;
-		}
+		ws.rec = ls.rows[i].rec;
+		memset(&ls.rows[i].rec, 0, sizeof(ls.rows[i].rec));
+		memcpy(ws.key, ws.rec.key, sizeof(ws.key));
+		ws.has_wire = ws.open = true;
 		ALLOC_GROW(res->rows, res->n + 1, alloc);
 		res->states = xrealloc(res->states,
 				       alloc * sizeof(*res->states));
@@ -306,6 +312,25 @@ void svc_wire_list_res_release(struct svc_wire_list_res *res)
 	free(res->rows);
 	free(res->states);
 	memset(res, 0, sizeof(*res));
+}
+
+int svc_wire_state(const struct svc *s, const struct svc_call *call,
+		   const struct svc_wire_session *ws, const char **state,
+		   struct sbx_error **err)
+{
+	struct engine engine = ENGINE_INIT;
+	json_t *inspect = NULL;
+	int rc = -1;
+
+	if (svc_engine_open(s, call, &engine, err) == 0 &&
+	    session_engine_inspect(&engine, &s->cfg.session, ws->key, &inspect,
+				   err) == 0) {
+		*state = session_state(inspect); /* static */
+		rc = 0;
+	}
+	json_decref(inspect);
+	svc_engine_close(s, &engine);
+	return rc;
 }
 
 static long long stat_num(json_t *o, const char *a, const char *b)

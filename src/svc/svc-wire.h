@@ -115,6 +115,13 @@ int svc_wire_open(const struct svc *s, const struct svc_call *call,
 		  struct svc_wire_open_res *res, struct sbx_error **err);
 void svc_wire_open_res_release(struct svc_wire_open_res *res);
 
+/* The state of ws's container in one of the engine's words
+ * (session_state: "running", "exited", ..., "closed" without one), from
+ * one inspect: no walk of the workspace. */
+int svc_wire_state(const struct svc *s, const struct svc_call *call,
+		   const struct svc_wire_session *ws, const char **state,
+		   struct sbx_error **err);
+
 /* What a session's container uses now, from one sample of the engine's
  * stats: -1 for what it does not say.  cpu_percent is always -1 (one
  * sample has no rate). */

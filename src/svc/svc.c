@@ -184,6 +184,17 @@ int svc_engine_open(const struct svc *s, const struct svc_call *call,
 	return engine_negotiate(e, NULL, err);
 }
 
+int svc_key_secret_load(struct svc *s, struct sbx_error **err)
+{
+	struct session_root root = SESSION_ROOT_INIT;
+	int rc = svc_root_open(s, NULL, &root, err);
+
+	if (rc == 0)
+		rc = session_secret_load(&s->cfg.session, &root, err);
+	session_root_close(&root);
+	return rc;
+}
+
 int svc_audit_open(const struct svc *s, const struct svc_call *call,
 		   struct audit **a, struct sbx_error **err)
 {

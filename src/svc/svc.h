@@ -153,6 +153,14 @@ int svc_audit_open(const struct svc *s, const struct svc_call *call,
 		   struct audit **a, struct sbx_error **err);
 void svc_audit_close(const struct svc_call *call, struct audit *a);
 
+/*
+ * For a service that makes many keys: the key secret (SBXCAT_KEY_SECRET,
+ * its file, else ROOT/.sbxcat-key-secret, made on first use) read once
+ * into s's configuration, so no call reads the file again.  A command
+ * that makes one key need not: each call loads it when missing.
+ */
+int svc_key_secret_load(struct svc *s, struct sbx_error **err);
+
 /* A time in the documents: Unix seconds as an RFC 3339 UTC string, JSON
  * null for 0 or less (none).  A new reference. */
 json_t *svc_time_json(long long t);
