@@ -68,13 +68,12 @@ void serve_snap_set(struct serve *sv, struct serve_snap *snap)
 }
 
 /* What an override names, applied to the snapshot's configuration. */
-static int apply_uint(json_t *o, const char *name, unsigned *to)
+static void apply_uint(json_t *o, const char *name, unsigned *to)
 {
 	json_t *v = json_object_get(o, name);
 
 	if (v && json_is_integer(v))
 		*to = (unsigned)json_integer_value(v);
-	return 0;
 }
 
 static void apply_ll(json_t *o, const char *name, long long *to)

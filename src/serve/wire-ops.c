@@ -763,13 +763,13 @@ static void do_ls(struct wire_req *w, bool archive)
 	struct sbx_error *err = NULL;
 	struct listing l = {.rows = json_array()};
 	cleanup_free char *rel = NULL, *prefix = NULL;
-	const char *given = NULL;
+	const char *given = NULL, *why;
 
 	if (!wire_str(w, "path", false, true, &given))
 		goto out;
 	if (!given)
 		given = ".";
-	rel = wire_path(w, given, &l.prefix);
+	rel = wire_path(w, given, &why);
 	prefix = xstrdup(given);
 	while (strlen(prefix) > 1 && prefix[strlen(prefix) - 1] == '/')
 		prefix[strlen(prefix) - 1] = '\0';

@@ -566,7 +566,6 @@ static void sessions_create(void *arg, struct http_request *req,
 	sbx_error_free(&err);
 out:
 	wire_end(&w);
-	w.ws.key[0] = '\0';
 }
 
 static void sessions_list(void *arg, struct http_request *req,

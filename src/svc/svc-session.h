@@ -43,7 +43,7 @@ struct svc_session_open_req {
 	const char *runtime;
 	struct svc_prewarm_watch watch;
 	/* The session's id on the service's wire (session/session-wire.h),
-	 * or NULL.  With one, the key is of the id alone (svc_wire_key),
+	 * or NULL.  With one, the key is of the id alone (svc-wire.h),
 	 * whichever tenant opens it, so the service finds the session from
 	 * the id; the record's tenant still decides who reaches it: another
 	 * tenant's open of it is a conflict. */

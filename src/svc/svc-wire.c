@@ -47,33 +47,6 @@ void svc_wire_token_new(char token[SVC_WIRE_TOKEN_LEN + 1],
 	sha256_hex(token, strlen(token), hash);
 }
 
-bool svc_wire_token_equal(const char *a, const char *b)
-{
-	unsigned char ha[32], hb[32];
-
-	sha256(a, strlen(a), ha);
-	sha256(b, strlen(b), hb);
-	return CRYPTO_memcmp(ha, hb, 32) == 0;
-}
-
-int svc_wire_key(const struct svc *s, const struct svc_call *call,
-		 const char *id, char key[SESSION_KEY_MAX + 1],
-		 struct sbx_error **err)
-{
-	struct session_root root = SESSION_ROOT_INIT;
-	int rc;
-
-	if (!session_wire_id_valid(id))
-		return sbx_error_set(err, SBX_E_INVALID, 0,
-				     "not a session id");
-	rc = svc_root_open(s, call, &root, err);
-	if (rc == 0)
-		rc = svc_session_key_of(s, &root, SVC_WIRE_KEY_TENANT,
-					SVC_WIRE_KEY_SCOPE, id, "", key, err);
-	session_root_close(&root);
-	return rc;
-}
-
 void svc_wire_session_release(struct svc_wire_session *ws)
 {
 	session_record_release(&ws->rec);

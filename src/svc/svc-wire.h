@@ -47,15 +47,6 @@ int svc_parse_size(const char *s, unsigned long long *bytes,
 /* A new token and its hash. */
 void svc_wire_token_new(char token[SVC_WIRE_TOKEN_LEN + 1],
 			char hash[SESSION_WIRE_HASH_HEX + 1]);
-/* Whether a and b are equal, in time that depends on their lengths
- * only (each hashed first). */
-bool svc_wire_token_equal(const char *a, const char *b);
-
-/* The key of id (invalid when id is not of the pattern). */
-int svc_wire_key(const struct svc *s, const struct svc_call *call,
-		 const char *id, char key[SESSION_KEY_MAX + 1],
-		 struct sbx_error **err);
-
 /*
  * A session by its id, as call->tenant may see it: its record, what the
  * service keeps of it (the wire record: id and token hashes; none for a
