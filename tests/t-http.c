@@ -12,6 +12,7 @@
  *                          at=EPOCH_MS", REASON http.h's HTTP_GONE_*)
  *   GET /big/{bytes}       quick: a body of that many bytes
  *   GET /metrics           quick: http_metrics
+ *   GET /inflight          quick: http_server_inflight (this one too)
  *   PUT /only-put          quick: 204 (GET there is 405)
  *
  *   t-http [-u PATH] [-t HOST:PORT]... [-p PORTFILE] [-l LOGFILE]
@@ -113,6 +114,16 @@ static void metrics(void *arg, struct http_request *req,
 	res->content_type = "text/plain; version=0.0.4";
 }
 
+/* The requests queued or running now, this one included. */
+static void inflight(void *arg, struct http_request *req,
+		     struct http_response *res)
+{
+	res->status = 200;
+	res->body = xasprintf("%u\n", http_server_inflight(atomic_load(&SRV)));
+	res->body_len = strlen(res->body);
+	res->content_type = "text/plain";
+}
+
 static void only_put(void *arg, struct http_request *req,
 		     struct http_response *res)
 {
@@ -125,6 +136,7 @@ static const struct http_route ROUTES[] = {
     {"GET", "/sleep/{secs}", sleep_handler, HTTP_POOL_SLOW},
     {"GET", "/big/{bytes}", big, HTTP_POOL_QUICK},
     {"GET", "/metrics", metrics, HTTP_POOL_QUICK},
+    {"GET", "/inflight", inflight, HTTP_POOL_QUICK},
     {"PUT", "/only-put", only_put, HTTP_POOL_QUICK},
 };
 

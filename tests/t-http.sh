@@ -237,16 +237,15 @@ for i in 1 2 3 4; do
 	curl -s -o /dev/null "http://127.0.0.1:$PA/sleep/3" &
 	SLEEPERS="$SLEEPERS $!"
 done
-# Until all four are in (a loaded machine starts curl slowly): the
-# connections gauge counts them and the metrics' own.
+# Until all four are handed to the pool (a loaded machine starts curl
+# slowly): the server's count of requests queued or running, the asking
+# one included.
 n=0
-while [ $n -lt 40 ]; do
-	conns=$(curl -s "http://127.0.0.1:$PA/metrics" | sed -n 's/^sbxcat_http_connections //p')
-	[ "${conns:-0}" -ge 5 ] && break
+while [ $n -lt 100 ]; do
+	[ "$(curl -s "http://127.0.0.1:$PA/inflight")" -ge 5 ] 2>/dev/null && break
 	sleep 0.05
 	n=$((n + 1))
 done
-sleep 0.2
 is "$(c get "$PA" /sleep/2)" '503 1 {"detail":"Server busy"}' \
 	"every slow worker busy and the queue full: 503 with Retry-After: 1"
 t0=$(date +%s%N)
