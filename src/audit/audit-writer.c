@@ -347,6 +347,7 @@ void audit_writer_stats(struct audit_writer *w, struct audit_writer_stats *st)
 	pthread_mutex_lock(&w->lock);
 	*st = w->st;
 	st->queued = w->nqueue;
+	st->inside = w->callers;
 	st->db_up = w->db_up;
 	pthread_mutex_unlock(&w->lock);
 }

@@ -95,6 +95,7 @@ struct audit_writer_stats {
 	unsigned long long groups;     /* transactions of queued rows */
 	unsigned long long full_waits; /* records that waited for room */
 	size_t queued;		       /* rows waiting now */
+	size_t inside;		       /* records not yet returned */
 	bool db_up;		       /* the connection is up */
 };
 void audit_writer_stats(struct audit_writer *w, struct audit_writer_stats *st);
