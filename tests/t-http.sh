@@ -169,6 +169,15 @@ elif cmd == "gone":
     time.sleep(0.5)
     s.close()
     print(int(time.time() * 1000))
+elif cmd == "burst":
+    # n slow requests at once on connections opened first: the statuses
+    n = int(args[0])
+    held = [conn() for i in range(n)]
+    for s in held:
+        s.sendall(b"GET /sleep/2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    print(" ".join(sorted(str(status_of(read_all(s))) for s in held)))
+    for s in held:
+        s.close()
 elif cmd == "get":
     st, body, r = get(args[0], dict(a.split(": ", 1) for a in args[1:]))
     print(st, r.getheader("Retry-After"), body.decode("utf-8", "replace"))
@@ -229,6 +238,13 @@ is "$(c header "$PA" 3900)" "200" "headers just under max_header_bytes are serve
 is "$(c header "$PA" 4200)" "431" "headers over max_header_bytes: 431"
 is "$(c header "$PA" 200000)" "431" "headers past libmicrohttpd's own pool: 431 (libmicrohttpd's)"
 is "$(c big "$PA" 5000000)" "200 5000000 True" "a 5 MB response body arrives whole"
+
+# A burst on idle workers: every request a worker or the queue can hold
+# is taken, whether or not the workers have picked up the first ones yet.
+is "$(c burst "$PA" 4)" "200 200 200 200" \
+	"four slow requests at once on 2 idle workers and a queue of 2: all served"
+is "$(c burst "$PA" 5)" "200 200 200 200 503" \
+	"... five at once: exactly one refused"
 
 # The slow pool busy: 2 workers, 2 waiting; the fifth is 503, quick
 # routes still answer at once.  The sleepers sleep long enough that

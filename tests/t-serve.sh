@@ -142,10 +142,12 @@ is "$(q "SELECT count(*) FROM sandbox_operations WHERE op = 'execute' AND detail
 	"... and its row says the client went away"
 
 # SIGTERM with a request in flight: it finishes, the service exits 0.
-curl -s -H "X-Sandbox-Token: $LT" -d '{"command": "sleep 2; echo done"}' \
+# (The exec outlasts the pause before the signal by 2 s: a loaded
+# machine starts curl slowly.)
+curl -s -H "X-Sandbox-Token: $LT" -d '{"command": "sleep 4; echo done"}' \
 	"http://127.0.0.1:$PORT/sessions/life/exec" >"$T/inflight" &
 CPID=$!
-sleep 0.7
+sleep 1.5
 kill -TERM "$SPID"
 wait "$SPID"
 rc=$?

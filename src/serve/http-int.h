@@ -77,7 +77,9 @@ struct http_workers {
 	pthread_t *threads;
 	unsigned nthreads;
 	struct http_req **ring;
-	size_t cap, head, len, reserved;
+	/* Requests reserved, queued (len, in the ring) and running (busy):
+	 * together at most limit, the workers and the queue's depth. */
+	size_t cap, head, len, reserved, busy, limit;
 	bool stop;
 };
 

@@ -2,7 +2,8 @@
  * http-pool.c - the fixed pools of workers a route's handler runs on
  * (see http.h: quick and slow), each with a bounded queue.
  *
- * A request takes its place in the queue (http_pool_reserve) before its
+ * A request takes its place (http_pool_reserve: a worker, or the
+ * queue's depth when every worker is busy) before its
  * connection is suspended, so a full queue is answered 503 at once on
  * libmicrohttpd's thread and a suspended connection always has a worker
  * coming.  Workers are made once, at start: 1,000 connections are still
@@ -29,9 +30,11 @@ static void *worker(void *arg)
 		struct http_req *r = p->ring[p->head];
 		p->head = (p->head + 1) % p->cap;
 		p->len--;
+		p->busy++;
 		pthread_mutex_unlock(&p->lock);
 		http_req_run(r);
 		pthread_mutex_lock(&p->lock);
+		p->busy--;
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
@@ -45,8 +48,12 @@ int http_pool_start(struct http_workers *p, struct http_server *srv,
 	p->srv = srv;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
-	/* depth requests wait; the workers' own are out of the ring. */
-	p->cap = depth ? depth : 1;
+	/* depth requests wait beside the nthreads running; until the
+	 * workers take theirs, all of them may be in the ring at once (a
+	 * burst counted against the queue alone would be refused while
+	 * workers sat idle). */
+	p->limit = nthreads + depth;
+	p->cap = p->limit ? p->limit : 1;
 	p->ring = xcalloc(p->cap, sizeof(*p->ring));
 	p->threads = xcalloc(nthreads, sizeof(*p->threads));
 	for (p->nthreads = 0; p->nthreads < nthreads; p->nthreads++) {
@@ -63,7 +70,7 @@ bool http_pool_reserve(struct http_workers *p)
 	bool ok;
 
 	pthread_mutex_lock(&p->lock);
-	ok = !p->stop && p->len + p->reserved < p->cap;
+	ok = !p->stop && p->len + p->reserved + p->busy < p->limit;
 	if (ok)
 		p->reserved++;
 	pthread_mutex_unlock(&p->lock);
