@@ -235,6 +235,16 @@ ok(st == 200 and plain(doc) == [{"name": "a.txt", "path": "notes/a.txt", "is_dir
 ok(st == 200 and abs(time.mktime(time.strptime(doc[0]["modified_at"], "%Y-%m-%dT%H:%M:%SZ"))
                      - time.timezone - time.time()) < 600,
    "rows have generation B's modified_at (ISO 8601, UTC, about now)", doc)
+# A time the sandbox can give its files that ISO 8601 UTC does not write
+# here (before 1970): modified_at null, the listing whole.
+import glob as _glob
+st, _, _, _ = op(S1, tok1, "write", path="old/then.txt", content_b64="eA==")
+hits = _glob.glob(os.path.join(E.get("SANDBOXD_WORKSPACE_ROOT", "/nonexistent"), "*", "workspace", "old", "then.txt"))
+for h in hits:
+    os.utime(h, (-31536000, -31536000))
+st, doc, _, _ = op(S1, tok1, "ls", path="old")
+ok(st == 200 and len(hits) == 1 and [e.get("name") for e in doc] == ["then.txt"] and doc[0].get("modified_at", 0) is None,
+   "a file dated before 1970: listed, modified_at null", doc)
 st, doc, _, _ = op(S1, tok1, "ls", path="no-such-dir")
 ok(st == 200 and doc == [], "ls of a missing directory is []", doc)
 st, doc, _, _ = op(S1, tok1, "glob", pattern="**/*.txt")

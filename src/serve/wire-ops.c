@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "basic/alloc.h"
 #include "basic/base64.h"
+#include "basic/clock.h"
 #include "basic/error.h"
 #include "basic/util.h"
 #include "basic/xjson.h"
@@ -712,18 +712,19 @@ static int list_entry(void *arg, const struct walk_entry *e,
 				e->name);
 
 	char when[32];
-	struct tm tm;
-	time_t t = (time_t)e->mtime;
 
-	/* Generation B's modified_at: ISO 8601, UTC. */
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+	/* Generation B's modified_at: ISO 8601, UTC; null for a time the
+	 * sandbox set where it cannot be written (before 1970, or past
+	 * what a struct tm holds). */
+	clock_format_time(when, e->mtime);
 	json_array_append_new(
 	    l->rows,
-	    xjson_pack("{s:s, s:s, s:b, s:o, s:s}", "name", e->name, "path",
+	    xjson_pack("{s:s, s:s, s:b, s:o, s:o}", "name", e->name, "path",
 		       path, "is_dir", dir && !l->glob, "size",
 		       l->glob ? json_null()
 			       : json_integer((json_int_t)e->size),
-		       "modified_at", when));
+		       "modified_at",
+		       strcmp(when, "-") ? json_string(when) : json_null()));
 	return 0;
 }
 
