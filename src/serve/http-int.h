@@ -131,7 +131,7 @@ struct http_server {
 	struct http_workers pools[2];
 	struct http_watch watch;
 	struct http_stats stats;
-	atomic_uint nconn, inflight;
+	atomic_uint nconn;
 	atomic_int stopping;   /* no new request */
 	atomic_int cancel_all; /* past the grace: every handler's gone */
 	pthread_mutex_t lock;  /* active, handed */
@@ -145,6 +145,8 @@ int http_pool_start(struct http_workers *p, struct http_server *srv,
 		    unsigned nthreads, size_t depth, struct sbx_error **err);
 /* A place in the queue, or false when it is full. */
 bool http_pool_reserve(struct http_workers *p);
+/* Requests reserved, waiting or running in p now. */
+size_t http_pool_load(struct http_workers *p);
 /* Queue r into the place reserved. */
 void http_pool_push(struct http_workers *p, struct http_req *r);
 /* Run what is queued, then end the workers. */
@@ -185,8 +187,8 @@ void http_listen_close(struct http_listener *l);
 /* The method as a label: the route's, or one of a fixed list, or
  * "OTHER". */
 const char *http_method_label(const struct http_req *r);
-int http_stats_init(struct http_stats *st, size_t nroutes);
-void http_stats_release(struct http_stats *st, size_t nroutes);
+void http_stats_init(struct http_stats *st, size_t nroutes);
+void http_stats_release(struct http_stats *st);
 void http_stats_count(struct http_server *srv, const struct http_req *r,
 		      long long dur_ms);
 void http_stats_refused(struct http_server *srv, enum http_refusal why);

@@ -27,7 +27,7 @@ static const char *const methods[] = {"GET",	 "HEAD",    "POST",
 static const char *const refusal_names[] = {"413", "431", "503", "timeout",
 					    "mhd"};
 
-int http_stats_init(struct http_stats *st, size_t nroutes)
+void http_stats_init(struct http_stats *st, size_t nroutes)
 {
 	size_t n = st_add(nroutes, 1);
 
@@ -35,12 +35,10 @@ int http_stats_init(struct http_stats *st, size_t nroutes)
 	st->buckets = xcalloc(st_mult(n, HTTP_NBUCKETS), sizeof(*st->buckets));
 	st->total = xcalloc(n, sizeof(*st->total));
 	st->sum = xcalloc(n, sizeof(*st->sum));
-	return 0;
 }
 
-void http_stats_release(struct http_stats *st, size_t nroutes)
+void http_stats_release(struct http_stats *st)
 {
-	(void)nroutes;
 	if (!st->total)
 		return;
 	free(st->counts);

@@ -77,6 +77,18 @@ bool http_pool_reserve(struct http_workers *p)
 	return ok;
 }
 
+size_t http_pool_load(struct http_workers *p)
+{
+	size_t n;
+
+	if (!p->ring)
+		return 0;
+	pthread_mutex_lock(&p->lock);
+	n = p->len + p->reserved + p->busy;
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
 void http_pool_push(struct http_workers *p, struct http_req *r)
 {
 	pthread_mutex_lock(&p->lock);

@@ -39,7 +39,7 @@
 /* How long stop waits, after the handlers, for their responses to go. */
 #define FLUSH_MS 1000
 
-static struct MHD_Response *make_response(int status, char *body, size_t len,
+static struct MHD_Response *make_response(char *body, size_t len,
 					  const char *type)
 {
 	struct MHD_Response *mr;
@@ -53,7 +53,6 @@ static struct MHD_Response *make_response(int status, char *body, size_t len,
 	}
 	sym_MHD_add_response_header(mr, "Content-Type",
 				    type ? type : "application/json");
-	(void)status;
 	return mr;
 }
 
@@ -62,7 +61,7 @@ static enum MHD_Result answer(struct http_req *r, int status, char *body,
 			      size_t len, const char *type,
 			      const char *retry_after)
 {
-	struct MHD_Response *mr = make_response(status, body, len, type);
+	struct MHD_Response *mr = make_response(body, len, type);
 	enum MHD_Result ok;
 
 	if (!mr)
@@ -243,7 +242,6 @@ static enum MHD_Result hand_over(struct http_req *r)
 	r->pub.body = r->body.buf ? r->body.buf : "";
 	r->pub.body_len = r->body.len;
 	atomic_store(&r->state, REQ_HANDED);
-	atomic_fetch_add(&srv->inflight, 1);
 	handed_link(r);
 	if (r->conn)
 		http_watch_running(r->conn, r);
@@ -306,7 +304,6 @@ void http_req_run(struct http_req *r)
 	if (r->conn)
 		http_watch_running(r->conn, NULL);
 	handed_unlink(r);
-	atomic_fetch_sub(&srv->inflight, 1);
 	atomic_store_explicit(&r->state, REQ_DONE, memory_order_release);
 	/* r may be freed by libmicrohttpd's thread from here on. */
 	sym_MHD_resume_connection(mc);
@@ -522,7 +519,7 @@ void http_server_stop(struct http_server *srv, unsigned grace_ms)
 		free(srv->ls[i].spec);
 	}
 	http_watch_stop(srv);
-	http_stats_release(&srv->stats, srv->cfg.nroutes);
+	http_stats_release(&srv->stats);
 	pthread_cond_destroy(&srv->cond);
 	pthread_mutex_destroy(&srv->lock);
 	free(srv->ls);
@@ -531,7 +528,8 @@ void http_server_stop(struct http_server *srv, unsigned grace_ms)
 
 unsigned http_server_inflight(struct http_server *srv)
 {
-	return atomic_load(&srv->inflight);
+	return (unsigned)(http_pool_load(&srv->pools[0]) +
+			  http_pool_load(&srv->pools[1]));
 }
 
 unsigned http_server_port(struct http_server *srv, size_t i)
