@@ -673,20 +673,28 @@ int reap_report(struct session_root *r, size_t top, struct reap_usage **v,
 	for (size_t i = 0; i < nkeys; i++) {
 		struct session_record rec;
 		struct reap_usage u = {0};
+		int rc;
 
-		if (session_workspace_size(r, keys[i], &u.bytes, &u.files,
-					   err) < 0) {
+		/* Without a record (one half made, or unreadable: said by
+		 * the size's error if it matters), KEY/workspace. */
+		if (session_record_read(r, keys[i], &rec, err) == 0) {
+			u.tenant = xstrdup(rec.tenant);
+		} else {
+			sbx_error_free(err);
+			memset(&rec, 0, sizeof(rec));
+			snprintf(rec.key, sizeof(rec.key), "%s", keys[i]);
+		}
+		rc = session_workspace_size(r, &rec, &u.bytes, &u.files, err);
+		session_record_release(&rec);
+		if (rc < 0) {
 			if ((*err)->errnum != ENOENT) {
 				ALLOC_GROW(*warnings, *nwarnings + 1, walloc);
 				(*warnings)[(*nwarnings)++] =
 				    xstrdup((*err)->msg);
 			}
 			sbx_error_free(err);
+			free(u.tenant);
 			continue;
-		}
-		if (session_record_read(r, keys[i], &rec, err) == 0) {
-			u.tenant = xstrdup(rec.tenant);
-			session_record_release(&rec);
 		}
 		sbx_error_free(err);
 		u.key = xstrdup(keys[i]);

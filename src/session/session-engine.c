@@ -238,44 +238,84 @@ bool session_state_live(const char *state)
 			 strcmp(state, "restarting") == 0);
 }
 
-static int check_quota(struct engine *e, const struct session_spec *s,
-		       struct sbx_error **err)
+/* Is key's container live in by_key (session_engine_list)? */
+static bool live_in(json_t *by_key, const char *key)
 {
-	json_t *by_key, *v;
-	const char *k;
-	unsigned all = 0, tenant = 0;
+	return session_state_live(json_string_value(
+	    json_object_get(json_object_get(by_key, key), "State")));
+}
 
-	if (session_engine_list(e, s->cfg, &by_key, err) < 0)
+/* Count the sessions of the records under r whose container is live,
+ * all and tenant's, but key's; their keys into *seen. */
+static int count_records(struct session_root *r, json_t *by_key,
+			 const char *key, const char *tenant, unsigned *all,
+			 unsigned *mine, json_t *seen, struct sbx_error **err)
+{
+	char **keys = NULL;
+	size_t n = 0;
+
+	if (session_keys(r, &keys, &n, err) < 0)
 		return -1;
-	json_object_foreach(by_key, k, v)
-	{
-		const char *t;
-		if (strcmp(k, s->key) == 0 ||
-		    !session_state_live(json_string_value(json_object_get(v, "State"))))
+	for (size_t i = 0; i < n; i++) {
+		struct session_record rec;
+		struct sbx_error *e2 = NULL;
+
+		if (strcmp(keys[i], key) == 0 || !live_in(by_key, keys[i]))
+			continue;
+		/* A live container whose record cannot be read is the
+		 * reaper's to judge; it is not a session of anyone's. */
+		if (session_record_read(r, keys[i], &rec, &e2) < 0) {
+			sbx_error_free(&e2);
+			continue;
+		}
+		(*all)++;
+		*mine += strcmp(rec.tenant, tenant) == 0;
+		json_object_set_new(seen, keys[i], json_true());
+		session_record_release(&rec);
+	}
+	strv_free(keys, n);
+	return 0;
+}
+
+int session_quota_check(struct engine *e, struct session_root *r,
+			const struct session_config *c, const char *key,
+			const char *tenant, struct sbx_error **err)
+{
+	struct session_held *held = NULL;
+	size_t nheld = 0;
+	json_t *by_key = NULL, *seen = json_object();
+	unsigned all = 0, mine = 0;
+	int rc = -1;
+
+	if (session_engine_list(e, c, &by_key, err) < 0 ||
+	    count_records(r, by_key, key, tenant, &all, &mine, seen, err) < 0 ||
+	    session_reservations(r, &held, &nheld, err) < 0)
+		goto out;
+	for (size_t i = 0; i < nheld; i++) {
+		if (strcmp(held[i].key, key) == 0 ||
+		    json_object_get(seen, held[i].key))
 			continue;
 		all++;
-		t = label_of(json_object_get(v, "Labels"),
-			     SESSION_LABEL_TENANT);
-		if (t && strcmp(t, s->tenant) == 0)
-			tenant++;
+		mine += held[i].tenant && strcmp(held[i].tenant, tenant) == 0;
 	}
-	json_decref(by_key);
-	if (tenant >= s->cfg->max_per_tenant) {
-		sbx_error_set(err, SBX_E_REFUSED, 0,
-			      "tenant '%s' already holds %u of %u "
-			      "sessions; close one first",
-			      s->tenant, tenant, s->cfg->max_per_tenant);
+	rc = 0;
+	if (mine >= c->max_per_tenant) {
+		rc = sbx_error_set(err, SBX_E_REFUSED, 0,
+				   "tenant '%s' already holds %u of %u "
+				   "sessions; close one first",
+				   tenant, mine, c->max_per_tenant);
 		sbx_error_reason(*err, SESSION_REASON_TENANT_QUOTA);
-		return -1;
-	}
-	if (all >= s->cfg->max_sessions) {
-		sbx_error_set(err, SBX_E_REFUSED, 0,
-			      "the host holds its ceiling of %u sessions",
-			      s->cfg->max_sessions);
+	} else if (all >= c->max_sessions) {
+		rc = sbx_error_set(err, SBX_E_REFUSED, 0,
+				   "the host holds its ceiling of %u sessions",
+				   c->max_sessions);
 		sbx_error_reason(*err, SESSION_REASON_HOST_QUOTA);
-		return -1;
 	}
-	return 0;
+out:
+	session_held_free(held, nheld);
+	json_decref(by_key);
+	json_decref(seen);
+	return rc;
 }
 
 /* Why a container is not running, from its inspect: "OOMKilled",
@@ -367,78 +407,95 @@ static int create_new(struct engine *e, struct session_spec *s, char **id,
 	return rc;
 }
 
-static int open_once(struct engine *e, struct session_spec *s,
-		     enum session_outcome *outcome, char **id, bool retry,
-		     struct sbx_error **err)
+int session_engine_adopt(struct engine *e, struct session_spec *s,
+			 enum session_outcome *outcome, char **id,
+			 bool *adopted, struct sbx_error **err)
 {
 	json_t *j = NULL;
-	struct sbx_error *e2 = NULL;
-	const char *state;
-	int rc;
+	json_t *cfg;
+	const char *state, *rt, *img;
 
 	*id = NULL;
+	*adopted = false;
 	if (session_engine_inspect(e, s->cfg, s->key, &j, err) < 0)
 		return -1;
-	if (j) {
-		json_t *cfg = json_object_get(j, "Config");
-		const char *rt = label_of(json_object_get(cfg, "Labels"),
-					  SESSION_LABEL_RUNTIME);
-		const char *img = json_string_value(json_object_get(cfg, "Image"));
-
-		if (!rt || strcmp(rt, s->rt->alias) != 0) {
-			struct strbuf sb = STRBUF_INIT;
-			text_add_escaped(&sb, rt ? rt : "?", strlen(rt ? rt : "?"));
-			sbx_error_set(err, SBX_E_CONFLICT, 0,
-				      "session '%s' runs runtime '%s', not '%s'",
-				      s->key, strbuf_str(&sb), s->rt->alias);
-			sbx_error_hint(*err, "close it first to open it with "
-					     "another runtime");
-			strbuf_release(&sb);
-			json_decref(j);
-			return -1;
-		}
-		/* A stopped container keeps the image it was made from. */
-		free(s->image_used);
-		s->image_used = xstrdup(img ? img : s->image);
-		*id = xstrdup(json_string_value(json_object_get(j, "Id")));
-		state = session_state(j);
-		if (strcmp(state, "running") == 0 ||
-		    strcmp(state, "restarting") == 0) {
-			json_decref(j);
-			*outcome = SESSION_ADOPTED;
-			return 0;
-		}
-		if (strcmp(state, "paused") == 0) {
-			json_decref(j);
-			*outcome = SESSION_ADOPTED;
-			return engine_container_unpause(e, *id, err);
-		}
-		if (strcmp(state, "exited") == 0 ||
-		    strcmp(state, "created") == 0) {
-			json_decref(j);
-			if (check_quota(e, s, err) < 0)
-				return -1;
-			*outcome = SESSION_RESTARTED;
-			return start_checked(e, *id, err);
-		}
-		/* dead, removing: nothing to start; make a new one. */
+	if (!j)
+		return 0;
+	cfg = json_object_get(j, "Config");
+	rt = label_of(json_object_get(cfg, "Labels"), SESSION_LABEL_RUNTIME);
+	img = json_string_value(json_object_get(cfg, "Image"));
+	if (!rt || strcmp(rt, s->rt->alias) != 0) {
+		struct strbuf sb = STRBUF_INIT;
+		text_add_escaped(&sb, rt ? rt : "?", strlen(rt ? rt : "?"));
+		sbx_error_set(err, SBX_E_CONFLICT, 0,
+			      "session '%s' runs runtime '%s', not '%s'",
+			      s->key, strbuf_str(&sb), s->rt->alias);
+		sbx_error_hint(*err, "close it first to open it with "
+				     "another runtime");
+		strbuf_release(&sb);
 		json_decref(j);
-		if (engine_container_remove(e, *id, true, NULL, err) < 0)
-			return -1;
-		free(*id);
-		*id = NULL;
-	}
-	if (check_quota(e, s, err) < 0)
 		return -1;
+	}
+	/* A stopped container keeps the image it was made from. */
+	free(s->image_used);
+	s->image_used = xstrdup(img ? img : s->image);
+	*id = xstrdup(json_string_value(json_object_get(j, "Id")));
+	state = session_state(j);
+	if (strcmp(state, "running") == 0 || strcmp(state, "restarting") == 0 ||
+	    strcmp(state, "paused") == 0) {
+		bool paused = strcmp(state, "paused") == 0;
+
+		json_decref(j);
+		*outcome = SESSION_ADOPTED;
+		*adopted = true;
+		return paused ? engine_container_unpause(e, *id, err) : 0;
+	}
+	if (strcmp(state, "exited") == 0 || strcmp(state, "created") == 0) {
+		json_decref(j);
+		return 0; /* to start again: session_engine_launch */
+	}
+	/* dead, removing: nothing to start; a new one is made. */
+	json_decref(j);
+	free(s->image_used);
+	s->image_used = NULL;
+	if (engine_container_remove(e, *id, true, NULL, err) < 0)
+		return -1;
+	free(*id);
+	*id = NULL;
+	return 0;
+}
+
+int session_engine_launch(struct engine *e, struct session_spec *s,
+			  enum session_outcome *outcome, char **id,
+			  struct sbx_error **err)
+{
+	struct sbx_error *e2 = NULL;
+	bool adopted;
+	int rc;
+
+	if (*id) {
+		*outcome = SESSION_RESTARTED;
+		return start_checked(e, *id, err);
+	}
 	*outcome = SESSION_CREATED;
 	rc = create_new(e, s, id, err);
-	if (rc < 0 && *err && (*err)->http == 409 && retry) {
+	if (rc < 0 && *err && (*err)->http == 409) {
 		/* Made meanwhile by an sbxcat on another root sharing this
 		 * engine: adopt it if it is ours (inspect refuses if not).
 		 * Once: a name the engine holds while it removes the
 		 * container answers 409 to create and 404 to inspect. */
 		sbx_error_free(err);
-		return open_once(e, s, outcome, id, false, err);
+		if (session_engine_adopt(e, s, outcome, id, &adopted, err) < 0)
+			return -1;
+		if (adopted)
+			return 0;
+		if (!*id)
+			return sbx_error_set(err, SBX_E_CONFLICT, 0,
+					     "the container of session '%s' "
+					     "is being removed; try again",
+					     s->key);
+		*outcome = SESSION_RESTARTED;
+		return start_checked(e, *id, err);
 	}
 	if (rc == 0 && start_checked(e, *id, err) < 0) {
 		engine_container_remove(e, *id, true, NULL, &e2);
@@ -448,13 +505,6 @@ static int open_once(struct engine *e, struct session_spec *s,
 		rc = -1;
 	}
 	return rc;
-}
-
-int session_engine_open(struct engine *e, struct session_spec *s,
-			enum session_outcome *outcome, char **id,
-			struct sbx_error **err)
-{
-	return open_once(e, s, outcome, id, true, err);
 }
 
 int session_engine_stop(struct engine *e, const char *id, const char *state,

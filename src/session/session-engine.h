@@ -1,7 +1,8 @@
 /*
  * session-engine.h - sessions as the engine sees them: the container a
- * session gets (brief section 7, docs/sessions.md), opening one under the
- * quota lock, its state, closing it; never prints.
+ * session gets (brief section 7, docs/sessions.md), opening one (the
+ * count under the quota lock, the start outside it), its state, closing
+ * it; never prints.
  *
  * A session's container is named "sbxcat-DEPLOYMENT-KEY" and labelled
  * with the deployment, tenant, key, runtime and creation time.  A
@@ -10,9 +11,9 @@
  *
  * Thread rule: nothing here keeps state; each call uses the engine handle
  * it is given (engine.h: one thread at a time) and reads the
- * configuration only.  Opens on different threads or processes decide
- * quotas one at a time under the quota lock their caller holds
- * (session.h).
+ * configuration only.  Opens on different threads or processes count
+ * and reserve one at a time under the quota lock their caller holds
+ * (session.h), and create and start side by side.
  */
 #ifndef SBX_SESSION_ENGINE_H
 #define SBX_SESSION_ENGINE_H
@@ -49,14 +50,14 @@ struct session_spec {
 	unsigned long uid; /* 0: the image's own user */
 	const char *sleep; /* the idle program's path in the image */
 	long long created; /* Unix seconds */
-	/* Set by session_engine_open when it adopted or restarted a
-	 * container: the image that container runs (free it). */
+	/* Set by session_engine_adopt when it found a container: the
+	 * image that container runs (free it). */
 	char *image_used;
 };
 /* The POST /containers/create body (new reference). */
 json_t *session_container_body(const struct session_spec *s);
 
-/* The reasons (error.h) of the quota refusals of session_engine_open:
+/* The reasons (error.h) of the quota refusals of session_quota_check:
  * the tenant's ceiling, the host's. */
 #define SESSION_REASON_TENANT_QUOTA "tenant quota"
 #define SESSION_REASON_HOST_QUOTA "host quota"
@@ -73,15 +74,34 @@ enum session_outcome {
 const char *session_outcome_name(enum session_outcome o);
 
 /*
- * Open the session of spec (its workspace made already) under the quota
- * lock held by the caller: adopt its running container, start it again
- * when stopped, or create and start a new one (counting quotas first).
- * *id is the container's id (newly allocated).  Refusals are status 1
- * with the messages of docs/sessions.md.
+ * An open in three steps, so that only the count is under the quota lock:
+ *
+ * session_engine_adopt looks at the session's container: running,
+ * restarting or paused (unpaused now) it is adopted (*adopted, *id its
+ * id, outcome "adopted"), and the open needs no slot; stopped (exited,
+ * created), *id is set for session_engine_launch to start again; dead or
+ * removing, it is removed and *id NULL; none, *id NULL.  One of another
+ * runtime is a conflict.
+ *
+ * session_quota_check, under the quota lock (session_lock), counts the
+ * sessions that hold a slot (records whose container is live, and the
+ * reservations held: session_reservations), the key's own left out, and
+ * refuses (status 1, the reasons below) when the tenant or the host is at
+ * its ceiling; the caller then reserves (session_reserve) and unlocks.
+ *
+ * session_engine_launch, outside the lock, starts *id again or creates
+ * and starts a new container (*id newly allocated).  Refusals are status
+ * 1 with the messages of docs/sessions.md.
  */
-int session_engine_open(struct engine *e, struct session_spec *spec,
-			enum session_outcome *outcome, char **id,
-			struct sbx_error **err);
+int session_engine_adopt(struct engine *e, struct session_spec *spec,
+			 enum session_outcome *outcome, char **id,
+			 bool *adopted, struct sbx_error **err);
+int session_quota_check(struct engine *e, struct session_root *r,
+			const struct session_config *c, const char *key,
+			const char *tenant, struct sbx_error **err);
+int session_engine_launch(struct engine *e, struct session_spec *spec,
+			  enum session_outcome *outcome, char **id,
+			  struct sbx_error **err);
 
 /*
  * Inspect the session's container: *inspect NULL when there is none (not

@@ -487,14 +487,55 @@ static int lock_file_open(struct session_root *r, const char *key,
 	return fd;
 }
 
-int session_exec_lock(struct session_root *r, const char *key,
-		      struct sbx_error **err)
+/* ROOT/KEY/NAME opened (lock_file_open) and flocked, waiting. */
+static int lock_file(struct session_root *r, const char *key,
+		     const char *name, struct sbx_error **err)
 {
-	int fd = lock_file_open(r, key, EXEC_LOCK_NAME, err);
+	int fd = lock_file_open(r, key, name, err);
 
 	if (fd >= 0 && session_lock_wait(r, fd, r->path, key, err) < 0) {
 		close(fd);
 		return -1;
+	}
+	return fd;
+}
+
+int session_exec_lock(struct session_root *r, const char *key,
+		      struct sbx_error **err)
+{
+	return lock_file(r, key, EXEC_LOCK_NAME, err);
+}
+
+/* Is the lock file open on fd still ROOT/KEY/NAME (not moved into the
+ * trash by a purge while its opener waited)? */
+static bool still_there(struct session_root *r, const char *key,
+			const char *name, int fd)
+{
+	struct stat a, b;
+	int kfd =
+	    openat(r->fd, key, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	bool same;
+
+	if (kfd < 0)
+		return false;
+	same = fstat(fd, &a) == 0 &&
+	       fstatat(kfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	close(kfd);
+	return same;
+}
+
+int session_open_lock(struct session_root *r, const char *key,
+		      struct sbx_error **err)
+{
+	int fd = lock_file(r, key, OPEN_LOCK_NAME, err);
+
+	if (fd >= 0 && !still_there(r, key, OPEN_LOCK_NAME, fd)) {
+		close(fd);
+		return sbx_error_set(err, SBX_E_CONFLICT, ESTALE,
+				     "session '%s' was purged while this "
+				     "waited for it",
+				     key);
 	}
 	return fd;
 }

@@ -26,6 +26,13 @@
  *   ROOT/KEY/session.json   sbxcat's record (below), replaced atomically
  *   ROOT/KEY/workspace/     the sandbox uid's, 0755; bind-mounted at the
  *                           same path in the container
+ *   ROOT/.sbxcat-ws/        root's, 0700: the workspaces of the warm pool
+ *   ROOT/.sbxcat-ws/ID/     a pooled container's workspace (ID: 26 of
+ *                           [a-z2-7]), the sandbox uid's, 0755, at the
+ *                           same path in its container; the record of
+ *                           the session that claims it names it
+ *   ROOT/.sbxcat-open/      root's, 0700: the reservations of opens in
+ *                           progress (session_reserve)
  *
  * Everything below ROOT is reached from a directory descriptor of ROOT
  * with O_NOFOLLOW: a KEY that is not a key, or a ROOT/KEY that is a
@@ -130,6 +137,11 @@ struct session_record {
 	char *tenant, *scope, *runtime, *image;
 	char *container; /* id, or NULL before the first create */
 	long long created, last_activity; /* Unix seconds */
+	/* The workspace directory, relative to ROOT: "KEY/workspace" (a
+	 * cold open's) or ".sbxcat-ws/ID" (a pooled container's, made
+	 * before the key was known).  Set by every read; NULL when written
+	 * means KEY/workspace. */
+	char *workspace;
 };
 void session_record_release(struct session_record *r);
 
@@ -179,17 +191,27 @@ void session_unlock(struct session_root *r);
 int session_secret_load(struct session_config *c, struct session_root *r,
 			struct sbx_error **err);
 
+/* The shape of a record's workspace: "KEY/workspace" of this key, or
+ * ".sbxcat-ws/ID" (ID as session_pool_id_valid: 26 of [a-z2-7]). */
+bool session_workspace_rel_valid(const char *rel, const char *key);
+bool session_pool_id_valid(const char *id);
+/* Does rec name a pooled workspace (.sbxcat-ws/ID)? */
+bool session_workspace_pooled(const struct session_record *rec);
+
 /*
- * Open ROOT/KEY/workspace (O_RDONLY | O_DIRECTORY, never through a
- * symlink; ROOT/KEY checked as every other use of it) and return its
+ * Open the workspace rec names (O_RDONLY | O_DIRECTORY, never through a
+ * symlink; ROOT/KEY or ROOT/.sbxcat-ws checked as every other use of
+ * them: root's, no access for group or others) and return its
  * descriptor; a key without a directory is "no session 'KEY'" (status 1,
  * ENOENT), a missing workspace status 3.
  */
-int session_workspace_open(struct session_root *r, const char *key,
+int session_workspace_open(struct session_root *r,
+			   const struct session_record *rec,
 			   struct sbx_error **err);
 
-/* "ROOT/KEY/workspace", newly allocated. */
-char *session_workspace_path(const struct session_root *r, const char *key);
+/* "ROOT/" rec->workspace, newly allocated. */
+char *session_workspace_path(const struct session_root *r,
+			     const struct session_record *rec);
 
 /*
  * Make ROOT/KEY (root's, 0700) and ROOT/KEY/workspace (uid:uid, 0755)
@@ -300,9 +322,58 @@ int session_trash_finish(struct session_root *r, unsigned *finished,
  * does not hold the quota lock). */
 int session_purge(struct session_root *r, const char *key,
 		  struct sbx_error **err);
-/* Bytes used by ROOT/KEY/workspace (st_blocks * 512, not following
+/*
+ * Reservations: an open that the count allowed holds a reservation from
+ * the count (under the quota lock) until its record is written, so the
+ * create and start run outside the lock while the slot stays taken.
+ * session_reserve makes ROOT/.sbxcat-open/KEY (root's, 0600) naming the
+ * tenant and holds its flock; call it with the quota lock held.  A
+ * reservation of the key that someone holds is a conflict ("session
+ * 'KEY' is being opened"); one nobody holds (its open died) is replaced.
+ * session_reserve_release removes it and lets it go.
+ *
+ * session_reservations lists the reservations held now (with the quota
+ * lock held), removing every stale one: a reservation left by a process
+ * killed between the count and the start is released by the next count.
+ */
+struct session_reservation {
+	int fd, dir_fd;
+	char key[SESSION_KEY_MAX + 1];
+};
+void session_reservation_init(struct session_reservation *v);
+int session_reserve(struct session_root *r, const char *key, const char *tenant,
+		    struct session_reservation *v, struct sbx_error **err);
+void session_reserve_release(struct session_reservation *v);
+struct session_held {
+	char key[SESSION_KEY_MAX + 1];
+	char *tenant; /* NULL when its file could not be read */
+};
+int session_reservations(struct session_root *r, struct session_held **v,
+			 size_t *n, struct sbx_error **err);
+void session_held_free(struct session_held *v, size_t n);
+
+/*
+ * Make ROOT/KEY (root's, 0700) when missing, checked as every use of it;
+ * no workspace in it.
+ */
+int session_keydir_make(struct session_root *r, const char *key,
+			struct sbx_error **err);
+/*
+ * flock(LOCK_EX) ROOT/KEY/open.lock (made as exec.lock is), which an open
+ * holds from its first look at the key to its record, and a close from
+ * before the quota lock to its end: two opens of one key take turns, and
+ * the second adopts what the first made.  A lock won after a purge moved
+ * ROOT/KEY away is refused (errnum ESTALE): make ROOT/KEY again and
+ * retry.  Released with session_keydir_unlock.  Taken before the quota
+ * lock, never while holding it (the reaper only tries it).
+ */
+int session_open_lock(struct session_root *r, const char *key,
+		      struct sbx_error **err);
+
+/* Bytes used by the workspace rec names (st_blocks * 512, not following
  * symlinks, not crossing mounts); entries counted into *files. */
-int session_workspace_size(struct session_root *r, const char *key,
+int session_workspace_size(struct session_root *r,
+			   const struct session_record *rec,
 			   unsigned long long *bytes, unsigned long long *files,
 			   struct sbx_error **err);
 

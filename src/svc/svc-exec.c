@@ -309,7 +309,7 @@ static int exec_prepare(struct run *r, struct sbx_error **err)
 			json_array_append_new(cmdv,
 					      xjson_string(req->argv[i]));
 	}
-	ws = session_workspace_path(&r->root, r->rec.key);
+	ws = session_workspace_path(&r->root, &r->rec);
 	user = json_string_value(
 	    json_object_get(json_object_get(r->inspect, "Config"), "User"));
 	body = xjson_pack("{s:b, s:b, s:b, s:b, s:o, s:s, s:s, s:b}",

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "audit/audit.h"
 #include "basic/alloc.h"
@@ -215,42 +216,99 @@ static int make_key(const struct svc *s, const struct svc_call *call,
 				  key, err);
 }
 
-/*
- * Under the quota lock: the workspace made, a record already there read
- * (it must be the tenant's), the container adopted, restarted or made,
- * and the record written.
- */
-static int open_locked(const struct svc *s, const struct svc_call *call,
-		       const struct svc_session_open_req *req, struct engine *e,
-		       struct session_root *root, const struct runtime *rt,
-		       const char *image, struct svc_session_open_res *res,
-		       struct sbx_error **err)
+/* The record already there (*old zeroed when none): the tenant's, or a
+ * conflict. */
+static int read_old(const struct svc_call *call,
+		    const struct svc_session_open_req *req,
+		    struct session_root *root, const char *key,
+		    struct session_record *old, struct sbx_error **err)
 {
-	struct session_record rec = {0}, old = {0};
-	struct session_spec spec = {0};
-	bool made;
-	int rc = -1;
-
-	if (session_workspace_make(root, res->key, s->cfg.recipe.sandbox_uid,
-				   &made, err) < 0)
-		goto out;
-	res->workspace = session_workspace_path(root, res->key);
-	if (session_record_read(root, res->key, &old, err) < 0) {
+	if (session_record_read(root, key, old, err) < 0) {
 		if ((*err)->errnum != ENOENT)
-			goto out;
+			return -1;
 		sbx_error_free(err);
-	} else if (strcmp(old.tenant, call->tenant) != 0 && req->name) {
+		memset(old, 0, sizeof(*old));
+		return 0;
+	}
+	if (strcmp(old->tenant, call->tenant) == 0)
+		return 0;
+	if (req->name)
 		/* An id is one name on the service, whoever holds it. */
 		sbx_error_set(err, SBX_E_CONFLICT, 0,
-			      "session '%s' is another tenant's", res->key);
-		goto out;
-	} else if (strcmp(old.tenant, call->tenant) != 0) {
+			      "session '%s' is another tenant's", key);
+	else
 		/* Keys fold the tenant in: only a forged record gets here. */
 		sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
 			      "the record of session '%s' names another tenant",
-			      res->key);
-		goto out;
+			      key);
+	session_record_release(old);
+	return -1;
+}
+
+/* Count and reserve under the quota lock: the only part of an open that
+ * other opens wait for. */
+static int reserve_slot(const struct svc *s, const struct svc_call *call,
+			struct engine *e, struct session_root *root,
+			const char *key, struct session_reservation *v,
+			struct sbx_error **err)
+{
+	int rc;
+
+	if (session_lock(root, err) < 0)
+		return -1;
+	rc = session_quota_check(e, root, &s->cfg.session, key, call->tenant,
+				 err);
+	if (rc == 0)
+		rc = session_reserve(root, key, call->tenant, v, err);
+	session_unlock(root);
+	return rc;
+}
+
+/* The workspace a new container binds: the record's when there is one,
+ * else ROOT/KEY/workspace, made now. */
+static int workspace_for(const struct svc *s, struct session_root *root,
+			 const struct session_record *old,
+			 struct svc_session_open_res *res,
+			 struct sbx_error **err)
+{
+	bool made;
+
+	if (old->key[0] && session_workspace_pooled(old)) {
+		/* A pooled workspace: it must still be there. */
+		int fd = session_workspace_open(root, old, err);
+
+		if (fd < 0)
+			return -1;
+		close(fd);
+		return 0;
 	}
+	return session_workspace_make(root, res->key, s->cfg.recipe.sandbox_uid,
+				      &made, err);
+}
+
+/*
+ * With ROOT/KEY's open lock held: a record already there read (it must
+ * be the tenant's); the container adopted, or, with a slot reserved, its
+ * workspace made and the container restarted or made; the record written.
+ */
+static int open_key(const struct svc *s, const struct svc_call *call,
+		    const struct svc_session_open_req *req, struct engine *e,
+		    struct session_root *root, const struct runtime *rt,
+		    const char *image, struct svc_session_open_res *res,
+		    struct sbx_error **err)
+{
+	struct session_record rec = {0}, old = {0};
+	struct session_spec spec = {0};
+	struct session_reservation slot;
+	bool adopted;
+	int rc = -1;
+
+	session_reservation_init(&slot);
+	if (read_old(call, req, root, res->key, &old, err) < 0)
+		goto out;
+	memcpy(rec.key, res->key, sizeof(rec.key));
+	rec.workspace = old.workspace ? xstrdup(old.workspace) : NULL;
+	res->workspace = session_workspace_path(root, &rec);
 
 	spec.cfg = &s->cfg.session;
 	spec.rt = rt;
@@ -261,11 +319,16 @@ static int open_locked(const struct svc *s, const struct svc_call *call,
 	spec.workspace = res->workspace;
 	spec.uid = s->cfg.recipe.sandbox_uid;
 	spec.created = old.created ? old.created : (long long)time(NULL);
-	if (session_engine_open(e, &spec, &res->outcome, &res->container, err) <
-	    0)
+	if (session_engine_adopt(e, &spec, &res->outcome, &res->container,
+				 &adopted, err) < 0)
+		goto out;
+	if (!adopted &&
+	    (reserve_slot(s, call, e, root, res->key, &slot, err) < 0 ||
+	     workspace_for(s, root, &old, res, err) < 0 ||
+	     session_engine_launch(e, &spec, &res->outcome, &res->container,
+				   err) < 0))
 		goto out;
 
-	memcpy(rec.key, res->key, sizeof(rec.key));
 	rec.tenant = xstrdup(call->tenant);
 	rec.scope = xstrdup(req->scope);
 	rec.runtime = xstrdup(rt->alias);
@@ -273,12 +336,15 @@ static int open_locked(const struct svc *s, const struct svc_call *call,
 	rec.container = xstrdup(res->container);
 	rec.created = spec.created;
 	rec.last_activity = (long long)time(NULL);
+	/* The record first, the reservation after: in between the session
+	 * is counted twice, never not at all. */
 	if (session_record_write(root, &rec, err) < 0)
 		goto out;
 	res->image = steal_pointer(&rec.image);
 	res->created = spec.created;
 	rc = 0;
 out:
+	session_reserve_release(&slot);
 	session_record_release(&rec);
 	session_record_release(&old);
 	free(spec.image_used);
@@ -307,7 +373,7 @@ int svc_session_open(const struct svc *s, const struct svc_call *call,
 	const struct runtime *rt;
 	struct audit *au = NULL;
 	char *image = NULL;
-	bool locked = false;
+	int ofd = -1;
 	long long started = clock_now_ms();
 
 	memset(res, 0, sizeof(*res));
@@ -336,18 +402,21 @@ int svc_session_open(const struct svc *s, const struct svc_call *call,
 	if (svc_engine_open(s, call, &engine, err) < 0 ||
 	    ensure_image(s, call, &engine, rt, image, &req->watch, err) < 0)
 		goto out;
-	if (session_lock(&root, err) < 0)
+	for (int tries = 0; ofd < 0 && tries < 3; tries++) {
+		sbx_error_free(err);
+		if (session_keydir_make(&root, res->key, err) < 0)
+			goto out;
+		ofd = session_open_lock(&root, res->key, err);
+		if (ofd < 0 && (*err)->errnum != ESTALE)
+			goto out;
+	}
+	if (ofd < 0 ||
+	    open_key(s, call, req, &engine, &root, rt, image, res, err) < 0)
 		goto out;
-	locked = true;
-	if (open_locked(s, call, req, &engine, &root, rt, image, res, err) < 0)
-		goto out;
-	session_unlock(&root);
-	locked = false;
 	res->name = session_container_name(&s->cfg.session, res->key);
 	res->doc = open_json(res);
 out:
-	if (locked)
-		session_unlock(&root);
+	session_keydir_unlock(ofd);
 	session_audit(au, AUDIT_OPEN, call->tenant, res->key, rt->alias,
 		      rt->alias, started,
 		      *err ? NULL : session_outcome_name(res->outcome), err);
@@ -381,12 +450,13 @@ static json_t *row_json(const struct session_record *r, const char *state)
 /* The size of key's workspace, into doc (0 and a warning when the walk
  * fails). */
 static void add_size(const struct svc_call *call, struct session_root *root,
-		     const char *key, unsigned long long *bytes,
-		     unsigned long long *files, json_t *doc)
+		     const struct session_record *rec,
+		     unsigned long long *bytes, unsigned long long *files,
+		     json_t *doc)
 {
 	struct sbx_error *err = NULL;
 
-	if (session_workspace_size(root, key, bytes, files, &err) < 0) {
+	if (session_workspace_size(root, rec, bytes, files, &err) < 0) {
 		svc_warn(call, "%s", err->msg);
 		sbx_error_free(&err);
 	}
@@ -429,7 +499,7 @@ static void ls_row(const struct svc_call *call,
 	j = row_json(&row->rec, row->state);
 	/* Only a caller that asks pays for the walk of every workspace. */
 	if (req->sizes)
-		add_size(call, root, row->rec.key, &row->bytes, &row->files, j);
+		add_size(call, root, &row->rec, &row->bytes, &row->files, j);
 	json_array_append_new(res->doc, j);
 }
 
@@ -525,7 +595,7 @@ static void show_container(const struct svc_call *call,
 				: json_null());
 	json_object_set_new(doc, "image", xjson_text(res->rec.image));
 	xjson_set_path(doc, "workspace", res->workspace);
-	add_size(call, root, res->rec.key, &res->bytes, &res->files, doc);
+	add_size(call, root, &res->rec, &res->bytes, &res->files, doc);
 	json_object_set_new(
 	    doc, "oom_killed",
 	    json_boolean(json_is_true(json_object_get(st, "OOMKilled"))));
@@ -562,7 +632,7 @@ int svc_session_show(const struct svc *s, const struct svc_call *call,
 				   &inspect, err) < 0)
 		goto out;
 	res->state = session_state(inspect);
-	res->workspace = session_workspace_path(&root, res->rec.key);
+	res->workspace = session_workspace_path(&root, &res->rec);
 	res->doc = row_json(&res->rec, res->state);
 	show_container(call, &root, inspect, res);
 	rc = 0;
@@ -591,11 +661,18 @@ static int close_session(const struct svc *s, struct engine *e,
 			 const char **what, struct sbx_error **err)
 {
 	struct session_trash trash;
-	int rc = -1;
+	int rc = -1, ofd;
 
 	session_trash_init(&trash);
-	if (session_lock(root, err) < 0)
+	/* An open of the key in progress finishes first; one that waits
+	 * for it finds what this leaves. */
+	ofd = session_open_lock(root, key, err);
+	if (ofd < 0)
 		return -1;
+	if (session_lock(root, err) < 0) {
+		session_keydir_unlock(ofd);
+		return -1;
+	}
 	if (session_engine_close(e, &s->cfg.session, key,
 				 s->cfg.session.persist_containers && !purge,
 				 what, err) < 0 ||
@@ -610,6 +687,7 @@ static int close_session(const struct svc *s, struct engine *e,
 		goto out;
 	rc = 0;
 out:
+	session_keydir_unlock(ofd);
 	session_trash_release(&trash);
 	return rc;
 }
