@@ -488,8 +488,8 @@ static int lock_file_open(struct session_root *r, const char *key,
 }
 
 /* ROOT/KEY/NAME opened (lock_file_open) and flocked, waiting. */
-static int lock_file(struct session_root *r, const char *key,
-		     const char *name, struct sbx_error **err)
+static int lock_file(struct session_root *r, const char *key, const char *name,
+		     struct sbx_error **err)
 {
 	int fd = lock_file_open(r, key, name, err);
 
