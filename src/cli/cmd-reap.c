@@ -14,7 +14,9 @@
 
 #include "basic/clock.h"
 #include "basic/util.h"
+#include "catalog/catalog.h"
 #include "cli/cmd.h"
+#include "svc/svc-pool.h"
 #include "svc/svc-reap.h"
 
 struct reap_opts {
@@ -109,6 +111,41 @@ static int reap_pass_cmd(struct sbx_ctx *ctx, const struct reap_opts *o,
 	return rc;
 }
 
+/*
+ * After a pass (not dry), the warm pool tidied and filled when
+ * SBXCAT_WARM_POOL asks for one: the refill of a host that has no
+ * service, its reap run from cron.  A catalogue that does not load
+ * leaves the pool as it is, said.
+ */
+static int reap_pool_cmd(struct sbx_ctx *ctx)
+{
+	struct svc_pool_res res;
+	struct sbx_error *err = NULL;
+	struct catalog cat;
+	int rc = 0;
+
+	if (!ctx->svc.cfg.session.npool)
+		return 0;
+	catalog_init(&cat);
+	if (catalog_load(&cat, cmd_catalog_path(ctx), &err) < 0 ||
+	    !catalog_valid(&cat)) {
+		fprintf(stderr,
+			"sbxcat: the warm pool is not filled: the catalogue "
+			"%s\n",
+			err ? err->msg : "is invalid");
+		sbx_error_free(&err);
+		catalog_release(&cat);
+		return SBX_EXIT_FAIL;
+	}
+	if (svc_pool_fill(&ctx->svc, &ctx->call, &cat, &res, &err) < 0)
+		rc = cmd_report(&err);
+	else if (!ctx->json && (res.made || res.drained || res.swept))
+		printf("pool: %u made ready, %u drained, %u swept\n", res.made,
+		       res.drained, res.swept);
+	catalog_release(&cat);
+	return rc;
+}
+
 static int reap_report_cmd(struct sbx_ctx *ctx, const struct reap_opts *o)
 {
 	struct svc_reap_report_req req = {.top = (size_t)o->limit};
@@ -134,6 +171,7 @@ static int cmd_reap(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 {
 	struct reap_opts *o = opts;
 	long long now = (long long)time(NULL);
+	int rc;
 
 	(void)nargs, (void)args;
 	if (o->now && clock_parse_time(o->now, &now) < 0)
@@ -148,7 +186,14 @@ static int cmd_reap(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 				       "has nothing to do with it");
 	if (!o->have_limit)
 		o->limit = o->report ? REAP_REPORT_DEFAULT : REAP_LIMIT_DEFAULT;
-	return o->report ? reap_report_cmd(ctx, o) : reap_pass_cmd(ctx, o, now);
+	if (o->report)
+		return reap_report_cmd(ctx, o);
+	rc = reap_pass_cmd(ctx, o, now);
+	if (!o->dry_run && rc != SBX_EXIT_USAGE) {
+		int prc = reap_pool_cmd(ctx);
+		rc = rc ? rc : prc;
+	}
+	return rc;
 }
 
 const struct cmd_entry cmd_reap_entry = {

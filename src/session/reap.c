@@ -73,7 +73,8 @@ void reap_add_duration(struct strbuf *sb, long long s)
 /* ---- what the engine holds ---- */
 
 struct ctr {
-	const char *id, *name, *state, *key; /* borrowed from list */
+	const char *id, *name, *state; /* borrowed from list */
+	char key[SESSION_KEY_MAX + 1];
 	long long created;
 	bool claimed; /* a session's container: decided with its record */
 };
@@ -105,22 +106,16 @@ static void our_containers(json_t *list, const struct session_config *c,
 		const char *name = json_string_value(
 		    json_array_get(json_object_get(s, "Names"), 0));
 		struct ctr *x;
+		char key[SESSION_KEY_MAX + 1];
 
-		const char *key = label_of(s, SESSION_LABEL_KEY);
-		char *want;
-		bool session;
-
+		/* A session's container has the name made of its key and
+		 * the key label of that key, or, claimed from the pool, the
+		 * pool's label.  The deployment label alone is not enough:
+		 * prewarm puts it on the images it builds, and every
+		 * container run from one inherits it. */
 		if (!dep || strcmp(dep, c->deployment) != 0 || !id || !name ||
-		    !key || !session_key_valid(key))
-			continue;
-		/* A session's container has the key label and the name made
-		 * of it.  The deployment label alone is not enough: prewarm
-		 * puts it on the images it builds, and every container run
-		 * from one inherits it. */
-		want = session_container_name(c, key);
-		session = strcmp(name + (*name == '/'), want) == 0;
-		free(want);
-		if (!session)
+		    !session_container_key_of(c, json_object_get(s, "Labels"),
+					      name, key))
 			continue;
 		ALLOC_GROW(*v, *n + 1, alloc);
 		x = &(*v)[(*n)++];
@@ -128,7 +123,7 @@ static void our_containers(json_t *list, const struct session_config *c,
 		x->name = name + (*name == '/');
 		x->state = session_state_word(
 		    json_string_value(json_object_get(s, "State")));
-		x->key = key;
+		memcpy(x->key, key, sizeof(x->key));
 		x->created = json_integer_value(json_object_get(s, "Created"));
 		x->claimed = false;
 	}
@@ -218,8 +213,7 @@ static struct ctr *session_ctr(struct ctr *v, size_t n, const char *name,
 			       const char *key)
 {
 	for (size_t i = 0; i < n; i++)
-		if (strcmp(v[i].name, name) == 0 && v[i].key &&
-		    strcmp(v[i].key, key) == 0)
+		if (strcmp(v[i].name, name) == 0 && strcmp(v[i].key, key) == 0)
 			return &v[i];
 	return NULL;
 }

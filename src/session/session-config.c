@@ -20,6 +20,7 @@
 #include "basic/env.h"
 #include "basic/error.h"
 #include "basic/text.h"
+#include "catalog/catalog.h"
 #include "catalog/deployment.h"
 #include "session/session-layout.h"
 #include "session/session.h"
@@ -282,6 +283,55 @@ static int spill_from_env(const struct sbx_env *e, struct session_config *c,
 	return 0;
 }
 
+/* One "ALIAS=N" of SBXCAT_WARM_POOL into c->pool, or why not. */
+static const char *pool_one(struct session_config *c, const char *item,
+			    size_t len, size_t *alloc)
+{
+	const char *eq = memchr(item, '=', len);
+	unsigned long long n;
+	char *alias, *num, *msg;
+
+	if (!eq)
+		return "expected ALIAS=COUNT, comma-separated";
+	alias = xstrndup(item, (size_t)(eq - item));
+	num = xstrndup(eq + 1, len - (size_t)(eq - item) - 1);
+	msg = catalog_check_alias(alias);
+	if (msg || !text_parse_uint(num, SESSION_POOL_MAX, &n)) {
+		bool bad_alias = msg != NULL;
+
+		free(msg);
+		free(alias);
+		free(num);
+		return bad_alias ? "an alias is not a runtime alias"
+				 : "a count is not a whole number from 0 to 64";
+	}
+	free(num);
+	for (size_t i = 0; i < c->npool; i++)
+		if (strcmp(c->pool[i].alias, alias) == 0) {
+			free(alias);
+			return "a runtime is named twice";
+		}
+	ALLOC_GROW(c->pool, c->npool + 1, *alloc);
+	c->pool[c->npool].alias = alias;
+	c->pool[c->npool++].count = (unsigned)n;
+	return NULL;
+}
+
+static int pool_from_env(const struct sbx_env *e, struct session_config *c,
+			 struct sbx_error **err)
+{
+	const char *v = env(e, "SBXCAT_WARM_POOL"), *p, *why = NULL;
+	size_t alloc = 0;
+
+	for (p = v; p && *p && !why;) {
+		size_t len = strcspn(p, ",");
+
+		why = pool_one(c, p, len, &alloc);
+		p += len + (p[len] == ',');
+	}
+	return why ? bad_value(err, "SBXCAT_WARM_POOL", v, why) : 0;
+}
+
 int session_config_load(struct session_config *c, const struct sbx_env *e,
 			struct sbx_error **err)
 {
@@ -317,7 +367,8 @@ int session_config_load(struct session_config *c, const struct sbx_env *e,
 	    env_seconds(e, "SANDBOXD_CONTAINER_TTL", &c->container_ttl, err) <
 		0 ||
 	    env_seconds(e, "SANDBOXD_WORKSPACE_TTL", &c->workspace_ttl, err) <
-		0)
+		0 ||
+	    pool_from_env(e, c, err) < 0)
 		goto fail;
 	if (c->workspace_ttl && c->workspace_ttl <= c->idle_timeout) {
 		sbx_error_set(err, SBX_E_INVALID, 0,
@@ -351,6 +402,9 @@ void session_config_release(struct session_config *c)
 	free(c->network);
 	free(c->deployment);
 	free(c->spill);
+	for (size_t i = 0; i < c->npool; i++)
+		free(c->pool[i].alias);
+	free(c->pool);
 	if (c->secret)
 		OPENSSL_cleanse(c->secret, c->secret_len);
 	free(c->secret);

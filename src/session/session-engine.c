@@ -35,6 +35,8 @@ const char *session_outcome_name(enum session_outcome o)
 		return "adopted";
 	case SESSION_RESTARTED:
 		return "restarted";
+	case SESSION_CLAIMED:
+		return "claimed";
 	}
 	return "?";
 }
@@ -70,11 +72,21 @@ json_t *session_container_body(const struct session_spec *s)
 		json_array_append_new(env, xjson_string(kv));
 	}
 	snprintf(created, sizeof(created), "%lld", s->created);
-	labels = xjson_pack("{s:s, s:s, s:s, s:s, s:s}",
-			    DEPLOYMENT_LABEL, s->cfg->deployment,
-			    SESSION_LABEL_TENANT, s->tenant, SESSION_LABEL_KEY,
-			    s->key, SESSION_LABEL_RUNTIME, s->rt->alias,
-			    SESSION_LABEL_CREATED, created);
+	/* A pooled container is made before any key or tenant asks; its
+	 * name (sbxcat-DEPLOYMENT-KEY once claimed) and sbxcat's record
+	 * say whose it is. */
+	if (s->pool_id)
+		labels =
+		    xjson_pack("{s:s, s:s, s:s, s:s}", DEPLOYMENT_LABEL,
+			       s->cfg->deployment, SESSION_LABEL_POOL,
+			       s->pool_id, SESSION_LABEL_RUNTIME, s->rt->alias,
+			       SESSION_LABEL_CREATED, created);
+	else
+		labels = xjson_pack(
+		    "{s:s, s:s, s:s, s:s, s:s}", DEPLOYMENT_LABEL,
+		    s->cfg->deployment, SESSION_LABEL_TENANT, s->tenant,
+		    SESSION_LABEL_KEY, s->key, SESSION_LABEL_RUNTIME,
+		    s->rt->alias, SESSION_LABEL_CREATED, created);
 	mount = xjson_pack("{s:s, s:s, s:s, s:b, s:{s:s}}", "Type", "bind",
 			   "Source", s->workspace, "Target", s->workspace,
 			   "ReadOnly", 0, "BindOptions", "Propagation",
@@ -106,14 +118,47 @@ static const char *label_of(json_t *labels, const char *key)
 	return json_string_value(json_object_get(labels, key));
 }
 
-/* Is this container ours: this deployment's session of key? */
-static bool ours(json_t *labels, const struct session_config *c,
-		 const char *key)
+char *session_pool_container_name(const struct session_config *c,
+				  const char *id)
+{
+	return xasprintf("sbxcat-%s-pool_%s", c->deployment, id);
+}
+
+bool session_container_key_of(const struct session_config *c, json_t *labels,
+			      const char *name, char key[SESSION_KEY_MAX + 1])
 {
 	const char *dep = label_of(labels, DEPLOYMENT_LABEL);
 	const char *k = label_of(labels, SESSION_LABEL_KEY);
+	const char *pool = label_of(labels, SESSION_LABEL_POOL);
+	size_t dl = strlen(c->deployment);
 
-	return dep && k && strcmp(dep, c->deployment) == 0 &&
+	key[0] = '\0';
+	if (!dep || strcmp(dep, c->deployment) != 0 || !name)
+		return false;
+	name += *name == '/';
+	/* sbxcat-DEPLOYMENT-KEY, whoever made it */
+	if (strncmp(name, "sbxcat-", 7) != 0 ||
+	    strncmp(name + 7, c->deployment, dl) != 0 || name[7 + dl] != '-')
+		return false;
+	name += 7 + dl + 1;
+	if (!session_key_valid(name))
+		return false; /* pool_ID, or not a name of sbxcat's */
+	/* A cold open's container carries its key; a pooled one carries
+	 * its pool's ID and is the key's by its name, given at the claim. */
+	if ((k && strcmp(k, name) != 0) || (!k && !pool) ||
+	    (pool && !session_pool_id_valid(pool)))
+		return false;
+	memcpy(key, name, strlen(name) + 1);
+	return true;
+}
+
+/* Is this container ours: this deployment's session of key? */
+static bool ours(json_t *labels, const char *name,
+		 const struct session_config *c, const char *key)
+{
+	char k[SESSION_KEY_MAX + 1];
+
+	return session_container_key_of(c, labels, name, k) &&
 	       strcmp(k, key) == 0;
 }
 
@@ -151,9 +196,9 @@ int session_engine_inspect(struct engine *e, const struct session_config *c,
 		free(name);
 		return 0;
 	}
-	if (rc == 0 && !ours(json_object_get(json_object_get(j, "Config"),
-					     "Labels"),
-			     c, key)) {
+	if (rc == 0 &&
+	    !ours(json_object_get(json_object_get(j, "Config"), "Labels"),
+		  json_string_value(json_object_get(j, "Name")), c, key)) {
 		json_decref(j);
 		rc = sbx_error_set(err, SBX_E_CONFLICT, 0,
 				   "a container named '%s' exists that is not "
@@ -222,9 +267,12 @@ int session_engine_list(struct engine *e, const struct session_config *c,
 	*by_key = json_object();
 	json_array_foreach(arr, i, v)
 	{
-		json_t *l = json_object_get(v, "Labels");
-		const char *k = label_of(l, SESSION_LABEL_KEY);
-		if (k && ours(l, c, k))
+		char k[SESSION_KEY_MAX + 1];
+		if (session_container_key_of(
+			c, json_object_get(v, "Labels"),
+			json_string_value(
+			    json_array_get(json_object_get(v, "Names"), 0)),
+			k))
 			json_object_set(*by_key, k, v);
 	}
 	json_decref(arr);
@@ -269,7 +317,7 @@ static int count_records(struct session_root *r, json_t *by_key,
 			continue;
 		}
 		(*all)++;
-		*mine += strcmp(rec.tenant, tenant) == 0;
+		*mine += tenant && strcmp(rec.tenant, tenant) == 0;
 		json_object_set_new(seen, keys[i], json_true());
 		session_record_release(&rec);
 	}
@@ -277,45 +325,62 @@ static int count_records(struct session_root *r, json_t *by_key,
 	return 0;
 }
 
-int session_quota_check(struct engine *e, struct session_root *r,
+int session_quota_count(struct engine *e, struct session_root *r,
 			const struct session_config *c, const char *key,
-			const char *tenant, struct sbx_error **err)
+			const char *tenant, struct session_count *n,
+			struct sbx_error **err)
 {
 	struct session_held *held = NULL;
-	size_t nheld = 0;
+	struct session_pool_entry *pool = NULL;
+	size_t nheld = 0, npool = 0;
 	json_t *by_key = NULL, *seen = json_object();
-	unsigned all = 0, mine = 0;
 	int rc = -1;
 
+	memset(n, 0, sizeof(*n));
 	if (session_engine_list(e, c, &by_key, err) < 0 ||
-	    count_records(r, by_key, key, tenant, &all, &mine, seen, err) < 0 ||
-	    session_reservations(r, &held, &nheld, err) < 0)
+	    count_records(r, by_key, key, tenant, &n->all, &n->mine, seen,
+			  err) < 0 ||
+	    session_reservations(r, &held, &nheld, err) < 0 ||
+	    session_pool_list(r, &pool, &npool, err) < 0)
 		goto out;
 	for (size_t i = 0; i < nheld; i++) {
 		if (strcmp(held[i].key, key) == 0 ||
 		    json_object_get(seen, held[i].key))
 			continue;
-		all++;
-		mine += held[i].tenant && strcmp(held[i].tenant, tenant) == 0;
+		n->all++;
+		n->mine += tenant && held[i].tenant &&
+			   strcmp(held[i].tenant, tenant) == 0;
 	}
+	n->pooled = (unsigned)npool;
+	n->all += n->pooled;
 	rc = 0;
-	if (mine >= c->max_per_tenant) {
-		rc = sbx_error_set(err, SBX_E_REFUSED, 0,
-				   "tenant '%s' already holds %u of %u "
-				   "sessions; close one first",
-				   tenant, mine, c->max_per_tenant);
-		sbx_error_reason(*err, SESSION_REASON_TENANT_QUOTA);
-	} else if (all >= c->max_sessions) {
-		rc = sbx_error_set(err, SBX_E_REFUSED, 0,
-				   "the host holds its ceiling of %u sessions",
-				   c->max_sessions);
-		sbx_error_reason(*err, SESSION_REASON_HOST_QUOTA);
-	}
 out:
+	session_pool_list_free(pool, npool);
 	session_held_free(held, nheld);
 	json_decref(by_key);
 	json_decref(seen);
 	return rc;
+}
+
+int session_quota_refuse(const struct session_config *c, const char *tenant,
+			 const struct session_count *n, struct sbx_error **err)
+{
+	if (tenant && n->mine >= c->max_per_tenant) {
+		sbx_error_set(err, SBX_E_REFUSED, 0,
+			      "tenant '%s' already holds %u of %u "
+			      "sessions; close one first",
+			      tenant, n->mine, c->max_per_tenant);
+		sbx_error_reason(*err, SESSION_REASON_TENANT_QUOTA);
+		return -1;
+	}
+	if (n->all >= c->max_sessions) {
+		sbx_error_set(err, SBX_E_REFUSED, 0,
+			      "the host holds its ceiling of %u sessions",
+			      c->max_sessions);
+		sbx_error_reason(*err, SESSION_REASON_HOST_QUOTA);
+		return -1;
+	}
+	return 0;
 }
 
 /* Why a container is not running, from its inspect: "OOMKilled",
@@ -367,7 +432,9 @@ static int start_checked(struct engine *e, const char *id,
 static int create_new(struct engine *e, struct session_spec *s, char **id,
 		      struct sbx_error **err)
 {
-	char *name = session_container_name(s->cfg, s->key);
+	char *name = s->pool_id
+			 ? session_pool_container_name(s->cfg, s->pool_id)
+			 : session_container_name(s->cfg, s->key);
 	struct sbx_error *e2 = NULL;
 	int rc = -1;
 
@@ -504,6 +571,52 @@ int session_engine_launch(struct engine *e, struct session_spec *s,
 		*id = NULL;
 		rc = -1;
 	}
+	return rc;
+}
+
+int session_engine_pool_make(struct engine *e, struct session_spec *s,
+			     char **id, struct sbx_error **err)
+{
+	struct sbx_error *e2 = NULL;
+
+	*id = NULL;
+	if (create_new(e, s, id, err) < 0)
+		return -1;
+	if (start_checked(e, *id, err) == 0)
+		return 0;
+	engine_container_remove(e, *id, true, NULL, &e2);
+	sbx_error_free(&e2);
+	free(*id);
+	*id = NULL;
+	return -1;
+}
+
+int session_engine_claim(struct engine *e, const struct session_config *c,
+			 const char *id, const char *pool_id, const char *key,
+			 struct sbx_error **err)
+{
+	cleanup_free char *name = session_container_name(c, key);
+	json_t *j = NULL;
+	const char *got, *state;
+	int rc;
+
+	if (engine_container_inspect(e, id, &j, err) < 0)
+		return -1;
+	got = label_of(json_object_get(json_object_get(j, "Config"), "Labels"),
+		       SESSION_LABEL_POOL);
+	state = session_state(j);
+	rc = 0;
+	if (!got || strcmp(got, pool_id) != 0 ||
+	    strcmp(state, "running") != 0 ||
+	    json_is_true(
+		json_object_get(json_object_get(j, "State"), "Paused")))
+		rc = sbx_error_set(err, SBX_E_CONFLICT, 0,
+				   "pooled container %.12s is not pool %s's, "
+				   "running",
+				   id, pool_id);
+	json_decref(j);
+	if (rc == 0)
+		rc = engine_container_rename(e, id, name, err);
 	return rc;
 }
 

@@ -41,6 +41,22 @@ struct sbx_error;
 char *session_container_name(const struct session_config *c,
 			      const char *key);
 
+/* "sbxcat-DEPLOYMENT-pool_ID", newly allocated: never a session's name
+ * (pool_ID is not a key). */
+char *session_pool_container_name(const struct session_config *c,
+				  const char *id);
+/*
+ * The session a container belongs to, from its labels and its name (as
+ * the engine gives it, "/" first or not), into key: one of this
+ * deployment named sbxcat-DEPLOYMENT-KEY carrying either the key label
+ * of that KEY (a cold open's) or a pool's label (a pooled container
+ * claimed: renamed to its session's name).  False for everything else:
+ * another deployment's, one whose key label and name disagree, a pooled
+ * container not yet claimed.
+ */
+bool session_container_key_of(const struct session_config *c, json_t *labels,
+			      const char *name, char key[SESSION_KEY_MAX + 1]);
+
 /* What a new session is made of. */
 struct session_spec {
 	const struct session_config *cfg;
@@ -49,6 +65,10 @@ struct session_spec {
 	const char *key, *tenant, *scope, *workspace;
 	unsigned long uid; /* 0: the image's own user */
 	const char *sleep; /* the idle program's path in the image */
+	/* A pooled container's ID (session_pool_new_id), made before any
+	 * key: key and tenant NULL, named sbxcat-DEPLOYMENT-pool_ID and
+	 * labelled with it instead. */
+	const char *pool_id;
 	long long created; /* Unix seconds */
 	/* Set by session_engine_adopt when it found a container: the
 	 * image that container runs (free it). */
@@ -57,7 +77,7 @@ struct session_spec {
 /* The POST /containers/create body (new reference). */
 json_t *session_container_body(const struct session_spec *s);
 
-/* The reasons (error.h) of the quota refusals of session_quota_check:
+/* The reasons (error.h) of the quota refusals of session_quota_refuse:
  * the tenant's ceiling, the host's. */
 #define SESSION_REASON_TENANT_QUOTA "tenant quota"
 #define SESSION_REASON_HOST_QUOTA "host quota"
@@ -70,6 +90,7 @@ enum session_outcome {
 	SESSION_CREATED,
 	SESSION_ADOPTED,
 	SESSION_RESTARTED,
+	SESSION_CLAIMED, /* a container of the warm pool */
 };
 const char *session_outcome_name(enum session_outcome o);
 
@@ -83,11 +104,12 @@ const char *session_outcome_name(enum session_outcome o);
  * removing, it is removed and *id NULL; none, *id NULL.  One of another
  * runtime is a conflict.
  *
- * session_quota_check, under the quota lock (session_lock), counts the
- * sessions that hold a slot (records whose container is live, and the
- * reservations held: session_reservations), the key's own left out, and
- * refuses (status 1, the reasons below) when the tenant or the host is at
- * its ceiling; the caller then reserves (session_reserve) and unlocks.
+ * session_quota_count, under the quota lock (session_lock), counts the
+ * slots taken (records whose container is live, the reservations held:
+ * session_reservations, and the pool's containers: session_pool_list),
+ * the key's own left out; session_quota_refuse says whether the tenant
+ * or the host is at its ceiling; the caller then reserves
+ * (session_reserve) and unlocks.
  *
  * session_engine_launch, outside the lock, starts *id again or creates
  * and starts a new container (*id newly allocated).  Refusals are status
@@ -96,12 +118,35 @@ const char *session_outcome_name(enum session_outcome o);
 int session_engine_adopt(struct engine *e, struct session_spec *spec,
 			 enum session_outcome *outcome, char **id,
 			 bool *adopted, struct sbx_error **err);
-int session_quota_check(struct engine *e, struct session_root *r,
+struct session_count {
+	unsigned all;	 /* slots taken on the host, pooled included */
+	unsigned mine;	 /* the tenant's */
+	unsigned pooled; /* containers in the warm pool */
+};
+int session_quota_count(struct engine *e, struct session_root *r,
 			const struct session_config *c, const char *key,
-			const char *tenant, struct sbx_error **err);
+			const char *tenant, struct session_count *n,
+			struct sbx_error **err);
+/* Refused (status 1, the reasons below) when n is at a ceiling: the
+ * tenant's (tenant NULL: none), the host's. */
+int session_quota_refuse(const struct session_config *c, const char *tenant,
+			 const struct session_count *n, struct sbx_error **err);
 int session_engine_launch(struct engine *e, struct session_spec *spec,
 			  enum session_outcome *outcome, char **id,
 			  struct sbx_error **err);
+
+/*
+ * The pool's containers: session_engine_pool_make creates and starts the
+ * container of spec (pool_id set), *id its id; one that does not start
+ * is removed.  session_engine_claim checks that id is pool_id's and
+ * running, and renames it to key's session name: from then on it is the
+ * session's (session_container_key_of).
+ */
+int session_engine_pool_make(struct engine *e, struct session_spec *spec,
+			     char **id, struct sbx_error **err);
+int session_engine_claim(struct engine *e, const struct session_config *c,
+			 const char *id, const char *pool_id, const char *key,
+			 struct sbx_error **err);
 
 /*
  * Inspect the session's container: *inspect NULL when there is none (not

@@ -25,8 +25,8 @@ struct strbuf;
 #define WORKSPACE_NAME "workspace"
 #define POOL_WS_NAME ".sbxcat-ws"
 #define OPEN_NAME ".sbxcat-open"
-/* A pooled workspace's ID: 26 of [a-z2-7] (130 random bits). */
-#define POOL_ID_LEN 26
+#define POOL_NAME ".sbxcat-pool"
+#define POOL_ID_LEN SESSION_POOL_ID_LEN
 
 /* s escaped for a message, cut to 80 bytes ("..." says so), in sb
  * (released first). */

@@ -5,8 +5,12 @@
  * removed.  A reservation nobody holds (its open died: a kill -9 between
  * the count and the start) is stale: the next count removes it.
  *
- * A file holds one line, the tenant, so a count can charge the tenant
- * whose open it is without reading anything else.
+ * A file holds two lines: the tenant, so a count can charge the tenant
+ * whose open it is without reading anything else, and the pooled
+ * container the open claimed (empty when none), so the reaper leaves a
+ * container between its claim and its record alone.  The pool's own
+ * fills reserve too, as "pool-ID" with no tenant: they count toward the
+ * host, not a tenant.
  */
 #include "config.h"
 
@@ -53,14 +57,17 @@ static bool held(int dir, const char *name)
 }
 
 int session_reserve(struct session_root *r, const char *key, const char *tenant,
-		    struct session_reservation *v, struct sbx_error **err)
+		    const char *pool, struct session_reservation *v,
+		    struct sbx_error **err)
 {
 	int dir, fd = -1, tries;
-	size_t len = strlen(tenant);
+	size_t len;
 	char *line;
 
 	session_reservation_init(v);
-	if (!session_key_valid(key) || session_check_tenant(tenant))
+	if (!session_key_valid(key) ||
+	    (tenant && session_check_tenant(tenant)) ||
+	    (pool && !session_pool_id_valid(pool)))
 		return sbx_error_set(err, SBX_E_INVALID, 0,
 				     "cannot reserve an open of '%s'", key);
 	dir = session_private_dir(r, OPEN_NAME, true, err);
@@ -78,9 +85,10 @@ int session_reserve(struct session_root *r, const char *key, const char *tenant,
 					     key);
 		}
 	}
-	line = xasprintf("%s\n", tenant);
+	line = xasprintf("%s\n%s\n", tenant ? tenant : "", pool ? pool : "");
+	len = strlen(line);
 	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0 ||
-	    write(fd, line, len + 1) != (ssize_t)(len + 1)) {
+	    write(fd, line, len) != (ssize_t)len) {
 		int e = errno;
 
 		free(line);
@@ -113,28 +121,39 @@ void session_reserve_release(struct session_reservation *v)
 	session_reservation_init(v);
 }
 
-/* The tenant a reservation names (its first line), or NULL. */
-static char *tenant_of(int dir, const char *name)
+/* The tenant (its first line; NULL when none or not a tenant) and the
+ * pooled container (its second) a reservation names. */
+static void lines_of(int dir, const char *name, struct session_held *h)
 {
-	char buf[SESSION_TENANT_MAX + 2];
+	char buf[SESSION_TENANT_MAX + SESSION_POOL_ID_LEN + 4];
 	int fd =
 	    openat(dir, name,
 		   O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	ssize_t n;
-	char *nl;
+	char *nl, *pool;
 
+	h->tenant = NULL;
+	h->pool[0] = '\0';
 	if (fd < 0)
-		return NULL;
+		return;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return NULL;
+		return;
 	buf[n] = '\0';
 	nl = strchr(buf, '\n');
 	if (!nl)
-		return NULL;
+		return;
 	*nl = '\0';
-	return session_check_tenant(buf) ? NULL : xstrdup(buf);
+	pool = nl + 1;
+	if (*buf && !session_check_tenant(buf))
+		h->tenant = xstrdup(buf);
+	nl = strchr(pool, '\n');
+	if (nl) {
+		*nl = '\0';
+		if (session_pool_id_valid(pool))
+			memcpy(h->pool, pool, SESSION_POOL_ID_LEN + 1);
+	}
 }
 
 int session_reservations(struct session_root *r, struct session_held **v,
@@ -164,8 +183,6 @@ int session_reservations(struct session_root *r, struct session_held **v,
 				     "cannot read '%s/" OPEN_NAME "'", r->path);
 	}
 	for (errno = 0; (de = readdir(d)); errno = 0) {
-		char *tenant;
-
 		if (!session_key_valid(de->d_name)) {
 			/* Not a name sbxcat makes here: nobody's. */
 			if (!tree_dot_or_dotdot(de->d_name))
@@ -174,11 +191,10 @@ int session_reservations(struct session_root *r, struct session_held **v,
 		}
 		if (!held(dir, de->d_name))
 			continue;
-		tenant = tenant_of(dir, de->d_name);
 		ALLOC_GROW(*v, *n + 1, alloc);
 		/* A key: at most SESSION_KEY_MAX bytes. */
 		memcpy((*v)[*n].key, de->d_name, strlen(de->d_name) + 1);
-		(*v)[(*n)++].tenant = tenant;
+		lines_of(dir, de->d_name, &(*v)[(*n)++]);
 		errno = 0;
 	}
 	closedir(d);

@@ -231,6 +231,31 @@ int session_workspace_make(struct session_root *r, const char *key,
 	return rc;
 }
 
+bool session_workspace_has_files(struct session_root *r, const char *key)
+{
+	struct sbx_error *err = NULL;
+	int kfd = session_keydir_open(r, key, &err), fd;
+	struct dirent *de;
+	bool any = false;
+	DIR *d;
+
+	sbx_error_free(&err);
+	if (kfd < 0)
+		return false;
+	fd = openat(kfd, WORKSPACE_NAME,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	close(kfd);
+	if (fd < 0)
+		return errno != ENOENT; /* there but unreadable: its own */
+	d = tree_dir_of(fd);
+	if (!d)
+		return true;
+	while (!any && (de = readdir(d)))
+		any = !tree_dot_or_dotdot(de->d_name);
+	closedir(d);
+	return any;
+}
+
 /* ---- the trash ---- */
 
 int session_private_dir(struct session_root *r, const char *name, bool make,

@@ -71,6 +71,11 @@ struct sbx_error;
 #define SESSION_TENANT_MAX 128
 #define SESSION_SUBJECT_MAX 1024
 #define SESSION_HOST_MAX 253
+#define SESSION_LABEL_POOL "io.sbxcat.pool"
+/* A pooled container's ID: 26 of [a-z2-7] (130 random bits). */
+#define SESSION_POOL_ID_LEN 26
+/* The most containers SBXCAT_WARM_POOL keeps ready for one runtime. */
+#define SESSION_POOL_MAX 64
 
 /*
  * The configuration, from the environment (each variable named in
@@ -93,6 +98,13 @@ struct session_config {
 	unsigned long long max_read;  /* SANDBOXD_MAX_READ_BYTES 8 MiB */
 	unsigned long long max_write; /* SANDBOXD_MAX_WRITE_BYTES 64 MiB */
 	char *spill; /* SANDBOXD_SPILL_DIR "large_tool_results": one name */
+	/* SBXCAT_WARM_POOL "ALIAS=N,...": containers kept ready per
+	 * runtime (docs/sessions.md); none by default. */
+	struct session_pool_want {
+		char *alias;
+		unsigned count; /* 0 to SESSION_POOL_MAX */
+	} * pool;
+	size_t npool;
 	/* Lifetimes (docs/lifetimes.md), seconds; 0 workspace_ttl: kept. */
 	long long idle_timeout;	 /* SANDBOXD_IDLE_TIMEOUT 1800 */
 	long long container_ttl; /* SANDBOXD_CONTAINER_TTL 86400 */
@@ -195,6 +207,10 @@ int session_secret_load(struct session_config *c, struct session_root *r,
  * ".sbxcat-ws/ID" (ID as session_pool_id_valid: 26 of [a-z2-7]). */
 bool session_workspace_rel_valid(const char *rel, const char *key);
 bool session_pool_id_valid(const char *id);
+/* Has ROOT/KEY/workspace anything in it (a reopen: its files come
+ * back, so it takes no pooled container)?  One that cannot be read
+ * counts as having files. */
+bool session_workspace_has_files(struct session_root *r, const char *key);
 /* Does rec name a pooled workspace (.sbxcat-ws/ID)? */
 bool session_workspace_pooled(const struct session_record *rec);
 
@@ -327,10 +343,11 @@ int session_purge(struct session_root *r, const char *key,
  * the count (under the quota lock) until its record is written, so the
  * create and start run outside the lock while the slot stays taken.
  * session_reserve makes ROOT/.sbxcat-open/KEY (root's, 0600) naming the
- * tenant and holds its flock; call it with the quota lock held.  A
- * reservation of the key that someone holds is a conflict ("session
- * 'KEY' is being opened"); one nobody holds (its open died) is replaced.
- * session_reserve_release removes it and lets it go.
+ * tenant (NULL: a fill of the pool, KEY "pool-ID") and the pooled
+ * container's ID the open claimed (or NULL) and holds its flock; call it with
+ * the quota lock held.  A reservation of the key that someone holds is a
+ * conflict ("session 'KEY' is being opened"); one nobody holds (its open died)
+ * is replaced. session_reserve_release removes it and lets it go.
  *
  * session_reservations lists the reservations held now (with the quota
  * lock held), removing every stale one: a reservation left by a process
@@ -342,11 +359,13 @@ struct session_reservation {
 };
 void session_reservation_init(struct session_reservation *v);
 int session_reserve(struct session_root *r, const char *key, const char *tenant,
-		    struct session_reservation *v, struct sbx_error **err);
+		    const char *pool, struct session_reservation *v,
+		    struct sbx_error **err);
 void session_reserve_release(struct session_reservation *v);
 struct session_held {
 	char key[SESSION_KEY_MAX + 1];
-	char *tenant; /* NULL when its file could not be read */
+	char *tenant; /* NULL: a fill of the pool's, or unreadable */
+	char pool[SESSION_POOL_ID_LEN + 1]; /* the claimed container, or "" */
 };
 int session_reservations(struct session_root *r, struct session_held **v,
 			 size_t *n, struct sbx_error **err);
@@ -369,6 +388,51 @@ int session_keydir_make(struct session_root *r, const char *key,
  */
 int session_open_lock(struct session_root *r, const char *key,
 		      struct sbx_error **err);
+
+/*
+ * The warm pool on the host (docs/sessions.md): containers made and
+ * started before any key asks, each with its workspace
+ * ROOT/.sbxcat-ws/ID (the sandbox uid's, 0755) and, once it runs, its
+ * entry ROOT/.sbxcat-pool/ID.json (root's, 0600: version, id, runtime,
+ * image, container, created).  An open claims one by taking its entry
+ * under the quota lock (session_pool_take removes it: a container is
+ * claimed at most once); an entry that does not read is removed.
+ */
+struct session_pool_entry {
+	char id[SESSION_POOL_ID_LEN + 1];
+	char *runtime, *image, *container;
+	long long created;
+};
+void session_pool_entry_release(struct session_pool_entry *e);
+/* A new ID from getrandom. */
+void session_pool_new_id(char id[SESSION_POOL_ID_LEN + 1]);
+/* Make ROOT/.sbxcat-ws/ID, the uid's (0755), empty. */
+int session_pool_ws_make(struct session_root *r, unsigned long uid,
+			 const char *id, struct sbx_error **err);
+/* Is it still as made: empty, the uid's, 0755?  Else a conflict. */
+int session_pool_ws_fresh(struct session_root *r, const char *id,
+			  unsigned long uid, struct sbx_error **err);
+/* Empty and remove it (never following a symlink or crossing a mount);
+ * one already gone is done. */
+int session_pool_ws_remove(struct session_root *r, const char *id,
+			   struct sbx_error **err);
+/* The IDs of ROOT/.sbxcat-ws, sorted (strv_free). */
+int session_pool_ws_ids(struct session_root *r, char ***ids, size_t *n,
+			struct sbx_error **err);
+int session_pool_add(struct session_root *r, const struct session_pool_entry *e,
+		     struct sbx_error **err);
+int session_pool_list(struct session_root *r, struct session_pool_entry **v,
+		      size_t *n, struct sbx_error **err);
+void session_pool_list_free(struct session_pool_entry *v, size_t n);
+/* Remove ID's entry (one gone is done). */
+int session_pool_drop(struct session_root *r, const char *id,
+		      struct sbx_error **err);
+/* With the quota lock held: the oldest entry of runtime made from image
+ * (NULL: any) taken out of the pool into *out (*found false when there
+ * is none). */
+int session_pool_take(struct session_root *r, const char *runtime,
+		      const char *image, struct session_pool_entry *out,
+		      bool *found, struct sbx_error **err);
 
 /* Bytes used by the workspace rec names (st_blocks * 512, not following
  * symlinks, not crossing mounts); entries counted into *files. */

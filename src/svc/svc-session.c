@@ -245,23 +245,91 @@ static int read_old(const struct svc_call *call,
 	return -1;
 }
 
-/* Count and reserve under the quota lock: the only part of an open that
- * other opens wait for. */
+/*
+ * Count and reserve under the quota lock: the only part of an open that
+ * other opens wait for.  With may_claim, a container of the runtime's
+ * image is taken from the pool into *claim (*claimed): it was counted
+ * as pooled and becomes the session.  A cold open the host has no room
+ * for takes a pooled container out into *evict (*evicted) to remove
+ * after: the pool yields to demand.
+ */
 static int reserve_slot(const struct svc *s, const struct svc_call *call,
 			struct engine *e, struct session_root *root,
-			const char *key, struct session_reservation *v,
+			const char *key, const char *runtime, const char *image,
+			bool may_claim, struct session_reservation *v,
+			struct session_pool_entry *claim, bool *claimed,
+			struct session_pool_entry *evict, bool *evicted,
 			struct sbx_error **err)
 {
+	const struct session_config *c = &s->cfg.session;
+	struct session_count n;
 	int rc;
 
+	*claimed = *evicted = false;
 	if (session_lock(root, err) < 0)
 		return -1;
-	rc = session_quota_check(e, root, &s->cfg.session, key, call->tenant,
-				 err);
+	rc = session_quota_count(e, root, c, key, call->tenant, &n, err);
+	if (rc == 0 && may_claim && n.pooled)
+		rc = session_pool_take(root, runtime, image, claim, claimed,
+				       err);
+	if (rc == 0 && *claimed)
+		n.all--;
+	else if (rc == 0 && n.pooled && n.all == c->max_sessions &&
+		 n.mine < c->max_per_tenant)
+		rc = session_pool_take(root, NULL, NULL, evict, evicted, err);
+	if (rc == 0 && *evicted)
+		n.all--;
 	if (rc == 0)
-		rc = session_reserve(root, key, call->tenant, v, err);
+		rc = session_quota_refuse(c, call->tenant, &n, err);
+	if (rc == 0)
+		rc = session_reserve(root, key, call->tenant,
+				     *claimed ? claim->id : NULL, v, err);
+	if (rc < 0 && *claimed) {
+		/* Refused: the container goes back to the pool unused. */
+		struct sbx_error *e2 = NULL;
+
+		if (session_pool_add(root, claim, &e2) < 0)
+			svc_warn(call, "%s", e2->msg);
+		sbx_error_free(&e2);
+		session_pool_entry_release(claim);
+		*claimed = false;
+	}
 	session_unlock(root);
 	return rc;
+}
+
+/* A pooled container removed with its workspace (taken out of the pool
+ * already); what fails is said, and left to the reaper. */
+static void pool_discard(const struct svc_call *call, struct engine *e,
+			 struct session_root *root,
+			 struct session_pool_entry *p)
+{
+	struct sbx_error *err = NULL;
+
+	if (engine_container_remove(e, p->container, true, NULL, &err) < 0 ||
+	    session_pool_ws_remove(root, p->id, &err) < 0)
+		svc_warn(call, "%s", err->msg);
+	sbx_error_free(&err);
+	session_pool_entry_release(p);
+}
+
+/* The pooled container of p made key's (its workspace as made, renamed
+ * to the session's name); false, the container discarded, when not. */
+static bool claim_pooled(const struct svc *s, const struct svc_call *call,
+			 struct engine *e, struct session_root *root,
+			 const char *key, struct session_pool_entry *p)
+{
+	struct sbx_error *err = NULL;
+
+	if (session_pool_ws_fresh(root, p->id, s->cfg.recipe.sandbox_uid,
+				  &err) == 0 &&
+	    session_engine_claim(e, &s->cfg.session, p->container, p->id, key,
+				 &err) == 0)
+		return true;
+	svc_warn(call, "a pooled container was not taken: %s", err->msg);
+	sbx_error_free(&err);
+	pool_discard(call, e, root, p);
+	return false;
 }
 
 /* The workspace a new container binds: the record's when there is one,
@@ -300,7 +368,8 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 	struct session_record rec = {0}, old = {0};
 	struct session_spec spec = {0};
 	struct session_reservation slot;
-	bool adopted;
+	struct session_pool_entry pool = {0}, evict = {0};
+	bool adopted, claimed = false, evicted = false;
 	int rc = -1;
 
 	session_reservation_init(&slot);
@@ -323,11 +392,29 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 				 &adopted, err) < 0)
 		goto out;
 	if (!adopted &&
-	    (reserve_slot(s, call, e, root, res->key, &slot, err) < 0 ||
-	     workspace_for(s, root, &old, res, err) < 0 ||
-	     session_engine_launch(e, &spec, &res->outcome, &res->container,
-				   err) < 0))
+	    (reserve_slot(s, call, e, root, res->key, rt->alias, image,
+			  !old.key[0] && !res->container &&
+			      !session_workspace_has_files(root, res->key),
+			  &slot, &pool, &claimed, &evict, &evicted, err) < 0))
 		goto out;
+	if (evicted)
+		pool_discard(call, e, root, &evict);
+	if (claimed && claim_pooled(s, call, e, root, res->key, &pool)) {
+		free(rec.workspace);
+		rec.workspace = xasprintf(".sbxcat-ws/%s", pool.id);
+		free(res->workspace);
+		res->workspace = session_workspace_path(root, &rec);
+		res->container = steal_pointer(&pool.container);
+		res->outcome = SESSION_CLAIMED;
+		free(spec.image_used);
+		spec.image_used = steal_pointer(&pool.image);
+		spec.created = (long long)time(NULL);
+	} else if (!adopted &&
+		   (workspace_for(s, root, &old, res, err) < 0 ||
+		    session_engine_launch(e, &spec, &res->outcome,
+					  &res->container, err) < 0)) {
+		goto out;
+	}
 
 	rec.tenant = xstrdup(call->tenant);
 	rec.scope = xstrdup(req->scope);
@@ -344,6 +431,7 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 	res->created = spec.created;
 	rc = 0;
 out:
+	session_pool_entry_release(&pool);
 	session_reserve_release(&slot);
 	session_record_release(&rec);
 	session_record_release(&old);
@@ -657,9 +745,11 @@ void svc_session_show_res_release(struct svc_session_show_res *res)
  * into the trash: emptying a tree of a million files would hold every
  * other open of the host.  The trash is emptied after. */
 static int close_session(const struct svc *s, struct engine *e,
-			 struct session_root *root, const char *key, bool purge,
+			 struct session_root *root,
+			 const struct session_record *rec, bool purge,
 			 const char **what, struct sbx_error **err)
 {
+	const char *key = rec->key;
 	struct session_trash trash;
 	int rc = -1, ofd;
 
@@ -684,6 +774,13 @@ static int close_session(const struct svc *s, struct engine *e,
 	}
 	session_unlock(root);
 	if (purge && session_trash_empty(root, &trash, err) < 0)
+		goto out;
+	/* A pooled workspace is not below ROOT/KEY: removed after it (a
+	 * crash between leaves it to the pool's sweep, no record naming
+	 * it). */
+	if (purge && session_workspace_pooled(rec) &&
+	    session_pool_ws_remove(root, strchr(rec->workspace, '/') + 1, err) <
+		0)
 		goto out;
 	rc = 0;
 out:
@@ -714,7 +811,7 @@ int svc_session_close(const struct svc *s, const struct svc_call *call,
 	if (svc_root_open(s, call, &root, err) < 0 ||
 	    session_find(&root, req->key, call->tenant, &r, err) < 0 ||
 	    svc_engine_open(s, call, &engine, err) < 0 ||
-	    close_session(s, &engine, &root, r.key, req->purge, &res->container,
+	    close_session(s, &engine, &root, &r, req->purge, &res->container,
 			  err) < 0)
 		goto out;
 	memcpy(res->key, r.key, sizeof(res->key));
