@@ -171,4 +171,29 @@ is "$(tb_docker ps -aq --filter "name=sbxcat-$DEP-pool_$id" | wc -l | tr -d ' ')
 [ -e "$ROOT/$KC/workspace/old.txt" ] && [ -e "$WO/keep.txt" ]
 ok $? "... sessions' workspaces untouched"
 
+# -- The service: it fills the pool by itself, an open claims, and the
+# pool is refilled off the request path.
+SOCK=$T/serve.sock
+TOKEN=svc-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+SANDBOXD_TOKEN=$TOKEN "$S" -C "$CAT" serve --listen "unix:$SOCK" 2>"$T/serve.log" &
+SPID=$!
+api() { curl -s --unix-socket "$SOCK" -H "X-Sandbox-Token: $1" ${3:+-d "$3"} "http://x$2"; }
+ready() { api "$TOKEN" /metrics | awk -v r="sbxcat_pool_ready{runtime=\"$RA\"}" '$1 == r { print $2 }'; }
+n=0
+while [ "$(ready)" != 2 ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+is "$(ready)" 2 "sbxcat serve fills the pool by itself (sbxcat_pool_ready)"
+api "$TOKEN" /sessions '{"session_id": "pool-wire-1"}' >"$T/o"
+WT=$(jq -r .token "$T/o")
+is "${#WT}" 43 "POST /sessions opens a session"
+is "$(api "$WT" /sessions/pool-wire-1/exec '{"command": "echo $((6*7)); id -u"}' | jq -r .output | tr '\n' ' ' | sed 's/ *$//')" \
+	"42 10001" "... that runs a command at once, as the sandbox uid"
+grep -q '"claimed"' "$T/spool/audit.jsonl" 2>/dev/null || grep -q claimed "$T"/spool/* 2>/dev/null
+ok $? "... its open's row says it claimed a pooled container"
+n=0
+while [ "$(ready)" != 2 ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+is "$(ready)" 2 "... and the pool is refilled without another request"
+kill -TERM "$SPID"
+wait "$SPID"
+is "$?" 0 "the service stops"
+
 sb_done

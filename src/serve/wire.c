@@ -562,6 +562,7 @@ static void sessions_create(void *arg, struct http_request *req,
 	else
 		open_answer(&w, &r, o.id, tenant);
 	serve_opening_del(w.sv, o.id);
+	serve_pool_kick(w.sv);
 	svc_wire_open_res_release(&r);
 	sbx_error_free(&err);
 out:

@@ -405,3 +405,29 @@ out:
 	session_root_close(&root);
 	return rc;
 }
+
+int svc_pool_ready(const struct svc *s, const struct svc_call *call,
+		   json_t **by_runtime, struct sbx_error **err)
+{
+	struct session_root root = SESSION_ROOT_INIT;
+	struct session_pool_entry *v = NULL;
+	size_t n = 0;
+	int rc = -1;
+
+	*by_runtime = NULL;
+	if (svc_root_open(s, call, &root, err) < 0 ||
+	    session_pool_list(&root, &v, &n, err) < 0)
+		goto out;
+	*by_runtime = json_object();
+	for (size_t i = 0; i < n; i++) {
+		json_int_t k = json_integer_value(
+		    json_object_get(*by_runtime, v[i].runtime));
+		json_object_set_new(*by_runtime, v[i].runtime,
+				    json_integer(k + 1));
+	}
+	rc = 0;
+out:
+	session_pool_list_free(v, n);
+	session_root_close(&root);
+	return rc;
+}

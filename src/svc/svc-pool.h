@@ -23,6 +23,7 @@
 #ifndef SBX_SVC_POOL_H
 #define SBX_SVC_POOL_H
 
+#include <jansson.h>
 #include <stdbool.h>
 
 #include "svc/svc.h"
@@ -41,5 +42,9 @@ struct svc_pool_res {
 int svc_pool_fill(const struct svc *s, const struct svc_call *call,
 		  const struct catalog *cat, struct svc_pool_res *res,
 		  struct sbx_error **err);
+
+/* The pool's containers ready now, {runtime: count} (new reference). */
+int svc_pool_ready(const struct svc *s, const struct svc_call *call,
+		   json_t **by_runtime, struct sbx_error **err);
 
 #endif
