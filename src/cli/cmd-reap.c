@@ -1,8 +1,8 @@
 /*
  * cmd-reap.c - sbxcat reap: one pass of the lifetimes (idle sessions
- * stopped, stopped containers and unused workspaces removed, orphans and
- * stuck containers cleared), or --report, the largest workspaces.  The
- * pass is reap.c's; this file parses, and says what was done and why
+ * paused, then stopped, stopped containers and unused workspaces removed,
+ * orphans and stuck containers cleared), or --report, the largest workspaces.
+ * The pass is reap.c's; this file parses, and says what was done and why
  * (docs/lifetimes.md).
  */
 #include "config.h"
@@ -53,6 +53,7 @@ static void print_action(const struct reap_pass *p,
 			 const struct reap_action *a)
 {
 	static const char *const verbs[][2] = {
+	    [REAP_PAUSE] = {"would pause", "paused"},
 	    [REAP_STOP] = {"would stop", "stopped"},
 	    [REAP_REMOVE] = {"would remove", "removed"},
 	    [REAP_DELETE] = {"would delete", "deleted"},
@@ -61,9 +62,10 @@ static void print_action(const struct reap_pass *p,
 	    [REAP_CLOSED] = {"closed", "closed"},
 	};
 	static const char *const infinitive[] = {
-	    [REAP_STOP] = "stop",	     [REAP_REMOVE] = "remove",
-	    [REAP_DELETE] = "delete",	     [REAP_ORPHAN] = "remove orphan",
-	    [REAP_STUCK] = "remove stuck", [REAP_CLOSED] = "show",
+	    [REAP_PAUSE] = "pause",	     [REAP_STOP] = "stop",
+	    [REAP_REMOVE] = "remove",	     [REAP_DELETE] = "delete",
+	    [REAP_ORPHAN] = "remove orphan", [REAP_STUCK] = "remove stuck",
+	    [REAP_CLOSED] = "show",
 	};
 	struct strbuf sb = STRBUF_INIT;
 	const char *who = esc(&sb, subject(a));
@@ -199,13 +201,15 @@ static int cmd_reap(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 const struct cmd_entry cmd_reap_entry = {
     .name = "reap",
     .usage = "[--dry-run] [--now TIME] [--limit N] [--report] [--json]",
-    .summary = "stop idle sessions, remove old containers and workspaces",
+    .summary = "pause and stop idle sessions, remove old containers and "
+	       "workspaces",
     .options = reap_options,
     .opts_size = sizeof(struct reap_opts),
     .max_args = 0,
     .needs = CMD_NEEDS_CALL,
     .run = cmd_reap,
-    .epilog = "Lifetimes come from the environment (SANDBOXD_IDLE_TIMEOUT, "
-	      "SANDBOXD_CONTAINER_TTL, SANDBOXD_WORKSPACE_TTL): see "
+    .epilog = "Lifetimes come from the environment (SANDBOXD_PAUSE_AFTER, "
+	      "SANDBOXD_IDLE_TIMEOUT, SANDBOXD_CONTAINER_TTL, "
+	      "SANDBOXD_WORKSPACE_TTL): see "
 	      "docs/lifetimes.md and sbxcat(1).",
 };

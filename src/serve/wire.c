@@ -301,11 +301,20 @@ bool wire_session(struct wire_req *w, bool open_only, const char *missing)
 	return false;
 }
 
+/* Whether a session's container holds its memory: running, or paused. */
+static bool resident(const char *state)
+{
+	return state &&
+	       (strcmp(state, "running") == 0 || strcmp(state, "paused") == 0);
+}
+
 json_t *wire_session_info(const struct svc_wire_session *ws,
 			  const char *state)
 {
 	double now = (double)time(NULL);
-	bool alive = state && strcmp(state, "running") == 0;
+	/* A paused container (the reaper's idle pause) is alive: its
+	 * memory is kept and the next operation unpauses it. */
+	bool alive = resident(state);
 	double last = (double)ws->rec.last_activity;
 
 	return xjson_pack(
@@ -592,7 +601,7 @@ static void sessions_list(void *arg, struct http_request *req,
 	for (size_t i = 0; i < l.n; i++) {
 		json_t *info = wire_session_info(&l.rows[i], l.states[i]);
 
-		if (usage && !strcmp(l.states[i], "running"))
+		if (usage && resident(l.states[i]))
 			json_object_set_new(info, "usage",
 					    usage_json(&w, &l.rows[i]));
 		json_array_append_new(rows, info);
@@ -619,7 +628,7 @@ static void sessions_get(void *arg, struct http_request *req,
 		const char *state = wire_session_state(&w);
 		json_t *info = wire_session_info(&w.ws, state);
 
-		if (usage && !strcmp(state, "running"))
+		if (usage && resident(state))
 			json_object_set_new(info, "usage", usage_json(&w, &w.ws));
 		wire_json(&w, 200, info);
 	}
@@ -810,7 +819,7 @@ static json_t *health_json(struct wire_req *w)
 		open = l.n;
 		running = 0;
 		for (size_t i = 0; i < l.n; i++)
-			running += strcmp(l.states[i], "running") == 0;
+			running += resident(l.states[i]);
 		svc_wire_list_res_release(&l);
 		pthread_mutex_lock(&w->sv->lock);
 		w->sv->health_at = clock_now_ms();

@@ -31,6 +31,8 @@
 const char *reap_what_name(enum reap_what w)
 {
 	switch (w) {
+	case REAP_PAUSE:
+		return "pause";
 	case REAP_STOP:
 		return "stop";
 	case REAP_REMOVE:
@@ -246,6 +248,15 @@ static int decide_session(struct engine *e, const struct session_config *c,
 				       rec->last_activity);
 			a->reason = reason("idle", a->age, "idle timeout",
 					   c->idle_timeout);
+		} else if (c->pause_after && c->pause_after < c->idle_timeout &&
+			   idle > c->pause_after &&
+			   strcmp(x->state, "running") == 0) {
+			/* (a paused one stays so; a restarting one is
+			 * left to settle) */
+			a = add_action(p, REAP_PAUSE, rec->key, x,
+				       rec->last_activity);
+			a->reason = reason("idle", a->age, "pause after",
+					   c->pause_after);
 		}
 	} else if (strcmp(x->state, "exited") == 0 &&
 		   p->now - rec->last_activity > c->container_ttl) {
@@ -442,7 +453,8 @@ static void act_session(struct engine *e, struct session_root *r,
 		a->skipped = "became active during the pass; left alone";
 		goto out;
 	}
-	if (a->what == REAP_STOP && running_execs(e, p, a->id, &err) != 0) {
+	if ((a->what == REAP_STOP || a->what == REAP_PAUSE) &&
+	    running_execs(e, p, a->id, &err) != 0) {
 		if (err)
 			failed(p, a, &err);
 		else
@@ -450,6 +462,9 @@ static void act_session(struct engine *e, struct session_root *r,
 		goto out;
 	}
 	switch (a->what) {
+	case REAP_PAUSE:
+		rc = engine_container_pause(e, a->id, &err);
+		break;
 	case REAP_STOP:
 		rc = session_engine_stop(e, a->id, a->state, &err);
 		break;
@@ -469,8 +484,9 @@ static void act_session(struct engine *e, struct session_root *r,
 		die_bug("act_session: not a session's action");
 	}
 	/* A session stopped or removed is closed: its tokens on the
-	 * service's wire go with it (session-wire.h). */
-	if (rc == 0 && a->what != REAP_DELETE)
+	 * service's wire go with it (session-wire.h).  A paused one is
+	 * open still. */
+	if (rc == 0 && (a->what == REAP_STOP || a->what == REAP_REMOVE))
 		rc = session_wire_drop_tokens(r, a->key, true, &err);
 	if (rc < 0)
 		failed(p, a, &err);
@@ -487,6 +503,7 @@ static void act(struct engine *e, struct session_root *r, struct reap_pass *p,
 	struct sbx_error *err = NULL;
 
 	switch (a->what) {
+	case REAP_PAUSE:
 	case REAP_STOP:
 	case REAP_REMOVE:
 	case REAP_DELETE:

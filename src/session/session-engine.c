@@ -1,7 +1,7 @@
 /*
  * session-engine.c - a session's container: what it is made of, opening
- * it under the quota lock, inspecting, listing and closing it (see
- * session-engine.h).
+ * it under the quota lock, inspecting, waking (unpausing), listing and
+ * closing it (see session-engine.h).
  */
 #include "config.h"
 
@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "catalog/deployment.h"
 #include "catalog/catalog.h"
@@ -224,12 +225,17 @@ static const char *stopped_word(json_t *inspect)
 	return session_state(inspect);
 }
 
-int session_engine_running(struct engine *e, const struct session_config *c,
-			   const char *key, json_t **inspect,
-			   struct sbx_error **err)
+static bool is_paused(json_t *inspect)
 {
-	if (session_engine_inspect(e, c, key, inspect, err) < 0)
-		return -1;
+	return json_is_true(
+	    json_object_get(json_object_get(inspect, "State"), "Paused"));
+}
+
+/* *inspect (the session's, or NULL when gone) running and not paused, or
+ * session_engine_running's refusal (*inspect released then). */
+static int check_running(const char *key, json_t **inspect,
+			 struct sbx_error **err)
+{
 	if (!*inspect) {
 		sbx_error_set(err, SBX_E_CONFLICT, 0,
 			      "session '%s' is not running (its container is "
@@ -239,8 +245,7 @@ int session_engine_running(struct engine *e, const struct session_config *c,
 		return -1;
 	}
 	if (strcmp(session_state(*inspect), "running") == 0 &&
-	    !json_is_true(json_object_get(json_object_get(*inspect, "State"),
-					  "Paused")))
+	    !is_paused(*inspect))
 		return 0;
 	sbx_error_set(err, SBX_E_CONFLICT, 0, "session '%s' is not running (%s)",
 		      key, stopped_word(*inspect));
@@ -249,6 +254,60 @@ int session_engine_running(struct engine *e, const struct session_config *c,
 	json_decref(*inspect);
 	*inspect = NULL;
 	return -1;
+}
+
+int session_engine_running(struct engine *e, const struct session_config *c,
+			   const char *key, json_t **inspect,
+			   struct sbx_error **err)
+{
+	if (session_engine_inspect(e, c, key, inspect, err) < 0)
+		return -1;
+	return check_running(key, inspect, err);
+}
+
+/* The stamp that makes a reaper's pass that decided on the old one leave
+ * the session alone.  One that cannot be written loses only that guard:
+ * the operation's own stamps say the failure. */
+static void wake_stamp(struct session_root *r, const char *key, bool *done)
+{
+	struct sbx_error *err = NULL;
+
+	if (*done)
+		return;
+	*done = true;
+	if (session_record_touch(r, key, &err) < 0)
+		sbx_error_free(&err);
+}
+
+int session_engine_wake(struct engine *e, const struct session_config *c,
+			struct session_root *r,
+			const struct session_record *rec, json_t **inspect,
+			struct sbx_error **err)
+{
+	bool stamped = false;
+	const char *id;
+
+	/* Idle long enough to be paused: stamped before the look, so a
+	 * pause is either done before it (and undone here) or not at all. */
+	if (c->pause_after &&
+	    (long long)time(NULL) - rec->last_activity >= c->pause_after)
+		wake_stamp(r, rec->key, &stamped);
+	if (session_engine_inspect(e, c, rec->key, inspect, err) < 0)
+		return -1;
+	if (*inspect && is_paused(*inspect)) {
+		wake_stamp(r, rec->key, &stamped);
+		id = json_string_value(json_object_get(*inspect, "Id"));
+		if (engine_container_unpause(e, id ? id : "", err) < 0) {
+			json_decref(*inspect);
+			*inspect = NULL;
+			return sbx_error_wrap(
+			    err, "cannot unpause session '%s'", rec->key);
+		}
+		json_decref(*inspect);
+		if (session_engine_inspect(e, c, rec->key, inspect, err) < 0)
+			return -1;
+	}
+	return check_running(rec->key, inspect, err);
 }
 
 int session_engine_list(struct engine *e, const struct session_config *c,

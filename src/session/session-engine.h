@@ -1,8 +1,8 @@
 /*
  * session-engine.h - sessions as the engine sees them: the container a
  * session gets (brief section 7, docs/sessions.md), opening one (the
- * count under the quota lock, the start outside it), its state, closing
- * it; never prints.
+ * count under the quota lock, the start outside it), its state, waking a
+ * paused one, closing it; never prints.
  *
  * A session's container is named "sbxcat-DEPLOYMENT-KEY" and labelled
  * with the deployment, tenant, key, runtime and creation time.  A
@@ -165,6 +165,21 @@ int session_engine_inspect(struct engine *e, const struct session_config *c,
 int session_engine_running(struct engine *e, const struct session_config *c,
 			   const char *key, json_t **inspect,
 			   struct sbx_error **err);
+
+/*
+ * session_engine_running for an operation that needs the container: a
+ * paused one (the reaper's idle pause, reap.h) is unpaused first.  The
+ * record rec (as session_find read it) is stamped before the container
+ * is looked at when its last activity is at least c->pause_after old (or
+ * the container is paused): the reaper pauses only under ROOT/KEY's
+ * flock and a stamp it read before, so a pass that decided on the old
+ * stamp leaves the session alone, and one that paused it first is undone
+ * here.  Refusals as session_engine_running's.
+ */
+int session_engine_wake(struct engine *e, const struct session_config *c,
+			struct session_root *r,
+			const struct session_record *rec, json_t **inspect,
+			struct sbx_error **err);
 
 /* State.Status of an inspect ("running", ...), "closed" when NULL. */
 const char *session_state(json_t *inspect);

@@ -107,6 +107,9 @@ struct session_config {
 	size_t npool;
 	/* Lifetimes (docs/lifetimes.md), seconds; 0 workspace_ttl: kept. */
 	long long idle_timeout;	 /* SANDBOXD_IDLE_TIMEOUT 1800 */
+	/* SANDBOXD_PAUSE_AFTER 300: an idle session's container is paused
+	 * (reap.h); 0, or at or past the idle timeout: never paused. */
+	long long pause_after;
 	long long container_ttl; /* SANDBOXD_CONTAINER_TTL 86400 */
 	long long workspace_ttl; /* SANDBOXD_WORKSPACE_TTL unset */
 };
