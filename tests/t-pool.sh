@@ -196,4 +196,10 @@ kill -TERM "$SPID"
 wait "$SPID"
 is "$?" 0 "the service stops"
 
+# -- The pool turned off: the next reap drains what it left.
+SBXCAT_WARM_POOL='' sbx reap
+is "$rc:$(npool)" "0:0" "with SBXCAT_WARM_POOL unset, reap drains the pool"
+is "$(tb_docker ps -aq --filter "label=io.sbxcat.deployment=$DEP" --filter "name=sbxcat-$DEP-pool_" | wc -l | tr -d ' ')" 1 \
+	"... leaving only the young stray of the grace"
+
 sb_done

@@ -321,5 +321,32 @@ is "$rc" 3 "an unreachable engine exits 3"
 DOCKER_HOST=unix://$T/no.sock reap --report
 is "$rc" 0 "--report needs no engine"
 
+# -- An open in progress is the open's: a session whose stopped container
+# an open is starting (held 3 s in its start by a slow engine) is left
+# alone by a pass that would delete it (unused past the workspace TTL),
+# and the open then succeeds.
+open_s acme run being-opened
+KB=$key
+tb_docker stop -t 0 "$(ctr "$KB")" >/dev/null
+SLOW=$T/slow.sock
+python3 "$srcdir/tests/stallproxy.py" "$SLOW" "${DOCKER_HOST#unix://}" "/$(insp "$KB" '{{.Id}}')/start" 3 &
+SPX=$!
+n=0
+while [ ! -S "$SLOW" ] && [ $n -lt 50 ]; do sleep 0.1; n=$((n + 1)); done
+DOCKER_HOST=unix://$SLOW bounded session open --runtime "$RA" --tenant acme --scope run \
+	--subject being-opened >"$T/bo.out" 2>"$T/bo.err" &
+BOPID=$!
+n=0
+while [ ! -s "$SLOW.held" ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+ok $((n >= 100)) "an open is held in the start of a stopped session's container"
+stamp "$KB" $((N0 - 90000))
+SANDBOXD_WORKSPACE_TTL=3600 reap --json
+is "$(jq -r --arg k "$KB" '.actions[] | select(.key == $k) | .skipped' "$T/out")" "is being opened; left alone" \
+	"a pass that would delete it leaves it alone: it is being opened"
+wait "$BOPID"
+is "$?:$(state "$KB")" "0:running" "... and the open succeeds, its container running"
+kill -TERM "$SPX"
+wait "$SPX" 2>/dev/null
+
 foreign_alive; ok $? "the foreign containers survived every pass"
 sb_done

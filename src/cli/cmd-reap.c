@@ -114,7 +114,7 @@ static int reap_pass_cmd(struct sbx_ctx *ctx, const struct reap_opts *o,
 }
 
 /*
- * After a pass (not dry), the warm pool tidied and filled when
+ * After a pass (not dry), the warm pool tidied, and filled when
  * SBXCAT_WARM_POOL asks for one: the refill of a host that has no
  * service, its reap run from cron.  A catalogue that does not load
  * leaves the pool as it is, said.
@@ -124,13 +124,14 @@ static int reap_pool_cmd(struct sbx_ctx *ctx)
 	struct svc_pool_res res;
 	struct sbx_error *err = NULL;
 	struct catalog cat;
+	bool want = ctx->svc.cfg.session.npool > 0;
 	int rc = 0;
 
-	if (!ctx->svc.cfg.session.npool)
-		return 0;
+	/* Without SBXCAT_WARM_POOL the pool is only drained (what an
+	 * earlier setting left): no catalogue needed. */
 	catalog_init(&cat);
-	if (catalog_load(&cat, cmd_catalog_path(ctx), &err) < 0 ||
-	    !catalog_valid(&cat)) {
+	if (want && (catalog_load(&cat, cmd_catalog_path(ctx), &err) < 0 ||
+		     !catalog_valid(&cat))) {
 		fprintf(stderr,
 			"sbxcat: the warm pool is not filled: the catalogue "
 			"%s\n",
@@ -139,7 +140,8 @@ static int reap_pool_cmd(struct sbx_ctx *ctx)
 		catalog_release(&cat);
 		return SBX_EXIT_FAIL;
 	}
-	if (svc_pool_fill(&ctx->svc, &ctx->call, &cat, &res, &err) < 0)
+	if (svc_pool_fill(&ctx->svc, &ctx->call, want ? &cat : NULL, &res,
+			  &err) < 0)
 		rc = cmd_report(&err);
 	else if (!ctx->json && (res.made || res.drained || res.swept))
 		printf("pool: %u made ready, %u drained, %u swept\n", res.made,

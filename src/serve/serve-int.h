@@ -74,6 +74,7 @@ struct serve {
 	 * open (serve_pool_kick) and a reload, else every few seconds. */
 	pthread_t pooler;
 	bool pooler_started, pool_kicked;
+	bool pool_reloaded; /* a snapshot the pool was not tidied under */
 	pthread_cond_t pool_wake;
 	atomic_ullong pool_fills, pool_made;
 

@@ -442,12 +442,21 @@ static void pool_once(struct serve *sv)
 	struct svc_call call = {.warn = reaper_warn, .warn_arg = sv};
 	struct svc_pool_res res;
 	struct sbx_error *err = NULL;
+	bool again;
 
-	if (!snap->svc.cfg.session.npool) {
+	/* Without a pool: drained once (what an earlier setting left),
+	 * then nothing until a reload. */
+	pthread_mutex_lock(&sv->lock);
+	again = sv->pool_reloaded;
+	sv->pool_reloaded = false;
+	pthread_mutex_unlock(&sv->lock);
+	if (!snap->svc.cfg.session.npool && !again) {
 		serve_snap_put(snap);
 		return;
 	}
-	if (svc_pool_fill(&snap->svc, &call, &snap->cat, &res, &err) < 0) {
+	if (svc_pool_fill(&snap->svc, &call,
+			  snap->svc.cfg.session.npool ? &snap->cat : NULL, &res,
+			  &err) < 0) {
 		reaper_warn(sv, err->msg);
 		sbx_error_free(&err);
 	}
@@ -594,6 +603,7 @@ int serve_start(struct serve **out, const struct serve_config *c,
 	pthread_mutex_init(&sv->lock, NULL);
 	pthread_cond_init(&sv->wake, NULL);
 	pthread_cond_init(&sv->pool_wake, NULL);
+	sv->pool_reloaded = true; /* the first pass tidies, pool or not */
 	svc_init(&sv->base, sv->env);
 	if (set_service_token(sv, c, err) < 0 ||
 	    load_tenants(sv, c->tenants_file, err) < 0 ||
@@ -658,6 +668,9 @@ int serve_reload(struct serve *sv, struct sbx_error **err)
 		goto out;
 	}
 	serve_snap_set(sv, snap);
+	pthread_mutex_lock(&sv->lock);
+	sv->pool_reloaded = true;
+	pthread_mutex_unlock(&sv->lock);
 	serve_pool_kick(sv); /* a new tag drains the old one's pool */
 	rc = 0;
 out:

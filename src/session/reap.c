@@ -502,6 +502,14 @@ static void act(struct engine *e, struct session_root *r, struct reap_pass *p,
 {
 	struct sbx_error *err = NULL;
 
+	/* An open of the key in progress (its create and start run outside
+	 * the quota lock this pass holds, under ROOT/KEY's open lock) is
+	 * the open's: a container it is starting, or claimed from the pool
+	 * and not yet recorded, is never taken from under it. */
+	if (a->key && a->what != REAP_CLOSED && session_open_busy(r, a->key)) {
+		a->skipped = "is being opened; left alone";
+		return;
+	}
 	switch (a->what) {
 	case REAP_PAUSE:
 	case REAP_STOP:

@@ -540,6 +540,25 @@ int session_open_lock(struct session_root *r, const char *key,
 	return fd;
 }
 
+bool session_open_busy(struct session_root *r, const char *key)
+{
+	struct sbx_error *err = NULL;
+	int kfd = session_keydir_open(r, key, &err), fd;
+	bool busy;
+
+	sbx_error_free(&err);
+	if (kfd < 0)
+		return false;
+	fd = openat(kfd, OPEN_LOCK_NAME,
+		    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	close(kfd);
+	if (fd < 0)
+		return false; /* never opened since it had one */
+	busy = flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+	close(fd); /* releases what was taken, if anything */
+	return busy;
+}
+
 int session_watch_lock_open(struct session_root *r, const char *key,
 			    struct sbx_error **err)
 {

@@ -391,6 +391,9 @@ int session_keydir_make(struct session_root *r, const char *key,
  */
 int session_open_lock(struct session_root *r, const char *key,
 		      struct sbx_error **err);
+/* Is an open (or close) of key holding its open lock now?  Never waits:
+ * for the reaper, which holds the quota lock. */
+bool session_open_busy(struct session_root *r, const char *key);
 
 /*
  * The warm pool on the host (docs/sessions.md): containers made and
