@@ -42,7 +42,9 @@
  * configuration, sizes and durations), session-key.c (field checks, keys,
  * the key secret), session-root.c (the root, the quota lock, ROOT/KEY and
  * its locks, the keys), session-record.c (the record, session_find),
- * session-workspace.c (the workspace, its size, the trash and purge).
+ * session-workspace.c (the workspace, its size, the trash and purge),
+ * session-reserve.c (the reservations of opens in progress),
+ * session-pool.c (the warm pool's entries and workspaces).
  *
  * Thread rule: nothing here keeps state; a struct session_config is
  * read-only once loaded (any number of threads may share one), while a
