@@ -112,6 +112,12 @@ struct session_config {
 	long long pause_after;
 	long long container_ttl; /* SANDBOXD_CONTAINER_TTL 86400 */
 	long long workspace_ttl; /* SANDBOXD_WORKSPACE_TTL unset */
+	/* Hibernation (docs/sessions.md): SANDBOXD_EVICT_IDLE_AFTER, seconds
+	 * (0, unset: an open at the host's ceiling is refused, nothing is
+	 * hibernated); SANDBOXD_MAX_OPEN_SESSIONS (0, unset: no bound; else
+	 * at least max_sessions), the sessions open, hibernated included. */
+	long long evict_idle_after;
+	unsigned max_open;
 };
 
 struct sbx_env;
@@ -394,6 +400,35 @@ int session_open_lock(struct session_root *r, const char *key,
 /* Is an open (or close) of key holding its open lock now?  Never waits:
  * for the reaper, which holds the quota lock. */
 bool session_open_busy(struct session_root *r, const char *key);
+/* ROOT/KEY/open.lock taken without waiting, with the quota lock held
+ * (hibernation takes a session so): its descriptor (released with
+ * session_keydir_unlock), or -1 when an open or close holds it, or it
+ * cannot be opened. */
+int session_open_trylock(struct session_root *r, const char *key);
+
+/*
+ * Hibernation's mark (docs/sessions.md, "Hibernation"): ROOT/KEY/
+ * hibernated, root's, 0600, holding the Unix time it was made at, one
+ * line, replaced atomically.  A session is hibernated when it has the
+ * mark and its container exists, stopped (session_state_marked,
+ * session-engine.h): a mark beside a live container (a crash between the
+ * mark and the stop, or between a wake's start and its clear) is stale
+ * and means nothing.  The mark is made and cleared under the session's
+ * open lock (session_open_lock, or session_open_trylock by hibernation)
+ * or, by the reaper, under the quota lock with no open of the key in
+ * progress; read without a lock.
+ *
+ * session_hibernated: 1 (and *since, when not NULL, its time: 0 when it
+ * does not read as one) when the mark is there, 0 when not (nor
+ * ROOT/KEY), -1 when it cannot be looked at.  session_hibernate_clear
+ * removes it; one already gone is done.
+ */
+int session_hibernated(struct session_root *r, const char *key,
+		       long long *since, struct sbx_error **err);
+int session_hibernate_mark(struct session_root *r, const char *key,
+			   long long now, struct sbx_error **err);
+int session_hibernate_clear(struct session_root *r, const char *key,
+			    struct sbx_error **err);
 
 /*
  * The warm pool on the host (docs/sessions.md): containers made and
