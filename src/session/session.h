@@ -24,6 +24,7 @@
  *   ROOT/.sbxcat-trash/     purged ROOT/KEYs being emptied (0700)
  *   ROOT/KEY/               root's, 0700: the sandbox cannot reach it
  *   ROOT/KEY/session.json   sbxcat's record (below), replaced atomically
+ *   ROOT/KEY/hibernated     hibernation's mark (below), root's, 0600
  *   ROOT/KEY/workspace/     the sandbox uid's, 0755; bind-mounted at the
  *                           same path in the container
  *   ROOT/.sbxcat-ws/        root's, 0700: the workspaces of the warm pool
@@ -42,7 +43,9 @@
  * configuration, sizes and durations), session-key.c (field checks, keys,
  * the key secret), session-root.c (the root, the quota lock, ROOT/KEY and
  * its locks, the keys), session-record.c (the record, session_find),
- * session-workspace.c (the workspace, its size, the trash and purge).
+ * session-workspace.c (the workspace, its size, the trash and purge),
+ * session-hibernate.c (hibernation: its mark here, the rest in
+ * session-engine.h).
  *
  * Thread rule: nothing here keeps state; a struct session_config is
  * read-only once loaded (any number of threads may share one), while a
