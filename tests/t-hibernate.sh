@@ -258,6 +258,9 @@ is "$(ntokens "$KW3"):$(state "$KW3")" "0:exited" "... its tokens dropped, its c
 is "$(rows reap 'idle: hibernated session closed' "$KW3")" 1 "... the release is its row"
 is "$(state "$KW1"):$(state "$KW4")" "running:running" "... the active sessions untouched"
 
+# What a hibernation costs an open (the audit's own durations).
+diag "hibernations took $(jq -r --arg d "$HIB" 'select(.op == "reap" and .detail == $d) | .duration_ms' "$T/spool/audit.jsonl" | tr '\n' ' ')ms; every open that succeeded took $(jq -r 'select(.op == "open" and .ok) | .duration_ms' "$T/spool/audit.jsonl" | tr '\n' ' ')ms"
+
 # -- Every hibernation has its row: five in this test.
 is "$(jq -c --arg d "$HIB" 'select(.op == "reap" and .detail == $d)' "$T/spool/audit.jsonl" | wc -l | tr -d ' ')" 5 \
 	"every hibernation is one row, none more"
