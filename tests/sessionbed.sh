@@ -241,3 +241,22 @@ sb_idle_busy() {
 	grep -qx "$1 has a command running (exec); left alone" "$T/out"
 	ok $? "$3" || diag "the pass said: $(cat "$T/out" "$T/err")"
 }
+
+# The service's tests (t-pause.sh, t-hibernate.sh): `sbxcat serve` on a
+# unix socket, spoken to with curl.
+# sb_serve_wait SOCK: until /healthz answers on unix:SOCK (10 s at most).
+sb_serve_wait() {
+	sb_n=0
+	while [ $sb_n -lt 100 ] && ! curl -sf --unix-socket "$1" http://x/healthz >/dev/null 2>&1; do
+		sleep 0.1
+		sb_n=$((sb_n + 1))
+	done
+}
+# sb_wire METHOD PATH [BODY [TOKEN]]: a request to the service on $SOCK
+# with TOKEN ($TOKEN by default); the response body in $T/w, the status in
+# $st.
+sb_wire() {
+	st=$(curl -s -o "$T/w" -w '%{http_code}' --unix-socket "$SOCK" -X "$1" \
+		-H "X-Sandbox-Token: ${4:-$TOKEN}" -H 'Content-Type: application/json' \
+		${3:+--data "$3"} "http://x$2")
+}

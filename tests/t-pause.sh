@@ -168,17 +168,8 @@ TOKEN=svc-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 SOCK=$T/serve.sock
 SANDBOXD_TOKEN=$TOKEN "$S" -C "$CAT" serve --listen "unix:$SOCK" 2>>"$T/log" &
 SPID=$!
-n=0
-while [ $n -lt 100 ] && ! curl -sf --unix-socket "$SOCK" http://x/healthz >/dev/null 2>&1; do
-	sleep 0.1
-	n=$((n + 1))
-done
-# wire METHOD PATH [BODY]: the response body in $T/w, the status in $st.
-wire() {
-	st=$(curl -s -o "$T/w" -w '%{http_code}' --unix-socket "$SOCK" -X "$1" \
-		-H "X-Sandbox-Token: $TOKEN" -H 'Content-Type: application/json' \
-		${3:+--data "$3"} "http://x$2")
-}
+sb_serve_wait "$SOCK"
+wire() { sb_wire "$@"; }
 SID=pause-$sfx
 wire POST /sessions "{\"session_id\": \"$SID\", \"runtime\": \"$RA\"}"
 KW=$(jq -r .session.key "$T/w" 2>/dev/null)

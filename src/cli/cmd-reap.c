@@ -59,13 +59,14 @@ static void print_action(const struct reap_pass *p,
 	    [REAP_DELETE] = {"would delete", "deleted"},
 	    [REAP_ORPHAN] = {"would remove orphan", "removed orphan"},
 	    [REAP_STUCK] = {"would remove stuck", "removed stuck"},
+	    [REAP_RELEASE] = {"would release", "released"},
 	    [REAP_CLOSED] = {"closed", "closed"},
 	};
 	static const char *const infinitive[] = {
 	    [REAP_PAUSE] = "pause",	     [REAP_STOP] = "stop",
 	    [REAP_REMOVE] = "remove",	     [REAP_DELETE] = "delete",
 	    [REAP_ORPHAN] = "remove orphan", [REAP_STUCK] = "remove stuck",
-	    [REAP_CLOSED] = "show",
+	    [REAP_RELEASE] = "release",	     [REAP_CLOSED] = "show",
 	};
 	struct strbuf sb = STRBUF_INIT;
 	const char *who = esc(&sb, subject(a));

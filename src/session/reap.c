@@ -21,10 +21,6 @@
 #include "session/session-wire.h"
 #include "basic/util.h"
 
-/* Stopping what an exec left past its deadline, under the quota lock:
- * killed at once (cgroup.kill, or freeze and kill), given this long. */
-#define REAP_STOP_GIVE_UP_MS 1000
-
 /* Seconds an idle session's container is given to stop (its StopSignal
  * is SIGKILL, so it never needs them); as session close. */
 
@@ -43,6 +39,8 @@ const char *reap_what_name(enum reap_what w)
 		return "remove-orphan";
 	case REAP_STUCK:
 		return "remove-stuck";
+	case REAP_RELEASE:
+		return "release";
 	case REAP_CLOSED:
 		return "closed";
 	}
@@ -221,8 +219,9 @@ static struct ctr *session_ctr(struct ctr *v, size_t n, const char *name,
 }
 
 static int decide_session(struct engine *e, const struct session_config *c,
-			  struct reap_pass *p, const struct session_record *rec,
-			  struct ctr *v, size_t n, struct sbx_error **err)
+			  struct session_root *r, struct reap_pass *p,
+			  const struct session_record *rec, struct ctr *v,
+			  size_t n, struct sbx_error **err)
 {
 	cleanup_free char *name = session_container_name(c, rec->key);
 	struct ctr *x = session_ctr(v, n, name, rec->key);
@@ -257,6 +256,16 @@ static int decide_session(struct engine *e, const struct session_config *c,
 				       rec->last_activity);
 			a->reason = reason("idle", a->age, "pause after",
 					   c->pause_after);
+		}
+	} else if (strcmp(session_state_marked(r, rec->key, x->state),
+			  SESSION_STATE_HIBERNATED) == 0) {
+		/* Hibernated: its container is the session's until the idle
+		 * timeout closes it (the container TTL counts from then). */
+		if (idle > c->idle_timeout) {
+			a = add_action(p, REAP_RELEASE, rec->key, x,
+				       rec->last_activity);
+			a->reason = reason("hibernated, idle", a->age,
+					   "idle timeout", c->idle_timeout);
 		}
 	} else if (strcmp(x->state, "exited") == 0 &&
 		   p->now - rec->last_activity > c->container_ttl) {
@@ -396,37 +405,6 @@ static int remove_ctr(struct engine *e, const struct reap_action *a,
  * still carries the stamp it was decided on.  Without force: a stopped
  * container that something started behind sbxcat's back is not killed.
  */
-/*
- * Whether the container has a command of sbxcat's running within its
- * deadline: 1, 0, or -1 with *err.  Exec stamps the activity when it
- * starts and ends, not while it runs, so a command that runs longer than
- * the idle timeout (SANDBOXD_EXECUTE_TIMEOUT may be set so) would
- * otherwise look idle.  The engine's ExecIDs are not asked: a process
- * that outlived its deadline would keep an exec "running" for ever.  The
- * exec's cgroup says when it started and its deadline (procs.h); one past
- * min(deadline, start + SANDBOXD_EXECUTE_TIMEOUT) is killed here, as its
- * watcher would have done, but at once: this runs under the quota lock.
- */
-static int running_execs(struct engine *e, const struct reap_pass *p,
-			 const char *id, struct sbx_error **err)
-{
-	json_t *j = NULL;
-	json_int_t pid;
-	size_t busy = 0, stopped = 0;
-	int rc = 0;
-
-	if (engine_container_inspect(e, id, &j, err) < 0)
-		return -1;
-	pid = json_integer_value(
-	    json_object_get(json_object_get(j, "State"), "Pid"));
-	json_decref(j);
-	if (pid > 0 && pid < (1 << 30))
-		rc = procs_groups_expire((pid_t)pid, p->now, p->exec_timeout_s,
-					 REAP_STOP_GIVE_UP_MS, &busy, &stopped,
-					 err);
-	return rc < 0 ? -1 : busy > 0;
-}
-
 static void act_session(struct engine *e, struct session_root *r,
 			struct reap_pass *p, struct reap_action *a)
 {
@@ -454,7 +432,8 @@ static void act_session(struct engine *e, struct session_root *r,
 		goto out;
 	}
 	if ((a->what == REAP_STOP || a->what == REAP_PAUSE) &&
-	    running_execs(e, p, a->id, &err) != 0) {
+	    session_engine_busy(e, a->id, p->now, p->exec_timeout_s, &err) !=
+		0) {
 		if (err)
 			failed(p, a, &err);
 		else
@@ -471,6 +450,10 @@ static void act_session(struct engine *e, struct session_root *r,
 	case REAP_REMOVE:
 		rc = remove_ctr(e, a, false, &err);
 		break;
+	case REAP_RELEASE:
+		/* Closed as an idle session is: its container stays stopped
+		 * (the container TTL removes it), its tokens go below. */
+		break;
 	case REAP_DELETE:
 		if (a->id)
 			rc = remove_ctr(e, a,
@@ -483,11 +466,16 @@ static void act_session(struct engine *e, struct session_root *r,
 	default:
 		die_bug("act_session: not a session's action");
 	}
-	/* A session stopped or removed is closed: its tokens on the
-	 * service's wire go with it (session-wire.h).  A paused one is
-	 * open still. */
-	if (rc == 0 && (a->what == REAP_STOP || a->what == REAP_REMOVE))
+	/* A session stopped, removed or released is closed: its tokens on
+	 * the service's wire go with it (session-wire.h), and hibernation's
+	 * mark (one a crash left beside a live container too).  A paused
+	 * one is open still. */
+	if (rc == 0 && (a->what == REAP_STOP || a->what == REAP_REMOVE ||
+			a->what == REAP_RELEASE))
 		rc = session_wire_drop_tokens(r, a->key, true, &err);
+	if (rc == 0 && (a->what == REAP_STOP || a->what == REAP_REMOVE ||
+			a->what == REAP_RELEASE))
+		rc = session_hibernate_clear(r, a->key, &err);
 	if (rc < 0)
 		failed(p, a, &err);
 	else
@@ -515,6 +503,7 @@ static void act(struct engine *e, struct session_root *r, struct reap_pass *p,
 	case REAP_STOP:
 	case REAP_REMOVE:
 	case REAP_DELETE:
+	case REAP_RELEASE:
 		act_session(e, r, p, a);
 		break;
 	case REAP_ORPHAN:
@@ -612,7 +601,7 @@ int reap_pass_run(struct engine *e, const struct session_config *c,
 			continue;
 		}
 		known[nknown++] = keys[i];
-		rc = decide_session(e, c, p, &rec, v, n, err);
+		rc = decide_session(e, c, r, p, &rec, v, n, err);
 		session_record_release(&rec);
 		if (rc < 0)
 			goto out;

@@ -30,6 +30,12 @@
  *                 timeout: removed by force
  *   remove-stuck  a container in state created, dead or removing, created
  *                 longer ago than the idle timeout: removed by force
+ *   release       a hibernated session (session.h, docs/sessions.md)
+ *                 whose record's last activity is older than the idle
+ *                 timeout: closed as an idle one is (tokens dropped, the
+ *                 mark removed; its container stays stopped, for the
+ *                 container TTL); until then a hibernated session's
+ *                 container is not removed by the TTL
  *   closed        a record whose container is gone: shown, nothing done
  *
  * The actions are taken oldest first, at most `limit` of them; the rest
@@ -70,11 +76,12 @@ enum reap_what {
 	REAP_DELETE,
 	REAP_ORPHAN,
 	REAP_STUCK,
+	REAP_RELEASE,
 	REAP_CLOSED,
 };
 
 /* "pause", "stop", "remove", "delete", "remove-orphan", "remove-stuck",
- * "closed". */
+ * "release", "closed". */
 const char *reap_what_name(enum reap_what w);
 
 struct reap_action {

@@ -349,6 +349,7 @@ int session_config_load(struct session_config *c, const struct sbx_env *e,
 			struct sbx_error **err)
 {
 	unsigned long long per_tenant = 10, max = 20, timeout = 300;
+	unsigned long long max_open = 0;
 	const char *dep = env(e, "SBXCAT_DEPLOYMENT_ID");
 
 	memset(c, 0, sizeof(*c));
@@ -385,8 +386,22 @@ int session_config_load(struct session_config *c, const struct sbx_env *e,
 		0 ||
 	    env_seconds(e, "SANDBOXD_WORKSPACE_TTL", &c->workspace_ttl, err) <
 		0 ||
-	    pool_from_env(e, c, err) < 0)
+	    pool_from_env(e, c, err) < 0 ||
+	    env_seconds(e, "SANDBOXD_EVICT_IDLE_AFTER", &c->evict_idle_after,
+			err) < 0 ||
+	    env_uint(e, "SANDBOXD_MAX_OPEN_SESSIONS", 1, 1000000, &max_open,
+		     err) < 0)
 		goto fail;
+	if (max_open && max_open < max) {
+		/* Every resident session is open: a bound below the
+		 * resident ceiling could never be met. */
+		sbx_error_set(err, SBX_E_INVALID, 0,
+			      "SANDBOXD_MAX_OPEN_SESSIONS (%llu) must be at "
+			      "least SANDBOXD_MAX_SESSIONS (%llu): the open "
+			      "sessions count the resident ones",
+			      max_open, max);
+		goto fail;
+	}
 	if (c->workspace_ttl && c->workspace_ttl <= c->idle_timeout) {
 		sbx_error_set(err, SBX_E_INVALID, 0,
 			      "SANDBOXD_WORKSPACE_TTL (%lld s) must be longer "
@@ -406,6 +421,7 @@ int session_config_load(struct session_config *c, const struct sbx_env *e,
 		goto fail;
 	c->max_per_tenant = (unsigned)per_tenant;
 	c->max_sessions = (unsigned)max;
+	c->max_open = (unsigned)max_open;
 	c->execute_timeout_s = (long)timeout;
 	return 0;
 fail:

@@ -11,13 +11,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "catalog/deployment.h"
-#include "catalog/catalog.h"
-#include "engine/engine.h"
 #include "basic/error.h"
-#include "session/session-engine.h"
 #include "basic/util.h"
 #include "basic/xjson.h"
+#include "catalog/catalog.h"
+#include "catalog/deployment.h"
+#include "engine/engine.h"
+#include "session/procs.h"
+#include "session/session-engine.h"
 
 /* Where the idle program is looked for in an image, in order. */
 static const char *const sleep_paths[] = {"/bin/sleep", "/usr/bin/sleep"};
@@ -38,6 +39,8 @@ const char *session_outcome_name(enum session_outcome o)
 		return "restarted";
 	case SESSION_CLAIMED:
 		return "claimed";
+	case SESSION_WOKEN:
+		return "woken";
 	}
 	return "?";
 }
@@ -287,10 +290,13 @@ int session_engine_wake(struct engine *e, const struct session_config *c,
 	bool stamped = false;
 	const char *id;
 
-	/* Idle long enough to be paused: stamped before the look, so a
-	 * pause is either done before it (and undone here) or not at all. */
-	if (c->pause_after &&
-	    (long long)time(NULL) - rec->last_activity >= c->pause_after)
+	long long idle = (long long)time(NULL) - rec->last_activity;
+
+	/* Idle long enough to be paused, or hibernated: stamped before the
+	 * look, so a pause (or a hibernation, which decides on the stamp
+	 * under the same flock) is either done before it or not at all. */
+	if ((c->pause_after && idle >= c->pause_after) ||
+	    (c->evict_idle_after && idle >= c->evict_idle_after))
 		wake_stamp(r, rec->key, &stamped);
 	if (session_engine_inspect(e, c, rec->key, inspect, err) < 0)
 		return -1;
@@ -352,11 +358,24 @@ static bool live_in(json_t *by_key, const char *key)
 	    json_object_get(json_object_get(by_key, key), "State")));
 }
 
+/* Is key's container exited in by_key, and the session marked: is it
+ * hibernated? */
+static bool asleep_in(struct session_root *r, json_t *by_key, const char *key)
+{
+	const char *st = json_string_value(
+	    json_object_get(json_object_get(by_key, key), "State"));
+
+	return st && strcmp(st, "exited") == 0 &&
+	       session_hibernated(r, key, NULL, NULL) > 0;
+}
+
 /* Count the sessions of the records under r whose container is live,
- * all and tenant's, but key's; their keys into *seen. */
+ * all and tenant's, but key's; their keys into *seen; the hibernated
+ * ones into *asleep. */
 static int count_records(struct session_root *r, json_t *by_key,
 			 const char *key, const char *tenant, unsigned *all,
-			 unsigned *mine, json_t *seen, struct sbx_error **err)
+			 unsigned *mine, unsigned *asleep, json_t *seen,
+			 struct sbx_error **err)
 {
 	char **keys = NULL;
 	size_t n = 0;
@@ -367,8 +386,12 @@ static int count_records(struct session_root *r, json_t *by_key,
 		struct session_record rec;
 		struct sbx_error *e2 = NULL;
 
-		if (strcmp(keys[i], key) == 0 || !live_in(by_key, keys[i]))
+		if (strcmp(keys[i], key) == 0)
 			continue;
+		if (!live_in(by_key, keys[i])) {
+			*asleep += asleep_in(r, by_key, keys[i]);
+			continue;
+		}
 		/* A live container whose record cannot be read is the
 		 * reaper's to judge; it is not a session of anyone's. */
 		if (session_record_read(r, keys[i], &rec, &e2) < 0) {
@@ -397,19 +420,22 @@ int session_quota_count(struct engine *e, struct session_root *r,
 
 	memset(n, 0, sizeof(*n));
 	if (session_engine_list(e, c, &by_key, err) < 0 ||
-	    count_records(r, by_key, key, tenant, &n->all, &n->mine, seen,
-			  err) < 0 ||
+	    count_records(r, by_key, key, tenant, &n->all, &n->mine,
+			  &n->hibernated, seen, err) < 0 ||
 	    session_reservations(r, &held, &nheld, err) < 0 ||
 	    session_pool_list(r, &pool, &npool, err) < 0)
 		goto out;
+	n->open = n->all; /* the live records */
 	for (size_t i = 0; i < nheld; i++) {
 		if (strcmp(held[i].key, key) == 0 ||
 		    json_object_get(seen, held[i].key))
 			continue;
 		n->all++;
+		n->open += held[i].tenant != NULL; /* not a fill of the pool */
 		n->mine += tenant && held[i].tenant &&
 			   strcmp(held[i].tenant, tenant) == 0;
 	}
+	n->open += n->hibernated;
 	n->pooled = (unsigned)npool;
 	n->all += n->pooled;
 	rc = 0;
@@ -440,6 +466,19 @@ int session_quota_refuse(const struct session_config *c, const char *tenant,
 		return -1;
 	}
 	return 0;
+}
+
+int session_open_refuse(const struct session_config *c,
+			const struct session_count *n, struct sbx_error **err)
+{
+	if (!c->max_open || n->open < c->max_open)
+		return 0;
+	sbx_error_set(err, SBX_E_REFUSED, 0,
+		      "the host holds its ceiling of %u open sessions and "
+		      "all of them are in use; close one first",
+		      c->max_open);
+	sbx_error_reason(*err, SESSION_REASON_OPEN_QUOTA);
+	return -1;
 }
 
 /* Why a container is not running, from its inspect: "OOMKilled",
@@ -687,6 +726,26 @@ int session_engine_stop(struct engine *e, const char *id, const char *state,
 	    engine_container_unpause(e, id, err) < 0)
 		return -1;
 	return engine_container_stop(e, id, SESSION_STOP_SECONDS, err);
+}
+
+int session_engine_busy(struct engine *e, const char *id, long long now,
+			long long exec_timeout_s, struct sbx_error **err)
+{
+	json_t *j = NULL;
+	json_int_t pid;
+	size_t busy = 0, stopped = 0;
+	int rc = 0;
+
+	if (engine_container_inspect(e, id, &j, err) < 0)
+		return -1;
+	pid = json_integer_value(
+	    json_object_get(json_object_get(j, "State"), "Pid"));
+	json_decref(j);
+	if (pid > 0 && pid < (1 << 30))
+		rc = procs_groups_expire((pid_t)pid, now, exec_timeout_s,
+					 SESSION_STOP_GIVE_UP_MS, &busy,
+					 &stopped, err);
+	return rc < 0 ? -1 : busy > 0;
 }
 
 int session_engine_close(struct engine *e, const struct session_config *c,

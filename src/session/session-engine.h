@@ -81,6 +81,8 @@ json_t *session_container_body(const struct session_spec *s);
  * the tenant's ceiling, the host's. */
 #define SESSION_REASON_TENANT_QUOTA "tenant quota"
 #define SESSION_REASON_HOST_QUOTA "host quota"
+/* The refusal of SANDBOXD_MAX_OPEN_SESSIONS (session_open_refuse). */
+#define SESSION_REASON_OPEN_QUOTA "open quota"
 /* The reasons of session_engine_running's refusals: a container that is
  * stopped (or paused), one that is gone. */
 #define SESSION_REASON_NOT_RUNNING "not running"
@@ -91,6 +93,7 @@ enum session_outcome {
 	SESSION_ADOPTED,
 	SESSION_RESTARTED,
 	SESSION_CLAIMED, /* a container of the warm pool */
+	SESSION_WOKEN,	 /* a hibernated session's, started again */
 };
 const char *session_outcome_name(enum session_outcome o);
 
@@ -122,6 +125,12 @@ struct session_count {
 	unsigned all;	 /* slots taken on the host, pooled included */
 	unsigned mine;	 /* the tenant's */
 	unsigned pooled; /* containers in the warm pool */
+	/* The sessions open (SANDBOXD_MAX_OPEN_SESSIONS counts them): the
+	 * records whose container is live, the reservations of sessions
+	 * (not the pool's fills) and the hibernated sessions, of which
+	 * there are hibernated. */
+	unsigned open;
+	unsigned hibernated;
 };
 int session_quota_count(struct engine *e, struct session_root *r,
 			const struct session_config *c, const char *key,
@@ -134,6 +143,10 @@ int session_quota_refuse(const struct session_config *c, const char *tenant,
 int session_engine_launch(struct engine *e, struct session_spec *spec,
 			  enum session_outcome *outcome, char **id,
 			  struct sbx_error **err);
+/* Refused (status 1, SESSION_REASON_OPEN_QUOTA) when c->max_open is set
+ * and n->open is at it. */
+int session_open_refuse(const struct session_config *c,
+			const struct session_count *n, struct sbx_error **err);
 
 /*
  * The pool's containers: session_engine_pool_make creates and starts the
@@ -181,6 +194,13 @@ int session_engine_wake(struct engine *e, const struct session_config *c,
 			const struct session_record *rec, json_t **inspect,
 			struct sbx_error **err);
 
+/* A session's state as sbxcat says it: SESSION_STATE_HIBERNATED for an
+ * exited container whose session has hibernation's mark (session.h),
+ * else state (an engine word, or "closed") as it is. */
+#define SESSION_STATE_HIBERNATED "hibernated"
+const char *session_state_marked(struct session_root *r, const char *key,
+				 const char *state);
+
 /* State.Status of an inspect ("running", ...), "closed" when NULL. */
 const char *session_state(json_t *inspect);
 /* A state the engine reported, as one of the engine's own words (a
@@ -202,6 +222,57 @@ int session_engine_list(struct engine *e, const struct session_config *c,
 #define SESSION_STOP_SECONDS 2
 int session_engine_stop(struct engine *e, const char *id, const char *state,
 			struct sbx_error **err);
+
+/*
+ * Whether container id has a command of sbxcat's running within its
+ * deadline: 1, 0, or -1 with *err.  An exec stamps the activity when it
+ * starts and ends, not while it runs, so a command that runs longer than
+ * an idle delay would otherwise look idle.  The engine's ExecIDs are not
+ * asked: a process that outlived its deadline would keep an exec
+ * "running" for ever.  The exec's cgroup says when it started and its
+ * deadline (procs.h); one past min(deadline, start + exec_timeout_s) is
+ * killed here, as its watcher would have done, but at once (within
+ * SESSION_STOP_GIVE_UP_MS): callers hold the quota lock.
+ */
+#define SESSION_STOP_GIVE_UP_MS 1000
+int session_engine_busy(struct engine *e, const char *id, long long now,
+			long long exec_timeout_s, struct sbx_error **err);
+
+/*
+ * Hibernation (docs/sessions.md), with the quota lock held, by an open
+ * that needs a slot (except: its own key, never chosen).
+ *
+ * session_hibernate_lru: when c->evict_idle_after is set, the least
+ * recently used session (its record's last_activity, oldest first) whose
+ * container is running or paused and idle for at least that long, with
+ * no open or close of it in progress (session_open_trylock) and no
+ * command of sbxcat's running in it (session_engine_busy), under its
+ * ROOT/KEY flock with the stamp it was chosen on: marked (session.h) and
+ * its container stopped (its StopSignal is SIGKILL).  Its record, its
+ * workspace and its tokens on the service's wire are kept.  *done says
+ * whether one was; *out names it (for the audit row) whether or not the
+ * stop failed (-1, the mark removed again).
+ *
+ * session_close_asleep: the session hibernated longest (its mark's time,
+ * oldest first) and not being opened, closed as session close closes it:
+ * its container removed (only stopped with SANDBOXD_PERSIST_CONTAINERS),
+ * the mark removed, the record stamped, its tokens dropped; its workspace
+ * and record stay.  *done and *out as above.
+ */
+struct session_evicted {
+	char key[SESSION_KEY_MAX + 1];
+	char *tenant, *runtime, *container; /* the container's name */
+	long long stamp, since;		    /* last activity; the mark's time */
+};
+void session_evicted_release(struct session_evicted *v);
+int session_hibernate_lru(struct engine *e, const struct session_config *c,
+			  struct session_root *r, const char *except,
+			  long long now, struct session_evicted *out,
+			  bool *done, struct sbx_error **err);
+int session_close_asleep(struct engine *e, const struct session_config *c,
+			 struct session_root *r, const char *except,
+			 struct session_evicted *out, bool *done,
+			 struct sbx_error **err);
 
 /*
  * Close: remove the container by force, or only stop it when stop_only

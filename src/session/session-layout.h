@@ -20,6 +20,7 @@ struct strbuf;
 #define EXEC_LOCK_NAME "exec.lock"
 #define WATCH_LOCK_NAME "watch.lock"
 #define OPEN_LOCK_NAME "open.lock"
+#define HIBERNATED_NAME "hibernated"
 #define SECRET_NAME ".sbxcat-key-secret"
 #define TRASH_NAME ".sbxcat-trash"
 #define WORKSPACE_NAME "workspace"

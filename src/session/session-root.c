@@ -559,6 +559,19 @@ bool session_open_busy(struct session_root *r, const char *key)
 	return busy;
 }
 
+int session_open_trylock(struct session_root *r, const char *key)
+{
+	struct sbx_error *err = NULL;
+	int fd = lock_file_open(r, key, OPEN_LOCK_NAME, &err);
+
+	sbx_error_free(&err);
+	if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 int session_watch_lock_open(struct session_root *r, const char *key,
 			    struct sbx_error **err)
 {

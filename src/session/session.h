@@ -24,6 +24,7 @@
  *   ROOT/.sbxcat-trash/     purged ROOT/KEYs being emptied (0700)
  *   ROOT/KEY/               root's, 0700: the sandbox cannot reach it
  *   ROOT/KEY/session.json   sbxcat's record (below), replaced atomically
+ *   ROOT/KEY/hibernated     hibernation's mark (below), root's, 0600
  *   ROOT/KEY/workspace/     the sandbox uid's, 0755; bind-mounted at the
  *                           same path in the container
  *   ROOT/.sbxcat-ws/        root's, 0700: the workspaces of the warm pool
@@ -44,7 +45,9 @@
  * its locks, the keys), session-record.c (the record, session_find),
  * session-workspace.c (the workspace, its size, the trash and purge),
  * session-reserve.c (the reservations of opens in progress),
- * session-pool.c (the warm pool's entries and workspaces).
+ * session-pool.c (the warm pool's entries and workspaces),
+ * session-hibernate.c (hibernation: its mark here, the rest in
+ * session-engine.h).
  *
  * Thread rule: nothing here keeps state; a struct session_config is
  * read-only once loaded (any number of threads may share one), while a
@@ -114,6 +117,12 @@ struct session_config {
 	long long pause_after;
 	long long container_ttl; /* SANDBOXD_CONTAINER_TTL 86400 */
 	long long workspace_ttl; /* SANDBOXD_WORKSPACE_TTL unset */
+	/* Hibernation (docs/sessions.md): SANDBOXD_EVICT_IDLE_AFTER, seconds
+	 * (0, unset: an open at the host's ceiling is refused, nothing is
+	 * hibernated); SANDBOXD_MAX_OPEN_SESSIONS (0, unset: no bound; else
+	 * at least max_sessions), the sessions open, hibernated included. */
+	long long evict_idle_after;
+	unsigned max_open;
 };
 
 struct sbx_env;
@@ -396,6 +405,35 @@ int session_open_lock(struct session_root *r, const char *key,
 /* Is an open (or close) of key holding its open lock now?  Never waits:
  * for the reaper, which holds the quota lock. */
 bool session_open_busy(struct session_root *r, const char *key);
+/* ROOT/KEY/open.lock taken without waiting, with the quota lock held
+ * (hibernation takes a session so): its descriptor (released with
+ * session_keydir_unlock), or -1 when an open or close holds it, or it
+ * cannot be opened. */
+int session_open_trylock(struct session_root *r, const char *key);
+
+/*
+ * Hibernation's mark (docs/sessions.md, "Hibernation"): ROOT/KEY/
+ * hibernated, root's, 0600, holding the Unix time it was made at, one
+ * line, replaced atomically.  A session is hibernated when it has the
+ * mark and its container exists, stopped (session_state_marked,
+ * session-engine.h): a mark beside a live container (a crash between the
+ * mark and the stop, or between a wake's start and its clear) is stale
+ * and means nothing.  The mark is made and cleared under the session's
+ * open lock (session_open_lock, or session_open_trylock by hibernation)
+ * or, by the reaper, under the quota lock with no open of the key in
+ * progress; read without a lock.
+ *
+ * session_hibernated: 1 (and *since, when not NULL, its time: 0 when it
+ * does not read as one) when the mark is there, 0 when not (nor
+ * ROOT/KEY), -1 when it cannot be looked at.  session_hibernate_clear
+ * removes it; one already gone is done.
+ */
+int session_hibernated(struct session_root *r, const char *key,
+		       long long *since, struct sbx_error **err);
+int session_hibernate_mark(struct session_root *r, const char *key,
+			   long long now, struct sbx_error **err);
+int session_hibernate_clear(struct session_root *r, const char *key,
+			    struct sbx_error **err);
 
 /*
  * The warm pool on the host (docs/sessions.md): containers made and

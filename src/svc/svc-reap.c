@@ -71,6 +71,8 @@ static int record_action(const struct reap_action *a, long long ms,
 			     "orphan container could not be removed"},
 	    [REAP_STUCK] = {"stuck container removed",
 			    "stuck container could not be removed"},
+	    [REAP_RELEASE] = {"idle: hibernated session closed",
+			      "idle: hibernated session could not be closed"},
 	    [REAP_CLOSED] = {"closed", "closed"},
 	};
 	struct recording *rec = arg;

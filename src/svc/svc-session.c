@@ -245,18 +245,90 @@ static int read_old(const struct svc_call *call,
 	return -1;
 }
 
+/* The details of the rows of make_room: a session hibernated (op reap,
+ * as the reaper's stops), one closed (op close, as session close's). */
+#define HIBERNATED_DETAIL "hibernated: container stopped to make room"
+#define HIBERNATED_FAILED "hibernated: container could not be stopped"
+#define ASLEEP_CLOSED "closed to make room: hibernated the longest"
+
+/*
+ * With the quota lock held, room made for key's open where the
+ * configuration allows it (docs/sessions.md, "Hibernation"), each
+ * session taken written in its own row as it is taken (a row that
+ * cannot be written fails the open: nothing more is done unrecorded).
+ * Nobody is evicted for a tenant at its own ceiling.  Over
+ * SANDBOXD_MAX_OPEN_SESSIONS (an open that adds a session: not the wake
+ * of a hibernated one) the sessions hibernated longest are closed, when
+ * there are enough of them; else the open is refused.  At
+ * SANDBOXD_MAX_SESSIONS with SANDBOXD_EVICT_IDLE_AFTER set, the least
+ * recently used idle session is hibernated.  n follows.
+ */
+static int make_room(const struct svc *s, const struct svc_call *call,
+		     struct engine *e, struct session_root *root,
+		     struct audit *au, const char *key, bool waking,
+		     struct session_count *n, struct sbx_error **err)
+{
+	const struct session_config *c = &s->cfg.session;
+	struct session_evicted ev = {0};
+	bool done = true;
+	long long t0;
+	int rc = 0;
+
+	if (call->tenant && n->mine >= c->max_per_tenant)
+		return 0; /* refused by session_quota_refuse */
+	if (c->max_open && !waking && n->open >= c->max_open) {
+		if (n->open - c->max_open + 1 > n->hibernated)
+			return session_open_refuse(c, n, err);
+		while (rc == 0 && done && n->open >= c->max_open) {
+			t0 = clock_now_ms();
+			rc = session_close_asleep(e, c, root, key, &ev, &done,
+						  err);
+			if (ev.key[0])
+				session_audit(au, AUDIT_CLOSE, ev.tenant,
+					      ev.key, ev.runtime, ev.key, t0,
+					      *err ? NULL : ASLEEP_CLOSED, err);
+			rc = *err ? -1 : rc;
+			if (rc == 0 && done) {
+				n->open--;
+				n->hibernated--;
+			}
+		}
+		if (rc == 0)
+			rc = session_open_refuse(c, n, err);
+	}
+	if (rc == 0 && c->evict_idle_after && n->all >= c->max_sessions) {
+		t0 = clock_now_ms();
+		rc = session_hibernate_lru(
+		    e, c, root, key, (long long)time(NULL), &ev, &done, err);
+		if (ev.key[0])
+			session_audit(
+			    au, AUDIT_REAP, ev.tenant, ev.key, ev.runtime,
+			    ev.container, t0,
+			    *err ? HIBERNATED_FAILED : HIBERNATED_DETAIL, err);
+		rc = *err ? -1 : rc;
+		if (rc == 0 && done) {
+			n->all--;
+			n->hibernated++;
+		}
+	}
+	session_evicted_release(&ev);
+	return rc;
+}
+
 /*
  * Count and reserve under the quota lock: the only part of an open that
  * other opens wait for.  With may_claim, a container of the runtime's
  * image is taken from the pool into *claim (*claimed): it was counted
  * as pooled and becomes the session.  A cold open the host has no room
  * for takes a pooled container out into *evict (*evicted) to remove
- * after: the pool yields to demand.
+ * after: the pool yields to demand, before any session is hibernated
+ * (make_room).  waking: key's session is hibernated, so open already.
  */
 static int reserve_slot(const struct svc *s, const struct svc_call *call,
 			struct engine *e, struct session_root *root,
-			const char *key, const char *runtime, const char *image,
-			bool may_claim, struct session_reservation *v,
+			struct audit *au, const char *key, const char *runtime,
+			const char *image, bool may_claim, bool waking,
+			struct session_reservation *v,
 			struct session_pool_entry *claim, bool *claimed,
 			struct session_pool_entry *evict, bool *evicted,
 			struct sbx_error **err)
@@ -279,6 +351,8 @@ static int reserve_slot(const struct svc *s, const struct svc_call *call,
 		rc = session_pool_take(root, NULL, NULL, evict, evicted, err);
 	if (rc == 0 && *evicted)
 		n.all--;
+	if (rc == 0)
+		rc = make_room(s, call, e, root, au, key, waking, &n, err);
 	if (rc == 0)
 		rc = session_quota_refuse(c, call->tenant, &n, err);
 	if (rc == 0)
@@ -361,15 +435,16 @@ static int workspace_for(const struct svc *s, struct session_root *root,
  */
 static int open_key(const struct svc *s, const struct svc_call *call,
 		    const struct svc_session_open_req *req, struct engine *e,
-		    struct session_root *root, const struct runtime *rt,
-		    const char *image, struct svc_session_open_res *res,
-		    struct sbx_error **err)
+		    struct session_root *root, struct audit *au,
+		    const struct runtime *rt, const char *image,
+		    struct svc_session_open_res *res, struct sbx_error **err)
 {
 	struct session_record rec = {0}, old = {0};
 	struct session_spec spec = {0};
 	struct session_reservation slot;
 	struct session_pool_entry pool = {0}, evict = {0};
-	bool adopted, claimed = false, evicted = false;
+	struct sbx_error *e2 = NULL;
+	bool adopted, claimed = false, evicted = false, waking;
 	int rc = -1;
 
 	session_reservation_init(&slot);
@@ -391,11 +466,16 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 	if (session_engine_adopt(e, &spec, &res->outcome, &res->container,
 				 &adopted, err) < 0)
 		goto out;
+	/* A hibernated session's stopped container is started again: a wake,
+	 * which adds no open session. */
+	waking = !adopted && res->container &&
+		 session_hibernated(root, res->key, NULL, NULL) > 0;
 	if (!adopted &&
-	    (reserve_slot(s, call, e, root, res->key, rt->alias, image,
+	    (reserve_slot(s, call, e, root, au, res->key, rt->alias, image,
 			  !old.key[0] && !res->container &&
 			      !session_workspace_has_files(root, res->key),
-			  &slot, &pool, &claimed, &evict, &evicted, err) < 0))
+			  waking, &slot, &pool, &claimed, &evict, &evicted,
+			  err) < 0))
 		goto out;
 	if (evicted)
 		pool_discard(call, e, root, &evict);
@@ -427,6 +507,13 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 	 * is counted twice, never not at all. */
 	if (session_record_write(root, &rec, err) < 0)
 		goto out;
+	/* Awake: the mark goes (a stale one beside a live container too).
+	 * One that stays is stale: the container runs. */
+	if (session_hibernate_clear(root, res->key, &e2) < 0)
+		svc_warn(call, "%s", e2->msg);
+	sbx_error_free(&e2);
+	if (waking && res->outcome == SESSION_RESTARTED)
+		res->outcome = SESSION_WOKEN;
 	res->image = steal_pointer(&rec.image);
 	res->created = spec.created;
 	rc = 0;
@@ -499,7 +586,7 @@ int svc_session_open(const struct svc *s, const struct svc_call *call,
 			goto out;
 	}
 	if (ofd < 0 ||
-	    open_key(s, call, req, &engine, &root, rt, image, res, err) < 0)
+	    open_key(s, call, req, &engine, &root, au, rt, image, res, err) < 0)
 		goto out;
 	res->name = session_container_name(&s->cfg.session, res->key);
 	res->doc = open_json(res);
@@ -583,7 +670,8 @@ static void ls_row(const struct svc_call *call,
 	row->state = "closed";
 	st = json_object_get(json_object_get(by_key, key), "State");
 	if (json_is_string(st))
-		row->state = session_state_word(json_string_value(st));
+		row->state = session_state_marked(
+		    root, key, session_state_word(json_string_value(st)));
 	j = row_json(&row->rec, row->state);
 	/* Only a caller that asks pays for the walk of every workspace. */
 	if (req->sizes)
@@ -719,7 +807,8 @@ int svc_session_show(const struct svc *s, const struct svc_call *call,
 	    session_engine_inspect(&engine, &s->cfg.session, res->rec.key,
 				   &inspect, err) < 0)
 		goto out;
-	res->state = session_state(inspect);
+	res->state =
+	    session_state_marked(&root, res->rec.key, session_state(inspect));
 	res->workspace = session_workspace_path(&root, &res->rec);
 	res->doc = row_json(&res->rec, res->state);
 	show_container(call, &root, inspect, res);
@@ -767,6 +856,7 @@ static int close_session(const struct svc *s, struct engine *e,
 				 s->cfg.session.persist_containers && !purge,
 				 what, err) < 0 ||
 	    (purge && session_trash_key(root, key, &trash, err) < 0) ||
+	    (!purge && session_hibernate_clear(root, key, err) < 0) ||
 	    (!purge && session_record_touch(root, key, err) < 0) ||
 	    (!purge && session_wire_drop_tokens(root, key, false, err) < 0)) {
 		session_unlock(root);
