@@ -232,9 +232,28 @@ def mode_load(side, clients, nsess, k, rounds):
     print("# writes %d" % nsess)
 
 
+def docker_run(name, key, d):
+    """`docker run -d` with bench-session.sh's flags, on a workspace made
+    the same way (d root's and 0700, d/workspace the sandbox uid's)."""
+    docker, img, dep, rt = E["DOCKER"], E["IMG"], E["DEP"], E["RT"]
+    ws = os.path.join(d, "workspace")
+    os.makedirs(ws)
+    os.chmod(d, 0o700)
+    os.chown(ws, 10001, 10001)
+    subprocess.run([docker, "run", "-d", "--name", name, "--init", "--user", "10001:10001",
+                    "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--pids-limit", "512",
+                    "--cpus", "2", "--memory", "1g", "--memory-swap", "1g", "--tmpfs", "/tmp:size=64m",
+                    "--network", "none", "--label", "io.sbxcat.deployment=" + dep,
+                    "--label", "io.sbxcat.tenant=bench", "--label", "io.sbxcat.key=" + key,
+                    "--label", "io.sbxcat.runtime=" + rt, "--label", "io.sbxcat.created=%d" % time.time(),
+                    "--mount", "type=bind,source=%s,target=%s" % (ws, ws), "-w", ws,
+                    "--entrypoint", "/bin/sleep", img, "2147483647"],
+                   check=True, stdout=subprocess.DEVNULL)
+
+
 def mode_open(n):
     a = Service(int(E["SERVE_PORT_A"]))
-    docker, img, dep, rt = E["DOCKER"], E["IMG"], E["DEP"], E["RT"]
+    rt = E["RT"]
     ts, td = [], []
     for i in range(1, n + 2):  # the first round warms up, not counted
         t0 = now()
@@ -242,21 +261,8 @@ def mode_open(n):
         t1 = now()
         if not s["alive"]:
             fail("open %d: %s" % (i, s))
-        d = os.path.join(OUT, "docker", "d-%d" % i)
-        ws = os.path.join(d, "workspace")
         t2 = now()
-        os.makedirs(ws)
-        os.chmod(d, 0o700)
-        os.chown(ws, 10001, 10001)
-        subprocess.run([docker, "run", "-d", "--name", "%s-%d" % (rt, i), "--init", "--user", "10001:10001",
-                        "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--pids-limit", "512",
-                        "--cpus", "2", "--memory", "1g", "--memory-swap", "1g", "--tmpfs", "/tmp:size=64m",
-                        "--network", "none", "--label", "io.sbxcat.deployment=" + dep,
-                        "--label", "io.sbxcat.tenant=bench", "--label", "io.sbxcat.key=d-%d" % i,
-                        "--label", "io.sbxcat.runtime=" + rt, "--label", "io.sbxcat.created=%d" % time.time(),
-                        "--mount", "type=bind,source=%s,target=%s" % (ws, ws), "-w", ws,
-                        "--entrypoint", "/bin/sleep", img, "2147483647"],
-                       check=True, stdout=subprocess.DEVNULL)
+        docker_run("%s-%d" % (rt, i), "d-%d" % i, os.path.join(OUT, "docker", "d-%d" % i))
         t3 = now()
         if i > 1:
             ts.append(t1 - t0)
@@ -270,4 +276,5 @@ def main():
     {"exec": mode_exec, "read": mode_read, "load": mode_load, "open": mode_open}[m](*a)
 
 
-main()
+if __name__ == "__main__":  # bench/fast_bench.py imports it
+    main()

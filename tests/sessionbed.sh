@@ -181,3 +181,82 @@ sb_nosleep_image() {
 
 KEY_RE='^xc-[a-z0-9]{1,8}-(run|conversation|channel|user|agent)-[a-z2-7]{26}$'
 RFC3339_RE='^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z$'
+
+# The reaper's tests (t-reap.sh, t-pause.sh): records re-stamped, the
+# race with ROOT/KEY's lock held open, a pass beside a running command.
+# sb_stamp KEY T: the record's last_activity set to T, atomically, as root.
+sb_stamp() {
+	jq -c --argjson t "$2" '.last_activity = $t' "$ROOT/$1/session.json" >"$ROOT/$1/.stamp" &&
+		mv "$ROOT/$1/.stamp" "$ROOT/$1/session.json"
+}
+# sb_hold KEY: ROOT/KEY's flock held by a child until sb_release.
+sb_hold() {
+	rm -f "$T/held" "$T/release"
+	sb_ino=$(stat -c %i "$ROOT/$1")
+	flock "$ROOT/$1" sh -c "touch '$T/held'; while [ ! -e '$T/release' ]; do sleep 0.05; done" &
+	sb_holder=$!
+	sb_n=0
+	while [ ! -e "$T/held" ] && [ $sb_n -lt 100 ]; do sleep 0.05; sb_n=$((sb_n + 1)); done
+}
+# sb_blocked: 0 once a waiter is blocked on sb_hold's lock (/proc/locks),
+# within 10 s.
+sb_blocked() {
+	sb_n=0
+	while [ $sb_n -lt 200 ]; do
+		grep -q -- "-> FLOCK .*:$sb_ino " /proc/locks && return 0
+		sleep 0.05
+		sb_n=$((sb_n + 1))
+	done
+	return 1
+}
+sb_release() { touch "$T/release"; wait "$sb_holder"; }
+# sb_exec_started KEY: wait (5 s at most) until the engine shows one exec.
+sb_exec_started() {
+	sb_n=0
+	while [ $sb_n -lt 100 ]; do
+		[ "$(insp "$1" '{{len .ExecIDs}}')" = 1 ] && return 0
+		sleep 0.05
+		sb_n=$((sb_n + 1))
+	done
+	return 1
+}
+# sb_idle_busy KEY AGE DESC: KEY stamped AGE seconds ago, a pass now
+# (`sbxcat reap --now`); DESC: the pass leaves it alone for its running
+# command.  The time in $N.  An exec stamps the record once its command
+# is claimed, which may land after this stamp: the pass then rightly says
+# it became active (the stamp landed while it planned) or does not name
+# the session at all (it landed before: the session was not idle), and
+# the stamp is made again.
+sb_idle_busy() {
+	sb_n=0
+	while :; do
+		N=$(date +%s)
+		sb_stamp "$1" $((N - $2))
+		sbx reap --now "$N"
+		{ grep -qx "$1 became active during the pass; left alone" "$T/out" ||
+			! grep -q "$1" "$T/out"; } && [ $sb_n -lt 5 ] || break
+		sb_n=$((sb_n + 1))
+		sleep 0.2
+	done
+	grep -qx "$1 has a command running (exec); left alone" "$T/out"
+	ok $? "$3" || diag "the pass said: $(cat "$T/out" "$T/err")"
+}
+
+# The service's tests (t-pause.sh, t-hibernate.sh): `sbxcat serve` on a
+# unix socket, spoken to with curl.
+# sb_serve_wait SOCK: until /healthz answers on unix:SOCK (10 s at most).
+sb_serve_wait() {
+	sb_n=0
+	while [ $sb_n -lt 100 ] && ! curl -sf --unix-socket "$1" http://x/healthz >/dev/null 2>&1; do
+		sleep 0.1
+		sb_n=$((sb_n + 1))
+	done
+}
+# sb_wire METHOD PATH [BODY [TOKEN]]: a request to the service on $SOCK
+# with TOKEN ($TOKEN by default); the response body in $T/w, the status in
+# $st.
+sb_wire() {
+	st=$(curl -s -o "$T/w" -w '%{http_code}' --unix-socket "$SOCK" -X "$1" \
+		-H "X-Sandbox-Token: ${4:-$TOKEN}" -H 'Content-Type: application/json' \
+		${3:+--data "$3"} "http://x$2")
+}

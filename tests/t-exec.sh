@@ -8,6 +8,8 @@
 # and double-forked daemons included, and report byte counts, never content;
 # output caps; two execs side by side; a container that dies under a
 # command, is stopped or is removed.
+# With SBX_EXEC_POOL=1 (tests/t-exec-pool.sh) the main session is one
+# claimed from the warm pool, and every case runs against it.
 #
 # Everything runs under a deployment id and a workspace root of this run's
 # own; every container carrying that id is removed at the end.
@@ -23,7 +25,18 @@ set -u
 . "$srcdir/tests/sessionbed.sh"
 sb_init t-exec te
 
-open_s acme run exec-main
+if [ "${SBX_EXEC_POOL:-}" = 1 ]; then
+	SBXCAT_WARM_POOL=$RA=1 SANDBOXD_PAUSE_AFTER=0
+	export SBXCAT_WARM_POOL SANDBOXD_PAUSE_AFTER
+	"$S" -C "$CAT" prewarm "$RA" >/dev/null 2>&1
+	sbx reap
+	is "$rc:$(out)" "0:pool: 1 made ready, 0 drained, 0 swept" "a warm pool of one made ready"
+	open_s acme run exec-main --json
+	is "$(jq -r .outcome "$T/out")" claimed "the main session is claimed from the pool"
+	unset SBXCAT_WARM_POOL
+else
+	open_s acme run exec-main
+fi
 K=$key
 is "$rc" 0 "session open of the built runtime"
 open_s acme run exec-small --runtime "$RSMALL"
@@ -33,9 +46,10 @@ if [ -z "$K" ] || [ -z "$KS" ]; then
 	echo "Bail out! session open failed: $(err)"
 	exit 1
 fi
-WS=$(ws "$K")
 sbx session show "$K" --json
 la0=$(jq -r .last_activity "$T/out")
+# The record's workspace: ROOT/KEY/workspace, or the pool's.
+WS=$(jq -r .workspace "$T/out")
 
 # ex KEY ARGS...: sbxcat exec KEY ARGS (stdin /dev/null unless redirected).
 # A command whose output has no end runs under ulimit -f (in 512- or

@@ -27,15 +27,15 @@ sb_init t-reap tr
 command -v flock >/dev/null || skip_all "flock(1) (util-linux) is missing: the race cannot be held open"
 
 unset SANDBOXD_IDLE_TIMEOUT SANDBOXD_CONTAINER_TTL SANDBOXD_WORKSPACE_TTL
+# The idle pause is tests/t-pause.sh's: here sessions go straight from
+# running to stopped, as before it.
+SANDBOXD_PAUSE_AFTER=0
+export SANDBOXD_PAUSE_AFTER
 IMG=sbxcat-test/busybox:1
 N0=$(date +%s)
 H2=$((N0 + 7200))
 
-# stamp KEY T: the record's last_activity set to T, atomically, as root.
-stamp() {
-	jq -c --argjson t "$2" '.last_activity = $t' "$ROOT/$1/session.json" >"$ROOT/$1/.stamp" &&
-		mv "$ROOT/$1/.stamp" "$ROOT/$1/session.json"
-}
+stamp() { sb_stamp "$@"; }
 # reap ARGS...: status in $rc, stdout in $T/out, stderr in $T/err.
 reap() { sbx reap "$@"; }
 lines() { wc -l <"$T/out" | tr -d ' '; }
@@ -225,24 +225,13 @@ ok $((!$?)) "no pass ever named a foreign container"
 open_s acme run s6; K6=$key
 N6=$(date +%s)
 stamp "$K6" "$N6"
-ino=$(stat -c %i "$ROOT/$K6")
-flock "$ROOT/$K6" sh -c "touch '$T/held'; while [ ! -e '$T/release' ]; do sleep 0.05; done" &
-holder=$!
-n=0
-while [ ! -e "$T/held" ] && [ $n -lt 100 ]; do sleep 0.05; n=$((n + 1)); done
+sb_hold "$K6"
 bounded reap --now $((N6 + 7200)) >"$T/race.out" 2>"$T/race.err" &
 reaper=$!
-n=0
-blocked=1
-while [ $n -lt 200 ]; do
-	if grep -q -- "-> FLOCK .*:$ino " /proc/locks; then blocked=0; break; fi
-	sleep 0.05
-	n=$((n + 1))
-done
-ok $blocked "the reaper waits for ROOT/KEY's lock (a blocked waiter in /proc/locks)"
+sb_blocked
+ok $? "the reaper waits for ROOT/KEY's lock (a blocked waiter in /proc/locks)"
 stamp "$K6" $((N6 + 60))
-touch "$T/release"
-wait $holder
+sb_release
 wait $reaper
 is "$?" 0 "the reaper exits 0"
 grep -qx "$K6 became active during the pass; left alone" "$T/race.out"
@@ -259,32 +248,9 @@ ok $? "without the stamp, the same pass stops it"
 open_s acme run s7; K7=$key
 sbx exec "$K7" -- sleep 6 >/dev/null 2>&1 &
 execer=$!
-n=0
-while [ $n -lt 100 ]; do
-	[ "$(tb_docker inspect -f '{{len .ExecIDs}}' "$(ctr "$K7")" 2>/dev/null)" = 1 ] && break
-	sleep 0.05
-	n=$((n + 1))
-done
-# idle_busy KEY DESC: KEY stamped two hours ago, a pass now; DESC: the
-# pass leaves it alone for its running command.  The time in $N.  An
-# exec stamps the record once its command is claimed, which may land
-# after this stamp: the pass then rightly says it became active (the
-# stamp landed while it planned) or does not name the session at all (it
-# landed before: the session was not idle), and the stamp is made again.
-idle_busy() {
-	ib_n=0
-	while :; do
-		N=$(date +%s)
-		stamp "$1" $((N - 7200))
-		reap --now "$N"
-		{ grep -qx "$1 became active during the pass; left alone" "$T/out" ||
-			! grep -q "$1" "$T/out"; } && [ $ib_n -lt 5 ] || break
-		ib_n=$((ib_n + 1))
-		sleep 0.2
-	done
-	grep -qx "$1 has a command running (exec); left alone" "$T/out"
-	ok $? "$2" || diag "the pass said: $(cat "$T/out" "$T/err")"
-}
+sb_exec_started "$K7"
+# idle_busy KEY DESC: KEY stamped two hours ago (sb_idle_busy).
+idle_busy() { sb_idle_busy "$1" 7200 "$2"; }
 idle_busy "$K7" "an idle-looking session with an exec running is left alone, saying why"
 N7=$N
 is "$(state "$K7")" running "... and its container still runs"
@@ -354,6 +320,33 @@ DOCKER_HOST=unix://$T/no.sock reap
 is "$rc" 3 "an unreachable engine exits 3"
 DOCKER_HOST=unix://$T/no.sock reap --report
 is "$rc" 0 "--report needs no engine"
+
+# -- An open in progress is the open's: a session whose stopped container
+# an open is starting (held 3 s in its start by a slow engine) is left
+# alone by a pass that would delete it (unused past the workspace TTL),
+# and the open then succeeds.
+open_s acme run being-opened
+KB=$key
+tb_docker stop -t 0 "$(ctr "$KB")" >/dev/null
+SLOW=$T/slow.sock
+python3 "$srcdir/tests/stallproxy.py" "$SLOW" "${DOCKER_HOST#unix://}" "/$(insp "$KB" '{{.Id}}')/start" 3 &
+SPX=$!
+n=0
+while [ ! -S "$SLOW" ] && [ $n -lt 50 ]; do sleep 0.1; n=$((n + 1)); done
+DOCKER_HOST=unix://$SLOW bounded session open --runtime "$RA" --tenant acme --scope run \
+	--subject being-opened >"$T/bo.out" 2>"$T/bo.err" &
+BOPID=$!
+n=0
+while [ ! -s "$SLOW.held" ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+ok $((n >= 100)) "an open is held in the start of a stopped session's container"
+stamp "$KB" $((N0 - 90000))
+SANDBOXD_WORKSPACE_TTL=3600 reap --json
+is "$(jq -r --arg k "$KB" '.actions[] | select(.key == $k) | .skipped' "$T/out")" "is being opened; left alone" \
+	"a pass that would delete it leaves it alone: it is being opened"
+wait "$BOPID"
+is "$?:$(state "$KB")" "0:running" "... and the open succeeds, its container running"
+kill -TERM "$SPX"
+wait "$SPX" 2>/dev/null
 
 foreign_alive; ok $? "the foreign containers survived every pass"
 sb_done

@@ -887,6 +887,16 @@ static void test_root(void)
 
 static struct session_root root;
 
+/* A record of key alone: its workspace KEY/workspace (one at a time). */
+static const struct session_record *rec_of(const char *key)
+{
+	static struct session_record r;
+
+	memset(&r, 0, sizeof(r));
+	snprintf(r.key, sizeof(r.key), "%s", key);
+	return &r;
+}
+
 static void test_workspace(void)
 {
 	struct sbx_error *err = NULL;
@@ -899,7 +909,7 @@ static void test_workspace(void)
 
 	if (open_root(rp, &root, &err) < 0)
 		bail_out("root: %s", err->msg);
-	ws = session_workspace_path(&root, key);
+	ws = session_workspace_path(&root, rec_of(key));
 	p = xasprintf("%s/%s/workspace", rp, key);
 	is_str(ws, p, "session_workspace_path");
 	free(p);
@@ -1049,12 +1059,88 @@ static void test_records(void)
 		} bad[] = {
 		    {"corrupt", "{\"version\":1,\"key\":"},
 		    {"not an object", "[1]"},
-		    {"wrong version",
+		    {"version 2 without its workspace",
 		     "{\"version\":2,\"key\":\"xc-acme-run-"
 		     "aaaaaaaaaaaaaaaaaaaaaa"
 		     "aaaa\",\"tenant\":\"acme\",\"scope\":\"run\",\"runtime\":"
 		     "\"python\",\"image\":\"x:1\",\"container\":null,"
 		     "\"created\":1,\"last_activity\":1}"},
+		    {"wrong version",
+		     "{\"version\":3,\"key\":\"xc-acme-run-"
+		     "aaaaaaaaaaaaaaaaaaaaaa"
+		     "aaaa\",\"tenant\":\"acme\",\"scope\":\"run\",\"runtime\":"
+		     "\"python\",\"image\":\"x:1\",\"container\":null,"
+		     "\"created\":1,\"last_activity\":1,\"workspace\":"
+		     "\".sbxcat-ws/aaaaaaaaaaaaaaaaaaaaaaaaaa\"}"},
+		    {"version 1 with a workspace",
+		     "{\"version\":1,\"key\":\"xc-acme-run-"
+		     "aaaaaaaaaaaaaaaaaaaaaa"
+		     "aaaa\",\"tenant\":\"acme\",\"scope\":\"run\",\"runtime\":"
+		     "\"python\",\"image\":\"x:1\",\"container\":null,"
+		     "\"created\":1,\"last_activity\":1,\"workspace\":"
+		     "\"xc-acme-run-aaaaaaaaaaaaaaaaaaaaaaaaaa/workspace\"}"},
+		    {"a workspace out of the root",
+		     "{\"version\":2,\"key\":\"xc-acme-run-"
+		     "aaaaaaaaaaaaaaaaaaaaaa"
+		     "aaaa\",\"tenant\":\"acme\",\"scope\":\"run\",\"runtime\":"
+		     "\"python\",\"image\":\"x:1\",\"container\":null,"
+		     "\"created\":1,\"last_activity\":1,\"workspace\":\"../../"
+		     "etc\"}"},
+		    {"an absolute workspace",
+		     "{\"version\":2,\"key\":\"xc-acme-run-"
+		     "aaaaaaaaaaaaaaaaaaaaaa"
+		     "aaaa\",\"tenant\":\"acme\",\"scope\":\"run\",\"runtime\":"
+		     "\"python\",\"image\":\"x:1\",\"container\":null,"
+		     "\"created\":1,\"last_activity\":1,\"workspace\":\"/"
+		     "etc\"}"},
+		    {"another key's workspace",
+		     "{\"version\":2,\"key\":\"xc-acme-run-"
+		     "aaaaaaaaaaaaaaaaaaaaaa"
+		     "aaaa\",\"tenant\":\"acme\",\"scope\":\"run\",\"runtime\":"
+		     "\"python\",\"image\":\"x:1\",\"container\":null,"
+		     "\"created\":1,\"last_activity\":1,\"workspace\":\"xc-"
+		     "acme-run-bbbbbbbbbbbbbbbbbbbbbbbbbb/workspace\"}"},
+		    {"a pool id too short",
+		     "{\"version\":2,\"key\":\"xc-acme-run-"
+		     "aaaaaaaaaaaaaaaaaaaaaa"
+		     "aaaa\",\"tenant\":\"acme\",\"scope\":\"run\",\"runtime\":"
+		     "\"python\",\"image\":\"x:1\",\"container\":null,"
+		     "\"created\":1,\"last_activity\":1,\"workspace\":\"."
+		     "sbxcat-ws/aaaa\"}"},
+		    {"a pool id with a slash",
+		     "{\"version\":2,\"key\":\"xc-acme-run-"
+		     "aaaaaaaaaaaaaaaaaaaaaa"
+		     "aaaa\",\"tenant\":\"acme\",\"scope\":\"run\",\"runtime\":"
+		     "\"python\",\"image\":\"x:1\",\"container\":null,"
+		     "\"created\":1,\"last_activity\":1,\"workspace\":\"."
+		     "sbxcat-ws/aaaaaaaaaaaaa/aaaaaaaaaaaa\"}"},
+		    {"a pool id with a dot",
+		     "{\"version\":2,\"key\":\"xc-acme-run-"
+		     "aaaaaaaaaaaaaaaaaaaaaa"
+		     "aaaa\",\"tenant\":\"acme\",\"scope\":\"run\",\"runtime\":"
+		     "\"python\",\"image\":\"x:1\",\"container\":null,"
+		     "\"created\":1,\"last_activity\":1,\"workspace\":\"."
+		     "sbxcat-ws/aaaaaaaaaaaaaaaaaaaaaaaaa.\"}"},
+		    {"the pool directory itself",
+		     "{\"version\":2,\"key\":\"xc-acme-run-"
+		     "aaaaaaaaaaaaaaaaaaaaaa"
+		     "aaaa\",\"tenant\":\"acme\",\"scope\":\"run\",\"runtime\":"
+		     "\"python\",\"image\":\"x:1\",\"container\":null,"
+		     "\"created\":1,\"last_activity\":1,\"workspace\":\"."
+		     "sbxcat-ws\"}"},
+		    {"the key's directory",
+		     "{\"version\":2,\"key\":\"xc-acme-run-"
+		     "aaaaaaaaaaaaaaaaaaaaaa"
+		     "aaaa\",\"tenant\":\"acme\",\"scope\":\"run\",\"runtime\":"
+		     "\"python\",\"image\":\"x:1\",\"container\":null,"
+		     "\"created\":1,\"last_activity\":1,\"workspace\":\"xc-"
+		     "acme-run-aaaaaaaaaaaaaaaaaaaaaaaaaa\"}"},
+		    {"a workspace not a string",
+		     "{\"version\":2,\"key\":\"xc-acme-run-"
+		     "aaaaaaaaaaaaaaaaaaaaaa"
+		     "aaaa\",\"tenant\":\"acme\",\"scope\":\"run\",\"runtime\":"
+		     "\"python\",\"image\":\"x:1\",\"container\":null,"
+		     "\"created\":1,\"last_activity\":1,\"workspace\":1}"},
 		    {"key mismatch",
 		     "{\"version\":1,\"key\":\"xc-acme-run-"
 		     "bbbbbbbbbbbbbbbbbbbbbb"
@@ -1123,6 +1209,39 @@ static void test_records(void)
 		fclose(fp);
 		is_int(session_record_read(&root, key, &back, &err), 0,
 		       "a hand-written record reads (the table's base)");
+		is_str(back.workspace,
+		       "xc-acme-run-aaaaaaaaaaaaaaaaaaaaaaaaaa/workspace",
+		       "... of version 1: its workspace is KEY/workspace");
+		session_record_release(&back);
+		fp = fopen(file, "w");
+		fputs("{\"version\":2,\"key\":\"xc-acme-run-"
+		      "aaaaaaaaaaaaaaaaaaaaaaaaaa\",\"tenant\":\"acme\","
+		      "\"scope\":\"run\",\"runtime\":\"python\",\"image\":"
+		      "\"x:1\",\"container\":null,\"created\":1,"
+		      "\"last_activity\":1,\"workspace\":\".sbxcat-ws/"
+		      "abcdefghijklmnopqrstuvwxyz\"}",
+		      fp);
+		fclose(fp);
+		is_int(session_record_read(&root, key, &back, &err), 0,
+		       "a record of version 2 naming a pooled workspace reads");
+		is_str(back.workspace, ".sbxcat-ws/abcdefghijklmnopqrstuvwxyz",
+		       "... its workspace as written");
+		ok(session_workspace_pooled(&back), "... pooled");
+		{
+			char *p = session_workspace_path(&root, &back);
+			ok(p && strcmp(
+				    p + strlen(p) - 38,
+				    "/.sbxcat-ws/abcdefghijklmnopqrstuvwxyz") ==
+				    0,
+			   "... its path ROOT/.sbxcat-ws/ID (%s)", p);
+			free(p);
+		}
+		sbx_error_free(&err);
+		rc = session_workspace_open(&root, &back, &err);
+		ok(rc < 0 && tap_status(err) == 3,
+		   "... a pooled workspace missing: status 3 (%s)",
+		   err ? err->msg : "opened");
+		sbx_error_free(&err);
 		session_record_release(&back);
 		for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 			fp = fopen(file, "w");
@@ -1252,7 +1371,7 @@ static void test_size(void)
 	const char *key = "xc-size-run-aaaaaaaaaaaaaaaaaaaaaaaaaa";
 	unsigned long long bytes = 0, files = 0;
 	bool created;
-	char *ws = session_workspace_path(&root, key);
+	char *ws = session_workspace_path(&root, rec_of(key));
 	bool purged = true;
 	int fd;
 
@@ -1261,8 +1380,8 @@ static void test_size(void)
 	   "ln -s big soft && ln -s /etc etc && mkdir -p a/b/c && "
 	   "head -c 5000 /dev/urandom > a/b/c/f && ln a/b/c/f a/h",
 	   ws);
-	is_int(session_workspace_size(&root, key, &bytes, &files, &err), 0,
-	       "workspace_size");
+	is_int(session_workspace_size(&root, rec_of(key), &bytes, &files, &err),
+	       0, "workspace_size");
 	is_int((long long)bytes, (long long)du_bytes(ws),
 	       "bytes as du -sx counts them (hard links once, symlinks not "
 	       "followed)");
@@ -1277,8 +1396,8 @@ static void test_size(void)
 	sh("cd %s && mkdir wide && cd wide && for i in $(seq 1 300); do "
 	   "mkdir d$i; echo $i > d$i/f; done",
 	   ws);
-	is_int(session_workspace_size(&root, key, &bytes, &files, &err), 0,
-	       "workspace_size of a deep and wide tree");
+	is_int(session_workspace_size(&root, rec_of(key), &bytes, &files, &err),
+	       0, "workspace_size of a deep and wide tree");
 	is_int((long long)bytes, (long long)du_bytes(ws), "bytes as du");
 	is_int((long long)files, (long long)find_count(ws), "entries as find");
 
@@ -1289,8 +1408,8 @@ static void test_size(void)
 		if (mount("tmpfs", mnt, "tmpfs", 0, "size=1m") == 0) {
 			unsigned long long before = files;
 			sh("head -c 500000 /dev/urandom > %s/x", mnt);
-			session_workspace_size(&root, key, &bytes, &files,
-					       &err);
+			session_workspace_size(&root, rec_of(key), &bytes,
+					       &files, &err);
 			is_int((long long)files, (long long)before + 1,
 			       "a mount point counted, not entered");
 			char *pat =
@@ -1345,7 +1464,7 @@ static void test_purge(void)
 	struct sbx_error *err = NULL;
 	const char *key = "xc-purge-run-aaaaaaaaaaaaaaaaaaaaaaaaaa";
 	char *outside = tap_path(tmpdir, "outside");
-	char *ws = session_workspace_path(&root, key);
+	char *ws = session_workspace_path(&root, rec_of(key));
 	char *kp = xasprintf("%s/%s", root.path, key);
 	bool created;
 	struct stat st;
@@ -1643,7 +1762,7 @@ static void test_trash(void)
 	       "finishing a trash never made: nothing to do");
 	ok(n == 0 && access(trash, F_OK) < 0, "... and nothing made");
 	session_workspace_make(&r, key, SANDBOX_UID, &created, &err);
-	ws = session_workspace_path(&r, key);
+	ws = session_workspace_path(&r, rec_of(key));
 	sh("cd %s && mkdir -p a/b && touch a/b/f g && ln -s /etc etc", ws);
 	is_int(session_trash_key(&r, key, &t, &err), 0,
 	       "ROOT/KEY into the trash");

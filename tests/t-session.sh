@@ -5,7 +5,9 @@
 # deterministic, host/scope/secret folded in); a live session inspected
 # field by field as the engine reports it, and read back by session show;
 # the workspace on the host; quotas under races (11 opens for one tenant,
-# 12 at once for the last 2 slots, one key opened by 8 processes at once);
+# 16 at once for the last 2 slots, one key opened by 8 processes at once,
+# an open that goes on while another is held in its create, a reservation
+# left by a kill -9 between the count and the start released);
 # reopening a stopped and a removed container; close and close --purge
 # whatever state the container is in; an image without sleep refused; a
 # networked runtime on an internal network of the test's own.
@@ -267,18 +269,18 @@ open_s quota run q-11
 is "$rc" 0 "after one close the tenant can open again"
 SANDBOXD_MAX_SESSIONS_PER_TENANT=100
 
-# The host's ceiling: 12 opens at once for the last 2 slots.
+# The host's ceiling: 16 opens at once for the last 2 slots.
 used=$(nrunning)
 SANDBOXD_MAX_SESSIONS=$((used + 2))
 n=1
-while [ $n -le 12 ]; do
+while [ $n -le 16 ]; do
 	bounded session open --runtime "$RA" --tenant race --scope run --subject "r-$n" \
 		>"$T/race.$n.out" 2>"$T/race.$n.err" &
 	n=$((n + 1))
 done
 wait
 n=1 good=0 refused=0
-while [ $n -le 12 ]; do
+while [ $n -le 16 ]; do
 	if [ -s "$T/race.$n.out" ]; then
 		good=$((good + 1))
 	elif [ "$(cat "$T/race.$n.err")" = "sbxcat: the host holds its ceiling of $SANDBOXD_MAX_SESSIONS sessions" ]; then
@@ -288,7 +290,7 @@ while [ $n -le 12 ]; do
 	fi
 	n=$((n + 1))
 done
-is "$good:$refused" "2:10" "12 opens racing for 2 slots: exactly 2 open, 10 refused with the message"
+is "$good:$refused" "2:14" "16 opens racing for 2 slots: exactly 2 open, 14 refused with the message"
 is "$(ndep --filter label=io.sbxcat.tenant=race)" 2 "... and exactly 2 containers exist for them"
 is "$(nrunning)" "$SANDBOXD_MAX_SESSIONS" "the host is at its ceiling, not over it"
 SANDBOXD_MAX_SESSIONS=100
@@ -306,6 +308,58 @@ is "$(cat "$T"/same.*.out | jq -r .key | wc -l | tr -d ' ')" 8 "... all 8 succee
 is "$(cat "$T"/same.*.out | jq -r .outcome | sort | uniq -c | tr -s ' ' | sed 's/^ //' | tr '\n' ,)" \
 	"7 adopted,1 created," "... one created it, seven adopted it"
 is "$(ndep --filter label=io.sbxcat.tenant=same)" 1 "... and the engine holds exactly one container"
+
+# Opens side by side: only the count and the reservation are under the
+# quota lock.  An open held in its create by a slow engine (a proxy that
+# holds POST /containers/create 4 s) does not hold up another open.
+SLOW=$T/slow.sock
+python3 "$srcdir/tests/stallproxy.py" "$SLOW" "${DOCKER_HOST#unix://}" /containers/create 4 &
+SPX=$!
+n=0
+while [ ! -S "$SLOW" ] && [ $n -lt 50 ]; do sleep 0.1; n=$((n + 1)); done
+DOCKER_HOST=unix://$SLOW bounded session open --runtime "$RA" --tenant side --scope run \
+	--subject slow >"$T/slow.out" 2>"$T/slow.err" &
+SLOWPID=$!
+n=0
+while [ ! -s "$SLOW.held" ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+ok $((n >= 100)) "an open is held in its create by the slow engine"
+ls "$ROOT/.sbxcat-open" >"$T/held.ls" 2>/dev/null
+is "$(wc -l <"$T/held.ls" | tr -d ' ')" 1 "... holding one reservation in ROOT/.sbxcat-open"
+t0=$(now)
+open_s side run fast
+t1=$(now)
+is "$rc" 0 "meanwhile another open succeeds"
+lt "$(elapsed "$t0" "$t1")" 3
+ok $? "... without waiting for the held one ($(elapsed "$t0" "$t1") s, the hold 4 s)"
+wait "$SLOWPID"
+is "$?" 0 "the held open then succeeds too"
+is "$(ls "$ROOT/.sbxcat-open" | wc -l | tr -d ' ')" 0 "... and no reservation is left"
+
+# A reservation left by a kill -9 between the count and the start: the
+# next count releases it.  The host at its ceiling but for one slot, an
+# open held in its create is killed; its slot is not lost.
+used=$(nrunning)
+SANDBOXD_MAX_SESSIONS=$((used + 1))
+: >"$SLOW.held"
+rm -f "$SLOW.held"
+DOCKER_HOST=unix://$SLOW "$S" -C "$CAT" session open --runtime "$RA" --tenant side --scope run \
+	--subject killed >/dev/null 2>&1 &
+KPID=$!
+n=0
+while [ ! -s "$SLOW.held" ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+kill -KILL "$KPID"
+wait "$KPID" 2>/dev/null
+ls "$ROOT/.sbxcat-open" >"$T/held.ls" 2>/dev/null
+is "$(wc -l <"$T/held.ls" | tr -d ' ')" 1 "an open killed between its count and its start leaves its reservation behind"
+open_s side run after-kill
+is "$rc" 0 "the next open takes the slot: the dead open's reservation was released"
+is "$(ls "$ROOT/.sbxcat-open" | wc -l | tr -d ' ')" 0 "... and removed"
+open_s side run over
+is "$rc:$(err)" "1:sbxcat: the host holds its ceiling of $SANDBOXD_MAX_SESSIONS sessions" \
+	"... and the host is at its ceiling again, not over it"
+kill -TERM "$SPX"
+wait "$SPX" 2>/dev/null
+SANDBOXD_MAX_SESSIONS=100
 
 # -- Reopen: a stopped container is started again, a removed one made again,
 # on the same workspace.

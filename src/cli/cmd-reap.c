@@ -1,8 +1,8 @@
 /*
  * cmd-reap.c - sbxcat reap: one pass of the lifetimes (idle sessions
- * stopped, stopped containers and unused workspaces removed, orphans and
- * stuck containers cleared), or --report, the largest workspaces.  The
- * pass is reap.c's; this file parses, and says what was done and why
+ * paused, then stopped, stopped containers and unused workspaces removed,
+ * orphans and stuck containers cleared), or --report, the largest workspaces.
+ * The pass is reap.c's; this file parses, and says what was done and why
  * (docs/lifetimes.md).
  */
 #include "config.h"
@@ -14,7 +14,9 @@
 
 #include "basic/clock.h"
 #include "basic/util.h"
+#include "catalog/catalog.h"
 #include "cli/cmd.h"
+#include "svc/svc-pool.h"
 #include "svc/svc-reap.h"
 
 struct reap_opts {
@@ -51,17 +53,20 @@ static void print_action(const struct reap_pass *p,
 			 const struct reap_action *a)
 {
 	static const char *const verbs[][2] = {
+	    [REAP_PAUSE] = {"would pause", "paused"},
 	    [REAP_STOP] = {"would stop", "stopped"},
 	    [REAP_REMOVE] = {"would remove", "removed"},
 	    [REAP_DELETE] = {"would delete", "deleted"},
 	    [REAP_ORPHAN] = {"would remove orphan", "removed orphan"},
 	    [REAP_STUCK] = {"would remove stuck", "removed stuck"},
+	    [REAP_RELEASE] = {"would release", "released"},
 	    [REAP_CLOSED] = {"closed", "closed"},
 	};
 	static const char *const infinitive[] = {
-	    [REAP_STOP] = "stop",	     [REAP_REMOVE] = "remove",
-	    [REAP_DELETE] = "delete",	     [REAP_ORPHAN] = "remove orphan",
-	    [REAP_STUCK] = "remove stuck", [REAP_CLOSED] = "show",
+	    [REAP_PAUSE] = "pause",	     [REAP_STOP] = "stop",
+	    [REAP_REMOVE] = "remove",	     [REAP_DELETE] = "delete",
+	    [REAP_ORPHAN] = "remove orphan", [REAP_STUCK] = "remove stuck",
+	    [REAP_RELEASE] = "release",	     [REAP_CLOSED] = "show",
 	};
 	struct strbuf sb = STRBUF_INIT;
 	const char *who = esc(&sb, subject(a));
@@ -109,6 +114,43 @@ static int reap_pass_cmd(struct sbx_ctx *ctx, const struct reap_opts *o,
 	return rc;
 }
 
+/*
+ * After a pass (not dry), the warm pool tidied, and filled when
+ * SBXCAT_WARM_POOL asks for one: the refill of a host that has no
+ * service, its reap run from cron.  A catalogue that does not load
+ * leaves the pool as it is, said.
+ */
+static int reap_pool_cmd(struct sbx_ctx *ctx)
+{
+	struct svc_pool_res res;
+	struct sbx_error *err = NULL;
+	struct catalog cat;
+	bool want = ctx->svc.cfg.session.npool > 0;
+	int rc = 0;
+
+	/* Without SBXCAT_WARM_POOL the pool is only drained (what an
+	 * earlier setting left): no catalogue needed. */
+	catalog_init(&cat);
+	if (want && (catalog_load(&cat, cmd_catalog_path(ctx), &err) < 0 ||
+		     !catalog_valid(&cat))) {
+		fprintf(stderr,
+			"sbxcat: the warm pool is not filled: the catalogue "
+			"%s\n",
+			err ? err->msg : "is invalid");
+		sbx_error_free(&err);
+		catalog_release(&cat);
+		return SBX_EXIT_FAIL;
+	}
+	if (svc_pool_fill(&ctx->svc, &ctx->call, want ? &cat : NULL, &res,
+			  &err) < 0)
+		rc = cmd_report(&err);
+	else if (!ctx->json && (res.made || res.drained || res.swept))
+		printf("pool: %u made ready, %u drained, %u swept\n", res.made,
+		       res.drained, res.swept);
+	catalog_release(&cat);
+	return rc;
+}
+
 static int reap_report_cmd(struct sbx_ctx *ctx, const struct reap_opts *o)
 {
 	struct svc_reap_report_req req = {.top = (size_t)o->limit};
@@ -134,6 +176,7 @@ static int cmd_reap(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 {
 	struct reap_opts *o = opts;
 	long long now = (long long)time(NULL);
+	int rc;
 
 	(void)nargs, (void)args;
 	if (o->now && clock_parse_time(o->now, &now) < 0)
@@ -148,19 +191,28 @@ static int cmd_reap(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 				       "has nothing to do with it");
 	if (!o->have_limit)
 		o->limit = o->report ? REAP_REPORT_DEFAULT : REAP_LIMIT_DEFAULT;
-	return o->report ? reap_report_cmd(ctx, o) : reap_pass_cmd(ctx, o, now);
+	if (o->report)
+		return reap_report_cmd(ctx, o);
+	rc = reap_pass_cmd(ctx, o, now);
+	if (!o->dry_run && rc != SBX_EXIT_USAGE) {
+		int prc = reap_pool_cmd(ctx);
+		rc = rc ? rc : prc;
+	}
+	return rc;
 }
 
 const struct cmd_entry cmd_reap_entry = {
     .name = "reap",
     .usage = "[--dry-run] [--now TIME] [--limit N] [--report] [--json]",
-    .summary = "stop idle sessions, remove old containers and workspaces",
+    .summary = "pause and stop idle sessions, remove old containers and "
+	       "workspaces",
     .options = reap_options,
     .opts_size = sizeof(struct reap_opts),
     .max_args = 0,
     .needs = CMD_NEEDS_CALL,
     .run = cmd_reap,
-    .epilog = "Lifetimes come from the environment (SANDBOXD_IDLE_TIMEOUT, "
-	      "SANDBOXD_CONTAINER_TTL, SANDBOXD_WORKSPACE_TTL): see "
+    .epilog = "Lifetimes come from the environment (SANDBOXD_PAUSE_AFTER, "
+	      "SANDBOXD_IDLE_TIMEOUT, SANDBOXD_CONTAINER_TTL, "
+	      "SANDBOXD_WORKSPACE_TTL): see "
 	      "docs/lifetimes.md and sbxcat(1).",
 };

@@ -37,6 +37,8 @@
  */
 #include "config.h"
 
+#include <ctype.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -185,6 +187,25 @@ int engine_container_kill(struct engine *e, const char *id, const char *sig,
 	engine_add_query_escaped(&suffix, sig ? sig : "KILL");
 	rc = container_post(e, id, strbuf_str(&suffix), NULL, err);
 	strbuf_release(&suffix);
+	return rc;
+}
+
+int engine_container_rename(struct engine *e, const char *id, const char *name,
+			    struct sbx_error **err)
+{
+	size_t n = strlen(name);
+	char *suffix;
+	int rc;
+
+	/* The engine's own rule for a name; nothing that needs escaping. */
+	if (n < 2 || n > 128 || !isalnum((unsigned char)name[0]) ||
+	    strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			 "0123456789_.-") != n)
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "'%s' is not a container name", name);
+	suffix = xasprintf("/rename?name=%s", name);
+	rc = container_post(e, id, suffix, NULL, err);
+	free(suffix);
 	return rc;
 }
 

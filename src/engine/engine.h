@@ -200,6 +200,11 @@ int engine_container_stop(struct engine *e, const char *id, int seconds,
  * is an error with err->http 409. */
 int engine_container_kill(struct engine *e, const char *id, const char *sig,
 			  struct sbx_error **err);
+/* POST /containers/{id}/rename?name=NAME: a name the engine takes
+ * ([a-zA-Z0-9][a-zA-Z0-9_.-]+); one taken by another container is an
+ * error with err->http 409. */
+int engine_container_rename(struct engine *e, const char *id, const char *name,
+			    struct sbx_error **err);
 /* POST /containers/{id}/pause: freeze every process (cgroup freezer). */
 int engine_container_pause(struct engine *e, const char *id,
 			   struct sbx_error **err);

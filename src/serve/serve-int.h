@@ -70,6 +70,14 @@ struct serve {
 	bool stopping;
 	unsigned interval_s;
 
+	/* The warm pool's refill, off the request path: woken by every
+	 * open (serve_pool_kick) and a reload, else every few seconds. */
+	pthread_t pooler;
+	bool pooler_started, pool_kicked;
+	bool pool_reloaded; /* a snapshot the pool was not tidied under */
+	pthread_cond_t pool_wake;
+	atomic_ullong pool_fills, pool_made;
+
 	/* /healthz's session counts, kept HEALTH_CACHE_MS: a probe that
 	 * needs no token must not make each request list the engine. */
 	long long health_at;
@@ -89,6 +97,9 @@ int serve_snap_make(struct serve *sv, json_t *overrides,
 		    struct serve_snap **out, struct sbx_error **err);
 /* Put snap in use (taking the caller's reference). */
 void serve_snap_set(struct serve *sv, struct serve_snap *snap);
+
+/* Wake the pool's refill (an open may have claimed a container). */
+void serve_pool_kick(struct serve *sv);
 
 /* Who a request's X-Sandbox-Token says it is. */
 enum serve_who { SERVE_NOBODY, SERVE_SERVICE, SERVE_TENANT };

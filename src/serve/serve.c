@@ -22,6 +22,7 @@
 #include "basic/util.h"
 #include "serve/serve-int.h"
 #include "svc/svc-audit.h"
+#include "svc/svc-pool.h"
 #include "svc/svc-reap.h"
 #include "svc/svc-wire.h"
 
@@ -430,6 +431,71 @@ static void *reaper_main(void *arg)
 	return NULL;
 }
 
+/* ---- the warm pool's refill ---- */
+
+/* Seconds between refills when nothing wakes it. */
+#define POOL_CHECK_S 5
+
+static void pool_once(struct serve *sv)
+{
+	struct serve_snap *snap = serve_snap_get(sv);
+	struct svc_call call = {.warn = reaper_warn, .warn_arg = sv};
+	struct svc_pool_res res;
+	struct sbx_error *err = NULL;
+	bool again;
+
+	/* Without a pool: drained once (what an earlier setting left),
+	 * then nothing until a reload. */
+	pthread_mutex_lock(&sv->lock);
+	again = sv->pool_reloaded;
+	sv->pool_reloaded = false;
+	pthread_mutex_unlock(&sv->lock);
+	if (!snap->svc.cfg.session.npool && !again) {
+		serve_snap_put(snap);
+		return;
+	}
+	if (svc_pool_fill(&snap->svc, &call,
+			  snap->svc.cfg.session.npool ? &snap->cat : NULL, &res,
+			  &err) < 0) {
+		reaper_warn(sv, err->msg);
+		sbx_error_free(&err);
+	}
+	atomic_fetch_add(&sv->pool_fills, 1);
+	atomic_fetch_add(&sv->pool_made, res.made);
+	serve_snap_put(snap);
+}
+
+void serve_pool_kick(struct serve *sv)
+{
+	pthread_mutex_lock(&sv->lock);
+	sv->pool_kicked = true;
+	pthread_cond_broadcast(&sv->pool_wake);
+	pthread_mutex_unlock(&sv->lock);
+}
+
+static void *pooler_main(void *arg)
+{
+	struct serve *sv = arg;
+
+	pthread_mutex_lock(&sv->lock);
+	while (!sv->stopping) {
+		struct timespec ts;
+
+		sv->pool_kicked = false;
+		pthread_mutex_unlock(&sv->lock);
+		pool_once(sv);
+		pthread_mutex_lock(&sv->lock);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += POOL_CHECK_S;
+		while (!sv->stopping && !sv->pool_kicked &&
+		       pthread_cond_timedwait(&sv->pool_wake, &sv->lock, &ts) !=
+			   ETIMEDOUT)
+			;
+	}
+	pthread_mutex_unlock(&sv->lock);
+	return NULL;
+}
+
 /* ---- start, reload, stop ---- */
 
 static json_t *load_policy(const char *path, struct sbx_error **err)
@@ -472,6 +538,7 @@ static void serve_free(struct serve *sv)
 	free(sv->default_tenant);
 	pthread_mutex_destroy(&sv->lock);
 	pthread_cond_destroy(&sv->wake);
+	pthread_cond_destroy(&sv->pool_wake);
 	explicit_bzero(sv->service_hash, sizeof(sv->service_hash));
 	free(sv);
 }
@@ -535,6 +602,8 @@ int serve_start(struct serve **out, const struct serve_config *c,
 	sv->interval_s = c->cleanup_interval_s;
 	pthread_mutex_init(&sv->lock, NULL);
 	pthread_cond_init(&sv->wake, NULL);
+	pthread_cond_init(&sv->pool_wake, NULL);
+	sv->pool_reloaded = true; /* the first pass tidies, pool or not */
 	svc_init(&sv->base, sv->env);
 	if (set_service_token(sv, c, err) < 0 ||
 	    load_tenants(sv, c->tenants_file, err) < 0 ||
@@ -567,6 +636,8 @@ int serve_start(struct serve **out, const struct serve_config *c,
 	if (sv->interval_s &&
 	    pthread_create(&sv->reaper, NULL, reaper_main, sv) == 0)
 		sv->reaper_started = true;
+	if (pthread_create(&sv->pooler, NULL, pooler_main, sv) == 0)
+		sv->pooler_started = true;
 	*out = sv;
 	return 0;
 fail:
@@ -597,6 +668,10 @@ int serve_reload(struct serve *sv, struct sbx_error **err)
 		goto out;
 	}
 	serve_snap_set(sv, snap);
+	pthread_mutex_lock(&sv->lock);
+	sv->pool_reloaded = true;
+	pthread_mutex_unlock(&sv->lock);
+	serve_pool_kick(sv); /* a new tag drains the old one's pool */
 	rc = 0;
 out:
 	if (pol_err) {
@@ -621,8 +696,11 @@ void serve_stop(struct serve *sv, unsigned grace_ms)
 	pthread_mutex_lock(&sv->lock);
 	sv->stopping = true;
 	pthread_cond_broadcast(&sv->wake);
+	pthread_cond_broadcast(&sv->pool_wake);
 	pthread_mutex_unlock(&sv->lock);
 	if (sv->reaper_started)
 		pthread_join(sv->reaper, NULL);
+	if (sv->pooler_started)
+		pthread_join(sv->pooler, NULL);
 	serve_free(sv);
 }

@@ -126,8 +126,9 @@ static bool is_down(const struct sbx_error *err, bool gone_too)
 }
 
 /* Start the session's container again (sandboxd's healing: the files
- * are the workspace's, on the host, so nothing is lost): 0 when it runs. */
-static int heal(struct wire_req *w)
+ * are the workspace's, on the host, so nothing is lost; a hibernated
+ * session is woken so): 0 when it runs, else -1 with *err. */
+static int heal(struct wire_req *w, struct sbx_error **err)
 {
 	struct svc_session_open_req o = {
 	    .scope = SVC_WIRE_KEY_SCOPE,
@@ -139,29 +140,46 @@ static int heal(struct wire_req *w)
 	};
 	struct svc_session_open_res res;
 	struct svc_call call = w->call;
-	struct sbx_error *err = NULL;
 	int rc;
 
 	call.tenant = w->ws.rec.tenant;
-	rc = svc_session_open(&w->snap->svc, &call, &o, &res, &err);
+	rc = svc_session_open(&w->snap->svc, &call, &o, &res, err);
 	svc_session_open_res_release(&res);
-	sbx_error_free(&err);
 	return rc;
 }
 
-/* The command, once more after healing when its container was down. */
+/*
+ * The command, once more after healing when its container was down.  A
+ * hibernated session the host has no room to wake: -1, *woken_not
+ * saying why (the quota's refusal), *err the command's.
+ */
 static int run_healing(struct wire_req *w, struct svc_exec_req *req,
 		       struct captured *c, struct svc_exec_res *res,
-		       bool gone_too, struct sbx_error **err)
+		       bool gone_too, struct sbx_error **woken_not,
+		       struct sbx_error **err)
 {
 	int rc = run_captured(w, req, c, res, err);
+	struct sbx_error *herr = NULL;
 
-	if (rc == 0 || res->ended || !is_down(*err, gone_too) || heal(w) < 0)
+	if (rc == 0 || res->ended || !is_down(*err, gone_too))
 		return rc;
+	if (heal(w, &herr) < 0) {
+		if (w->ws.marked && herr->kind == SBX_E_REFUSED)
+			*woken_not = steal_pointer(&herr);
+		sbx_error_free(&herr);
+		return rc;
+	}
 	sbx_error_free(err);
 	svc_exec_res_release(res);
 	memset(res, 0, sizeof(*res));
 	return run_captured(w, req, c, res, err);
+}
+
+/* sandboxd's 429 for a hibernated session the host has no room for. */
+static void wake_refused(struct wire_req *w, const struct sbx_error *why)
+{
+	wire_detail(w, 429, "Cannot wake session %s: %s",
+		    w->ws.wire.id[0] ? w->ws.wire.id : w->ws.key, why->msg);
 }
 
 static void exec_failed(struct wire_req *w, struct sbx_error *err)
@@ -180,7 +198,7 @@ void wire_exec(void *arg, struct http_request *req, struct http_response *res)
 			     .max = EXEC_OUTPUT_MAX};
 	struct svc_exec_req x = {0};
 	struct svc_exec_res r = {0};
-	struct sbx_error *err = NULL;
+	struct sbx_error *err = NULL, *woken_not = NULL;
 	long long t = 0;
 	bool given = false;
 
@@ -190,8 +208,12 @@ void wire_exec(void *arg, struct http_request *req, struct http_response *res)
 	    !wire_int(&w, "timeout_seconds", 0, true, &t, &given))
 		goto out;
 	x.timeout_s = wire_timeout(&w, (double)t, given);
-	if (run_healing(&w, &x, &c, &r, true, &err) < 0 && !r.ended) {
-		exec_failed(&w, err);
+	if (run_healing(&w, &x, &c, &r, true, &woken_not, &err) < 0 &&
+	    !r.ended) {
+		if (woken_not)
+			wake_refused(&w, woken_not);
+		else
+			exec_failed(&w, err);
 		goto out;
 	}
 	/* A command that never started: the engine's reason, as docker
@@ -204,6 +226,7 @@ void wire_exec(void *arg, struct http_request *req, struct http_response *res)
 			     r.end == SVC_EXEC_TIMED_OUT ? 124 : r.exit_code,
 			     "truncated", c.cut));
 out:
+	sbx_error_free(&woken_not);
 	sbx_error_free(&err);
 	svc_exec_res_release(&r);
 	strbuf_release(&c.buf[0]);
@@ -296,7 +319,7 @@ void wire_run(void *arg, struct http_request *req, struct http_response *res)
 			     .max = RUN_OUTPUT_MAX};
 	struct svc_exec_req x = {0};
 	struct svc_exec_res r = {0};
-	struct sbx_error *err = NULL;
+	struct sbx_error *err = NULL, *woken_not = NULL;
 	const char *run_id = NULL;
 	char **argv = NULL;
 	double t = 0;
@@ -316,8 +339,11 @@ void wire_run(void *arg, struct http_request *req, struct http_response *res)
 	x.timeout_s = wire_timeout(&w, t, given);
 	/* A container gone is 410, never silently made anew (section 9);
 	 * one stopped is started again. */
-	if (run_healing(&w, &x, &c, &r, false, &err) < 0 && !r.ended) {
-		if (is_down(err, true))
+	if (run_healing(&w, &x, &c, &r, false, &woken_not, &err) < 0 &&
+	    !r.ended) {
+		if (woken_not)
+			wake_refused(&w, woken_not);
+		else if (is_down(err, true))
 			wire_detail(&w, 410, "The sandbox is gone: %s",
 				    err->msg);
 		else
@@ -329,6 +355,7 @@ out:
 	if (registered)
 		serve_run_del(w.sv, run_id);
 	free(argv);
+	sbx_error_free(&woken_not);
 	sbx_error_free(&err);
 	svc_exec_res_release(&r);
 	strbuf_release(&c.buf[0]);

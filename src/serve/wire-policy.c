@@ -11,6 +11,7 @@
 #include "basic/xjson.h"
 #include "serve/wire.h"
 #include "svc/svc-audit.h"
+#include "svc/svc-pool.h"
 
 /* The fields a PolicyUpdate may change here: sbxcat's settings of the
  * same name (docs/serve.md says which of sandboxd's are not). */
@@ -210,6 +211,32 @@ json_t *serve_policy_merge(json_t *overrides, json_t *upd)
 	return m;
 }
 
+/* sbxcat_pool_ready{runtime}: each SBXCAT_WARM_POOL runtime's
+ * containers ready now (its entries, a read of small files). */
+static void pool_gauges(struct serve *sv, struct strbuf *out)
+{
+	struct serve_snap *snap = serve_snap_get(sv);
+	const struct session_config *c = &snap->svc.cfg.session;
+	struct svc_call call = {0};
+	struct sbx_error *err = NULL;
+	json_t *ready = NULL;
+
+	if (c->npool && svc_pool_ready(&snap->svc, &call, &ready, &err) == 0) {
+		strbuf_addstr(out, "# HELP sbxcat_pool_ready Containers of the "
+				   "warm pool ready to be claimed\n"
+				   "# TYPE sbxcat_pool_ready gauge\n");
+		for (size_t i = 0; i < c->npool; i++)
+			strbuf_addf(
+			    out, "sbxcat_pool_ready{runtime=\"%s\"} %lld\n",
+			    c->pool[i].alias,
+			    (long long)json_integer_value(
+				json_object_get(ready, c->pool[i].alias)));
+	}
+	sbx_error_free(&err);
+	json_decref(ready);
+	serve_snap_put(snap);
+}
+
 void serve_metrics(struct serve *sv, struct strbuf *out)
 {
 	const struct {
@@ -225,6 +252,10 @@ void serve_metrics(struct serve *sv, struct strbuf *out)
 	     &sv->opens},
 	    {"sbxcat_session_closes_total", "Session closes asked for",
 	     &sv->closes},
+	    {"sbxcat_pool_fills_total", "Refills of the warm pool run",
+	     &sv->pool_fills},
+	    {"sbxcat_pool_made_total", "Containers the warm pool made ready",
+	     &sv->pool_made},
 	};
 
 	struct audit_writer_stats st;
@@ -233,6 +264,7 @@ void serve_metrics(struct serve *sv, struct strbuf *out)
 		strbuf_addf(out, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n",
 			    c[i].name, c[i].help, c[i].name, c[i].name,
 			    (unsigned long long)atomic_load(c[i].v));
+	pool_gauges(sv, out);
 	if (!svc_audit_writer_stats(&sv->base, &st))
 		return;
 	strbuf_addstr(out, "# HELP sbxcat_audit_rows_total Audit rows by where "

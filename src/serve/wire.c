@@ -301,20 +301,31 @@ bool wire_session(struct wire_req *w, bool open_only, const char *missing)
 	return false;
 }
 
+/* Whether a session's container holds its memory: running, or paused. */
+static bool resident(const char *state)
+{
+	return state &&
+	       (strcmp(state, "running") == 0 || strcmp(state, "paused") == 0);
+}
+
 json_t *wire_session_info(const struct svc_wire_session *ws,
 			  const char *state)
 {
 	double now = (double)time(NULL);
-	bool alive = state && strcmp(state, "running") == 0;
+	/* A paused container (the reaper's idle pause) is alive: its
+	 * memory is kept and the next operation unpauses it.  A hibernated
+	 * one is not: its container is stopped until its next operation. */
+	bool alive = resident(state);
+	bool asleep = state && strcmp(state, SESSION_STATE_HIBERNATED) == 0;
 	double last = (double)ws->rec.last_activity;
 
 	return xjson_pack(
 	    "{s:s, s:s, s:s, s:b, s:s, s:f, s:f, s:f, s:n, s:s}", "session_id",
 	    ws->wire.id[0] ? ws->wire.id : ws->key, "runtime", ws->rec.runtime,
-	    "tenant", ws->rec.tenant, "alive", alive, "state", "running",
-	    "created_at", (double)ws->rec.created, "last_activity", last,
-	    "idle_seconds", now > last ? now - last : 0.0, "usage", "key",
-	    ws->key);
+	    "tenant", ws->rec.tenant, "alive", alive, "state",
+	    asleep ? SESSION_STATE_HIBERNATED : "running", "created_at",
+	    (double)ws->rec.created, "last_activity", last, "idle_seconds",
+	    now > last ? now - last : 0.0, "usage", "key", ws->key);
 }
 
 /* SessionInfo's usage (?usage=true): one sample of the engine's stats,
@@ -425,6 +436,15 @@ static void open_refused(struct wire_req *w, const char *tenant,
 		return;
 	}
 	if (err->reason &&
+	    strcmp(err->reason, SESSION_REASON_OPEN_QUOTA) == 0) {
+		wire_detail(w, 429,
+			    "Service holds its ceiling of %u open sessions "
+			    "and all of them are in use. Close one before "
+			    "opening another.",
+			    w->snap->svc.cfg.session.max_open);
+		return;
+	}
+	if (err->reason &&
 	    strcmp(err->reason, SESSION_REASON_HOST_QUOTA) == 0) {
 		wire_detail(w, 429,
 			    "Session limit of %u reached. Release an idle "
@@ -455,7 +475,13 @@ static void open_failed(struct wire_req *w, const struct svc_wire_open_req *o,
 	case SVC_WIRE_OK:
 		break;
 	}
-	if (err->kind == SBX_E_REFUSED)
+	if (err->kind == SBX_E_REFUSED && res->marked &&
+	    strcmp(err->reason ? err->reason : "", SESSION_REASON_HOST_QUOTA) ==
+		0)
+		/* A reuse of a hibernated session the host has no room for. */
+		wire_detail(w, 429, "Cannot wake session %s: %s", o->id,
+			    err->msg);
+	else if (err->kind == SBX_E_REFUSED)
 		open_refused(w, tenant, err);
 	else if (err->kind == SBX_E_INVALID)
 		wire_detail(w, 422, "%s", err->msg);
@@ -562,10 +588,19 @@ static void sessions_create(void *arg, struct http_request *req,
 	else
 		open_answer(&w, &r, o.id, tenant);
 	serve_opening_del(w.sv, o.id);
+	serve_pool_kick(w.sv);
 	svc_wire_open_res_release(&r);
 	sbx_error_free(&err);
 out:
 	wire_end(&w);
+}
+
+/* SANDBOXD_MAX_OPEN_SESSIONS, or null when unset. */
+static json_t *open_limit(const struct svc *s)
+{
+	return s->cfg.session.max_open
+		   ? json_integer((json_int_t)s->cfg.session.max_open)
+		   : json_null();
 }
 
 static void sessions_list(void *arg, struct http_request *req,
@@ -591,16 +626,17 @@ static void sessions_list(void *arg, struct http_request *req,
 	for (size_t i = 0; i < l.n; i++) {
 		json_t *info = wire_session_info(&l.rows[i], l.states[i]);
 
-		if (usage && !strcmp(l.states[i], "running"))
+		if (usage && resident(l.states[i]))
 			json_object_set_new(info, "usage",
 					    usage_json(&w, &l.rows[i]));
 		json_array_append_new(rows, info);
 	}
-	wire_json(&w, 200,
-		  xjson_pack("{s:o, s:i, s:n, s:i}", "sessions", rows, "limit",
-			     (json_int_t)w.snap->svc.cfg.session.max_sessions,
-			     "open_limit", "tenant_limit",
-			     (json_int_t)w.snap->svc.cfg.session.max_per_tenant));
+	wire_json(
+	    &w, 200,
+	    xjson_pack("{s:o, s:i, s:o, s:i}", "sessions", rows, "limit",
+		       (json_int_t)w.snap->svc.cfg.session.max_sessions,
+		       "open_limit", open_limit(&w.snap->svc), "tenant_limit",
+		       (json_int_t)w.snap->svc.cfg.session.max_per_tenant));
 	svc_wire_list_res_release(&l);
 out:
 	wire_end(&w);
@@ -618,7 +654,7 @@ static void sessions_get(void *arg, struct http_request *req,
 		const char *state = wire_session_state(&w);
 		json_t *info = wire_session_info(&w.ws, state);
 
-		if (usage && !strcmp(state, "running"))
+		if (usage && resident(state))
 			json_object_set_new(info, "usage", usage_json(&w, &w.ws));
 		wire_json(&w, 200, info);
 	}
@@ -809,7 +845,7 @@ static json_t *health_json(struct wire_req *w)
 		open = l.n;
 		running = 0;
 		for (size_t i = 0; i < l.n; i++)
-			running += strcmp(l.states[i], "running") == 0;
+			running += resident(l.states[i]);
 		svc_wire_list_res_release(&l);
 		pthread_mutex_lock(&w->sv->lock);
 		w->sv->health_at = clock_now_ms();
@@ -820,11 +856,11 @@ static json_t *health_json(struct wire_req *w)
 		atomic_fetch_add(&w->sv->engine_errors, 1);
 	}
 	sbx_error_free(&err);
-	return xjson_pack("{s:s, s:i, s:i, s:i, s:n, s:o}", "status", "ok",
+	return xjson_pack("{s:s, s:i, s:i, s:i, s:o, s:o}", "status", "ok",
 			  "sessions", (json_int_t)running, "limit",
 			  (json_int_t)w->snap->svc.cfg.session.max_sessions,
 			  "open_sessions", (json_int_t)open, "open_limit",
-			  "runtimes", rts);
+			  open_limit(&w->snap->svc), "runtimes", rts);
 }
 
 static void healthz(void *arg, struct http_request *req,
@@ -857,12 +893,14 @@ static void index_route(void *arg, struct http_request *req,
  * containers' states. */
 static void session_metrics(struct wire_req *w, struct strbuf *out)
 {
-	static const char *const states[] = {"running", "paused", "exited",
-					     "created", "closed"};
+	static const char *const states[] = {
+	    "running", "paused",  SESSION_STATE_HIBERNATED,
+	    "exited",  "created", "closed"};
+	enum { NSTATES = sizeof(states) / sizeof(states[0]) };
 	struct svc_wire_list_res l;
 	struct sbx_error *err = NULL;
 	struct svc_call any = {0};
-	size_t count[6] = {0};
+	size_t count[NSTATES + 1] = {0};
 
 	if (svc_wire_list(&w->snap->svc, &any, &l, &err) < 0) {
 		atomic_fetch_add(&w->sv->engine_errors, 1);
@@ -872,7 +910,7 @@ static void session_metrics(struct wire_req *w, struct strbuf *out)
 	for (size_t i = 0; i < l.n; i++) {
 		size_t k = 0;
 
-		while (k < 5 && strcmp(l.states[i], states[k]) != 0)
+		while (k < NSTATES && strcmp(l.states[i], states[k]) != 0)
 			k++;
 		count[k]++;
 	}
@@ -880,9 +918,9 @@ static void session_metrics(struct wire_req *w, struct strbuf *out)
 	strbuf_addstr(out, "# HELP sbxcat_sessions Sessions open on the "
 			   "service, by their containers' state\n"
 			   "# TYPE sbxcat_sessions gauge\n");
-	for (size_t k = 0; k < 6; k++)
+	for (size_t k = 0; k <= NSTATES; k++)
 		strbuf_addf(out, "sbxcat_sessions{state=\"%s\"} %zu\n",
-			    k < 5 ? states[k] : "other", count[k]);
+			    k < NSTATES ? states[k] : "other", count[k]);
 }
 
 static void metrics(void *arg, struct http_request *req,

@@ -21,16 +21,14 @@
 #include "session/session-wire.h"
 #include "basic/util.h"
 
-/* Stopping what an exec left past its deadline, under the quota lock:
- * killed at once (cgroup.kill, or freeze and kill), given this long. */
-#define REAP_STOP_GIVE_UP_MS 1000
-
 /* Seconds an idle session's container is given to stop (its StopSignal
  * is SIGKILL, so it never needs them); as session close. */
 
 const char *reap_what_name(enum reap_what w)
 {
 	switch (w) {
+	case REAP_PAUSE:
+		return "pause";
 	case REAP_STOP:
 		return "stop";
 	case REAP_REMOVE:
@@ -41,6 +39,8 @@ const char *reap_what_name(enum reap_what w)
 		return "remove-orphan";
 	case REAP_STUCK:
 		return "remove-stuck";
+	case REAP_RELEASE:
+		return "release";
 	case REAP_CLOSED:
 		return "closed";
 	}
@@ -73,7 +73,8 @@ void reap_add_duration(struct strbuf *sb, long long s)
 /* ---- what the engine holds ---- */
 
 struct ctr {
-	const char *id, *name, *state, *key; /* borrowed from list */
+	const char *id, *name, *state; /* borrowed from list */
+	char key[SESSION_KEY_MAX + 1];
 	long long created;
 	bool claimed; /* a session's container: decided with its record */
 };
@@ -105,22 +106,16 @@ static void our_containers(json_t *list, const struct session_config *c,
 		const char *name = json_string_value(
 		    json_array_get(json_object_get(s, "Names"), 0));
 		struct ctr *x;
+		char key[SESSION_KEY_MAX + 1];
 
-		const char *key = label_of(s, SESSION_LABEL_KEY);
-		char *want;
-		bool session;
-
+		/* A session's container has the name made of its key and
+		 * the key label of that key, or, claimed from the pool, the
+		 * pool's label.  The deployment label alone is not enough:
+		 * prewarm puts it on the images it builds, and every
+		 * container run from one inherits it. */
 		if (!dep || strcmp(dep, c->deployment) != 0 || !id || !name ||
-		    !key || !session_key_valid(key))
-			continue;
-		/* A session's container has the key label and the name made
-		 * of it.  The deployment label alone is not enough: prewarm
-		 * puts it on the images it builds, and every container run
-		 * from one inherits it. */
-		want = session_container_name(c, key);
-		session = strcmp(name + (*name == '/'), want) == 0;
-		free(want);
-		if (!session)
+		    !session_container_key_of(c, json_object_get(s, "Labels"),
+					      name, key))
 			continue;
 		ALLOC_GROW(*v, *n + 1, alloc);
 		x = &(*v)[(*n)++];
@@ -128,7 +123,7 @@ static void our_containers(json_t *list, const struct session_config *c,
 		x->name = name + (*name == '/');
 		x->state = session_state_word(
 		    json_string_value(json_object_get(s, "State")));
-		x->key = key;
+		memcpy(x->key, key, sizeof(x->key));
 		x->created = json_integer_value(json_object_get(s, "Created"));
 		x->claimed = false;
 	}
@@ -218,15 +213,15 @@ static struct ctr *session_ctr(struct ctr *v, size_t n, const char *name,
 			       const char *key)
 {
 	for (size_t i = 0; i < n; i++)
-		if (strcmp(v[i].name, name) == 0 && v[i].key &&
-		    strcmp(v[i].key, key) == 0)
+		if (strcmp(v[i].name, name) == 0 && strcmp(v[i].key, key) == 0)
 			return &v[i];
 	return NULL;
 }
 
 static int decide_session(struct engine *e, const struct session_config *c,
-			  struct reap_pass *p, const struct session_record *rec,
-			  struct ctr *v, size_t n, struct sbx_error **err)
+			  struct session_root *r, struct reap_pass *p,
+			  const struct session_record *rec, struct ctr *v,
+			  size_t n, struct sbx_error **err)
 {
 	cleanup_free char *name = session_container_name(c, rec->key);
 	struct ctr *x = session_ctr(v, n, name, rec->key);
@@ -252,6 +247,25 @@ static int decide_session(struct engine *e, const struct session_config *c,
 				       rec->last_activity);
 			a->reason = reason("idle", a->age, "idle timeout",
 					   c->idle_timeout);
+		} else if (c->pause_after && c->pause_after < c->idle_timeout &&
+			   idle > c->pause_after &&
+			   strcmp(x->state, "running") == 0) {
+			/* (a paused one stays so; a restarting one is
+			 * left to settle) */
+			a = add_action(p, REAP_PAUSE, rec->key, x,
+				       rec->last_activity);
+			a->reason = reason("idle", a->age, "pause after",
+					   c->pause_after);
+		}
+	} else if (strcmp(session_state_marked(r, rec->key, x->state),
+			  SESSION_STATE_HIBERNATED) == 0) {
+		/* Hibernated: its container is the session's until the idle
+		 * timeout closes it (the container TTL counts from then). */
+		if (idle > c->idle_timeout) {
+			a = add_action(p, REAP_RELEASE, rec->key, x,
+				       rec->last_activity);
+			a->reason = reason("hibernated, idle", a->age,
+					   "idle timeout", c->idle_timeout);
 		}
 	} else if (strcmp(x->state, "exited") == 0 &&
 		   p->now - rec->last_activity > c->container_ttl) {
@@ -391,37 +405,6 @@ static int remove_ctr(struct engine *e, const struct reap_action *a,
  * still carries the stamp it was decided on.  Without force: a stopped
  * container that something started behind sbxcat's back is not killed.
  */
-/*
- * Whether the container has a command of sbxcat's running within its
- * deadline: 1, 0, or -1 with *err.  Exec stamps the activity when it
- * starts and ends, not while it runs, so a command that runs longer than
- * the idle timeout (SANDBOXD_EXECUTE_TIMEOUT may be set so) would
- * otherwise look idle.  The engine's ExecIDs are not asked: a process
- * that outlived its deadline would keep an exec "running" for ever.  The
- * exec's cgroup says when it started and its deadline (procs.h); one past
- * min(deadline, start + SANDBOXD_EXECUTE_TIMEOUT) is killed here, as its
- * watcher would have done, but at once: this runs under the quota lock.
- */
-static int running_execs(struct engine *e, const struct reap_pass *p,
-			 const char *id, struct sbx_error **err)
-{
-	json_t *j = NULL;
-	json_int_t pid;
-	size_t busy = 0, stopped = 0;
-	int rc = 0;
-
-	if (engine_container_inspect(e, id, &j, err) < 0)
-		return -1;
-	pid = json_integer_value(
-	    json_object_get(json_object_get(j, "State"), "Pid"));
-	json_decref(j);
-	if (pid > 0 && pid < (1 << 30))
-		rc = procs_groups_expire((pid_t)pid, p->now, p->exec_timeout_s,
-					 REAP_STOP_GIVE_UP_MS, &busy, &stopped,
-					 err);
-	return rc < 0 ? -1 : busy > 0;
-}
-
 static void act_session(struct engine *e, struct session_root *r,
 			struct reap_pass *p, struct reap_action *a)
 {
@@ -448,7 +431,9 @@ static void act_session(struct engine *e, struct session_root *r,
 		a->skipped = "became active during the pass; left alone";
 		goto out;
 	}
-	if (a->what == REAP_STOP && running_execs(e, p, a->id, &err) != 0) {
+	if ((a->what == REAP_STOP || a->what == REAP_PAUSE) &&
+	    session_engine_busy(e, a->id, p->now, p->exec_timeout_s, &err) !=
+		0) {
 		if (err)
 			failed(p, a, &err);
 		else
@@ -456,11 +441,18 @@ static void act_session(struct engine *e, struct session_root *r,
 		goto out;
 	}
 	switch (a->what) {
+	case REAP_PAUSE:
+		rc = engine_container_pause(e, a->id, &err);
+		break;
 	case REAP_STOP:
 		rc = session_engine_stop(e, a->id, a->state, &err);
 		break;
 	case REAP_REMOVE:
 		rc = remove_ctr(e, a, false, &err);
+		break;
+	case REAP_RELEASE:
+		/* Closed as an idle session is: its container stays stopped
+		 * (the container TTL removes it), its tokens go below. */
 		break;
 	case REAP_DELETE:
 		if (a->id)
@@ -474,10 +466,16 @@ static void act_session(struct engine *e, struct session_root *r,
 	default:
 		die_bug("act_session: not a session's action");
 	}
-	/* A session stopped or removed is closed: its tokens on the
-	 * service's wire go with it (session-wire.h). */
-	if (rc == 0 && a->what != REAP_DELETE)
+	/* A session stopped, removed or released is closed: its tokens on
+	 * the service's wire go with it (session-wire.h), and hibernation's
+	 * mark (one a crash left beside a live container too).  A paused
+	 * one is open still. */
+	if (rc == 0 && (a->what == REAP_STOP || a->what == REAP_REMOVE ||
+			a->what == REAP_RELEASE))
 		rc = session_wire_drop_tokens(r, a->key, true, &err);
+	if (rc == 0 && (a->what == REAP_STOP || a->what == REAP_REMOVE ||
+			a->what == REAP_RELEASE))
+		rc = session_hibernate_clear(r, a->key, &err);
 	if (rc < 0)
 		failed(p, a, &err);
 	else
@@ -492,10 +490,20 @@ static void act(struct engine *e, struct session_root *r, struct reap_pass *p,
 {
 	struct sbx_error *err = NULL;
 
+	/* An open of the key in progress (its create and start run outside
+	 * the quota lock this pass holds, under ROOT/KEY's open lock) is
+	 * the open's: a container it is starting, or claimed from the pool
+	 * and not yet recorded, is never taken from under it. */
+	if (a->key && a->what != REAP_CLOSED && session_open_busy(r, a->key)) {
+		a->skipped = "is being opened; left alone";
+		return;
+	}
 	switch (a->what) {
+	case REAP_PAUSE:
 	case REAP_STOP:
 	case REAP_REMOVE:
 	case REAP_DELETE:
+	case REAP_RELEASE:
 		act_session(e, r, p, a);
 		break;
 	case REAP_ORPHAN:
@@ -593,7 +601,7 @@ int reap_pass_run(struct engine *e, const struct session_config *c,
 			continue;
 		}
 		known[nknown++] = keys[i];
-		rc = decide_session(e, c, p, &rec, v, n, err);
+		rc = decide_session(e, c, r, p, &rec, v, n, err);
 		session_record_release(&rec);
 		if (rc < 0)
 			goto out;
@@ -673,20 +681,28 @@ int reap_report(struct session_root *r, size_t top, struct reap_usage **v,
 	for (size_t i = 0; i < nkeys; i++) {
 		struct session_record rec;
 		struct reap_usage u = {0};
+		int rc;
 
-		if (session_workspace_size(r, keys[i], &u.bytes, &u.files,
-					   err) < 0) {
+		/* Without a record (one half made, or unreadable: said by
+		 * the size's error if it matters), KEY/workspace. */
+		if (session_record_read(r, keys[i], &rec, err) == 0) {
+			u.tenant = xstrdup(rec.tenant);
+		} else {
+			sbx_error_free(err);
+			memset(&rec, 0, sizeof(rec));
+			snprintf(rec.key, sizeof(rec.key), "%s", keys[i]);
+		}
+		rc = session_workspace_size(r, &rec, &u.bytes, &u.files, err);
+		session_record_release(&rec);
+		if (rc < 0) {
 			if ((*err)->errnum != ENOENT) {
 				ALLOC_GROW(*warnings, *nwarnings + 1, walloc);
 				(*warnings)[(*nwarnings)++] =
 				    xstrdup((*err)->msg);
 			}
 			sbx_error_free(err);
+			free(u.tenant);
 			continue;
-		}
-		if (session_record_read(r, keys[i], &rec, err) == 0) {
-			u.tenant = xstrdup(rec.tenant);
-			session_record_release(&rec);
 		}
 		sbx_error_free(err);
 		u.key = xstrdup(keys[i]);

@@ -10,6 +10,12 @@
  * reads every session record (without ROOT/KEY's flock: the record is
  * replaced atomically, so a read sees one whole version).  It decides:
  *
+ *   pause         a running session container whose record's last
+ *                 activity is older than the pause delay (pause_after,
+ *                 when set and shorter than the idle timeout) but not the
+ *                 idle timeout: frozen (POST /pause), memory and files
+ *                 kept; any operation that needs it unpauses it
+ *                 (session_engine_wake), host-side file operations do not
  *   stop          a running or paused session container whose record's
  *                 last activity is older than the idle timeout (a paused
  *                 one is unpaused, then stopped); files kept
@@ -24,6 +30,12 @@
  *                 timeout: removed by force
  *   remove-stuck  a container in state created, dead or removing, created
  *                 longer ago than the idle timeout: removed by force
+ *   release       a hibernated session (session.h, docs/sessions.md)
+ *                 whose record's last activity is older than the idle
+ *                 timeout: closed as an idle one is (tokens dropped, the
+ *                 mark removed; its container stays stopped, for the
+ *                 container TTL); until then a hibernated session's
+ *                 container is not removed by the TTL
  *   closed        a record whose container is gone: shown, nothing done
  *
  * The actions are taken oldest first, at most `limit` of them; the rest
@@ -31,8 +43,10 @@
  * flock of ROOT/KEY (session_keydir_lock) and reads the record again: a
  * last activity that moved since the decision leaves the session alone
  * (`skipped`); so does an idle session whose container has a command of
- * sbxcat's running within its deadline (its cgroup, procs.h; one past its
- * deadline is stopped then).  Every age is measured from `now`.
+ * sbxcat's running within its deadline, for a pause as for a stop (its
+ * cgroup, procs.h; one past its deadline is stopped then).  A paused
+ * session keeps its tokens on the service's wire; a stopped or removed
+ * one loses them.  Every age is measured from `now`.
  *
  * Ownership: struct reap_pass owns every string in it; reap_pass_release
  * frees them.
@@ -56,15 +70,18 @@ struct strbuf;
 #define REAP_REPORT_DEFAULT 20
 
 enum reap_what {
+	REAP_PAUSE,
 	REAP_STOP,
 	REAP_REMOVE,
 	REAP_DELETE,
 	REAP_ORPHAN,
 	REAP_STUCK,
+	REAP_RELEASE,
 	REAP_CLOSED,
 };
 
-/* "stop", "remove", "delete", "remove-orphan", "remove-stuck", "closed". */
+/* "pause", "stop", "remove", "delete", "remove-orphan", "remove-stuck",
+ * "release", "closed". */
 const char *reap_what_name(enum reap_what w);
 
 struct reap_action {

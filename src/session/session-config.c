@@ -20,6 +20,7 @@
 #include "basic/env.h"
 #include "basic/error.h"
 #include "basic/text.h"
+#include "catalog/catalog.h"
 #include "catalog/deployment.h"
 #include "session/session-layout.h"
 #include "session/session.h"
@@ -263,6 +264,19 @@ static int env_seconds(const struct sbx_env *e, const char *var, long long *out,
 	return 0;
 }
 
+/* SANDBOXD_PAUSE_AFTER: as a duration, but 0 (pausing off) too. */
+static int pause_from_env(const struct sbx_env *e, struct session_config *c,
+			  struct sbx_error **err)
+{
+	unsigned long long v = (unsigned long long)c->pause_after;
+
+	if (env_uint(e, "SANDBOXD_PAUSE_AFTER", 0, 10ull * 366 * 86400, &v,
+		     err) < 0)
+		return -1;
+	c->pause_after = (long long)v;
+	return 0;
+}
+
 /* The spill directory: one name at the workspace's top, not hidden by
  * accident of a slash or a dot-dot. */
 static int spill_from_env(const struct sbx_env *e, struct session_config *c,
@@ -282,10 +296,60 @@ static int spill_from_env(const struct sbx_env *e, struct session_config *c,
 	return 0;
 }
 
+/* One "ALIAS=N" of SBXCAT_WARM_POOL into c->pool, or why not. */
+static const char *pool_one(struct session_config *c, const char *item,
+			    size_t len, size_t *alloc)
+{
+	const char *eq = memchr(item, '=', len);
+	unsigned long long n;
+	char *alias, *num, *msg;
+
+	if (!eq)
+		return "expected ALIAS=COUNT, comma-separated";
+	alias = xstrndup(item, (size_t)(eq - item));
+	num = xstrndup(eq + 1, len - (size_t)(eq - item) - 1);
+	msg = catalog_check_alias(alias);
+	if (msg || !text_parse_uint(num, SESSION_POOL_MAX, &n)) {
+		bool bad_alias = msg != NULL;
+
+		free(msg);
+		free(alias);
+		free(num);
+		return bad_alias ? "an alias is not a runtime alias"
+				 : "a count is not a whole number from 0 to 64";
+	}
+	free(num);
+	for (size_t i = 0; i < c->npool; i++)
+		if (strcmp(c->pool[i].alias, alias) == 0) {
+			free(alias);
+			return "a runtime is named twice";
+		}
+	ALLOC_GROW(c->pool, c->npool + 1, *alloc);
+	c->pool[c->npool].alias = alias;
+	c->pool[c->npool++].count = (unsigned)n;
+	return NULL;
+}
+
+static int pool_from_env(const struct sbx_env *e, struct session_config *c,
+			 struct sbx_error **err)
+{
+	const char *v = env(e, "SBXCAT_WARM_POOL"), *p, *why = NULL;
+	size_t alloc = 0;
+
+	for (p = v; p && *p && !why;) {
+		size_t len = strcspn(p, ",");
+
+		why = pool_one(c, p, len, &alloc);
+		p += len + (p[len] == ',');
+	}
+	return why ? bad_value(err, "SBXCAT_WARM_POOL", v, why) : 0;
+}
+
 int session_config_load(struct session_config *c, const struct sbx_env *e,
 			struct sbx_error **err)
 {
 	unsigned long long per_tenant = 10, max = 20, timeout = 300;
+	unsigned long long max_open = 0;
 	const char *dep = env(e, "SBXCAT_DEPLOYMENT_ID");
 
 	memset(c, 0, sizeof(*c));
@@ -294,6 +358,9 @@ int session_config_load(struct session_config *c, const struct sbx_env *e,
 	c->max_read = 8ull << 20;
 	c->max_write = 64ull << 20;
 	c->idle_timeout = 1800;
+	/* Pause and unpause take about 7.5 ms each here (issue 19): five
+	 * idle minutes cost an exec that comes back next to nothing. */
+	c->pause_after = 300;
 	c->container_ttl = 86400;
 	if (root_from_env(e, c, err) < 0 ||
 	    env_uint(e, "SANDBOXD_MAX_SESSIONS_PER_TENANT", 1, 100000,
@@ -314,11 +381,27 @@ int session_config_load(struct session_config *c, const struct sbx_env *e,
 	    spill_from_env(e, c, err) < 0 ||
 	    env_seconds(e, "SANDBOXD_IDLE_TIMEOUT", &c->idle_timeout, err) <
 		0 ||
+	    pause_from_env(e, c, err) < 0 ||
 	    env_seconds(e, "SANDBOXD_CONTAINER_TTL", &c->container_ttl, err) <
 		0 ||
 	    env_seconds(e, "SANDBOXD_WORKSPACE_TTL", &c->workspace_ttl, err) <
-		0)
+		0 ||
+	    pool_from_env(e, c, err) < 0 ||
+	    env_seconds(e, "SANDBOXD_EVICT_IDLE_AFTER", &c->evict_idle_after,
+			err) < 0 ||
+	    env_uint(e, "SANDBOXD_MAX_OPEN_SESSIONS", 1, 1000000, &max_open,
+		     err) < 0)
 		goto fail;
+	if (max_open && max_open < max) {
+		/* Every resident session is open: a bound below the
+		 * resident ceiling could never be met. */
+		sbx_error_set(err, SBX_E_INVALID, 0,
+			      "SANDBOXD_MAX_OPEN_SESSIONS (%llu) must be at "
+			      "least SANDBOXD_MAX_SESSIONS (%llu): the open "
+			      "sessions count the resident ones",
+			      max_open, max);
+		goto fail;
+	}
 	if (c->workspace_ttl && c->workspace_ttl <= c->idle_timeout) {
 		sbx_error_set(err, SBX_E_INVALID, 0,
 			      "SANDBOXD_WORKSPACE_TTL (%lld s) must be longer "
@@ -338,6 +421,7 @@ int session_config_load(struct session_config *c, const struct sbx_env *e,
 		goto fail;
 	c->max_per_tenant = (unsigned)per_tenant;
 	c->max_sessions = (unsigned)max;
+	c->max_open = (unsigned)max_open;
 	c->execute_timeout_s = (long)timeout;
 	return 0;
 fail:
@@ -351,6 +435,9 @@ void session_config_release(struct session_config *c)
 	free(c->network);
 	free(c->deployment);
 	free(c->spill);
+	for (size_t i = 0; i < c->npool; i++)
+		free(c->pool[i].alias);
+	free(c->pool);
 	if (c->secret)
 		OPENSSL_cleanse(c->secret, c->secret_len);
 	free(c->secret);

@@ -1,7 +1,7 @@
 /*
  * session-engine.c - a session's container: what it is made of, opening
- * it under the quota lock, inspecting, listing and closing it (see
- * session-engine.h).
+ * it under the quota lock, inspecting, waking (unpausing), listing and
+ * closing it (see session-engine.h).
  */
 #include "config.h"
 
@@ -9,14 +9,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#include "catalog/deployment.h"
-#include "catalog/catalog.h"
-#include "engine/engine.h"
 #include "basic/error.h"
-#include "session/session-engine.h"
 #include "basic/util.h"
 #include "basic/xjson.h"
+#include "catalog/catalog.h"
+#include "catalog/deployment.h"
+#include "engine/engine.h"
+#include "session/procs.h"
+#include "session/session-engine.h"
 
 /* Where the idle program is looked for in an image, in order. */
 static const char *const sleep_paths[] = {"/bin/sleep", "/usr/bin/sleep"};
@@ -35,6 +37,10 @@ const char *session_outcome_name(enum session_outcome o)
 		return "adopted";
 	case SESSION_RESTARTED:
 		return "restarted";
+	case SESSION_CLAIMED:
+		return "claimed";
+	case SESSION_WOKEN:
+		return "woken";
 	}
 	return "?";
 }
@@ -70,11 +76,21 @@ json_t *session_container_body(const struct session_spec *s)
 		json_array_append_new(env, xjson_string(kv));
 	}
 	snprintf(created, sizeof(created), "%lld", s->created);
-	labels = xjson_pack("{s:s, s:s, s:s, s:s, s:s}",
-			    DEPLOYMENT_LABEL, s->cfg->deployment,
-			    SESSION_LABEL_TENANT, s->tenant, SESSION_LABEL_KEY,
-			    s->key, SESSION_LABEL_RUNTIME, s->rt->alias,
-			    SESSION_LABEL_CREATED, created);
+	/* A pooled container is made before any key or tenant asks; its
+	 * name (sbxcat-DEPLOYMENT-KEY once claimed) and sbxcat's record
+	 * say whose it is. */
+	if (s->pool_id)
+		labels =
+		    xjson_pack("{s:s, s:s, s:s, s:s}", DEPLOYMENT_LABEL,
+			       s->cfg->deployment, SESSION_LABEL_POOL,
+			       s->pool_id, SESSION_LABEL_RUNTIME, s->rt->alias,
+			       SESSION_LABEL_CREATED, created);
+	else
+		labels = xjson_pack(
+		    "{s:s, s:s, s:s, s:s, s:s}", DEPLOYMENT_LABEL,
+		    s->cfg->deployment, SESSION_LABEL_TENANT, s->tenant,
+		    SESSION_LABEL_KEY, s->key, SESSION_LABEL_RUNTIME,
+		    s->rt->alias, SESSION_LABEL_CREATED, created);
 	mount = xjson_pack("{s:s, s:s, s:s, s:b, s:{s:s}}", "Type", "bind",
 			   "Source", s->workspace, "Target", s->workspace,
 			   "ReadOnly", 0, "BindOptions", "Propagation",
@@ -106,14 +122,47 @@ static const char *label_of(json_t *labels, const char *key)
 	return json_string_value(json_object_get(labels, key));
 }
 
-/* Is this container ours: this deployment's session of key? */
-static bool ours(json_t *labels, const struct session_config *c,
-		 const char *key)
+char *session_pool_container_name(const struct session_config *c,
+				  const char *id)
+{
+	return xasprintf("sbxcat-%s-pool_%s", c->deployment, id);
+}
+
+bool session_container_key_of(const struct session_config *c, json_t *labels,
+			      const char *name, char key[SESSION_KEY_MAX + 1])
 {
 	const char *dep = label_of(labels, DEPLOYMENT_LABEL);
 	const char *k = label_of(labels, SESSION_LABEL_KEY);
+	const char *pool = label_of(labels, SESSION_LABEL_POOL);
+	size_t dl = strlen(c->deployment);
 
-	return dep && k && strcmp(dep, c->deployment) == 0 &&
+	key[0] = '\0';
+	if (!dep || strcmp(dep, c->deployment) != 0 || !name)
+		return false;
+	name += *name == '/';
+	/* sbxcat-DEPLOYMENT-KEY, whoever made it */
+	if (strncmp(name, "sbxcat-", 7) != 0 ||
+	    strncmp(name + 7, c->deployment, dl) != 0 || name[7 + dl] != '-')
+		return false;
+	name += 7 + dl + 1;
+	if (!session_key_valid(name))
+		return false; /* pool_ID, or not a name of sbxcat's */
+	/* A cold open's container carries its key; a pooled one carries
+	 * its pool's ID and is the key's by its name, given at the claim. */
+	if ((k && strcmp(k, name) != 0) || (!k && !pool) ||
+	    (pool && !session_pool_id_valid(pool)))
+		return false;
+	memcpy(key, name, strlen(name) + 1);
+	return true;
+}
+
+/* Is this container ours: this deployment's session of key? */
+static bool ours(json_t *labels, const char *name,
+		 const struct session_config *c, const char *key)
+{
+	char k[SESSION_KEY_MAX + 1];
+
+	return session_container_key_of(c, labels, name, k) &&
 	       strcmp(k, key) == 0;
 }
 
@@ -151,9 +200,9 @@ int session_engine_inspect(struct engine *e, const struct session_config *c,
 		free(name);
 		return 0;
 	}
-	if (rc == 0 && !ours(json_object_get(json_object_get(j, "Config"),
-					     "Labels"),
-			     c, key)) {
+	if (rc == 0 &&
+	    !ours(json_object_get(json_object_get(j, "Config"), "Labels"),
+		  json_string_value(json_object_get(j, "Name")), c, key)) {
 		json_decref(j);
 		rc = sbx_error_set(err, SBX_E_CONFLICT, 0,
 				   "a container named '%s' exists that is not "
@@ -179,12 +228,17 @@ static const char *stopped_word(json_t *inspect)
 	return session_state(inspect);
 }
 
-int session_engine_running(struct engine *e, const struct session_config *c,
-			   const char *key, json_t **inspect,
-			   struct sbx_error **err)
+static bool is_paused(json_t *inspect)
 {
-	if (session_engine_inspect(e, c, key, inspect, err) < 0)
-		return -1;
+	return json_is_true(
+	    json_object_get(json_object_get(inspect, "State"), "Paused"));
+}
+
+/* *inspect (the session's, or NULL when gone) running and not paused, or
+ * session_engine_running's refusal (*inspect released then). */
+static int check_running(const char *key, json_t **inspect,
+			 struct sbx_error **err)
+{
 	if (!*inspect) {
 		sbx_error_set(err, SBX_E_CONFLICT, 0,
 			      "session '%s' is not running (its container is "
@@ -194,8 +248,7 @@ int session_engine_running(struct engine *e, const struct session_config *c,
 		return -1;
 	}
 	if (strcmp(session_state(*inspect), "running") == 0 &&
-	    !json_is_true(json_object_get(json_object_get(*inspect, "State"),
-					  "Paused")))
+	    !is_paused(*inspect))
 		return 0;
 	sbx_error_set(err, SBX_E_CONFLICT, 0, "session '%s' is not running (%s)",
 		      key, stopped_word(*inspect));
@@ -204,6 +257,63 @@ int session_engine_running(struct engine *e, const struct session_config *c,
 	json_decref(*inspect);
 	*inspect = NULL;
 	return -1;
+}
+
+int session_engine_running(struct engine *e, const struct session_config *c,
+			   const char *key, json_t **inspect,
+			   struct sbx_error **err)
+{
+	if (session_engine_inspect(e, c, key, inspect, err) < 0)
+		return -1;
+	return check_running(key, inspect, err);
+}
+
+/* The stamp that makes a reaper's pass that decided on the old one leave
+ * the session alone.  One that cannot be written loses only that guard:
+ * the operation's own stamps say the failure. */
+static void wake_stamp(struct session_root *r, const char *key, bool *done)
+{
+	struct sbx_error *err = NULL;
+
+	if (*done)
+		return;
+	*done = true;
+	if (session_record_touch(r, key, &err) < 0)
+		sbx_error_free(&err);
+}
+
+int session_engine_wake(struct engine *e, const struct session_config *c,
+			struct session_root *r,
+			const struct session_record *rec, json_t **inspect,
+			struct sbx_error **err)
+{
+	bool stamped = false;
+	const char *id;
+
+	long long idle = (long long)time(NULL) - rec->last_activity;
+
+	/* Idle long enough to be paused, or hibernated: stamped before the
+	 * look, so a pause (or a hibernation, which decides on the stamp
+	 * under the same flock) is either done before it or not at all. */
+	if ((c->pause_after && idle >= c->pause_after) ||
+	    (c->evict_idle_after && idle >= c->evict_idle_after))
+		wake_stamp(r, rec->key, &stamped);
+	if (session_engine_inspect(e, c, rec->key, inspect, err) < 0)
+		return -1;
+	if (*inspect && is_paused(*inspect)) {
+		wake_stamp(r, rec->key, &stamped);
+		id = json_string_value(json_object_get(*inspect, "Id"));
+		if (engine_container_unpause(e, id ? id : "", err) < 0) {
+			json_decref(*inspect);
+			*inspect = NULL;
+			return sbx_error_wrap(
+			    err, "cannot unpause session '%s'", rec->key);
+		}
+		json_decref(*inspect);
+		if (session_engine_inspect(e, c, rec->key, inspect, err) < 0)
+			return -1;
+	}
+	return check_running(rec->key, inspect, err);
 }
 
 int session_engine_list(struct engine *e, const struct session_config *c,
@@ -222,9 +332,12 @@ int session_engine_list(struct engine *e, const struct session_config *c,
 	*by_key = json_object();
 	json_array_foreach(arr, i, v)
 	{
-		json_t *l = json_object_get(v, "Labels");
-		const char *k = label_of(l, SESSION_LABEL_KEY);
-		if (k && ours(l, c, k))
+		char k[SESSION_KEY_MAX + 1];
+		if (session_container_key_of(
+			c, json_object_get(v, "Labels"),
+			json_string_value(
+			    json_array_get(json_object_get(v, "Names"), 0)),
+			k))
 			json_object_set(*by_key, k, v);
 	}
 	json_decref(arr);
@@ -238,44 +351,134 @@ bool session_state_live(const char *state)
 			 strcmp(state, "restarting") == 0);
 }
 
-static int check_quota(struct engine *e, const struct session_spec *s,
-		       struct sbx_error **err)
+/* Is key's container live in by_key (session_engine_list)? */
+static bool live_in(json_t *by_key, const char *key)
 {
-	json_t *by_key, *v;
-	const char *k;
-	unsigned all = 0, tenant = 0;
+	return session_state_live(json_string_value(
+	    json_object_get(json_object_get(by_key, key), "State")));
+}
 
-	if (session_engine_list(e, s->cfg, &by_key, err) < 0)
+/* Is key's container exited in by_key, and the session marked: is it
+ * hibernated? */
+static bool asleep_in(struct session_root *r, json_t *by_key, const char *key)
+{
+	const char *st = json_string_value(
+	    json_object_get(json_object_get(by_key, key), "State"));
+
+	return st && strcmp(st, "exited") == 0 &&
+	       session_hibernated(r, key, NULL, NULL) > 0;
+}
+
+/* Count the sessions of the records under r whose container is live,
+ * all and tenant's, but key's; their keys into *seen; the hibernated
+ * ones into *asleep. */
+static int count_records(struct session_root *r, json_t *by_key,
+			 const char *key, const char *tenant, unsigned *all,
+			 unsigned *mine, unsigned *asleep, json_t *seen,
+			 struct sbx_error **err)
+{
+	char **keys = NULL;
+	size_t n = 0;
+
+	if (session_keys(r, &keys, &n, err) < 0)
 		return -1;
-	json_object_foreach(by_key, k, v)
-	{
-		const char *t;
-		if (strcmp(k, s->key) == 0 ||
-		    !session_state_live(json_string_value(json_object_get(v, "State"))))
+	for (size_t i = 0; i < n; i++) {
+		struct session_record rec;
+		struct sbx_error *e2 = NULL;
+
+		if (strcmp(keys[i], key) == 0)
 			continue;
-		all++;
-		t = label_of(json_object_get(v, "Labels"),
-			     SESSION_LABEL_TENANT);
-		if (t && strcmp(t, s->tenant) == 0)
-			tenant++;
+		if (!live_in(by_key, keys[i])) {
+			*asleep += asleep_in(r, by_key, keys[i]);
+			continue;
+		}
+		/* A live container whose record cannot be read is the
+		 * reaper's to judge; it is not a session of anyone's. */
+		if (session_record_read(r, keys[i], &rec, &e2) < 0) {
+			sbx_error_free(&e2);
+			continue;
+		}
+		(*all)++;
+		*mine += tenant && strcmp(rec.tenant, tenant) == 0;
+		json_object_set_new(seen, keys[i], json_true());
+		session_record_release(&rec);
 	}
+	strv_free(keys, n);
+	return 0;
+}
+
+int session_quota_count(struct engine *e, struct session_root *r,
+			const struct session_config *c, const char *key,
+			const char *tenant, struct session_count *n,
+			struct sbx_error **err)
+{
+	struct session_held *held = NULL;
+	struct session_pool_entry *pool = NULL;
+	size_t nheld = 0, npool = 0;
+	json_t *by_key = NULL, *seen = json_object();
+	int rc = -1;
+
+	memset(n, 0, sizeof(*n));
+	if (session_engine_list(e, c, &by_key, err) < 0 ||
+	    count_records(r, by_key, key, tenant, &n->all, &n->mine,
+			  &n->hibernated, seen, err) < 0 ||
+	    session_reservations(r, &held, &nheld, err) < 0 ||
+	    session_pool_list(r, &pool, &npool, err) < 0)
+		goto out;
+	n->open = n->all; /* the live records */
+	for (size_t i = 0; i < nheld; i++) {
+		if (strcmp(held[i].key, key) == 0 ||
+		    json_object_get(seen, held[i].key))
+			continue;
+		n->all++;
+		n->open += held[i].tenant != NULL; /* not a fill of the pool */
+		n->mine += tenant && held[i].tenant &&
+			   strcmp(held[i].tenant, tenant) == 0;
+	}
+	n->open += n->hibernated;
+	n->pooled = (unsigned)npool;
+	n->all += n->pooled;
+	rc = 0;
+out:
+	session_pool_list_free(pool, npool);
+	session_held_free(held, nheld);
 	json_decref(by_key);
-	if (tenant >= s->cfg->max_per_tenant) {
+	json_decref(seen);
+	return rc;
+}
+
+int session_quota_refuse(const struct session_config *c, const char *tenant,
+			 const struct session_count *n, struct sbx_error **err)
+{
+	if (tenant && n->mine >= c->max_per_tenant) {
 		sbx_error_set(err, SBX_E_REFUSED, 0,
 			      "tenant '%s' already holds %u of %u "
 			      "sessions; close one first",
-			      s->tenant, tenant, s->cfg->max_per_tenant);
+			      tenant, n->mine, c->max_per_tenant);
 		sbx_error_reason(*err, SESSION_REASON_TENANT_QUOTA);
 		return -1;
 	}
-	if (all >= s->cfg->max_sessions) {
+	if (n->all >= c->max_sessions) {
 		sbx_error_set(err, SBX_E_REFUSED, 0,
 			      "the host holds its ceiling of %u sessions",
-			      s->cfg->max_sessions);
+			      c->max_sessions);
 		sbx_error_reason(*err, SESSION_REASON_HOST_QUOTA);
 		return -1;
 	}
 	return 0;
+}
+
+int session_open_refuse(const struct session_config *c,
+			const struct session_count *n, struct sbx_error **err)
+{
+	if (!c->max_open || n->open < c->max_open)
+		return 0;
+	sbx_error_set(err, SBX_E_REFUSED, 0,
+		      "the host holds its ceiling of %u open sessions and "
+		      "all of them are in use; close one first",
+		      c->max_open);
+	sbx_error_reason(*err, SESSION_REASON_OPEN_QUOTA);
+	return -1;
 }
 
 /* Why a container is not running, from its inspect: "OOMKilled",
@@ -327,7 +530,9 @@ static int start_checked(struct engine *e, const char *id,
 static int create_new(struct engine *e, struct session_spec *s, char **id,
 		      struct sbx_error **err)
 {
-	char *name = session_container_name(s->cfg, s->key);
+	char *name = s->pool_id
+			 ? session_pool_container_name(s->cfg, s->pool_id)
+			 : session_container_name(s->cfg, s->key);
 	struct sbx_error *e2 = NULL;
 	int rc = -1;
 
@@ -367,78 +572,95 @@ static int create_new(struct engine *e, struct session_spec *s, char **id,
 	return rc;
 }
 
-static int open_once(struct engine *e, struct session_spec *s,
-		     enum session_outcome *outcome, char **id, bool retry,
-		     struct sbx_error **err)
+int session_engine_adopt(struct engine *e, struct session_spec *s,
+			 enum session_outcome *outcome, char **id,
+			 bool *adopted, struct sbx_error **err)
 {
 	json_t *j = NULL;
-	struct sbx_error *e2 = NULL;
-	const char *state;
-	int rc;
+	json_t *cfg;
+	const char *state, *rt, *img;
 
 	*id = NULL;
+	*adopted = false;
 	if (session_engine_inspect(e, s->cfg, s->key, &j, err) < 0)
 		return -1;
-	if (j) {
-		json_t *cfg = json_object_get(j, "Config");
-		const char *rt = label_of(json_object_get(cfg, "Labels"),
-					  SESSION_LABEL_RUNTIME);
-		const char *img = json_string_value(json_object_get(cfg, "Image"));
-
-		if (!rt || strcmp(rt, s->rt->alias) != 0) {
-			struct strbuf sb = STRBUF_INIT;
-			text_add_escaped(&sb, rt ? rt : "?", strlen(rt ? rt : "?"));
-			sbx_error_set(err, SBX_E_CONFLICT, 0,
-				      "session '%s' runs runtime '%s', not '%s'",
-				      s->key, strbuf_str(&sb), s->rt->alias);
-			sbx_error_hint(*err, "close it first to open it with "
-					     "another runtime");
-			strbuf_release(&sb);
-			json_decref(j);
-			return -1;
-		}
-		/* A stopped container keeps the image it was made from. */
-		free(s->image_used);
-		s->image_used = xstrdup(img ? img : s->image);
-		*id = xstrdup(json_string_value(json_object_get(j, "Id")));
-		state = session_state(j);
-		if (strcmp(state, "running") == 0 ||
-		    strcmp(state, "restarting") == 0) {
-			json_decref(j);
-			*outcome = SESSION_ADOPTED;
-			return 0;
-		}
-		if (strcmp(state, "paused") == 0) {
-			json_decref(j);
-			*outcome = SESSION_ADOPTED;
-			return engine_container_unpause(e, *id, err);
-		}
-		if (strcmp(state, "exited") == 0 ||
-		    strcmp(state, "created") == 0) {
-			json_decref(j);
-			if (check_quota(e, s, err) < 0)
-				return -1;
-			*outcome = SESSION_RESTARTED;
-			return start_checked(e, *id, err);
-		}
-		/* dead, removing: nothing to start; make a new one. */
+	if (!j)
+		return 0;
+	cfg = json_object_get(j, "Config");
+	rt = label_of(json_object_get(cfg, "Labels"), SESSION_LABEL_RUNTIME);
+	img = json_string_value(json_object_get(cfg, "Image"));
+	if (!rt || strcmp(rt, s->rt->alias) != 0) {
+		struct strbuf sb = STRBUF_INIT;
+		text_add_escaped(&sb, rt ? rt : "?", strlen(rt ? rt : "?"));
+		sbx_error_set(err, SBX_E_CONFLICT, 0,
+			      "session '%s' runs runtime '%s', not '%s'",
+			      s->key, strbuf_str(&sb), s->rt->alias);
+		sbx_error_hint(*err, "close it first to open it with "
+				     "another runtime");
+		strbuf_release(&sb);
 		json_decref(j);
-		if (engine_container_remove(e, *id, true, NULL, err) < 0)
-			return -1;
-		free(*id);
-		*id = NULL;
-	}
-	if (check_quota(e, s, err) < 0)
 		return -1;
+	}
+	/* A stopped container keeps the image it was made from. */
+	free(s->image_used);
+	s->image_used = xstrdup(img ? img : s->image);
+	*id = xstrdup(json_string_value(json_object_get(j, "Id")));
+	state = session_state(j);
+	if (strcmp(state, "running") == 0 || strcmp(state, "restarting") == 0 ||
+	    strcmp(state, "paused") == 0) {
+		bool paused = strcmp(state, "paused") == 0;
+
+		json_decref(j);
+		*outcome = SESSION_ADOPTED;
+		*adopted = true;
+		return paused ? engine_container_unpause(e, *id, err) : 0;
+	}
+	if (strcmp(state, "exited") == 0 || strcmp(state, "created") == 0) {
+		json_decref(j);
+		return 0; /* to start again: session_engine_launch */
+	}
+	/* dead, removing: nothing to start; a new one is made. */
+	json_decref(j);
+	free(s->image_used);
+	s->image_used = NULL;
+	if (engine_container_remove(e, *id, true, NULL, err) < 0)
+		return -1;
+	free(*id);
+	*id = NULL;
+	return 0;
+}
+
+int session_engine_launch(struct engine *e, struct session_spec *s,
+			  enum session_outcome *outcome, char **id,
+			  struct sbx_error **err)
+{
+	struct sbx_error *e2 = NULL;
+	bool adopted;
+	int rc;
+
+	if (*id) {
+		*outcome = SESSION_RESTARTED;
+		return start_checked(e, *id, err);
+	}
 	*outcome = SESSION_CREATED;
 	rc = create_new(e, s, id, err);
-	if (rc < 0 && *err && (*err)->http == 409 && retry) {
+	if (rc < 0 && *err && (*err)->http == 409) {
 		/* Made meanwhile by an sbxcat on another root sharing this
 		 * engine: adopt it if it is ours (inspect refuses if not).
 		 * Once: a name the engine holds while it removes the
 		 * container answers 409 to create and 404 to inspect. */
 		sbx_error_free(err);
-		return open_once(e, s, outcome, id, false, err);
+		if (session_engine_adopt(e, s, outcome, id, &adopted, err) < 0)
+			return -1;
+		if (adopted)
+			return 0;
+		if (!*id)
+			return sbx_error_set(err, SBX_E_CONFLICT, 0,
+					     "the container of session '%s' "
+					     "is being removed; try again",
+					     s->key);
+		*outcome = SESSION_RESTARTED;
+		return start_checked(e, *id, err);
 	}
 	if (rc == 0 && start_checked(e, *id, err) < 0) {
 		engine_container_remove(e, *id, true, NULL, &e2);
@@ -450,11 +672,50 @@ static int open_once(struct engine *e, struct session_spec *s,
 	return rc;
 }
 
-int session_engine_open(struct engine *e, struct session_spec *s,
-			enum session_outcome *outcome, char **id,
-			struct sbx_error **err)
+int session_engine_pool_make(struct engine *e, struct session_spec *s,
+			     char **id, struct sbx_error **err)
 {
-	return open_once(e, s, outcome, id, true, err);
+	struct sbx_error *e2 = NULL;
+
+	*id = NULL;
+	if (create_new(e, s, id, err) < 0)
+		return -1;
+	if (start_checked(e, *id, err) == 0)
+		return 0;
+	engine_container_remove(e, *id, true, NULL, &e2);
+	sbx_error_free(&e2);
+	free(*id);
+	*id = NULL;
+	return -1;
+}
+
+int session_engine_claim(struct engine *e, const struct session_config *c,
+			 const char *id, const char *pool_id, const char *key,
+			 struct sbx_error **err)
+{
+	cleanup_free char *name = session_container_name(c, key);
+	json_t *j = NULL;
+	const char *got, *state;
+	int rc;
+
+	if (engine_container_inspect(e, id, &j, err) < 0)
+		return -1;
+	got = label_of(json_object_get(json_object_get(j, "Config"), "Labels"),
+		       SESSION_LABEL_POOL);
+	state = session_state(j);
+	rc = 0;
+	if (!got || strcmp(got, pool_id) != 0 ||
+	    strcmp(state, "running") != 0 ||
+	    json_is_true(
+		json_object_get(json_object_get(j, "State"), "Paused")))
+		rc = sbx_error_set(err, SBX_E_CONFLICT, 0,
+				   "pooled container %.12s is not pool %s's, "
+				   "running",
+				   id, pool_id);
+	json_decref(j);
+	if (rc == 0)
+		rc = engine_container_rename(e, id, name, err);
+	return rc;
 }
 
 int session_engine_stop(struct engine *e, const char *id, const char *state,
@@ -465,6 +726,26 @@ int session_engine_stop(struct engine *e, const char *id, const char *state,
 	    engine_container_unpause(e, id, err) < 0)
 		return -1;
 	return engine_container_stop(e, id, SESSION_STOP_SECONDS, err);
+}
+
+int session_engine_busy(struct engine *e, const char *id, long long now,
+			long long exec_timeout_s, struct sbx_error **err)
+{
+	json_t *j = NULL;
+	json_int_t pid;
+	size_t busy = 0, stopped = 0;
+	int rc = 0;
+
+	if (engine_container_inspect(e, id, &j, err) < 0)
+		return -1;
+	pid = json_integer_value(
+	    json_object_get(json_object_get(j, "State"), "Pid"));
+	json_decref(j);
+	if (pid > 0 && pid < (1 << 30))
+		rc = procs_groups_expire((pid_t)pid, now, exec_timeout_s,
+					 SESSION_STOP_GIVE_UP_MS, &busy,
+					 &stopped, err);
+	return rc < 0 ? -1 : busy > 0;
 }
 
 int session_engine_close(struct engine *e, const struct session_config *c,

@@ -1,7 +1,8 @@
 /*
  * session-engine.h - sessions as the engine sees them: the container a
- * session gets (brief section 7, docs/sessions.md), opening one under the
- * quota lock, its state, closing it; never prints.
+ * session gets (brief section 7, docs/sessions.md), opening one (the
+ * count under the quota lock, the start outside it), its state, waking a
+ * paused one, closing it; never prints.
  *
  * A session's container is named "sbxcat-DEPLOYMENT-KEY" and labelled
  * with the deployment, tenant, key, runtime and creation time.  A
@@ -10,9 +11,9 @@
  *
  * Thread rule: nothing here keeps state; each call uses the engine handle
  * it is given (engine.h: one thread at a time) and reads the
- * configuration only.  Opens on different threads or processes decide
- * quotas one at a time under the quota lock their caller holds
- * (session.h).
+ * configuration only.  Opens on different threads or processes count
+ * and reserve one at a time under the quota lock their caller holds
+ * (session.h), and create and start side by side.
  */
 #ifndef SBX_SESSION_ENGINE_H
 #define SBX_SESSION_ENGINE_H
@@ -40,6 +41,22 @@ struct sbx_error;
 char *session_container_name(const struct session_config *c,
 			      const char *key);
 
+/* "sbxcat-DEPLOYMENT-pool_ID", newly allocated: never a session's name
+ * (pool_ID is not a key). */
+char *session_pool_container_name(const struct session_config *c,
+				  const char *id);
+/*
+ * The session a container belongs to, from its labels and its name (as
+ * the engine gives it, "/" first or not), into key: one of this
+ * deployment named sbxcat-DEPLOYMENT-KEY carrying either the key label
+ * of that KEY (a cold open's) or a pool's label (a pooled container
+ * claimed: renamed to its session's name).  False for everything else:
+ * another deployment's, one whose key label and name disagree, a pooled
+ * container not yet claimed.
+ */
+bool session_container_key_of(const struct session_config *c, json_t *labels,
+			      const char *name, char key[SESSION_KEY_MAX + 1]);
+
 /* What a new session is made of. */
 struct session_spec {
 	const struct session_config *cfg;
@@ -48,18 +65,24 @@ struct session_spec {
 	const char *key, *tenant, *scope, *workspace;
 	unsigned long uid; /* 0: the image's own user */
 	const char *sleep; /* the idle program's path in the image */
+	/* A pooled container's ID (session_pool_new_id), made before any
+	 * key: key and tenant NULL, named sbxcat-DEPLOYMENT-pool_ID and
+	 * labelled with it instead. */
+	const char *pool_id;
 	long long created; /* Unix seconds */
-	/* Set by session_engine_open when it adopted or restarted a
-	 * container: the image that container runs (free it). */
+	/* Set by session_engine_adopt when it found a container: the
+	 * image that container runs (free it). */
 	char *image_used;
 };
 /* The POST /containers/create body (new reference). */
 json_t *session_container_body(const struct session_spec *s);
 
-/* The reasons (error.h) of the quota refusals of session_engine_open:
+/* The reasons (error.h) of the quota refusals of session_quota_refuse:
  * the tenant's ceiling, the host's. */
 #define SESSION_REASON_TENANT_QUOTA "tenant quota"
 #define SESSION_REASON_HOST_QUOTA "host quota"
+/* The refusal of SANDBOXD_MAX_OPEN_SESSIONS (session_open_refuse). */
+#define SESSION_REASON_OPEN_QUOTA "open quota"
 /* The reasons of session_engine_running's refusals: a container that is
  * stopped (or paused), one that is gone. */
 #define SESSION_REASON_NOT_RUNNING "not running"
@@ -69,19 +92,74 @@ enum session_outcome {
 	SESSION_CREATED,
 	SESSION_ADOPTED,
 	SESSION_RESTARTED,
+	SESSION_CLAIMED, /* a container of the warm pool */
+	SESSION_WOKEN,	 /* a hibernated session's, started again */
 };
 const char *session_outcome_name(enum session_outcome o);
 
 /*
- * Open the session of spec (its workspace made already) under the quota
- * lock held by the caller: adopt its running container, start it again
- * when stopped, or create and start a new one (counting quotas first).
- * *id is the container's id (newly allocated).  Refusals are status 1
- * with the messages of docs/sessions.md.
+ * An open in three steps, so that only the count is under the quota lock:
+ *
+ * session_engine_adopt looks at the session's container: running,
+ * restarting or paused (unpaused now) it is adopted (*adopted, *id its
+ * id, outcome "adopted"), and the open needs no slot; stopped (exited,
+ * created), *id is set for session_engine_launch to start again; dead or
+ * removing, it is removed and *id NULL; none, *id NULL.  One of another
+ * runtime is a conflict.
+ *
+ * session_quota_count, under the quota lock (session_lock), counts the
+ * slots taken (records whose container is live, the reservations held:
+ * session_reservations, and the pool's containers: session_pool_list),
+ * the key's own left out; session_quota_refuse says whether the tenant
+ * or the host is at its ceiling; the caller then reserves
+ * (session_reserve) and unlocks.
+ *
+ * session_engine_launch, outside the lock, starts *id again or creates
+ * and starts a new container (*id newly allocated).  Refusals are status
+ * 1 with the messages of docs/sessions.md.
  */
-int session_engine_open(struct engine *e, struct session_spec *spec,
-			enum session_outcome *outcome, char **id,
+int session_engine_adopt(struct engine *e, struct session_spec *spec,
+			 enum session_outcome *outcome, char **id,
+			 bool *adopted, struct sbx_error **err);
+struct session_count {
+	unsigned all;	 /* slots taken on the host, pooled included */
+	unsigned mine;	 /* the tenant's */
+	unsigned pooled; /* containers in the warm pool */
+	/* The sessions open (SANDBOXD_MAX_OPEN_SESSIONS counts them): the
+	 * records whose container is live, the reservations of sessions
+	 * (not the pool's fills) and the hibernated sessions, of which
+	 * there are hibernated. */
+	unsigned open;
+	unsigned hibernated;
+};
+int session_quota_count(struct engine *e, struct session_root *r,
+			const struct session_config *c, const char *key,
+			const char *tenant, struct session_count *n,
 			struct sbx_error **err);
+/* Refused (status 1, the reasons below) when n is at a ceiling: the
+ * tenant's (tenant NULL: none), the host's. */
+int session_quota_refuse(const struct session_config *c, const char *tenant,
+			 const struct session_count *n, struct sbx_error **err);
+int session_engine_launch(struct engine *e, struct session_spec *spec,
+			  enum session_outcome *outcome, char **id,
+			  struct sbx_error **err);
+/* Refused (status 1, SESSION_REASON_OPEN_QUOTA) when c->max_open is set
+ * and n->open is at it. */
+int session_open_refuse(const struct session_config *c,
+			const struct session_count *n, struct sbx_error **err);
+
+/*
+ * The pool's containers: session_engine_pool_make creates and starts the
+ * container of spec (pool_id set), *id its id; one that does not start
+ * is removed.  session_engine_claim checks that id is pool_id's and
+ * running, and renames it to key's session name: from then on it is the
+ * session's (session_container_key_of).
+ */
+int session_engine_pool_make(struct engine *e, struct session_spec *spec,
+			     char **id, struct sbx_error **err);
+int session_engine_claim(struct engine *e, const struct session_config *c,
+			 const char *id, const char *pool_id, const char *key,
+			 struct sbx_error **err);
 
 /*
  * Inspect the session's container: *inspect NULL when there is none (not
@@ -100,6 +178,28 @@ int session_engine_inspect(struct engine *e, const struct session_config *c,
 int session_engine_running(struct engine *e, const struct session_config *c,
 			   const char *key, json_t **inspect,
 			   struct sbx_error **err);
+
+/*
+ * session_engine_running for an operation that needs the container: a
+ * paused one (the reaper's idle pause, reap.h) is unpaused first.  The
+ * record rec (as session_find read it) is stamped before the container
+ * is looked at when its last activity is at least c->pause_after old (or
+ * the container is paused): the reaper pauses only under ROOT/KEY's
+ * flock and a stamp it read before, so a pass that decided on the old
+ * stamp leaves the session alone, and one that paused it first is undone
+ * here.  Refusals as session_engine_running's.
+ */
+int session_engine_wake(struct engine *e, const struct session_config *c,
+			struct session_root *r,
+			const struct session_record *rec, json_t **inspect,
+			struct sbx_error **err);
+
+/* A session's state as sbxcat says it: SESSION_STATE_HIBERNATED for an
+ * exited container whose session has hibernation's mark (session.h),
+ * else state (an engine word, or "closed") as it is. */
+#define SESSION_STATE_HIBERNATED "hibernated"
+const char *session_state_marked(struct session_root *r, const char *key,
+				 const char *state);
 
 /* State.Status of an inspect ("running", ...), "closed" when NULL. */
 const char *session_state(json_t *inspect);
@@ -122,6 +222,57 @@ int session_engine_list(struct engine *e, const struct session_config *c,
 #define SESSION_STOP_SECONDS 2
 int session_engine_stop(struct engine *e, const char *id, const char *state,
 			struct sbx_error **err);
+
+/*
+ * Whether container id has a command of sbxcat's running within its
+ * deadline: 1, 0, or -1 with *err.  An exec stamps the activity when it
+ * starts and ends, not while it runs, so a command that runs longer than
+ * an idle delay would otherwise look idle.  The engine's ExecIDs are not
+ * asked: a process that outlived its deadline would keep an exec
+ * "running" for ever.  The exec's cgroup says when it started and its
+ * deadline (procs.h); one past min(deadline, start + exec_timeout_s) is
+ * killed here, as its watcher would have done, but at once (within
+ * SESSION_STOP_GIVE_UP_MS): callers hold the quota lock.
+ */
+#define SESSION_STOP_GIVE_UP_MS 1000
+int session_engine_busy(struct engine *e, const char *id, long long now,
+			long long exec_timeout_s, struct sbx_error **err);
+
+/*
+ * Hibernation (docs/sessions.md), with the quota lock held, by an open
+ * that needs a slot (except: its own key, never chosen).
+ *
+ * session_hibernate_lru: when c->evict_idle_after is set, the least
+ * recently used session (its record's last_activity, oldest first) whose
+ * container is running or paused and idle for at least that long, with
+ * no open or close of it in progress (session_open_trylock) and no
+ * command of sbxcat's running in it (session_engine_busy), under its
+ * ROOT/KEY flock with the stamp it was chosen on: marked (session.h) and
+ * its container stopped (its StopSignal is SIGKILL).  Its record, its
+ * workspace and its tokens on the service's wire are kept.  *done says
+ * whether one was; *out names it (for the audit row) whether or not the
+ * stop failed (-1, the mark removed again).
+ *
+ * session_close_asleep: the session hibernated longest (its mark's time,
+ * oldest first) and not being opened, closed as session close closes it:
+ * its container removed (only stopped with SANDBOXD_PERSIST_CONTAINERS),
+ * the mark removed, the record stamped, its tokens dropped; its workspace
+ * and record stay.  *done and *out as above.
+ */
+struct session_evicted {
+	char key[SESSION_KEY_MAX + 1];
+	char *tenant, *runtime, *container; /* the container's name */
+	long long stamp, since;		    /* last activity; the mark's time */
+};
+void session_evicted_release(struct session_evicted *v);
+int session_hibernate_lru(struct engine *e, const struct session_config *c,
+			  struct session_root *r, const char *except,
+			  long long now, struct session_evicted *out,
+			  bool *done, struct sbx_error **err);
+int session_close_asleep(struct engine *e, const struct session_config *c,
+			 struct session_root *r, const char *except,
+			 struct session_evicted *out, bool *done,
+			 struct sbx_error **err);
 
 /*
  * Close: remove the container by force, or only stop it when stop_only

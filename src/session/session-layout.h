@@ -19,9 +19,15 @@ struct strbuf;
 #define LOCK_NAME ".sbxcat.lock"
 #define EXEC_LOCK_NAME "exec.lock"
 #define WATCH_LOCK_NAME "watch.lock"
+#define OPEN_LOCK_NAME "open.lock"
+#define HIBERNATED_NAME "hibernated"
 #define SECRET_NAME ".sbxcat-key-secret"
 #define TRASH_NAME ".sbxcat-trash"
 #define WORKSPACE_NAME "workspace"
+#define POOL_WS_NAME ".sbxcat-ws"
+#define OPEN_NAME ".sbxcat-open"
+#define POOL_NAME ".sbxcat-pool"
+#define POOL_ID_LEN SESSION_POOL_ID_LEN
 
 /* s escaped for a message, cut to 80 bytes ("..." says so), in sb
  * (released first). */
@@ -40,6 +46,14 @@ int session_no_session(const char *key, struct sbx_error **err);
  * session_no_session.  Returns the descriptor, or -1.
  */
 int session_keydir_open(struct session_root *r, const char *key,
+			struct sbx_error **err);
+
+/*
+ * ROOT/NAME, a directory of sbxcat's (root's, 0700, not a symlink),
+ * made when missing when make: its descriptor, or -1.  A missing one
+ * without make is errno ENOENT, status 3.
+ */
+int session_private_dir(struct session_root *r, const char *name, bool make,
 			struct sbx_error **err);
 
 /*

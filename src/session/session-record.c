@@ -25,7 +25,8 @@
 #include "session/session.h"
 
 #define RECORD_MAX (64 * 1024)
-#define RECORD_VERSION 1
+/* Version 1 had no workspace member: its workspace is KEY/workspace. */
+#define RECORD_VERSION 2
 /* Year 9999: a time past it in a record is not a time. */
 #define TIME_MAX 253402300799LL
 
@@ -38,6 +39,7 @@ void session_record_release(struct session_record *r)
 	free(r->runtime);
 	free(r->image);
 	free(r->container);
+	free(r->workspace);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -62,6 +64,10 @@ static const char *record_problem(const struct session_record *rec, char **msg)
 		return "'image' is not an image reference";
 	if (rec->container && !is_container_id(rec->container))
 		return "'container' is not a container id";
+	if (rec->workspace &&
+	    !session_workspace_rel_valid(rec->workspace, rec->key))
+		return "'workspace' is neither KEY/workspace nor a pool's "
+		       "workspace";
 	if (rec->created < 0 || rec->created > TIME_MAX ||
 	    rec->last_activity < 0 || rec->last_activity > TIME_MAX)
 		return "'created' or 'last_activity' is not a time";
@@ -91,7 +97,7 @@ static int record_parse(const char *data, size_t len, const char *key,
 		char **str = NULL;
 		long long *num = NULL;
 
-		seen++; /* duplicates are refused: 9 members are all 9 */
+		seen++; /* duplicates are refused: 10 members are all 10 */
 		if (strcmp(name, "version") == 0 && json_is_integer(v))
 			version = json_integer_value(v);
 		else if (strcmp(name, "key") == 0 && json_is_string(v) &&
@@ -107,6 +113,8 @@ static int record_parse(const char *data, size_t len, const char *key,
 			str = &rec->image;
 		else if (strcmp(name, "container") == 0 && !json_is_null(v))
 			str = &rec->container;
+		else if (strcmp(name, "workspace") == 0)
+			str = &rec->workspace;
 		else if (strcmp(name, "created") == 0)
 			num = &rec->created;
 		else if (strcmp(name, "last_activity") == 0)
@@ -127,11 +135,12 @@ static int record_parse(const char *data, size_t len, const char *key,
 			*num = json_integer_value(v);
 		}
 	}
-	*why = "not of version 1";
-	if (version != RECORD_VERSION)
+	*why = "not of version 1 or 2";
+	if (version != 1 && version != RECORD_VERSION)
 		goto fail;
 	*why = "missing a member";
-	if (seen != 9)
+	if (seen != (version == 1 ? 9u : 10u) ||
+	    (version == RECORD_VERSION) != (rec->workspace != NULL))
 		goto fail;
 	*why = record_problem(rec, &msg);
 	free(msg);
@@ -140,6 +149,8 @@ static int record_parse(const char *data, size_t len, const char *key,
 	*why = "for another key";
 	if (strcmp(rec->key, key) != 0)
 		goto fail;
+	if (!rec->workspace)
+		rec->workspace = xasprintf("%s/" WORKSPACE_NAME, rec->key);
 	json_decref(j);
 	return 0;
 fail:
@@ -207,14 +218,17 @@ static int record_write_at(struct session_root *r, int kfd,
 		return sbx_error_set(
 		    err, SBX_E_INVALID, 0, "cannot record session '%s': %s%s%s",
 		    rec->key, why, msg ? ": " : "", msg ? msg : "");
-	j = xjson_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:o, s:I, s:I}",
+	cleanup_free char *ws = rec->workspace
+				    ? xstrdup(rec->workspace)
+				    : xasprintf("%s/" WORKSPACE_NAME, rec->key);
+	j = xjson_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:s}",
 		       "version", RECORD_VERSION, "key", rec->key, "tenant",
 		       rec->tenant, "scope", rec->scope, "runtime",
 		       rec->runtime, "image", rec->image, "container",
 		       rec->container ? xjson_string(rec->container)
 				      : json_null(),
 		       "created", (json_int_t)rec->created, "last_activity",
-		       (json_int_t)rec->last_activity);
+		       (json_int_t)rec->last_activity, "workspace", ws);
 	text = json_dumps(j, JSON_SORT_KEYS);
 	json_decref(j);
 	if (!text)

@@ -487,12 +487,85 @@ static int lock_file_open(struct session_root *r, const char *key,
 	return fd;
 }
 
+/* ROOT/KEY/NAME opened (lock_file_open) and flocked, waiting. */
+static int lock_file(struct session_root *r, const char *key, const char *name,
+		     struct sbx_error **err)
+{
+	int fd = lock_file_open(r, key, name, err);
+
+	if (fd >= 0 && session_lock_wait(r, fd, r->path, key, err) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 int session_exec_lock(struct session_root *r, const char *key,
 		      struct sbx_error **err)
 {
-	int fd = lock_file_open(r, key, EXEC_LOCK_NAME, err);
+	return lock_file(r, key, EXEC_LOCK_NAME, err);
+}
 
-	if (fd >= 0 && session_lock_wait(r, fd, r->path, key, err) < 0) {
+/* Is the lock file open on fd still ROOT/KEY/NAME (not moved into the
+ * trash by a purge while its opener waited)? */
+static bool still_there(struct session_root *r, const char *key,
+			const char *name, int fd)
+{
+	struct stat a, b;
+	int kfd =
+	    openat(r->fd, key, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	bool same;
+
+	if (kfd < 0)
+		return false;
+	same = fstat(fd, &a) == 0 &&
+	       fstatat(kfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	close(kfd);
+	return same;
+}
+
+int session_open_lock(struct session_root *r, const char *key,
+		      struct sbx_error **err)
+{
+	int fd = lock_file(r, key, OPEN_LOCK_NAME, err);
+
+	if (fd >= 0 && !still_there(r, key, OPEN_LOCK_NAME, fd)) {
+		close(fd);
+		return sbx_error_set(err, SBX_E_CONFLICT, ESTALE,
+				     "session '%s' was purged while this "
+				     "waited for it",
+				     key);
+	}
+	return fd;
+}
+
+bool session_open_busy(struct session_root *r, const char *key)
+{
+	struct sbx_error *err = NULL;
+	int kfd = session_keydir_open(r, key, &err), fd;
+	bool busy;
+
+	sbx_error_free(&err);
+	if (kfd < 0)
+		return false;
+	fd = openat(kfd, OPEN_LOCK_NAME,
+		    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	close(kfd);
+	if (fd < 0)
+		return false; /* never opened since it had one */
+	busy = flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+	close(fd); /* releases what was taken, if anything */
+	return busy;
+}
+
+int session_open_trylock(struct session_root *r, const char *key)
+{
+	struct sbx_error *err = NULL;
+	int fd = lock_file_open(r, key, OPEN_LOCK_NAME, &err);
+
+	sbx_error_free(&err);
+	if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		close(fd);
 		return -1;
 	}

@@ -28,30 +28,88 @@
 #include "session/session.h"
 #include "workspace/tree.h"
 
-char *session_workspace_path(const struct session_root *r, const char *key)
+bool session_workspace_rel_valid(const char *rel, const char *key)
 {
-	return xasprintf("%s/%s/" WORKSPACE_NAME, r->path, key);
+	size_t k = strlen(key), p = strlen(POOL_WS_NAME);
+
+	if (strncmp(rel, key, k) == 0 && rel[k] == '/' &&
+	    strcmp(rel + k + 1, WORKSPACE_NAME) == 0)
+		return true;
+	return strncmp(rel, POOL_WS_NAME, p) == 0 && rel[p] == '/' &&
+	       session_pool_id_valid(rel + p + 1);
 }
 
-int session_workspace_open(struct session_root *r, const char *key,
+bool session_pool_id_valid(const char *id)
+{
+	return strlen(id) == POOL_ID_LEN &&
+	       strspn(id, "abcdefghijklmnopqrstuvwxyz234567") == POOL_ID_LEN;
+}
+
+/* The pooled workspace's ID of rec, or NULL for KEY/workspace. */
+static const char *pool_id_of(const struct session_record *rec)
+{
+	size_t p = strlen(POOL_WS_NAME);
+
+	if (rec->workspace && strncmp(rec->workspace, POOL_WS_NAME, p) == 0 &&
+	    rec->workspace[p] == '/')
+		return rec->workspace + p + 1;
+	return NULL;
+}
+
+bool session_workspace_pooled(const struct session_record *rec)
+{
+	return pool_id_of(rec) != NULL;
+}
+
+char *session_workspace_path(const struct session_root *r,
+			     const struct session_record *rec)
+{
+	if (pool_id_of(rec))
+		return xasprintf("%s/%s", r->path, rec->workspace);
+	return xasprintf("%s/%s/" WORKSPACE_NAME, r->path, rec->key);
+}
+
+/* The directory that holds rec's workspace (ROOT/KEY or ROOT/.sbxcat-ws),
+ * checked, and the workspace's name in it. */
+static int ws_parent(struct session_root *r, const struct session_record *rec,
+		     const char **name, struct sbx_error **err)
+{
+	const char *id = pool_id_of(rec);
+
+	*name = WORKSPACE_NAME;
+	if (rec->workspace &&
+	    !session_workspace_rel_valid(rec->workspace, rec->key))
+		return sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
+				     "the record of '%s' names no workspace "
+				     "of sbxcat's",
+				     rec->key);
+	*name = id ? id : WORKSPACE_NAME;
+	if (id)
+		return session_private_dir(r, POOL_WS_NAME, false, err);
+	return session_keydir_open(r, rec->key, err);
+}
+
+int session_workspace_open(struct session_root *r,
+			   const struct session_record *rec,
 			   struct sbx_error **err)
 {
-	int kfd = session_keydir_open(r, key, err), fd;
+	const char *name;
+	int pfd = ws_parent(r, rec, &name, err), fd;
 
-	if (kfd < 0)
+	if (pfd < 0)
 		return -1;
-	fd = openat(kfd, WORKSPACE_NAME,
+	fd = openat(pfd, name,
 		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		int e = errno;
+		cleanup_free char *path = session_workspace_path(r, rec);
 
-		close(kfd);
+		close(pfd);
 		return sbx_error_set(err, SBX_E_UNAVAILABLE, e,
-				     "cannot open the workspace of '%s' "
-				     "(%s/%s/" WORKSPACE_NAME ")",
-				     key, r->path, key);
+				     "cannot open the workspace of '%s' (%s)",
+				     rec->key, path);
 	}
-	close(kfd);
+	close(pfd);
 	return fd;
 }
 
@@ -98,6 +156,41 @@ static int make_workspace(struct session_root *r, const char *key, int kfd,
 	return 0;
 }
 
+/* ROOT/KEY made when missing, opened and checked. */
+static int keydir_make(struct session_root *r, const char *key,
+		       struct sbx_error **err)
+{
+	if (mkdirat(r->fd, key, 0700) == 0) {
+		if (fsync(r->fd) < 0 && errno != EINVAL)
+			return sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
+					     "cannot sync '%s'", r->path);
+	} else if (errno != EEXIST) {
+		return sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
+				     "cannot create '%s/%s'", r->path, key);
+	}
+	return session_keydir_open(r, key, err);
+}
+
+int session_keydir_make(struct session_root *r, const char *key,
+			struct sbx_error **err)
+{
+	struct strbuf sb = STRBUF_INIT;
+	int kfd;
+
+	if (!session_key_valid(key)) {
+		sbx_error_set(err, SBX_E_INVALID, 0,
+			      "'%s' is not a session key",
+			      session_shown(&sb, key));
+		strbuf_release(&sb);
+		return -1;
+	}
+	kfd = keydir_make(r, key, err);
+	if (kfd < 0)
+		return -1;
+	close(kfd);
+	return 0;
+}
+
 int session_workspace_make(struct session_root *r, const char *key,
 			   unsigned long uid, bool *created,
 			   struct sbx_error **err)
@@ -116,15 +209,7 @@ int session_workspace_make(struct session_root *r, const char *key,
 	if (uid > 2147483647ul)
 		return sbx_error_set(err, SBX_E_INVALID, 0,
 				     "sandbox uid %lu is out of range", uid);
-	if (mkdirat(r->fd, key, 0700) == 0) {
-		if (fsync(r->fd) < 0 && errno != EINVAL)
-			return sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
-					     "cannot sync '%s'", r->path);
-	} else if (errno != EEXIST) {
-		return sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
-				     "cannot create '%s/%s'", r->path, key);
-	}
-	kfd = session_keydir_open(r, key, err);
+	kfd = keydir_make(r, key, err);
 	if (kfd < 0)
 		return -1;
 	fd = openat(kfd, WORKSPACE_NAME,
@@ -146,33 +231,61 @@ int session_workspace_make(struct session_root *r, const char *key,
 	return rc;
 }
 
+bool session_workspace_has_files(struct session_root *r, const char *key)
+{
+	struct sbx_error *err = NULL;
+	int kfd = session_keydir_open(r, key, &err), fd;
+	struct dirent *de;
+	bool any = false;
+	DIR *d;
+
+	sbx_error_free(&err);
+	if (kfd < 0)
+		return false;
+	fd = openat(kfd, WORKSPACE_NAME,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	close(kfd);
+	if (fd < 0)
+		return errno != ENOENT; /* there but unreadable: its own */
+	d = tree_dir_of(fd);
+	if (!d)
+		return true;
+	while (!any && (de = readdir(d)))
+		any = !tree_dot_or_dotdot(de->d_name);
+	closedir(d);
+	return any;
+}
+
 /* ---- the trash ---- */
 
-/* ROOT/.sbxcat-trash, made when missing: root's, 0700, not a symlink. */
-static int trash_open(struct session_root *r, struct sbx_error **err)
+int session_private_dir(struct session_root *r, const char *name, bool make,
+			struct sbx_error **err)
 {
 	struct stat st;
 	int fd;
 
-	if (mkdirat(r->fd, TRASH_NAME, 0700) < 0 && errno != EEXIST)
+	if (make && mkdirat(r->fd, name, 0700) < 0 && errno != EEXIST)
 		return sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
-				     "cannot make '%s/" TRASH_NAME "'",
-				     r->path);
-	fd = openat(r->fd, TRASH_NAME,
+				     "cannot make '%s/%s'", r->path, name);
+	fd = openat(r->fd, name,
 		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
-				     "cannot open '%s/" TRASH_NAME "'",
-				     r->path);
+				     "cannot open '%s/%s'", r->path, name);
 	if (fstat(fd, &st) < 0 || st.st_uid != 0 || (st.st_mode & 077)) {
 		close(fd);
-		return sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
-				     "'%s/" TRASH_NAME "' is not a directory "
-				     "of root's with mode 0700; it was not "
-				     "made by sbxcat",
-				     r->path);
+		return sbx_error_set(
+		    err, SBX_E_UNAVAILABLE, 0,
+		    "'%s/%s' is not a directory of root's "
+		    "with mode 0700; it was not made by sbxcat",
+		    r->path, name);
 	}
 	return fd;
+}
+
+static int trash_open(struct session_root *r, struct sbx_error **err)
+{
+	return session_private_dir(r, TRASH_NAME, true, err);
 }
 
 void session_trash_init(struct session_trash *t)
@@ -430,27 +543,21 @@ static int size_tree(struct tree_walk *w, const atomic_int *cancel,
 	return rc;
 }
 
-int session_workspace_size(struct session_root *r, const char *key,
+int session_workspace_size(struct session_root *r,
+			   const struct session_record *rec,
 			   unsigned long long *bytes, unsigned long long *files,
 			   struct sbx_error **err)
 {
-	cleanup_free char *top = NULL;
+	cleanup_free char *top = session_workspace_path(r, rec);
 	unsigned long long blocks = 0;
 	struct tree_walk w;
 	struct stat st;
-	int kfd = session_keydir_open(r, key, err);
-	int fd, rc;
+	int fd = session_workspace_open(r, rec, err);
+	int rc;
 
 	*bytes = *files = 0;
-	if (kfd < 0)
-		return -1;
-	top = xasprintf("%s/%s/" WORKSPACE_NAME, r->path, key);
-	fd = openat(kfd, WORKSPACE_NAME,
-		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-	close(kfd);
 	if (fd < 0)
-		return sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
-				     "cannot open '%s'", top);
+		return -1;
 	if (fstat(fd, &st) < 0) {
 		int e = errno;
 		close(fd);

@@ -24,8 +24,16 @@
  *   ROOT/.sbxcat-trash/     purged ROOT/KEYs being emptied (0700)
  *   ROOT/KEY/               root's, 0700: the sandbox cannot reach it
  *   ROOT/KEY/session.json   sbxcat's record (below), replaced atomically
+ *   ROOT/KEY/hibernated     hibernation's mark (below), root's, 0600
  *   ROOT/KEY/workspace/     the sandbox uid's, 0755; bind-mounted at the
  *                           same path in the container
+ *   ROOT/.sbxcat-ws/        root's, 0700: the workspaces of the warm pool
+ *   ROOT/.sbxcat-ws/ID/     a pooled container's workspace (ID: 26 of
+ *                           [a-z2-7]), the sandbox uid's, 0755, at the
+ *                           same path in its container; the record of
+ *                           the session that claims it names it
+ *   ROOT/.sbxcat-open/      root's, 0700: the reservations of opens in
+ *                           progress (session_reserve)
  *
  * Everything below ROOT is reached from a directory descriptor of ROOT
  * with O_NOFOLLOW: a KEY that is not a key, or a ROOT/KEY that is a
@@ -35,7 +43,11 @@
  * configuration, sizes and durations), session-key.c (field checks, keys,
  * the key secret), session-root.c (the root, the quota lock, ROOT/KEY and
  * its locks, the keys), session-record.c (the record, session_find),
- * session-workspace.c (the workspace, its size, the trash and purge).
+ * session-workspace.c (the workspace, its size, the trash and purge),
+ * session-reserve.c (the reservations of opens in progress),
+ * session-pool.c (the warm pool's entries and workspaces),
+ * session-hibernate.c (hibernation: its mark here, the rest in
+ * session-engine.h).
  *
  * Thread rule: nothing here keeps state; a struct session_config is
  * read-only once loaded (any number of threads may share one), while a
@@ -64,6 +76,11 @@ struct sbx_error;
 #define SESSION_TENANT_MAX 128
 #define SESSION_SUBJECT_MAX 1024
 #define SESSION_HOST_MAX 253
+#define SESSION_LABEL_POOL "io.sbxcat.pool"
+/* A pooled container's ID: 26 of [a-z2-7] (130 random bits). */
+#define SESSION_POOL_ID_LEN 26
+/* The most containers SBXCAT_WARM_POOL keeps ready for one runtime. */
+#define SESSION_POOL_MAX 64
 
 /*
  * The configuration, from the environment (each variable named in
@@ -86,10 +103,26 @@ struct session_config {
 	unsigned long long max_read;  /* SANDBOXD_MAX_READ_BYTES 8 MiB */
 	unsigned long long max_write; /* SANDBOXD_MAX_WRITE_BYTES 64 MiB */
 	char *spill; /* SANDBOXD_SPILL_DIR "large_tool_results": one name */
+	/* SBXCAT_WARM_POOL "ALIAS=N,...": containers kept ready per
+	 * runtime (docs/sessions.md); none by default. */
+	struct session_pool_want {
+		char *alias;
+		unsigned count; /* 0 to SESSION_POOL_MAX */
+	} * pool;
+	size_t npool;
 	/* Lifetimes (docs/lifetimes.md), seconds; 0 workspace_ttl: kept. */
 	long long idle_timeout;	 /* SANDBOXD_IDLE_TIMEOUT 1800 */
+	/* SANDBOXD_PAUSE_AFTER 300: an idle session's container is paused
+	 * (reap.h); 0, or at or past the idle timeout: never paused. */
+	long long pause_after;
 	long long container_ttl; /* SANDBOXD_CONTAINER_TTL 86400 */
 	long long workspace_ttl; /* SANDBOXD_WORKSPACE_TTL unset */
+	/* Hibernation (docs/sessions.md): SANDBOXD_EVICT_IDLE_AFTER, seconds
+	 * (0, unset: an open at the host's ceiling is refused, nothing is
+	 * hibernated); SANDBOXD_MAX_OPEN_SESSIONS (0, unset: no bound; else
+	 * at least max_sessions), the sessions open, hibernated included. */
+	long long evict_idle_after;
+	unsigned max_open;
 };
 
 struct sbx_env;
@@ -130,6 +163,11 @@ struct session_record {
 	char *tenant, *scope, *runtime, *image;
 	char *container; /* id, or NULL before the first create */
 	long long created, last_activity; /* Unix seconds */
+	/* The workspace directory, relative to ROOT: "KEY/workspace" (a
+	 * cold open's) or ".sbxcat-ws/ID" (a pooled container's, made
+	 * before the key was known).  Set by every read; NULL when written
+	 * means KEY/workspace. */
+	char *workspace;
 };
 void session_record_release(struct session_record *r);
 
@@ -179,17 +217,31 @@ void session_unlock(struct session_root *r);
 int session_secret_load(struct session_config *c, struct session_root *r,
 			struct sbx_error **err);
 
+/* The shape of a record's workspace: "KEY/workspace" of this key, or
+ * ".sbxcat-ws/ID" (ID as session_pool_id_valid: 26 of [a-z2-7]). */
+bool session_workspace_rel_valid(const char *rel, const char *key);
+bool session_pool_id_valid(const char *id);
+/* Has ROOT/KEY/workspace anything in it (a reopen: its files come
+ * back, so it takes no pooled container)?  One that cannot be read
+ * counts as having files. */
+bool session_workspace_has_files(struct session_root *r, const char *key);
+/* Does rec name a pooled workspace (.sbxcat-ws/ID)? */
+bool session_workspace_pooled(const struct session_record *rec);
+
 /*
- * Open ROOT/KEY/workspace (O_RDONLY | O_DIRECTORY, never through a
- * symlink; ROOT/KEY checked as every other use of it) and return its
+ * Open the workspace rec names (O_RDONLY | O_DIRECTORY, never through a
+ * symlink; ROOT/KEY or ROOT/.sbxcat-ws checked as every other use of
+ * them: root's, no access for group or others) and return its
  * descriptor; a key without a directory is "no session 'KEY'" (status 1,
  * ENOENT), a missing workspace status 3.
  */
-int session_workspace_open(struct session_root *r, const char *key,
+int session_workspace_open(struct session_root *r,
+			   const struct session_record *rec,
 			   struct sbx_error **err);
 
-/* "ROOT/KEY/workspace", newly allocated. */
-char *session_workspace_path(const struct session_root *r, const char *key);
+/* "ROOT/" rec->workspace, newly allocated. */
+char *session_workspace_path(const struct session_root *r,
+			     const struct session_record *rec);
 
 /*
  * Make ROOT/KEY (root's, 0700) and ROOT/KEY/workspace (uid:uid, 0755)
@@ -300,9 +352,138 @@ int session_trash_finish(struct session_root *r, unsigned *finished,
  * does not hold the quota lock). */
 int session_purge(struct session_root *r, const char *key,
 		  struct sbx_error **err);
-/* Bytes used by ROOT/KEY/workspace (st_blocks * 512, not following
+/*
+ * Reservations: an open that the count allowed holds a reservation from
+ * the count (under the quota lock) until its record is written, so the
+ * create and start run outside the lock while the slot stays taken.
+ * session_reserve makes ROOT/.sbxcat-open/KEY (root's, 0600) naming the
+ * tenant (NULL: a fill of the pool, KEY "pool-ID") and the pooled
+ * container's ID the open claimed (or NULL) and holds its flock; call it with
+ * the quota lock held.  A reservation of the key that someone holds is a
+ * conflict ("session 'KEY' is being opened"); one nobody holds (its open died)
+ * is replaced. session_reserve_release removes it and lets it go.
+ *
+ * session_reservations lists the reservations held now (with the quota
+ * lock held), removing every stale one: a reservation left by a process
+ * killed between the count and the start is released by the next count.
+ */
+struct session_reservation {
+	int fd, dir_fd;
+	char key[SESSION_KEY_MAX + 1];
+};
+void session_reservation_init(struct session_reservation *v);
+int session_reserve(struct session_root *r, const char *key, const char *tenant,
+		    const char *pool, struct session_reservation *v,
+		    struct sbx_error **err);
+void session_reserve_release(struct session_reservation *v);
+struct session_held {
+	char key[SESSION_KEY_MAX + 1];
+	char *tenant; /* NULL: a fill of the pool's, or unreadable */
+	char pool[SESSION_POOL_ID_LEN + 1]; /* the claimed container, or "" */
+};
+int session_reservations(struct session_root *r, struct session_held **v,
+			 size_t *n, struct sbx_error **err);
+void session_held_free(struct session_held *v, size_t n);
+
+/*
+ * Make ROOT/KEY (root's, 0700) when missing, checked as every use of it;
+ * no workspace in it.
+ */
+int session_keydir_make(struct session_root *r, const char *key,
+			struct sbx_error **err);
+/*
+ * flock(LOCK_EX) ROOT/KEY/open.lock (made as exec.lock is), which an open
+ * holds from its first look at the key to its record, and a close from
+ * before the quota lock to its end: two opens of one key take turns, and
+ * the second adopts what the first made.  A lock won after a purge moved
+ * ROOT/KEY away is refused (errnum ESTALE): make ROOT/KEY again and
+ * retry.  Released with session_keydir_unlock.  Taken before the quota
+ * lock, never while holding it (the reaper only tries it).
+ */
+int session_open_lock(struct session_root *r, const char *key,
+		      struct sbx_error **err);
+/* Is an open (or close) of key holding its open lock now?  Never waits:
+ * for the reaper, which holds the quota lock. */
+bool session_open_busy(struct session_root *r, const char *key);
+/* ROOT/KEY/open.lock taken without waiting, with the quota lock held
+ * (hibernation takes a session so): its descriptor (released with
+ * session_keydir_unlock), or -1 when an open or close holds it, or it
+ * cannot be opened. */
+int session_open_trylock(struct session_root *r, const char *key);
+
+/*
+ * Hibernation's mark (docs/sessions.md, "Hibernation"): ROOT/KEY/
+ * hibernated, root's, 0600, holding the Unix time it was made at, one
+ * line, replaced atomically.  A session is hibernated when it has the
+ * mark and its container exists, stopped (session_state_marked,
+ * session-engine.h): a mark beside a live container (a crash between the
+ * mark and the stop, or between a wake's start and its clear) is stale
+ * and means nothing.  The mark is made and cleared under the session's
+ * open lock (session_open_lock, or session_open_trylock by hibernation)
+ * or, by the reaper, under the quota lock with no open of the key in
+ * progress; read without a lock.
+ *
+ * session_hibernated: 1 (and *since, when not NULL, its time: 0 when it
+ * does not read as one) when the mark is there, 0 when not (nor
+ * ROOT/KEY), -1 when it cannot be looked at.  session_hibernate_clear
+ * removes it; one already gone is done.
+ */
+int session_hibernated(struct session_root *r, const char *key,
+		       long long *since, struct sbx_error **err);
+int session_hibernate_mark(struct session_root *r, const char *key,
+			   long long now, struct sbx_error **err);
+int session_hibernate_clear(struct session_root *r, const char *key,
+			    struct sbx_error **err);
+
+/*
+ * The warm pool on the host (docs/sessions.md): containers made and
+ * started before any key asks, each with its workspace
+ * ROOT/.sbxcat-ws/ID (the sandbox uid's, 0755) and, once it runs, its
+ * entry ROOT/.sbxcat-pool/ID.json (root's, 0600: version, id, runtime,
+ * image, container, created).  An open claims one by taking its entry
+ * under the quota lock (session_pool_take removes it: a container is
+ * claimed at most once); an entry that does not read is removed.
+ */
+struct session_pool_entry {
+	char id[SESSION_POOL_ID_LEN + 1];
+	char *runtime, *image, *container;
+	long long created;
+};
+void session_pool_entry_release(struct session_pool_entry *e);
+/* A new ID from getrandom. */
+void session_pool_new_id(char id[SESSION_POOL_ID_LEN + 1]);
+/* Make ROOT/.sbxcat-ws/ID, the uid's (0755), empty. */
+int session_pool_ws_make(struct session_root *r, unsigned long uid,
+			 const char *id, struct sbx_error **err);
+/* Is it still as made: empty, the uid's, 0755?  Else a conflict. */
+int session_pool_ws_fresh(struct session_root *r, const char *id,
+			  unsigned long uid, struct sbx_error **err);
+/* Empty and remove it (never following a symlink or crossing a mount);
+ * one already gone is done. */
+int session_pool_ws_remove(struct session_root *r, const char *id,
+			   struct sbx_error **err);
+/* The IDs of ROOT/.sbxcat-ws, sorted (strv_free). */
+int session_pool_ws_ids(struct session_root *r, char ***ids, size_t *n,
+			struct sbx_error **err);
+int session_pool_add(struct session_root *r, const struct session_pool_entry *e,
+		     struct sbx_error **err);
+int session_pool_list(struct session_root *r, struct session_pool_entry **v,
+		      size_t *n, struct sbx_error **err);
+void session_pool_list_free(struct session_pool_entry *v, size_t n);
+/* Remove ID's entry (one gone is done). */
+int session_pool_drop(struct session_root *r, const char *id,
+		      struct sbx_error **err);
+/* With the quota lock held: the oldest entry of runtime made from image
+ * (NULL: any) taken out of the pool into *out (*found false when there
+ * is none). */
+int session_pool_take(struct session_root *r, const char *runtime,
+		      const char *image, struct session_pool_entry *out,
+		      bool *found, struct sbx_error **err);
+
+/* Bytes used by the workspace rec names (st_blocks * 512, not following
  * symlinks, not crossing mounts); entries counted into *files. */
-int session_workspace_size(struct session_root *r, const char *key,
+int session_workspace_size(struct session_root *r,
+			   const struct session_record *rec,
 			   unsigned long long *bytes, unsigned long long *files,
 			   struct sbx_error **err);
 

@@ -260,8 +260,9 @@ static int cannot_run(struct run *r, struct sbx_error **err)
 	return -1;
 }
 
-/* Up to the engine's exec created: the session found and running, its
- * cgroup made, the audit ready.  -1 with *err (the detail set). */
+/* Up to the engine's exec created: the session found and running (a
+ * paused one unpaused), its cgroup made, the audit ready.  -1 with *err (the
+ * detail set). */
 static int exec_prepare(struct run *r, struct sbx_error **err)
 {
 	const struct svc_config *cfg = &r->s->cfg;
@@ -277,8 +278,8 @@ static int exec_prepare(struct run *r, struct sbx_error **err)
 	    session_find(&r->root, req->key, r->call->tenant, &r->rec, err) <
 		0 ||
 	    svc_engine_open(r->s, r->call, &r->engine, err) < 0 ||
-	    session_engine_running(&r->engine, &cfg->session, r->rec.key,
-				   &r->inspect, err) < 0 ||
+	    session_engine_wake(&r->engine, &cfg->session, &r->root, &r->rec,
+				&r->inspect, err) < 0 ||
 	    procs_usable(err) < 0)
 		return cannot_run(r, err);
 	r->init_pid = pid_of(r->inspect, "State");
@@ -309,7 +310,7 @@ static int exec_prepare(struct run *r, struct sbx_error **err)
 			json_array_append_new(cmdv,
 					      xjson_string(req->argv[i]));
 	}
-	ws = session_workspace_path(&r->root, r->rec.key);
+	ws = session_workspace_path(&r->root, &r->rec);
 	user = json_string_value(
 	    json_object_get(json_object_get(r->inspect, "Config"), "User"));
 	body = xjson_pack("{s:b, s:b, s:b, s:b, s:o, s:s, s:s, s:b}",

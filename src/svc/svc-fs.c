@@ -268,7 +268,7 @@ struct fs_op {
 static int open_workspace(struct fs_op *o, struct sbx_error **err)
 {
 	const struct session_config *cfg = &o->s->cfg.session;
-	int fd = session_workspace_open(&o->root, o->rec.key, err);
+	int fd = session_workspace_open(&o->root, &o->rec, err);
 	struct stat st;
 	char *path;
 	int rc;
@@ -281,7 +281,7 @@ static int open_workspace(struct fs_op *o, struct sbx_error **err)
 		close(fd);
 		return -1;
 	}
-	path = session_workspace_path(&o->root, o->rec.key);
+	path = session_workspace_path(&o->root, &o->rec);
 	rc = workspace_init(&o->ws, fd, path, st.st_uid, cfg->max_read,
 			    cfg->max_write, o->call ? o->call->cancel : NULL,
 			    err);

@@ -57,6 +57,8 @@ static int record_action(const struct reap_action *a, long long ms,
 			 void *arg)
 {
 	static const char *const detail[][2] = {
+	    [REAP_PAUSE] = {"idle: container paused",
+			    "idle: container could not be paused"},
 	    [REAP_STOP] = {"idle: container stopped",
 			   "idle: container could not be stopped"},
 	    [REAP_REMOVE] = {"stopped past its TTL: container removed",
@@ -69,6 +71,8 @@ static int record_action(const struct reap_action *a, long long ms,
 			     "orphan container could not be removed"},
 	    [REAP_STUCK] = {"stuck container removed",
 			    "stuck container could not be removed"},
+	    [REAP_RELEASE] = {"idle: hibernated session closed",
+			      "idle: hibernated session could not be closed"},
 	    [REAP_CLOSED] = {"closed", "closed"},
 	};
 	struct recording *rec = arg;

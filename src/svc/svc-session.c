@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "audit/audit.h"
 #include "basic/alloc.h"
@@ -215,42 +216,243 @@ static int make_key(const struct svc *s, const struct svc_call *call,
 				  key, err);
 }
 
-/*
- * Under the quota lock: the workspace made, a record already there read
- * (it must be the tenant's), the container adopted, restarted or made,
- * and the record written.
- */
-static int open_locked(const struct svc *s, const struct svc_call *call,
-		       const struct svc_session_open_req *req, struct engine *e,
-		       struct session_root *root, const struct runtime *rt,
-		       const char *image, struct svc_session_open_res *res,
-		       struct sbx_error **err)
+/* The record already there (*old zeroed when none): the tenant's, or a
+ * conflict. */
+static int read_old(const struct svc_call *call,
+		    const struct svc_session_open_req *req,
+		    struct session_root *root, const char *key,
+		    struct session_record *old, struct sbx_error **err)
 {
-	struct session_record rec = {0}, old = {0};
-	struct session_spec spec = {0};
-	bool made;
-	int rc = -1;
-
-	if (session_workspace_make(root, res->key, s->cfg.recipe.sandbox_uid,
-				   &made, err) < 0)
-		goto out;
-	res->workspace = session_workspace_path(root, res->key);
-	if (session_record_read(root, res->key, &old, err) < 0) {
+	if (session_record_read(root, key, old, err) < 0) {
 		if ((*err)->errnum != ENOENT)
-			goto out;
+			return -1;
 		sbx_error_free(err);
-	} else if (strcmp(old.tenant, call->tenant) != 0 && req->name) {
+		memset(old, 0, sizeof(*old));
+		return 0;
+	}
+	if (strcmp(old->tenant, call->tenant) == 0)
+		return 0;
+	if (req->name)
 		/* An id is one name on the service, whoever holds it. */
 		sbx_error_set(err, SBX_E_CONFLICT, 0,
-			      "session '%s' is another tenant's", res->key);
-		goto out;
-	} else if (strcmp(old.tenant, call->tenant) != 0) {
+			      "session '%s' is another tenant's", key);
+	else
 		/* Keys fold the tenant in: only a forged record gets here. */
 		sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
 			      "the record of session '%s' names another tenant",
-			      res->key);
-		goto out;
+			      key);
+	session_record_release(old);
+	return -1;
+}
+
+/* The details of the rows of make_room: a session hibernated (op reap,
+ * as the reaper's stops), one closed (op close, as session close's). */
+#define HIBERNATED_DETAIL "hibernated: container stopped to make room"
+#define HIBERNATED_FAILED "hibernated: container could not be stopped"
+#define ASLEEP_CLOSED "closed to make room: hibernated the longest"
+
+/*
+ * With the quota lock held, room made for key's open where the
+ * configuration allows it (docs/sessions.md, "Hibernation"), each
+ * session taken written in its own row as it is taken (a row that
+ * cannot be written fails the open: nothing more is done unrecorded).
+ * Nobody is evicted for a tenant at its own ceiling.  Over
+ * SANDBOXD_MAX_OPEN_SESSIONS (an open that adds a session: not the wake
+ * of a hibernated one) the sessions hibernated longest are closed, when
+ * there are enough of them; else the open is refused.  At
+ * SANDBOXD_MAX_SESSIONS with SANDBOXD_EVICT_IDLE_AFTER set, the least
+ * recently used idle session is hibernated.  n follows.
+ */
+static int make_room(const struct svc *s, const struct svc_call *call,
+		     struct engine *e, struct session_root *root,
+		     struct audit *au, const char *key, bool waking,
+		     struct session_count *n, struct sbx_error **err)
+{
+	const struct session_config *c = &s->cfg.session;
+	struct session_evicted ev = {0};
+	bool done = true;
+	long long t0;
+	int rc = 0;
+
+	if (call->tenant && n->mine >= c->max_per_tenant)
+		return 0; /* refused by session_quota_refuse */
+	if (c->max_open && !waking && n->open >= c->max_open) {
+		if (n->open - c->max_open + 1 > n->hibernated)
+			return session_open_refuse(c, n, err);
+		while (rc == 0 && done && n->open >= c->max_open) {
+			t0 = clock_now_ms();
+			rc = session_close_asleep(e, c, root, key, &ev, &done,
+						  err);
+			if (ev.key[0])
+				session_audit(au, AUDIT_CLOSE, ev.tenant,
+					      ev.key, ev.runtime, ev.key, t0,
+					      *err ? NULL : ASLEEP_CLOSED, err);
+			rc = *err ? -1 : rc;
+			if (rc == 0 && done) {
+				n->open--;
+				n->hibernated--;
+			}
+		}
+		if (rc == 0)
+			rc = session_open_refuse(c, n, err);
 	}
+	if (rc == 0 && c->evict_idle_after && n->all >= c->max_sessions) {
+		t0 = clock_now_ms();
+		rc = session_hibernate_lru(
+		    e, c, root, key, (long long)time(NULL), &ev, &done, err);
+		if (ev.key[0])
+			session_audit(
+			    au, AUDIT_REAP, ev.tenant, ev.key, ev.runtime,
+			    ev.container, t0,
+			    *err ? HIBERNATED_FAILED : HIBERNATED_DETAIL, err);
+		rc = *err ? -1 : rc;
+		if (rc == 0 && done) {
+			n->all--;
+			n->hibernated++;
+		}
+	}
+	session_evicted_release(&ev);
+	return rc;
+}
+
+/*
+ * Count and reserve under the quota lock: the only part of an open that
+ * other opens wait for.  With may_claim, a container of the runtime's
+ * image is taken from the pool into *claim (*claimed): it was counted
+ * as pooled and becomes the session.  A cold open the host has no room
+ * for takes a pooled container out into *evict (*evicted) to remove
+ * after: the pool yields to demand, before any session is hibernated
+ * (make_room).  waking: key's session is hibernated, so open already.
+ */
+static int reserve_slot(const struct svc *s, const struct svc_call *call,
+			struct engine *e, struct session_root *root,
+			struct audit *au, const char *key, const char *runtime,
+			const char *image, bool may_claim, bool waking,
+			struct session_reservation *v,
+			struct session_pool_entry *claim, bool *claimed,
+			struct session_pool_entry *evict, bool *evicted,
+			struct sbx_error **err)
+{
+	const struct session_config *c = &s->cfg.session;
+	struct session_count n;
+	int rc;
+
+	*claimed = *evicted = false;
+	if (session_lock(root, err) < 0)
+		return -1;
+	rc = session_quota_count(e, root, c, key, call->tenant, &n, err);
+	if (rc == 0 && may_claim && n.pooled)
+		rc = session_pool_take(root, runtime, image, claim, claimed,
+				       err);
+	if (rc == 0 && *claimed)
+		n.all--;
+	else if (rc == 0 && n.pooled && n.all == c->max_sessions &&
+		 n.mine < c->max_per_tenant)
+		rc = session_pool_take(root, NULL, NULL, evict, evicted, err);
+	if (rc == 0 && *evicted)
+		n.all--;
+	if (rc == 0)
+		rc = make_room(s, call, e, root, au, key, waking, &n, err);
+	if (rc == 0)
+		rc = session_quota_refuse(c, call->tenant, &n, err);
+	if (rc == 0)
+		rc = session_reserve(root, key, call->tenant,
+				     *claimed ? claim->id : NULL, v, err);
+	if (rc < 0 && *claimed) {
+		/* Refused: the container goes back to the pool unused. */
+		struct sbx_error *e2 = NULL;
+
+		if (session_pool_add(root, claim, &e2) < 0)
+			svc_warn(call, "%s", e2->msg);
+		sbx_error_free(&e2);
+		session_pool_entry_release(claim);
+		*claimed = false;
+	}
+	session_unlock(root);
+	return rc;
+}
+
+/* A pooled container removed with its workspace (taken out of the pool
+ * already); what fails is said, and left to the reaper. */
+static void pool_discard(const struct svc_call *call, struct engine *e,
+			 struct session_root *root,
+			 struct session_pool_entry *p)
+{
+	struct sbx_error *err = NULL;
+
+	if (engine_container_remove(e, p->container, true, NULL, &err) < 0 ||
+	    session_pool_ws_remove(root, p->id, &err) < 0)
+		svc_warn(call, "%s", err->msg);
+	sbx_error_free(&err);
+	session_pool_entry_release(p);
+}
+
+/* The pooled container of p made key's (its workspace as made, renamed
+ * to the session's name); false, the container discarded, when not. */
+static bool claim_pooled(const struct svc *s, const struct svc_call *call,
+			 struct engine *e, struct session_root *root,
+			 const char *key, struct session_pool_entry *p)
+{
+	struct sbx_error *err = NULL;
+
+	if (session_pool_ws_fresh(root, p->id, s->cfg.recipe.sandbox_uid,
+				  &err) == 0 &&
+	    session_engine_claim(e, &s->cfg.session, p->container, p->id, key,
+				 &err) == 0)
+		return true;
+	svc_warn(call, "a pooled container was not taken: %s", err->msg);
+	sbx_error_free(&err);
+	pool_discard(call, e, root, p);
+	return false;
+}
+
+/* The workspace a new container binds: the record's when there is one,
+ * else ROOT/KEY/workspace, made now. */
+static int workspace_for(const struct svc *s, struct session_root *root,
+			 const struct session_record *old,
+			 struct svc_session_open_res *res,
+			 struct sbx_error **err)
+{
+	bool made;
+
+	if (old->key[0] && session_workspace_pooled(old)) {
+		/* A pooled workspace: it must still be there. */
+		int fd = session_workspace_open(root, old, err);
+
+		if (fd < 0)
+			return -1;
+		close(fd);
+		return 0;
+	}
+	return session_workspace_make(root, res->key, s->cfg.recipe.sandbox_uid,
+				      &made, err);
+}
+
+/*
+ * With ROOT/KEY's open lock held: a record already there read (it must
+ * be the tenant's); the container adopted, or, with a slot reserved, its
+ * workspace made and the container restarted or made; the record written.
+ */
+static int open_key(const struct svc *s, const struct svc_call *call,
+		    const struct svc_session_open_req *req, struct engine *e,
+		    struct session_root *root, struct audit *au,
+		    const struct runtime *rt, const char *image,
+		    struct svc_session_open_res *res, struct sbx_error **err)
+{
+	struct session_record rec = {0}, old = {0};
+	struct session_spec spec = {0};
+	struct session_reservation slot;
+	struct session_pool_entry pool = {0}, evict = {0};
+	struct sbx_error *e2 = NULL;
+	bool adopted, claimed = false, evicted = false, waking;
+	int rc = -1;
+
+	session_reservation_init(&slot);
+	if (read_old(call, req, root, res->key, &old, err) < 0)
+		goto out;
+	memcpy(rec.key, res->key, sizeof(rec.key));
+	rec.workspace = old.workspace ? xstrdup(old.workspace) : NULL;
+	res->workspace = session_workspace_path(root, &rec);
 
 	spec.cfg = &s->cfg.session;
 	spec.rt = rt;
@@ -261,11 +463,39 @@ static int open_locked(const struct svc *s, const struct svc_call *call,
 	spec.workspace = res->workspace;
 	spec.uid = s->cfg.recipe.sandbox_uid;
 	spec.created = old.created ? old.created : (long long)time(NULL);
-	if (session_engine_open(e, &spec, &res->outcome, &res->container, err) <
-	    0)
+	if (session_engine_adopt(e, &spec, &res->outcome, &res->container,
+				 &adopted, err) < 0)
 		goto out;
+	/* A hibernated session's stopped container is started again: a wake,
+	 * which adds no open session. */
+	waking = !adopted && res->container &&
+		 session_hibernated(root, res->key, NULL, NULL) > 0;
+	if (!adopted &&
+	    (reserve_slot(s, call, e, root, au, res->key, rt->alias, image,
+			  !old.key[0] && !res->container &&
+			      !session_workspace_has_files(root, res->key),
+			  waking, &slot, &pool, &claimed, &evict, &evicted,
+			  err) < 0))
+		goto out;
+	if (evicted)
+		pool_discard(call, e, root, &evict);
+	if (claimed && claim_pooled(s, call, e, root, res->key, &pool)) {
+		free(rec.workspace);
+		rec.workspace = xasprintf(".sbxcat-ws/%s", pool.id);
+		free(res->workspace);
+		res->workspace = session_workspace_path(root, &rec);
+		res->container = steal_pointer(&pool.container);
+		res->outcome = SESSION_CLAIMED;
+		free(spec.image_used);
+		spec.image_used = steal_pointer(&pool.image);
+		spec.created = (long long)time(NULL);
+	} else if (!adopted &&
+		   (workspace_for(s, root, &old, res, err) < 0 ||
+		    session_engine_launch(e, &spec, &res->outcome,
+					  &res->container, err) < 0)) {
+		goto out;
+	}
 
-	memcpy(rec.key, res->key, sizeof(rec.key));
 	rec.tenant = xstrdup(call->tenant);
 	rec.scope = xstrdup(req->scope);
 	rec.runtime = xstrdup(rt->alias);
@@ -273,12 +503,23 @@ static int open_locked(const struct svc *s, const struct svc_call *call,
 	rec.container = xstrdup(res->container);
 	rec.created = spec.created;
 	rec.last_activity = (long long)time(NULL);
+	/* The record first, the reservation after: in between the session
+	 * is counted twice, never not at all. */
 	if (session_record_write(root, &rec, err) < 0)
 		goto out;
+	/* Awake: the mark goes (a stale one beside a live container too).
+	 * One that stays is stale: the container runs. */
+	if (session_hibernate_clear(root, res->key, &e2) < 0)
+		svc_warn(call, "%s", e2->msg);
+	sbx_error_free(&e2);
+	if (waking && res->outcome == SESSION_RESTARTED)
+		res->outcome = SESSION_WOKEN;
 	res->image = steal_pointer(&rec.image);
 	res->created = spec.created;
 	rc = 0;
 out:
+	session_pool_entry_release(&pool);
+	session_reserve_release(&slot);
 	session_record_release(&rec);
 	session_record_release(&old);
 	free(spec.image_used);
@@ -307,7 +548,7 @@ int svc_session_open(const struct svc *s, const struct svc_call *call,
 	const struct runtime *rt;
 	struct audit *au = NULL;
 	char *image = NULL;
-	bool locked = false;
+	int ofd = -1;
 	long long started = clock_now_ms();
 
 	memset(res, 0, sizeof(*res));
@@ -336,18 +577,21 @@ int svc_session_open(const struct svc *s, const struct svc_call *call,
 	if (svc_engine_open(s, call, &engine, err) < 0 ||
 	    ensure_image(s, call, &engine, rt, image, &req->watch, err) < 0)
 		goto out;
-	if (session_lock(&root, err) < 0)
+	for (int tries = 0; ofd < 0 && tries < 3; tries++) {
+		sbx_error_free(err);
+		if (session_keydir_make(&root, res->key, err) < 0)
+			goto out;
+		ofd = session_open_lock(&root, res->key, err);
+		if (ofd < 0 && (*err)->errnum != ESTALE)
+			goto out;
+	}
+	if (ofd < 0 ||
+	    open_key(s, call, req, &engine, &root, au, rt, image, res, err) < 0)
 		goto out;
-	locked = true;
-	if (open_locked(s, call, req, &engine, &root, rt, image, res, err) < 0)
-		goto out;
-	session_unlock(&root);
-	locked = false;
 	res->name = session_container_name(&s->cfg.session, res->key);
 	res->doc = open_json(res);
 out:
-	if (locked)
-		session_unlock(&root);
+	session_keydir_unlock(ofd);
 	session_audit(au, AUDIT_OPEN, call->tenant, res->key, rt->alias,
 		      rt->alias, started,
 		      *err ? NULL : session_outcome_name(res->outcome), err);
@@ -381,12 +625,13 @@ static json_t *row_json(const struct session_record *r, const char *state)
 /* The size of key's workspace, into doc (0 and a warning when the walk
  * fails). */
 static void add_size(const struct svc_call *call, struct session_root *root,
-		     const char *key, unsigned long long *bytes,
-		     unsigned long long *files, json_t *doc)
+		     const struct session_record *rec,
+		     unsigned long long *bytes, unsigned long long *files,
+		     json_t *doc)
 {
 	struct sbx_error *err = NULL;
 
-	if (session_workspace_size(root, key, bytes, files, &err) < 0) {
+	if (session_workspace_size(root, rec, bytes, files, &err) < 0) {
 		svc_warn(call, "%s", err->msg);
 		sbx_error_free(&err);
 	}
@@ -425,11 +670,12 @@ static void ls_row(const struct svc_call *call,
 	row->state = "closed";
 	st = json_object_get(json_object_get(by_key, key), "State");
 	if (json_is_string(st))
-		row->state = session_state_word(json_string_value(st));
+		row->state = session_state_marked(
+		    root, key, session_state_word(json_string_value(st)));
 	j = row_json(&row->rec, row->state);
 	/* Only a caller that asks pays for the walk of every workspace. */
 	if (req->sizes)
-		add_size(call, root, row->rec.key, &row->bytes, &row->files, j);
+		add_size(call, root, &row->rec, &row->bytes, &row->files, j);
 	json_array_append_new(res->doc, j);
 }
 
@@ -525,7 +771,7 @@ static void show_container(const struct svc_call *call,
 				: json_null());
 	json_object_set_new(doc, "image", xjson_text(res->rec.image));
 	xjson_set_path(doc, "workspace", res->workspace);
-	add_size(call, root, res->rec.key, &res->bytes, &res->files, doc);
+	add_size(call, root, &res->rec, &res->bytes, &res->files, doc);
 	json_object_set_new(
 	    doc, "oom_killed",
 	    json_boolean(json_is_true(json_object_get(st, "OOMKilled"))));
@@ -561,8 +807,9 @@ int svc_session_show(const struct svc *s, const struct svc_call *call,
 	    session_engine_inspect(&engine, &s->cfg.session, res->rec.key,
 				   &inspect, err) < 0)
 		goto out;
-	res->state = session_state(inspect);
-	res->workspace = session_workspace_path(&root, res->rec.key);
+	res->state =
+	    session_state_marked(&root, res->rec.key, session_state(inspect));
+	res->workspace = session_workspace_path(&root, &res->rec);
 	res->doc = row_json(&res->rec, res->state);
 	show_container(call, &root, inspect, res);
 	rc = 0;
@@ -587,19 +834,29 @@ void svc_session_show_res_release(struct svc_session_show_res *res)
  * into the trash: emptying a tree of a million files would hold every
  * other open of the host.  The trash is emptied after. */
 static int close_session(const struct svc *s, struct engine *e,
-			 struct session_root *root, const char *key, bool purge,
+			 struct session_root *root,
+			 const struct session_record *rec, bool purge,
 			 const char **what, struct sbx_error **err)
 {
+	const char *key = rec->key;
 	struct session_trash trash;
-	int rc = -1;
+	int rc = -1, ofd;
 
 	session_trash_init(&trash);
-	if (session_lock(root, err) < 0)
+	/* An open of the key in progress finishes first; one that waits
+	 * for it finds what this leaves. */
+	ofd = session_open_lock(root, key, err);
+	if (ofd < 0)
 		return -1;
+	if (session_lock(root, err) < 0) {
+		session_keydir_unlock(ofd);
+		return -1;
+	}
 	if (session_engine_close(e, &s->cfg.session, key,
 				 s->cfg.session.persist_containers && !purge,
 				 what, err) < 0 ||
 	    (purge && session_trash_key(root, key, &trash, err) < 0) ||
+	    (!purge && session_hibernate_clear(root, key, err) < 0) ||
 	    (!purge && session_record_touch(root, key, err) < 0) ||
 	    (!purge && session_wire_drop_tokens(root, key, false, err) < 0)) {
 		session_unlock(root);
@@ -608,8 +865,16 @@ static int close_session(const struct svc *s, struct engine *e,
 	session_unlock(root);
 	if (purge && session_trash_empty(root, &trash, err) < 0)
 		goto out;
+	/* A pooled workspace is not below ROOT/KEY: removed after it (a
+	 * crash between leaves it to the pool's sweep, no record naming
+	 * it). */
+	if (purge && session_workspace_pooled(rec) &&
+	    session_pool_ws_remove(root, strchr(rec->workspace, '/') + 1, err) <
+		0)
+		goto out;
 	rc = 0;
 out:
+	session_keydir_unlock(ofd);
 	session_trash_release(&trash);
 	return rc;
 }
@@ -636,7 +901,7 @@ int svc_session_close(const struct svc *s, const struct svc_call *call,
 	if (svc_root_open(s, call, &root, err) < 0 ||
 	    session_find(&root, req->key, call->tenant, &r, err) < 0 ||
 	    svc_engine_open(s, call, &engine, err) < 0 ||
-	    close_session(s, &engine, &root, r.key, req->purge, &res->container,
+	    close_session(s, &engine, &root, &r, req->purge, &res->container,
 			  err) < 0)
 		goto out;
 	memcpy(res->key, r.key, sizeof(res->key));

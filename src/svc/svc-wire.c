@@ -62,6 +62,7 @@ static int find_at(struct session_root *root, const struct svc_call *call,
 	memcpy(ws->key, key, sizeof(ws->key));
 	if (session_find(root, key, call->tenant, &ws->rec, err) < 0)
 		return -1;
+	ws->marked = session_hibernated(root, key, NULL, NULL) > 0;
 	if (session_wire_read(root, key, &ws->wire, err) < 0) {
 		if ((*err)->errnum != ENOENT) {
 			svc_wire_session_release(ws);
@@ -154,6 +155,7 @@ static int open_check(const struct svc_wire_open_req *req,
 	if (!req->runtime)
 		*runtime = ws->rec.runtime;
 	res->reused = ws->open;
+	res->marked = ws->marked;
 	return 0;
 }
 
@@ -265,6 +267,8 @@ int svc_wire_list(const struct svc *s, const struct svc_call *call,
 		memset(&ls.rows[i].rec, 0, sizeof(ls.rows[i].rec));
 		memcpy(ws.key, ws.rec.key, sizeof(ws.key));
 		ws.has_wire = ws.open = true;
+		ws.marked =
+		    strcmp(ls.rows[i].state, SESSION_STATE_HIBERNATED) == 0;
 		ALLOC_GROW(res->rows, res->n + 1, alloc);
 		res->states = xrealloc(res->states,
 				       alloc * sizeof(*res->states));
@@ -299,6 +303,8 @@ int svc_wire_state(const struct svc *s, const struct svc_call *call,
 	    session_engine_inspect(&engine, &s->cfg.session, ws->key, &inspect,
 				   err) == 0) {
 		*state = session_state(inspect); /* static */
+		if (ws->marked && strcmp(*state, "exited") == 0)
+			*state = SESSION_STATE_HIBERNATED;
 		rc = 0;
 	}
 	json_decref(inspect);

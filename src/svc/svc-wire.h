@@ -59,6 +59,9 @@ struct svc_wire_session {
 	struct session_record rec;
 	struct session_wire wire;
 	bool has_wire, open;
+	/* Hibernation's mark is there (session.h): hibernated, unless the
+	 * container runs (svc_wire_state says which). */
+	bool marked;
 };
 int svc_wire_find(const struct svc *s, const struct svc_call *call,
 		  const char *id, struct svc_wire_session *ws,
@@ -98,6 +101,7 @@ struct svc_wire_open_res {
 	struct svc_session_open_res open;
 	char token[SVC_WIRE_TOKEN_LEN + 1];
 	bool reused;
+	bool marked; /* the id's session had hibernation's mark */
 	enum svc_wire_refusal refused;
 	char open_runtime[64];
 };
@@ -107,8 +111,9 @@ int svc_wire_open(const struct svc *s, const struct svc_call *call,
 void svc_wire_open_res_release(struct svc_wire_open_res *res);
 
 /* The state of ws's container in one of the engine's words
- * (session_state: "running", "exited", ..., "closed" without one), from
- * one inspect: no walk of the workspace. */
+ * (session_state: "running", "exited", ..., "closed" without one), or
+ * "hibernated" (SESSION_STATE_HIBERNATED: exited, and marked), from one
+ * inspect: no walk of the workspace. */
 int svc_wire_state(const struct svc *s, const struct svc_call *call,
 		   const struct svc_wire_session *ws, const char **state,
 		   struct sbx_error **err);
@@ -126,7 +131,7 @@ int svc_wire_usage(const struct svc *s, const struct svc_call *call,
 
 /* The sessions open on the wire that call->tenant sees, sorted by key,
  * each with its container's state (session_state_word: "running",
- * "exited", "closed", ...). */
+ * "exited", "closed", ..., or "hibernated"). */
 struct svc_wire_list_res {
 	struct svc_wire_session *rows;
 	const char **states;
