@@ -470,11 +470,14 @@ int http_server_start(struct http_server **out, const struct http_config *c,
 		srv->ls[i].spec = xstrdup(c->listen[i].spec);
 		srv->ls[i].fd = -1;
 	}
+	/* Set before any thread starts: a handler may read *out (the
+	 * service's metrics read it from the first request on). */
+	*out = srv;
 	if (start_all(srv, err) < 0) {
 		http_server_stop(srv, 0);
+		*out = NULL;
 		return -1;
 	}
-	*out = srv;
 	return 0;
 }
 

@@ -133,8 +133,10 @@ struct http_config {
 };
 
 struct http_server;
-/* Listen on every address and start serving.  -1 with *err (naming the
- * address) when one cannot be listened on: nothing then listens. */
+/* Listen on every address and start serving.  *srv is set before the
+ * first thread starts, so handlers may read it; -1 with *err (naming the
+ * address) when one cannot be listened on: nothing then listens, and
+ * *srv is NULL again once every thread has stopped. */
 int http_server_start(struct http_server **srv, const struct http_config *c,
 		      struct sbx_error **err);
 /* Stop accepting (the listening sockets closed, a unix socket's path
