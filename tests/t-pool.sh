@@ -190,6 +190,15 @@ is "${#WT}" 43 "POST /sessions opens a session"
 is "$(api "$WT" /sessions/pool-wire-1/exec '{"command": "echo $((6*7)); id -u"}' | jq -r .output | tr '\n' ' ' | sed 's/ *$//')" \
 	"42 10001" "... that runs a command at once, as the sandbox uid"
 is "$(claims)" "$((claims0 + 1))" "... its open's row says it claimed a pooled container"
+# Its workspace is the pool's (ROOT/.sbxcat-ws/ID), at the same path in the
+# container: the wire names files there and takes absolute paths there.
+PW=$(api "$WT" /sessions/pool-wire-1/exec '{"command": "pwd"}' | jq -r .output | tr -d '\n')
+case $PW in "$ROOT/.sbxcat-ws/"*) r=0 ;; *) r=1 ;; esac
+ok $r "... in the pool's workspace ($PW)"
+is "$(api "$WT" /sessions/pool-wire-1/write '{"path": "w.txt", "content_b64": "cG9vbAo="}' | jq -r .path)" \
+	"$PW/w.txt" "... a write through the wire names the file at the container's path"
+is "$(api "$WT" /sessions/pool-wire-1/read_bytes "{\"path\": \"$PW/w.txt\"}" | jq -r .content_b64)" cG9vbAo= \
+	"... and a read of that absolute path finds it"
 n=0
 while [ "$(ready)" != 2 ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
 is "$(ready)" 2 "... and the pool is refilled without another request"

@@ -398,10 +398,16 @@ char *wire_path(const struct wire_req *w, const char *path, const char **why)
 char *wire_abs_path(const struct wire_req *w, const char *rel)
 {
 	const char *root = w->snap->svc.cfg.session.root;
+	/* The record names the workspace: a pooled one's is not below
+	 * ROOT/KEY (session.h). */
+	const char *ws = w->ws.rec.workspace;
+	cleanup_free char *cold = NULL;
 
+	if (!ws)
+		ws = cold = xasprintf("%s/workspace", w->ws.key);
 	if (!*rel || strcmp(rel, ".") == 0)
-		return xasprintf("%s/%s/workspace", root, w->ws.key);
-	return xasprintf("%s/%s/workspace/%s", root, w->ws.key, rel);
+		return xasprintf("%s/%s", root, ws);
+	return xasprintf("%s/%s/%s", root, ws, rel);
 }
 
 /* ---- sessions ---- */

@@ -83,7 +83,8 @@ const char *wire_session_state(struct wire_req *w);
  * it names something outside. A new string. */
 char *wire_path(const struct wire_req *w, const char *path,
 		const char **why);
-/* The container's absolute path of rel. A new string. */
+/* The container's absolute path of rel (the workspace the session's
+ * record names, at the same path in the container). A new string. */
 char *wire_abs_path(const struct wire_req *w, const char *rel);
 
 /* The handlers of wire-ops.c. */
