@@ -22,7 +22,11 @@ pgbed_start || skip_all "no PostgreSQL test-bed could be reached or started (rea
 DB=t_serve_$$
 URL=$(pgbed_newdb "$DB") || bail_out "the test-bed runs but cannot make a database (reason above)"
 SPID=""
-stop_server() { [ -n "$SPID" ] && kill -KILL "$SPID" 2>/dev/null; SPID=""; }
+# stop_server: killed and waited for, so its port is free for the next.
+stop_server() {
+	[ -n "$SPID" ] && kill -KILL "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
+	SPID=""
+}
 trap 'stop_server; pgbed_dropdb "$DB" 2>/dev/null; sb_cleanup' EXIT
 SBXCAT_DATABASE_URL=$URL
 export SBXCAT_DATABASE_URL
@@ -178,7 +182,7 @@ stop_server
 SANDBOXD_IDLE_TIMEOUT=2 SANDBOXD_CLEANUP_INTERVAL=1 SBXCAT_SERVE_GRACE=1
 export SANDBOXD_IDLE_TIMEOUT SANDBOXD_CLEANUP_INTERVAL SBXCAT_SERVE_GRACE
 start_server
-ok $? "a service with a reaper every second"
+ok $? "a service with a reaper every second" || tail -n 20 "$T/log" | sed 's/^/# /'
 api() { curl -s -H "X-Sandbox-Token: $1" ${3:+-d "$3"} "http://127.0.0.1:$PORT$2"; }
 IT=$(api "$TOKEN" /sessions '{"session_id": "idle1"}' | jq -r .token)
 api "$IT" /sessions/idle1/write '{"path": "kept.txt", "content_b64": "a2VwdAo="}' >/dev/null
