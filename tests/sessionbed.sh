@@ -244,6 +244,12 @@ sb_idle_busy() {
 
 # The service's tests (t-pause.sh, t-hibernate.sh): `sbxcat serve` on a
 # unix socket, spoken to with curl.
+# sb_serve_stop: the service $SPID killed and waited for (so nothing of
+# it holds its socket when the next starts); SPID emptied.
+sb_serve_stop() {
+	[ -n "${SPID:-}" ] && kill -KILL "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
+	SPID=""
+}
 # sb_serve_wait SOCK: until /healthz answers on unix:SOCK (10 s at most).
 sb_serve_wait() {
 	sb_n=0

@@ -32,8 +32,7 @@ command -v curl >/dev/null || skip_all "curl is missing"
 command -v flock >/dev/null || skip_all "flock(1) (util-linux) is missing: an open in progress cannot be held"
 
 SPID=""
-stop_server() { [ -n "$SPID" ] && kill -KILL "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null; SPID=""; }
-trap 'stop_server; sb_cleanup' EXIT
+trap 'sb_serve_stop; sb_cleanup' EXIT
 
 unset SANDBOXD_CONTAINER_TTL SANDBOXD_WORKSPACE_TTL SANDBOXD_EVICT_IDLE_AFTER \
 	SANDBOXD_MAX_OPEN_SESSIONS
@@ -156,7 +155,7 @@ sbx session close "$K1" && sbx session close "$K2"
 TOKEN=svc-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 SOCK=$T/serve.sock
 serve() {
-	stop_server
+	sb_serve_stop
 	rm -f "$SOCK"
 	SANDBOXD_TOKEN=$TOKEN SANDBOXD_EVICT_IDLE_AFTER=$EV SANDBOXD_MAX_OPEN_SESSIONS=$1 \
 		"$S" -C "$CAT" serve --listen "unix:$SOCK" 2>>"$T/log" &
@@ -243,7 +242,7 @@ is "$(wstate "$W3")" '["hibernated",false]' "... nothing closed for nothing"
 SANDBOXD_MAX_OPEN_SESSIONS=2 hopen h9
 is "$rc:$(err)" "1:sbxcat: the host holds its ceiling of 2 open sessions and all of them are in use; close one first" \
 	"the command line: status 1, plainly"
-stop_server
+sb_serve_stop
 
 # -- The reaper releases a hibernated session past the idle timeout.
 N=$(date +%s)

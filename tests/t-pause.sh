@@ -31,8 +31,7 @@ command -v curl >/dev/null || skip_all "curl is missing"
 
 DB=""
 SPID=""
-stop_server() { [ -n "$SPID" ] && kill -KILL "$SPID" 2>/dev/null; SPID=""; }
-trap 'stop_server; [ -n "$DB" ] && pgbed_dropdb "$DB" 2>/dev/null; sb_cleanup' EXIT
+trap 'sb_serve_stop; [ -n "$DB" ] && pgbed_dropdb "$DB" 2>/dev/null; sb_cleanup' EXIT
 if pgbed_start; then
 	DB=t_pause_$$
 	URL=$(pgbed_newdb "$DB") || bail_out "the test-bed runs but cannot make a database (reason above)"
@@ -188,6 +187,6 @@ is "$(jq -r .sessions "$T/w")" 1 "/healthz counts it as resident"
 wire POST "/sessions/$SID/exec" '{"command": "echo woke"}'
 is "$st:$(jq -c '[.output, .exit_code]' "$T/w")" '200:["woke\n",0]' "exec through the service runs"
 is "$(paused "$KW")" "running false" "... having unpaused it"
-stop_server
+sb_serve_stop
 
 sb_done
