@@ -12,7 +12,8 @@
  * listener of the test's own) for what dockerd will not do on demand:
  * replies cut into single bytes, headers over the bound, a server that
  * never answers, one that hangs up, one that is not HTTP, error replies
- * with Content-Length or chunked bodies and hostile bytes in them.
+ * with Content-Length or chunked bodies and hostile bytes in them; and
+ * unpause against one whose state lags its reply, as dockerd 20.10's does.
  *
  * Every container is named t-container-PID-*, labelled
  * t-container.pid=PID (PID: $T_CONTAINER_PID, else our own), and removed
@@ -839,6 +840,112 @@ static int fake_attach(struct fake *f, bool tcp, long long deadline,
 	return rc;
 }
 
+/*
+ * A fake of dockerd 20.10 after an unpause: its reply comes before its
+ * state says so (the containerd event that clears State.Paused is handled
+ * later), so the first `lag` inspects still say paused.  Any number of
+ * requests, one per connection.
+ */
+struct lagging {
+	int lfd;
+	int lag;      /* inspects that still say paused */
+	int inspects; /* GET .../json answered */
+	int unpauses; /* POST .../unpause answered */
+};
+
+static void *lagging_main(void *ud)
+{
+	struct lagging *l = ud;
+	int c;
+
+	while ((c = accept(l->lfd, NULL, NULL)) >= 0) {
+		struct strbuf req = STRBUF_INIT;
+		char buf[1024], *body;
+		ssize_t n;
+
+		while (!strstr(sb(&req), "\r\n\r\n") &&
+		       (n = read(c, buf, sizeof(buf))) > 0)
+			strbuf_add(&req, buf, (size_t)n);
+		if (strncmp(sb(&req), "POST ", 5) == 0 &&
+		    strstr(sb(&req), "/unpause ")) {
+			l->unpauses++;
+			body = xstrdup("");
+		} else {
+			bool paused = l->inspects++ < l->lag;
+			body = xasprintf("{\"Id\":\"abc\",\"State\":{"
+					 "\"Status\":\"%s\",\"Running\":true,"
+					 "\"Paused\":%s}}",
+					 paused ? "paused" : "running",
+					 paused ? "true" : "false");
+		}
+		dprintf(c,
+			"HTTP/1.1 %s\r\nContent-Type: application/json\r\n"
+			"Connection: close\r\nContent-Length: %zu\r\n\r\n%s",
+			*body ? "200 OK" : "204 No Content", strlen(body),
+			body);
+		free(body);
+		strbuf_release(&req);
+		close(c);
+	}
+	return NULL;
+}
+
+/* engine_container_unpause against a lagging fake; its time in *took. */
+static int lagging_unpause(struct lagging *l, long long *took,
+			   struct sbx_error **err)
+{
+	struct engine fe;
+	char *host = xasprintf("unix://%s", fake_sock);
+	pthread_t th;
+	int rc;
+
+	l->lfd = fake_listen(false);
+	if (engine_init(&fe, NULL, host, NULL) < 0)
+		bail_out("engine_init %s", host);
+	snprintf(fe.api, sizeof(fe.api), "1.41");
+	pthread_create(&th, NULL, lagging_main, l);
+	*took = clock_now_ms();
+	rc = engine_container_unpause(&fe, "abc", err);
+	*took = clock_now_ms() - *took;
+	shutdown(l->lfd, SHUT_RDWR);
+	pthread_join(th, NULL);
+	close(l->lfd);
+	engine_release(&fe);
+	free(host);
+	return rc;
+}
+
+static void test_unpause_lag(void)
+{
+	struct sbx_error *err = NULL;
+	long long took;
+
+	{
+		struct lagging l = {.lag = 3};
+		int rc = lagging_unpause(&l, &took, &err);
+
+		ok(rc == 0, "unpause, the engine's state lagging: success%s%s",
+		   err ? ": " : "", err ? err->msg : "");
+		is_int(l.inspects, 4,
+		       "... once its state said not paused (3 said paused)");
+		is_int(l.unpauses, 1, "... unpaused once");
+		sbx_error_free(&err);
+	}
+	{
+		struct lagging l = {.lag = 1 << 30};
+		int rc = lagging_unpause(&l, &took, &err);
+
+		ok(rc < 0 && err && err->kind == SBX_E_TIMEOUT,
+		   "unpause, the engine's state paused for good: timed out "
+		   "(%s)",
+		   err ? err->msg : "");
+		ok(took >= 4900 && took < 8000,
+		   "... after about 5 s (%lld ms), its state read %d times",
+		   took, l.inspects);
+		sbx_error_free(&err);
+	}
+}
+
 #define UPGRADED                                                               \
 	"HTTP/1.1 101 UPGRADED\r\nContent-Type: "                              \
 	"application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\n"       \
@@ -1088,6 +1195,7 @@ int main(void)
 	test_life(cid);
 	cleanup();
 	test_fake();
+	test_unpause_lag();
 
 	free(cid);
 	engine_release(&E);

@@ -215,6 +215,44 @@ int engine_container_pause(struct engine *e, const char *id,
 	return container_post(e, id, "/pause", NULL, err);
 }
 
+/*
+ * dockerd 20.10 answers an unpause before its own state says so: the
+ * containerd event that clears State.Paused is handled after the reply
+ * (and a pause's event handled late sets it again for a moment), and an
+ * exec meanwhile is refused as paused.  The state is read until it says
+ * not paused, for at most UNPAUSE_SETTLE_MS.
+ */
+#define UNPAUSE_SETTLE_MS 5000
+
+static int wait_unpaused(struct engine *e, const char *id,
+			 struct sbx_error **err)
+{
+	long long until = clock_now_ms() + UNPAUSE_SETTLE_MS;
+	useconds_t nap = 1000;
+
+	for (;;) {
+		json_t *j = NULL;
+		bool paused;
+
+		if (engine_container_inspect(e, id, &j, err) < 0)
+			return -1;
+		paused = json_is_true(
+		    json_object_get(json_object_get(j, "State"), "Paused"));
+		json_decref(j);
+		if (!paused)
+			return 0;
+		if (clock_now_ms() >= until)
+			return sbx_error_set(
+			    err, SBX_E_TIMEOUT, 0,
+			    "container %.12s still paused %d ms after the "
+			    "engine unpaused it",
+			    id, UNPAUSE_SETTLE_MS);
+		usleep(nap);
+		if (nap < 50000)
+			nap *= 2;
+	}
+}
+
 int engine_container_unpause(struct engine *e, const char *id,
 			     struct sbx_error **err)
 {
@@ -223,7 +261,7 @@ int engine_container_unpause(struct engine *e, const char *id,
 	bool not_paused;
 
 	if (container_post(e, id, "/unpause", NULL, &uerr) == 0)
-		return 0;
+		return wait_unpaused(e, id, err);
 	/*
 	 * dockerd 20.10 answers "Container ID is not paused" with HTTP 500,
 	 * not 409, which also means any failure: the container's own state

@@ -208,7 +208,9 @@ int engine_container_rename(struct engine *e, const char *id, const char *name,
 /* POST /containers/{id}/pause: freeze every process (cgroup freezer). */
 int engine_container_pause(struct engine *e, const char *id,
 			   struct sbx_error **err);
-/* POST /containers/{id}/unpause: one not paused is success. */
+/* POST /containers/{id}/unpause: one not paused is success.  Returns once
+ * the engine's own state says not paused (an exec is refused until then),
+ * or a timeout error after 5 s of it saying paused. */
 int engine_container_unpause(struct engine *e, const char *id,
 			     struct sbx_error **err);
 /*
