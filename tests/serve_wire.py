@@ -390,6 +390,32 @@ ok(st == 422, "a run timeout of 0: 422 (must be > 0)", doc)
 st, doc, _, _ = op(S1, tok1, "run", argv=["true"], run_id="nothex")
 ok(st == 422, "a run_id outside the pattern: 422", doc)
 
+# issue 20: a run's environment, working directory, fractional deadline
+SECRET = "sv-" + os.urandom(8).hex()
+st, doc, _, _ = op(S1, tok1, "run", argv=["/bin/sh", "-c", 'printf "%s|%s|%s" "$A" "$B" "$C"'],
+                   env={"A": SECRET, "B": "", "C": "é x\ny"})
+ok(st == 200 and doc["stdout"] == SECRET + "||é x\ny", "run's env reaches the command exactly", doc)
+for bad, why in (({"1X": "v"}, "a name starting with a digit"), ({"A B": "v"}, "a name with a space"),
+                 ({"A": 1}, "a value not a string"), (["A=v"], "a list, not an object"),
+                 ({"A": "x" * 40000}, "a value over 32 KiB")):
+    st, doc, text, _ = op(S1, tok1, "run", argv=["true"], env=bad)
+    ok(st == 422 and b"xxxxxxxxxx" not in text, "run env: %s is 422 (no value echoed)" % why, doc)
+st, doc, _, _ = op(S1, tok1, "write", path="cwdtest/f.txt", content_b64=b64(b"x"))
+st, doc, _, _ = op(S1, tok1, "run", argv=["pwd"], cwd="cwdtest")
+ok(st == 200 and doc["stdout"].rstrip("\n").endswith("/workspace/cwdtest"),
+   "run's cwd: a directory of the workspace, as the container sees it", doc)
+st, doc, _, _ = op(S1, tok1, "run", argv=["pwd"], cwd="/workspace/cwdtest")
+ok(st == 200 and doc["stdout"].rstrip("\n").endswith("/cwdtest"), "run's cwd under /workspace, as the file operations take it", doc)
+for bad in ("/etc", "../..", "cwdtest/f.txt", "nosuchdir"):
+    st, doc, _, _ = op(S1, tok1, "run", argv=["pwd"], cwd=bad)
+    ok(st == 422, "run's cwd %r refused: 422" % bad, (st, doc))
+t0 = time.time()
+st, doc, _, _ = op(S1, tok1, "run", argv=["sleep", "5"], timeout_seconds=0.2)
+el = time.time() - t0
+ok(st == 200 and doc["timed_out"] is True and el < 3, "a float timeout_seconds of 0.2 stops sleep 5 (%.2f s)" % el, doc)
+st, doc, _, _ = req("GET", "/sessions/%s/events" % S1, token=tok1)
+ok(st == 200 and SECRET not in json.dumps(doc), "no event holds an env value", None)
+
 # tenants' tokens
 TA, TB = E.get("SERVE_TOKEN_A"), E.get("SERVE_TOKEN_B")
 if TA:
@@ -502,7 +528,7 @@ def junk(depth=0):
 
 
 FIELDS = ["path", "command", "timeout_seconds", "offset", "limit", "content_b64", "old_string",
-          "new_string", "replace_all", "pattern", "glob", "ignore_hidden", "argv", "env", "run_id",
+          "new_string", "replace_all", "pattern", "glob", "ignore_hidden", "argv", "env", "cwd", "run_id",
           "session_id", "runtime", "tenant", "reuse", "attach", "max_sessions", "mem_limit",
           "runtimes", "default_runtime"]
 OPS = ["exec", "read", "read_bytes", "write", "edit", "exists", "ls", "glob", "grep", "run"]

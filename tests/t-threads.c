@@ -162,7 +162,7 @@ static int round_of(struct worker *w, int r, const struct svc_call *call)
 		    .in_fd = -1,
 		    .out = {.fd = -1, .write = to_buf, .arg = &out},
 		    .err = {.fd = -1, .write = to_buf, .arg = &out},
-		    .timeout_s = 30,
+		    .timeout_ms = 30000,
 		};
 		struct svc_exec_res res;
 

@@ -1,7 +1,9 @@
 /*
- * cmd-exec.c - sbxcat exec KEY [-i] [--timeout S] [--max-output BYTES]
- * [--tenant T] -- CMD [ARG...] | -c STRING: run a command in a session,
- * with a deadline that holds (brief section 7, docs/sessions.md).
+ * cmd-exec.c - sbxcat exec KEY [-i] [-e NAME=VALUE]... [-w DIR]
+ * [--timeout S] [--max-output BYTES] [--run-id ID] [--tenant T]
+ * -- CMD [ARG...] | -c STRING: run a command in a session, with a
+ * deadline that holds (brief section 7, docs/sessions.md); and
+ * sbxcat exec KEY --stop ID: stop the run of that id, from anywhere.
  *
  * The command runs as the session's user, in the workspace, with the
  * runtime's environment, in a cgroup of its own (procs.h) that every
@@ -13,6 +15,10 @@
  *   126  the command cannot be invoked; 127  not found
  * Nothing the command wrote is ever quoted in what sbxcat says, and
  * --verdict-fd gives the caller a channel the command cannot write.
+ *
+ * An -e value reaches the command's environment and nothing else: it is
+ * copied and then wiped from our own argv, so that neither `ps` of this
+ * process nor of the deadline's watcher (a fork of it) shows it.
  */
 #include "config.h"
 
@@ -33,27 +39,76 @@
 enum {
 	EXIT_TIMEOUT = 124,
 	EXIT_CANNOT_RUN = 125,
+	EXIT_STOPPED = 128 + SIGKILL, /* stopped by its run id */
 };
+
+/* How long --stop waits for the run to end. */
+#define STOP_WAIT_MS 15000
 
 extern const struct cmd_entry cmd_exec_entry;
 
+struct exec_env {
+	char **v; /* copies of NAME=VALUE */
+	size_t n;
+};
+
 struct exec_opts {
 	bool interactive, has_verdict;
-	unsigned long long timeout_s, max_out, verdict;
-	bool has_timeout, has_max_out;
-	const char *tenant, *shell;
+	unsigned long long max_out, verdict;
+	bool has_max_out;
+	const char *tenant, *shell, *timeout, *cwd, *run_id, *stop;
+	struct exec_env env;
 };
+
+/*
+ * -e NAME=VALUE: copied, and the value wiped from argv (what the kernel
+ * shows as our command line); the checks are svc_exec_env_check's, but
+ * the count is bounded here so that argv cannot grow the list without end.
+ */
+static int opt_env(const struct cmd_entry *cmd, const char *name,
+		   const char *arg, void *field)
+{
+	struct exec_env *e = field;
+	char *eq = strchr(arg, '=');
+
+	if (e->n == SVC_EXEC_ENV_COUNT_MAX)
+		return cmd_usage_error(cmd, "at most %d -e",
+				       SVC_EXEC_ENV_COUNT_MAX);
+	if (!eq)
+		return cmd_usage_error(cmd,
+				       "-e: give NAME=VALUE (environment entry "
+				       "%zu has no '=')",
+				       e->n + 1);
+	e->v = xrealloc(e->v, st_mult(e->n + 1, sizeof(*e->v)));
+	e->v[e->n++] = xstrdup(arg);
+	/* getopt's optarg points into argv: the value goes from there. */
+	memset(eq + 1, 0, strlen(eq + 1));
+	return 0;
+}
+
+static void env_release(struct exec_env *e)
+{
+	for (size_t i = 0; i < e->n; i++) {
+		explicit_bzero(e->v[i], strlen(e->v[i]));
+		free(e->v[i]);
+	}
+	free(e->v);
+	e->v = NULL;
+	e->n = 0;
+}
 
 static const struct cmd_option exec_options[] = {
     CMD_FLAG("interactive", 'i', struct exec_opts, interactive, 0),
-    CMD_COUNT("timeout", struct exec_opts, timeout_s, has_timeout,
-	      7 * 86400ULL, 0),
-    CMD_COUNT("max-output", struct exec_opts, max_out, has_max_out,
-	      1ULL << 40, 0),
+    CMD_CALL_L("env", 'e', struct exec_opts, env, opt_env, 0),
+    CMD_STRING("workdir", 'w', struct exec_opts, cwd, 0),
+    CMD_STRING("timeout", 0, struct exec_opts, timeout, 0),
+    CMD_STRING("run-id", 0, struct exec_opts, run_id, 0),
+    CMD_STRING("stop", 0, struct exec_opts, stop, 0),
+    CMD_COUNT("max-output", struct exec_opts, max_out, has_max_out, 1ULL << 40,
+	      0),
     CMD_STRING("tenant", 0, struct exec_opts, tenant, 0),
     CMD_STRING("command", 'c', struct exec_opts, shell, 0),
-    CMD_COUNT("verdict-fd", struct exec_opts, verdict, has_verdict,
-	      1 << 20, 0),
+    CMD_COUNT("verdict-fd", struct exec_opts, verdict, has_verdict, 1 << 20, 0),
     CMD_OPTIONS_END,
 };
 
@@ -81,7 +136,9 @@ static void verdict_write(int fd, const struct svc_exec_res *r, int status)
 	    "s:{s:I, s:I}, s:{s:b, s:b}}",
 	    "by", r->by_command ? "command" : "sbxcat", "status", status,
 	    "timed_out", r->ended && r->end == SVC_EXEC_TIMED_OUT, "oom",
-	    r->oom, "cancelled", r->ended && r->end == SVC_EXEC_CANCELLED,
+	    r->oom, "cancelled",
+	    r->ended &&
+		(r->end == SVC_EXEC_CANCELLED || r->end == SVC_EXEC_STOPPED),
 	    "stopped", (json_int_t)r->stopped, "left_running",
 	    (json_int_t)r->left_running, "bytes", "stdout",
 	    (json_int_t)r->bytes[0], "stderr", (json_int_t)r->bytes[1], "cut",
@@ -152,19 +209,27 @@ static int parse(struct sbx_ctx *ctx, int argc, char **argv,
 /* The exit status of an exec that ended, and what is said of it. */
 static int ended(const struct svc_exec_res *r)
 {
+	char secs[32];
+
 	switch (r->end) {
 	case SVC_EXEC_TIMED_OUT:
 		fprintf(stderr,
-			"sbxcat: command timed out after %lld s; stopped %zu "
+			"sbxcat: command timed out after %s s; stopped %zu "
 			"%s; it wrote %llu %s to stdout and %llu %s to "
 			"stderr\n",
-			r->limit_s, r->stopped,
+			svc_exec_seconds(secs, r->limit_ms), r->stopped,
 			plural(r->stopped, "process", "processes"), r->bytes[0],
 			plural(r->bytes[0], "byte", "bytes"), r->bytes[1],
 			plural(r->bytes[1], "byte", "bytes"));
 		return EXIT_TIMEOUT;
 	case SVC_EXEC_CANCELLED:
 		return sig_exit_status();
+	case SVC_EXEC_STOPPED:
+		fprintf(stderr,
+			"sbxcat: the command was stopped by its run id; "
+			"stopped %zu %s\n",
+			r->stopped, plural(r->stopped, "process", "processes"));
+		return EXIT_STOPPED;
 	case SVC_EXEC_OUTPUT_CLOSED:
 		return 128 + SIGPIPE;
 	case SVC_EXEC_EXITED:
@@ -182,6 +247,32 @@ static int ended(const struct svc_exec_res *r)
 				r->memory_limit);
 		return r->exit_code;
 	}
+}
+
+/* sbxcat exec KEY --stop ID: idempotent, 0 whether or not it ran. */
+static int stop_run(struct sbx_ctx *ctx, const char *key, const char *id)
+{
+	struct sbx_error *err = NULL;
+	bool running, ended;
+
+	if (svc_exec_stop(&ctx->svc, &ctx->call, key, id, STOP_WAIT_MS,
+			  &running, &ended, &err) < 0)
+		return cmd_report(&err);
+	if (!running)
+		printf(
+		    "run %s of session %s is not running (it ended, or never "
+		    "ran)\n",
+		    id, key);
+	else if (ended)
+		printf("run %s of session %s stopped\n", id, key);
+	else {
+		fprintf(stderr,
+			"sbxcat: run %s of session %s was asked to stop and "
+			"has not ended after %d s\n",
+			id, key, STOP_WAIT_MS / 1000);
+		return 1;
+	}
+	return 0;
 }
 
 static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
@@ -206,6 +297,17 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 	if (!req.key)
 		rc = cmd_usage_error(&cmd_exec_entry,
 				     "which session? KEY is missing");
+	else if (o.stop && (req.shell || req.argc || o.run_id || o.env.n ||
+			    o.cwd || o.timeout || o.interactive))
+		rc =
+		    cmd_usage_error(&cmd_exec_entry,
+				    "--stop ID takes KEY alone: no command and "
+				    "no other option of a run");
+	else if (o.stop)
+		rc = cmd_setup(ctx, cmd_exec_entry.needs);
+	else if (o.timeout &&
+		 svc_exec_seconds_parse(o.timeout, &req.timeout_ms, &err) < 0)
+		rc = cmd_usage_error(&cmd_exec_entry, "--timeout %s", err->msg);
 	else if (req.shell && req.argc)
 		rc = cmd_usage_error(&cmd_exec_entry,
 				     "give the command after -- or as -c "
@@ -216,15 +318,22 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 				     "STRING");
 	else
 		rc = cmd_setup(ctx, cmd_exec_entry.needs);
+	sbx_error_free(&err);
 	if (rc) {
 		/* sbxcat's verdict, as every other end. */
 		verdict_write(verdict, &res, rc);
+		env_release(&o.env);
 		return rc;
 	}
 	ctx->call.tenant = cmd_identity(o.tenant, "SBXCAT_TENANT");
+	if (o.stop)
+		return stop_run(ctx, req.key, o.stop);
 	req.in_fd = o.interactive ? STDIN_FILENO : -1;
-	req.timeout_s = o.timeout_s;
 	req.max_output = o.max_out;
+	req.env = (const char *const *)o.env.v;
+	req.nenv = o.env.n;
+	req.cwd = o.cwd;
+	req.run_id = o.run_id;
 	/* A reader that leaves is EPIPE, not death: the command is stopped
 	 * and the row says so. */
 	signal(SIGPIPE, SIG_IGN);
@@ -260,19 +369,24 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 				res.bytes[i]);
 	verdict_write(verdict, &res, rc);
 	svc_exec_res_release(&res);
+	env_release(&o.env);
 	return rc;
 }
 
 const struct cmd_entry cmd_exec_entry = {
     .name = "exec",
-    .usage = "KEY [-i] [--timeout S] [--max-output BYTES] [--tenant T] "
-	     "[--verdict-fd FD] (-- CMD [ARG...] | -c STRING)",
+    .usage =
+	"KEY [-i] [-e NAME=VALUE]... [-w DIR] [--timeout S] "
+	"[--max-output BYTES] [--run-id ID] [--tenant T] [--verdict-fd FD] "
+	"(-- CMD [ARG...] | -c STRING) | KEY --stop ID [--tenant T]",
     .summary = "run a command in a session, with a deadline that holds",
     .exec = cmd_exec,
     .needs = CMD_NEEDS_CALL,
     .epilog = "Exit status: the command's own; 124 when it was stopped at "
 	      "its deadline; 125 when sbxcat could not run it; 126 when it "
-	      "cannot be invoked; 127 when it is not found.  --verdict-fd FD "
+	      "cannot be invoked; 127 when it is not found; 137 when it was "
+	      "stopped by its run id (--stop).  --timeout takes fractions "
+	      "(0.2).  --verdict-fd FD "
 	      "writes one JSON object to FD at the end, saying whether the "
 	      "status is the command's or sbxcat's.",
 };

@@ -104,6 +104,12 @@ struct cmd_option {
 		.name = (n), .kind = CMD_OPT_CALL,                             \
 		.offset = offsetof(type, field), .call = (fn), .verbs = (v)    \
 	}
+/* As CMD_CALL, with a short form. */
+#define CMD_CALL_L(n, l, type, field, fn, v)                                   \
+	{                                                                      \
+		.name = (n), .letter = (l), .kind = CMD_OPT_CALL,              \
+		.offset = offsetof(type, field), .call = (fn), .verbs = (v)    \
+	}
 #define CMD_OPTIONS_END {.name = NULL}
 
 /* What a command needs done before its run (struct cmd_entry's needs),

@@ -101,18 +101,24 @@ static int run_captured(struct wire_req *w, struct svc_exec_req *req,
 	return svc_exec(&w->snap->svc, &w->call, req, res, err);
 }
 
-/* A timeout of the wire, in whole seconds the exec takes: at least 1,
- * at most the ceiling; none (or 0, which sandboxd took as no limit):
- * the ceiling. */
+/* A timeout of the wire, in the milliseconds the exec takes (a
+ * fraction of one rounds up): at most the ceiling; none (or 0, which
+ * sandboxd took as no limit): the ceiling. */
 static unsigned long long wire_timeout(const struct wire_req *w, double t,
 				       bool given)
 {
 	unsigned long long ceiling =
-	    (unsigned long long)w->snap->svc.cfg.session.execute_timeout_s;
+	    (unsigned long long)w->snap->svc.cfg.session.execute_timeout_s *
+	    1000;
 
-	if (!given || t <= 0 || t >= (double)ceiling)
+	if (!given || !(t > 0) || t * 1000 >= (double)ceiling)
 		return ceiling;
-	return t < 1 ? 1 : (unsigned long long)(t + 0.999);
+	double m = t * 1000;
+	unsigned long long ms = (unsigned long long)m;
+
+	if ((double)ms < m)
+		ms++;
+	return ms ? ms : 1;
 }
 
 /* Whether err says the session's container is not running (stopped:
@@ -207,7 +213,7 @@ void wire_exec(void *arg, struct http_request *req, struct http_response *res)
 	    !wire_str(&w, "command", true, false, &x.shell) ||
 	    !wire_int(&w, "timeout_seconds", 0, true, &t, &given))
 		goto out;
-	x.timeout_s = wire_timeout(&w, (double)t, given);
+	x.timeout_ms = wire_timeout(&w, (double)t, given);
 	if (run_healing(&w, &x, &c, &r, true, &woken_not, &err) < 0 &&
 	    !r.ended) {
 		if (woken_not)
@@ -272,19 +278,85 @@ static bool run_id_valid(const char *s)
 	return n == 32;
 }
 
-/* run's env and run_id, checked. */
-static bool run_fields(struct wire_req *w, const char **run_id)
+/*
+ * run's env: an object of strings, into x's "NAME=VALUE" list (svc's
+ * rules: svc_exec_env_check; a refusal names a name, never a value).
+ */
+/* run's env refused: 422 whose input is the names, never a value. */
+static void env_invalid(struct wire_req *w, const char *type, const char *msg)
 {
-	json_t *env = json_object_get(w->body, "env");
+	json_t *env = json_object_get(w->body, "env"), *names = NULL, *v;
+	const char *name;
 
-	if (env && !json_is_null(env) &&
-	    (!json_is_object(env) || json_object_size(env) > 0)) {
-		/* Issue 20 gives exec an environment of its own; until then
-		 * no value may be silently dropped. */
-		wire_invalid(w, "body", "env", "unsupported",
-			     "a per-run environment is not supported yet");
+	if (json_is_object(env)) {
+		names = json_array();
+		json_object_foreach(env, name, v)
+		    json_array_append_new(names, xjson_string(name));
+	}
+	wire_invalid_input(w, "body", "env", type, msg, names);
+	json_decref(names);
+}
+
+static bool run_env(struct wire_req *w, struct svc_exec_req *x,
+		    struct strbuf *held)
+{
+	json_t *env = json_object_get(w->body, "env"), *v;
+	struct sbx_error *err = NULL;
+	const char *name, **list;
+	size_t i = 0;
+
+	if (!env || json_is_null(env))
+		return true;
+	if (!json_is_object(env) ||
+	    json_object_size(env) > SVC_EXEC_ENV_COUNT_MAX) {
+		env_invalid(w, "dict_type",
+			    "Input should be an object of at most 128 "
+			    "strings");
 		return false;
 	}
+	list = xcalloc(json_object_size(env) + 1, sizeof(*list));
+	json_object_foreach(env, name, v)
+	{
+		if (!json_is_string(v) ||
+		    strlen(json_string_value(v)) != json_string_length(v) ||
+		    strchr(name, '=')) {
+			free(list);
+			for (size_t k = 0; k < i; k++)
+				strbuf_release(&held[k]);
+			env_invalid(w, "string_type",
+				    "Each value should be a valid string, "
+				    "each name one without '='");
+			return false;
+		}
+		strbuf_addf(&held[i], "%s=%s", name, json_string_value(v));
+		list[i] = held[i].buf;
+		i++;
+	}
+	x->env = list;
+	x->nenv = i;
+	if (svc_exec_env_check(x->env, x->nenv, &err) < 0) {
+		env_invalid(w, "value_error", err->msg);
+		sbx_error_free(&err);
+		return false;
+	}
+	return true;
+}
+
+/* run's env, cwd (as the file operations take a path: *cwd, the
+ * workspace's relative one) and run_id, checked. */
+static bool run_fields(struct wire_req *w, struct svc_exec_req *x,
+		       struct strbuf *held, char **cwd, const char **run_id)
+{
+	const char *given = NULL, *why;
+
+	if (!run_env(w, x, held) || !wire_str(w, "cwd", false, true, &given))
+		return false;
+	if (given && !(*cwd = wire_path(w, given, &why))) {
+		wire_invalid(w, "body", "cwd", "value_error",
+			     "The working directory is outside the workspace");
+		return false;
+	}
+	x->cwd = *cwd;
 	if (!wire_str(w, "run_id", false, true, run_id))
 		return false;
 	if (*run_id && !run_id_valid(*run_id)) {
@@ -321,28 +393,36 @@ void wire_run(void *arg, struct http_request *req, struct http_response *res)
 	struct svc_exec_res r = {0};
 	struct sbx_error *err = NULL, *woken_not = NULL;
 	const char *run_id = NULL;
-	char **argv = NULL;
+	char **argv = NULL, *cwd = NULL;
+	struct strbuf env[SVC_EXEC_ENV_COUNT_MAX] = {0};
 	double t = 0;
 	bool given = false, registered = false;
 
 	if (!wire_begin(&w, arg, req, res, true) ||
 	    !wire_session(&w, true, NULL) || !run_argv(&w, &argv, &x.argc) ||
 	    !wire_num(&w, "timeout_seconds", 0, true, &t, &given) ||
-	    !run_fields(&w, &run_id))
+	    !run_fields(&w, &x, env, &cwd, &run_id))
 		goto out;
 	if (run_id && serve_run_add(w.sv, run_id, (atomic_int *)req->gone) < 0) {
 		wire_detail(&w, 409, "Run %s is running already", run_id);
 		goto out;
 	}
 	registered = run_id != NULL;
+	/* Stoppable from the command line too (sbxcat exec KEY --stop). */
+	x.run_id = run_id;
 	x.argv = argv;
-	x.timeout_s = wire_timeout(&w, t, given);
+	x.timeout_ms = wire_timeout(&w, t, given);
 	/* A container gone is 410, never silently made anew (section 9);
 	 * one stopped is started again. */
 	if (run_healing(&w, &x, &c, &r, false, &woken_not, &err) < 0 &&
 	    !r.ended) {
 		if (woken_not)
 			wake_refused(&w, woken_not);
+		else if (err->kind == SBX_E_INVALID)
+			wire_invalid(&w, "body", "cwd", "value_error",
+				     err->msg);
+		else if (err->kind == SBX_E_CONFLICT)
+			wire_detail(&w, 409, "%s", err->msg);
 		else if (is_down(err, true))
 			wire_detail(&w, 410, "The sandbox is gone: %s",
 				    err->msg);
@@ -354,6 +434,12 @@ void wire_run(void *arg, struct http_request *req, struct http_response *res)
 out:
 	if (registered)
 		serve_run_del(w.sv, run_id);
+	for (size_t i = 0; i < x.nenv; i++) {
+		explicit_bzero(env[i].buf, env[i].len);
+		strbuf_release(&env[i]);
+	}
+	free((void *)x.env);
+	free(cwd);
 	free(argv);
 	sbx_error_free(&woken_not);
 	sbx_error_free(&err);
@@ -376,9 +462,17 @@ void wire_run_stop(void *arg, struct http_request *req,
 				     "String should match pattern "
 				     "'^[0-9a-f]{32}$'");
 		} else {
+			struct sbx_error *err = NULL;
+			bool running, ended;
+
 			/* A run that ended, or never was: stopped all the
-			 * same. */
-			serve_run_stop(w.sv, req->params[1]);
+			 * same.  One of this service's, by its cancel; one
+			 * the command line started (--run-id), by its file. */
+			if (!serve_run_stop(w.sv, req->params[1]) &&
+			    svc_exec_stop(&w.snap->svc, &w.call, w.ws.key,
+					  req->params[1], 0, &running, &ended,
+					  &err) < 0)
+				sbx_error_free(&err);
 			w.answered = true;
 			res->status = 204;
 		}

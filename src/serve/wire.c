@@ -96,9 +96,16 @@ void wire_detail(struct wire_req *w, int status, const char *fmt, ...)
 void wire_invalid(struct wire_req *w, const char *where, const char *field,
 		  const char *type, const char *msg)
 {
+	wire_invalid_input(w, where, field, type, msg,
+			   field && w->body ? json_object_get(w->body, field)
+					    : NULL);
+}
+
+void wire_invalid_input(struct wire_req *w, const char *where,
+			const char *field, const char *type, const char *msg,
+			json_t *input)
+{
 	json_t *loc = json_array();
-	json_t *input = field && w->body ? json_object_get(w->body, field)
-					 : NULL;
 
 	json_array_append_new(loc, xjson_string(where));
 	if (field)

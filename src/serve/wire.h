@@ -44,6 +44,11 @@ void wire_json(struct wire_req *w, int status, json_t *doc);
 /* 422, FastAPI's shape: loc is ["body", field] (or "query"/"path"). */
 void wire_invalid(struct wire_req *w, const char *where, const char *field,
 		  const char *type, const char *msg);
+/* The same with the "input" given (borrowed; NULL: null), for a field
+ * whose value must not be echoed (run's env: its names alone). */
+void wire_invalid_input(struct wire_req *w, const char *where,
+			const char *field, const char *type, const char *msg,
+			json_t *input);
 
 /* The body's fields: false once answered (422). */
 bool wire_str(struct wire_req *w, const char *name, bool required,

@@ -291,7 +291,7 @@ static int read_conn(struct pump *pm, char *buf, struct sbx_error **err)
 }
 
 /* Remaining milliseconds to deadline_ms, -1 for none; 0 when passed. */
-static int poll_timeout(long long deadline_ms, const atomic_int *cancel)
+static int poll_timeout(long long deadline_ms, bool watched)
 {
 	long long left = -1;
 
@@ -302,7 +302,7 @@ static int poll_timeout(long long deadline_ms, const atomic_int *cancel)
 		if (left > 1000000)
 			left = 1000000;
 	}
-	if (cancel && (left < 0 || left > CANCEL_POLL_MS))
+	if (watched && (left < 0 || left > CANCEL_POLL_MS))
 		left = CANCEL_POLL_MS;
 	return (int)left;
 }
@@ -373,6 +373,10 @@ static bool stopped(struct exec_io *io, struct exec_io_result *r,
 {
 	if (io->cancel && atomic_load(io->cancel)) {
 		r->cancelled = true;
+		return true;
+	}
+	if (io->stop && io->stop(io->stop_arg)) {
+		r->cancelled = r->stop_asked = true;
 		return true;
 	}
 	if (deadline_ms && clock_now_ms() >= deadline_ms) {
@@ -468,7 +472,9 @@ int exec_io_run(struct exec_io *io, struct exec_io_result *r,
 			pfd[P_OUT].events = POLLOUT;
 		}
 
-		if (poll(pfd, P_N, poll_timeout(io->deadline_ms, io->cancel)) < 0) {
+		if (poll(pfd, P_N,
+			 poll_timeout(io->deadline_ms,
+				      io->cancel || io->stop)) < 0) {
 			if (errno == EINTR)
 				continue;
 			ret = sbx_error_set(err, SBX_E_UNAVAILABLE, errno, "poll");
@@ -522,7 +528,7 @@ int exec_io_drain(struct exec_io *io, struct exec_io_result *r,
 
 		if (deadline_ms && clock_now_ms() >= deadline_ms)
 			break;
-		t = poll_timeout(deadline_ms, NULL);
+		t = poll_timeout(deadline_ms, false);
 		if (poll(&pfd, 1, t) < 0) {
 			if (errno != EINTR)
 				ret = sbx_error_set(err, SBX_E_UNAVAILABLE, errno,

@@ -29,12 +29,12 @@
  *   made non-blocking-aware (poll for POLLOUT), and at the deadline the
  *   loop returns whatever it had not written.
  * - at deadline_ms (monotonic milliseconds, clock_now_ms(); 0: none) or
- *   when *cancel becomes non-zero, it returns with r->timed_out or
- *   r->cancelled set, the connection still open: the caller stops the
- *   command's processes and then calls exec_io_drain() to read what is
- *   left (bounded by its own deadline) and count it.
- * It returns when the engine closes the connection (the command's output
- * is done: it exited, or its last writer closed).
+ *   when *cancel becomes non-zero (or io->stop says so), it returns with
+ * r->timed_out or r->cancelled set, the connection still open: the caller stops
+ * the command's processes and then calls exec_io_drain() to read what is left
+ * (bounded by its own deadline) and count it. It returns when the engine closes
+ * the connection (the command's output is done: it exited, or its last writer
+ * closed).
  *
  * Errors: -1 with *err (status 3) when the connection breaks in a way
  * that is not a normal end, or a write to out/err fails (EPIPE on our own
@@ -86,6 +86,10 @@ struct exec_io {
 	unsigned long long max_out; /* per stream; 0: no cap */
 	long long deadline_ms;	    /* 0: none */
 	const atomic_int *cancel;   /* may be NULL */
+	/* When set, asked as often as the cancel flag is looked at: true
+	 * ends the run as a cancel does (r->cancelled and r->stop_asked). */
+	bool (*stop)(void *arg);
+	void *stop_arg;
 	struct exec_frames frames; /* decoder state: zero it before run */
 };
 
@@ -95,6 +99,7 @@ struct exec_io_result {
 	unsigned long long in_bytes;   /* stdin bytes sent */
 	bool cut[2];		       /* bytes[i] > written[i] by the cap */
 	bool timed_out, cancelled;
+	bool stop_asked; /* cancelled by io->stop */
 	bool eof; /* the engine closed the stream */
 	/* The first bytes of stdout, kept (not shown) so the caller can
 	 * tell the engine's own "could not start" message. */

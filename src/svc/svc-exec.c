@@ -7,6 +7,9 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -14,14 +17,17 @@
 
 #include "audit/audit.h"
 #include "basic/clock.h"
+#include "basic/text.h"
 #include "basic/util.h"
 #include "basic/xjson.h"
 #include "engine/engine.h"
 #include "session/exec-io.h"
 #include "session/procs.h"
+#include "session/runs.h"
 #include "session/session-engine.h"
 #include "session/session.h"
 #include "svc/svc-exec.h"
+#include "workspace/workspace.h"
 
 enum {
 	EXIT_CANNOT_INVOKE = 126,
@@ -36,6 +42,10 @@ enum {
 #define PID_WAIT_MS 10000
 /* After the kill, how long the stream's tail may take to drain. */
 #define DRAIN_MS 2000
+/* How often a run with an id looks whether it was asked to stop. */
+#define RUN_STOP_POLL_MS 50
+/* --timeout's bound: 7 days. */
+#define SECONDS_MAX (7 * 86400ULL)
 
 static const char *plural(unsigned long long n, const char *one,
 			  const char *many)
@@ -247,9 +257,11 @@ struct run {
 	bool ran, exited, unrecorded;
 	bool have_oom; /* oom_before was read */
 	unsigned long long oom_before;
-	long long t0;
+	long long t0, stop_next;
 	int conn;
+	int run_fd; /* ROOT/KEY/runs/ID held, or -1 */
 	pid_t init_pid;
+	char *cwd; /* the container's path of req->cwd */
 };
 
 /* sbxcat could not run it: the row's detail from *err. */
@@ -258,6 +270,62 @@ static int cannot_run(struct run *r, struct sbx_error **err)
 	strbuf_reset(&r->detail);
 	audit_detail_of(&r->detail, *err);
 	return -1;
+}
+
+/*
+ * req->cwd beneath the workspace, as every path of the workspace's is
+ * (workspace.h: no "..", never out through a symlink, nor onto another
+ * mount), and a directory: its path in the container (the workspace is
+ * bind-mounted at its host path) in r->cwd.  -1 with *err (invalid,
+ * reason "bad working directory", naming the path as given).
+ */
+static int resolve_cwd(struct run *r, const char *cwd, struct sbx_error **err)
+{
+	const struct session_config *cfg = &r->s->cfg.session;
+	char *ws = session_workspace_path(&r->root, &r->rec);
+	const char *rel = cwd;
+	struct workspace w;
+	struct strbuf shown = STRBUF_INIT;
+	char *norm = NULL;
+	size_t n = strlen(ws);
+	int fd, dfd = -1;
+
+	text_add_escaped(&shown, cwd, strlen(cwd));
+	if (cwd[0] == '/') {
+		/* The container's path of the workspace, or one inside it. */
+		if (strncmp(cwd, ws, n) == 0 && (!cwd[n] || cwd[n] == '/'))
+			rel = cwd + n + strspn(cwd + n, "/");
+		else
+			rel = NULL;
+	}
+	if (!rel) {
+		sbx_error_set(err, SBX_E_INVALID, 0,
+			      "working directory '%s' is outside the "
+			      "workspace (%s)",
+			      shown.buf, ws);
+	} else if (workspace_path_check(*rel ? rel : ".", true, &norm, err) ==
+		   0) {
+		fd = session_workspace_open(&r->root, &r->rec, err);
+		if (fd >= 0 && workspace_init(&w, fd, ws, 0, cfg->max_read,
+					      cfg->max_write, NULL, err) == 0) {
+			dfd = workspace_openat(&w, *norm ? norm : ".",
+					       O_PATH | O_DIRECTORY, 0, 0,
+					       shown.buf, err);
+			workspace_close(&w);
+		}
+	}
+	if (dfd >= 0) {
+		close(dfd);
+		r->cwd = *norm ? xasprintf("%s/%s", ws, norm) : xstrdup(ws);
+	} else {
+		sbx_error_wrap(err, "-w/cwd");
+		(*err)->kind = SBX_E_INVALID;
+		sbx_error_reason(*err, "bad working directory");
+	}
+	free(norm);
+	free(ws);
+	strbuf_release(&shown);
+	return dfd >= 0 ? 0 : -1;
 }
 
 /* Up to the engine's exec created: the session found and running (a
@@ -271,12 +339,16 @@ static int exec_prepare(struct run *r, struct sbx_error **err)
 	json_t *body, *cmdv;
 	const char *user, *cid;
 	char *ws;
-	long long limit_s, started;
+	long long limit_ms, started;
 	int rc;
 
 	if (svc_root_open(r->s, r->call, &r->root, err) < 0 ||
 	    session_find(&r->root, req->key, r->call->tenant, &r->rec, err) <
 		0 ||
+	    (req->cwd && resolve_cwd(r, req->cwd, err) < 0) ||
+	    (req->run_id &&
+	     (r->run_fd = session_run_begin(&r->root, r->rec.key, req->run_id,
+					    err)) < 0) ||
 	    svc_engine_open(r->s, r->call, &r->engine, err) < 0 ||
 	    session_engine_wake(&r->engine, &cfg->session, &r->root, &r->rec,
 				&r->inspect, err) < 0 ||
@@ -310,18 +382,26 @@ static int exec_prepare(struct run *r, struct sbx_error **err)
 			json_array_append_new(cmdv,
 					      xjson_string(req->argv[i]));
 	}
-	ws = session_workspace_path(&r->root, &r->rec);
+	ws = r->cwd ? NULL : session_workspace_path(&r->root, &r->rec);
 	user = json_string_value(
 	    json_object_get(json_object_get(r->inspect, "Config"), "User"));
 	body = xjson_pack("{s:b, s:b, s:b, s:b, s:o, s:s, s:s, s:b}",
 			  "AttachStdin", req->in_fd >= 0, "AttachStdout", 1,
 			  "AttachStderr", 1, "Tty", 0, "Cmd", cmdv, "User",
-			  user ? user : "", "WorkingDir", ws, "Privileged", 0);
+			  user ? user : "", "WorkingDir", r->cwd ? r->cwd : ws,
+			  "Privileged", 0);
 	free(ws);
-	limit_s = cfg->session.execute_timeout_s;
-	if (req->timeout_s && (long long)req->timeout_s < limit_s)
-		limit_s = (long long)req->timeout_s;
-	r->res->limit_s = limit_s;
+	if (req->nenv) {
+		json_t *env = json_array();
+
+		for (size_t i = 0; i < req->nenv; i++)
+			json_array_append_new(env, xjson_string(req->env[i]));
+		json_object_set_new(body, "Env", env);
+	}
+	limit_ms = cfg->session.execute_timeout_s * 1000;
+	if (req->timeout_ms && (long long)req->timeout_ms < limit_ms)
+		limit_ms = (long long)req->timeout_ms;
+	r->res->limit_ms = limit_ms;
 	cid = json_string_value(json_object_get(r->inspect, "Id"));
 	/* A command runs only when its row can be written: it may change
 	 * anything in the workspace. */
@@ -331,12 +411,12 @@ static int exec_prepare(struct run *r, struct sbx_error **err)
 		return cannot_run(r, err);
 	}
 	started = clock_now_ms();
-	r->io.deadline_ms = started + limit_s * 1000;
+	r->io.deadline_ms = started + limit_ms;
 	/* The name's deadline a second late rather than early: whoever
 	 * reads it must not stop the command before this exec would. */
-	rc = procs_group_create(r->init_pid, 0, (long long)time(NULL),
-				(long long)time(NULL) + limit_s + 1, &r->grp,
-				err);
+	rc = procs_group_create(
+	    r->init_pid, 0, (long long)time(NULL),
+	    (long long)time(NULL) + (limit_ms + 999) / 1000 + 1, &r->grp, err);
 	if (rc == 0)
 		rc = engine_exec_create(&r->engine, cid, body, &r->exec_id,
 					err);
@@ -452,6 +532,19 @@ static int exec_conclude(struct run *r, struct sbx_error **err)
 	return 0;
 }
 
+/* exec-io's stop: whether the run's file says stop, looked at every
+ * RUN_STOP_POLL_MS at most. */
+static bool run_stop_asked(void *arg)
+{
+	struct run *r = arg;
+	long long now = clock_now_ms();
+
+	if (now < r->stop_next)
+		return false;
+	r->stop_next = now + RUN_STOP_POLL_MS;
+	return session_run_stop_asked(r->run_fd);
+}
+
 /* The stream, from the claim to the end. */
 static int exec_stream(struct run *r, struct sbx_error **err)
 {
@@ -459,6 +552,7 @@ static int exec_stream(struct run *r, struct sbx_error **err)
 	struct svc_exec_res *res = r->res;
 	struct exec_io *io = &r->io;
 	size_t killed = 0;
+	char secs[32];
 
 	if (start_claimed(&r->engine, &r->root, r->rec.key, r->exec_id,
 			  r->init_pid, &r->grp, io->deadline_ms, &r->conn,
@@ -490,6 +584,10 @@ static int exec_stream(struct run *r, struct sbx_error **err)
 				      : r->s->cfg.session.max_output;
 	res->max_output = io->max_out;
 	io->cancel = r->call->cancel;
+	if (r->run_fd >= 0) {
+		io->stop = run_stop_asked;
+		io->stop_arg = r;
+	}
 	if (exec_io_run(io, &r->io_res, err) < 0 && !r->io_res.timed_out &&
 	    !r->io_res.cancelled) {
 		/* Our own output went away, or the connection broke: the
@@ -517,6 +615,13 @@ static int exec_stream(struct run *r, struct sbx_error **err)
 				  err) < 0)
 			sbx_error_free(err);
 		res->ended = true;
+		if (r->io_res.stop_asked) {
+			strbuf_addf(&r->detail,
+				    "stopped by its run id, killed %zu",
+				    killed);
+			res->end = SVC_EXEC_STOPPED;
+			return 0;
+		}
 		if (r->io_res.cancelled) {
 			int why = r->call->cancel ? atomic_load(r->call->cancel)
 						  : 0;
@@ -532,8 +637,8 @@ static int exec_stream(struct run *r, struct sbx_error **err)
 			res->end = SVC_EXEC_CANCELLED;
 			return 0;
 		}
-		strbuf_addf(&r->detail, "timed out after %lld s, killed %zu",
-			    res->limit_s, killed);
+		strbuf_addf(&r->detail, "timed out after %s s, killed %zu",
+			    svc_exec_seconds(secs, res->limit_ms), killed);
 		res->end = SVC_EXEC_TIMED_OUT;
 		return 0;
 	}
@@ -587,17 +692,24 @@ int svc_exec(const struct svc *s, const struct svc_call *call,
 	    .pre = STRBUF_INIT,
 	    .detail = STRBUF_INIT,
 	    .conn = -1,
+	    .run_fd = -1,
 	};
 	struct sbx_error *aerr = NULL;
 	int rc;
 
 	memset(res, 0, sizeof(*res));
+	/* Refused before anything, with no row: the request is malformed
+	 * (no value may reach a row). */
+	if (svc_exec_env_check(req->env, req->nenv, err) < 0)
+		return -1;
 	if (svc_audit_open(s, call, &r.au, err) < 0)
 		return -1;
 	r.t0 = clock_now_ms();
 	rc = exec_prepare(&r, err);
 	if (rc == 0)
 		rc = exec_stream(&r, err);
+	/* Its stoppers wait for this. */
+	session_run_end(&r.root, r.rec.key, req->run_id, r.run_fd);
 	for (int i = 0; i < 2; i++) {
 		res->bytes[i] = r.io_res.bytes[i];
 		res->cut[i] = r.io_res.cut[i];
@@ -623,6 +735,7 @@ int svc_exec(const struct svc *s, const struct svc_call *call,
 		procs_group_remove(&r.grp);
 	procs_group_release(&r.grp);
 	free(r.exec_id);
+	free(r.cwd);
 	json_decref(r.ei);
 	json_decref(r.inspect);
 	session_record_release(&r.rec);
@@ -635,4 +748,192 @@ void svc_exec_res_release(struct svc_exec_res *res)
 {
 	free(res->not_started);
 	res->not_started = NULL;
+}
+
+int svc_exec_stop(const struct svc *s, const struct svc_call *call,
+		  const char *key, const char *run_id, long long wait_ms,
+		  bool *running, bool *ended, struct sbx_error **err)
+{
+	struct session_root root = SESSION_ROOT_INIT;
+	struct session_record rec;
+	int rc;
+
+	memset(&rec, 0, sizeof(rec));
+	*running = false;
+	*ended = true;
+	rc = svc_root_open(s, call, &root, err);
+	if (rc == 0)
+		rc = session_find(&root, key, call->tenant, &rec, err);
+	if (rc == 0)
+		rc = session_run_stop(&root, rec.key, run_id, wait_ms, running,
+				      ended, err);
+	session_record_release(&rec);
+	session_root_close(&root);
+	return rc;
+}
+
+/* An environment entry's name, shown (it is the caller's, never a
+ * value). */
+static const char *env_name(struct strbuf *sb, const char *e, size_t n)
+{
+	strbuf_reset(sb);
+	text_add_escaped(sb, e, n < 64 ? n : 64);
+	if (n > 64)
+		strbuf_addstr(sb, "...");
+	return sb->buf ? sb->buf : "";
+}
+
+static bool env_name_valid(const char *e, size_t n)
+{
+	if (!n || (e[0] >= '0' && e[0] <= '9'))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((e[i] >= '0' && e[i] <= '9') ||
+		      (e[i] >= 'a' && e[i] <= 'z') ||
+		      (e[i] >= 'A' && e[i] <= 'Z') || e[i] == '_'))
+			return false;
+	return true;
+}
+
+static bool utf8_valid(const char *s, size_t len)
+{
+	uint32_t cp;
+
+	for (size_t i = 0, k; i < len; i += k) {
+		k = utf8_decode(s + i, len - i, &cp);
+		if (!k || !cp)
+			return false;
+	}
+	return true;
+}
+
+static int env_refuse(struct sbx_error **err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int env_refuse(struct sbx_error **err, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	sbx_error_set(err, SBX_E_INVALID, 0, "%s", sb.buf);
+	sbx_error_reason(err ? *err : NULL, "bad environment");
+	strbuf_release(&sb);
+	return -1;
+}
+
+int svc_exec_env_check(const char *const *env, size_t n, struct sbx_error **err)
+{
+	struct strbuf sb = STRBUF_INIT;
+	size_t total = 0;
+	int rc = 0;
+
+	if (n > SVC_EXEC_ENV_COUNT_MAX)
+		return env_refuse(err, "%zu environment variables; at most %d",
+				  n, SVC_EXEC_ENV_COUNT_MAX);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		const char *e = env[i], *eq = strchr(e, '=');
+		size_t nl = eq ? (size_t)(eq - e) : 0, vl;
+
+		if (!eq) {
+			rc = env_refuse(err,
+					"environment entry %zu has no '=': "
+					"give NAME=VALUE",
+					i + 1);
+			break;
+		}
+		vl = strlen(eq + 1);
+		total += nl + vl + 1;
+		if (!env_name_valid(e, nl) || nl > SVC_EXEC_ENV_NAME_MAX)
+			rc = env_refuse(err,
+					"environment variable '%s': a name is "
+					"1 to %d letters, digits and '_', not "
+					"starting with a digit",
+					env_name(&sb, e, nl),
+					SVC_EXEC_ENV_NAME_MAX);
+		else if (vl > SVC_EXEC_ENV_VALUE_MAX)
+			rc = env_refuse(err,
+					"environment variable '%s': its value "
+					"is %zu bytes, over %d",
+					env_name(&sb, e, nl), vl,
+					SVC_EXEC_ENV_VALUE_MAX);
+		else if (!utf8_valid(eq + 1, vl))
+			rc = env_refuse(err,
+					"environment variable '%s': its value "
+					"is not valid UTF-8",
+					env_name(&sb, e, nl));
+		else if (total > SVC_EXEC_ENV_TOTAL_MAX)
+			rc = env_refuse(err,
+					"the environment is over %d bytes in "
+					"all (at '%s')",
+					SVC_EXEC_ENV_TOTAL_MAX,
+					env_name(&sb, e, nl));
+		for (size_t j = 0; j < i && rc == 0; j++)
+			if (strncmp(env[j], e, nl + 1) == 0)
+				rc = env_refuse(err,
+						"environment variable '%s' is "
+						"given twice",
+						env_name(&sb, e, nl));
+	}
+	strbuf_release(&sb);
+	return rc;
+}
+
+int svc_exec_seconds_parse(const char *s, unsigned long long *ms,
+			   struct sbx_error **err)
+{
+	unsigned long long whole = 0, frac = 0;
+	size_t i = 0, nd = 0, nf = 0;
+	bool up = false;
+
+	for (; s[i] >= '0' && s[i] <= '9'; i++, nd++)
+		if (nd < 12)
+			whole = whole * 10 + (unsigned long long)(s[i] - '0');
+	if (s[i] == '.')
+		for (i++; s[i] >= '0' && s[i] <= '9'; i++, nf++) {
+			if (nf < 3)
+				frac = frac * 10 +
+				       (unsigned long long)(s[i] - '0');
+			else if (s[i] != '0')
+				up = true;
+		}
+	if (s[i] || (!nd && !nf) || nd > 12) {
+		struct strbuf sb = STRBUF_INIT;
+
+		text_add_escaped(&sb, s, strlen(s) < 32 ? strlen(s) : 32);
+		sbx_error_set(err, SBX_E_INVALID, 0,
+			      "'%s' is not a number of seconds (digits, "
+			      "with a fraction if need be: 30, 0.5)",
+			      sb.buf ? sb.buf : "");
+		strbuf_release(&sb);
+		return -1;
+	}
+	for (; nf < 3; nf++)
+		frac *= 10;
+	*ms = whole * 1000 + frac + (up ? 1 : 0);
+	if (*ms == 0)
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "'%s' seconds: a deadline must be more "
+				     "than 0",
+				     s);
+	if (*ms > SECONDS_MAX * 1000)
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "'%s' seconds: at most %llu (7 days)", s,
+				     SECONDS_MAX);
+	return 0;
+}
+
+const char *svc_exec_seconds(char buf[32], long long ms)
+{
+	int n;
+
+	if (ms % 1000 == 0)
+		snprintf(buf, 32, "%lld", ms / 1000);
+	else {
+		n = snprintf(buf, 32, "%lld.%03lld", ms / 1000, ms % 1000);
+		while (n > 0 && buf[n - 1] == '0')
+			buf[--n] = '\0';
+	}
+	return buf;
 }

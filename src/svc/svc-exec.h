@@ -35,8 +35,20 @@ struct svc_exec_req {
 	 * it, never past the deadline; a callback is waited for (exec-io.h),
 	 * so one whose reader can stall must bound its own wait. */
 	struct svc_sink out, err;
-	unsigned long long timeout_s;  /* 0: the configured; else the less */
+	unsigned long long timeout_ms; /* 0: the configured; else the less */
 	unsigned long long max_output; /* per stream; 0: the configured */
+	/* Its environment besides the container's: nenv "NAME=VALUE"
+	 * (svc_exec_env_check's rules), given to the engine's exec and to
+	 * nothing else: never a row, a log line or a message (a name may be
+	 * named, a value never). */
+	const char *const *env;
+	size_t nenv;
+	/* Its working directory: NULL, the workspace; else a path relative
+	 * to the workspace, or absolute inside it as the container sees it,
+	 * resolved on the host beneath it (workspace.h) and a directory. */
+	const char *cwd;
+	/* An id another process stops it by (svc_exec_stop), or NULL. */
+	const char *run_id;
 };
 
 /* How a command that was started ended. */
@@ -45,6 +57,7 @@ enum svc_exec_end {
 	SVC_EXEC_TIMED_OUT,	/* stopped at its deadline */
 	SVC_EXEC_CANCELLED,	/* stopped by the call's cancel flag */
 	SVC_EXEC_OUTPUT_CLOSED, /* its output's reader left (EPIPE): stopped */
+	SVC_EXEC_STOPPED,	/* stopped by its run id (svc_exec_stop) */
 };
 
 struct svc_exec_res {
@@ -58,7 +71,7 @@ struct svc_exec_res {
 	char *not_started;
 	bool oom;		 /* killed by the out-of-memory killer */
 	long long memory_limit;	 /* the container's, bytes (for oom) */
-	long long limit_s;	 /* the deadline it had, seconds */
+	long long limit_ms;	 /* the deadline it had, milliseconds */
 	size_t stopped;		 /* processes stopped (deadline, cancel) */
 	size_t left_running;	 /* left running until the deadline */
 	unsigned long long bytes[2]; /* every byte it wrote, per stream */
@@ -78,5 +91,43 @@ int svc_exec(const struct svc *s, const struct svc_call *call,
 	     const struct svc_exec_req *req, struct svc_exec_res *res,
 	     struct sbx_error **err);
 void svc_exec_res_release(struct svc_exec_res *res);
+
+/*
+ * Ask the run of KEY whose id is run_id (req->run_id of an exec in any
+ * process) to stop, and wait up to wait_ms for it to end: its processes
+ * are stopped as at a deadline and its row says "stopped by its run id".
+ * 0 whether or not it was running (*running says; *ended whether it has
+ * ended by the return: a stop is idempotent); -1 with *err when the
+ * session is not the caller's or the runs cannot be looked at.  No row of
+ * its own: the run's row says it was stopped.
+ */
+int svc_exec_stop(const struct svc *s, const struct svc_call *call,
+		  const char *key, const char *run_id, long long wait_ms,
+		  bool *running, bool *ended, struct sbx_error **err);
+
+/* The limits of an exec's environment (svc_exec_env_check). */
+#define SVC_EXEC_ENV_NAME_MAX 256
+#define SVC_EXEC_ENV_VALUE_MAX (32 << 10)
+#define SVC_EXEC_ENV_COUNT_MAX 128
+#define SVC_EXEC_ENV_TOTAL_MAX (256 << 10)
+
+/*
+ * Check n "NAME=VALUE" entries: NAME [A-Za-z_][A-Za-z0-9_]*, at most 256
+ * bytes, not given twice; VALUE valid UTF-8 without NUL, at most 32 KiB;
+ * at most 128 entries and 256 KiB in all.  -1 with *err (invalid, reason
+ * "bad environment") naming the entry or its name, never its value.
+ */
+int svc_exec_env_check(const char *const *env, size_t n,
+		       struct sbx_error **err);
+/*
+ * A deadline as a person writes it, in seconds: digits with an optional
+ * fraction ("30", "0.2", ".5", "1.25"), more than 0 and at most 7 days,
+ * into *ms (a fraction of a millisecond rounds up).  -1 with *err
+ * (invalid) for anything else: a sign, an exponent, "nan", "inf", "".
+ */
+int svc_exec_seconds_parse(const char *s, unsigned long long *ms,
+			   struct sbx_error **err);
+/* ms as seconds, as few digits as it needs ("30", "0.5", "1.25"). */
+const char *svc_exec_seconds(char buf[32], long long ms);
 
 #endif
