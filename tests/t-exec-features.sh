@@ -97,6 +97,17 @@ sbx exec "$K" -w /etc -- pwd
 grep -q "working directory" "$T/err"
 ok $? "the refusal says it is the working directory" || diag "$(err)"
 
+# -- bytes the engine's API cannot carry (JSON is text): refused, never a crash
+sbx exec "$K" -- printf "$(printf 'a\377')"
+is "$rc" 2 "an argument that is not UTF-8 is a usage error (not an abort)"
+grep -q "argument 2 of the command is not valid UTF-8" "$T/err"
+ok $? "... naming the argument" || diag "$(err)"
+sbx exec "$K" -c "$(printf 'echo \377')"
+is "$rc" 2 "a shell string that is not UTF-8 is a usage error"
+mkdir "$WS/$(printf 'd\377')"
+sbx exec "$K" -w "$(printf 'd\377')" -- pwd
+is "$rc" 2 "a working directory that is not UTF-8 is a usage error"
+
 # -- fractional deadlines
 t0=$(now)
 sbx exec "$K" --timeout 0.5 -- sleep 5

@@ -134,6 +134,8 @@ static int invoke_status(int code, json_t *ei, const struct exec_io_result *r)
 	return code;
 }
 
+static bool utf8_valid(const char *s, size_t len);
+
 /* The command as the audit's target: the shell string, or argv joined by
  * spaces, an argument with a blank or a quote in single quotes (as sh
  * would take it). */
@@ -677,6 +679,39 @@ static int exec_record(struct run *r, struct sbx_error **err)
 	return rc;
 }
 
+/*
+ * The command and the directory as the engine's API can carry them: text
+ * (JSON strings are UTF-8).  -1 with *err (invalid) naming which, without
+ * quoting it.
+ */
+static int command_check(const struct svc_exec_req *req, struct sbx_error **err)
+{
+	const char *what = NULL;
+	int at = 0;
+
+	if (req->shell && !utf8_valid(req->shell, strlen(req->shell)))
+		what = "the shell string";
+	for (int i = 0; !what && !req->shell && i < req->argc; i++)
+		if (!utf8_valid(req->argv[i], strlen(req->argv[i]))) {
+			what = "argument";
+			at = i + 1;
+		}
+	if (!what && req->cwd && !utf8_valid(req->cwd, strlen(req->cwd)))
+		what = "the working directory";
+	if (!what)
+		return 0;
+	if (at)
+		return sbx_error_set(
+		    err, SBX_E_INVALID, 0,
+		    "argument %d of the command is not valid "
+		    "UTF-8: the engine's API carries text only",
+		    at);
+	return sbx_error_set(err, SBX_E_INVALID, 0,
+			     "%s is not valid UTF-8: the engine's API carries "
+			     "text only",
+			     what);
+}
+
 int svc_exec(const struct svc *s, const struct svc_call *call,
 	     const struct svc_exec_req *req, struct svc_exec_res *res,
 	     struct sbx_error **err)
@@ -700,7 +735,8 @@ int svc_exec(const struct svc *s, const struct svc_call *call,
 	memset(res, 0, sizeof(*res));
 	/* Refused before anything, with no row: the request is malformed
 	 * (no value may reach a row). */
-	if (svc_exec_env_check(req->env, req->nenv, err) < 0)
+	if (svc_exec_env_check(req->env, req->nenv, err) < 0 ||
+	    command_check(req, err) < 0)
 		return -1;
 	if (svc_audit_open(s, call, &r.au, err) < 0)
 		return -1;
