@@ -287,10 +287,14 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 
 	memset(&res, 0, sizeof(res));
 	rc = parse(ctx, argc, argv, &o, &req.key, &at);
-	if (rc)
+	if (rc) {
+		env_release(&o.env);
 		return rc < 0 ? 0 : rc;
-	if (o.has_verdict && (rc = verdict_check(o.verdict, &verdict)))
+	}
+	if (o.has_verdict && (rc = verdict_check(o.verdict, &verdict))) {
+		env_release(&o.env);
 		return rc;
+	}
 	req.shell = o.shell;
 	req.argv = argv + at;
 	req.argc = argc - at;
@@ -327,7 +331,7 @@ static int cmd_exec(struct sbx_ctx *ctx, int argc, char **argv)
 	}
 	ctx->call.tenant = cmd_identity(o.tenant, "SBXCAT_TENANT");
 	if (o.stop)
-		return stop_run(ctx, req.key, o.stop);
+		return stop_run(ctx, req.key, o.stop); /* o.env is empty */
 	req.in_fd = o.interactive ? STDIN_FILENO : -1;
 	req.max_output = o.max_out;
 	req.env = (const char *const *)o.env.v;
