@@ -240,4 +240,28 @@ is "$(out)" asleep "with its files"
 sbx session close "$KE3"
 [ ! -e "$WSE3" ]; ok $? "and its close deletes them"
 
+# SANDBOXD_MAX_OPEN_SESSIONS closes the session hibernated longest to make
+# room: an ephemeral one is purged then, as its close would.
+open_s acme run eph-5 --durability ephemeral --runtime "$RSMALL"
+KE5=$key
+sbx exec "$KE5" -c "echo asleep > f"
+sb_stamp "$KE5" $(($(date +%s) - 120))
+SANDBOXD_MAX_SESSIONS=1 SANDBOXD_EVICT_IDLE_AFTER=60 open_s acme run eph-6 --runtime "$RSMALL"
+K6=$key
+sbx session show "$KE5" --json
+is "$(jq -r .state "$T/out")" hibernated "(eph-5 hibernated for eph-6)"
+SANDBOXD_MAX_SESSIONS=2 SANDBOXD_MAX_OPEN_SESSIONS=2 SANDBOXD_EVICT_IDLE_AFTER=60 \
+	open_s acme run eph-7 --runtime "$RSMALL"
+is "$rc" 0 "an open over SANDBOXD_MAX_OPEN_SESSIONS closes the hibernated one"
+K7=$key
+[ ! -e "$ROOT/$KE5" ]; ok $? "the ephemeral session closed to make room is purged"
+is "$(rows close 'closed to make room: hibernated the longest; purged: ephemeral' "$KE5")" 1 \
+	"... its row says so"
+is "$(tb_docker ps -aq --filter "name=$(ctr "$KE5")" | wc -l | tr -d ' ')" 0 "... its container removed"
+sbx reap
+is "$(find "$ROOT/.sbxcat-trash" -mindepth 1 -maxdepth 1 | wc -l | tr -d ' ')" 0 \
+	"the next reap empties what it left in the trash"
+sbx session close "$K6"
+sbx session close "$K7"
+
 sb_done

@@ -298,6 +298,8 @@ static int read_old(const struct svc_call *call,
 #define HIBERNATED_DETAIL "hibernated: container stopped to make room"
 #define HIBERNATED_FAILED "hibernated: container could not be stopped"
 #define ASLEEP_CLOSED "closed to make room: hibernated the longest"
+#define ASLEEP_PURGED                                                          \
+	"closed to make room: hibernated the longest; purged: ephemeral"
 
 /*
  * With the quota lock held, room made for key's open where the
@@ -334,7 +336,10 @@ static int make_room(const struct svc *s, const struct svc_call *call,
 			if (ev.key[0])
 				session_audit(au, AUDIT_CLOSE, ev.tenant,
 					      ev.key, ev.runtime, ev.key, t0,
-					      *err ? NULL : ASLEEP_CLOSED, err);
+					      *err	  ? NULL
+					      : ev.purged ? ASLEEP_PURGED
+							  : ASLEEP_CLOSED,
+					      err);
 			rc = *err ? -1 : rc;
 			if (rc == 0 && done) {
 				n->open--;
