@@ -215,6 +215,17 @@ is "$(tb_docker ps -aq --filter "name=$(ctr "$KE2")" | wc -l | tr -d ' ')" 0 "it
 [ -f "$WSP2/f" ]; ok $? "the persistent workspace is kept"
 is "$(rows reap 'ephemeral, idle: deleted' "$KE2")" 1 "the reap's row says ephemeral, idle: deleted"
 
+# ... but never from under a command of sbxcat's running in it.
+open_s acme run eph-busy --durability ephemeral
+KB=$key
+bounded exec "$KB" -- sleep 6 >/dev/null 2>&1 &
+bpid=$!
+sb_exec_started "$KB"
+sb_idle_busy "$KB" 700 "an idle ephemeral session with a command running is left alone"
+[ -d "$ROOT/$KB/workspace" ]; ok $? "... its workspace kept meanwhile"
+wait "$bpid"
+sbx session close "$KB"
+
 # Hibernation keeps an ephemeral session's workspace (it only stops the
 # container); its next open wakes it with its files.
 sbx session close "$KL" --purge
