@@ -110,7 +110,7 @@ open_s acme run lab-32 "$@" --json
 is "$rc:$(jq '.labels | length' "$T/out")" "0:32" "32 labels are taken"
 K32=$key
 is "$(ndep)" "$((n0 + 1))" "the refused opens made no container"
-bad "durability is ephemeral or persistent" --durability forever
+bad "durability 'forever' is neither ephemeral nor persistent" --durability forever
 
 # -- Expiry: the last activity plus the idle timeout.
 sbx session show "$K0" --json

@@ -136,10 +136,18 @@ static int open_kept_parse(const struct svc_session_open_req *req,
 	if (req->durability) {
 		k->durability_set = true;
 		if (session_durability_parse(req->durability, &k->durability) <
-		    0)
-			return sbx_error_set(err, SBX_E_INVALID, 0,
-					     "durability is ephemeral or "
-					     "persistent");
+		    0) {
+			struct strbuf sb = STRBUF_INIT;
+
+			text_add_escaped(&sb, req->durability,
+					 strlen(req->durability));
+			sbx_error_set(err, SBX_E_INVALID, 0,
+				      "durability '%s' is neither ephemeral "
+				      "nor persistent",
+				      strbuf_str(&sb));
+			strbuf_release(&sb);
+			return -1;
+		}
 	}
 	for (size_t i = 0; i < req->nlabels && !*err; i++)
 		session_labels_parse(&k->labels, req->labels[i], err);
