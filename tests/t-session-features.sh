@@ -37,6 +37,8 @@ rows() {
 }
 # epoch RFC3339: Unix seconds.
 epoch() { date -u -d "$1" +%s 2>/dev/null || echo bad; }
+# A value with unicode, quotes, '=' and a backslash at its end.
+# shellcheck disable=SC1003
 CAFE=$(printf 'caf\303\251 \360\237\220\210 = "q" \\')
 
 # -- Labels: given at open, given back exactly.
