@@ -8,8 +8,8 @@ Prints TAP.
 Environment: SERVE_HOST, SERVE_PORT, SERVE_TOKEN, SERVE_RT (the default
 runtime), SERVE_RT2 (another), SERVE_RUNTIMES (every alias, sorted, comma
 separated), SERVE_MAX_READ (the read limit), SERVE_EXEC_TIMEOUT,
-SERVE_TENANT_A/B and SERVE_TOKEN_A/B (the tenants file's), SERVE_PREFIX (a
-prefix for session ids, unique to the run).
+SERVE_TENANT_A/B and SERVE_TOKEN_A/B (the tenants file's), SERVE_ROOT (the
+workspace root), SERVE_PREFIX (a prefix for session ids, unique to the run).
 """
 import base64
 import http.client
@@ -501,6 +501,93 @@ for sid in (P + "q1", P + "race"):
 # A small fuzzer: random bodies of every shape to every route, random ids
 # and bytes; never a 5xx but the engine's 502, never a crash, and the
 # service answers the same afterwards.
+# issue 20: labels, durability and expires_at on the wire
+import calendar
+
+
+def rfc3339(t):
+    """Unix seconds of an RFC 3339 time in UTC (sbxcat writes ...Z)."""
+    return calendar.timegm(time.strptime(t, "%Y-%m-%dT%H:%M:%SZ"))
+
+
+ROOT = E["SERVE_ROOT"]
+CAFE = "caf\u00e9 \U0001F408 \"q\" \\ = x"
+LAB = {"env": "prod", "team": CAFE, "empty": "", "a/b.c_d-e": "x=y"}
+SL = P + "lab"
+st, doc, _, _ = open_session(SL, labels=LAB)
+ok(st == 200 and doc["session"]["labels"] == LAB,
+   "an open's labels come back exactly in its SessionInfo (unicode, empty, '=')", doc)
+tokl = doc["token"] if st == 200 else TOKEN
+ok(st == 200 and doc["session"]["durability"] == "persistent",
+   "the default durability is persistent", doc)
+st, pol, _, _ = req("GET", "/policy", token=TOKEN)
+st, doc, _, _ = req("GET", "/sessions/" + SL, token=tokl)
+ok(st == 200 and doc["labels"] == LAB, "GET /sessions/{id} gives the labels exactly", doc)
+ok(st == 200 and not [k for k in doc["labels"] if k.lower().startswith("io.sbxcat")],
+   "... and none of sbxcat's own", doc)
+ok(st == 200 and isinstance(doc.get("expires_at"), str)
+   and rfc3339(doc["expires_at"]) - int(doc["last_activity"]) == pol["idle_timeout"],
+   "expires_at is last_activity + the idle timeout (%s s), RFC 3339" % pol.get("idle_timeout"), doc)
+exp0 = doc.get("expires_at")
+st, doc, _, _ = req("GET", "/sessions", token=TOKEN)
+row = [r for r in doc["sessions"] if r["session_id"] == SL] if st == 200 else []
+ok(row and row[0]["labels"] == LAB and row[0]["durability"] == "persistent"
+   and row[0]["expires_at"] == exp0, "the list gives labels, durability, expires_at", row)
+time.sleep(1.1)
+op(SL, tokl, "exec", command="true")
+st, doc, _, _ = req("GET", "/sessions/" + SL, token=tokl)
+ok(st == 200 and rfc3339(doc["expires_at"]) > rfc3339(exp0),
+   "an operation moves expires_at on", (exp0, doc))
+st, doc, _, _ = open_session(SL, reuse=True)
+ok(st == 200 and doc["session"]["labels"] == LAB, "a reuse without labels keeps them", doc)
+st, doc, _, _ = open_session(SL, reuse=True, labels={"only": "one"})
+ok(st == 200 and doc["session"]["labels"] == {"only": "one"}, "a reuse with labels replaces them", doc)
+st, doc, _, _ = open_session(SL, reuse=True, durability="ephemeral")
+ok(st == 409 and detail(doc) == ("Session %s is persistent. Close it with purge before "
+                                 "opening it ephemeral." % SL),
+   "a reuse asking ephemeral of a persistent session: 409", doc)
+for bad, why in (({"io.sbxcat.tenant": "x"}, "label 'io.sbxcat.tenant': keys in 'io.sbxcat'"),
+                 ({"IO.SbxCat.key": "x"}, "label 'IO.SbxCat.key'"),
+                 ({"a b": "x"}, "label 'a b'"),
+                 ({"nl": "a\nb"}, "label 'nl': a label's value holds a control character"),
+                 ({"n": 1}, "label 'n': its value is not a string"),
+                 ({"long": "v" * 257}, "label 'long': a label's value is longer than 256 bytes"),
+                 ({"k%d" % i: "v" for i in range(33)}, "a session has at most 32 labels")):
+    st, doc, _, _ = open_session(P + "labbad", labels=bad)
+    d = doc.get("detail") if isinstance(doc, dict) else None
+    ok(st == 422 and isinstance(d, list) and d[0]["loc"] == ["body", "labels"]
+       and d[0]["msg"].startswith(why), "bad labels are 422 naming them: %s" % why, doc)
+st, doc, _, _ = open_session(P + "labbad", labels=["x"])
+ok(st == 422, "labels that are not an object: 422", doc)
+st, doc, _, _ = open_session(P + "labbad", durability="forever")
+ok(st == 422, "a durability that is neither: 422", doc)
+st, doc, _, _ = req("GET", "/sessions/" + P + "labbad", token=TOKEN)
+ok(st == 404, "the refused opens opened nothing", doc)
+# ephemeral: its DELETE takes the workspace, purge or not
+SE = P + "eph"
+st, doc, _, _ = open_session(SE, durability="ephemeral")
+toke = doc["token"] if st == 200 else TOKEN
+ok(st == 200 and doc["session"]["durability"] == "ephemeral", "an ephemeral open", doc)
+key_e = doc["session"]["key"] if st == 200 else "none"
+st, doc, _, _ = op(SE, toke, "write", path="f.txt", content_b64=b64(b"x"))
+wse = os.path.join(ROOT, key_e, "workspace")
+ok(os.path.isfile(os.path.join(wse, "f.txt")), "it writes into its workspace", doc)
+st, doc, _, _ = open_session(SE, reuse=True, durability="persistent")
+ok(st == 409 and "is ephemeral" in (detail(doc) or ""), "a reuse asking persistent of it: 409", doc)
+st, _, _, _ = req("DELETE", "/sessions/" + SE, token=toke)
+ok(st == 204, "its DELETE (no purge) is 204")
+ok(not os.path.exists(os.path.join(ROOT, key_e)), "... and its workspace and record are gone")
+SP = P + "per"
+st, doc, _, _ = open_session(SP, durability="persistent")
+tokp = doc["token"] if st == 200 else TOKEN
+key_p = doc["session"]["key"] if st == 200 else "none"
+op(SP, tokp, "write", path="f.txt", content_b64=b64(b"x"))
+req("DELETE", "/sessions/" + SP, token=tokp)
+ok(os.path.isfile(os.path.join(ROOT, key_p, "workspace", "f.txt")),
+   "a persistent session's DELETE keeps its workspace")
+req("DELETE", "/sessions/%s?purge=true" % SP, token=TOKEN)
+req("DELETE", "/sessions/%s?purge=true" % SL, token=TOKEN)
+
 import random
 rnd = random.Random(int(E.get("SERVE_FUZZ_SEED", "1")))
 FZ = P + "fz"
@@ -529,8 +616,8 @@ def junk(depth=0):
 
 FIELDS = ["path", "command", "timeout_seconds", "offset", "limit", "content_b64", "old_string",
           "new_string", "replace_all", "pattern", "glob", "ignore_hidden", "argv", "env", "cwd", "run_id",
-          "session_id", "runtime", "tenant", "reuse", "attach", "max_sessions", "mem_limit",
-          "runtimes", "default_runtime"]
+          "session_id", "runtime", "tenant", "reuse", "attach", "labels", "durability",
+          "max_sessions", "mem_limit", "runtimes", "default_runtime"]
 OPS = ["exec", "read", "read_bytes", "write", "edit", "exists", "ls", "glob", "grep", "run"]
 bad5xx = []
 for i in range(300):

@@ -82,7 +82,7 @@ ok $? "... saying why"
 SERVE_HOST=127.0.0.1 SERVE_PORT=$PORT SERVE_TOKEN=$TOKEN SERVE_RT=$RA SERVE_RT2=$RSMALL \
 SERVE_RUNTIMES=$(jq -r '[.[].alias] | sort | join(",")' "$CAT") SERVE_MAX_READ=65536 \
 SERVE_EXEC_TIMEOUT=60 SERVE_TENANT_A=acme SERVE_TENANT_B=beta SERVE_TOKEN_A=$TA \
-SERVE_TOKEN_B=$TB SERVE_PREFIX=w$$- SERVE_FUZZ_SEED=${SERVE_FUZZ_SEED:-$$} \
+SERVE_TOKEN_B=$TB SERVE_ROOT=$ROOT SERVE_PREFIX=w$$- SERVE_FUZZ_SEED=${SERVE_FUZZ_SEED:-$$} \
 	timeout -s KILL 300 python3 "$srcdir/tests/serve_wire.py" >"$T/wire.tap" 2>"$T/wire.err"
 rc=$?
 is "$rc" 0 "the wire's conformance script ran to its end"

@@ -997,6 +997,14 @@ static void test_workspace(void)
 	sbx_error_free(&err);
 }
 
+/* A record of version 3 but for its labels and durability. */
+#define V3_HEAD                                                                \
+	"{\"version\":3,\"key\":\"xc-acme-run-aaaaaaaaaaaaaaaaaaaaaaaaaa\","   \
+	"\"tenant\":\"acme\",\"scope\":\"run\",\"runtime\":\"python\","        \
+	"\"image\":\"x:1\",\"container\":null,\"created\":1,"                  \
+	"\"last_activity\":1,\"workspace\":\"xc-acme-run-"                     \
+	"aaaaaaaaaaaaaaaaaaaaaaaaaa/workspace\","
+
 static void test_records(void)
 {
 	struct sbx_error *err = NULL;
@@ -1032,6 +1040,30 @@ static void test_records(void)
 	session_record_read(&root, key, &back, &err);
 	is_str(back.container, rec.container, "round trip, a container");
 	session_record_release(&back);
+
+	{
+		struct session_record l = rec;
+
+		/* Labels and durability are written and read back exactly:
+		 * unicode, an empty value, order by key. */
+		session_labels_init(&l.labels);
+		session_labels_add(
+		    &l.labels, "team", "caf\xc3\xa9 \xf0\x9f\x90\x88",
+		    strlen("caf\xc3\xa9 \xf0\x9f\x90\x88"), &err);
+		session_labels_add(&l.labels, "a/b", "", 0, &err);
+		l.durability = SESSION_EPHEMERAL;
+		is_int(session_record_write(&root, &l, &err), 0,
+		       "a record with labels written");
+		is_int(session_record_read(&root, key, &back, &err), 0,
+		       "and read");
+		ok(session_labels_equal(&back.labels, &l.labels) &&
+		       back.durability == SESSION_EPHEMERAL,
+		   "labels and durability round trip");
+		session_record_release(&back);
+		session_labels_release(&l.labels);
+		l.durability = SESSION_PERSISTENT;
+		session_record_write(&root, &l, &err);
+	}
 
 	now = time(NULL);
 	is_int(session_record_touch(&root, key, &err), 0, "touch");
@@ -1195,6 +1227,24 @@ static void test_records(void)
 		     "aaaa\",\"tenant\":\"acme\",\"scope\":\"run\",\"runtime\":"
 		     "\"python\",\"image\":\"x:1\",\"container\":\"abc\","
 		     "\"created\":1,\"last_activity\":1}"},
+		    {"version 3 without labels",
+		     V3_HEAD "\"durability\":\"persistent\"}"},
+		    {"version 3 with sbxcat's own label", V3_HEAD
+		     "\"durability\":\"persistent\",\"labels\":{\"io.sbxcat."
+		     "tenant\":\"x\"}}"},
+		    {"version 3 with a control character in a label",
+		     V3_HEAD "\"durability\":\"persistent\",\"labels\":{\"a\":"
+			     "\"\\u001b[2J\"}}"},
+		    {"version 3 with a number as a label", V3_HEAD
+		     "\"durability\":\"persistent\",\"labels\":{\"a\":1}}"},
+		    {"version 3 with another durability",
+		     V3_HEAD "\"durability\":\"forever\",\"labels\":{}}"},
+		    {"version 4",
+		     "{\"version\":4,\"key\":\"xc-acme-run-"
+		     "aaaaaaaaaaaaaaaaaaaaaa"
+		     "aaaa\",\"tenant\":\"acme\",\"scope\":\"run\",\"runtime\":"
+		     "\"python\",\"image\":\"x:1\",\"container\":null,"
+		     "\"created\":1,\"last_activity\":1}"},
 		};
 		int wrong = 0;
 		const char *good =
@@ -1214,6 +1264,19 @@ static void test_records(void)
 		       "... of version 1: its workspace is KEY/workspace");
 		session_record_release(&back);
 		fp = fopen(file, "w");
+		fputs(V3_HEAD "\"durability\":\"ephemeral\",\"labels\":{\"k\":"
+			      "\"caf\\u00e9\"}}",
+		      fp);
+		fclose(fp);
+		is_int(session_record_read(&root, key, &back, &err), 0,
+		       "a hand-written record of version 3 reads (its table's "
+		       "base)");
+		ok(back.labels.n == 1 && !strcmp(back.labels.keys[0], "k") &&
+		       !strcmp(back.labels.values[0], "caf\xc3\xa9") &&
+		       back.durability == SESSION_EPHEMERAL,
+		   "... its labels and durability as written");
+		session_record_release(&back);
+		fp = fopen(file, "w");
 		fputs("{\"version\":2,\"key\":\"xc-acme-run-"
 		      "aaaaaaaaaaaaaaaaaaaaaaaaaa\",\"tenant\":\"acme\","
 		      "\"scope\":\"run\",\"runtime\":\"python\",\"image\":"
@@ -1224,6 +1287,8 @@ static void test_records(void)
 		fclose(fp);
 		is_int(session_record_read(&root, key, &back, &err), 0,
 		       "a record of version 2 naming a pooled workspace reads");
+		ok(back.labels.n == 0 && back.durability == SESSION_PERSISTENT,
+		   "... with no labels, persistent");
 		is_str(back.workspace, ".sbxcat-ws/abcdefghijklmnopqrstuvwxyz",
 		       "... its workspace as written");
 		ok(session_workspace_pooled(&back), "... pooled");

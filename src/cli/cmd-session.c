@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,15 +22,35 @@
 #include "svc/svc-session.h"
 
 extern const struct cmd_entry cmd_session_open_entry, cmd_session_ls_entry,
-    cmd_session_show_entry, cmd_session_close_entry;
+    cmd_session_show_entry, cmd_session_close_entry, cmd_session_touch_entry;
 
 /* ---- open ---- */
 
 struct open_opts {
-	const char *runtime, *tenant, *scope, *subject, *host;
+	const char *runtime, *tenant, *scope, *subject, *host, *durability;
+	/* --label's arguments as given, checked by session_open */
+	const char *label[SESSION_LABELS_MAX];
+	size_t nlabel;
 };
 
+static int opt_label(const struct cmd_entry *cmd, const char *name,
+		     const char *arg, void *field)
+{
+	struct open_opts *o =
+	    (struct open_opts *)((char *)field -
+				 offsetof(struct open_opts, label));
+
+	(void)name;
+	if (o->nlabel == SESSION_LABELS_MAX)
+		return cmd_usage_error(cmd, "at most %d --label",
+				       SESSION_LABELS_MAX);
+	o->label[o->nlabel++] = arg;
+	return 0;
+}
+
 static const struct cmd_option open_options[] = {
+    CMD_CALL("label", struct open_opts, label, opt_label, 0),
+    CMD_STRING("durability", 0, struct open_opts, durability, 0),
     CMD_STRING("runtime", 'r', struct open_opts, runtime, 0),
     CMD_STRING("tenant", 0, struct open_opts, tenant, 0),
     CMD_STRING("scope", 0, struct open_opts, scope, 0),
@@ -91,6 +112,10 @@ static int session_open(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 	rc = check_fields(ctx, &req);
 	if (rc)
 		return rc;
+	/* Checked by the open (exit 2, naming the label). */
+	req.labels = o->label;
+	req.nlabels = o->nlabel;
+	req.durability = o->durability;
 	cat_err = load_catalog(ctx, &cat);
 	req.cat = cat_err ? NULL : &cat;
 	req.cat_err = cat_err;
@@ -220,6 +245,35 @@ static int session_show(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 	return 0;
 }
 
+/* ---- touch ---- */
+
+static int session_touch(struct sbx_ctx *ctx, void *opts, int nargs,
+			 char **args)
+{
+	const struct key_opts *o = opts;
+	struct svc_session_touch_req req = {.key = args[0]};
+	struct svc_session_touch_res res;
+	struct sbx_error *err = NULL;
+	int rc = 0;
+
+	(void)nargs;
+	ctx->call.tenant = cmd_identity(o->tenant, "SBXCAT_TENANT");
+	if (svc_session_touch(&ctx->svc, &ctx->call, &req, &res, &err) < 0) {
+		rc = cmd_report(&err);
+	} else if (ctx->json) {
+		cmd_print_json(steal_pointer(&res.doc));
+	} else {
+		const char *at =
+		    json_string_value(json_object_get(res.doc, "expires_at"));
+
+		/* The new expiry: what a caller keeping a session alive
+		 * needs to know. */
+		printf("%s\n", at ? at : "never");
+	}
+	svc_session_touch_res_release(&res);
+	return rc;
+}
+
 /* ---- close ---- */
 
 static const struct cmd_option close_options[] = {
@@ -250,7 +304,8 @@ static int session_close(struct sbx_ctx *ctx, void *opts, int nargs,
 const struct cmd_entry cmd_session_open_entry = {
     .name = "open",
     .usage = "--tenant ORG --scope SCOPE --subject ID [--runtime ALIAS] "
-	     "[--host NAME] [--json]",
+	     "[--host NAME] [--label KEY=VALUE]... "
+	     "[--durability ephemeral|persistent] [--json]",
     .summary = "open (or adopt) the session of a subject; print its key",
     .options = open_options,
     .opts_size = sizeof(struct open_opts),
@@ -283,6 +338,19 @@ const struct cmd_entry cmd_session_show_entry = {
     .run = session_show,
     .parent = &cmd_session_entry,
 };
+const struct cmd_entry cmd_session_touch_entry = {
+    .name = "touch",
+    .usage = "KEY [--tenant T] [--json]",
+    .summary = "mark a session active now; print when it expires",
+    .options = ls_options,
+    .opts_size = sizeof(struct key_opts),
+    .min_args = 1,
+    .max_args = 1,
+    .missing = "which session? KEY is missing",
+    .needs = CMD_NEEDS_CALL,
+    .run = session_touch,
+    .parent = &cmd_session_entry,
+};
 const struct cmd_entry cmd_session_close_entry = {
     .name = "close",
     .usage = "KEY [--purge] [--tenant T] [--json]",
@@ -298,15 +366,13 @@ const struct cmd_entry cmd_session_close_entry = {
 };
 
 static const struct cmd_entry *const session_verbs[] = {
-    &cmd_session_open_entry,
-    &cmd_session_ls_entry,
-    &cmd_session_show_entry,
-    &cmd_session_close_entry,
+    &cmd_session_open_entry,  &cmd_session_ls_entry,	&cmd_session_show_entry,
+    &cmd_session_touch_entry, &cmd_session_close_entry,
 };
 
 const struct cmd_entry cmd_session_entry = {
     .name = "session",
-    .usage = "open|ls|show|close ...",
+    .usage = "open|ls|show|touch|close ...",
     .summary = "sibling containers, one per session",
     .verbs = session_verbs,
     .nverbs = sizeof(session_verbs) / sizeof(session_verbs[0]),

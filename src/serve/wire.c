@@ -315,8 +315,8 @@ static bool resident(const char *state)
 	       (strcmp(state, "running") == 0 || strcmp(state, "paused") == 0);
 }
 
-json_t *wire_session_info(const struct svc_wire_session *ws,
-			  const char *state)
+json_t *wire_session_info(const struct svc *s,
+			  const struct svc_wire_session *ws, const char *state)
 {
 	double now = (double)time(NULL);
 	/* A paused container (the reaper's idle pause) is alive: its
@@ -325,14 +325,19 @@ json_t *wire_session_info(const struct svc_wire_session *ws,
 	bool alive = resident(state);
 	bool asleep = state && strcmp(state, SESSION_STATE_HIBERNATED) == 0;
 	double last = (double)ws->rec.last_activity;
-
-	return xjson_pack(
+	json_t *doc = xjson_pack(
 	    "{s:s, s:s, s:s, s:b, s:s, s:f, s:f, s:f, s:n, s:s}", "session_id",
 	    ws->wire.id[0] ? ws->wire.id : ws->key, "runtime", ws->rec.runtime,
 	    "tenant", ws->rec.tenant, "alive", alive, "state",
 	    asleep ? SESSION_STATE_HIBERNATED : "running", "created_at",
 	    (double)ws->rec.created, "last_activity", last, "idle_seconds",
 	    now > last ? now - last : 0.0, "usage", "key", ws->key);
+
+	/* labels, durability and expires_at are sbxcat's (issue 20), as
+	 * session show gives them. */
+	svc_session_add_kept(s, doc, &ws->rec.labels, ws->rec.durability,
+			     ws->rec.last_activity);
+	return doc;
 }
 
 /* SessionInfo's usage (?usage=true): one sample of the engine's stats,
@@ -488,6 +493,18 @@ static void open_failed(struct wire_req *w, const struct svc_wire_open_req *o,
 	case SVC_WIRE_OK:
 		break;
 	}
+	if (err->kind == SBX_E_CONFLICT && err->reason &&
+	    strcmp(err->reason, SVC_SESSION_DURABILITY_CONFLICT) == 0) {
+		wire_detail(w, 409,
+			    "Session %s is %s. Close it with purge before "
+			    "opening it %s.",
+			    o->id,
+			    strcmp(o->durability, "ephemeral") == 0
+				? "persistent"
+				: "ephemeral",
+			    o->durability);
+		return;
+	}
 	if (err->kind == SBX_E_REFUSED && res->marked &&
 	    strcmp(err->reason ? err->reason : "", SESSION_REASON_HOST_QUOTA) ==
 		0)
@@ -496,12 +513,42 @@ static void open_failed(struct wire_req *w, const struct svc_wire_open_req *o,
 			    err->msg);
 	else if (err->kind == SBX_E_REFUSED)
 		open_refused(w, tenant, err);
+	else if (err->kind == SBX_E_INVALID && err->reason &&
+		 strcmp(err->reason, SVC_SESSION_BAD_LABELS) == 0)
+		wire_invalid(w, "body", "labels", "value_error", err->msg);
 	else if (err->kind == SBX_E_INVALID)
 		wire_detail(w, 422, "%s", err->msg);
 	else {
 		atomic_fetch_add(&w->sv->engine_errors, 1);
 		wire_detail(w, 502, "Could not start sandbox: %s", err->msg);
 	}
+}
+
+/*
+ * sbxcat's fields of an open (issue 20): durability, "ephemeral" or
+ * "persistent"; labels, an object of strings (absent or null: a reopen
+ * keeps its own), each checked by the open as the command line's
+ * --label (422 naming the label).  False once answered.
+ */
+static bool open_kept(struct wire_req *w, struct svc_wire_open_req *o)
+{
+	json_t *l = json_object_get(w->body, "labels");
+
+	if (!wire_str(w, "durability", false, true, &o->durability))
+		return false;
+	if (o->durability && strcmp(o->durability, "ephemeral") != 0 &&
+	    strcmp(o->durability, "persistent") != 0) {
+		wire_invalid(w, "body", "durability", "enum",
+			     "Input should be 'ephemeral' or 'persistent'");
+		return false;
+	}
+	if (l && !json_is_null(l) && !json_is_object(l)) {
+		wire_invalid(w, "body", "labels", "dict_type",
+			     "Input should be a valid dictionary");
+		return false;
+	}
+	o->labels = l;
+	return true;
 }
 
 /* The fields of an open, checked: false once answered. */
@@ -514,7 +561,7 @@ static bool open_fields(struct wire_req *w, struct svc_wire_open_req *o,
 	    !wire_str(w, "runtime", false, true, &o->runtime) ||
 	    !wire_str(w, "tenant", false, true, &t) ||
 	    !wire_bool(w, "reuse", &o->reuse) ||
-	    !wire_bool(w, "attach", &o->attach))
+	    !wire_bool(w, "attach", &o->attach) || !open_kept(w, o))
 		return false;
 	if (o->id && !svc_wire_name_valid(o->id)) {
 		wire_invalid(w, "body", "session_id", "string_pattern_mismatch",
@@ -564,11 +611,14 @@ static void open_answer(struct wire_req *w, const struct svc_wire_open_res *r,
 	ws.rec.runtime = (char *)r->open.runtime;
 	ws.rec.tenant = (char *)tenant;
 	ws.rec.created = r->open.created;
-	ws.rec.last_activity = (long long)time(NULL);
+	ws.rec.last_activity = r->open.last_activity;
+	/* Borrowed for the info: ws is not released. */
+	ws.rec.labels = r->open.labels;
+	ws.rec.durability = r->open.durability;
 	wire_json(w, 200,
 		  xjson_pack("{s:o, s:s}", "session",
-			     wire_session_info(&ws, "running"), "token",
-			     r->token));
+			     wire_session_info(&w->snap->svc, &ws, "running"),
+			     "token", r->token));
 	snprintf(w->req->session, sizeof(w->req->session), "%s",
 		 ws.wire.id);
 }
@@ -637,7 +687,8 @@ static void sessions_list(void *arg, struct http_request *req,
 	}
 	rows = json_array();
 	for (size_t i = 0; i < l.n; i++) {
-		json_t *info = wire_session_info(&l.rows[i], l.states[i]);
+		json_t *info =
+		    wire_session_info(&w.snap->svc, &l.rows[i], l.states[i]);
 
 		if (usage && resident(l.states[i]))
 			json_object_set_new(info, "usage",
@@ -665,7 +716,7 @@ static void sessions_get(void *arg, struct http_request *req,
 	    wire_session(&w, true, NULL) &&
 	    wire_query_bool(&w, "usage", &usage)) {
 		const char *state = wire_session_state(&w);
-		json_t *info = wire_session_info(&w.ws, state);
+		json_t *info = wire_session_info(&w.snap->svc, &w.ws, state);
 
 		if (usage && resident(state))
 			json_object_set_new(info, "usage", usage_json(&w, &w.ws));

@@ -76,9 +76,10 @@ bool wire_auth_service(struct wire_req *w, bool tenant_ok);
  */
 bool wire_session(struct wire_req *w, bool open_only, const char *missing);
 
-/* SessionInfo of w->ws, its container's state word given. */
-json_t *wire_session_info(const struct svc_wire_session *ws,
-			  const char *state);
+/* SessionInfo of ws, its container's state word given (s: the idle
+ * timeout its expires_at counts). */
+json_t *wire_session_info(const struct svc *s,
+			  const struct svc_wire_session *ws, const char *state);
 /* The session's state word, from the engine (one inspect). */
 const char *wire_session_state(struct wire_req *w);
 

@@ -230,8 +230,16 @@ static int decide_session(struct engine *e, const struct session_config *c,
 
 	if (x)
 		x->claimed = true;
-	if (c->workspace_ttl && idle > c->workspace_ttl &&
-	    (!x || !session_state_live(x->state))) {
+	if (rec->durability == SESSION_EPHEMERAL && idle > c->idle_timeout) {
+		/* Reaped, an ephemeral session keeps nothing: whatever its
+		 * container's state (hibernated, paused, running), it goes
+		 * with its workspace, as its close would take them. */
+		a = add_action(p, REAP_DELETE, rec->key, x, rec->last_activity);
+		a->ephemeral = true;
+		a->reason = reason("ephemeral, idle", a->age, "idle timeout",
+				   c->idle_timeout);
+	} else if (c->workspace_ttl && idle > c->workspace_ttl &&
+		   (!x || !session_state_live(x->state))) {
 		a = add_action(p, REAP_DELETE, rec->key, x, rec->last_activity);
 		a->reason = reason("unused", a->age, "workspace TTL",
 				   c->workspace_ttl);
@@ -431,7 +439,9 @@ static void act_session(struct engine *e, struct session_root *r,
 		a->skipped = "became active during the pass; left alone";
 		goto out;
 	}
-	if ((a->what == REAP_STOP || a->what == REAP_PAUSE) &&
+	if ((a->what == REAP_STOP || a->what == REAP_PAUSE ||
+	     (a->what == REAP_DELETE && a->state &&
+	      session_state_live(a->state))) &&
 	    session_engine_busy(e, a->id, p->now, p->exec_timeout_s, &err) !=
 		0) {
 		if (err)
@@ -455,9 +465,13 @@ static void act_session(struct engine *e, struct session_root *r,
 		 * (the container TTL removes it), its tokens go below. */
 		break;
 	case REAP_DELETE:
+		/* (a live container only for an ephemeral session's: the
+		 * workspace TTL's waits for a stopped one) */
 		if (a->id)
 			rc = remove_ctr(e, a,
-					is_state(a->state, stuck_states), &err);
+					is_state(a->state, stuck_states) ||
+					    session_state_live(a->state),
+					&err);
 		/* Moved into the trash under the lock; emptied after it
 		 * (reap_pass_run's end). */
 		if (rc == 0)

@@ -97,6 +97,9 @@ struct reap_action {
 	long long age;	 /* now - since */
 	long long stamp; /* the record's last_activity when decided; -1 none */
 	bool done;
+	/* A delete of an ephemeral session idle past the idle timeout (not
+	 * of one past the workspace TTL). */
+	bool ephemeral;
 	const char *skipped; /* static: why it was left alone, or NULL */
 	char *error;	     /* why it failed, or NULL */
 };

@@ -257,12 +257,16 @@ int session_engine_busy(struct engine *e, const char *id, long long now,
  * oldest first) and not being opened, closed as session close closes it:
  * its container removed (only stopped with SANDBOXD_PERSIST_CONTAINERS),
  * the mark removed, the record stamped, its tokens dropped; its workspace
- * and record stay.  *done and *out as above.
+ * and record stay, unless it is ephemeral (session.h): then its container
+ * is removed and ROOT/KEY moved into the trash (out->purged), emptied by
+ * the next session_trash_finish (the reaper's), not under the quota lock
+ * the caller holds.  *done and *out as above.
  */
 struct session_evicted {
 	char key[SESSION_KEY_MAX + 1];
 	char *tenant, *runtime, *container; /* the container's name */
 	long long stamp, since;		    /* last activity; the mark's time */
+	bool purged; /* an ephemeral session's ROOT/KEY went with it */
 };
 void session_evicted_release(struct session_evicted *v);
 int session_hibernate_lru(struct engine *e, const struct session_config *c,

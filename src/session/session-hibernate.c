@@ -327,6 +327,24 @@ int session_close_asleep(struct engine *e, const struct session_config *c,
 		if (ofd < 0)
 			continue; /* being woken or closed */
 		evicted_of(c, &v[i], out);
+		if (v[i].rec.durability == SESSION_EPHEMERAL) {
+			/* As svc_session_close closes an ephemeral session:
+			 * purged; the entry is left in the trash, emptied
+			 * out of the quota lock. */
+			struct session_trash t;
+
+			session_trash_init(&t);
+			out->purged = true;
+			if (session_engine_close(e, c, key, false, &what, err) <
+				0 ||
+			    session_trash_key(r, key, &t, err) < 0)
+				rc = -1;
+			else
+				*done = true;
+			session_trash_release(&t);
+			session_keydir_unlock(ofd);
+			continue;
+		}
 		/* As svc_session_close closes a session, the quota lock
 		 * held: the container, the mark, the stamp, the tokens. */
 		if (session_engine_close(e, c, key, c->persist_containers,

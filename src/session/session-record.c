@@ -25,8 +25,9 @@
 #include "session/session.h"
 
 #define RECORD_MAX (64 * 1024)
-/* Version 1 had no workspace member: its workspace is KEY/workspace. */
-#define RECORD_VERSION 2
+/* Version 1 had no workspace member: its workspace is KEY/workspace.
+ * Version 2 had no labels nor durability: none, and persistent. */
+#define RECORD_VERSION 3
 /* Year 9999: a time past it in a record is not a time. */
 #define TIME_MAX 253402300799LL
 
@@ -40,7 +41,24 @@ void session_record_release(struct session_record *r)
 	free(r->image);
 	free(r->container);
 	free(r->workspace);
+	session_labels_release(&r->labels);
 	memset(r, 0, sizeof(*r));
+}
+
+const char *session_durability_name(enum session_durability d)
+{
+	return d == SESSION_EPHEMERAL ? "ephemeral" : "persistent";
+}
+
+int session_durability_parse(const char *s, enum session_durability *d)
+{
+	if (strcmp(s, "persistent") == 0)
+		*d = SESSION_PERSISTENT;
+	else if (strcmp(s, "ephemeral") == 0)
+		*d = SESSION_EPHEMERAL;
+	else
+		return -1;
+	return 0;
 }
 
 static bool is_container_id(const char *s)
@@ -84,6 +102,8 @@ static int record_parse(const char *data, size_t len, const char *key,
 	char *msg = NULL;
 	json_int_t version = 0;
 	unsigned seen = 0;
+	bool has_labels = false, has_durability = false;
+	struct sbx_error *lerr = NULL;
 
 	memset(rec, 0, sizeof(*rec));
 	*why = "not JSON";
@@ -119,7 +139,26 @@ static int record_parse(const char *data, size_t len, const char *key,
 			num = &rec->created;
 		else if (strcmp(name, "last_activity") == 0)
 			num = &rec->last_activity;
-		else if (strcmp(name, "container") != 0)
+		else if (strcmp(name, "labels") == 0 && json_is_object(v)) {
+			has_labels = true;
+			/* Checked as an open checks them: a record is root's,
+			 * but what it holds came from a client. */
+			if (session_labels_from_json(&rec->labels, v, &lerr) <
+			    0) {
+				sbx_error_free(&lerr);
+				*why = "'labels' are not labels";
+				goto fail;
+			}
+		} else if (strcmp(name, "durability") == 0 &&
+			   json_is_string(v)) {
+			has_durability = true;
+			if (session_durability_parse(json_string_value(v),
+						     &rec->durability) < 0) {
+				*why = "'durability' is neither persistent "
+				       "nor ephemeral";
+				goto fail;
+			}
+		} else if (strcmp(name, "container") != 0)
 			goto fail;
 		if (str) {
 			/* A string with a NUL inside is no field of ours. */
@@ -135,12 +174,15 @@ static int record_parse(const char *data, size_t len, const char *key,
 			*num = json_integer_value(v);
 		}
 	}
-	*why = "not of version 1 or 2";
-	if (version != 1 && version != RECORD_VERSION)
+	*why = "not of version 1, 2 or 3";
+	if (version < 1 || version > RECORD_VERSION)
 		goto fail;
 	*why = "missing a member";
-	if (seen != (version == 1 ? 9u : 10u) ||
-	    (version == RECORD_VERSION) != (rec->workspace != NULL))
+	if (seen != (version == 1   ? 9u
+		     : version == 2 ? 10u
+				    : 12u) ||
+	    (version >= 2) != (rec->workspace != NULL) ||
+	    (version >= 3) != has_labels || (version >= 3) != has_durability)
 		goto fail;
 	*why = record_problem(rec, &msg);
 	free(msg);
@@ -221,14 +263,17 @@ static int record_write_at(struct session_root *r, int kfd,
 	cleanup_free char *ws = rec->workspace
 				    ? xstrdup(rec->workspace)
 				    : xasprintf("%s/" WORKSPACE_NAME, rec->key);
-	j = xjson_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:s}",
+	j = xjson_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:s, "
+		       "s:o, s:s}",
 		       "version", RECORD_VERSION, "key", rec->key, "tenant",
 		       rec->tenant, "scope", rec->scope, "runtime",
 		       rec->runtime, "image", rec->image, "container",
 		       rec->container ? xjson_string(rec->container)
 				      : json_null(),
 		       "created", (json_int_t)rec->created, "last_activity",
-		       (json_int_t)rec->last_activity, "workspace", ws);
+		       (json_int_t)rec->last_activity, "workspace", ws,
+		       "labels", session_labels_json(&rec->labels),
+		       "durability", session_durability_name(rec->durability));
 	text = json_dumps(j, JSON_SORT_KEYS);
 	json_decref(j);
 	if (!text)
@@ -261,6 +306,12 @@ int session_record_write(struct session_root *r,
 int session_record_touch(struct session_root *r, const char *key,
 			 struct sbx_error **err)
 {
+	return session_record_stamp(r, key, NULL, err);
+}
+
+int session_record_stamp(struct session_root *r, const char *key,
+			 long long *stamp, struct sbx_error **err)
+{
 	struct session_record rec;
 	int kfd = session_keydir_open(r, key, err);
 	int rc;
@@ -279,6 +330,8 @@ int session_record_touch(struct session_root *r, const char *key,
 			rec.last_activity = now;
 			rc = record_write_at(r, kfd, &rec, err);
 		}
+		if (stamp)
+			*stamp = rec.last_activity;
 		session_record_release(&rec);
 	}
 	close(kfd);

@@ -65,6 +65,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "session/session-labels.h"
+
 struct sbx_error;
 
 #define SESSION_KEY_MAX 64
@@ -157,6 +159,21 @@ void session_key(const struct session_config *c, const char *tenant,
 		 const char *scope, const char *subject, const char *host,
 		 char key[SESSION_KEY_MAX + 1]);
 
+/*
+ * What happens to a session's workspace when it ends: persistent (the
+ * default, as before) keeps it after close and the reaper's stop, until
+ * SANDBOXD_WORKSPACE_TTL; ephemeral deletes ROOT/KEY (record and files)
+ * at close and when the reaper reaps it (idle past the idle timeout).
+ * Hibernation keeps either (it only stops the container).
+ */
+enum session_durability {
+	SESSION_PERSISTENT = 0,
+	SESSION_EPHEMERAL,
+};
+const char *session_durability_name(enum session_durability d);
+/* "persistent" or "ephemeral": 0, else -1. */
+int session_durability_parse(const char *s, enum session_durability *d);
+
 /* sbxcat's record of a session (ROOT/KEY/session.json). */
 struct session_record {
 	char key[SESSION_KEY_MAX + 1];
@@ -168,6 +185,10 @@ struct session_record {
 	 * before the key was known).  Set by every read; NULL when written
 	 * means KEY/workspace. */
 	char *workspace;
+	/* The caller's labels and the durability asked for at open (a
+	 * record of version 1 or 2: none, persistent). */
+	struct session_labels labels;
+	enum session_durability durability;
 };
 void session_record_release(struct session_record *r);
 
@@ -258,9 +279,11 @@ int session_workspace_make(struct session_root *r, const char *key,
  * status 1 with errnum ENOENT ("no session 'KEY'"); a record that does
  * not parse is status 3 naming the file.  The record is one JSON object
  * of exactly the members version (1), key, tenant, scope, runtime, image,
- * container (a 64-hex id or null), created and last_activity, at most 64
- * KiB; every member is checked as when it was written, and key must name
- * the directory it is in.
+ * container (a 64-hex id or null), created and last_activity; version 2
+ * adds workspace, version 3 (what is written) labels (an object of
+ * strings, session-labels.h) and durability; at most 64 KiB; every
+ * member is checked as when it was written, and key must name the
+ * directory it is in.
  */
 int session_record_read(struct session_root *r, const char *key,
 			struct session_record *rec, struct sbx_error **err);
@@ -286,6 +309,9 @@ int session_record_write(struct session_root *r,
  * back a record a concurrent write replaced). */
 int session_record_touch(struct session_root *r, const char *key,
 			 struct sbx_error **err);
+/* session_record_touch, the stamp it leaves into *stamp (when not NULL). */
+int session_record_stamp(struct session_root *r, const char *key,
+			 long long *stamp, struct sbx_error **err);
 /*
  * flock(LOCK_EX) ROOT/KEY, the lock session_record_write and
  * session_record_touch take: while it is held no stamp lands.  Returns

@@ -75,6 +75,9 @@ static int record_action(const struct reap_action *a, long long ms,
 			      "idle: hibernated session could not be closed"},
 	    [REAP_CLOSED] = {"closed", "closed"},
 	};
+	static const char *const ephemeral[2] = {
+	    "ephemeral, idle: deleted",
+	    "ephemeral, idle: could not be deleted"};
 	struct recording *rec = arg;
 	struct audit_event ev = {
 	    .op = AUDIT_REAP,
@@ -84,7 +87,8 @@ static int record_action(const struct reap_action *a, long long ms,
 	    .target = a->container ? a->container : a->key,
 	    .ok = a->done && !a->error,
 	    .duration_ms = ms,
-	    .detail = detail[a->what][a->error != NULL],
+	    .detail = a->ephemeral ? ephemeral[a->error != NULL]
+				   : detail[a->what][a->error != NULL],
 	    .bytes = AUDIT_NONE,
 	    .results = AUDIT_NONE,
 	};

@@ -59,6 +59,21 @@ static void session_audit(struct audit *au, enum audit_op op,
 	*err = aerr;
 }
 
+/* The call's recorder, ready to write (else nothing is done: the
+ * operation fails closed). */
+static int audit_begin(const struct svc *s, const struct svc_call *call,
+		       struct audit **au, struct sbx_error **err)
+{
+	if (svc_audit_open(s, call, au, err) < 0)
+		return -1;
+	if (audit_ready(*au, err) < 0) {
+		svc_audit_close(call, *au);
+		*au = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 /* ---- open ---- */
 
 const char *svc_session_open_check(const char *tenant,
@@ -104,6 +119,47 @@ static int check_fields(const char *tenant,
 		      strbuf_str(&sb), why);
 	strbuf_release(&sb);
 	return -1;
+}
+
+/* What an open asks to keep in the record: its labels and durability,
+ * checked (open_kept_parse). */
+struct open_kept {
+	struct session_labels labels;
+	bool labels_set, durability_set;
+	enum session_durability durability;
+};
+
+static int open_kept_parse(const struct svc_session_open_req *req,
+			   struct open_kept *k, struct sbx_error **err)
+{
+	memset(k, 0, sizeof(*k));
+	if (req->durability) {
+		k->durability_set = true;
+		if (session_durability_parse(req->durability, &k->durability) <
+		    0) {
+			struct strbuf sb = STRBUF_INIT;
+
+			text_add_escaped(&sb, req->durability,
+					 strlen(req->durability));
+			sbx_error_set(err, SBX_E_INVALID, 0,
+				      "durability '%s' is neither ephemeral "
+				      "nor persistent",
+				      strbuf_str(&sb));
+			strbuf_release(&sb);
+			return -1;
+		}
+	}
+	for (size_t i = 0; i < req->nlabels && !*err; i++)
+		session_labels_parse(&k->labels, req->labels[i], err);
+	if (!*err)
+		session_labels_from_json(&k->labels, req->labels_json, err);
+	if (*err) {
+		sbx_error_reason(*err, SVC_SESSION_BAD_LABELS);
+		return -1;
+	}
+	k->labels_set = req->nlabels ||
+			(req->labels_json && !json_is_null(req->labels_json));
+	return 0;
 }
 
 /*
@@ -250,6 +306,8 @@ static int read_old(const struct svc_call *call,
 #define HIBERNATED_DETAIL "hibernated: container stopped to make room"
 #define HIBERNATED_FAILED "hibernated: container could not be stopped"
 #define ASLEEP_CLOSED "closed to make room: hibernated the longest"
+#define ASLEEP_PURGED                                                          \
+	"closed to make room: hibernated the longest; purged: ephemeral"
 
 /*
  * With the quota lock held, room made for key's open where the
@@ -286,7 +344,10 @@ static int make_room(const struct svc *s, const struct svc_call *call,
 			if (ev.key[0])
 				session_audit(au, AUDIT_CLOSE, ev.tenant,
 					      ev.key, ev.runtime, ev.key, t0,
-					      *err ? NULL : ASLEEP_CLOSED, err);
+					      *err	  ? NULL
+					      : ev.purged ? ASLEEP_PURGED
+							  : ASLEEP_CLOSED,
+					      err);
 			rc = *err ? -1 : rc;
 			if (rc == 0 && done) {
 				n->open--;
@@ -434,7 +495,8 @@ static int workspace_for(const struct svc *s, struct session_root *root,
  * workspace made and the container restarted or made; the record written.
  */
 static int open_key(const struct svc *s, const struct svc_call *call,
-		    const struct svc_session_open_req *req, struct engine *e,
+		    const struct svc_session_open_req *req,
+		    const struct open_kept *kept, struct engine *e,
 		    struct session_root *root, struct audit *au,
 		    const struct runtime *rt, const char *image,
 		    struct svc_session_open_res *res, struct sbx_error **err)
@@ -450,6 +512,19 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 	session_reservation_init(&slot);
 	if (read_old(call, req, root, res->key, &old, err) < 0)
 		goto out;
+	if (old.key[0] && kept->durability_set &&
+	    old.durability != kept->durability) {
+		/* What happens to the files at close is the session's
+		 * promise: a reopen does not change it behind its back. */
+		sbx_error_set(err, SBX_E_CONFLICT, 0,
+			      "session '%s' is %s, not %s; close it with "
+			      "--purge before opening it %s",
+			      res->key, session_durability_name(old.durability),
+			      session_durability_name(kept->durability),
+			      session_durability_name(kept->durability));
+		sbx_error_reason(*err, SVC_SESSION_DURABILITY_CONFLICT);
+		goto out;
+	}
 	memcpy(rec.key, res->key, sizeof(rec.key));
 	rec.workspace = old.workspace ? xstrdup(old.workspace) : NULL;
 	res->workspace = session_workspace_path(root, &rec);
@@ -503,6 +578,11 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 	rec.container = xstrdup(res->container);
 	rec.created = spec.created;
 	rec.last_activity = (long long)time(NULL);
+	session_labels_copy(&rec.labels,
+			    kept->labels_set ? &kept->labels : &old.labels);
+	rec.durability = kept->durability_set ? kept->durability
+			 : old.key[0]	      ? old.durability
+					      : SESSION_PERSISTENT;
 	/* The record first, the reservation after: in between the session
 	 * is counted twice, never not at all. */
 	if (session_record_write(root, &rec, err) < 0)
@@ -516,6 +596,10 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 		res->outcome = SESSION_WOKEN;
 	res->image = steal_pointer(&rec.image);
 	res->created = spec.created;
+	res->last_activity = rec.last_activity;
+	res->labels = rec.labels;
+	session_labels_init(&rec.labels);
+	res->durability = rec.durability;
 	rc = 0;
 out:
 	session_pool_entry_release(&pool);
@@ -526,7 +610,29 @@ out:
 	return rc;
 }
 
-static json_t *open_json(const struct svc_session_open_res *res)
+/* When a session of last activity last expires: last plus the idle
+ * timeout, as RFC 3339; null without an idle timeout or a stamp. */
+static json_t *expires_json(const struct svc *s, long long last)
+{
+	long long idle = s->cfg.session.idle_timeout;
+
+	if (idle <= 0 || last <= 0)
+		return json_null();
+	return svc_time_json(last + idle);
+}
+
+void svc_session_add_kept(const struct svc *s, json_t *doc,
+			  const struct session_labels *labels,
+			  enum session_durability d, long long last)
+{
+	json_object_set_new(doc, "expires_at", expires_json(s, last));
+	json_object_set_new(doc, "durability",
+			    json_string(session_durability_name(d)));
+	json_object_set_new(doc, "labels", session_labels_json(labels));
+}
+
+static json_t *open_json(const struct svc *s,
+			 const struct svc_session_open_res *res)
 {
 	json_t *doc =
 	    xjson_pack("{s:s, s:s, s:o, s:s, s:s, s:o, s:s}", "key", res->key,
@@ -536,6 +642,8 @@ static json_t *open_json(const struct svc_session_open_res *res)
 		       "outcome", session_outcome_name(res->outcome));
 
 	xjson_set_path(doc, "workspace", res->workspace);
+	svc_session_add_kept(s, doc, &res->labels, res->durability,
+			     res->last_activity);
 	return doc;
 }
 
@@ -547,20 +655,25 @@ int svc_session_open(const struct svc *s, const struct svc_call *call,
 	struct engine engine = ENGINE_INIT;
 	const struct runtime *rt;
 	struct audit *au = NULL;
+	struct open_kept kept = {0};
 	char *image = NULL;
 	int ofd = -1;
 	long long started = clock_now_ms();
 
 	memset(res, 0, sizeof(*res));
 	if (check_fields(call->tenant, req, err) < 0 ||
-	    svc_audit_open(s, call, &au, err) < 0)
+	    open_kept_parse(req, &kept, err) < 0 ||
+	    svc_audit_open(s, call, &au, err) < 0) {
+		session_labels_release(&kept.labels);
 		return -1;
+	}
 	rt = find_runtime(req, res, err);
 	if (!rt) {
 		/* Refused before a key could be made: the row has none. */
 		session_audit(au, AUDIT_OPEN, call->tenant, "", req->runtime,
 			      req->runtime, started, NULL, err);
 		svc_audit_close(call, au);
+		session_labels_release(&kept.labels);
 		return -1;
 	}
 	res->runtime = rt->alias;
@@ -568,6 +681,7 @@ int svc_session_open(const struct svc *s, const struct svc_call *call,
 	 * root is made or an image built; without it, nothing to record in. */
 	if (audit_ready(au, err) < 0) {
 		svc_audit_close(call, au);
+		session_labels_release(&kept.labels);
 		return -1;
 	}
 	if (svc_root_open(s, call, &root, err) < 0 ||
@@ -585,11 +699,11 @@ int svc_session_open(const struct svc *s, const struct svc_call *call,
 		if (ofd < 0 && (*err)->errnum != ESTALE)
 			goto out;
 	}
-	if (ofd < 0 ||
-	    open_key(s, call, req, &engine, &root, au, rt, image, res, err) < 0)
+	if (ofd < 0 || open_key(s, call, req, &kept, &engine, &root, au, rt,
+				image, res, err) < 0)
 		goto out;
 	res->name = session_container_name(&s->cfg.session, res->key);
-	res->doc = open_json(res);
+	res->doc = open_json(s, res);
 out:
 	session_keydir_unlock(ofd);
 	session_audit(au, AUDIT_OPEN, call->tenant, res->key, rt->alias,
@@ -597,6 +711,7 @@ out:
 		      *err ? NULL : session_outcome_name(res->outcome), err);
 	svc_audit_close(call, au);
 	free(image);
+	session_labels_release(&kept.labels);
 	svc_engine_close(s, &engine);
 	session_root_close(&root);
 	return *err ? -1 : 0;
@@ -608,18 +723,25 @@ void svc_session_open_res_release(struct svc_session_open_res *res)
 	free(res->name);
 	free(res->image);
 	free(res->workspace);
+	session_labels_release(&res->labels);
 	json_decref(res->doc);
 	memset(res, 0, sizeof(*res));
 }
 
 /* ---- ls, show ---- */
 
-static json_t *row_json(const struct session_record *r, const char *state)
+static json_t *row_json(const struct svc *s, const struct session_record *r,
+			const char *state)
 {
-	return xjson_pack("{s:s, s:s, s:s, s:s, s:o, s:o}", "key", r->key,
-			  "tenant", r->tenant, "runtime", r->runtime, "state",
-			  state, "created", svc_time_json(r->created),
-			  "last_activity", svc_time_json(r->last_activity));
+	json_t *doc =
+	    xjson_pack("{s:s, s:s, s:s, s:s, s:o, s:o}", "key", r->key,
+		       "tenant", r->tenant, "runtime", r->runtime, "state",
+		       state, "created", svc_time_json(r->created),
+		       "last_activity", svc_time_json(r->last_activity));
+
+	svc_session_add_kept(s, doc, &r->labels, r->durability,
+			     r->last_activity);
+	return doc;
 }
 
 /* The size of key's workspace, into doc (0 and a warning when the walk
@@ -643,7 +765,7 @@ static void add_size(const struct svc_call *call, struct session_root *root,
 
 /* The row of keys[i] into res when it is the caller's to see; a record
  * half made or damaged is said, and skipped. */
-static void ls_row(const struct svc_call *call,
+static void ls_row(const struct svc *s, const struct svc_call *call,
 		   const struct svc_session_ls_req *req,
 		   struct session_root *root, json_t *by_key, const char *key,
 		   struct svc_session_ls_res *res, size_t *alloc)
@@ -672,7 +794,7 @@ static void ls_row(const struct svc_call *call,
 	if (json_is_string(st))
 		row->state = session_state_marked(
 		    root, key, session_state_word(json_string_value(st)));
-	j = row_json(&row->rec, row->state);
+	j = row_json(s, &row->rec, row->state);
 	/* Only a caller that asks pays for the walk of every workspace. */
 	if (req->sizes)
 		add_size(call, root, &row->rec, &row->bytes, &row->files, j);
@@ -698,7 +820,7 @@ int svc_session_ls(const struct svc *s, const struct svc_call *call,
 		goto out;
 	res->doc = json_array();
 	for (size_t i = 0; i < nkeys; i++)
-		ls_row(call, req, &root, by_key, keys[i], res, &alloc);
+		ls_row(s, call, req, &root, by_key, keys[i], res, &alloc);
 	rc = 0;
 out:
 	json_decref(by_key);
@@ -810,7 +932,7 @@ int svc_session_show(const struct svc *s, const struct svc_call *call,
 	res->state =
 	    session_state_marked(&root, res->rec.key, session_state(inspect));
 	res->workspace = session_workspace_path(&root, &res->rec);
-	res->doc = row_json(&res->rec, res->state);
+	res->doc = row_json(s, &res->rec, res->state);
 	show_container(call, &root, inspect, res);
 	rc = 0;
 out:
@@ -892,32 +1014,72 @@ int svc_session_close(const struct svc *s, const struct svc_call *call,
 	memset(res, 0, sizeof(*res));
 	res->container = "gone";
 	res->purged = req->purge;
-	if (svc_audit_open(s, call, &au, err) < 0)
+	if (audit_begin(s, call, &au, err) < 0)
 		return -1;
-	if (audit_ready(au, err) < 0) {
-		svc_audit_close(call, au);
-		return -1;
-	}
 	if (svc_root_open(s, call, &root, err) < 0 ||
-	    session_find(&root, req->key, call->tenant, &r, err) < 0 ||
-	    svc_engine_open(s, call, &engine, err) < 0 ||
-	    close_session(s, &engine, &root, &r, req->purge, &res->container,
+	    session_find(&root, req->key, call->tenant, &r, err) < 0)
+		goto out;
+	/* An ephemeral session keeps nothing once closed. */
+	res->purged = req->purge || r.durability == SESSION_EPHEMERAL;
+	if (svc_engine_open(s, call, &engine, err) < 0 ||
+	    close_session(s, &engine, &root, &r, res->purged, &res->container,
 			  err) < 0)
 		goto out;
 	memcpy(res->key, r.key, sizeof(res->key));
 	res->doc = xjson_pack("{s:s, s:s, s:b}", "key", r.key, "container",
-			      res->container, "purged", req->purge);
+			      res->container, "purged", res->purged);
 out:
 	/* A key not found is the target alone: the row is the caller's,
 	 * never on the key's chain. */
 	session_audit(au, AUDIT_CLOSE, r.key[0] ? r.tenant : call->tenant,
 		      r.key[0] ? r.key : "", r.runtime, req->key, started,
-		      req->purge ? "purged" : res->container, err);
+		      !res->purged ? res->container
+		      : req->purge ? "purged"
+				   : "purged: ephemeral",
+		      err);
 	svc_audit_close(call, au);
 	session_record_release(&r);
 	svc_engine_close(s, &engine);
 	session_root_close(&root);
 	return *err ? -1 : 0;
+}
+
+/* ---- touch ---- */
+
+int svc_session_touch(const struct svc *s, const struct svc_call *call,
+		      const struct svc_session_touch_req *req,
+		      struct svc_session_touch_res *res, struct sbx_error **err)
+{
+	struct session_root root = SESSION_ROOT_INIT;
+	struct session_record r = {0};
+	struct audit *au = NULL;
+	long long started = clock_now_ms();
+
+	memset(res, 0, sizeof(*res));
+	if (audit_begin(s, call, &au, err) < 0)
+		return -1;
+	if (svc_root_open(s, call, &root, err) < 0 ||
+	    session_find(&root, req->key, call->tenant, &r, err) < 0 ||
+	    session_record_stamp(&root, r.key, &res->last_activity, err) < 0)
+		goto out;
+	memcpy(res->key, r.key, sizeof(res->key));
+	res->doc = xjson_pack("{s:s, s:o, s:o}", "key", r.key, "last_activity",
+			      svc_time_json(res->last_activity), "expires_at",
+			      expires_json(s, res->last_activity));
+out:
+	session_audit(au, AUDIT_OPEN, r.key[0] ? r.tenant : call->tenant,
+		      r.key[0] ? r.key : "", r.runtime, req->key, started,
+		      *err ? NULL : "touched", err);
+	svc_audit_close(call, au);
+	session_record_release(&r);
+	session_root_close(&root);
+	return *err ? -1 : 0;
+}
+
+void svc_session_touch_res_release(struct svc_session_touch_res *res)
+{
+	json_decref(res->doc);
+	memset(res, 0, sizeof(*res));
 }
 
 void svc_session_close_res_release(struct svc_session_close_res *res)

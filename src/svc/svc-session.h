@@ -48,7 +48,24 @@ struct svc_session_open_req {
 	 * the id; the record's tenant still decides who reaches it: another
 	 * tenant's open of it is a conflict. */
 	const char *name;
+	/* The session's labels, as nlabels "KEY=VALUE" strings (the
+	 * command line's) or labels_json, an object of strings (the
+	 * wire's; NULL or null: none given), each checked here
+	 * (session-labels.h; invalid, naming the label).  Given, they
+	 * replace those the session had; none given: a new session has
+	 * none, a reopen keeps its own. */
+	const char *const *labels;
+	size_t nlabels;
+	const json_t *labels_json;
+	/* "ephemeral" or "persistent" (else invalid): a new session's, and
+	 * a reopen of one of the other durability is a conflict (reason
+	 * SVC_SESSION_DURABILITY_CONFLICT).  NULL: a new session is
+	 * persistent, a reopen keeps its own. */
+	const char *durability;
 };
+#define SVC_SESSION_DURABILITY_CONFLICT "durability differs"
+/* The reason of an open refused for its labels (invalid). */
+#define SVC_SESSION_BAD_LABELS "bad labels"
 struct svc_session_open_res {
 	char key[SESSION_KEY_MAX + 1];
 	char *container;     /* its id */
@@ -56,10 +73,12 @@ struct svc_session_open_res {
 	const char *runtime; /* the alias, borrowed from the catalogue */
 	char *image;	     /* what the container runs */
 	char *workspace;     /* ROOT/KEY/workspace */
-	long long created;
+	long long created, last_activity;
 	enum session_outcome outcome;
+	struct session_labels labels; /* as recorded */
+	enum session_durability durability;
 	/* {key, container, name, runtime, image, created, outcome,
-	 * workspace} */
+	 * workspace, labels, durability, expires_at} */
 	json_t *doc;
 	/* Failed: the catalogue had diagnostics (cat->diags), the caller's
 	 * to show before the error. */
@@ -101,7 +120,8 @@ struct svc_session_ls_res {
 	struct svc_session_row *rows;
 	size_t n;
 	/* [{key, tenant, runtime, state, created, last_activity,
-	 * workspace_bytes and workspace_files with sizes}, ...] */
+	 * expires_at, durability, labels, workspace_bytes and
+	 * workspace_files with sizes}, ...] */
 	json_t *doc;
 };
 int svc_session_ls(const struct svc *s, const struct svc_call *call,
@@ -119,10 +139,10 @@ struct svc_session_show_res {
 	const char *state; /* session_state: "closed" without a container */
 	char *workspace;
 	unsigned long long bytes, files;
-	/* {key, tenant, runtime, state, created, last_activity, container,
-	 * image, workspace, workspace_bytes, workspace_files, oom_killed,
-	 * oom_kills, exit_code, error, limits}: every field, in the order
-	 * the text shows them. */
+	/* {key, tenant, runtime, state, created, last_activity, expires_at,
+	 * durability, labels, container, image, workspace, workspace_bytes,
+	 * workspace_files, oom_killed, oom_kills, exit_code, error, limits}:
+	 * every field, in the order the text shows them. */
 	json_t *doc;
 };
 int svc_session_show(const struct svc *s, const struct svc_call *call,
@@ -130,8 +150,41 @@ int svc_session_show(const struct svc *s, const struct svc_call *call,
 		     struct svc_session_show_res *res, struct sbx_error **err);
 void svc_session_show_res_release(struct svc_session_show_res *res);
 
+/*
+ * What a session keeps of its open, into doc: labels (exactly as given),
+ * durability, and expires_at, when a session of last activity last
+ * expires: last plus the idle timeout (the reaper's stop, or an
+ * ephemeral session's deletion), RFC 3339; null without an idle timeout
+ * or a stamp.
+ */
+void svc_session_add_kept(const struct svc *s, json_t *doc,
+			  const struct session_labels *labels,
+			  enum session_durability d, long long last);
+
+/*
+ * touch: the session's activity stamped now (as an operation on it
+ * stamps it), which puts off its idle pause, stop and expiry; its row
+ * is op open, detail "touched".  Nothing is asked of the engine: a
+ * paused or hibernated session stays so until an operation needs its
+ * container.
+ */
+struct svc_session_touch_req {
+	const char *key;
+};
+struct svc_session_touch_res {
+	char key[SESSION_KEY_MAX + 1];
+	long long last_activity;
+	json_t *doc; /* {key, last_activity, expires_at} */
+};
+int svc_session_touch(const struct svc *s, const struct svc_call *call,
+		      const struct svc_session_touch_req *req,
+		      struct svc_session_touch_res *res,
+		      struct sbx_error **err);
+void svc_session_touch_res_release(struct svc_session_touch_res *res);
+
 /* close: the container removed (stopped only when the configuration
- * persists containers, and not purge); with purge, ROOT/KEY too. */
+ * persists containers, and not purge); with purge, ROOT/KEY too.  An
+ * ephemeral session is always purged. */
 struct svc_session_close_req {
 	const char *key;
 	bool purge;

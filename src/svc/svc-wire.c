@@ -203,6 +203,8 @@ int svc_wire_open(const struct svc *s, const struct svc_call *call,
 	    .cat_err = req->cat_err,
 	    .runtime = req->runtime,
 	    .name = req->id,
+	    .labels_json = req->labels,
+	    .durability = req->durability,
 	};
 	struct session_root root = SESSION_ROOT_INIT;
 	char hash[SESSION_WIRE_HASH_HEX + 1];

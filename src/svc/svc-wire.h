@@ -96,6 +96,11 @@ struct svc_wire_open_req {
 	bool reuse, attach;
 	const struct catalog *cat;
 	const struct sbx_error *cat_err;
+	/* As svc_session_open_req's labels_json and durability: none
+	 * keeps a reopened session's; a durability other than the
+	 * session's is a conflict (reason SVC_SESSION_DURABILITY_CONFLICT). */
+	const json_t *labels;
+	const char *durability;
 };
 struct svc_wire_open_res {
 	struct svc_session_open_res open;
