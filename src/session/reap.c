@@ -10,16 +10,17 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/engine.h"
-#include "catalog/deployment.h"
 #include "basic/clock.h"
 #include "basic/error.h"
+#include "basic/util.h"
+#include "catalog/deployment.h"
+#include "engine/engine.h"
 #include "session/procs.h"
 #include "session/reap.h"
+#include "session/session-budget.h"
 #include "session/session-engine.h"
-#include "session/session.h"
 #include "session/session-wire.h"
-#include "basic/util.h"
+#include "session/session.h"
 
 /* Seconds an idle session's container is given to stop (its StopSignal
  * is SIGKILL, so it never needs them); as session close. */
@@ -530,6 +531,15 @@ static bool have_key(char **keys, size_t n, const char *key)
 	return key && bsearch(&key, keys, n, sizeof(*keys), cmp_strp) != NULL;
 }
 
+/* A tidy-up of the pass that failed: a warning, counted as a failed
+ * action (exit 1: what cannot be removed needs a person). */
+static void warn_failed(struct reap_pass *p, struct sbx_error **err)
+{
+	warn(p, xstrdup((*err)->msg));
+	sbx_error_free(err);
+	p->failed++;
+}
+
 /*
  * Empty the trash, the lock released: the workspaces this pass deleted,
  * and any a crash left half-emptied (a purge killed after its rename).
@@ -541,11 +551,37 @@ static void finish_trash(struct session_root *r, struct reap_pass *p)
 	struct sbx_error *err = NULL;
 	unsigned n = 0;
 
-	if (session_trash_finish(r, &n, &err) < 0) {
-		warn(p, xstrdup(err->msg));
-		sbx_error_free(&err);
-		p->failed++;
-	}
+	if (session_trash_finish(r, &n, &err) < 0)
+		warn_failed(p, &err);
+}
+
+/*
+ * A disk budget left by an open killed after its mount (ROOT/KEY with no
+ * record; session-budget.h): unmounted, its image removed, unless an
+ * open of the key is in progress now.  A failure is a warning.
+ */
+static void drop_budget(struct session_root *r, struct reap_pass *p,
+			const char *key)
+{
+	struct session_record rec = {0};
+	struct sbx_error *err = NULL;
+
+	if (session_open_busy(r, key))
+		return;
+	snprintf(rec.key, sizeof(rec.key), "%s", key);
+	if (session_budget_remove(r, &rec, &err) < 0)
+		warn_failed(p, &err);
+}
+
+/* Loop devices still attached to files below ROOT, images of the pool
+ * without their workspace (session_budget_sweep). */
+static void sweep_budgets(struct session_root *r, struct reap_pass *p)
+{
+	struct sbx_error *err = NULL;
+	unsigned n = 0;
+
+	if (session_budget_sweep(r, &n, &err) < 0)
+		warn_failed(p, &err);
 }
 
 int reap_pass_run(struct engine *e, const struct session_config *c,
@@ -596,6 +632,8 @@ int reap_pass_run(struct engine *e, const struct session_config *c,
 						  "open or purge); left "
 						  "alone",
 						  r->path, keys[i]));
+				if (!dry_run)
+					drop_budget(r, p, keys[i]);
 			}
 			sbx_error_free(err);
 			continue;
@@ -633,6 +671,8 @@ int reap_pass_run(struct engine *e, const struct session_config *c,
 			break;
 		}
 	}
+	if (!dry_run)
+		sweep_budgets(r, p);
 	rc = 0;
 out:
 	session_unlock(r);

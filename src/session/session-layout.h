@@ -73,4 +73,21 @@ int session_lock_wait(const struct session_root *r, int fd, const char *dir,
 int session_secret_from_fd(struct session_config *c, int fd, const char *what,
 			   struct sbx_error **err);
 
+/*
+ * The directory that holds rec's workspace (ROOT/KEY or ROOT/.sbxcat-ws),
+ * opened and checked as every use of it, and the workspace's name in it
+ * (*name, static or rec's).  Returns the descriptor, or -1.
+ */
+int session_ws_parent(struct session_root *r, const struct session_record *rec,
+		      const char **name, struct sbx_error **err);
+
+/*
+ * Unmount DIR/name (pfd open on DIR) when it is a mount point of an ext4
+ * file system (a disk budget's, session-budget.h), lazily when busy;
+ * not a mount point, or missing: done.  Another kind of mount there is
+ * an error, and left alone.
+ */
+int session_budget_unmount_at(int pfd, const char *dir, const char *name,
+			      struct sbx_error **err);
+
 #endif

@@ -123,6 +123,13 @@ struct session_config {
 	 * at least max_sessions), the sessions open, hibernated included. */
 	long long evict_idle_after;
 	unsigned max_open;
+	/* Disk budgets (session-budget.h, docs/sessions.md):
+	 * SANDBOXD_WORKSPACE_QUOTA, bytes (0, unset: none) and
+	 * SANDBOXD_WORKSPACE_INODES (0, unset: mkfs.ext4's ratio), each
+	 * workspace's unless its open asks for less; SBXCAT_MKFS, the
+	 * program that makes them ("/sbin/mkfs.ext4"). */
+	unsigned long long disk_quota, disk_inodes;
+	char *mkfs;
 };
 
 struct sbx_env;

@@ -20,6 +20,7 @@
 #include "catalog/deployment.h"
 #include "catalog/recipe.h"
 #include "engine/engine.h"
+#include "session/session-budget.h"
 #include "session/session-engine.h"
 #include "session/session.h"
 #include "svc/svc-pool.h"
@@ -274,6 +275,26 @@ static unsigned have(struct session_root *root, const char *alias,
 	return k;
 }
 
+/* The pooled workspace ID given the configured disk budget (none when
+ * none is: session-budget.h), before its container is made. */
+static int pool_budget(const struct svc *s, struct session_root *root,
+		       const char *id, unsigned long uid,
+		       struct sbx_error **err)
+{
+	const struct session_config *c = &s->cfg.session;
+	struct session_budget b = {c->disk_quota, c->disk_inodes};
+	struct session_record rec = {0};
+	cleanup_free char *rel = xasprintf(".sbxcat-ws/%s", id);
+	bool unbudgeted;
+
+	if (!b.bytes)
+		return 0;
+	snprintf(rec.key, sizeof(rec.key), "pool-%s", id);
+	rec.workspace = rel;
+	return session_budget_make(root, &rec, &b, c->mkfs, uid, &unbudgeted,
+				   err);
+}
+
 /*
  * One container for rt's pool: counted and reserved ("pool-ID", no
  * tenant) under the lock, made outside it, its entry written last.  1
@@ -314,6 +335,8 @@ static int make_one(const struct svc *s, const struct svc_call *call,
 	spec.uid = s->cfg.recipe.sandbox_uid;
 	spec.created = (long long)time(NULL);
 	rc = session_pool_ws_make(root, spec.uid, ent.id, err);
+	if (rc == 0)
+		rc = pool_budget(s, root, ent.id, spec.uid, err);
 	if (rc == 0)
 		rc = session_engine_pool_make(e, &spec, &ent.container, err);
 	if (rc == 0) {

@@ -23,9 +23,10 @@
 #include "catalog/recipe.h"
 #include "engine/engine.h"
 #include "session/procs.h"
+#include "session/session-budget.h"
 #include "session/session-wire.h"
-#include "svc/svc-wire.h"
 #include "svc/svc-session.h"
+#include "svc/svc-wire.h"
 
 /*
  * The row of open or close, ok unless *err.  When it cannot be written
@@ -104,6 +105,52 @@ static int check_fields(const char *tenant,
 		      strbuf_str(&sb), why);
 	strbuf_release(&sb);
 	return -1;
+}
+
+/*
+ * The budget of the open: the configured one, or less when the request
+ * asks (a request is hostile: never above what is configured, always
+ * within session-budget.h's bounds).
+ */
+static int open_budget(const struct svc *s,
+		       const struct svc_session_open_req *req,
+		       struct session_budget *b, struct sbx_error **err)
+{
+	const struct session_config *c = &s->cfg.session;
+	const char *why;
+
+	b->bytes = c->disk_quota;
+	b->inodes = c->disk_inodes;
+	if (req->disk_quota) {
+		unsigned long long x;
+
+		if (session_parse_size(req->disk_quota, &x, err) < 0)
+			return sbx_error_wrap(err, "disk quota");
+		if (c->disk_quota && x > c->disk_quota)
+			return sbx_error_set(err, SBX_E_INVALID, 0,
+					     "disk quota '%s' is over "
+					     "SANDBOXD_WORKSPACE_QUOTA (%llu "
+					     "bytes)",
+					     req->disk_quota, c->disk_quota);
+		b->bytes = x;
+	}
+	if (req->disk_inodes) {
+		if (c->disk_inodes && req->disk_inodes > c->disk_inodes)
+			return sbx_error_set(err, SBX_E_INVALID, 0,
+					     "disk inodes %llu is over "
+					     "SANDBOXD_WORKSPACE_INODES (%llu)",
+					     req->disk_inodes, c->disk_inodes);
+		if (!b->bytes)
+			return sbx_error_set(err, SBX_E_INVALID, 0,
+					     "disk inodes need a disk quota "
+					     "(--disk-quota, or "
+					     "SANDBOXD_WORKSPACE_QUOTA)");
+		b->inodes = req->disk_inodes;
+	}
+	why = session_budget_check(b->bytes, b->inodes);
+	if (why)
+		return sbx_error_set(err, SBX_E_INVALID, 0, "%s", why);
+	return 0;
 }
 
 /*
@@ -408,24 +455,49 @@ static bool claim_pooled(const struct svc *s, const struct svc_call *call,
 
 /* The workspace a new container binds: the record's when there is one,
  * else ROOT/KEY/workspace, made now. */
-static int workspace_for(const struct svc *s, struct session_root *root,
+static int workspace_for(const struct svc *s, const struct svc_call *call,
+			 struct session_root *root,
 			 const struct session_record *old,
+			 const struct session_budget *b,
 			 struct svc_session_open_res *res,
 			 struct sbx_error **err)
 {
-	bool made;
+	struct session_record here = {0};
+	bool made, unbudgeted;
 
 	if (old->key[0] && session_workspace_pooled(old)) {
-		/* A pooled workspace: it must still be there. */
-		int fd = session_workspace_open(root, old, err);
+		/* A pooled workspace: it must still be there (its budget
+		 * mounted: session_budget_make mounts it again after a
+		 * restart of the host). */
+		int fd;
 
+		if (session_budget_make(root, old, b, s->cfg.session.mkfs,
+					s->cfg.recipe.sandbox_uid, &unbudgeted,
+					err) < 0)
+			return -1;
+		fd = session_workspace_open(root, old, err);
 		if (fd < 0)
 			return -1;
 		close(fd);
 		return 0;
 	}
-	return session_workspace_make(root, res->key, s->cfg.recipe.sandbox_uid,
-				      &made, err);
+	if (session_workspace_make(root, res->key, s->cfg.recipe.sandbox_uid,
+				   &made, err) < 0)
+		return -1;
+	/* The budget is mounted before the container is made: what the
+	 * engine binds is the budget's file system. */
+	memcpy(here.key, res->key, sizeof(here.key));
+	if (session_budget_make(root, &here, b, s->cfg.session.mkfs,
+				s->cfg.recipe.sandbox_uid, &unbudgeted,
+				err) < 0)
+		return -1;
+	if (unbudgeted)
+		svc_warn(call,
+			 "the workspace of '%s' has files from before its "
+			 "disk budget was configured: it has none (purge it "
+			 "to have one)",
+			 res->key);
+	return 0;
 }
 
 /*
@@ -437,8 +509,10 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 		    const struct svc_session_open_req *req, struct engine *e,
 		    struct session_root *root, struct audit *au,
 		    const struct runtime *rt, const char *image,
+		    const struct session_budget *b,
 		    struct svc_session_open_res *res, struct sbx_error **err)
 {
+	const struct session_config *c = &s->cfg.session;
 	struct session_record rec = {0}, old = {0};
 	struct session_spec spec = {0};
 	struct session_reservation slot;
@@ -471,11 +545,12 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 	waking = !adopted && res->container &&
 		 session_hibernated(root, res->key, NULL, NULL) > 0;
 	if (!adopted &&
-	    (reserve_slot(s, call, e, root, au, res->key, rt->alias, image,
-			  !old.key[0] && !res->container &&
-			      !session_workspace_has_files(root, res->key),
-			  waking, &slot, &pool, &claimed, &evict, &evicted,
-			  err) < 0))
+	    (reserve_slot(
+		 s, call, e, root, au, res->key, rt->alias, image,
+		 !old.key[0] && !res->container &&
+		     !session_workspace_has_files(root, res->key) &&
+		     b->bytes == c->disk_quota && b->inodes == c->disk_inodes,
+		 waking, &slot, &pool, &claimed, &evict, &evicted, err) < 0))
 		goto out;
 	if (evicted)
 		pool_discard(call, e, root, &evict);
@@ -490,7 +565,7 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 		spec.image_used = steal_pointer(&pool.image);
 		spec.created = (long long)time(NULL);
 	} else if (!adopted &&
-		   (workspace_for(s, root, &old, res, err) < 0 ||
+		   (workspace_for(s, call, root, &old, b, res, err) < 0 ||
 		    session_engine_launch(e, &spec, &res->outcome,
 					  &res->container, err) < 0)) {
 		goto out;
@@ -547,12 +622,14 @@ int svc_session_open(const struct svc *s, const struct svc_call *call,
 	struct engine engine = ENGINE_INIT;
 	const struct runtime *rt;
 	struct audit *au = NULL;
+	struct session_budget budget;
 	char *image = NULL;
 	int ofd = -1;
 	long long started = clock_now_ms();
 
 	memset(res, 0, sizeof(*res));
 	if (check_fields(call->tenant, req, err) < 0 ||
+	    open_budget(s, req, &budget, err) < 0 ||
 	    svc_audit_open(s, call, &au, err) < 0)
 		return -1;
 	rt = find_runtime(req, res, err);
@@ -585,8 +662,8 @@ int svc_session_open(const struct svc *s, const struct svc_call *call,
 		if (ofd < 0 && (*err)->errnum != ESTALE)
 			goto out;
 	}
-	if (ofd < 0 ||
-	    open_key(s, call, req, &engine, &root, au, rt, image, res, err) < 0)
+	if (ofd < 0 || open_key(s, call, req, &engine, &root, au, rt, image,
+				&budget, res, err) < 0)
 		goto out;
 	res->name = session_container_name(&s->cfg.session, res->key);
 	res->doc = open_json(res);
@@ -641,6 +718,31 @@ static void add_size(const struct svc_call *call, struct session_root *root,
 			    json_integer((json_int_t)*files));
 }
 
+/* The disk budget of rec's workspace into doc's "disk" (session-budget.h:
+ * statvfs, constant time): bytes and inodes used and allowed, or null
+ * without a budget (a warning when it cannot be measured). */
+static void add_disk(const struct svc_call *call, struct session_root *root,
+		     const struct session_record *rec, json_t *doc)
+{
+	struct sbx_error *err = NULL;
+	struct session_usage u;
+
+	if (session_budget_usage(root, rec, &u, &err) < 0) {
+		if (err->errnum != ENOENT)
+			svc_warn(call, "%s", err->msg);
+		sbx_error_free(&err);
+	}
+	json_object_set_new(
+	    doc, "disk",
+	    u.budget ? xjson_pack("{s:I, s:I, s:I, s:I, s:I}", "budget_bytes",
+				  (json_int_t)u.image_bytes, "bytes_used",
+				  (json_int_t)u.bytes_used, "bytes_allowed",
+				  (json_int_t)u.bytes_allowed, "inodes_used",
+				  (json_int_t)u.inodes_used, "inodes_allowed",
+				  (json_int_t)u.inodes_allowed)
+		     : json_null());
+}
+
 /* The row of keys[i] into res when it is the caller's to see; a record
  * half made or damaged is said, and skipped. */
 static void ls_row(const struct svc_call *call,
@@ -676,6 +778,7 @@ static void ls_row(const struct svc_call *call,
 	/* Only a caller that asks pays for the walk of every workspace. */
 	if (req->sizes)
 		add_size(call, root, &row->rec, &row->bytes, &row->files, j);
+	add_disk(call, root, &row->rec, j);
 	json_array_append_new(res->doc, j);
 }
 
@@ -772,6 +875,7 @@ static void show_container(const struct svc_call *call,
 	json_object_set_new(doc, "image", xjson_text(res->rec.image));
 	xjson_set_path(doc, "workspace", res->workspace);
 	add_size(call, root, &res->rec, &res->bytes, &res->files, doc);
+	add_disk(call, root, &res->rec, doc);
 	json_object_set_new(
 	    doc, "oom_killed",
 	    json_boolean(json_is_true(json_object_get(st, "OOMKilled"))));

@@ -48,6 +48,12 @@ struct svc_session_open_req {
 	 * the id; the record's tenant still decides who reaches it: another
 	 * tenant's open of it is a conflict. */
 	const char *name;
+	/* The workspace's disk budget (docs/sessions.md, "Disk budgets"):
+	 * a size ("64m") and an inode count, NULL and 0 for the configured
+	 * ones; at most those when they are set.  Hostile: bounded by
+	 * session-budget.h. */
+	const char *disk_quota;
+	unsigned long long disk_inodes;
 };
 struct svc_session_open_res {
 	char key[SESSION_KEY_MAX + 1];

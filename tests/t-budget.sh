@@ -1,0 +1,231 @@
+#!/bin/sh
+# t-budget.sh - disk budgets per workspace (issue 20; docs/sessions.md,
+# "Disk budgets"), for real: sessions on the test-bed engine whose
+# workspaces are ext4 images of their own on loop devices.
+#
+#   - A sandbox filling its budget with dd stops at it (No space left on
+#     device, the file about the budget's size); another session on the
+#     same root still writes.
+#   - fs write past the budget is refused, naming the budget, and changes
+#     nothing (the old file intact, no temporary left).
+#   - Inodes stop near their budget; a deleted file held open still
+#     counts; session show and ls --json give bytes and inodes used and
+#     allowed.
+#   - The workspace's own root, a mount point now, still works for fs
+#     (write, ls, rm) and for the size walk.
+#   - close keeps the budget (files and mount); close --purge leaves no
+#     mount (/proc/self/mountinfo), no loop device (/sys/block/loop*) and
+#     no image.
+#   - A crash's leftovers (a mount and an image with no record, a loop
+#     device attached by hand to an image under ROOT) are cleaned by reap.
+#   - SBXCAT_MKFS=/nonexistent: open refused, saying why, nothing left.
+#   - Per-session budgets: bounds, and never over the configured one.
+#
+# Mounts and loop devices: only those of files under this test's $ROOT are
+# ever unmounted or detached (at exit too).
+# shellcheck disable=SC2016
+set -u
+: "${srcdir:?srcdir must name the source tree}"
+# shellcheck source=tests/tap.sh
+. "$srcdir/tests/tap.sh"
+# shellcheck source=tests/testbed.sh
+. "$srcdir/tests/testbed.sh"
+# shellcheck source=tests/sessionbed.sh
+. "$srcdir/tests/sessionbed.sh"
+PATH=$PATH:/usr/sbin:/sbin
+for c in mkfs.ext4 losetup mountpoint; do
+	command -v "$c" >/dev/null 2>&1 ||
+		skip_all "$c is missing (apt-get install e2fsprogs mount)"
+done
+[ -e /dev/loop-control ] || skip_all "no /dev/loop-control: no loop device can be had"
+# A loop device must be attachable here (a container may forbid it).
+probe=$(mktemp) && truncate -s 1M "$probe"
+if ! pl=$(losetup -f --show "$probe" 2>/dev/null); then
+	rm -f "$probe"
+	skip_all "no loop device can be attached here (losetup -f failed)"
+fi
+losetup -d "$pl"
+rm -f "$probe"
+
+sb_init budgettest tq
+
+# Everything mounted below $T, unmounted; every loop device of a file
+# below $T, detached: the test's own, never another's.
+mine_mounts() {
+	awk -v t="$T/" 'index($5, t) == 1 { print $5 }' /proc/self/mountinfo
+}
+mine_loops() {
+	for b in /sys/block/loop*/loop/backing_file; do
+		[ -r "$b" ] || continue
+		case "$(cat "$b" 2>/dev/null)" in
+		"$T"/*) d=${b%/loop/backing_file}; echo "/dev/${d##*/}" ;;
+		esac
+	done
+}
+budget_cleanup() {
+	# shellcheck disable=SC2046
+	tb_docker rm -f $(tb_docker ps -aq --filter "label=io.sbxcat.deployment=$DEP") \
+		>/dev/null 2>&1
+	for m in $(mine_mounts | sort -r); do umount -l "$m" 2>/dev/null; done
+	for l in $(mine_loops); do losetup -d "$l" 2>/dev/null; done
+	sb_cleanup
+}
+trap budget_cleanup EXIT
+
+f() { sbx fs "$K" "$@"; }
+ex() { sbx exec "$@" </dev/null; }
+like() {
+	if printf '%s\n' "$1" | grep -Eq -- "$2"; then
+		ok 0 "$3"
+	else
+		ok 1 "$3"
+		printf '%s\n' "$1" | sed 's/^/#   got: /'
+	fi
+}
+nmounts() { mine_mounts | wc -l | tr -d ' '; }
+nloops() { mine_loops | wc -l | tr -d ' '; }
+nimages() { find "$ROOT" -name '*.img*' 2>/dev/null | wc -l | tr -d ' '; }
+
+SANDBOXD_WORKSPACE_QUOTA=32m SANDBOXD_WORKSPACE_INODES=2048
+export SANDBOXD_WORKSPACE_QUOTA SANDBOXD_WORKSPACE_INODES
+
+# -- Open: the workspace is a mount of its own image.
+open_s acme run budget-a
+K=$key
+[ -n "$K" ] || bail_out "session open with a budget failed: $(err)"
+WS=$(ws "$K")
+ok "$(mountpoint -q "$WS" && echo 0 || echo 1)" "the workspace is a mount point"
+is "$(stat -c '%U %a' "$ROOT/$K/workspace.img")" "root 600" \
+	"its image ROOT/KEY/workspace.img is root's, 0600, outside the workspace"
+is "$(stat -c '%u:%g %a' "$WS")" "10001:10001 755" "the mount's root is the sandbox's, 0755"
+is "$(ls -A "$WS" | wc -l | tr -d ' ')" "0" "a new workspace is empty (no lost+found)"
+opts=$(awk -v m="$WS" '$5 == m { print $6 }' /proc/self/mountinfo)
+like "$opts" "nosuid" "mounted nosuid"
+like "$opts" "nodev" "mounted nodev"
+is "$(stat -c %s "$ROOT/$K/workspace.img")" "33554432" "the image's apparent size is the budget"
+ok "$([ "$(($(stat -c %b "$ROOT/$K/workspace.img") * 512))" -lt 8388608 ] && echo 0 || echo 1)" \
+	"the image is sparse"
+
+sbx session show "$K" --json
+is "$rc:$(jq -r .disk.budget_bytes "$T/out")" "0:33554432" "session show: the budget's bytes"
+is "$(jq -r '.disk.bytes_allowed > 24000000 and .disk.bytes_allowed <= 33554432' "$T/out")" "true" \
+	"session show: bytes allowed, what ext4 leaves of it ($(jq -r .disk.bytes_allowed "$T/out"))"
+is "$(jq -r '.disk.inodes_allowed >= 2048 and .disk.inodes_allowed < 4096' "$T/out")" "true" \
+	"session show: inodes allowed ($(jq -r .disk.inodes_allowed "$T/out"))"
+
+# -- The workspace's own root still works for fs and the size walk.
+printf 'hello\n' >"$T/h.in"
+f write h.txt <"$T/h.in"
+is "$rc:$(cat "$WS/h.txt")" "0:hello" "fs write into the budget's root"
+f ls .
+like "$(out)" "h.txt" "fs ls of the workspace's root"
+f rm h.txt
+is "$rc:$([ -e "$WS/h.txt" ] && echo there || echo gone)" "0:gone" "fs rm in the budget's root"
+sbx session ls --json
+is "$rc:$(jq -r --arg k "$K" '.[] | select(.key == $k) | .disk.bytes_allowed > 0' "$T/out")" "0:true" \
+	"session ls --json carries the budget"
+
+# -- The sandbox fills it: dd stops at the budget.
+ex "$K" -c 'dd if=/dev/zero of=big bs=1M count=64 2>err.txt; echo $?; cat err.txt'
+like "$(out)" "No space left on device" "dd in the container past the budget: No space left on device"
+sz=$(stat -c %s "$WS/big")
+ok "$([ "$sz" -gt 20000000 ] && [ "$sz" -le 33554432 ] && echo 0 || echo 1)" \
+	"the file stops near the budget ($sz bytes of 32 MiB)"
+
+# -- Another session on the same root still writes.
+open_s acme run budget-b
+K2=$key
+ex "$K2" -c 'dd if=/dev/zero of=x bs=1M count=4 2>/dev/null && echo wrote'
+is "$rc:$(out)" "0:wrote" "another session on the same root still writes"
+
+# -- fs write past the budget: refused, naming it, nothing changed.
+printf 'old\n' >"$T/old.in"
+ex "$K" -c 'rm big; dd if=/dev/zero of=fill bs=1M count=64 2>/dev/null; echo old > keep.txt; true'
+head -c 4194304 /dev/zero >"$T/four.in"
+f write keep.txt <"$T/four.in"
+is "$rc" 3 "fs write past the budget: refused (exit 3)"
+like "$(err)" "disk budget" "... the message names the budget"
+is "$(cat "$WS/keep.txt")" "old" "... the old file is intact"
+is "$(find "$WS" -name '.sbxcat-*' | wc -l | tr -d ' ')" "0" "... no temporary file left"
+f edit keep.txt --old old --new "$(head -c 100000 /dev/zero | tr '\0' x)"
+like "$rc:$(err)" "^3:.*disk budget" "fs edit past the budget: refused (exit 3), naming the budget"
+is "$(cat "$WS/keep.txt")" "old" "... the file unchanged"
+
+# -- Deleted but open: still counted.
+ex "$K" -c 'rm -f fill; sync'
+sbx session show "$K" --json
+before=$(jq -r .disk.bytes_used "$T/out")
+ex "$K" -c 'dd if=/dev/zero of=held bs=1M count=8 2>/dev/null; (exec 3<held; rm held; sleep 30) >/dev/null 2>&1 & sleep 0.5; sync'
+sbx session show "$K" --json
+after=$(jq -r .disk.bytes_used "$T/out")
+ok "$([ $((after - before)) -gt 7000000 ] && echo 0 || echo 1)" \
+	"a deleted file held open still counts ($before -> $after bytes used)"
+
+# -- Inodes stop near their budget.
+ex "$K" -c 'i=0; while [ $i -lt 5000 ]; do echo -n >f$i 2>/dev/null || break; i=$((i+1)); done; echo $i'
+n=$(out)
+[ -n "$n" ] || { diag "exit $rc: $(err)"; n=0; }
+ok "$([ "$n" -ge 1500 ] && [ "$n" -le 4096 ] && echo 0 || echo 1)" \
+	"inodes stop near their budget of 2048 ($n files made)"
+ex "$K" -c 'rm -f f*'
+
+# -- close keeps it; close --purge leaves nothing.
+sbx session close "$K"
+is "$rc:$(mountpoint -q "$WS" && echo mounted):$(cat "$WS/keep.txt")" "0:mounted:old" \
+	"close keeps the workspace, its files and its budget"
+open_s acme run budget-a
+is "$rc:$key:$(cat "$WS/keep.txt")" "0:$K:old" "a reopen finds its files in the budget"
+sbx session close "$K" --purge
+is "$rc" 0 "close --purge"
+is "$(awk -v m="$WS" '$5 == m' /proc/self/mountinfo | wc -l | tr -d ' ')" 0 "... no mount left at the workspace"
+is "$(mine_loops | wc -l | tr -d ' ')" 1 "... no loop device left but the other session's"
+is "$([ -e "$ROOT/$K" ] && echo there || echo gone):$(find "$ROOT" -name 'workspace.img' | wc -l | tr -d ' ')" \
+	"gone:1" "... no image left but the other session's"
+sbx session close "$K2" --purge
+is "$rc:$(nmounts):$(nloops):$(nimages)" "0:0:0:0" "both purged: no mount, no loop device, no image"
+
+# -- mkfs missing: refused, nothing left.
+SBXCAT_MKFS=/nonexistent open_s acme run budget-c
+is "$rc" 3 "SBXCAT_MKFS=/nonexistent: open refused (exit 3)"
+like "$(err)" "cannot run '/nonexistent' to make the disk budget" "... saying why"
+is "$(nmounts):$(nloops):$(nimages):$(ndep)" "0:0:0:0" "... no mount, loop device, image or container left"
+
+# -- Per-session budgets.
+open_s acme run budget-d --disk-quota 64m
+is "$rc" 2 "--disk-quota over SANDBOXD_WORKSPACE_QUOTA: refused (exit 2)"
+like "$(err)" "over SANDBOXD_WORKSPACE_QUOTA" "... saying so"
+open_s acme run budget-d --disk-quota 1m
+is "$rc" 2 "--disk-quota 1m: under the bound, refused"
+open_s acme run budget-d --disk-inodes 99999999999
+is "$rc" 2 "--disk-inodes over the bound: refused"
+open_s acme run budget-d --disk-quota 20m --disk-inodes 512 --json
+K3=$key
+sbx session show "$K3" --json
+is "$rc:$(jq -r '.disk.bytes_allowed <= 20971520 and .disk.inodes_allowed < 1024' "$T/out")" "0:true" \
+	"--disk-quota 20m --disk-inodes 512: the session's own budget"
+
+# -- A crash's leftovers: cleaned by reap.
+# A killed open: the mount and image stay, no record.
+sbx session close "$K3"
+rm "$ROOT/$K3/session.json"
+cp --sparse=always "$ROOT/$K3/workspace.img" "$ROOT/$K3/stray.img" 2>/dev/null
+LOOPH=$(losetup -f --show "$ROOT/$K3/stray.img")
+diag "by hand: $LOOPH on $ROOT/$K3/stray.img"
+sbx reap
+is "$rc" 0 "reap"
+is "$(nmounts):$(mine_loops | wc -l | tr -d ' '):$([ -e "$ROOT/$K3/workspace.img" ] && echo img || echo none)" \
+	"0:0:none" "reap: the mount of a workspace without a record undone, its image removed, the loop attached by hand detached"
+rm -f "$ROOT/$K3/stray.img"
+
+# A purge killed between the trash's rename and its emptying: a mount in
+# the trash.
+SBXCAT_MKFS= open_s acme run budget-e
+K4=$key
+tb_docker rm -f "$(ctr "$K4")" >/dev/null 2>&1
+mkdir -p "$ROOT/.sbxcat-trash" && chmod 700 "$ROOT/.sbxcat-trash"
+mv "$ROOT/$K4" "$ROOT/.sbxcat-trash/$K4.0000000000000000"
+is "$(nmounts)" 1 "a mount left in the trash (a purge killed half-way)"
+sbx reap
+is "$rc:$(nmounts):$(nloops):$(nimages)" "0:0:0:0" "reap: the trash's mount undone, its loop device gone, its image removed"
+
+sb_done
