@@ -228,4 +228,77 @@ is "$(nmounts)" 1 "a mount left in the trash (a purge killed half-way)"
 sbx reap
 is "$rc:$(nmounts):$(nloops):$(nimages)" "0:0:0:0" "reap: the trash's mount undone, its loop device gone, its image removed"
 
+# -- A host that restarted: the image is there, its mount is not.
+open_s acme run budget-f
+K5=$key
+W5=$(ws "$K5")
+printf 'kept\n' >"$T/k.in"
+sbx fs "$K5" write k.txt <"$T/k.in"
+tb_docker rm -f "$(ctr "$K5")" >/dev/null 2>&1
+umount "$W5"
+sbx fs "$K5" read k.txt
+like "$rc:$(err)" "^3:.*disk budget .* is not mounted" \
+	"fs on a workspace whose budget is not mounted: refused (exit 3), nothing written past it"
+open_s acme run budget-f
+sbx fs "$K5" read k.txt
+is "$rc:$(cat "$W5/k.txt"):$(mountpoint -q "$W5" && echo mounted)" "0:kept:mounted" \
+	"a reopen mounts the image again: the files are back"
+sbx session close "$K5" --purge
+
+# -- The warm pool makes its workspaces with the default budget; a
+# claimed one keeps it, and its purge leaves nothing.
+SBXCAT_WARM_POOL=$RA=1 sbx reap
+PID1=$(ls "$ROOT/.sbxcat-ws" 2>/dev/null | grep -v '\.img$' | head -n 1)
+is "$rc:$([ -n "$PID1" ] && mountpoint -q "$ROOT/.sbxcat-ws/$PID1" && echo mounted)" "0:mounted" \
+	"a pooled workspace is a budget's mount"
+is "$(stat -c '%U %a %s' "$ROOT/.sbxcat-ws/$PID1.img" 2>/dev/null)" "root 600 33554432" \
+	"... its image beside it, root's, 0600, the default budget"
+SBXCAT_WARM_POOL=$RA=1 open_s acme run budget-g --json
+K6=$key
+is "$rc:$(jq -r .outcome "$T/out")" "0:claimed" "an open claims the pooled container"
+sbx session show "$K6" --json
+is "$(jq -r .disk.budget_bytes "$T/out")" 33554432 "... its budget is the pool's"
+sbx session close "$K6" --purge
+is "$rc:$([ -e "$ROOT/.sbxcat-ws/$PID1" ] || [ -e "$ROOT/.sbxcat-ws/$PID1.img" ] && echo left)" "0:" \
+	"its purge removes the pooled workspace and its image"
+# shellcheck disable=SC2046
+tb_docker rm -f $(tb_docker ps -aq --filter "label=io.sbxcat.deployment=$DEP") >/dev/null 2>&1
+SBXCAT_WARM_POOL= sbx reap
+rm -f "$ROOT"/.sbxcat-pool/*.json
+SBXCAT_WARM_POOL= sbx reap
+is "$(nmounts):$(nloops):$(nimages)" "0:0:0" "the pool's leftovers swept: no mount, loop device or image"
+
+# -- The service's wire: disk_quota and disk_inodes at open, and usage.
+TOKEN=svc-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+SOCK=$T/serve.sock
+SANDBOXD_TOKEN=$TOKEN "$S" -C "$CAT" serve --listen "unix:$SOCK" 2>>"$T/log" &
+SPID=$!
+sb_serve_wait "$SOCK"
+sb_wire POST /sessions "{\"session_id\": \"wq-$sfx\", \"runtime\": \"$RSMALL\", \"disk_quota\": \"20m\", \"disk_inodes\": 512}"
+is "$st" 200 "POST /sessions with disk_quota and disk_inodes"
+sb_wire GET "/sessions/wq-$sfx?usage=true"
+is "$st:$(jq -r '.usage.disk_limit_bytes <= 20971520 and .usage.disk_limit_inodes < 1024 and .usage.disk_bytes >= 0' "$T/w")" \
+	"200:true" "?usage=true gives the disk's bytes and inodes, used and allowed"
+sb_wire POST /sessions "{\"session_id\": \"wr-$sfx\", \"runtime\": \"$RSMALL\", \"disk_quota\": \"1t\"}"
+is "$st" 422 "disk_quota over the configured budget: 422"
+sb_wire POST /sessions "{\"session_id\": \"ws-$sfx\", \"runtime\": \"$RSMALL\", \"disk_inodes\": \"x\"}"
+is "$st" 422 "disk_inodes not a number: 422"
+sb_wire DELETE "/sessions/wq-$sfx"
+sb_serve_stop
+
+# -- reap --report: the budgets against the host's free space.
+open_s acme run budget-h
+KH=$key
+sbx reap --report --json
+is "$rc:$(jq -r --arg k "$KH" '.[] | select(.key == $k) | .disk.bytes_allowed > 0 and .bytes < 33554432' "$T/out")" "0:true" \
+	"reap --report --json: a budgeted workspace's numbers are its file system's"
+like "$(err)" "disk budgets: [0-9]+ images? promise [0-9]+ bytes; the host has [0-9]+ bytes free$" \
+	"reap --report: the images' apparent size against the host's free space"
+# A budget bigger than the host's free space (sparse: made at once).
+big=$(($(stat -f -c '%a' "$ROOT") * $(stat -f -c '%S' "$ROOT") / 1073741824 * 2 + 2))g
+SANDBOXD_WORKSPACE_QUOTA=$big open_s acme run budget-i
+is "$rc" 0 "a budget of $big, more than the host has free: made (sparse)"
+sbx reap --report
+like "$(err)" "overcommitted" "reap --report says the budgets overcommit the disk"
+
 sb_done

@@ -705,6 +705,24 @@ static int usage_cmp(const void *pa, const void *pb)
 	return strcmp(a->key, b->key);
 }
 
+/* A workspace's size: its budget's numbers (constant time) when it has
+ * one, else the walk's. */
+static int report_size(struct session_root *r, const struct session_record *rec,
+		       struct reap_usage *u, struct sbx_error **err)
+{
+	struct session_usage d;
+
+	if (session_budget_usage(r, rec, &d, err) == 0 && d.budget) {
+		u->bytes = d.bytes_used;
+		u->files = d.inodes_used;
+		u->bytes_allowed = d.bytes_allowed;
+		u->files_allowed = d.inodes_allowed;
+		return 0;
+	}
+	sbx_error_free(err);
+	return session_workspace_size(r, rec, &u->bytes, &u->files, err);
+}
+
 int reap_report(struct session_root *r, size_t top, struct reap_usage **v,
 		size_t *n, char ***warnings, size_t *nwarnings,
 		struct sbx_error **err)
@@ -732,7 +750,7 @@ int reap_report(struct session_root *r, size_t top, struct reap_usage **v,
 			memset(&rec, 0, sizeof(rec));
 			snprintf(rec.key, sizeof(rec.key), "%s", keys[i]);
 		}
-		rc = session_workspace_size(r, &rec, &u.bytes, &u.files, err);
+		rc = report_size(r, &rec, &u, err);
 		session_record_release(&rec);
 		if (rc < 0) {
 			if ((*err)->errnum != ENOENT) {

@@ -96,6 +96,9 @@ struct svc_wire_open_req {
 	bool reuse, attach;
 	const struct catalog *cat;
 	const struct sbx_error *cat_err;
+	/* The disk budget asked for (svc_session_open_req's). */
+	const char *disk_quota;
+	unsigned long long disk_inodes;
 };
 struct svc_wire_open_res {
 	struct svc_session_open_res open;
@@ -124,6 +127,8 @@ int svc_wire_state(const struct svc *s, const struct svc_call *call,
 struct svc_wire_usage {
 	long long memory_bytes, memory_limit_bytes, pids;
 	double cpu_percent;
+	/* The workspace's disk budget (statvfs), -1 without one. */
+	long long disk_bytes, disk_limit_bytes, disk_inodes, disk_limit_inodes;
 };
 int svc_wire_usage(const struct svc *s, const struct svc_call *call,
 		   const struct svc_wire_session *ws, struct svc_wire_usage *u,
