@@ -438,7 +438,8 @@ static const char *const config_vars[] = {
     "SANDBOXD_EXECUTE_TIMEOUT",	   "SANDBOXD_MAX_OUTPUT_BYTES",
     "SANDBOXD_PERSIST_CONTAINERS", "SBXCAT_SESSION_NETWORK",
     "SBXCAT_DEPLOYMENT_ID",	   "SBXCAT_KEY_SECRET",
-    "SBXCAT_KEY_SECRET_FILE",
+    "SBXCAT_KEY_SECRET_FILE",	   "SANDBOXD_WORKSPACE_QUOTA",
+    "SANDBOXD_WORKSPACE_INODES",   "SBXCAT_MKFS",
 };
 
 static void clear_env(void)
@@ -513,6 +514,13 @@ static void test_config(void)
 	    {"SBXCAT_DEPLOYMENT_ID", "a b"},
 	    {"SBXCAT_KEY_SECRET", ""},
 	    {"SBXCAT_KEY_SECRET_FILE", ""},
+	    {"SANDBOXD_WORKSPACE_QUOTA", "1m"},
+	    {"SANDBOXD_WORKSPACE_QUOTA", "17t"},
+	    {"SANDBOXD_WORKSPACE_QUOTA", "lots"},
+	    {"SANDBOXD_WORKSPACE_INODES", "10"},
+	    {"SANDBOXD_WORKSPACE_INODES", "2147483649"},
+	    {"SANDBOXD_WORKSPACE_INODES", "1k"},
+	    {"SBXCAT_MKFS", "mkfs.ext4"},
 	};
 	int fails = 0;
 
@@ -524,6 +532,22 @@ static void test_config(void)
 	       !strcmp(c.network, "bridge") &&
 	       !strcmp(c.deployment, "default") && !c.secret,
 	   "defaults as documented");
+	ok(!c.disk_quota && !c.disk_inodes &&
+	       !strcmp(c.mkfs, "/sbin/mkfs.ext4"),
+	   "no disk budget by default; mkfs.ext4 from /sbin");
+	session_config_release(&c);
+
+	load_with("SANDBOXD_WORKSPACE_QUOTA", "10g", &c, &err);
+	is_int((long long)c.disk_quota, 10ll << 30, "disk quota 10g");
+	session_config_release(&c);
+	load_with("SANDBOXD_WORKSPACE_QUOTA", "16t", &c, &err);
+	is_int((long long)c.disk_quota, 16ll << 40, "disk quota at its bound");
+	session_config_release(&c);
+	load_with("SANDBOXD_WORKSPACE_INODES", "100000", &c, &err);
+	is_int((long long)c.disk_inodes, 100000, "disk inodes set");
+	session_config_release(&c);
+	load_with("SBXCAT_MKFS", "/opt/e2fs/mkfs.ext4", &c, &err);
+	is_str(c.mkfs, "/opt/e2fs/mkfs.ext4", "SBXCAT_MKFS set");
 	session_config_release(&c);
 
 	load_with("SANDBOXD_WORKSPACE_ROOT", "//srv//ws/", &c, &err);
