@@ -19,6 +19,8 @@
 #   - A crash's leftovers (a mount and an image with no record, a loop
 #     device attached by hand to an image under ROOT) are cleaned by reap.
 #   - SBXCAT_MKFS=/nonexistent: open refused, saying why, nothing left.
+#   - sbxcat in a mount namespace the engine does not share: the
+#     container would not see the budget; open refused, nothing left.
 #   - Per-session budgets: bounds, and never over the configured one.
 #
 # Mounts and loop devices: only those of files under this test's $ROOT are
@@ -189,6 +191,21 @@ SBXCAT_MKFS=/nonexistent open_s acme run budget-c
 is "$rc" 3 "SBXCAT_MKFS=/nonexistent: open refused (exit 3)"
 like "$(err)" "cannot run '/nonexistent' to make the disk budget" "... saying why"
 is "$(nmounts):$(nloops):$(nimages):$(ndep)" "0:0:0:0" "... no mount, loop device, image or container left"
+
+# -- sbxcat in a mount namespace of its own (systemd's PrivateTmp= makes
+# one): the engine would bind the directory under the mount, so the open
+# is refused, and nothing is left.
+if unshare -m --propagation slave true 2>/dev/null; then
+	unshare -m --propagation slave timeout -s KILL 60 "$S" -C "$CAT" session open \
+		--tenant acme --scope run --subject budget-ns --runtime "$RA" >"$T/out" 2>"$T/err"
+	rc=$?
+	is "$rc" 3 "open from a mount namespace the engine does not share: refused (exit 3)"
+	like "$(err)" "does not see the disk budget" "... saying why"
+	sleep 0.5
+	is "$(nmounts):$(nloops):$(nimages):$(ndep)" "0:0:0:0" "... no mount, loop device, image or container left"
+else
+	skip "unshare -m is not allowed here" "open from a mount namespace of its own"
+fi
 
 # -- Per-session budgets.
 open_s acme run budget-d --disk-quota 64m

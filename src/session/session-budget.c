@@ -30,6 +30,7 @@
 
 #include "basic/alloc.h"
 #include "basic/error.h"
+#include "engine/engine.h"
 #include "session/session-budget.h"
 #include "session/session-layout.h"
 #include "session/session.h"
@@ -439,15 +440,14 @@ static int drop_lost_found(struct where *w, struct sbx_error **err)
 int session_budget_make(struct session_root *r,
 			const struct session_record *rec,
 			const struct session_budget *b, const char *mkfs,
-			unsigned long uid, bool *unbudgeted,
+			unsigned long uid, bool *made, bool *unbudgeted,
 			struct sbx_error **err)
 {
 	struct where w;
 	struct stat st;
-	bool made = false;
 	int m, rc = -1;
 
-	*unbudgeted = false;
+	*made = *unbudgeted = false;
 	if (where_of(r, rec, &w, err) < 0)
 		return -1;
 	m = mounted_at(w.pfd, w.name, &st);
@@ -475,11 +475,11 @@ int session_budget_make(struct session_root *r,
 		}
 		if (image_make(&w, b, mkfs, uid, err) < 0)
 			goto out;
-		made = true;
+		*made = true;
 	}
 	if (image_mount(&w, err) < 0)
 		goto undo;
-	if (!made || drop_lost_found(&w, err) == 0) {
+	if (!*made || drop_lost_found(&w, err) == 0) {
 		rc = 0;
 		goto out;
 	}
@@ -490,9 +490,74 @@ int session_budget_make(struct session_root *r,
 			sbx_error_chain(&e2, err), *err = e2;
 	}
 undo:
-	if (made)
+	if (*made)
 		unlinkat(w.pfd, w.img, 0);
+	*made = false;
 out:
+	where_release(&w);
+	return rc;
+}
+
+/* where_of, and whether the workspace is a mount point (*st its stat):
+ * 1 with *w held, else 0 or -1 with *w released. */
+static int where_mounted(struct session_root *r,
+			 const struct session_record *rec, struct where *w,
+			 struct stat *st, struct sbx_error **err)
+{
+	int m;
+
+	if (where_of(r, rec, w, err) < 0)
+		return -1;
+	m = mounted_at(w->pfd, w->name, st);
+	if (m < 0)
+		sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
+			      "cannot look at '%s'", w->ws_path);
+	if (m <= 0)
+		where_release(w);
+	return m;
+}
+
+int session_budget_seen(struct engine *e, struct session_root *r,
+			const struct session_record *rec, const char *container,
+			struct sbx_error **err)
+{
+	cleanup_free char *inside = NULL;
+	json_t *inspect = NULL;
+	struct stat st, cst;
+	struct where w;
+	json_int_t pid;
+	int m, rc = -1;
+
+	m = where_mounted(r, rec, &w, &st, err);
+	if (m <= 0)
+		return m;
+	if (engine_container_inspect(e, container, &inspect, err) < 0)
+		goto out;
+	pid = json_integer_value(
+	    json_object_get(json_object_get(inspect, "State"), "Pid"));
+	if (pid <= 0) {
+		rc = 0;
+		goto out;
+	}
+	/* The same path in the container (it is bound at the same path),
+	 * through its root as the kernel resolves it there. */
+	inside = xasprintf("/proc/%lld/root%s", (long long)pid, w.ws_path);
+	if (stat(inside, &cst) < 0 || cst.st_dev != st.st_dev) {
+		sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
+			      "the container does not see the disk budget "
+			      "mounted at '%s': sbxcat runs in a mount "
+			      "namespace other than the engine's, so the "
+			      "engine bound the directory under the mount; "
+			      "refused",
+			      w.ws_path);
+		sbx_error_hint(*err, "run sbxcat in the engine's mount "
+				     "namespace (no PrivateTmp=, ProtectHome=, "
+				     "ProtectSystem= in its systemd unit)");
+		goto out;
+	}
+	rc = 0;
+out:
+	json_decref(inspect);
 	where_release(&w);
 	return rc;
 }
@@ -529,15 +594,9 @@ int session_budget_usage(struct session_root *r,
 	int m, fd, rc = -1;
 
 	memset(u, 0, sizeof(*u));
-	if (where_of(r, rec, &w, err) < 0)
-		return -1;
-	m = mounted_at(w.pfd, w.name, &st);
-	if (m <= 0) {
-		rc = m == 0 ? 0
-			    : sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
-					    "cannot look at '%s'", w.ws_path);
-		goto out;
-	}
+	m = where_mounted(r, rec, &w, &st, err);
+	if (m <= 0)
+		return m;
 	fd = openat(w.pfd, w.name,
 		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 || fstatvfs(fd, &vfs) < 0) {

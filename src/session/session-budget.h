@@ -28,6 +28,7 @@
 
 #include <stdbool.h>
 
+struct engine;
 struct sbx_error;
 struct session_record;
 struct session_root;
@@ -57,15 +58,29 @@ const char *session_budget_check(unsigned long long bytes,
  * mount point already, nothing; when its image is there (a host that
  * restarted), the image mounted again; else, with b->bytes, the image
  * made (under a temporary name, renamed once mkfs.ext4 succeeded), and
- * mounted.  A workspace that has files and no image (made before a
- * budget was configured) is left as it is and *unbudgeted set.  On any
+ * mounted (*made: the image was made now).  A workspace that has files
+ * and no image (made before a budget was configured) is left as it is
+ * and *unbudgeted set.  On any
  * failure nothing of this call stays: the mount undone, an image made
  * now removed.  mkfs: the program's path (SBXCAT_MKFS).
  */
 int session_budget_make(struct session_root *r,
 			const struct session_record *rec,
 			const struct session_budget *b, const char *mkfs,
-			unsigned long uid, bool *unbudgeted,
+			unsigned long uid, bool *made, bool *unbudgeted,
+			struct sbx_error **err);
+
+/*
+ * Does the running container (its id) see rec's budget at the
+ * workspace's path?  The engine binds the path in its own mount
+ * namespace: when sbxcat runs in another (systemd's PrivateTmp=,
+ * ProtectHome=, ProtectSystem= make one), the engine binds the empty
+ * directory under the mount, bounded by nothing.  Refused (status 3)
+ * then, saying so; a workspace without a budget, or a container with no
+ * process, is done.
+ */
+int session_budget_seen(struct engine *e, struct session_root *r,
+			const struct session_record *rec, const char *container,
 			struct sbx_error **err);
 
 /* Unmount rec's workspace when it is a budget's mount (lazily when

@@ -459,12 +459,13 @@ static int workspace_for(const struct svc *s, const struct svc_call *call,
 			 struct session_root *root,
 			 const struct session_record *old,
 			 const struct session_budget *b,
-			 struct svc_session_open_res *res,
+			 struct svc_session_open_res *res, bool *budget_made,
 			 struct sbx_error **err)
 {
 	struct session_record here = {0};
 	bool made, unbudgeted;
 
+	*budget_made = false;
 	if (old->key[0] && session_workspace_pooled(old)) {
 		/* A pooled workspace: it must still be there (its budget
 		 * mounted: session_budget_make mounts it again after a
@@ -472,8 +473,8 @@ static int workspace_for(const struct svc *s, const struct svc_call *call,
 		int fd;
 
 		if (session_budget_make(root, old, b, s->cfg.session.mkfs,
-					s->cfg.recipe.sandbox_uid, &unbudgeted,
-					err) < 0)
+					s->cfg.recipe.sandbox_uid, budget_made,
+					&unbudgeted, err) < 0)
 			return -1;
 		fd = session_workspace_open(root, old, err);
 		if (fd < 0)
@@ -488,8 +489,8 @@ static int workspace_for(const struct svc *s, const struct svc_call *call,
 	 * engine binds is the budget's file system. */
 	memcpy(here.key, res->key, sizeof(here.key));
 	if (session_budget_make(root, &here, b, s->cfg.session.mkfs,
-				s->cfg.recipe.sandbox_uid, &unbudgeted,
-				err) < 0)
+				s->cfg.recipe.sandbox_uid, budget_made,
+				&unbudgeted, err) < 0)
 		return -1;
 	if (unbudgeted)
 		svc_warn(call,
@@ -498,6 +499,27 @@ static int workspace_for(const struct svc *s, const struct svc_call *call,
 			 "to have one)",
 			 res->key);
 	return 0;
+}
+
+/*
+ * The container just launched sees the workspace's budget
+ * (session_budget_seen); when it does not, it is removed, and a budget
+ * made now with it: fail closed, nothing left.
+ */
+static int budget_seen(const struct svc_call *call, struct engine *e,
+		       struct session_root *root,
+		       const struct session_record *rec, const char *container,
+		       bool made, struct sbx_error **err)
+{
+	struct sbx_error *e2 = NULL;
+
+	if (session_budget_seen(e, root, rec, container, err) == 0)
+		return 0;
+	if (engine_container_remove(e, container, true, NULL, &e2) < 0 ||
+	    (made && session_budget_remove(root, rec, &e2) < 0))
+		svc_warn(call, "%s", e2->msg);
+	sbx_error_free(&e2);
+	return -1;
 }
 
 /*
@@ -519,6 +541,7 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 	struct session_pool_entry pool = {0}, evict = {0};
 	struct sbx_error *e2 = NULL;
 	bool adopted, claimed = false, evicted = false, waking;
+	bool budget_made = false;
 	int rc = -1;
 
 	session_reservation_init(&slot);
@@ -565,9 +588,12 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 		spec.image_used = steal_pointer(&pool.image);
 		spec.created = (long long)time(NULL);
 	} else if (!adopted &&
-		   (workspace_for(s, call, root, &old, b, res, err) < 0 ||
+		   (workspace_for(s, call, root, &old, b, res, &budget_made,
+				  err) < 0 ||
 		    session_engine_launch(e, &spec, &res->outcome,
-					  &res->container, err) < 0)) {
+					  &res->container, err) < 0 ||
+		    budget_seen(call, e, root, &rec, res->container,
+				budget_made, err) < 0)) {
 		goto out;
 	}
 
