@@ -1,7 +1,8 @@
 /*
  * session-layout.h - the names below the workspace root and the helpers
  * the files of the session module share (session-config.c, session-key.c,
- * session-root.c, session-record.c, session-workspace.c); private to
+ * session-root.c, session-record.c, session-workspace.c,
+ * session-budget.c); private to
  * them, not part of the module's interface (session.h).
  *
  * Thread rule: as session.h: nothing here keeps state.
