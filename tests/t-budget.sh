@@ -228,8 +228,16 @@ rm "$ROOT/$K3/session.json"
 cp --sparse=always "$ROOT/$K3/workspace.img" "$ROOT/$K3/stray.img" 2>/dev/null
 LOOPH=$(losetup -f --show "$ROOT/$K3/stray.img")
 diag "by hand: $LOOPH on $ROOT/$K3/stray.img"
+# An open killed during mkfs.ext4: its temporary image; and a pooled
+# workspace's, its workspace gone.
+: >"$ROOT/$K3/workspace.img.tmp99999"
+mkdir -p "$ROOT/.sbxcat-ws" && chmod 700 "$ROOT/.sbxcat-ws"
+FAKE=abcdefghijklmnopqrstuvwxyz
+: >"$ROOT/.sbxcat-ws/$FAKE.img" && : >"$ROOT/.sbxcat-ws/$FAKE.img.tmp4242"
 sbx reap
 is "$rc" 0 "reap"
+is "$(ls "$ROOT/$K3" "$ROOT/.sbxcat-ws" | grep -c 'img')" 1 \
+	"reap: a killed open's temporary image removed, and a pooled one's without its workspace (only stray.img, not sbxcat's name, is left)"
 is "$(nmounts):$(mine_loops | wc -l | tr -d ' '):$([ -e "$ROOT/$K3/workspace.img" ] && echo img || echo none)" \
 	"0:0:none" "reap: the mount of a workspace without a record undone, its image removed, the loop attached by hand detached"
 rm -f "$ROOT/$K3/stray.img"

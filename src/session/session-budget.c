@@ -323,6 +323,32 @@ static int where_of(struct session_root *r, const struct session_record *rec,
 	return 0;
 }
 
+/* Is name img's temporary ("IMG.tmp" and digits, image_make's)? */
+static bool tmp_of(const char *name, const char *img)
+{
+	size_t n = strlen(img);
+
+	return strncmp(name, img, n) == 0 &&
+	       strncmp(name + n, ".tmp", 4) == 0 && name[n + 4] &&
+	       strspn(name + n + 4, "0123456789") == strlen(name + n + 4);
+}
+
+/* Remove every temporary of img in the directory pfd: what an open
+ * killed during mkfs.ext4 left (the caller holds the workspace: its open
+ * lock, or the pool's reservation, or nobody can be making it). */
+static void drop_tmps(int pfd, const char *img)
+{
+	DIR *d = fdopendir(fcntl(pfd, F_DUPFD_CLOEXEC, 0));
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (tmp_of(de->d_name, img))
+			(void)unlinkat(pfd, de->d_name, 0);
+	closedir(d);
+}
+
 /* The image, made under a temporary name and renamed: a crash never
  * leaves a half-made one under the image's name. */
 static int image_make(struct where *w, const struct session_budget *b,
@@ -333,7 +359,7 @@ static int image_make(struct where *w, const struct session_budget *b,
 	cleanup_free char *tmp_path = xasprintf("%s/%s", w->dir, tmp);
 	int fd, e;
 
-	(void)unlinkat(w->pfd, tmp, 0); /* a dead namesake's */
+	drop_tmps(w->pfd, w->img); /* a killed open's, a dead namesake's */
 	fd = openat(w->pfd, tmp,
 		    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -578,6 +604,7 @@ int session_budget_remove(struct session_root *r,
 			      "cannot remove '%s'", w.img_path);
 		goto out;
 	}
+	drop_tmps(w.pfd, w.img);
 	rc = 0;
 out:
 	where_release(&w);
@@ -699,15 +726,16 @@ static int sweep_pool_images(struct session_root *r, unsigned *cleared,
 				     r->path);
 	}
 	while ((de = readdir(d))) {
-		size_t n = strlen(de->d_name);
-		char id[SESSION_POOL_ID_LEN + 1];
+		char id[SESSION_POOL_ID_LEN + 1], img[SESSION_POOL_ID_LEN + 8];
 		struct stat st;
 
-		if (n != SESSION_POOL_ID_LEN + strlen(IMG_SUFFIX) ||
-		    strcmp(de->d_name + SESSION_POOL_ID_LEN, IMG_SUFFIX) != 0)
+		if (strlen(de->d_name) < SESSION_POOL_ID_LEN)
 			continue;
 		memcpy(id, de->d_name, SESSION_POOL_ID_LEN);
 		id[SESSION_POOL_ID_LEN] = '\0';
+		snprintf(img, sizeof(img), "%s" IMG_SUFFIX, id);
+		if (strcmp(de->d_name, img) != 0 && !tmp_of(de->d_name, img))
+			continue;
 		if (!session_pool_id_valid(id) ||
 		    fstatat(dir, id, &st, AT_SYMLINK_NOFOLLOW) == 0 ||
 		    errno != ENOENT)
