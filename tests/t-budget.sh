@@ -207,6 +207,23 @@ else
 	skip "unshare -m is not allowed here" "open from a mount namespace of its own"
 fi
 
+# -- A mount at a workspace that is not a budget's (an ext4 of someone
+# else's, its image outside ROOT) is never unmounted: the purge stops.
+SANDBOXD_WORKSPACE_QUOTA= SANDBOXD_WORKSPACE_INODES= open_s acme run budget-other
+KO=$key
+truncate -s 16M "$T/other.img" && mkfs.ext4 -F -q "$T/other.img" &&
+	LOOPO=$(losetup -f --show "$T/other.img") && mount "$LOOPO" "$(ws "$KO")" ||
+	bail_out "cannot mount an ext4 of the test's own"
+sbx session close "$KO" --purge
+like "$rc:$(err)" "^3:.*is a mount point that is not a disk budget's; left alone" \
+	"purge of a workspace with another's ext4 mounted on it: stops, saying so"
+is "$(awk -v k="/$KO." 'index($5, k) && index($5, "/workspace")' /proc/self/mountinfo | wc -l | tr -d ' ')" 1 \
+	"... and that mount is left alone"
+umount "$(awk -v k="/$KO." 'index($5, k) && index($5, "/workspace") { print $5 }' /proc/self/mountinfo)"
+losetup -d "$LOOPO"
+sbx reap
+is "$rc:$(ls "$ROOT/.sbxcat-trash" 2>/dev/null | wc -l | tr -d ' ')" "0:0" "unmounted, the next reap finishes the purge"
+
 # -- Per-session budgets.
 open_s acme run budget-d --disk-quota 64m
 is "$rc" 2 "--disk-quota over SANDBOXD_WORKSPACE_QUOTA: refused (exit 2)"

@@ -24,6 +24,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -64,6 +65,38 @@ static int mounted_at(int pfd, const char *name, struct stat *st)
 	return S_ISDIR(st->st_mode) && st->st_dev != pst.st_dev;
 }
 
+/*
+ * Is the file system of device dev a disk budget's: a loop device whose
+ * backing file is DIR/name.img (DIR resolved: the kernel says the path
+ * it resolves; after the image was removed, with " (deleted)")?
+ */
+static bool budget_dev(dev_t dev, const char *dir, const char *name)
+{
+	cleanup_free char *sys = xasprintf(
+	    "/sys/dev/block/%u:%u/loop/backing_file", major(dev), minor(dev));
+	cleanup_free char *real = realpath(dir, NULL);
+	cleanup_free char *want = NULL;
+	char file[PATH_MAX + 16];
+	int fd = open(sys, O_RDONLY | O_CLOEXEC);
+	ssize_t k;
+
+	if (fd < 0 || !real) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	k = read(fd, file, sizeof(file) - 1);
+	close(fd);
+	if (k <= 0)
+		return false;
+	file[k] = '\0';
+	file[strcspn(file, "\n")] = '\0';
+	want = xasprintf("%s/%s" IMG_SUFFIX, real, name);
+	return strcmp(file, want) == 0 ||
+	       (strncmp(file, want, strlen(want)) == 0 &&
+		strcmp(file + strlen(want), " (deleted)") == 0);
+}
+
 int session_budget_unmount_at(int pfd, const char *dir, const char *name,
 			      struct sbx_error **err)
 {
@@ -91,7 +124,8 @@ int session_budget_unmount_at(int pfd, const char *dir, const char *name,
 					     "cannot look at '%s'", path);
 		}
 		close(fd);
-		if (fs.f_type != EXT4_MAGIC)
+		if (fs.f_type != EXT4_MAGIC ||
+		    !budget_dev(st.st_dev, dir, name))
 			return sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
 					     "'%s' is a mount point that is "
 					     "not a disk budget's; left "

@@ -83,10 +83,10 @@ int session_ws_parent(struct session_root *r, const struct session_record *rec,
 		      const char **name, struct sbx_error **err);
 
 /*
- * Unmount DIR/name (pfd open on DIR) when it is a mount point of an ext4
- * file system (a disk budget's, session-budget.h), lazily when busy;
- * not a mount point, or missing: done.  Another kind of mount there is
- * an error, and left alone.
+ * Unmount DIR/name (pfd open on DIR) when it is a mount point of a disk
+ * budget (session-budget.h: ext4 on a loop device whose backing file is
+ * DIR/name.img), lazily when busy; not a mount point, or missing: done.
+ * Any other mount there is an error, and left alone.
  */
 int session_budget_unmount_at(int pfd, const char *dir, const char *name,
 			      struct sbx_error **err);
