@@ -259,6 +259,27 @@ is "$(nmounts):$(mine_loops | wc -l | tr -d ' '):$([ -e "$ROOT/$K3/workspace.img
 	"0:0:none" "reap: the mount of a workspace without a record undone, its image removed, the loop attached by hand detached"
 rm -f "$ROOT/$K3/stray.img"
 
+# An open killed for real while mkfs.ext4 runs (a stand-in that waits):
+# its temporary image is left, with no record; reap removes it.
+cat >"$T/slowmkfs" <<'SH'
+#!/bin/sh
+echo $$ >"$0.pid"
+exec sleep 60
+SH
+chmod 755 "$T/slowmkfs"
+SBXCAT_MKFS=$T/slowmkfs "$S" -C "$CAT" session open --tenant acme --scope run \
+	--subject budget-killed --runtime "$RA" >/dev/null 2>&1 &
+OPID=$!
+i=0
+while [ ! -s "$T/slowmkfs.pid" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+kill -KILL "$OPID"
+wait "$OPID" 2>/dev/null
+[ -s "$T/slowmkfs.pid" ] && kill -KILL "$(cat "$T/slowmkfs.pid")" 2>/dev/null
+is "$(find "$ROOT" -name 'workspace.img.tmp*' | wc -l | tr -d ' ')" 1 \
+	"an open killed during mkfs.ext4 leaves its temporary image"
+sbx reap
+is "$rc:$(nmounts):$(nloops):$(nimages)" "0:0:0:0" "reap removes it: no mount, loop device or image"
+
 # A purge killed between the trash's rename and its emptying: a mount in
 # the trash.
 SBXCAT_MKFS= open_s acme run budget-e
