@@ -503,23 +503,33 @@ static int workspace_for(const struct svc *s, const struct svc_call *call,
 
 /*
  * The container just launched sees the workspace's budget
- * (session_budget_seen); when it does not, it is removed, and a budget
- * made now with it: fail closed, nothing left.
+ * (session_budget_seen); when it does not, it is removed: fail closed.
  */
 static int budget_seen(const struct svc_call *call, struct engine *e,
 		       struct session_root *root,
 		       const struct session_record *rec, const char *container,
-		       bool made, struct sbx_error **err)
+		       struct sbx_error **err)
 {
 	struct sbx_error *e2 = NULL;
 
 	if (session_budget_seen(e, root, rec, container, err) == 0)
 		return 0;
-	if (engine_container_remove(e, container, true, NULL, &e2) < 0 ||
-	    (made && session_budget_remove(root, rec, &e2) < 0))
+	if (engine_container_remove(e, container, true, NULL, &e2) < 0)
 		svc_warn(call, "%s", e2->msg);
 	sbx_error_free(&e2);
 	return -1;
+}
+
+/* A budget made by an open that then failed goes with it (the reaper
+ * would find it, with no record, but nothing is left now). */
+static void budget_undo(const struct svc_call *call, struct session_root *root,
+			const struct session_record *rec)
+{
+	struct sbx_error *e2 = NULL;
+
+	if (session_budget_remove(root, rec, &e2) < 0)
+		svc_warn(call, "%s", e2->msg);
+	sbx_error_free(&e2);
 }
 
 /*
@@ -587,14 +597,17 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 		free(spec.image_used);
 		spec.image_used = steal_pointer(&pool.image);
 		spec.created = (long long)time(NULL);
-	} else if (!adopted &&
-		   (workspace_for(s, call, root, &old, b, res, &budget_made,
-				  err) < 0 ||
-		    session_engine_launch(e, &spec, &res->outcome,
+	} else if (!adopted) {
+		if (workspace_for(s, call, root, &old, b, res, &budget_made,
+				  err) < 0)
+			goto out;
+		if (session_engine_launch(e, &spec, &res->outcome,
 					  &res->container, err) < 0 ||
-		    budget_seen(call, e, root, &rec, res->container,
-				budget_made, err) < 0)) {
-		goto out;
+		    budget_seen(call, e, root, &rec, res->container, err) < 0) {
+			if (budget_made)
+				budget_undo(call, root, &rec);
+			goto out;
+		}
 	}
 
 	rec.tenant = xstrdup(call->tenant);
