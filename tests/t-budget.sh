@@ -122,7 +122,7 @@ ok "$(mountpoint -q "$WS" && echo 0 || echo 1)" "the workspace is a mount point"
 is "$(stat -c '%U %a' "$ROOT/$K/workspace.img")" "root 600" \
 	"its image ROOT/KEY/workspace.img is root's, 0600, outside the workspace"
 is "$(stat -c '%u:%g %a' "$WS")" "10001:10001 755" "the mount's root is the sandbox's, 0755"
-is "$(ls -A "$WS" | wc -l | tr -d ' ')" "0" "a new workspace is empty (no lost+found)"
+is "$(find "$WS" -mindepth 1 | wc -l | tr -d ' ')" "0" "a new workspace is empty (no lost+found)"
 opts=$(awk -v m="$WS" '$5 == m { print $6 }' /proc/self/mountinfo)
 like "$opts" "nosuid" "mounted nosuid"
 like "$opts" "nodev" "mounted nodev"
