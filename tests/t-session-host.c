@@ -34,12 +34,13 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "basic/hash.h"
-#include "session/session.h"
-#include "tap.h"
 #include "basic/env.h"
+#include "basic/hash.h"
 #include "basic/util.h"
 #include "basic/xjson.h"
+#include "session/session-budget.h"
+#include "session/session.h"
+#include "tap.h"
 
 #define OTHER_UID 12345
 #define SANDBOX_UID 10001
@@ -428,6 +429,34 @@ static void test_fuzz(void)
 	is_int(bad_subject, 0, "fuzz: subject check agrees with a reference");
 	is_int(bad_key, 0, "fuzz: every accepted pair makes a key (%d)",
 	       accepted);
+}
+
+/* ---- disk budgets' bounds ---- */
+
+static void test_budget_bounds(void)
+{
+	static const struct {
+		unsigned long long bytes, inodes;
+		bool good;
+	} v[] = {
+	    {0, 0, true},
+	    {16ull << 20, 0, true},
+	    {(16ull << 20) - 1, 0, false},
+	    {16ull << 40, 0, true},
+	    {(16ull << 40) + 1, 0, false},
+	    {1ull << 30, 64, true},
+	    {1ull << 30, 63, false},
+	    {1ull << 30, 1ull << 31, true},
+	    {1ull << 30, (1ull << 31) + 1, false},
+	    {~0ull, ~0ull, false},
+	};
+	int wrong = 0;
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(*v); i++)
+		wrong += (session_budget_check(v[i].bytes, v[i].inodes) ==
+			  NULL) != v[i].good;
+	is_int(wrong, 0,
+	       "budget bounds: 16 MiB to 16 TiB, 64 to 2^31 inodes, 0 none");
 }
 
 /* ---- configuration ---- */
@@ -1856,6 +1885,7 @@ int main(void)
 	test_checks();
 	test_fuzz();
 	test_config();
+	test_budget_bounds();
 	test_secret();
 	test_sizes();
 	test_root();
