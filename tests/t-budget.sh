@@ -76,14 +76,6 @@ trap budget_cleanup EXIT
 
 f() { sbx fs "$K" "$@"; }
 ex() { sbx exec "$@" </dev/null; }
-like() {
-	if printf '%s\n' "$1" | grep -Eq -- "$2"; then
-		ok 0 "$3"
-	else
-		ok 1 "$3"
-		printf '%s\n' "$1" | sed 's/^/#   got: /'
-	fi
-}
 nmounts() { mine_mounts | wc -l | tr -d ' '; }
 # nloops [N]: how many loop devices of the test's files are attached,
 # once at most N (0) are or 10 s have passed: a loop device goes with
