@@ -20,11 +20,13 @@ engine="docker.io util-linux iproute2 curl man-db"
 # pgrep and ps (what a timed-out command left on the host), strace for
 # t-fs.sh (a refused read reads not a byte of the file); the PostgreSQL 15
 # server and psql for the audit's private cluster (tests/pgbed.sh);
-# e2fsprogs for t-disk.sh's ext4 on a loop device (mkfs.ext4, dumpe2fs).
+# e2fsprogs for t-disk.sh's ext4 on a loop device (mkfs.ext4, dumpe2fs)
+# and for disk budgets (mkfs.ext4 makes each budget's image; t-budget.sh).
 test="$build $engine busybox-static docker-compose jq python3-jsonschema strace
 	openssl time procps postgresql-15 postgresql-client-15 e2fsprogs"
-# setup: what the main job uses besides the build: an engine to prewarm on.
-setup="$build $engine"
+# setup: what the main job uses besides the build: an engine to prewarm on,
+# and e2fsprogs for disk budgets (SANDBOXD_WORKSPACE_QUOTA).
+setup="$build $engine e2fsprogs"
 case "${1:-build}" in
 build) want=$build ;;
 setup) want=$setup ;;

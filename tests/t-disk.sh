@@ -73,15 +73,6 @@ export SANDBOXD_WORKSPACE_ROOT SBXCAT_SPOOL_DIR SBXCAT_SPOOL_MIN_FREE
 unset SBXCAT_SPOOL_RESERVE SANDBOXD_MAX_WRITE_BYTES SANDBOXD_MAX_READ_BYTES
 
 f() { sbx fs "$K" "$@"; }
-# like GOT ERE NAME: GOT matches the extended regular expression ERE.
-like() {
-	if printf '%s\n' "$1" | grep -Eq -- "$2"; then
-		ok 0 "$3"
-	else
-		ok 1 "$3"
-		printf '%s\n' "$1" | sed 's/^/#   got: /'
-	fi
-}
 ex() { sbx exec "$@" </dev/null; }
 # Blocks of 1 KiB: free for root (statvfs's f_bfree less ext4's own), and
 # free for everyone else (f_bavail).

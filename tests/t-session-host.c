@@ -34,12 +34,13 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "basic/hash.h"
-#include "session/session.h"
-#include "tap.h"
 #include "basic/env.h"
+#include "basic/hash.h"
 #include "basic/util.h"
 #include "basic/xjson.h"
+#include "session/session-budget.h"
+#include "session/session.h"
+#include "tap.h"
 
 #define OTHER_UID 12345
 #define SANDBOX_UID 10001
@@ -430,6 +431,34 @@ static void test_fuzz(void)
 	       accepted);
 }
 
+/* ---- disk budgets' bounds ---- */
+
+static void test_budget_bounds(void)
+{
+	static const struct {
+		unsigned long long bytes, inodes;
+		bool good;
+	} v[] = {
+	    {0, 0, true},
+	    {16ull << 20, 0, true},
+	    {(16ull << 20) - 1, 0, false},
+	    {16ull << 40, 0, true},
+	    {(16ull << 40) + 1, 0, false},
+	    {1ull << 30, 64, true},
+	    {1ull << 30, 63, false},
+	    {1ull << 30, 1ull << 31, true},
+	    {1ull << 30, (1ull << 31) + 1, false},
+	    {~0ull, ~0ull, false},
+	};
+	int wrong = 0;
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(*v); i++)
+		wrong += (session_budget_check(v[i].bytes, v[i].inodes) ==
+			  NULL) != v[i].good;
+	is_int(wrong, 0,
+	       "budget bounds: 16 MiB to 16 TiB, 64 to 2^31 inodes, 0 none");
+}
+
 /* ---- configuration ---- */
 
 static const char *const config_vars[] = {
@@ -438,7 +467,8 @@ static const char *const config_vars[] = {
     "SANDBOXD_EXECUTE_TIMEOUT",	   "SANDBOXD_MAX_OUTPUT_BYTES",
     "SANDBOXD_PERSIST_CONTAINERS", "SBXCAT_SESSION_NETWORK",
     "SBXCAT_DEPLOYMENT_ID",	   "SBXCAT_KEY_SECRET",
-    "SBXCAT_KEY_SECRET_FILE",
+    "SBXCAT_KEY_SECRET_FILE",	   "SANDBOXD_WORKSPACE_QUOTA",
+    "SANDBOXD_WORKSPACE_INODES",   "SBXCAT_MKFS",
 };
 
 static void clear_env(void)
@@ -513,6 +543,13 @@ static void test_config(void)
 	    {"SBXCAT_DEPLOYMENT_ID", "a b"},
 	    {"SBXCAT_KEY_SECRET", ""},
 	    {"SBXCAT_KEY_SECRET_FILE", ""},
+	    {"SANDBOXD_WORKSPACE_QUOTA", "1m"},
+	    {"SANDBOXD_WORKSPACE_QUOTA", "17t"},
+	    {"SANDBOXD_WORKSPACE_QUOTA", "lots"},
+	    {"SANDBOXD_WORKSPACE_INODES", "10"},
+	    {"SANDBOXD_WORKSPACE_INODES", "2147483649"},
+	    {"SANDBOXD_WORKSPACE_INODES", "1k"},
+	    {"SBXCAT_MKFS", "mkfs.ext4"},
 	};
 	int fails = 0;
 
@@ -524,6 +561,22 @@ static void test_config(void)
 	       !strcmp(c.network, "bridge") &&
 	       !strcmp(c.deployment, "default") && !c.secret,
 	   "defaults as documented");
+	ok(!c.disk_quota && !c.disk_inodes &&
+	       !strcmp(c.mkfs, "/sbin/mkfs.ext4"),
+	   "no disk budget by default; mkfs.ext4 from /sbin");
+	session_config_release(&c);
+
+	load_with("SANDBOXD_WORKSPACE_QUOTA", "10g", &c, &err);
+	is_int((long long)c.disk_quota, 10ll << 30, "disk quota 10g");
+	session_config_release(&c);
+	load_with("SANDBOXD_WORKSPACE_QUOTA", "16t", &c, &err);
+	is_int((long long)c.disk_quota, 16ll << 40, "disk quota at its bound");
+	session_config_release(&c);
+	load_with("SANDBOXD_WORKSPACE_INODES", "100000", &c, &err);
+	is_int((long long)c.disk_inodes, 100000, "disk inodes set");
+	session_config_release(&c);
+	load_with("SBXCAT_MKFS", "/opt/e2fs/mkfs.ext4", &c, &err);
+	is_str(c.mkfs, "/opt/e2fs/mkfs.ext4", "SBXCAT_MKFS set");
 	session_config_release(&c);
 
 	load_with("SANDBOXD_WORKSPACE_ROOT", "//srv//ws/", &c, &err);
@@ -1897,6 +1950,7 @@ int main(void)
 	test_checks();
 	test_fuzz();
 	test_config();
+	test_budget_bounds();
 	test_secret();
 	test_sizes();
 	test_root();

@@ -19,6 +19,15 @@ is() {
 	printf '%s\n' "$2" | sed 's/^/#   expected: |/; s/$/|/'
 	return 1
 }
+# like GOT ERE NAME: GOT matches the extended regular expression ERE.
+like() {
+	if printf '%s\n' "$1" | grep -Eq -- "$2"; then
+		ok 0 "$3"
+	else
+		ok 1 "$3"
+		printf '%s\n' "$1" | sed 's/^/#   got: /'
+	fi
+}
 skip() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $2 # SKIP $1"; }
 skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 # bail_out WHY: stop the test as failed (a component that was there broke).

@@ -168,6 +168,18 @@ static int reap_report_cmd(struct sbx_ctx *ctx, const struct reap_opts *o)
 			       res.v[i].tenant ? res.v[i].tenant : "-",
 			       res.v[i].key);
 	}
+	/* The budgets' promise against the disk: on stderr, so the rows
+	 * (and --json's document) stay as they are. */
+	if (res.images)
+		fprintf(stderr,
+			"sbxcat: disk budgets: %u image%s promise %llu bytes; "
+			"the host has %llu bytes free%s\n",
+			res.images, res.images == 1 ? "" : "s",
+			res.images_bytes, res.host_free,
+			res.overcommitted
+			    ? " (overcommitted: the images are sparse, and "
+			      "full ones would not fit)"
+			    : "");
 	svc_reap_report_res_release(&res);
 	return 0;
 }

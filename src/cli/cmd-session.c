@@ -31,6 +31,7 @@ struct open_opts {
 	/* --label's arguments as given, checked by session_open */
 	const char *label[SESSION_LABELS_MAX];
 	size_t nlabel;
+	const char *disk_quota, *disk_inodes;
 };
 
 static int opt_label(const struct cmd_entry *cmd, const char *name,
@@ -56,6 +57,8 @@ static const struct cmd_option open_options[] = {
     CMD_STRING("scope", 0, struct open_opts, scope, 0),
     CMD_STRING("subject", 0, struct open_opts, subject, 0),
     CMD_STRING("host", 0, struct open_opts, host, 0),
+    CMD_STRING("disk-quota", 0, struct open_opts, disk_quota, 0),
+    CMD_STRING("disk-inodes", 0, struct open_opts, disk_inodes, 0),
     CMD_OPTIONS_END,
 };
 
@@ -116,6 +119,14 @@ static int session_open(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 	req.labels = o->label;
 	req.nlabels = o->nlabel;
 	req.durability = o->durability;
+	req.disk_quota = o->disk_quota;
+	if (o->disk_inodes &&
+	    (!text_parse_uint(o->disk_inodes, ~0ull, &req.disk_inodes) ||
+	     !req.disk_inodes))
+		return cmd_usage_error(&cmd_session_open_entry,
+				       "--disk-inodes '%s': expected a whole "
+				       "number above 0",
+				       o->disk_inodes);
 	cat_err = load_catalog(ctx, &cat);
 	req.cat = cat_err ? NULL : &cat;
 	req.cat_err = cat_err;
@@ -305,7 +316,8 @@ const struct cmd_entry cmd_session_open_entry = {
     .name = "open",
     .usage = "--tenant ORG --scope SCOPE --subject ID [--runtime ALIAS] "
 	     "[--host NAME] [--label KEY=VALUE]... "
-	     "[--durability ephemeral|persistent] [--json]",
+	     "[--durability ephemeral|persistent] [--disk-quota SIZE] "
+	     "[--disk-inodes N] [--json]",
     .summary = "open (or adopt) the session of a subject; print its key",
     .options = open_options,
     .opts_size = sizeof(struct open_opts),

@@ -340,6 +340,12 @@ json_t *wire_session_info(const struct svc *s,
 	return doc;
 }
 
+/* A count, or null when it is not known (negative). */
+static json_t *count_or_null(long long n)
+{
+	return n < 0 ? json_null() : json_integer(n);
+}
+
 /* SessionInfo's usage (?usage=true): one sample of the engine's stats,
  * nulls for what it does not say (or when it does not answer). */
 static json_t *usage_json(struct wire_req *w, const struct svc_wire_session *ws)
@@ -351,16 +357,15 @@ static json_t *usage_json(struct wire_req *w, const struct svc_wire_session *ws)
 		atomic_fetch_add(&w->sv->engine_errors, 1);
 		sbx_error_free(&err);
 	}
-	return xjson_pack("{s:o, s:o, s:o, s:o}", "memory_bytes",
-			  u.memory_bytes < 0 ? json_null()
-					     : json_integer(u.memory_bytes),
-			  "memory_limit_bytes",
-			  u.memory_limit_bytes < 0
-			      ? json_null()
-			      : json_integer(u.memory_limit_bytes),
-			  "cpu_percent",
-			  u.cpu_percent < 0 ? json_null() : json_real(u.cpu_percent),
-			  "pids", u.pids < 0 ? json_null() : json_integer(u.pids));
+	return xjson_pack(
+	    "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "memory_bytes",
+	    count_or_null(u.memory_bytes), "memory_limit_bytes",
+	    count_or_null(u.memory_limit_bytes), "cpu_percent",
+	    u.cpu_percent < 0 ? json_null() : json_real(u.cpu_percent), "pids",
+	    count_or_null(u.pids), "disk_bytes", count_or_null(u.disk_bytes),
+	    "disk_limit_bytes", count_or_null(u.disk_limit_bytes),
+	    "disk_inodes", count_or_null(u.disk_inodes), "disk_limit_inodes",
+	    count_or_null(u.disk_limit_inodes));
 }
 
 const char *wire_session_state(struct wire_req *w)
@@ -551,9 +556,37 @@ static bool open_kept(struct wire_req *w, struct svc_wire_open_req *o)
 	return true;
 }
 
+/* disk_quota (a size, "64m", or bytes) and disk_inodes, ours
+ * (docs/serve.md); their bounds are the open's to check. */
+static bool disk_fields(struct wire_req *w, struct svc_wire_open_req *o,
+			char quota[24])
+{
+	json_t *q = json_object_get(w->body, "disk_quota");
+	long long n = 0;
+	bool present;
+
+	if (json_is_integer(q)) {
+		if (json_integer_value(q) < 1) {
+			wire_invalid(w, "body", "disk_quota",
+				     "greater_than_equal",
+				     "Input should be greater than or equal "
+				     "to 1");
+			return false;
+		}
+		snprintf(quota, 24, "%lld", (long long)json_integer_value(q));
+		o->disk_quota = quota;
+	} else if (!wire_str(w, "disk_quota", false, true, &o->disk_quota)) {
+		return false;
+	}
+	if (!wire_int(w, "disk_inodes", 1, true, &n, &present))
+		return false;
+	o->disk_inodes = present ? (unsigned long long)n : 0;
+	return true;
+}
+
 /* The fields of an open, checked: false once answered. */
 static bool open_fields(struct wire_req *w, struct svc_wire_open_req *o,
-			const char **tenant, char idbuf[24])
+			const char **tenant, char idbuf[24], char quota[24])
 {
 	const char *t = NULL;
 
@@ -561,7 +594,8 @@ static bool open_fields(struct wire_req *w, struct svc_wire_open_req *o,
 	    !wire_str(w, "runtime", false, true, &o->runtime) ||
 	    !wire_str(w, "tenant", false, true, &t) ||
 	    !wire_bool(w, "reuse", &o->reuse) ||
-	    !wire_bool(w, "attach", &o->attach) || !open_kept(w, o))
+	    !wire_bool(w, "attach", &o->attach) || !open_kept(w, o) ||
+	    !disk_fields(w, o, quota))
 		return false;
 	if (o->id && !svc_wire_name_valid(o->id)) {
 		wire_invalid(w, "body", "session_id", "string_pattern_mismatch",
@@ -631,11 +665,11 @@ static void sessions_create(void *arg, struct http_request *req,
 	struct svc_wire_open_res r = {0};
 	struct sbx_error *err = NULL;
 	const char *tenant = NULL;
-	char idbuf[24];
+	char idbuf[24], quota[24];
 
 	if (!wire_begin(&w, arg, req, res, true) ||
 	    !wire_auth_service(&w, true) ||
-	    !open_fields(&w, &o, &tenant, idbuf))
+	    !open_fields(&w, &o, &tenant, idbuf, quota))
 		goto out;
 	snprintf(req->tenant, sizeof(req->tenant), "%s", tenant);
 	snprintf(req->session, sizeof(req->session), "%s", o.id);

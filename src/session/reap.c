@@ -10,16 +10,17 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/engine.h"
-#include "catalog/deployment.h"
 #include "basic/clock.h"
 #include "basic/error.h"
+#include "basic/util.h"
+#include "catalog/deployment.h"
+#include "engine/engine.h"
 #include "session/procs.h"
 #include "session/reap.h"
+#include "session/session-budget.h"
 #include "session/session-engine.h"
-#include "session/session.h"
 #include "session/session-wire.h"
-#include "basic/util.h"
+#include "session/session.h"
 
 /* Seconds an idle session's container is given to stop (its StopSignal
  * is SIGKILL, so it never needs them); as session close. */
@@ -544,6 +545,15 @@ static bool have_key(char **keys, size_t n, const char *key)
 	return key && bsearch(&key, keys, n, sizeof(*keys), cmp_strp) != NULL;
 }
 
+/* A tidy-up of the pass that failed: a warning, counted as a failed
+ * action (exit 1: what cannot be removed needs a person). */
+static void warn_failed(struct reap_pass *p, struct sbx_error **err)
+{
+	warn(p, xstrdup((*err)->msg));
+	sbx_error_free(err);
+	p->failed++;
+}
+
 /*
  * Empty the trash, the lock released: the workspaces this pass deleted,
  * and any a crash left half-emptied (a purge killed after its rename).
@@ -555,11 +565,37 @@ static void finish_trash(struct session_root *r, struct reap_pass *p)
 	struct sbx_error *err = NULL;
 	unsigned n = 0;
 
-	if (session_trash_finish(r, &n, &err) < 0) {
-		warn(p, xstrdup(err->msg));
-		sbx_error_free(&err);
-		p->failed++;
-	}
+	if (session_trash_finish(r, &n, &err) < 0)
+		warn_failed(p, &err);
+}
+
+/*
+ * A disk budget left by an open killed after its mount (ROOT/KEY with no
+ * record; session-budget.h): unmounted, its image removed, unless an
+ * open of the key is in progress now.  A failure is a warning.
+ */
+static void drop_budget(struct session_root *r, struct reap_pass *p,
+			const char *key)
+{
+	struct session_record rec = {0};
+	struct sbx_error *err = NULL;
+
+	if (session_open_busy(r, key))
+		return;
+	snprintf(rec.key, sizeof(rec.key), "%s", key);
+	if (session_budget_remove(r, &rec, &err) < 0)
+		warn_failed(p, &err);
+}
+
+/* Loop devices still attached to files below ROOT, images of the pool
+ * without their workspace (session_budget_sweep). */
+static void sweep_budgets(struct session_root *r, struct reap_pass *p)
+{
+	struct sbx_error *err = NULL;
+	unsigned n = 0;
+
+	if (session_budget_sweep(r, &n, &err) < 0)
+		warn_failed(p, &err);
 }
 
 int reap_pass_run(struct engine *e, const struct session_config *c,
@@ -610,6 +646,8 @@ int reap_pass_run(struct engine *e, const struct session_config *c,
 						  "open or purge); left "
 						  "alone",
 						  r->path, keys[i]));
+				if (!dry_run)
+					drop_budget(r, p, keys[i]);
 			}
 			sbx_error_free(err);
 			continue;
@@ -647,6 +685,8 @@ int reap_pass_run(struct engine *e, const struct session_config *c,
 			break;
 		}
 	}
+	if (!dry_run)
+		sweep_budgets(r, p);
 	rc = 0;
 out:
 	session_unlock(r);
@@ -679,6 +719,24 @@ static int usage_cmp(const void *pa, const void *pb)
 	return strcmp(a->key, b->key);
 }
 
+/* A workspace's size: its budget's numbers (constant time) when it has
+ * one, else the walk's. */
+static int report_size(struct session_root *r, const struct session_record *rec,
+		       struct reap_usage *u, struct sbx_error **err)
+{
+	struct session_usage d;
+
+	if (session_budget_usage(r, rec, &d, err) == 0 && d.budget) {
+		u->bytes = d.bytes_used;
+		u->files = d.inodes_used;
+		u->bytes_allowed = d.bytes_allowed;
+		u->files_allowed = d.inodes_allowed;
+		return 0;
+	}
+	sbx_error_free(err);
+	return session_workspace_size(r, rec, &u->bytes, &u->files, err);
+}
+
 int reap_report(struct session_root *r, size_t top, struct reap_usage **v,
 		size_t *n, char ***warnings, size_t *nwarnings,
 		struct sbx_error **err)
@@ -706,7 +764,7 @@ int reap_report(struct session_root *r, size_t top, struct reap_usage **v,
 			memset(&rec, 0, sizeof(rec));
 			snprintf(rec.key, sizeof(rec.key), "%s", keys[i]);
 		}
-		rc = session_workspace_size(r, &rec, &u.bytes, &u.files, err);
+		rc = report_size(r, &rec, &u, err);
 		session_record_release(&rec);
 		if (rc < 0) {
 			if ((*err)->errnum != ENOENT) {

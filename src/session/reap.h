@@ -140,6 +140,10 @@ void reap_pass_release(struct reap_pass *p);
 struct reap_usage {
 	char *key, *tenant;
 	unsigned long long bytes, files;
+	/* A workspace with a disk budget (session-budget.h): bytes and
+	 * files are its file system's own counts (statvfs, no walk), and
+	 * these what it allows; 0 without a budget. */
+	unsigned long long bytes_allowed, files_allowed;
 };
 /*
  * The top workspaces by bytes (ties by key), at most top of them, with

@@ -22,6 +22,7 @@
 #include "basic/text.h"
 #include "catalog/catalog.h"
 #include "catalog/deployment.h"
+#include "session/session-budget.h"
 #include "session/session-layout.h"
 #include "session/session.h"
 
@@ -112,6 +113,29 @@ static int env_bool(const struct sbx_env *e, const char *var, bool *out,
 	return bad_value(err, var, v,
 			 "expected 1, true or yes (stop containers on close, "
 			 "keep them), or 0, false or no (remove them)");
+}
+
+/* SANDBOXD_WORKSPACE_QUOTA, SANDBOXD_WORKSPACE_INODES and SBXCAT_MKFS,
+ * within session-budget.h's bounds. */
+static int budget_from_env(const struct sbx_env *e, struct session_config *c,
+			   struct sbx_error **err)
+{
+	const char *q = env(e, "SANDBOXD_WORKSPACE_QUOTA");
+	const char *mkfs = env(e, "SBXCAT_MKFS");
+
+	if (env_size(e, "SANDBOXD_WORKSPACE_QUOTA", SESSION_BUDGET_MIN,
+		     &c->disk_quota, err) < 0 ||
+	    env_uint(e, "SANDBOXD_WORKSPACE_INODES", SESSION_INODES_MIN,
+		     SESSION_INODES_MAX, &c->disk_inodes, err) < 0)
+		return -1;
+	if (c->disk_quota > SESSION_BUDGET_MAX)
+		return bad_value(err, "SANDBOXD_WORKSPACE_QUOTA", q,
+				 "at most 16t (ext4's bound)");
+	if (mkfs && mkfs[0] != '/')
+		return bad_value(err, "SBXCAT_MKFS", mkfs,
+				 "an absolute path (no search of PATH)");
+	c->mkfs = xstrdup(mkfs ? mkfs : SESSION_MKFS_DEFAULT);
+	return 0;
 }
 
 /*
@@ -390,7 +414,8 @@ int session_config_load(struct session_config *c, const struct sbx_env *e,
 	    env_seconds(e, "SANDBOXD_EVICT_IDLE_AFTER", &c->evict_idle_after,
 			err) < 0 ||
 	    env_uint(e, "SANDBOXD_MAX_OPEN_SESSIONS", 1, 1000000, &max_open,
-		     err) < 0)
+		     err) < 0 ||
+	    budget_from_env(e, c, err) < 0)
 		goto fail;
 	if (max_open && max_open < max) {
 		/* Every resident session is open: a bound below the
@@ -431,6 +456,7 @@ fail:
 
 void session_config_release(struct session_config *c)
 {
+	free(c->mkfs);
 	free(c->root);
 	free(c->network);
 	free(c->deployment);

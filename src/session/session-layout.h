@@ -1,7 +1,8 @@
 /*
  * session-layout.h - the names below the workspace root and the helpers
  * the files of the session module share (session-config.c, session-key.c,
- * session-root.c, session-record.c, session-workspace.c, runs.c); private to
+ * session-root.c, session-record.c, session-workspace.c, runs.c,
+ * session-budget.c); private to
  * them, not part of the module's interface (session.h).
  *
  * Thread rule: as session.h: nothing here keeps state.
@@ -72,5 +73,22 @@ int session_lock_wait(const struct session_root *r, int fd, const char *dir,
  */
 int session_secret_from_fd(struct session_config *c, int fd, const char *what,
 			   struct sbx_error **err);
+
+/*
+ * The directory that holds rec's workspace (ROOT/KEY or ROOT/.sbxcat-ws),
+ * opened and checked as every use of it, and the workspace's name in it
+ * (*name, static or rec's).  Returns the descriptor, or -1.
+ */
+int session_ws_parent(struct session_root *r, const struct session_record *rec,
+		      const char **name, struct sbx_error **err);
+
+/*
+ * Unmount DIR/name (pfd open on DIR) when it is a mount point of a disk
+ * budget (session-budget.h: ext4 on a loop device whose backing file is
+ * DIR/name.img), lazily when busy; not a mount point, or missing: done.
+ * Any other mount there is an error, and left alone.
+ */
+int session_budget_unmount_at(int pfd, const char *dir, const char *name,
+			      struct sbx_error **err);
 
 #endif

@@ -135,7 +135,7 @@ int session_pool_ws_remove(struct session_root *r, const char *id,
 			   struct sbx_error **err)
 {
 	int dir = session_private_dir(r, POOL_WS_NAME, false, err), fd, rc;
-	cleanup_free char *top = NULL;
+	cleanup_free char *top = NULL, *dir_path = NULL, *img = NULL;
 
 	if (dir < 0)
 		return (*err)->errnum == ENOENT ? (sbx_error_free(err), 0) : -1;
@@ -151,11 +151,31 @@ int session_pool_ws_remove(struct session_root *r, const char *id,
 				     r->path, id);
 	}
 	top = xasprintf("%s/" POOL_WS_NAME "/%s", r->path, id);
-	/* Never following a symlink, never crossing a mount (tree.h). */
-	rc = tree_empty(fd, top, SBX_E_UNAVAILABLE, r->cancel, NULL, err);
+	dir_path = xasprintf("%s/" POOL_WS_NAME, r->path);
+	img = xasprintf("%s.img", id);
+	/* Its disk budget's mount first (session-budget.h); then never
+	 * following a symlink, never crossing a mount (tree.h). */
+	rc = session_budget_unmount_at(dir, dir_path, id, err);
+	if (rc == 0) {
+		close(fd);
+		fd = openat(dir, id,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC |
+				O_NOCTTY);
+		if (fd < 0)
+			rc = sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
+					   "cannot open '%s'", top);
+	}
+	if (rc == 0)
+		rc = tree_empty(fd, top, SBX_E_UNAVAILABLE, r->cancel, NULL,
+				err);
+	else if (fd >= 0)
+		close(fd);
 	if (rc == 0 && unlinkat(dir, id, AT_REMOVEDIR) < 0 && errno != ENOENT)
 		rc = sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
 				   "cannot remove '%s'", top);
+	if (rc == 0 && unlinkat(dir, img, 0) < 0 && errno != ENOENT)
+		rc = sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
+				   "cannot remove '%s/%s'", dir_path, img);
 	close(dir);
 	return rc;
 }

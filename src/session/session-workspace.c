@@ -71,8 +71,8 @@ char *session_workspace_path(const struct session_root *r,
 
 /* The directory that holds rec's workspace (ROOT/KEY or ROOT/.sbxcat-ws),
  * checked, and the workspace's name in it. */
-static int ws_parent(struct session_root *r, const struct session_record *rec,
-		     const char **name, struct sbx_error **err)
+int session_ws_parent(struct session_root *r, const struct session_record *rec,
+		      const char **name, struct sbx_error **err)
 {
 	const char *id = pool_id_of(rec);
 
@@ -89,12 +89,28 @@ static int ws_parent(struct session_root *r, const struct session_record *rec,
 	return session_keydir_open(r, rec->key, err);
 }
 
+/* -1 when the workspace (fd, name in pfd) has a disk budget's image
+ * beside it (session-budget.h) but is not its mount: what is written
+ * there would be bounded by nothing. */
+static int budget_unmounted(int pfd, int fd, const char *name)
+{
+	char img[SESSION_POOL_ID_LEN + 8];
+	struct stat st, pst;
+
+	snprintf(img, sizeof(img), "%s.img", name);
+	if (fstatat(pfd, img, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	if (fstat(fd, &st) < 0 || fstat(pfd, &pst) < 0)
+		return -1;
+	return st.st_dev == pst.st_dev ? -1 : 0;
+}
+
 int session_workspace_open(struct session_root *r,
 			   const struct session_record *rec,
 			   struct sbx_error **err)
 {
 	const char *name;
-	int pfd = ws_parent(r, rec, &name, err), fd;
+	int pfd = session_ws_parent(r, rec, &name, err), fd;
 
 	if (pfd < 0)
 		return -1;
@@ -108,6 +124,20 @@ int session_workspace_open(struct session_root *r,
 		return sbx_error_set(err, SBX_E_UNAVAILABLE, e,
 				     "cannot open the workspace of '%s' (%s)",
 				     rec->key, path);
+	}
+	if (budget_unmounted(pfd, fd, name) < 0) {
+		cleanup_free char *path = session_workspace_path(r, rec);
+
+		close(fd);
+		close(pfd);
+		sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
+			      "the disk budget of '%s' is not mounted at '%s' "
+			      "(the host restarted?); refused, so that no "
+			      "write goes past it",
+			      rec->key, path);
+		sbx_error_hint(*err, "open the session again: its open "
+				     "mounts it");
+		return -1;
 	}
 	close(pfd);
 	return fd;
@@ -358,6 +388,12 @@ static int trash_empty_at(struct session_root *r, int tfd, const char *name,
 	cleanup_free char *top =
 	    xasprintf("%s/" TRASH_NAME "/%s", r->path, name);
 
+	/* A disk budget's mount (session-budget.h) goes first: the walk
+	 * never crosses a mount, and the image is removed with the rest. */
+	if (session_budget_unmount_at(fd, top, WORKSPACE_NAME, err) < 0) {
+		close(fd);
+		return -1;
+	}
 	if (tree_empty(fd, top, SBX_E_UNAVAILABLE,
 		       r->cancel, NULL, err) < 0)
 		return -1;

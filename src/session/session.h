@@ -34,6 +34,9 @@
  *                           the session that claims it names it
  *   ROOT/.sbxcat-open/      root's, 0700: the reservations of opens in
  *                           progress (session_reserve)
+ *   ROOT/KEY/workspace.img  a disk budget's image (session-budget.h),
+ *                           root's, 0600, mounted at ROOT/KEY/workspace
+ *   ROOT/.sbxcat-ws/ID.img  the same for a pooled workspace
  *
  * Everything below ROOT is reached from a directory descriptor of ROOT
  * with O_NOFOLLOW: a KEY that is not a key, or a ROOT/KEY that is a
@@ -47,7 +50,7 @@
  * session-reserve.c (the reservations of opens in progress),
  * session-pool.c (the warm pool's entries and workspaces),
  * session-hibernate.c (hibernation: its mark here, the rest in
- * session-engine.h).
+ * session-engine.h), session-budget.c (disk budgets: session-budget.h).
  *
  * Thread rule: nothing here keeps state; a struct session_config is
  * read-only once loaded (any number of threads may share one), while a
@@ -125,6 +128,13 @@ struct session_config {
 	 * at least max_sessions), the sessions open, hibernated included. */
 	long long evict_idle_after;
 	unsigned max_open;
+	/* Disk budgets (session-budget.h, docs/sessions.md):
+	 * SANDBOXD_WORKSPACE_QUOTA, bytes (0, unset: none) and
+	 * SANDBOXD_WORKSPACE_INODES (0, unset: mkfs.ext4's ratio), each
+	 * workspace's unless its open asks for less; SBXCAT_MKFS, the
+	 * program that makes them ("/sbin/mkfs.ext4"). */
+	unsigned long long disk_quota, disk_inodes;
+	char *mkfs;
 };
 
 struct sbx_env;

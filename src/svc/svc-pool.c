@@ -20,6 +20,7 @@
 #include "catalog/deployment.h"
 #include "catalog/recipe.h"
 #include "engine/engine.h"
+#include "session/session-budget.h"
 #include "session/session-engine.h"
 #include "session/session.h"
 #include "svc/svc-pool.h"
@@ -274,6 +275,30 @@ static unsigned have(struct session_root *root, const char *alias,
 	return k;
 }
 
+/* Without e: the pooled workspace ID given the configured disk budget
+ * (none when none is: session-budget.h), before its container is made.
+ * With e: its container seen to see it (session_budget_seen). */
+static int pool_budget(const struct svc *s, struct engine *e,
+		       struct session_root *root, const char *id,
+		       const char *container, unsigned long uid,
+		       struct sbx_error **err)
+{
+	const struct session_config *c = &s->cfg.session;
+	struct session_budget b = {c->disk_quota, c->disk_inodes};
+	struct session_record rec = {0};
+	cleanup_free char *rel = xasprintf(".sbxcat-ws/%s", id);
+	bool made, unbudgeted;
+
+	if (!b.bytes)
+		return 0;
+	snprintf(rec.key, sizeof(rec.key), "pool-%s", id);
+	rec.workspace = rel;
+	if (!e)
+		return session_budget_make(root, &rec, &b, c->mkfs, uid, &made,
+					   &unbudgeted, err);
+	return session_budget_seen(e, root, &rec, container, err);
+}
+
 /*
  * One container for rt's pool: counted and reserved ("pool-ID", no
  * tenant) under the lock, made outside it, its entry written last.  1
@@ -315,7 +340,12 @@ static int make_one(const struct svc *s, const struct svc_call *call,
 	spec.created = (long long)time(NULL);
 	rc = session_pool_ws_make(root, spec.uid, ent.id, err);
 	if (rc == 0)
+		rc = pool_budget(s, NULL, root, ent.id, NULL, spec.uid, err);
+	if (rc == 0)
 		rc = session_engine_pool_make(e, &spec, &ent.container, err);
+	if (rc == 0)
+		rc = pool_budget(s, e, root, ent.id, ent.container, spec.uid,
+				 err);
 	if (rc == 0) {
 		ent.runtime = xstrdup(rt->alias);
 		ent.image = xstrdup(image);

@@ -10,6 +10,7 @@
 #include "basic/util.h"
 #include "basic/xjson.h"
 #include "engine/engine.h"
+#include "session/session-budget.h"
 #include "session/session.h"
 #include "svc/svc-reap.h"
 
@@ -160,15 +161,28 @@ int svc_reap_report(const struct svc *s, const struct svc_call *call,
 		goto out;
 	for (size_t i = 0; i < nwarnings; i++)
 		svc_warn(call, "%s", warnings[i]);
+	if (session_budget_images(&root, &res->images, &res->images_bytes,
+				  &res->host_free, err) < 0)
+		goto out;
+	res->overcommitted = res->images_bytes > res->host_free;
 	res->doc = json_array();
-	for (size_t i = 0; i < res->n; i++)
+	for (size_t i = 0; i < res->n; i++) {
+		const struct reap_usage *u = &res->v[i];
+
 		json_array_append_new(
 		    res->doc,
-		    xjson_pack("{s:o, s:o, s:I, s:I}", "key",
-			       xjson_text(res->v[i].key), "tenant",
-			       text_or_null(res->v[i].tenant), "bytes",
-			       (json_int_t)res->v[i].bytes, "files",
-			       (json_int_t)res->v[i].files));
+		    xjson_pack("{s:o, s:o, s:I, s:I, s:o}", "key",
+			       xjson_text(u->key), "tenant",
+			       text_or_null(u->tenant), "bytes",
+			       (json_int_t)u->bytes, "files",
+			       (json_int_t)u->files, "disk",
+			       u->bytes_allowed
+				   ? xjson_pack("{s:I, s:I}", "bytes_allowed",
+						(json_int_t)u->bytes_allowed,
+						"inodes_allowed",
+						(json_int_t)u->files_allowed)
+				   : json_null()));
+	}
 	rc = 0;
 out:
 	strv_free(warnings, nwarnings);

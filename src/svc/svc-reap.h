@@ -43,7 +43,13 @@ struct svc_reap_report_req {
 struct svc_reap_report_res {
 	struct reap_usage *v; /* largest first */
 	size_t n;
-	json_t *doc; /* [{key, tenant, bytes, files}, ...] */
+	json_t *doc; /* [{key, tenant, bytes, files, disk}, ...] */
+	/* The disk budgets' images: how many, their apparent sizes summed,
+	 * and the host's free bytes on ROOT's file system; overcommitted
+	 * when they promise more than it has. */
+	unsigned images;
+	unsigned long long images_bytes, host_free;
+	bool overcommitted;
 };
 /* The largest workspaces (no engine, no lock, no row); problems with one
  * go to call->warn. */

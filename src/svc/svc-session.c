@@ -23,9 +23,10 @@
 #include "catalog/recipe.h"
 #include "engine/engine.h"
 #include "session/procs.h"
+#include "session/session-budget.h"
 #include "session/session-wire.h"
-#include "svc/svc-wire.h"
 #include "svc/svc-session.h"
+#include "svc/svc-wire.h"
 
 /*
  * The row of open or close, ok unless *err.  When it cannot be written
@@ -159,6 +160,52 @@ static int open_kept_parse(const struct svc_session_open_req *req,
 	}
 	k->labels_set = req->nlabels ||
 			(req->labels_json && !json_is_null(req->labels_json));
+	return 0;
+}
+
+/*
+ * The budget of the open: the configured one, or less when the request
+ * asks (a request is hostile: never above what is configured, always
+ * within session-budget.h's bounds).
+ */
+static int open_budget(const struct svc *s,
+		       const struct svc_session_open_req *req,
+		       struct session_budget *b, struct sbx_error **err)
+{
+	const struct session_config *c = &s->cfg.session;
+	const char *why;
+
+	b->bytes = c->disk_quota;
+	b->inodes = c->disk_inodes;
+	if (req->disk_quota) {
+		unsigned long long x;
+
+		if (session_parse_size(req->disk_quota, &x, err) < 0)
+			return sbx_error_wrap(err, "disk quota");
+		if (c->disk_quota && x > c->disk_quota)
+			return sbx_error_set(err, SBX_E_INVALID, 0,
+					     "disk quota '%s' is over "
+					     "SANDBOXD_WORKSPACE_QUOTA (%llu "
+					     "bytes)",
+					     req->disk_quota, c->disk_quota);
+		b->bytes = x;
+	}
+	if (req->disk_inodes) {
+		if (c->disk_inodes && req->disk_inodes > c->disk_inodes)
+			return sbx_error_set(err, SBX_E_INVALID, 0,
+					     "disk inodes %llu is over "
+					     "SANDBOXD_WORKSPACE_INODES (%llu)",
+					     req->disk_inodes, c->disk_inodes);
+		if (!b->bytes)
+			return sbx_error_set(err, SBX_E_INVALID, 0,
+					     "disk inodes need a disk quota "
+					     "(--disk-quota, or "
+					     "SANDBOXD_WORKSPACE_QUOTA)");
+		b->inodes = req->disk_inodes;
+	}
+	why = session_budget_check(b->bytes, b->inodes);
+	if (why)
+		return sbx_error_set(err, SBX_E_INVALID, 0, "%s", why);
 	return 0;
 }
 
@@ -469,24 +516,81 @@ static bool claim_pooled(const struct svc *s, const struct svc_call *call,
 
 /* The workspace a new container binds: the record's when there is one,
  * else ROOT/KEY/workspace, made now. */
-static int workspace_for(const struct svc *s, struct session_root *root,
+static int workspace_for(const struct svc *s, const struct svc_call *call,
+			 struct session_root *root,
 			 const struct session_record *old,
-			 struct svc_session_open_res *res,
+			 const struct session_budget *b,
+			 struct svc_session_open_res *res, bool *budget_made,
 			 struct sbx_error **err)
 {
-	bool made;
+	struct session_record here = {0};
+	bool made, unbudgeted;
 
+	*budget_made = false;
 	if (old->key[0] && session_workspace_pooled(old)) {
-		/* A pooled workspace: it must still be there. */
-		int fd = session_workspace_open(root, old, err);
+		/* A pooled workspace: it must still be there (its budget
+		 * mounted: session_budget_make mounts it again after a
+		 * restart of the host). */
+		int fd;
 
+		if (session_budget_make(root, old, b, s->cfg.session.mkfs,
+					s->cfg.recipe.sandbox_uid, budget_made,
+					&unbudgeted, err) < 0)
+			return -1;
+		fd = session_workspace_open(root, old, err);
 		if (fd < 0)
 			return -1;
 		close(fd);
 		return 0;
 	}
-	return session_workspace_make(root, res->key, s->cfg.recipe.sandbox_uid,
-				      &made, err);
+	if (session_workspace_make(root, res->key, s->cfg.recipe.sandbox_uid,
+				   &made, err) < 0)
+		return -1;
+	/* The budget is mounted before the container is made: what the
+	 * engine binds is the budget's file system. */
+	memcpy(here.key, res->key, sizeof(here.key));
+	if (session_budget_make(root, &here, b, s->cfg.session.mkfs,
+				s->cfg.recipe.sandbox_uid, budget_made,
+				&unbudgeted, err) < 0)
+		return -1;
+	if (unbudgeted)
+		svc_warn(call,
+			 "the workspace of '%s' has files from before its "
+			 "disk budget was configured: it has none (purge it "
+			 "to have one)",
+			 res->key);
+	return 0;
+}
+
+/*
+ * The container just launched sees the workspace's budget
+ * (session_budget_seen); when it does not, it is removed: fail closed.
+ */
+static int budget_seen(const struct svc_call *call, struct engine *e,
+		       struct session_root *root,
+		       const struct session_record *rec, const char *container,
+		       struct sbx_error **err)
+{
+	struct sbx_error *e2 = NULL;
+
+	if (session_budget_seen(e, root, rec, container, err) == 0)
+		return 0;
+	if (engine_container_remove(e, container, true, NULL, &e2) < 0)
+		svc_warn(call, "%s", e2->msg);
+	sbx_error_free(&e2);
+	return -1;
+}
+
+/* A budget made by an open that then failed goes with it (the reaper
+ * would find it, with no record, but nothing is left now). */
+static void budget_undo(const struct svc_call *call, struct session_root *root,
+			const struct session_record *rec)
+{
+	struct sbx_error *e2 = NULL;
+
+	if (session_budget_remove(root, rec, &e2) < 0)
+		svc_warn(call, "%s", e2->msg);
+	sbx_error_free(&e2);
 }
 
 /*
@@ -499,14 +603,17 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 		    const struct open_kept *kept, struct engine *e,
 		    struct session_root *root, struct audit *au,
 		    const struct runtime *rt, const char *image,
+		    const struct session_budget *b,
 		    struct svc_session_open_res *res, struct sbx_error **err)
 {
+	const struct session_config *c = &s->cfg.session;
 	struct session_record rec = {0}, old = {0};
 	struct session_spec spec = {0};
 	struct session_reservation slot;
 	struct session_pool_entry pool = {0}, evict = {0};
 	struct sbx_error *e2 = NULL;
 	bool adopted, claimed = false, evicted = false, waking;
+	bool budget_made = false;
 	int rc = -1;
 
 	session_reservation_init(&slot);
@@ -546,11 +653,12 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 	waking = !adopted && res->container &&
 		 session_hibernated(root, res->key, NULL, NULL) > 0;
 	if (!adopted &&
-	    (reserve_slot(s, call, e, root, au, res->key, rt->alias, image,
-			  !old.key[0] && !res->container &&
-			      !session_workspace_has_files(root, res->key),
-			  waking, &slot, &pool, &claimed, &evict, &evicted,
-			  err) < 0))
+	    (reserve_slot(
+		 s, call, e, root, au, res->key, rt->alias, image,
+		 !old.key[0] && !res->container &&
+		     !session_workspace_has_files(root, res->key) &&
+		     b->bytes == c->disk_quota && b->inodes == c->disk_inodes,
+		 waking, &slot, &pool, &claimed, &evict, &evicted, err) < 0))
 		goto out;
 	if (evicted)
 		pool_discard(call, e, root, &evict);
@@ -564,11 +672,17 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 		free(spec.image_used);
 		spec.image_used = steal_pointer(&pool.image);
 		spec.created = (long long)time(NULL);
-	} else if (!adopted &&
-		   (workspace_for(s, root, &old, res, err) < 0 ||
-		    session_engine_launch(e, &spec, &res->outcome,
-					  &res->container, err) < 0)) {
-		goto out;
+	} else if (!adopted) {
+		if (workspace_for(s, call, root, &old, b, res, &budget_made,
+				  err) < 0)
+			goto out;
+		if (session_engine_launch(e, &spec, &res->outcome,
+					  &res->container, err) < 0 ||
+		    budget_seen(call, e, root, &rec, res->container, err) < 0) {
+			if (budget_made)
+				budget_undo(call, root, &rec);
+			goto out;
+		}
 	}
 
 	rec.tenant = xstrdup(call->tenant);
@@ -656,6 +770,7 @@ int svc_session_open(const struct svc *s, const struct svc_call *call,
 	const struct runtime *rt;
 	struct audit *au = NULL;
 	struct open_kept kept = {0};
+	struct session_budget budget;
 	char *image = NULL;
 	int ofd = -1;
 	long long started = clock_now_ms();
@@ -663,6 +778,7 @@ int svc_session_open(const struct svc *s, const struct svc_call *call,
 	memset(res, 0, sizeof(*res));
 	if (check_fields(call->tenant, req, err) < 0 ||
 	    open_kept_parse(req, &kept, err) < 0 ||
+	    open_budget(s, req, &budget, err) < 0 ||
 	    svc_audit_open(s, call, &au, err) < 0) {
 		session_labels_release(&kept.labels);
 		return -1;
@@ -700,7 +816,7 @@ int svc_session_open(const struct svc *s, const struct svc_call *call,
 			goto out;
 	}
 	if (ofd < 0 || open_key(s, call, req, &kept, &engine, &root, au, rt,
-				image, res, err) < 0)
+				image, &budget, res, err) < 0)
 		goto out;
 	res->name = session_container_name(&s->cfg.session, res->key);
 	res->doc = open_json(s, res);
@@ -763,6 +879,31 @@ static void add_size(const struct svc_call *call, struct session_root *root,
 			    json_integer((json_int_t)*files));
 }
 
+/* The disk budget of rec's workspace into doc's "disk" (session-budget.h:
+ * statvfs, constant time): bytes and inodes used and allowed, or null
+ * without a budget (a warning when it cannot be measured). */
+static void add_disk(const struct svc_call *call, struct session_root *root,
+		     const struct session_record *rec, json_t *doc)
+{
+	struct sbx_error *err = NULL;
+	struct session_usage u;
+
+	if (session_budget_usage(root, rec, &u, &err) < 0) {
+		if (err->errnum != ENOENT)
+			svc_warn(call, "%s", err->msg);
+		sbx_error_free(&err);
+	}
+	json_object_set_new(
+	    doc, "disk",
+	    u.budget ? xjson_pack("{s:I, s:I, s:I, s:I, s:I}", "budget_bytes",
+				  (json_int_t)u.image_bytes, "bytes_used",
+				  (json_int_t)u.bytes_used, "bytes_allowed",
+				  (json_int_t)u.bytes_allowed, "inodes_used",
+				  (json_int_t)u.inodes_used, "inodes_allowed",
+				  (json_int_t)u.inodes_allowed)
+		     : json_null());
+}
+
 /* The row of keys[i] into res when it is the caller's to see; a record
  * half made or damaged is said, and skipped. */
 static void ls_row(const struct svc *s, const struct svc_call *call,
@@ -798,6 +939,7 @@ static void ls_row(const struct svc *s, const struct svc_call *call,
 	/* Only a caller that asks pays for the walk of every workspace. */
 	if (req->sizes)
 		add_size(call, root, &row->rec, &row->bytes, &row->files, j);
+	add_disk(call, root, &row->rec, j);
 	json_array_append_new(res->doc, j);
 }
 
@@ -894,6 +1036,7 @@ static void show_container(const struct svc_call *call,
 	json_object_set_new(doc, "image", xjson_text(res->rec.image));
 	xjson_set_path(doc, "workspace", res->workspace);
 	add_size(call, root, &res->rec, &res->bytes, &res->files, doc);
+	add_disk(call, root, &res->rec, doc);
 	json_object_set_new(
 	    doc, "oom_killed",
 	    json_boolean(json_is_true(json_object_get(st, "OOMKilled"))));

@@ -62,6 +62,12 @@ struct svc_session_open_req {
 	 * SVC_SESSION_DURABILITY_CONFLICT).  NULL: a new session is
 	 * persistent, a reopen keeps its own. */
 	const char *durability;
+	/* The workspace's disk budget (docs/sessions.md, "Disk budgets"):
+	 * a size ("64m") and an inode count, NULL and 0 for the configured
+	 * ones; at most those when they are set.  Hostile: bounded by
+	 * session-budget.h. */
+	const char *disk_quota;
+	unsigned long long disk_inodes;
 };
 #define SVC_SESSION_DURABILITY_CONFLICT "durability differs"
 /* The reason of an open refused for its labels (invalid). */

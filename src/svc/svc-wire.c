@@ -16,6 +16,7 @@
 #include "basic/hash.h"
 #include "basic/util.h"
 #include "engine/engine.h"
+#include "session/session-budget.h"
 #include "session/session-engine.h"
 #include "svc/svc-wire.h"
 
@@ -205,6 +206,8 @@ int svc_wire_open(const struct svc *s, const struct svc_call *call,
 	    .name = req->id,
 	    .labels_json = req->labels,
 	    .durability = req->durability,
+	    .disk_quota = req->disk_quota,
+	    .disk_inodes = req->disk_inodes,
 	};
 	struct session_root root = SESSION_ROOT_INIT;
 	char hash[SESSION_WIRE_HASH_HEX + 1];
@@ -321,6 +324,29 @@ static long long stat_num(json_t *o, const char *a, const char *b)
 	return json_is_integer(v) ? (long long)json_integer_value(v) : -1;
 }
 
+/* The disk budget's numbers into u (-1 without one, or when they cannot
+ * be had: usage is a sample, never an error). */
+static void disk_usage(const struct svc *s, const struct svc_call *call,
+		       const struct svc_wire_session *ws,
+		       struct svc_wire_usage *u)
+{
+	struct session_root root = SESSION_ROOT_INIT;
+	struct sbx_error *err = NULL;
+	struct session_usage d = {0};
+
+	u->disk_bytes = u->disk_limit_bytes = -1;
+	u->disk_inodes = u->disk_limit_inodes = -1;
+	if (svc_root_open(s, call, &root, &err) == 0 &&
+	    session_budget_usage(&root, &ws->rec, &d, &err) == 0 && d.budget) {
+		u->disk_bytes = (long long)d.bytes_used;
+		u->disk_limit_bytes = (long long)d.bytes_allowed;
+		u->disk_inodes = (long long)d.inodes_used;
+		u->disk_limit_inodes = (long long)d.inodes_allowed;
+	}
+	sbx_error_free(&err);
+	session_root_close(&root);
+}
+
 int svc_wire_usage(const struct svc *s, const struct svc_call *call,
 		   const struct svc_wire_session *ws, struct svc_wire_usage *u,
 		   struct sbx_error **err)
@@ -332,6 +358,7 @@ int svc_wire_usage(const struct svc *s, const struct svc_call *call,
 
 	u->memory_bytes = u->memory_limit_bytes = u->pids = -1;
 	u->cpu_percent = -1;
+	disk_usage(s, call, ws, u);
 	if (!ws->rec.container)
 		return 0;
 	if (svc_engine_open(s, call, &engine, err) < 0 ||

@@ -101,6 +101,9 @@ struct svc_wire_open_req {
 	 * session's is a conflict (reason SVC_SESSION_DURABILITY_CONFLICT). */
 	const json_t *labels;
 	const char *durability;
+	/* The disk budget asked for (svc_session_open_req's). */
+	const char *disk_quota;
+	unsigned long long disk_inodes;
 };
 struct svc_wire_open_res {
 	struct svc_session_open_res open;
@@ -129,6 +132,8 @@ int svc_wire_state(const struct svc *s, const struct svc_call *call,
 struct svc_wire_usage {
 	long long memory_bytes, memory_limit_bytes, pids;
 	double cpu_percent;
+	/* The workspace's disk budget (statvfs), -1 without one. */
+	long long disk_bytes, disk_limit_bytes, disk_inodes, disk_limit_inodes;
 };
 int svc_wire_usage(const struct svc *s, const struct svc_call *call,
 		   const struct svc_wire_session *ws, struct svc_wire_usage *u,

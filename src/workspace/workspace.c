@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -754,9 +755,27 @@ static char *split(const char *rel, const char **name)
  * A write that failed with e: a full disk (ENOSPC, EDQUOT) says what it
  * means here, that the sandbox's share is used up and nothing changed.
  */
-static int write_failed(int e, const char *shown, const char *what,
-			struct sbx_error **err)
+static int write_failed(const struct workspace *w, int e, const char *shown,
+			const char *what, struct sbx_error **err)
 {
+	struct statvfs vfs;
+	struct statx stx;
+
+	/* A workspace that is a file system's root of its own is a disk
+	 * budget's (docs/sessions.md, "Disk budgets"): say that it is the
+	 * budget that is used up, and how big it is. */
+	if ((e == ENOSPC || e == EDQUOT) &&
+	    statx(w->fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &stx) == 0 &&
+	    (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+	    (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) &&
+	    fstatvfs(w->fd, &vfs) == 0)
+		return refuse(err, SBX_E_UNAVAILABLE, e, shown,
+			      "cannot be %s: the workspace's disk budget "
+			      "(%llu bytes, %llu inodes) is used up; nothing "
+			      "was changed",
+			      what,
+			      (unsigned long long)vfs.f_blocks * vfs.f_frsize,
+			      (unsigned long long)vfs.f_files);
 	if (e == ENOSPC || e == EDQUOT)
 		return refuse(err, SBX_E_UNAVAILABLE, e, shown,
 			      "cannot be %s: the file system has no room left "
@@ -883,7 +902,7 @@ static int make_one(const struct workspace *w, int parent, const char *prefix,
 			if (errno == EEXIST)
 				continue; /* made meanwhile, or a dangling
 					     symlink: look again */
-			return write_failed(errno, shown,
+			return write_failed(w, errno, shown,
 					    "written: its directories cannot "
 					    "be made",
 					    err);
@@ -1039,7 +1058,7 @@ static int copy_in(const struct workspace *w, int fd, int in_fd,
 				      "limit; nothing was written",
 				      w->max_write);
 		if (write_all(fd, buf, (size_t)n) < 0)
-			return write_failed(errno, shown, "written", err);
+			return write_failed(w, errno, shown, "written", err);
 		*total += (size_t)n;
 	}
 }
@@ -1061,13 +1080,13 @@ static int put_file_as(const struct workspace *w, int pfd, const char *name,
 	int e;
 
 	if (fd < 0)
-		return write_failed(errno, shown, "written", err);
+		return write_failed(w, errno, shown, "written", err);
 	if (in_fd >= 0) {
 		if (copy_in(w, fd, in_fd, shown, &total, err) < 0)
 			goto fail;
 	} else {
 		if (write_all(fd, data, len) < 0) {
-			write_failed(errno, shown, "written", err);
+			write_failed(w, errno, shown, "written", err);
 			goto fail;
 		}
 		total = len;
@@ -1076,7 +1095,7 @@ static int put_file_as(const struct workspace *w, int pfd, const char *name,
 	 * is the sandbox's file, not a root-owned one. */
 	if (fchown(fd, (uid_t)w->uid, (gid_t)w->uid) < 0 ||
 	    fchmod(fd, mode) < 0 || fsync(fd) < 0) {
-		write_failed(errno, shown, "written", err);
+		write_failed(w, errno, shown, "written", err);
 		goto fail;
 	}
 	e = close(fd);
@@ -1086,7 +1105,7 @@ static int put_file_as(const struct workspace *w, int pfd, const char *name,
 		if (e == EISDIR)
 			(void)refuse_r(err, "a directory", shown, "is a directory");
 		else
-			write_failed(e, shown, "written", err);
+			write_failed(w, e, shown, "written", err);
 		goto fail;
 	}
 	if (fsync(pfd) < 0 && errno != EINVAL)
