@@ -9,6 +9,11 @@
 #  (c) open to first command (open, then exec true), beside the medians the
 #      hosted sandboxes publish (Daytona 0.11 s, E2B 0.44 s);
 #  (d) 16 sessions opened at once: sessions per second.
+#  (e) `session open --disk-quota 1g --disk-inodes 65536` (a disk budget:
+#      mkfs.ext4 of a sparse image, a loop device, a mount) against the same
+#      open without one and against `docker run -d` of (a) (target: ratio of
+#      medians against docker run -d <= 1.2: a budget may cost the open a
+#      little; skipped when no loop device or mkfs.ext4 can be had).
 # sbxcat talks to the engine directly; the CLI goes through its own client,
 # so both ratios should be at or below 1.  A missed target exits 1.
 # Everything made here (containers labelled with this run's deployment id,
@@ -113,4 +118,25 @@ done
 # A rate's bad tail is its low end: the 5th percentile, not the 95th.
 printf '(d) 16 opens at once: median %s sessions/s, 5th percentile %s sessions/s\n' "$(med d.rate)" \
 	"$(sort -n d.rate | awk '{ v[NR] = $1 } END { r = int(0.05 * NR); if (r < 1) r = 1; printf "%.3f", v[r] }')"
+
+# (e) an open with a disk budget, each purged after (so nothing mounted
+# is left for the end's removal of the root).
+if command -v mkfs.ext4 >/dev/null 2>&1 || [ -x /sbin/mkfs.ext4 ]; then
+	i=1
+	while [ $i -le "$N" ]; do
+		time1 e.sbx sx session open --runtime "$RT" --tenant bench --scope run \
+			--subject "e-$i" --disk-quota 1g --disk-inodes 65536
+		e_k=$(cat "$T/last.out")
+		sx session close "$e_k" --purge >/dev/null 2>&1 ||
+			{ echo "bench-session: close --purge of a budgeted session failed"; exit 1; }
+		i=$((i + 1))
+	done
+	e_r=$(ratio "$(med e.sbx)" "$(med a.docker)")
+	verdict "$e_r" "<=" 1.2
+	printf '(e) open with a 1g budget: median %s s p95 %s s; without one %s s (ratio %s); docker run -d %s s: ratio %s (target <= 1.2) %s\n' \
+		"$(med e.sbx)" "$(p95 e.sbx)" "$(med a.sbx)" "$(ratio "$(med e.sbx)" "$(med a.sbx)")" \
+		"$(med a.docker)" "$e_r" "$v"
+else
+	echo "(e) open with a budget: skipped (no mkfs.ext4: apt-get install e2fsprogs)"
+fi
 exit $missed
