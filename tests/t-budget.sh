@@ -194,6 +194,11 @@ is "$rc:$(mountpoint -q "$WS" && echo mounted):$(cat "$WS/keep.txt")" "0:mounted
 	"close keeps the workspace, its files and its budget"
 open_s acme run budget-a
 is "$rc:$key:$(cat "$WS/keep.txt")" "0:$K:old" "a reopen finds its files in the budget"
+open_s acme run budget-a --disk-quota 16m
+is "$rc" 1 "a reopen asking another disk budget is refused (exit 1), never silently ignored"
+like "$(err)" "has a disk budget of 33554432 bytes, not 16777216; close it with --purge" "... saying both"
+open_s acme run budget-a --disk-quota 32m
+is "$rc:$key" "0:$K" "a reopen asking the budget it has is taken"
 sbx session close "$K" --purge
 is "$rc" 0 "close --purge"
 is "$(awk -v m="$WS" '$5 == m' /proc/self/mountinfo | wc -l | tr -d ' ')" 0 "... no mount left at the workspace"
@@ -375,6 +380,9 @@ is "$st" 200 "POST /sessions with disk_quota and disk_inodes"
 sb_wire GET "/sessions/wq-$sfx?usage=true"
 is "$st:$(jq -r '.usage.disk_limit_bytes <= 20971520 and .usage.disk_limit_inodes < 1024 and .usage.disk_bytes >= 0' "$T/w")" \
 	"200:true" "?usage=true gives the disk's bytes and inodes, used and allowed"
+sb_wire POST /sessions "{\"session_id\": \"wq-$sfx\", \"runtime\": \"$RSMALL\", \"reuse\": true, \"disk_quota\": \"24m\"}"
+is "$st:$(jq -r .detail "$T/w" | grep -c 'has a disk budget of 20971520 bytes, not 25165824')" "409:1" \
+	"a reuse asking another disk_quota: 409, saying both"
 sb_wire POST /sessions "{\"session_id\": \"wr-$sfx\", \"runtime\": \"$RSMALL\", \"disk_quota\": \"1t\"}"
 is "$st" 422 "disk_quota over the configured budget: 422"
 sb_wire POST /sessions "{\"session_id\": \"ws-$sfx\", \"runtime\": \"$RSMALL\", \"disk_inodes\": \"x\"}"

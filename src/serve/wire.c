@@ -510,6 +510,11 @@ static void open_failed(struct wire_req *w, const struct svc_wire_open_req *o,
 			    o->durability);
 		return;
 	}
+	if (err->kind == SBX_E_CONFLICT && err->reason &&
+	    strcmp(err->reason, SVC_SESSION_BUDGET_CONFLICT) == 0) {
+		wire_detail(w, 409, "%s", err->msg);
+		return;
+	}
 	if (err->kind == SBX_E_REFUSED && res->marked &&
 	    strcmp(err->reason ? err->reason : "", SESSION_REASON_HOST_QUOTA) ==
 		0)

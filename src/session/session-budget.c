@@ -645,6 +645,27 @@ out:
 	return rc;
 }
 
+int session_budget_image_bytes(struct session_root *r,
+			       const struct session_record *rec,
+			       unsigned long long *bytes,
+			       struct sbx_error **err)
+{
+	struct where w;
+	struct stat st;
+	int rc = 0;
+
+	*bytes = 0;
+	if (where_of(r, rec, &w, err) < 0)
+		return (*err)->errnum == ENOENT ? (sbx_error_free(err), 0) : -1;
+	if (fstatat(w.pfd, w.img, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		*bytes = (unsigned long long)st.st_size;
+	else if (errno != ENOENT)
+		rc = sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
+				   "cannot look at '%s'", w.img_path);
+	where_release(&w);
+	return rc;
+}
+
 int session_budget_usage(struct session_root *r,
 			 const struct session_record *rec,
 			 struct session_usage *u, struct sbx_error **err)

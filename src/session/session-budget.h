@@ -96,6 +96,12 @@ struct session_usage {
 	unsigned long long inodes_used, inodes_allowed;
 	unsigned long long image_bytes; /* the image's apparent size */
 };
+/* The apparent size of rec's budget image into *bytes (0: it has none),
+ * mounted or not. */
+int session_budget_image_bytes(struct session_root *r,
+			       const struct session_record *rec,
+			       unsigned long long *bytes,
+			       struct sbx_error **err);
 int session_budget_usage(struct session_root *r,
 			 const struct session_record *rec,
 			 struct session_usage *u, struct sbx_error **err);

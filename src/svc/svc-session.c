@@ -563,6 +563,36 @@ static int workspace_for(const struct svc *s, const struct svc_call *call,
 }
 
 /*
+ * A reopen that asks for a disk budget: the workspace's is the one it
+ * was made with (its image's size), and a different one asked for is a
+ * conflict, never silently ignored.  (--disk-inodes is not compared:
+ * ext4 rounds an inode count up to its groups.)
+ */
+static int budget_kept(struct session_root *root,
+		       const struct session_record *old,
+		       unsigned long long want, struct sbx_error **err)
+{
+	unsigned long long have;
+
+	if (session_budget_image_bytes(root, old, &have, err) < 0)
+		return -1;
+	if (have == want)
+		return 0;
+	if (have)
+		sbx_error_set(err, SBX_E_CONFLICT, 0,
+			      "session '%s' has a disk budget of %llu bytes, "
+			      "not %llu; close it with --purge to change it",
+			      old->key, have, want);
+	else
+		sbx_error_set(err, SBX_E_CONFLICT, 0,
+			      "session '%s' has no disk budget; close it with "
+			      "--purge to give it one",
+			      old->key);
+	sbx_error_reason(*err, SVC_SESSION_BUDGET_CONFLICT);
+	return -1;
+}
+
+/*
  * The container just launched sees the workspace's budget
  * (session_budget_seen); when it does not, it is removed: fail closed.
  */
@@ -632,6 +662,9 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 		sbx_error_reason(*err, SVC_SESSION_DURABILITY_CONFLICT);
 		goto out;
 	}
+	if (old.key[0] && req->disk_quota &&
+	    budget_kept(root, &old, b->bytes, err) < 0)
+		goto out;
 	memcpy(rec.key, res->key, sizeof(rec.key));
 	rec.workspace = old.workspace ? xstrdup(old.workspace) : NULL;
 	res->workspace = session_workspace_path(root, &rec);

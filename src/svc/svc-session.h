@@ -70,6 +70,9 @@ struct svc_session_open_req {
 	unsigned long long disk_inodes;
 };
 #define SVC_SESSION_DURABILITY_CONFLICT "durability differs"
+/* The reason of a reopen refused for asking another disk budget than
+ * the workspace has (conflict). */
+#define SVC_SESSION_BUDGET_CONFLICT "disk budget differs"
 /* The reason of an open refused for its labels (invalid). */
 #define SVC_SESSION_BAD_LABELS "bad labels"
 struct svc_session_open_res {
