@@ -22,6 +22,8 @@ CONF_MAX_WRITE (SANDBOXD_MAX_WRITE_BYTES, the documented default when
 unset), CONF_EXEC_TIMEOUT, CONF_TENANT_MAX (SANDBOXD_MAX_SESSIONS_PER_TENANT),
 CONF_ROOT (the host's workspace root: it must never reach the sandbox),
 CONF_PREFIX (unique to the run), CONF_COUNT (a file for the count),
+CONF_SERVER_PID (the service's pid: no answer may name it), CONF_RT_BROKEN
+(a runtime whose sandbox cannot start; its case is left out when unset),
 CONF_PHASE ("walk", the default, or "reaped": case 20 against a service
 whose reaper has run; CONF_SID and CONF_STOKEN then name the reaped
 session and its token).
@@ -32,6 +34,7 @@ import hashlib
 import http.client
 import json
 import os
+import re
 import sys
 import time
 
@@ -227,7 +230,10 @@ def rows_ok(doc, name, st=200):
 CALLER_HEADERS = {"User-Agent": "python-httpx/0.27.0", "Accept": "*/*",
                   "Accept-Encoding": "gzip, deflate", "X-Agent-Id": "agent-7",
                   "X-Run-Id": "run-%s" % os.urandom(4).hex()}
-_conn = None
+_conn = None  # the kept-alive connection
+# The host's workspace root: no answer may name it (issue 28, item 1).
+ROOT = E.get("CONF_ROOT", "")
+LEAKS = []
 
 
 def req(method, path, body=None, token=None, raw=None, timeout=120):
@@ -271,6 +277,8 @@ def req(method, path, body=None, token=None, raw=None, timeout=120):
             doc = json.loads(text) if text else None
         except ValueError:
             doc = None
+        if ROOT and ROOT.encode() in text:
+            LEAKS.append("%s %s -> %d: %s" % (method, path, r.status, text[:300]))
         return r.status, doc, text, r
     return 0, None, b"", None
 
@@ -344,7 +352,13 @@ MAX_READ = int(E["CONF_MAX_READ"])
 MAX_WRITE = int(E.get("CONF_MAX_WRITE") or 64 * 1024 * 1024)
 EXEC_TIMEOUT = int(E["CONF_EXEC_TIMEOUT"])
 TENANT_MAX = int(E["CONF_TENANT_MAX"])
-ROOT = E.get("CONF_ROOT", "")
+SPID = E.get("CONF_SERVER_PID", "")
+
+
+def container_path(p):
+    """A path as the sandbox sees it: under /workspace, or relative to it."""
+    return isinstance(p, str) and (p.startswith("/workspace/") or p == "/workspace"
+                                  or not p.startswith("/"))
 
 # The probe (section 8): GET / and /healthz, no token.
 st, doc, _, _ = req("GET", "/")
@@ -353,6 +367,12 @@ ok(isinstance(get(doc, "docs_url"), str) and isinstance(get(doc, "openapi_url"),
    "GET /: docs_url and openapi_url are strings, never null (section 11)", doc)
 ok(get(doc, "service") == "sandboxd" and "/healthz" in (get(doc, "endpoints") or []),
    "GET /: service \"sandboxd\", its endpoints listed", doc)
+eps = get(doc, "endpoints") or []
+ok(eps == sorted(set(eps)), "GET /: endpoints sorted, each path once (sandboxd lists a set)", eps)
+for k in ("docs_url", "openapi_url"):
+    if isinstance(get(doc, k), str):
+        st2, _, _, _ = req("GET", doc[k])
+        diag("GET %s (the index's %s): %d" % (doc[k], k, st2))
 st, doc, _, _ = req("GET", "/healthz")
 model_ok(ServiceHealth, doc, "1: GET /healthz without a token", st)
 ok(get(doc, "status") == "ok" and get(doc, "runtimes") == E["CONF_RUNTIMES"].split(","),
@@ -426,6 +446,23 @@ st, doc, _, _ = op(S, tok, "read_bytes", {"path": "/workspace/notes/a.txt"})
 ok(strict_bytes(doc) == b"x\n", "7: read_bytes(\"/workspace/notes/a.txt\"), the path write gave", doc)
 st, doc, _, _ = op(S, tok, "exec", {"command": "cat /workspace/notes/a.txt", "timeout_seconds": None})
 ok(st == 200 and get(doc, "output") == "x\n", "7: the sandbox sees it at /workspace/notes/a.txt", doc)
+st, doc, _, _ = op(S, tok, "exec", {"command": "cat notes/a.txt", "timeout_seconds": None})
+ok(st == 200 and get(doc, "output") == "x\n", "7: a command starts in the work dir (cat notes/a.txt)", doc)
+st, doc, _, _ = op(S, tok, "write", {"path": "/workspace/notes/b.txt", "content_b64": b64(b"b\n")})
+ok(get(doc, "path") == "/workspace/notes/b.txt" and get(doc, "error") is None,
+   "write(\"/workspace/notes/b.txt\") answers that path", doc)
+st, doc, _, _ = op(S, tok, "write", {"path": "deep/er/c.txt", "content_b64": b64(b"c\n")})
+ok(get(doc, "path") == "/workspace/deep/er/c.txt", "write(\"deep/er/c.txt\") makes the parents, answers "
+   "\"/workspace/deep/er/c.txt\"", doc)
+st, doc, _, _ = op(S, tok, "exec", {"command": "cat /workspace/notes/b.txt /workspace/deep/er/c.txt",
+                                   "timeout_seconds": None})
+ok(get(doc, "output") == "b\nc\n", "... the sandbox reads both at the paths written", doc)
+st, doc, _, _ = op(S, tok, "exec", {"command": "echo s > /workspace/fromsh.txt", "timeout_seconds": None})
+st, doc, _, _ = op(S, tok, "read", {"path": "/workspace/fromsh.txt", "offset": 0, "limit": 2000})
+ok(get(doc, "content") == "s", "a file a command wrote at /workspace/... reads back through read()", doc)
+st, doc, _, _ = op(S, tok, "exec", {"command": "rm -r fromsh.txt deep notes/b.txt", "timeout_seconds": None})
+st, doc, _, _ = op(S, tok, "exec", {"command": "true", "timeout_seconds": None, "unknown_field": 1})
+ok(st == 200, "a body with a field the model does not know is served (pydantic ignores extras)", (st, doc))
 st, d1, _, _ = op(S, tok, "exists", {"path": "notes/a.txt"})
 model_ok(ExistsResponse, d1, "7: exists()", st)
 st2, d2, _, _ = op(S, tok, "exists", {"path": "notes"})
@@ -499,12 +536,22 @@ ok("./notes/a.txt" in paths and "./three.txt" in paths and paths == sorted(paths
    and all(get(r, "is_dir") is False for r in doc) and not any("/etc" in p or "/proc" in p for p in paths),
    "13: only the workspace's files, sorted, is_dir false", paths)
 
+st, doc, _, _ = op(S, tok, "glob", {"pattern": "*.txt", "path": "/workspace/notes"})
+paths = [get(r, "path") for r in doc] if isinstance(doc, list) else []
+ok(st == 200 and paths and all(container_path(p) for p in paths) and any(p.endswith("notes/a.txt") for p in paths),
+   "13: glob_info(\"*.txt\", \"/workspace/notes\"): paths the sandbox can open", paths)
+
 # 14: grep_raw(pattern, path=None, glob=None, ignore_hidden=True).
 st, doc, _, _ = op(S, tok, "grep", {"pattern": "l2", "path": None, "glob": None, "ignore_hidden": True})
 model_ok(GrepResponse, doc, "14: grep_raw()", st)
 ok(get(doc, "error") is None and [(get(m, "line_number"), get(m, "line")) for m in get(doc, "matches") or []]
    == [(2, "l2")] and "three.txt" in (get(doc, "matches", 0, "path") or ""),
    "14: a hit: path, line_number, line", doc)
+st, doc, _, _ = op(S, tok, "grep", {"pattern": "x", "path": "/workspace/notes", "glob": "*.txt",
+                                   "ignore_hidden": True})
+hits = get(doc, "matches") or []
+ok(st == 200 and hits and all(container_path(get(m, "path")) for m in hits),
+   "14: grep_raw(\"x\", \"/workspace/notes\", \"*.txt\"): paths the sandbox can open", doc)
 st, doc, _, _ = op(S, tok, "grep", {"pattern": "zzz-no-hit", "path": None, "glob": None, "ignore_hidden": True})
 ok(st == 200 and get(doc, "matches") == [] and get(doc, "error") is None, "14: no hit is []", doc)
 st, doc, _, _ = op(S, tok, "grep", {"pattern": "x", "path": "no-such-dir", "glob": None, "ignore_hidden": True})
@@ -609,6 +656,24 @@ req("PUT", "/policy", {"max_sessions": 100}, TOKEN)
 for sid, t in extra:
     req("DELETE", "/sessions/%s?purge=true" % sid, token=t, timeout=60)
 
+# An open without an id (the model allows null): the service names it.
+st, doc, _, _ = req("POST", "/sessions", {"session_id": None, "runtime": None, "tenant": None, "reuse": False},
+                    TOKEN, timeout=60)
+model_ok(SessionCreated, doc, "session_id null: the service names the session", st)
+ok(re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", get(doc, "session", "session_id") or "") is not None,
+   "... with an id of the pattern", doc)
+if st == 200:
+    req("DELETE", "/sessions/%s?purge=true" % doc["session"]["session_id"], token=doc["token"], timeout=60)
+# A sandbox that cannot start: 502, and its text names no host path or pid.
+if E.get("CONF_RT_BROKEN"):
+    st, doc, text, _ = open_s(P + "broken", runtime=E["CONF_RT_BROKEN"])
+    ok(st == 502 and str(get(doc, "detail")).startswith("Could not start sandbox"),
+       "a sandbox that cannot start: 502 \"Could not start sandbox: ...\"", (st, doc))
+    ok(not (ROOT and ROOT.encode() in text)
+       and not (SPID and re.search(r"\b%s\b" % SPID, text.decode("utf-8", "replace"))),
+       "... naming neither the host's workspace root nor the service's pid", doc)
+    diag("its detail: %r" % get(doc, "detail"))
+
 # 19: tokens and ids.
 S2 = P + "t2"
 st, doc, _, _ = open_s(S2, runtime=RT2)
@@ -654,6 +719,18 @@ for route, body in (("read_bytes", {"path": "../x"}), ("read", {"path": "../x", 
     ok(st == 400, "17: WorkspaceArchive.%s(id, \"../x\"): WorkspaceArchiveError 400" % route, (st, doc))
 st, doc, _, _ = req("POST", "/workspaces/%s/read_bytes" % S, {"path": "nope.txt"}, TOKEN)
 ok(st == 404, "17: a missing file: 404", (st, doc))
+st, doc, _, _ = req("POST", "/workspaces/%s/ls" % S, {"path": "no-such-dir"}, TOKEN)
+ok(st == 404, "17: a missing directory: 404", (st, doc))
+st, doc, _, _ = req("POST", "/workspaces/%s/read_bytes" % S, {"path": "big.txt"}, TOKEN)
+ok(st == 400 and "over the %d-byte read limit" % MAX_READ in str(get(doc, "detail")),
+   "17: read_bytes of a file over the read limit: 400", (st, doc))
+st, doc, _, _ = req("POST", "/workspaces/%s/read" % S, {"path": "big.txt", "offset": 0, "limit": 2000}, TOKEN)
+ok(st == 400 and "over the %d-byte read limit" % MAX_READ in str(get(doc, "detail")),
+   "17: read of it: 400", (st, doc))
+st, doc, _, _ = req("POST", "/workspaces/%snever/ls" % P, {"path": "."}, TOKEN)
+ok(st == 404, "17: a session that never was: 404", (st, doc))
+st, doc, _, _ = req("POST", "/workspaces/%s/ls" % S, {"path": "."}, tok2)
+ok(st == 401, "17: the archive takes the service token only (a session's: 401)", (st, doc))
 
 # 18: stop(purge=True) on a reopened session; the archive then says 404.
 st, doc, _, _ = open_s(S, reuse=True)
@@ -661,6 +738,8 @@ ok(st == 200 and get(doc, "session", "session_id") == S, "18: the id reopens (re
 tok3 = get(doc, "token") or ""
 st, doc, _, _ = op(S, tok3, "read_bytes", {"path": "notes/a.txt"})
 ok(strict_bytes(doc) == b"x\n", "18: ... and finds its files", doc)
+
+ok(not LEAKS, "no answer named the host's workspace root (%d did)" % len(LEAKS), "\n".join(LEAKS[:10]))
 
 # Text that is not UTF-8 (section 11, item 2): last, since today it ends
 # the service.
