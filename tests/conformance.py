@@ -460,7 +460,8 @@ ok(get(doc, "output") == "b\nc\n", "... the sandbox reads both at the paths writ
 st, doc, _, _ = op(S, tok, "exec", {"command": "echo s > /workspace/fromsh.txt", "timeout_seconds": None})
 st, doc, _, _ = op(S, tok, "read", {"path": "/workspace/fromsh.txt", "offset": 0, "limit": 2000})
 ok(get(doc, "content") == "s", "a file a command wrote at /workspace/... reads back through read()", doc)
-st, doc, _, _ = op(S, tok, "exec", {"command": "rm -r fromsh.txt deep notes/b.txt", "timeout_seconds": None})
+st, doc, _, _ = op(S, tok, "exec", {"command": "rm -r fromsh.txt deep notes/b.txt; : " + "y" * 300,
+                                   "timeout_seconds": None})
 st, doc, _, _ = op(S, tok, "exec", {"command": "true", "timeout_seconds": None, "unknown_field": 1})
 ok(st == 200, "a body with a field the model does not know is served (pydantic ignores extras)", (st, doc))
 st, d1, _, _ = op(S, tok, "exists", {"path": "notes/a.txt"})
@@ -598,6 +599,9 @@ ops = {get(e, "op") for e in get(doc, "events") or []}
 want = {"exec", "read", "read_bytes", "write", "edit", "exists", "ls", "glob", "grep"}
 ok(want <= ops, "the events name every op by sandboxd's names", sorted(want - ops))
 diag("ops beside sandboxd's: %s" % sorted(o for o in ops - want if o))
+longest = max([len(get(e, "target") or "") for e in get(doc, "events") or []] or [0])
+diag("the longest event target: %d characters (sandboxd cuts at 200 and a mark)" % longest)
+diag("the first events: %r" % (get(doc, "events") or [])[:3])
 after = get(doc, "latest_seq") or 0
 st, doc, _, _ = req("GET", "/sessions/%s/events?after=%d" % (S, after), token=tok)
 ok(st == 200 and get(doc, "events") == [], "events?after=latest_seq is empty", doc)
@@ -663,6 +667,7 @@ model_ok(SessionCreated, doc, "session_id null: the service names the session", 
 ok(re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", get(doc, "session", "session_id") or "") is not None,
    "... with an id of the pattern", doc)
 if st == 200:
+    diag("the id the service gave: %s (sandboxd: s- and 16 hex digits)" % doc["session"]["session_id"])
     req("DELETE", "/sessions/%s?purge=true" % doc["session"]["session_id"], token=doc["token"], timeout=60)
 # A sandbox that cannot start: 502, and its text names no host path or pid.
 if E.get("CONF_RT_BROKEN"):
@@ -727,6 +732,10 @@ ok(st == 400 and "over the %d-byte read limit" % MAX_READ in str(get(doc, "detai
 st, doc, _, _ = req("POST", "/workspaces/%s/read" % S, {"path": "big.txt", "offset": 0, "limit": 2000}, TOKEN)
 ok(st == 400 and "over the %d-byte read limit" % MAX_READ in str(get(doc, "detail")),
    "17: read of it: 400", (st, doc))
+st, doc, text, _ = req("POST", "/workspaces/%s/read_bytes" % S, {"path": "/etc/passwd"}, TOKEN)
+ok(st in (400, 404) and b"root:" not in text, "17: read_bytes(id, \"/etc/passwd\") is refused, never the host's file",
+   (st, doc))
+diag("the archive's /etc/passwd: %d %r (sandboxd re-roots it in the workspace: 404)" % (st, get(doc, "detail")))
 st, doc, _, _ = req("POST", "/workspaces/%snever/ls" % P, {"path": "."}, TOKEN)
 ok(st == 404, "17: a session that never was: 404", (st, doc))
 st, doc, _, _ = req("POST", "/workspaces/%s/ls" % S, {"path": "."}, tok2)
