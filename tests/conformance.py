@@ -667,7 +667,10 @@ model_ok(SessionCreated, doc, "session_id null: the service names the session", 
 ok(re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", get(doc, "session", "session_id") or "") is not None,
    "... with an id of the pattern", doc)
 if st == 200:
-    diag("the id the service gave: %s (sandboxd: s- and 16 hex digits)" % doc["session"]["session_id"])
+    # sandboxd's is "s-" and 16 hex digits; more means the id was made
+    # past its buffer.
+    ok(re.match(r"^s-[0-9a-f]{16}$", doc["session"]["session_id"]) is not None,
+       "... \"s-\" and 16 hex digits, as sandboxd's", doc["session"]["session_id"])
     req("DELETE", "/sessions/%s?purge=true" % doc["session"]["session_id"], token=doc["token"], timeout=60)
 # A sandbox that cannot start: 502, and its text names no host path or pid.
 if E.get("CONF_RT_BROKEN"):
