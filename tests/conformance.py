@@ -489,6 +489,14 @@ ok(get(doc, "content") == "[End of file]", "9: read(p, 5) is [End of file]", doc
 st, doc, _, _ = op(S, tok, "read", {"path": "missing.txt", "offset": 0, "limit": 2000})
 ok(get(doc, "content") == "Error: File 'missing.txt' not found", "9: read(\"missing.txt\")", doc)
 
+# Lines as sandboxd splits them (str.splitlines): CRLF and a lone CR end
+# a line too.
+op(S, tok, "write", {"path": "crlf.txt", "content_b64": b64(b"c1\r\nc2\rc3\n")})
+st, doc, _, _ = op(S, tok, "read", {"path": "crlf.txt", "offset": 0, "limit": 2000})
+ok(get(doc, "content") == "c1\nc2\nc3", "9: CRLF and CR end lines as LF does (\"c1\\nc2\\nc3\")", doc)
+st, doc, _, _ = op(S, tok, "read", {"path": "crlf.txt", "offset": 1, "limit": 1})
+ok(get(doc, "content") == "c2\n\n[... 1 more lines. Use offset=2 to read more.]", "9: ... and count as lines", doc)
+
 # 10: over the read limit.
 big = MAX_READ + 10
 op(S, tok, "exec", {"command": "head -c %d /dev/zero | tr '\\0' b > big.txt" % big, "timeout_seconds": None})
@@ -727,6 +735,10 @@ for route, body in (("read_bytes", {"path": "../x"}), ("read", {"path": "../x", 
     ok(st == 400, "17: WorkspaceArchive.%s(id, \"../x\"): WorkspaceArchiveError 400" % route, (st, doc))
 st, doc, _, _ = req("POST", "/workspaces/%s/read_bytes" % S, {"path": "nope.txt"}, TOKEN)
 ok(st == 404, "17: a missing file: 404", (st, doc))
+st, doc, _, _ = req("POST", "/workspaces/%s/read" % S, {"path": "nope.txt", "offset": 0, "limit": 2000}, TOKEN)
+ok(st == 404, "17: read of a missing file: 404 (not the live read's text)", (st, doc))
+st, doc, _, _ = req("POST", "/workspaces/%s/read" % S, {"path": "crlf.txt", "offset": 0, "limit": 2000}, TOKEN)
+ok(st == 200 and get(doc, "content") == "c1\nc2\nc3", "17: the archive splits lines as the live read", (st, doc))
 st, doc, _, _ = req("POST", "/workspaces/%s/ls" % S, {"path": "no-such-dir"}, TOKEN)
 ok(st == 404, "17: a missing directory: 404", (st, doc))
 st, doc, _, _ = req("POST", "/workspaces/%s/read_bytes" % S, {"path": "big.txt"}, TOKEN)
