@@ -221,6 +221,28 @@ def rows_ok(doc, name, st=200):
     return ok(why is None, "%s: parses as [FileEntry]" % name, why)
 
 
+# The checker itself, on shapes whose fate under pydantic 2 is known: a
+# checker that passes everything would pass every walk.
+_INFO = {"session_id": "a", "runtime": "r", "alive": True, "created_at": 1, "last_activity": 1.5,
+         "idle_seconds": 0}
+_REFUSED = [(SessionInfo, dict(_INFO, runtime=None)), (SessionInfo, dict(_INFO, state="paused")),
+            (SessionInfo, {k: v for k, v in _INFO.items() if k != "alive"}),
+            (SessionInfo, dict(_INFO, created_at="soon")), (SessionInfo, dict(_INFO, alive="maybe")),
+            (SessionInfo, dict(_INFO, usage={"pids": 1.5})),
+            (ServiceIndex, {"health": {}, "docs_url": None}), (ServiceIndex, {}),
+            (ExistsResponse, {}), (ReadResponse, {"content": None}), (ExecResponse, {"output": 3}),
+            (GrepResponse, {"matches": [{"path": "a", "line": "x"}]}), (("list", FileEntry), {"name": "a"}),
+            (("list", FileEntry), [{"name": "a", "path": "a"}]), (SessionCreated, {"session": _INFO}),
+            (ServicePolicy, {"runtimes": [{"alias": "a"}]}), (ServicePolicy, {"execute_timeout": None})]
+_TAKEN = [(SessionInfo, dict(_INFO, extra={"x": 1}, tenant=None, state="hibernated", usage=None)),
+          (SessionInfo, dict(_INFO, created_at="1.5", alive=1, usage={"pids": 2.0, "cpu_percent": 3})),
+          (ServiceIndex, {"health": {}}), (ExecResponse, {"output": "", "exit_code": "3", "truncated": "no"}),
+          (("list", FileEntry), []), (WriteResponse, {}), (GrepResponse, {"error": "Error: x"})]
+_wrong = [(MODEL_NAMES.get(id(t), t), v) for t, v in _REFUSED if refusal(t, v, "") is None]
+_wrong += [(MODEL_NAMES.get(id(t), t), v, refusal(t, v, "")) for t, v in _TAKEN if refusal(t, v, "")]
+ok(not _wrong, "the model checker refuses what pydantic 2 refuses and takes what it takes", _wrong)
+
+
 # --- HTTP, as the client's httpx.Client sends it ----------------------------
 #
 # One kept-alive connection (httpx pools them), JSON bodies as httpx writes
