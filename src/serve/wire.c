@@ -881,7 +881,7 @@ static void policy_put(void *arg, struct http_request *req,
 		       struct http_response *res)
 {
 	struct wire_req w;
-	struct strbuf why = STRBUF_INIT;
+	struct strbuf why = STRBUF_INIT, field = STRBUF_INIT;
 	struct serve_snap *snap = NULL;
 	struct sbx_error *err = NULL;
 	json_t *merged = NULL;
@@ -890,13 +890,12 @@ static void policy_put(void *arg, struct http_request *req,
 	if (!wire_begin(&w, arg, req, res, true) ||
 	    !wire_auth_service(&w, false))
 		goto out;
-	if (serve_policy_check(w.snap, w.body, &status, &why) < 0) {
+	if (serve_policy_check(w.snap, w.body, &status, &field, &why) < 0) {
 		if (status == 400)
 			wire_detail(&w, 400, "%s", strbuf_str(&why));
 		else
-			wire_invalid(&w, "body", strbuf_str(&why), "invalid",
-				     "not a field that can be changed, or a "
-				     "value of the wrong type");
+			wire_invalid(&w, "body", strbuf_str(&field),
+				     "value_error", strbuf_str(&why));
 		goto out;
 	}
 	merged = serve_policy_merge(w.snap->overrides, w.body);
@@ -912,6 +911,7 @@ out:
 	json_decref(merged);
 	sbx_error_free(&err);
 	strbuf_release(&why);
+	strbuf_release(&field);
 	wire_end(&w);
 }
 

@@ -31,6 +31,7 @@
 
 #include "basic/alloc.h"
 #include "basic/error.h"
+#include "basic/size.h"
 #include "engine/engine.h"
 #include "session/session-budget.h"
 #include "session/session-layout.h"
@@ -40,6 +41,12 @@
 #define IMG_SUFFIX ".img"
 /* What of mkfs.ext4's output a failure message carries. */
 #define MKFS_SAID_MAX 512
+
+const struct size_bounds session_budget_bounds = {
+    .min = SESSION_BUDGET_MIN,
+    .max = SESSION_BUDGET_MAX,
+    .min_name = "a disk budget's minimum",
+    .max_name = "ext4's bound"};
 
 const char *session_budget_check(unsigned long long bytes,
 				 unsigned long long inodes)

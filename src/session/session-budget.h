@@ -28,6 +28,8 @@
 
 #include <stdbool.h>
 
+#include "basic/size.h"
+
 struct engine;
 struct sbx_error;
 struct session_record;
@@ -41,6 +43,9 @@ struct session_root;
 #define SESSION_INODES_MIN 64ull
 #define SESSION_INODES_MAX (1ull << 31)
 #define SESSION_MKFS_DEFAULT "/sbin/mkfs.ext4"
+
+/* A budget's size as basic/size.h parses it: 16m to 16384g. */
+extern const struct size_bounds session_budget_bounds;
 
 /* A budget: bytes 0 is none (inodes then mean nothing); inodes 0 is
  * mkfs.ext4's own ratio. */

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "basic/error.h"
+#include "basic/size.h"
 #include "basic/util.h"
 #include "basic/xjson.h"
 #include "catalog/catalog.h"
@@ -48,14 +49,13 @@ const char *session_outcome_name(enum session_outcome o)
 static unsigned long long mem_limit(const struct session_spec *s)
 {
 	unsigned long long bytes;
-	struct sbx_error *err = NULL;
+	cleanup_free char *why = NULL;
 
-	/* The catalogue's check accepted it; a parse that still fails
-	 * falls back to the service default rather than no limit. */
+	/* The catalogue's check (the same parser) accepted it; a parse that
+	 * still fails falls back to the service default, never no limit. */
 	if (s->rt->mem_limit &&
-	    session_parse_size(s->rt->mem_limit, &bytes, &err) == 0)
+	    !(why = size_parse(s->rt->mem_limit, &size_memory, &bytes)))
 		return bytes;
-	sbx_error_free(&err);
 	return s->cfg->mem_limit;
 }
 

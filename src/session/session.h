@@ -143,14 +143,6 @@ int session_config_load(struct session_config *c, const struct sbx_env *e,
 void session_config_release(struct session_config *c);
 
 /*
- * Parse a memory size as the catalogue and compose write it ("512m",
- * "1g", "1.5g", "1073741824", suffixes b k m g t, either case, powers of
- * 1024): status 2 for anything else, or 0, or over 2^62.
- */
-int session_parse_size(const char *s, unsigned long long *bytes,
-		       struct sbx_error **err);
-
-/*
  * Field checks: NULL when acceptable, else a static message.  scope: run,
  * conversation, channel, user or agent.  tenant: 1 to 128 bytes of
  * [A-Za-z0-9._@-], the first a letter or a digit.  subject: 1 to 1024

@@ -179,9 +179,12 @@ static int open_budget(const struct svc *s,
 	b->inodes = c->disk_inodes;
 	if (req->disk_quota) {
 		unsigned long long x;
+		cleanup_free char *bad =
+		    size_parse(req->disk_quota, &session_budget_bounds, &x);
 
-		if (session_parse_size(req->disk_quota, &x, err) < 0)
-			return sbx_error_wrap(err, "disk quota");
+		if (bad)
+			return sbx_error_set(err, SBX_E_INVALID, 0,
+					     "disk quota %s", bad);
 		if (c->disk_quota && x > c->disk_quota)
 			return sbx_error_set(err, SBX_E_INVALID, 0,
 					     "disk quota '%s' is over "

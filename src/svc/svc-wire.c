@@ -20,12 +20,6 @@
 #include "session/session-engine.h"
 #include "svc/svc-wire.h"
 
-int svc_parse_size(const char *s, unsigned long long *bytes,
-		   struct sbx_error **err)
-{
-	return session_parse_size(s, bytes, err);
-}
-
 bool svc_wire_name_valid(const char *s)
 {
 	return session_wire_id_valid(s);

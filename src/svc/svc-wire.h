@@ -40,10 +40,6 @@
  * [A-Za-z0-9][A-Za-z0-9._-]{0,63}. */
 bool svc_wire_name_valid(const char *s);
 
-/* A memory size as the catalogue writes it ("2g": session_parse_size). */
-int svc_parse_size(const char *s, unsigned long long *bytes,
-		   struct sbx_error **err);
-
 /* A new token and its hash. */
 void svc_wire_token_new(char token[SVC_WIRE_TOKEN_LEN + 1],
 			char hash[SESSION_WIRE_HASH_HEX + 1]);
