@@ -611,14 +611,21 @@ int serve_start(struct serve **out, const struct serve_config *c,
 	sv->log_fd = c->log_fd;
 	sv->catalog_path = c->catalog_path ? xstrdup(c->catalog_path) : NULL;
 	sv->policy_file = c->policy_file ? xstrdup(c->policy_file) : NULL;
+	/* Opt-in: without it an open naming no tenant is no tenant's. */
 	sv->default_tenant =
-	    xstrdup(c->default_tenant ? c->default_tenant : "default");
+	    c->default_tenant ? xstrdup(c->default_tenant) : NULL;
 	sv->interval_s = c->cleanup_interval_s;
 	pthread_mutex_init(&sv->lock, NULL);
 	pthread_cond_init(&sv->wake, NULL);
 	pthread_cond_init(&sv->pool_wake, NULL);
 	sv->pool_reloaded = true; /* the first pass tidies, pool or not */
 	svc_init(&sv->base, sv->env);
+	if (sv->default_tenant && !svc_wire_name_valid(sv->default_tenant)) {
+		sbx_error_set(err, SBX_E_INVALID, 0,
+			      "SBXCAT_SERVE_TENANT: not a tenant of the wire's "
+			      "pattern [A-Za-z0-9][A-Za-z0-9._-]{0,63}");
+		goto fail;
+	}
 	if (set_service_token(sv, c, err) < 0 ||
 	    load_tenants(sv, c->tenants_file, err) < 0 ||
 	    check_listen(sv, c, err) < 0)

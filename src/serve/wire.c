@@ -326,9 +326,9 @@ json_t *wire_session_info(const struct svc *s,
 	bool asleep = state && strcmp(state, SESSION_STATE_HIBERNATED) == 0;
 	double last = (double)ws->rec.last_activity;
 	json_t *doc = xjson_pack(
-	    "{s:s, s:s, s:s, s:b, s:s, s:f, s:f, s:f, s:n, s:s}", "session_id",
+	    "{s:s, s:s, s:s?, s:b, s:s, s:f, s:f, s:f, s:n, s:s}", "session_id",
 	    ws->wire.id[0] ? ws->wire.id : ws->key, "runtime", ws->rec.runtime,
-	    "tenant", ws->rec.tenant, "alive", alive, "state",
+	    "tenant", svc_wire_tenant(ws->rec.tenant), "alive", alive, "state",
 	    asleep ? SESSION_STATE_HIBERNATED : "running", "created_at",
 	    (double)ws->rec.created, "last_activity", last, "idle_seconds",
 	    now > last ? now - last : 0.0, "usage", "key", ws->key);
@@ -622,8 +622,12 @@ static bool open_fields(struct wire_req *w, struct svc_wire_open_req *o,
 		wire_detail(w, 403, "This token is not tenant '%s''s", t);
 		return false;
 	}
-	*tenant = w->auth.tenant ? w->auth.tenant
-				 : t ? t : w->sv->default_tenant;
+	/* No tenant: sandboxd's null, no per-tenant ceiling
+	 * (SVC_WIRE_NO_TENANT), unless SBXCAT_SERVE_TENANT names one. */
+	*tenant = w->auth.tenant	? w->auth.tenant
+		  : t			? t
+		  : w->sv->default_tenant ? w->sv->default_tenant
+					: SVC_WIRE_NO_TENANT;
 	if (!o->id) {
 		char hex[17];
 

@@ -114,12 +114,16 @@ static int budget_from_env(const struct sbx_env *e, struct session_config *c,
 			   struct sbx_error **err)
 {
 	const char *mkfs = env(e, "SBXCAT_MKFS");
+	unsigned long long kept = SESSION_KEPT_BUDGETS_DEFAULT;
 
 	if (env_size(e, "SANDBOXD_WORKSPACE_QUOTA", &session_budget_bounds,
 		     &c->disk_quota, err) < 0 ||
 	    env_uint(e, "SANDBOXD_WORKSPACE_INODES", SESSION_INODES_MIN,
-		     SESSION_INODES_MAX, &c->disk_inodes, err) < 0)
+		     SESSION_INODES_MAX, &c->disk_inodes, err) < 0 ||
+	    env_uint(e, "SANDBOXD_MAX_KEPT_BUDGETS_PER_TENANT", 1, 100000,
+		     &kept, err) < 0)
 		return -1;
+	c->max_kept_budgets = (unsigned)kept;
 	if (mkfs && mkfs[0] != '/')
 		return bad_value(err, "SBXCAT_MKFS", mkfs,
 				 "an absolute path (no search of PATH)");

@@ -135,6 +135,10 @@ struct session_config {
 	 * program that makes them ("/sbin/mkfs.ext4"). */
 	unsigned long long disk_quota, disk_inodes;
 	char *mkfs;
+	/* SANDBOXD_MAX_KEPT_BUDGETS_PER_TENANT (20): the closed workspaces
+	 * of a tenant that keep a disk budget (its image and mount), past
+	 * which an open that makes another budget is refused. */
+	unsigned max_kept_budgets;
 };
 
 struct sbx_env;

@@ -20,6 +20,17 @@
 #include "session/session-engine.h"
 #include "svc/svc-wire.h"
 
+const char *svc_wire_tenant(const char *tenant)
+{
+	return tenant && strcmp(tenant, SVC_WIRE_NO_TENANT) == 0 ? NULL
+								  : tenant;
+}
+
+bool svc_tenant_counted(const char *tenant)
+{
+	return svc_wire_tenant(tenant) != NULL;
+}
+
 bool svc_wire_name_valid(const char *s)
 {
 	return session_wire_id_valid(s);
