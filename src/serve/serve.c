@@ -105,9 +105,10 @@ static int apply_overrides(struct serve_snap *snap, json_t *o,
 	if ((v = json_object_get(o, "max_read_bytes")) && json_is_integer(v))
 		c->max_read = (unsigned long long)json_integer_value(v);
 	if ((v = json_object_get(o, "mem_limit")) && json_is_string(v) &&
-	    (why = size_parse(json_string_value(v), &size_memory,
-			      &c->mem_limit)))
-		return sbx_error_set(err, SBX_E_INVALID, 0, "mem_limit: %s", why);
+	    (why =
+		 size_parse(json_string_value(v), &size_memory, &c->mem_limit)))
+		return sbx_error_set(err, SBX_E_INVALID, 0, "mem_limit: %s",
+				     why);
 	if ((v = json_object_get(o, "default_runtime")) && json_is_string(v))
 		snap->default_runtime = xstrdup(json_string_value(v));
 	return 0;
@@ -132,8 +133,8 @@ static int apply_runtimes(struct serve_snap *snap, json_t *o,
 		why = size_parse(json_string_value(m), &size_memory, &bytes);
 		if (why)
 			return sbx_error_set(err, SBX_E_INVALID, 0,
-					     "runtimes.%s.mem_limit: %s",
-					     alias, why);
+					     "runtimes.%s.mem_limit: %s", alias,
+					     why);
 		for (size_t i = 0; i < snap->cat.n; i++)
 			if (strcmp(snap->cat.rt[i].alias, alias) == 0) {
 				free(snap->cat.rt[i].mem_limit);

@@ -136,10 +136,9 @@ static bool value_ok(int kind, json_t *v, struct strbuf *why)
 		}
 		/* /tmp's tmpfs is not a memory limit: any size of a byte
 		 * and up is one (and sbxcat fixes it anyway). */
-		bad = size_parse(json_string_value(v),
-				 kind == FIXED_TMPFS ? &size_bytes
-						     : &size_memory,
-				 &bytes);
+		bad = size_parse(
+		    json_string_value(v),
+		    kind == FIXED_TMPFS ? &size_bytes : &size_memory, &bytes);
 		if (bad)
 			strbuf_addstr(why, bad);
 		else if (kind == FIXED_SWAP)
@@ -156,8 +155,8 @@ static bool value_ok(int kind, json_t *v, struct strbuf *why)
 
 /* "runtimes": {alias: {"mem_limit": size}} of aliases the catalogue
  * has; memswap_limit as at the top. */
-static int runtimes_check(const struct serve_snap *snap, json_t *v,
-			  int *status, struct strbuf *why)
+static int runtimes_check(const struct serve_snap *snap, json_t *v, int *status,
+			  struct strbuf *why)
 {
 	const char *alias, *k;
 	json_t *o, *x;
@@ -202,8 +201,8 @@ static int runtimes_check(const struct serve_snap *snap, json_t *v,
 	return 0;
 }
 
-int serve_policy_check(const struct serve_snap *snap, json_t *upd,
-		       int *status, struct strbuf *field, struct strbuf *why)
+int serve_policy_check(const struct serve_snap *snap, json_t *upd, int *status,
+		       struct strbuf *field, struct strbuf *why)
 {
 	const char *k;
 	json_t *v;

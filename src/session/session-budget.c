@@ -42,11 +42,11 @@
 /* What of mkfs.ext4's output a failure message carries. */
 #define MKFS_SAID_MAX 512
 
-const struct size_bounds session_budget_bounds = {
-    .min = SESSION_BUDGET_MIN,
-    .max = SESSION_BUDGET_MAX,
-    .min_name = "a disk budget's minimum",
-    .max_name = "ext4's bound"};
+const struct size_bounds session_budget_bounds = {.min = SESSION_BUDGET_MIN,
+						  .max = SESSION_BUDGET_MAX,
+						  .min_name =
+						      "a disk budget's minimum",
+						  .max_name = "ext4's bound"};
 
 const char *session_budget_check(unsigned long long bytes,
 				 unsigned long long inodes)
@@ -715,9 +715,9 @@ bool session_budget_kept_by(struct session_root *r, const char *key,
 		return false;
 	}
 	if (strcmp(rec.tenant, tenant) == 0)
-		kept = own || (session_budget_image_bytes(r, &rec, &bytes,
-							  &e) == 0 &&
-			       bytes > 0);
+		kept = own ||
+		       (session_budget_image_bytes(r, &rec, &bytes, &e) == 0 &&
+			bytes > 0);
 	sbx_error_free(&e);
 	session_record_release(&rec);
 	return kept;

@@ -383,18 +383,19 @@ int session_config_load(struct session_config *c, const struct sbx_env *e,
 	    env_uint(e, "SANDBOXD_MAX_SESSIONS_PER_TENANT", 1, 100000,
 		     &per_tenant, err) < 0 ||
 	    env_uint(e, "SANDBOXD_MAX_SESSIONS", 1, 100000, &max, err) < 0 ||
-	    env_size(e, "SANDBOXD_MEM_LIMIT", &size_memory, &c->mem_limit, err) <
-		0 ||
+	    env_size(e, "SANDBOXD_MEM_LIMIT", &size_memory, &c->mem_limit,
+		     err) < 0 ||
 	    env_uint(e, "SANDBOXD_EXECUTE_TIMEOUT", 1, 7 * 86400, &timeout,
 		     err) < 0 ||
-	    env_size(e, "SANDBOXD_MAX_OUTPUT_BYTES", &size_bytes, &c->max_output, err) <
-		0 ||
+	    env_size(e, "SANDBOXD_MAX_OUTPUT_BYTES", &size_bytes,
+		     &c->max_output, err) < 0 ||
 	    env_bool(e, "SANDBOXD_PERSIST_CONTAINERS", &c->persist_containers,
 		     err) < 0 ||
 	    network_from_env(e, c, err) < 0 ||
-	    env_size(e, "SANDBOXD_MAX_READ_BYTES", &size_bytes, &c->max_read, err) < 0 ||
-	    env_size(e, "SANDBOXD_MAX_WRITE_BYTES", &size_bytes, &c->max_write, err) <
-		0 ||
+	    env_size(e, "SANDBOXD_MAX_READ_BYTES", &size_bytes, &c->max_read,
+		     err) < 0 ||
+	    env_size(e, "SANDBOXD_MAX_WRITE_BYTES", &size_bytes, &c->max_write,
+		     err) < 0 ||
 	    spill_from_env(e, c, err) < 0 ||
 	    env_seconds(e, "SANDBOXD_IDLE_TIMEOUT", &c->idle_timeout, err) <
 		0 ||

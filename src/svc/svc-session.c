@@ -727,13 +727,13 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 	waking = !adopted && res->container &&
 		 session_hibernated(root, res->key, NULL, NULL) > 0;
 	if (!adopted &&
-	    (reserve_slot(
-		 s, call, e, root, au, res->key, rt->alias, image,
-		 !old.key[0] && !res->container &&
-		     !session_workspace_has_files(root, res->key) &&
-		     b->bytes == c->disk_quota && b->inodes == c->disk_inodes,
-		 waking, b->bytes && !old_image, &slot, &pool, &claimed,
-		 &evict, &evicted, err) < 0))
+	    (reserve_slot(s, call, e, root, au, res->key, rt->alias, image,
+			  !old.key[0] && !res->container &&
+			      !session_workspace_has_files(root, res->key) &&
+			      b->bytes == c->disk_quota &&
+			      b->inodes == c->disk_inodes,
+			  waking, b->bytes && !old_image, &slot, &pool,
+			  &claimed, &evict, &evicted, err) < 0))
 		goto out;
 	if (evicted)
 		pool_discard(call, e, root, &evict);
