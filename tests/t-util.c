@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <iconv.h>
+#include <regex.h>
 #include <signal.h>
 #include <limits.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@
 
 #include "basic/base64.h"
 #include "basic/hash.h"
+#include "basic/size.h"
 #include "tap.h"
 #include "basic/util.h"
 #include "basic/xjson.h"
@@ -743,6 +745,191 @@ static void test_base64(void)
 		 "exactly its bytes' encoding");
 }
 
+/*
+ * The one grammar of sizes (basic/size.h): its edges as a table, then a
+ * fuzz loop against an independent reading of the grammar (a POSIX
+ * regular expression, strtoull and 128-bit arithmetic).
+ */
+static const struct size_bounds mem = {
+    .min = 6ull << 20, .max = SIZE_LARGEST, .min_name = "Docker's minimum"};
+static const struct size_bounds disk = {
+    .min = 16ull << 20, .max = 16ull << 40, .max_name = "ext4's bound"};
+
+/* What the grammar says of s within b, by other means: 0 refused. */
+static unsigned long long size_ref(const regex_t *re, const char *s,
+				   const struct size_bounds *b)
+{
+	unsigned __int128 v;
+	size_t n = strlen(s);
+	int shift = 0;
+
+	if (regexec(re, s, 0, NULL, 0) != 0)
+		return 0;
+	switch (s[n - 1] | 0x20) {
+	case 'k':
+		shift = 10;
+		break;
+	case 'm':
+		shift = 20;
+		break;
+	case 'g':
+		shift = 30;
+		break;
+	}
+	v = (unsigned __int128)strtoull(s, NULL, 10) << shift;
+	if (v == 0 || v > b->max || v < b->min)
+		return 0;
+	return (unsigned long long)v;
+}
+
+static void test_size_parse(void)
+{
+	static const struct {
+		const char *s;
+		const struct size_bounds *b;
+		unsigned long long want; /* 0: refused */
+		const char *why;	 /* the refusal's words */
+	} t[] = {
+	    {"2g", &mem, 2ull << 30, NULL},
+	    {"512m", &mem, 512ull << 20, NULL},
+	    {"512M", &mem, 512ull << 20, NULL},
+	    {"6m", &mem, 6ull << 20, NULL},
+	    {"6144k", &mem, 6ull << 20, NULL},
+	    {"6291456", &mem, 6ull << 20, NULL},
+	    {"6291456b", &mem, 6ull << 20, NULL},
+	    {"6291455", &mem, 0, "'6291455' is below Docker's minimum of 6m"},
+	    {"1k", &mem, 0, "'1k' is below Docker's minimum of 6m"},
+	    {"5m", &mem, 0, "below Docker's minimum of 6m"},
+	    {"0", &mem, 0, "'0' must be greater than zero"},
+	    {"0g", &mem, 0, "'0g' must be greater than zero"},
+	    {"000000000000000", &mem, 0, "greater than zero"},
+	    {"1.5g", &mem, 0, "'1.5g' is not a size: 1 to 15 digits"},
+	    {"1t", &mem, 0, "'1t' is not a size"},
+	    {"2gb", &mem, 0, "is not a size"},
+	    {"1kib", &mem, 0, "is not a size"},
+	    {"", &mem, 0, "'' is not a size"},
+	    {"g", &mem, 0, "is not a size"},
+	    {"-1g", &mem, 0, "is not a size"},
+	    {"+1g", &mem, 0, "is not a size"},
+	    {" 2g", &mem, 0, "is not a size"},
+	    {"2g ", &mem, 0, "is not a size"},
+	    {"2 g", &mem, 0, "is not a size"},
+	    {"1e9", &mem, 0, "is not a size"},
+	    {"0x10m", &mem, 0, "is not a size"},
+	    {"2g\n", &mem, 0, "'2g\\n' is not a size"},
+	    {"1000000000000000", &mem, 0, "is not a size"}, /* 16 digits */
+	    {"999999999999999", &mem, 999999999999999ull, NULL},
+	    {"8589934591g", &mem, 8589934591ull << 30, NULL},
+	    {"8589934592g", &mem, 0, "'8589934592g' is too large"},
+	    {"999999999999999g", &mem, 0, "is too large"},
+	    {"16m", &disk, 16ull << 20, NULL},
+	    {"16383k", &disk, 0, "is below the minimum of 16m"},
+	    {"16384g", &disk, 16ull << 40, NULL},
+	    {"16385g", &disk, 0, "'16385g' is over ext4's bound of 16384g"},
+	    {"15t", &disk, 0, "is not a size"},
+	    {"1", &size_bytes, 1, NULL},
+	    {"1b", &size_bytes, 1, NULL},
+	    {"0b", &size_bytes, 0, "greater than zero"},
+	};
+	char long_in[200];
+	regex_t re;
+	unsigned seed = 28;
+	int wrong = 0, n = 0;
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(*t); i++) {
+		unsigned long long v = 77;
+		char *why = size_parse(t[i].s, t[i].b, &v);
+
+		if (t[i].want)
+			ok(!why && v == t[i].want, "size '%s' is %llu bytes",
+			   t[i].s, t[i].want);
+		else
+			ok(why && v == 77 && strstr(why, t[i].why),
+			   "size #%zu refused: %s", i, t[i].why);
+		free(why);
+	}
+	memset(long_in, '7', sizeof(long_in) - 1);
+	long_in[sizeof(long_in) - 1] = '\0';
+	{
+		char *why = size_parse(long_in, &mem, &(unsigned long long){0});
+
+		ok(why && strstr(why, "...' is not a size") &&
+		       strlen(why) < 160,
+		   "a long value is refused, cut in the message");
+		free(why);
+	}
+
+	/* Fuzz: strings of the characters that matter, and numbers near
+	 * every bound, against the reference. */
+	if (regcomp(&re, "^[0-9]{1,15}[bkmgBKMG]?$", REG_EXTENDED | REG_NOSUB))
+		bail_out("regcomp");
+	for (int i = 0; i < 200000; i++) {
+		static const char alphabet[] = "0123456789bkmgtBKMG. -+xe\xff";
+		const struct size_bounds *b = i % 3 == 0	 ? &mem
+					      : i % 3 == 1 ? &disk
+							   : &size_bytes;
+		char s[24];
+		size_t len = (size_t)(rand_r(&seed) % 19);
+		unsigned long long v = 0, want;
+		char *why;
+
+		if (i % 4 == 0) {
+			/* A number of 1 to 18 digits, often of a unit. */
+			snprintf(s, sizeof(s), "%llu%s",
+				 ((unsigned long long)rand_r(&seed) << 31 |
+				  (unsigned)rand_r(&seed)) >>
+				     (rand_r(&seed) % 62),
+				 (const char *[]){"", "k", "m", "G", "t"}
+				     [rand_r(&seed) % 5]);
+		} else {
+			for (size_t k = 0; k < len; k++)
+				s[k] = alphabet[(size_t)rand_r(&seed) %
+						(sizeof(alphabet) - 1)];
+			s[len] = '\0';
+		}
+		want = size_ref(&re, s, b);
+		why = size_parse(s, b, &v);
+		n++;
+		if (want ? (why || v != want) : (!why || why[0] != '\'')) {
+			if (wrong++ < 5)
+				diag("'%s': %s, %llu; want %llu", s,
+				     why ? why : "taken", v, want);
+		}
+		free(why);
+	}
+	regfree(&re);
+	is_int(wrong, 0, "size_parse agrees with the grammar's reference "
+			 "on %d fuzzed values",
+	       n);
+
+	/* size_format gives what size_parse reads back. */
+	wrong = 0;
+	for (int i = 0; i < 10000; i++) {
+		unsigned long long x =
+		    ((unsigned long long)rand_r(&seed) % 1000000 + 1)
+		    << (10 * (rand_r(&seed) % 4));
+		char buf[SIZE_FORMAT_MAX];
+		unsigned long long back = 0;
+		char *why;
+
+		size_format(x, buf);
+		why = size_parse(buf, &size_bytes, &back);
+		wrong += why || back != x;
+		free(why);
+	}
+	is_int(wrong, 0, "size_format reads back as the same size");
+	{
+		char buf[SIZE_FORMAT_MAX];
+
+		size_format(6ull << 20, buf);
+		is_str(buf, "6m", "6 MiB formats as 6m");
+		size_format(16ull << 40, buf);
+		is_str(buf, "16384g", "16 TiB formats as 16384g");
+		size_format(1000, buf);
+		is_str(buf, "1000", "1000 bytes format as 1000");
+	}
+}
+
 int main(void)
 {
 	xjson_init();
@@ -755,5 +942,6 @@ int main(void)
 	test_hash();
 	test_parse_uint();
 	test_base64();
+	test_size_parse();
 	return done_testing();
 }
