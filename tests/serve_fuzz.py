@@ -212,13 +212,13 @@ for i in range(120):
     except OSError as e:  # a path too long for the host: not a case
         if e.errno not in (17, 20, 21, 36):  # taken, or too long
             diag("cannot make %r: %s" % (rel[:80], e))
-for target in [b"/etc/passwd", b"/", b"../../..", b"../../../../etc/shadow", b"nowhere", b"\xff"]:
-    rel = b"link-" + rand_name(40)
+for i, target in enumerate([b"/etc/passwd", b"/", b"../../..", b"../../../../etc/shadow", b"nowhere", b"\xff"]):
+    rel = b"link-%d-" % i + rand_name(40)
     os.symlink(target, os.path.join(WSB, rel))
     os.lchown(os.path.join(WSB, rel), WUID, WUID)
     names.append(rel)
 for i in range(3):
-    rel = b"fifo-" + rand_name(40)
+    rel = b"fifo-%d-" % i + rand_name(40)
     os.mkfifo(os.path.join(WSB, rel))
     os.chown(os.path.join(WSB, rel), WUID, WUID)
     names.append(rel)
@@ -295,6 +295,12 @@ st, doc = call("POST", "/sessions/%s/grep" % FZ, {"pattern": "grep me"}, TOK)
 rows = doc.get("matches") if isinstance(doc, dict) else None
 ok(st == 200 and rows and rows[0]["line"] == "grep me caf\ufffd" and rows[0]["path"].endswith("lat\ufffdn.txt"),
    "grep: a line and a path that are not UTF-8 show U+FFFD, not nothing", (st, doc))
+st, doc = call("POST", "/sessions", {}, TOKEN)
+sid = doc.get("session", {}).get("session_id", "") if isinstance(doc, dict) else ""
+ok(st == 200 and len(sid) == 18 and sid.startswith("s-") and all(c in "0123456789abcdef" for c in sid[2:]),
+   "an open without a session_id names one, s- and 16 hex digits (once a stack overflow)", (st, doc))
+if sid:
+    call("DELETE", "/sessions/%s?purge=true" % sid, token=TOKEN)
 fifo = next(x for x in names if x.startswith(b"fifo-"))
 st, doc = call("POST", "/sessions/%s/read" % FZ, {"path": fifo.decode("latin-1")}, TOK, timeout=30)
 ok(st == 200, "a read of a fifo is answered", (st, doc))

@@ -66,9 +66,10 @@ ok $((nw < 30)) "the fuzzer's checks ran ($nw of them)"
 
 kill -0 "$SPID" 2>/dev/null
 ok $? "the service's process is the one started (pid $SPID), alive"
-grep -a 'fatal\|abort\|out of memory' "$T/log" | head -5 | sed 's/^/# /'
-grep -aq 'sbxcat: fatal\|sbxcat: out of memory' "$T/log"
-ok $((! $?)) "its log holds no fatal error"
+grep -a 'fatal\|abort\|out of memory\|Sanitizer\|runtime error' "$T/log" | head -5 | sed 's/^/# /'
+grep -aq 'sbxcat: fatal\|sbxcat: out of memory\|ERROR: [A-Za-z]*Sanitizer\|runtime error:' "$T/log"
+ok $((! $?)) "its log holds no fatal error (nor a sanitizer's report)" ||
+	sed -n '/ERROR: [A-Za-z]*Sanitizer\|runtime error:/,+40p' "$T/log" | head -60 | sed 's/^/# /'
 is "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/healthz")" 200 "/healthz answers at the end"
 sbx audit verify
 is "$rc" 0 "the audit's chains verify after the fuzz" || err | head -5 | sed 's/^/# /'
