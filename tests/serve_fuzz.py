@@ -27,6 +27,7 @@ import random
 import socket
 import stat
 import sys
+import time
 import urllib.parse
 
 E = os.environ
@@ -304,7 +305,58 @@ if sid:
 fifo = next(x for x in names if x.startswith(b"fifo-"))
 st, doc = call("POST", "/sessions/%s/read" % FZ, {"path": fifo.decode("latin-1")}, TOK, timeout=30)
 ok(st == 200, "a read of a fifo is answered", (st, doc))
+# Rows of the audit whose targets are not UTF-8 (the command line names
+# such paths and patterns), then the session's events read through the
+# route that shows them.
+if E.get("SERVE_SBXCAT") and E.get("SERVE_CAT"):
+    import subprocess
+    for args in (["read", b"lat\xe9n.txt"], ["grep", b"caf\xe9"], ["ls", b"empty-\xff-dir"],
+                 ["edit", b"lat\xe9n.txt", "--old", b"grep", "--new", b"\xff"],
+                 ["glob", b"\x01\x1b[31m*"]):
+        r = subprocess.run([E["SERVE_SBXCAT"], "-C", E["SERVE_CAT"], "fs", KEY] + args,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
+        if r.returncode not in (0, 1):
+            diag("sbxcat fs %r: status %d %r" % (args, r.returncode, r.stderr[:200]))
+    st, doc = call("GET", "/sessions/%s/events" % FZ, token=TOK)
+    ok(st in (200, 503) and isinstance(doc, dict), "events whose targets are not UTF-8 are answered (%s)" % st,
+       str(doc)[:300])
 ok(alive(), "the service lives after the explicit cases")
+
+# Requests no client library sends: the answer, if any, is well-formed or
+# the connection closed (or held: a request the server waits on is the
+# connection limits' to end, not this test's); the process lives.
+RAW = [b"GARBAGE\r\n\r\n", b"GET / HTTP/1.1\r\n\r\n", b"\x00\xff\xfe\r\n\r\n",
+       b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+       b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 200000 + b"\r\n\r\n",
+       b"POST /sessions HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
+       b"POST /sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n",
+       b"POST /sessions/%s/read HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n" % FZ.encode(),
+       b"POST /sessions/%s/read HTTP/1.1\r\nHost: x\r\nX-Sandbox-Token: %s\r\nContent-Length: 5\r\n\r\n{\"pa" % (FZ.encode(), TOK.encode()),
+       b"GET http://x/healthz HTTP/1.1\r\nHost: x\r\n\r\n", b"GET /healthz\r\n\r\n",
+       b"BREW /healthz HTTP/1.1\r\nHost: x\r\n\r\n", b"GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n",
+       b"GET /%00%ff/../healthz?%zz HTTP/1.1\r\nHost: x\r\nX-Sandbox-Token: \xff\xfe\x80\r\n\r\n"]
+bad_raw = []
+for raw in RAW:
+    t0 = time.time()
+    s = socket.create_connection((HOST, PORT), timeout=5)
+    try:
+        s.sendall(raw)
+        s.shutdown(socket.SHUT_WR)
+        got = b""
+        while True:
+            k = s.recv(65536)
+            if not k:
+                break
+            got += k
+    except OSError:
+        got = b""
+    s.close()
+    if not got:
+        diag("raw %r: no answer (closed or held) in %.1f s" % (raw[:40], time.time() - t0))
+    if got and not (got.startswith(b"HTTP/1.") and 100 <= int(got[9:12] or b"0") < 600):
+        bad_raw.append((raw[:60], got[:120]))
+ok(not bad_raw and alive(), "%d malformed requests: each answered well-formed or closed; the service lives" % len(RAW),
+   bad_raw)
 
 # ---- the fuzzer ----
 
