@@ -53,7 +53,7 @@ ok $? "sbxcat serve starts and answers /healthz" || { sed 's/^/# /' "$T/log"; ba
 SEED=${SERVE_FUZZ_SEED:-$$}
 diag "the fuzzer's seed: $SEED (SERVE_FUZZ_SEED=$SEED repeats it)"
 SERVE_HOST=127.0.0.1 SERVE_PORT=$PORT SERVE_TOKEN=$TOKEN SERVE_PID=$SPID SERVE_ROOT=$ROOT \
-SERVE_PREFIX=f$$- SERVE_FUZZ_SEED=$SEED SERVE_FUZZ_N=${SERVE_FUZZ_N:-400} \
+SERVE_SBXCAT=$S SERVE_CAT=$CAT SERVE_PREFIX=f$$- SERVE_FUZZ_SEED=$SEED SERVE_FUZZ_N=${SERVE_FUZZ_N:-400} \
 	timeout -s KILL 900 python3 "$srcdir/tests/serve_fuzz.py" >"$T/fuzz.tap" 2>"$T/fuzz.err"
 rc=$?
 is "$rc" 0 "the fuzzer ran to its end"

@@ -363,8 +363,8 @@ const char *text_encoding_name(enum text_encoding enc)
 	return "windows-1252";
 }
 
-static void decode_utf16(struct strbuf *out, const unsigned char *u,
-			 size_t len, bool be)
+static void decode_utf16(struct strbuf *out, const unsigned char *u, size_t len,
+			 bool be)
 {
 	size_t i = 2; /* past the byte order mark */
 
@@ -411,8 +411,9 @@ void text_decode(struct strbuf *out, const char *s, size_t len,
 	}
 	strbuf_grow(out, len);
 	for (size_t i = 0; i < len; i++)
-		add_cp(out, u[i] >= 0x80 && u[i] < 0xA0 ? cp1252_high[u[i] - 0x80]
-							: u[i]);
+		add_cp(out, u[i] >= 0x80 && u[i] < 0xA0
+				? cp1252_high[u[i] - 0x80]
+				: u[i]);
 }
 
 /* The windows-1252 byte of c, or -1 when it has none. */
@@ -457,8 +458,10 @@ bool text_encode(struct strbuf *out, const char *u, size_t len,
 			uint32_t hi = 0xD800 + ((c - 0x10000) >> 10);
 			uint32_t lo = 0xDC00 + ((c - 0x10000) & 0x3FF);
 
-			b[0] = (unsigned char)(hi >> 8), b[1] = (unsigned char)hi;
-			b[2] = (unsigned char)(lo >> 8), b[3] = (unsigned char)lo;
+			b[0] = (unsigned char)(hi >> 8),
+			b[1] = (unsigned char)hi;
+			b[2] = (unsigned char)(lo >> 8),
+			b[3] = (unsigned char)lo;
 			k = 4;
 		} else {
 			b[0] = (unsigned char)(c >> 8), b[1] = (unsigned char)c;

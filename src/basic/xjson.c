@@ -45,8 +45,8 @@ struct walk {
 
 static char walk_next(struct walk *w)
 {
-	while (*w->p == ' ' || *w->p == '\t' || *w->p == '\n' ||
-	       *w->p == ',' || *w->p == ':')
+	while (*w->p == ' ' || *w->p == '\t' || *w->p == '\n' || *w->p == ',' ||
+	       *w->p == ':')
 		w->p++;
 	return *w->p;
 }
@@ -316,7 +316,8 @@ void xjson_set_path(json_t *obj, const char *key, const char *path)
 	struct strbuf sb = STRBUF_INIT;
 	bool lossy = text_add_utf8_lossy(&sb, path, strlen(path));
 
-	json_object_set_new(obj, key, xjson_textn(sb.buf ? sb.buf : "", sb.len));
+	json_object_set_new(obj, key,
+			    xjson_textn(sb.buf ? sb.buf : "", sb.len));
 	strbuf_release(&sb);
 	if (lossy) {
 		char *k = xasprintf("%s_base64", key);
