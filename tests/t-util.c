@@ -110,9 +110,10 @@ static void strbuf_overflow(void)
 	sink = sb.alloc;
 }
 
+/* A format the walker cannot read: a bug in the source, still fatal. */
 static void pack_fails(void)
 {
-	json_t *j = xjson_pack("{s:s}", "path", "\xff");
+	json_t *j = xjson_pack("{s:q}", "path", 1);
 
 	sink = (size_t)j;
 }
@@ -134,8 +135,8 @@ static void test_sizes(void)
 	   "ALLOC_GROW whose byte count overflows is fatal");
 	ok(dies_with(strbuf_overflow, "size overflow"),
 	   "strbuf_grow whose size overflows is fatal");
-	ok(dies_with(pack_fails, "json_pack(\"{s:s}\")"),
-	   "a failed xjson_pack is fatal and names the format");
+	ok(dies_with(pack_fails, "xjson_pack(\"{s:q}\")"),
+	   "an xjson_pack format that does not parse is fatal and names it");
 
 	is_int((long long)alloc_nr(0, 1), 8, "alloc_nr starts at 8");
 	is_int((long long)alloc_nr(8, 9), 16, "alloc_nr doubles");
@@ -196,6 +197,73 @@ static char *path_from_json(json_t *o, const char *key)
 	return out; /* trailing zero padding from base64 is NULs: fine */
 }
 
+/* want (JSON text) is what got is; got consumed. */
+static bool pack_is(json_t *got, const char *want, const char *what)
+{
+	json_t *w = json_loads(want, JSON_ALLOW_NUL, NULL);
+	bool same = got && w && json_equal(got, w);
+
+	if (!same) {
+		char *g = got ? json_dumps(got, JSON_ENCODE_ANY) : NULL;
+
+		diag("%s: got %s, want %s", what, g ? g : "NULL", want);
+		free(g);
+	}
+	json_decref(w);
+	json_decref(got);
+	return ok(same, "xjson_pack, %s", what);
+}
+
+/*
+ * xjson_pack never ends the process on what its strings hold: each
+ * element of the format grammar with an invalid string somewhere makes
+ * the value jansson would make of the strings made valid (U+FFFD per
+ * invalid byte), "o" values are consumed exactly once (ASan checks), a
+ * NULL "o" is null.
+ */
+static void test_pack_lossy(void)
+{
+	json_t *owned = json_pack("{s:i}", "x", 1), *borrowed = json_array();
+
+	pack_is(xjson_pack("{s:s}", "path", "caf\xe9"),
+		"{\"path\": \"caf\\ufffd\"}", "a latin-1 \"s\"");
+	pack_is(xjson_pack("{s:i}", "k\xff", 7), "{\"k\\ufffd\": 7}",
+		"an invalid key");
+	pack_is(xjson_pack("{s:s?, s:s?, s:s*, s:s*}", "a", NULL, "b",
+			   "\x80", "c", NULL, "d", "ok"),
+		"{\"a\": null, \"b\": \"\\ufffd\", \"d\": \"ok\"}",
+		"s? and s* with NULL and an invalid string");
+	pack_is(xjson_pack("{s:s++}", "content", "Error: '", "x\xfe",
+			   "' missing"),
+		"{\"content\": \"Error: 'x\\ufffd' missing\"}", "s++");
+	pack_is(xjson_pack("{s:s%, s:s#}", "a", "n\0\xff", (size_t)3, "b",
+			   "xy\xc3", 2),
+		"{\"a\": \"n\\u0000\\ufffd\", \"b\": \"xy\"}",
+		"s% (a NUL kept) and s#");
+	pack_is(xjson_pack("{s:o, s:O, s:s, s:n, s:b, s:i, s:I, s:f, "
+			   "s:[s, {s:s}], s:o?, s:o*, s:O*}",
+			   "o", owned, "O", borrowed, "bad", "\xff\xfe", "n",
+			   "b", 1, "i", -3, "I", (json_int_t)1 << 40, "f", 0.5,
+			   "arr", "\xc0", "in", "\xe2\x82", "q", NULL, "r",
+			   NULL, "t", NULL),
+		"{\"o\": {\"x\": 1}, \"O\": [], \"bad\": "
+		"\"\\ufffd\\ufffd\", \"n\": null, \"b\": true, \"i\": -3, "
+		"\"I\": 1099511627776, \"f\": 0.5, \"arr\": [\"\\ufffd\", "
+		"{\"in\": \"\\ufffd\\ufffd\"}], \"q\": null}",
+		"every element beside an invalid string");
+	is_int((long long)borrowed->refcount, 1,
+	       "xjson_pack: \"O\" took its own reference, \"o\" the caller's");
+	json_decref(borrowed);
+	pack_is(xjson_pack("{s:o, s:s}", "content", json_stringn("\xe9", 1),
+			   "k", "v"),
+		"{\"content\": null, \"k\": \"v\"}",
+		"a NULL \"o\" (json_stringn of latin-1) is null");
+	pack_is(xjson_pack("[s, i]", "\xff", 2), "[\"\\ufffd\", 2]",
+		"an array at the top");
+	pack_is(xjson_pack("{s:s}", "k", "caf\xc3\xa9"),
+		"{\"k\": \"caf\\u00e9\"}", "valid UTF-8 through jansson");
+}
+
 static void test_xjson(void)
 {
 	static const char *const paths[] = {
@@ -233,7 +301,18 @@ static void test_xjson(void)
 		is_str(json_string_value(t), "a\xef\xbf\xbdz",
 		       "xjson_text replaces an invalid byte by U+FFFD");
 		json_decref(t);
+		t = xjson_textn("a\0\xff", 3);
+		ok(json_string_length(t) == 5 &&
+			   !memcmp(json_string_value(t), "a\0\xef\xbf\xbd", 5),
+		   "xjson_textn keeps a NUL and replaces an invalid byte");
+		json_decref(t);
+		t = xjson_string("\xc3");
+		is_str(json_string_value(t), "\xef\xbf\xbd",
+		       "xjson_string of a string that is not UTF-8 is U+FFFD, "
+		       "not fatal");
+		json_decref(t);
 	}
+	test_pack_lossy();
 }
 
 /*
@@ -551,6 +630,113 @@ static void test_text(void)
  * digest and HMAC(), on random data of every length around the block
  * edges and random keys shorter and longer than a block.
  */
+/* s[0..len) decoded as text_sniff reads it. */
+static char *decoded(const char *s, size_t len, enum text_encoding *enc,
+		     size_t *outlen)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	*enc = text_sniff(s, len);
+	text_decode(&sb, s, len, *enc);
+	strbuf_addstr(&sb, "");
+	return strbuf_detach(&sb, outlen);
+}
+
+/* Text files as sandboxd reads them (text.h, "Text files"). */
+static void test_decode(void)
+{
+	static const struct {
+		const char *in;
+		size_t len;
+		enum text_encoding enc;
+		const char *out;
+		size_t outlen;
+		const char *what;
+	} cases[] = {
+	    {"caf\xe9 cr\xe8me", 10, TEXT_SINGLE_BYTE,
+	     "caf\xc3\xa9 cr\xc3\xa8me", 12, "latin-1 café crème"},
+	    {"caf\xc3\xa9", 5, TEXT_UTF8, "caf\xc3\xa9", 5, "UTF-8 as is"},
+	    {"\xef\xbb\xbfhi", 5, TEXT_UTF8_BOM, "hi", 2,
+	     "UTF-8 byte order mark dropped"},
+	    {"\x80\x81\x9f\xff", 4, TEXT_SINGLE_BYTE,
+	     "\xe2\x82\xac\xc2\x81\xc5\xb8\xc3\xbf", 9,
+	     "windows-1252: 0x80 euro, 0x81 undefined as U+0081, 0x9f, 0xff"},
+	    {"a\0b\xff", 4, TEXT_SINGLE_BYTE, "a\0b\xc3\xbf", 5,
+	     "a NUL is U+0000"},
+	    {"a\0b", 3, TEXT_UTF8, "a\0b", 3, "a NUL in UTF-8 is U+0000"},
+	    {"\xff\xfe" "h\0\xe9\0\n\0", 8, TEXT_UTF16LE, "h\xc3\xa9\n", 4,
+	     "UTF-16LE with its byte order mark"},
+	    {"\xfe\xff" "\0h\xd8\x3d\xde\x00", 8, TEXT_UTF16BE,
+	     "h\xf0\x9f\x98\x80", 5, "UTF-16BE, a surrogate pair"},
+	    {"\xff\xfe" "\x00\xd8h\0x", 7, TEXT_UTF16LE,
+	     "\xef\xbf\xbdh\xef\xbf\xbd", 7,
+	     "UTF-16: a lone surrogate and an odd last byte as U+FFFD"},
+	    {"\xef\xbb\xbf\xff", 4, TEXT_SINGLE_BYTE,
+	     "\xc3\xaf\xc2\xbb\xc2\xbf\xc3\xbf", 8,
+	     "a UTF-8 byte order mark before invalid bytes: windows-1252"},
+	    {"", 0, TEXT_UTF8, "", 0, "empty"},
+	};
+	struct strbuf sb = STRBUF_INIT;
+	bool round = true, valid = true;
+	char all[256];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		enum text_encoding enc;
+		size_t n;
+		char *out = decoded(cases[i].in, cases[i].len, &enc, &n);
+
+		ok(enc == cases[i].enc && n == cases[i].outlen &&
+		       !memcmp(out, cases[i].out, n),
+		   "text_decode: %s", cases[i].what);
+		free(out);
+	}
+	/* windows-1252 is a bijection: every byte string comes back. */
+	for (int i = 0; i < 256; i++)
+		all[i] = (char)i;
+	text_decode(&sb, all, 256, TEXT_SINGLE_BYTE);
+	valid = utf8_first_invalid(sb.buf, sb.len) < 0;
+	{
+		struct strbuf back = STRBUF_INIT;
+
+		round = text_encode(&back, sb.buf, sb.len, TEXT_SINGLE_BYTE) &&
+			back.len == 256 && !memcmp(back.buf, all, 256);
+		strbuf_release(&back);
+	}
+	ok(valid && round, "windows-1252: the 256 bytes decode to UTF-8 and "
+			   "encode back to themselves");
+	for (int t = 0; t < 2000 && round; t++) {
+		char buf[64];
+		size_t len = tap_rand() % sizeof(buf);
+		struct strbuf d = STRBUF_INIT, e = STRBUF_INIT;
+		enum text_encoding enc;
+
+		for (size_t k = 0; k < len; k++)
+			buf[k] = (char)tap_rand();
+		enc = text_sniff(buf, len);
+		text_decode(&d, buf, len, enc);
+		if (utf8_first_invalid(d.buf ? d.buf : "", d.len) >= 0)
+			valid = false;
+		if (enc == TEXT_SINGLE_BYTE &&
+		    (!text_encode(&e, d.buf, d.len, enc) || e.len != len ||
+		     memcmp(e.buf, buf, len)))
+			round = false;
+		strbuf_release(&d);
+		strbuf_release(&e);
+	}
+	ok(valid && round, "2,000 random buffers decode to valid UTF-8; the "
+			   "single-byte ones encode back to their bytes");
+	strbuf_reset(&sb);
+	ok(!text_encode(&sb, "\xe2\x86\x92", 3, TEXT_SINGLE_BYTE) &&
+	       sb.len == 0,
+	   "text_encode: an arrow has no windows-1252 byte, nothing added");
+	ok(!text_encode(&sb, "\xff", 1, TEXT_UTF16LE),
+	   "text_encode: bytes that are not UTF-8 are refused");
+	ok(text_encode(&sb, "h\xf0\x9f\x98\x80", 5, TEXT_UTF16BE) &&
+	       sb.len == 6 && !memcmp(sb.buf, "\0h\xd8\x3d\xde\x00", 6),
+	   "text_encode: UTF-16BE with a surrogate pair");
+	strbuf_release(&sb);
+}
+
 static void test_hash(void)
 {
 	unsigned char buf[1200], key[200];
@@ -937,6 +1123,7 @@ int main(void)
 	test_strbuf();
 	test_utf8();
 	test_text();
+	test_decode();
 	test_find();
 	test_xjson();
 	test_hash();

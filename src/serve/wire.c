@@ -631,7 +631,7 @@ static bool open_fields(struct wire_req *w, struct svc_wire_open_req *o,
 	if (!o->id) {
 		char hex[17];
 
-		random_hex(hex, 8);
+		random_hex(hex, 8); /* 16 digits: random_hex(hex, 16) wrote 33 */
 		snprintf(idbuf, 24, "s-%s", hex);
 		o->id = idbuf;
 	}
