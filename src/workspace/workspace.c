@@ -464,6 +464,28 @@ static size_t count_lines(const char *s, size_t len)
 	return count_newlines(s, len) + (len && s[len - 1] != '\n');
 }
 
+/*
+ * Line ends as sandboxd's read splits them (Python's str.splitlines):
+ * CRLF and a lone CR end a line as LF does, and the lines are shown
+ * joined with LF.  In place; the new length.
+ */
+static size_t lf_line_ends(char *data, size_t len)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		if (data[i] != '\r') {
+			data[o++] = data[i];
+			continue;
+		}
+		data[o++] = '\n';
+		if (i + 1 < len && data[i + 1] == '\n')
+			i++;
+	}
+	data[o] = '\0';
+	return o;
+}
+
 /* The slice of a file read whole: data becomes l->buf. */
 static int slice_whole(char *data, size_t len, const char *shown,
 		       unsigned long long offset, unsigned long long limit,
@@ -754,6 +776,7 @@ int workspace_read_lines(const struct workspace *w, const char *rel,
 		rc = read_whole(w, fd, shown, &st, &data, &len, err);
 		if (rc == 0) {
 			data = as_text(data, &len, text_sniff(data, len));
+			len = lf_line_ends(data, len);
 			rc = slice_whole(data, len, shown, offset, limit, out,
 					 err);
 		}

@@ -184,7 +184,9 @@ int workspace_open_read(const struct workspace *w, const char *rel,
  *
  * The lines are text: a file read whole is decoded first (text.h, "Text
  * files": UTF-8, UTF-16 by its byte order mark, else windows-1252) and
- * split after, so l->buf is valid UTF-8 (NUL bytes kept as U+0000), at
+ * split after, CRLF and a lone CR ending a line as LF does (shown as LF,
+ * as sandboxd joins the lines it split); a slice of a file over the read
+ * limit splits at LF alone.  So l->buf is valid UTF-8 (NUL bytes kept as U+0000), at
  * most 3 bytes for each byte of the file; a slice of a file over the read
  * limit decodes the bytes it kept (UTF-8 when they are, else
  * windows-1252).  l->size is the file's size in bytes.
