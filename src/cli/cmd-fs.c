@@ -542,20 +542,20 @@ static const struct fs_verb verbs[FS_NVERBS] = {FS_VERBS(VERB_ROW)};
  */
 static const struct {
 	unsigned verbs;
-	const char *reason; /* err->reason */
+	enum sbx_reason why; /* err->why */
 	const char *hint;
 } hints[] = {
-    {VB(edit), "old text not unique", "--all replaces every occurrence"},
-    {VB(read) | VB(read_bytes), "over the read limit",
+    {VB(edit), SBX_R_OLD_NOT_UNIQUE, "--all replaces every occurrence"},
+    {VB(read) | VB(read_bytes), SBX_R_OVER_READ_LIMIT,
      "sbxcat fs KEY read PATH --offset LINE --limit N reads a slice"},
-    {VB(rm), "directory not empty", "-r removes it and all it holds"},
+    {VB(rm), SBX_R_DIR_NOT_EMPTY, "-r removes it and all it holds"},
 };
 
 static void add_hint(unsigned verb, struct sbx_error *err)
 {
 	for (size_t i = 0; i < sizeof(hints) / sizeof(*hints); i++)
-		if ((hints[i].verbs & verb) && err->reason && !err->hint &&
-		    strcmp(err->reason, hints[i].reason) == 0)
+		if ((hints[i].verbs & verb) && !err->hint &&
+		    err->why == hints[i].why)
 			sbx_error_hint(err, "%s", hints[i].hint);
 }
 

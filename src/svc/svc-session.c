@@ -155,7 +155,7 @@ static int open_kept_parse(const struct svc_session_open_req *req,
 	if (!*err)
 		session_labels_from_json(&k->labels, req->labels_json, err);
 	if (*err) {
-		sbx_error_reason(*err, SVC_SESSION_BAD_LABELS);
+		sbx_error_why(*err, SBX_R_BAD_LABELS, 0, 0);
 		return -1;
 	}
 	k->labels_set = req->nlabels ||
@@ -187,7 +187,10 @@ static int open_budget(const struct svc *s,
 					     "disk quota '%s' is over "
 					     "SANDBOXD_WORKSPACE_QUOTA (%llu "
 					     "bytes)",
-					     req->disk_quota, c->disk_quota);
+					     req->disk_quota, c->disk_quota),
+			       sbx_error_why(*err, SBX_R_OVER_CEILING, x,
+					     c->disk_quota),
+			       -1;
 		b->bytes = x;
 	}
 	if (req->disk_inodes) {
@@ -195,7 +198,10 @@ static int open_budget(const struct svc *s,
 			return sbx_error_set(err, SBX_E_INVALID, 0,
 					     "disk inodes %llu is over "
 					     "SANDBOXD_WORKSPACE_INODES (%llu)",
-					     req->disk_inodes, c->disk_inodes);
+					     req->disk_inodes, c->disk_inodes),
+			       sbx_error_why(*err, SBX_R_OVER_CEILING,
+					     req->disk_inodes, c->disk_inodes),
+			       -1;
 		if (!b->bytes)
 			return sbx_error_set(err, SBX_E_INVALID, 0,
 					     "disk inodes need a disk quota "
@@ -588,7 +594,7 @@ static int budget_kept(struct session_root *root,
 			      "session '%s' has no disk budget; close it with "
 			      "--purge to give it one",
 			      old->key);
-	sbx_error_reason(*err, SVC_SESSION_BUDGET_CONFLICT);
+	sbx_error_why(*err, SBX_R_BUDGET_DIFFERS, have, want);
 	return -1;
 }
 
@@ -659,7 +665,7 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 			      res->key, session_durability_name(old.durability),
 			      session_durability_name(kept->durability),
 			      session_durability_name(kept->durability));
-		sbx_error_reason(*err, SVC_SESSION_DURABILITY_CONFLICT);
+		sbx_error_why(*err, SBX_R_DURABILITY_DIFFERS, 0, 0);
 		goto out;
 	}
 	if (old.key[0] && req->disk_quota &&

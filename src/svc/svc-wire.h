@@ -98,7 +98,7 @@ struct svc_wire_open_req {
 	const struct sbx_error *cat_err;
 	/* As svc_session_open_req's labels_json and durability: none
 	 * keeps a reopened session's; a durability other than the
-	 * session's is a conflict (reason SVC_SESSION_DURABILITY_CONFLICT). */
+	 * session's is a conflict (reason SBX_R_DURABILITY_DIFFERS). */
 	const json_t *labels;
 	const char *durability;
 	/* The disk budget asked for (svc_session_open_req's). */
