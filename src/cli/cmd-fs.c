@@ -207,16 +207,15 @@ static const char *truncation_line(char out[96], const char *why,
 	return out;
 }
 
-static int print_entry(void *arg, const struct walk_entry *e,
-		       struct sbx_error **err)
+static int print_entry(void *arg, const svc_fs_entry *e, struct sbx_error **err)
 {
 	struct strbuf sb = STRBUF_INIT;
 
 	(void)arg, (void)err;
 	text_add_escaped(&sb, e->path, strlen(e->path));
-	if (e->type == WALK_DIR)
+	if (svc_fs_type_of(e) == SVC_FS_DIR)
 		strbuf_addch(&sb, '/');
-	else if (e->type == WALK_SYMLINK)
+	else if (svc_fs_type_of(e) == SVC_FS_SYMLINK)
 		strbuf_addch(&sb, '@');
 	if (e->upload)
 		strbuf_addstr(&sb, "\t(uploaded)");
@@ -226,7 +225,7 @@ static int print_entry(void *arg, const struct walk_entry *e,
 	return 0;
 }
 
-static void print_problems(const struct walk_problem *p, size_t n)
+static void print_problems(const svc_fs_problem *p, size_t n)
 {
 	struct strbuf sb = STRBUF_INIT;
 
@@ -403,8 +402,7 @@ static int run_glob(const struct fs_call *c, struct sbx_error **err)
 }
 
 /* path:line:text, as grep -n. */
-static int print_match(void *arg, const struct grep_match *m,
-		       struct sbx_error **err)
+static int print_match(void *arg, const svc_fs_match *m, struct sbx_error **err)
 {
 	struct strbuf *line = arg;
 
@@ -421,7 +419,7 @@ static int print_match(void *arg, const struct grep_match *m,
 /* What a search skipped and where it stopped, on stderr. */
 static void grep_report(const struct svc_fs_grep_res *r)
 {
-	const struct grep_stats *st = &r->st;
+	const svc_fs_grep_stats *st = &r->st;
 	struct strbuf sb = STRBUF_INIT;
 	char n[32], line[96];
 

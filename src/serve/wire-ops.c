@@ -765,11 +765,10 @@ struct listing {
 	bool glob;
 };
 
-static int list_entry(void *arg, const struct walk_entry *e,
-		      struct sbx_error **err)
+static int list_entry(void *arg, const svc_fs_entry *e, struct sbx_error **err)
 {
 	struct listing *l = arg;
-	bool dir = e->type == WALK_DIR;
+	bool dir = svc_fs_type_of(e) == SVC_FS_DIR;
 	cleanup_free char *path =
 	    l->glob ? xasprintf("./%s", e->path)
 		    : xasprintf("%s%s%s", l->prefix, *l->prefix ? "/" : "",
@@ -908,8 +907,7 @@ out:
 	wire_end(&w);
 }
 
-static int grep_match(void *arg, const struct grep_match *m,
-		      struct sbx_error **err)
+static int grep_match(void *arg, const svc_fs_match *m, struct sbx_error **err)
 {
 	json_t *rows = arg;
 	json_t *line = json_stringn(m->text, m->len);

@@ -324,13 +324,13 @@ json_t *wire_session_info(const struct svc *s,
 	 * memory is kept and the next operation unpauses it.  A hibernated
 	 * one is not: its container is stopped until its next operation. */
 	bool alive = resident(state);
-	bool asleep = state && strcmp(state, SESSION_STATE_HIBERNATED) == 0;
+	bool asleep = state && strcmp(state, svc_wire_hibernated) == 0;
 	double last = (double)ws->rec.last_activity;
 	json_t *doc = xjson_pack(
 	    "{s:s, s:s, s:s, s:b, s:s, s:f, s:f, s:f, s:n, s:s}", "session_id",
 	    ws->wire.id[0] ? ws->wire.id : ws->key, "runtime", ws->rec.runtime,
 	    "tenant", ws->rec.tenant, "alive", alive, "state",
-	    asleep ? SESSION_STATE_HIBERNATED : "running", "created_at",
+	    asleep ? svc_wire_hibernated : "running", "created_at",
 	    (double)ws->rec.created, "last_activity", last, "idle_seconds",
 	    now > last ? now - last : 0.0, "usage", "key", ws->key);
 
@@ -943,9 +943,9 @@ static void index_route(void *arg, struct http_request *req,
  * containers' states. */
 static void session_metrics(struct wire_req *w, struct strbuf *out)
 {
-	static const char *const states[] = {
-	    "running", "paused",  SESSION_STATE_HIBERNATED,
-	    "exited",  "created", "closed"};
+	static const char *const states[] = {"running",		  "paused",
+					     svc_wire_hibernated, "exited",
+					     "created",		  "closed"};
 	enum { NSTATES = sizeof(states) / sizeof(states[0]) };
 	struct svc_wire_list_res l;
 	struct sbx_error *err = NULL;

@@ -16,6 +16,9 @@
 #include "session/reap.h"
 #include "svc/svc.h"
 
+/* A pass's actions when none is given (reap.h). */
+enum { SVC_REAP_LIMIT_DEFAULT = REAP_LIMIT_DEFAULT };
+
 struct svc_reap_req {
 	long long now; /* Unix seconds every age is measured from */
 	size_t limit;  /* at most this many actions (REAP_LIMIT_DEFAULT) */

@@ -36,6 +36,9 @@ struct catalog;
  * the catalogue could not be read (cat then NULL): the open is refused,
  * and recorded, with a copy of it.
  */
+/* How many labels an open takes (session-labels.h). */
+enum { SVC_SESSION_LABELS_MAX = SESSION_LABELS_MAX };
+
 struct svc_session_open_req {
 	const char *scope, *subject, *host; /* host NULL: "" */
 	const struct catalog *cat;

@@ -20,6 +20,8 @@
 #include "session/session-engine.h"
 #include "svc/svc-wire.h"
 
+const char svc_wire_hibernated[] = SESSION_STATE_HIBERNATED;
+
 int svc_parse_size(const char *s, unsigned long long *bytes,
 		   struct sbx_error **err)
 {

@@ -120,8 +120,9 @@ void svc_wire_open_res_release(struct svc_wire_open_res *res);
 
 /* The state of ws's container in one of the engine's words
  * (session_state: "running", "exited", ..., "closed" without one), or
- * "hibernated" (SESSION_STATE_HIBERNATED: exited, and marked), from one
+ * "hibernated" (svc_wire_hibernated: exited, and marked), from one
  * inspect: no walk of the workspace. */
+extern const char svc_wire_hibernated[];
 int svc_wire_state(const struct svc *s, const struct svc_call *call,
 		   const struct svc_wire_session *ws, const char **state,
 		   struct sbx_error **err);
