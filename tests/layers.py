@@ -62,23 +62,27 @@ def may(user, used):
     return used == user or used in USES[user]
 
 
-def check_includes(srcdir, out):
+def sources(srcdir, exts=(".c", ".h")):
+    """(folder, file name, text) of every source of every layer."""
     for d in USES:
         top = os.path.join(srcdir, "src", d)
         if not os.path.isdir(top):
             continue
         for name in sorted(os.listdir(top)):
-            if not name.endswith((".c", ".h")):
-                continue
-            with open(os.path.join(top, name), encoding="utf-8") as f:
-                text = f.read()
-            for used in INCLUDE.findall(text):
-                if used not in USES:
-                    out.append("includes: src/%s/%s includes %s/, "
-                               "which is no layer" % (d, name, used))
-                elif not may(d, used):
-                    out.append("includes: src/%s/%s includes a header of "
-                               "%s/" % (d, name, used))
+            if name.endswith(exts):
+                with open(os.path.join(top, name), encoding="utf-8") as f:
+                    yield d, name, f.read()
+
+
+def check_includes(srcdir, out):
+    for d, name, text in sources(srcdir):
+        for used in INCLUDE.findall(text):
+            if used not in USES:
+                out.append("includes: src/%s/%s includes %s/, "
+                           "which is no layer" % (d, name, used))
+            elif not may(d, used):
+                out.append("includes: src/%s/%s includes a header of "
+                           "%s/" % (d, name, used))
 
 
 def nm(path, undefined):
@@ -274,27 +278,20 @@ class Names:
 
     def __init__(self, srcdir):
         self.tags, self.funcs, self.others, self.macros = {}, {}, {}, {}
-        for d in USES:
-            top = os.path.join(srcdir, "src", d)
-            if not os.path.isdir(top):
-                continue
-            for name in sorted(os.listdir(top)):
-                if not name.endswith(".h"):
-                    continue
-                where = "%s/%s" % (d, name)
-                with open(os.path.join(top, name), encoding="utf-8") as f:
-                    defines, code = split_directives(f.read())
-                for mname, params, body in defines:
-                    if not mname.endswith("_H"):
-                        self.macros.setdefault(mname, []).append(
-                            (where, [b for b in body if b not in params]))
-                tags, funcs, others = declarations(code)
-                for t in tags:
-                    self.tags.setdefault(t, []).append(where)
-                for t in funcs:
-                    self.funcs.setdefault(t, []).append(where)
-                for o in others:
-                    self.others.setdefault(o, []).append(where)
+        for d, name, text in sources(srcdir, (".h",)):
+            where = "%s/%s" % (d, name)
+            defines, code = split_directives(text)
+            for mname, params, body in defines:
+                if not mname.endswith("_H"):
+                    self.macros.setdefault(mname, []).append(
+                        (where, [b for b in body if b not in params]))
+            tags, funcs, others = declarations(code)
+            for t in tags:
+                self.tags.setdefault(t, []).append(where)
+            for t in funcs:
+                self.funcs.setdefault(t, []).append(where)
+            for o in others:
+                self.others.setdefault(o, []).append(where)
 
     def owners(self, tok, tag, call):
         """The headers that define tok, as a tag or as any other name (a
@@ -333,50 +330,43 @@ class Names:
 
 def check_names(srcdir, out):
     names = Names(srcdir)
-    for d in USES:
-        top = os.path.join(srcdir, "src", d)
-        if not os.path.isdir(top):
-            continue
-        for fname in sorted(os.listdir(top)):
-            if not fname.endswith((".c", ".h")):
-                continue
-            path = "src/%s/%s" % (d, fname)
-            with open(os.path.join(top, fname), encoding="utf-8") as f:
-                defines, code = split_directives(f.read())
-            own_tags, own_funcs, own = declarations(code)
-            own |= own_funcs | set(m for m, _, _ in defines)
-            toks = tokens(code)
-            for m, params, body in defines:
-                toks += [b for b in body if b not in params]
-            said = set()
-            prev = None
-            for k, t in enumerate(toks):
-                if not re.match(r"[A-Za-z_]", t) or prev in (".", "->"):
-                    prev = t
-                    continue
-                tag = prev in ("struct", "union", "enum")
-                local = t in (own_tags if tag else own)
-                homes = [] if local else names.owners(
-                    t, tag, toks[k + 1:k + 2] == ["("])
-                shown = (prev + " " if tag else "") + t
-                if homes and not any(may(d, h.split("/")[0])
-                                     for h in homes):
-                    line = "names: %s uses %s, defined in %s" % (
-                        path, shown, homes[0])
-                    if (path, homes[0].split("/")[0]) in KNOWN_NAMES:
-                        line = None
-                elif homes and not tag:
-                    line = None
-                    for b, h in names.brought(t, d, set()):
-                        line = ("names: %s uses %s, which brings %s, "
-                                "defined in %s" % (path, t, b, h))
-                        break
-                else:
-                    line = None
-                if line and line not in said:
-                    said.add(line)
-                    out.append(line)
+    for d, fname, text in sources(srcdir):
+        path = "src/%s/%s" % (d, fname)
+        defines, code = split_directives(text)
+        own_tags, own_funcs, own = declarations(code)
+        own |= own_funcs | set(m for m, _, _ in defines)
+        toks = tokens(code)
+        for m, params, body in defines:
+            toks += [b for b in body if b not in params]
+        said = set()
+        prev = None
+        for k, t in enumerate(toks):
+            if not re.match(r"[A-Za-z_]", t) or prev in (".", "->"):
                 prev = t
+                continue
+            tag = prev in ("struct", "union", "enum")
+            local = t in (own_tags if tag else own)
+            homes = [] if local else names.owners(
+                t, tag, toks[k + 1:k + 2] == ["("])
+            shown = (prev + " " if tag else "") + t
+            if homes and not any(may(d, h.split("/")[0])
+                                 for h in homes):
+                line = "names: %s uses %s, defined in %s" % (
+                    path, shown, homes[0])
+                if (path, homes[0].split("/")[0]) in KNOWN_NAMES:
+                    line = None
+            elif homes and not tag:
+                line = None
+                for b, h in names.brought(t, d, set()):
+                    line = ("names: %s uses %s, which brings %s, "
+                            "defined in %s" % (path, t, b, h))
+                    break
+            else:
+                line = None
+            if line and line not in said:
+                said.add(line)
+                out.append(line)
+            prev = t
 
 
 def main():

@@ -30,18 +30,6 @@ static struct sbx_error fact(enum sbx_kind kind, enum sbx_reason why,
 	return e;
 }
 
-/* The text of e for sub is want, and says nothing of the message. */
-static void text_is(char *(*fn)(const struct sbx_error *,
-				const struct wire_subject *),
-		    const struct sbx_error *e, const struct wire_subject *sub,
-		    const char *want, const char *name)
-{
-	char *got = fn(e, sub);
-
-	is_str(got, want, "%s", name);
-	free(got);
-}
-
 static void statuses(void)
 {
 	static const int want[SBX_E_COUNT] = {
@@ -90,16 +78,18 @@ static void statuses(void)
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		struct sbx_error e = fact(rows[i].kind, rows[i].why, 3, 4);
 
-		is_int(wire_status(&e), rows[i].status, "reason '%s' answers %d",
-		       sbx_reason_text(rows[i].why), rows[i].status);
+		is_int(wire_status(&e), rows[i].status,
+		       "reason '%s' answers %d", sbx_reason_text(rows[i].why),
+		       rows[i].status);
 	}
 	/* Every reason has a text (the audit's words) and a status. */
 	for (int r = 1; r < SBX_R_COUNT; r++) {
-		struct sbx_error e = fact(SBX_E_REFUSED, (enum sbx_reason)r, 0, 0);
+		struct sbx_error e =
+		    fact(SBX_E_REFUSED, (enum sbx_reason)r, 0, 0);
 		int st = wire_status(&e);
 
-		ok(sbx_reason_text((enum sbx_reason)r) != NULL &&
-		       st >= 400 && st <= 599,
+		ok(sbx_reason_text((enum sbx_reason)r) != NULL && st >= 400 &&
+		       st <= 599,
 		   "reason %d ('%s') has a text and a status (%d)", r,
 		   sbx_reason_text((enum sbx_reason)r), st);
 	}
@@ -111,106 +101,202 @@ static void statuses(void)
 	}
 }
 
+/* The texts, case by case: the facts an error carries, what the route
+ * names, the text wanted. */
+typedef char *text_fn(const struct sbx_error *, const struct wire_subject *);
+static const struct {
+	text_fn *fn;
+	enum sbx_kind kind;
+	enum sbx_reason why;
+	unsigned long long n, max;
+	struct wire_subject sub;
+	const char *want, *name;
+} text_cases[] = {
+    {wire_error_text,
+     SBX_E_REFUSED,
+     SBX_R_TENANT_QUOTA,
+     10,
+     10,
+     {.tenant = "acme", .session = "s-1"},
+     "Tenant 'acme' already holds 10 of 10 sessions. Release an idle session "
+     "before opening another.",
+     "tenant quota: n of max from the facts"},
+    {wire_error_text,
+     SBX_E_REFUSED,
+     SBX_R_HOST_QUOTA,
+     40,
+     40,
+     {.tenant = "acme", .session = "s-1"},
+     "Session limit of 40 reached. Release an idle session before opening "
+     "another.",
+     "host quota: the limit from the facts"},
+    {wire_error_text,
+     SBX_E_REFUSED,
+     SBX_R_HOST_QUOTA,
+     40,
+     40,
+     {.session = "s-1", .waking = true},
+     "Cannot wake session s-1: Session limit of 40 reached. Release an idle "
+     "session before opening another.",
+     "a wake the host has no room for"},
+    {wire_error_text,
+     SBX_E_REFUSED,
+     SBX_R_OPEN_QUOTA,
+     7,
+     8,
+     {.session = "s-1"},
+     "Service holds its ceiling of 8 open sessions and all of them are in "
+     "use. Close one before opening another.",
+     "open quota: the ceiling from the facts"},
+    {wire_error_text,
+     SBX_E_CONFLICT,
+     SBX_R_DURABILITY_DIFFERS,
+     0,
+     0,
+     {.session = "s-1", .durability = "ephemeral"},
+     "Session s-1 is persistent. Close it with purge before opening it "
+     "ephemeral.",
+     "durability differs: the other one named"},
+    {wire_error_text,
+     SBX_E_CONFLICT,
+     SBX_R_BUDGET_DIFFERS,
+     20971520,
+     25165824,
+     {.session = "s-1"},
+     "Session s-1 has a disk budget of 20971520 bytes, not 25165824. Close "
+     "it with purge to change it.",
+     "budget differs: both sizes, no key"},
+    {wire_error_text,
+     SBX_E_CONFLICT,
+     SBX_R_BUDGET_DIFFERS,
+     0,
+     25165824,
+     {.session = "s-1"},
+     "Session s-1 has no disk budget. Close it with purge to give it one.",
+     "budget differs from none"},
+    {wire_error_text,
+     SBX_E_CONFLICT,
+     SBX_R_GONE,
+     0,
+     0,
+     {.session = "s-1"},
+     "The sandbox is gone: its container was removed",
+     "gone: no key, no path"},
+    {wire_error_text,
+     SBX_E_CONFLICT,
+     SBX_R_RUN_RUNNING,
+     0,
+     0,
+     {.run = "0123456789abcdef0123456789abcdef"},
+     "Run 0123456789abcdef0123456789abcdef is running already",
+     "a run of that id runs"},
+    {wire_error_text,
+     SBX_E_REFUSED,
+     SBX_R_OUTSIDE,
+     0,
+     0,
+     {.path = "../x"},
+     "Path '../x' is outside the workspace",
+     "outside, as given"},
+    {wire_error_text,
+     SBX_E_REFUSED,
+     SBX_R_OVER_READ_LIMIT,
+     9437184,
+     8388608,
+     {.path = "big"},
+     "File is 9437184 bytes, over the 8388608-byte read limit",
+     "over the read limit: both sizes"},
+    {wire_error_text,
+     SBX_E_REFUSED,
+     SBX_R_NOT_FOUND,
+     0,
+     0,
+     {.path = "nope"},
+     "No such file: nope",
+     "a file not found"},
+    {wire_error_text,
+     SBX_E_NOT_FOUND,
+     SBX_R_NONE,
+     0,
+     0,
+     {.path = "nodir", .dir = true},
+     "No such directory: nodir",
+     "a directory not found (its kind)"},
+    {wire_error_text,
+     SBX_E_UNAVAILABLE,
+     SBX_R_NONE,
+     0,
+     0,
+     {.failing = "Could not start sandbox"},
+     "Could not start sandbox: " LYING_MSG,
+     "an error of no words of sandboxd's: the message, after what failed"},
+    /* read's and edit's 200 texts. */
+    {wire_read_text,
+     SBX_E_REFUSED,
+     SBX_R_OVER_READ_LIMIT,
+     9437184,
+     8388608,
+     {.path = "big"},
+     "[Error: File is 9437184 bytes, over the 8388608-byte read limit. Read "
+     "a slice with execute() instead, e.g. \"sed -n '1,200p' big\".]",
+     "read over the limit"},
+    {wire_read_text,
+     SBX_E_REFUSED,
+     SBX_R_A_DIRECTORY,
+     0,
+     0,
+     {.path = "d"},
+     "Error: File 'd' not found",
+     "read of a directory"},
+    {wire_read_text,
+     SBX_E_REFUSED,
+     SBX_R_PAST_END,
+     3,
+     9,
+     {.path = "f"},
+     "[End of file]",
+     "read past the end"},
+    {wire_edit_text,
+     SBX_E_CONFLICT,
+     SBX_R_OLD_NOT_UNIQUE,
+     3,
+     0,
+     {.path = "f", .old = "x"},
+     "String 'x' found 3 times. Use replace_all=True to replace all, or "
+     "provide more context.",
+     "edit: the count from the facts, not the message's 5"},
+    {wire_edit_text,
+     SBX_E_NOT_FOUND,
+     SBX_R_OLD_NOT_FOUND,
+     0,
+     0,
+     {.path = "f", .old = "q"},
+     "String 'q' not found in file",
+     "edit: old text not found"},
+    {wire_edit_text,
+     SBX_E_REFUSED,
+     SBX_R_NOT_FOUND,
+     0,
+     0,
+     {.path = "f", .old = "q"},
+     "File 'f' not found",
+     "edit: no such file"},
+};
+
 static void texts(void)
 {
 	struct sbx_error e;
-	struct wire_subject open = {.tenant = "acme", .session = "s-1"};
 
-	e = fact(SBX_E_REFUSED, SBX_R_TENANT_QUOTA, 10, 10);
-	text_is(wire_error_text, &e, &open,
-		"Tenant 'acme' already holds 10 of 10 sessions. Release an "
-		"idle session before opening another.",
-		"tenant quota: n of max from the facts");
-	e = fact(SBX_E_REFUSED, SBX_R_HOST_QUOTA, 40, 40);
-	text_is(wire_error_text, &e, &open,
-		"Session limit of 40 reached. Release an idle session before "
-		"opening another.",
-		"host quota: the limit from the facts");
-	text_is(wire_error_text, &e,
-		&(struct wire_subject){.session = "s-1", .waking = true},
-		"Cannot wake session s-1: Session limit of 40 reached. Release "
-		"an idle session before opening another.",
-		"a wake the host has no room for");
-	e = fact(SBX_E_REFUSED, SBX_R_OPEN_QUOTA, 7, 8);
-	text_is(wire_error_text, &e, &open,
-		"Service holds its ceiling of 8 open sessions and all of them "
-		"are in use. Close one before opening another.",
-		"open quota: the ceiling from the facts");
-	e = fact(SBX_E_CONFLICT, SBX_R_DURABILITY_DIFFERS, 0, 0);
-	text_is(wire_error_text, &e,
-		&(struct wire_subject){.session = "s-1",
-				       .durability = "ephemeral"},
-		"Session s-1 is persistent. Close it with purge before opening "
-		"it ephemeral.",
-		"durability differs: the other one named");
-	e = fact(SBX_E_CONFLICT, SBX_R_BUDGET_DIFFERS, 20971520, 25165824);
-	text_is(wire_error_text, &e, &open,
-		"Session s-1 has a disk budget of 20971520 bytes, not "
-		"25165824. Close it with purge to change it.",
-		"budget differs: both sizes, no key");
-	e = fact(SBX_E_CONFLICT, SBX_R_BUDGET_DIFFERS, 0, 25165824);
-	text_is(wire_error_text, &e, &open,
-		"Session s-1 has no disk budget. Close it with purge to give "
-		"it one.",
-		"budget differs from none");
-	e = fact(SBX_E_CONFLICT, SBX_R_GONE, 0, 0);
-	text_is(wire_error_text, &e, &open,
-		"The sandbox is gone: its container was removed",
-		"gone: no key, no path");
-	e = fact(SBX_E_CONFLICT, SBX_R_RUN_RUNNING, 0, 0);
-	text_is(wire_error_text, &e,
-		&(struct wire_subject){.run = "0123456789abcdef0123456789abcdef"},
-		"Run 0123456789abcdef0123456789abcdef is running already",
-		"a run of that id runs");
-	e = fact(SBX_E_REFUSED, SBX_R_OUTSIDE, 0, 0);
-	text_is(wire_error_text, &e, &(struct wire_subject){.path = "../x"},
-		"Path '../x' is outside the workspace", "outside, as given");
-	e = fact(SBX_E_REFUSED, SBX_R_OVER_READ_LIMIT, 9437184, 8388608);
-	text_is(wire_error_text, &e, &(struct wire_subject){.path = "big"},
-		"File is 9437184 bytes, over the 8388608-byte read limit",
-		"over the read limit: both sizes");
-	e = fact(SBX_E_REFUSED, SBX_R_NOT_FOUND, 0, 0);
-	text_is(wire_error_text, &e, &(struct wire_subject){.path = "nope"},
-		"No such file: nope", "a file not found");
-	e = fact(SBX_E_NOT_FOUND, SBX_R_NONE, 0, 0);
-	text_is(wire_error_text, &e,
-		&(struct wire_subject){.path = "nodir", .dir = true},
-		"No such directory: nodir", "a directory not found (its kind)");
-	e = fact(SBX_E_UNAVAILABLE, SBX_R_NONE, 0, 0);
-	text_is(wire_error_text, &e,
-		&(struct wire_subject){.failing = "Could not start sandbox"},
-		"Could not start sandbox: " LYING_MSG,
-		"an error of no words of sandboxd's: the message, after what "
-		"failed");
+	for (size_t i = 0; i < sizeof(text_cases) / sizeof(text_cases[0]);
+	     i++) {
+		char *got;
 
-	/* read's and edit's 200 texts. */
-	e = fact(SBX_E_REFUSED, SBX_R_OVER_READ_LIMIT, 9437184, 8388608);
-	text_is(wire_read_text, &e, &(struct wire_subject){.path = "big"},
-		"[Error: File is 9437184 bytes, over the 8388608-byte read "
-		"limit. Read a slice with execute() instead, e.g. \"sed -n "
-		"'1,200p' big\".]",
-		"read over the limit");
-	e = fact(SBX_E_REFUSED, SBX_R_A_DIRECTORY, 0, 0);
-	text_is(wire_read_text, &e, &(struct wire_subject){.path = "d"},
-		"Error: File 'd' not found", "read of a directory");
-	e = fact(SBX_E_REFUSED, SBX_R_PAST_END, 3, 9);
-	text_is(wire_read_text, &e, &(struct wire_subject){.path = "f"},
-		"[End of file]", "read past the end");
-	e = fact(SBX_E_CONFLICT, SBX_R_OLD_NOT_UNIQUE, 3, 0);
-	text_is(wire_edit_text, &e,
-		&(struct wire_subject){.path = "f", .old = "x"},
-		"String 'x' found 3 times. Use replace_all=True to replace "
-		"all, or provide more context.",
-		"edit: the count from the facts, not the message's 5");
-	e = fact(SBX_E_NOT_FOUND, SBX_R_OLD_NOT_FOUND, 0, 0);
-	text_is(wire_edit_text, &e,
-		&(struct wire_subject){.path = "f", .old = "q"},
-		"String 'q' not found in file", "edit: old text not found");
-	e = fact(SBX_E_REFUSED, SBX_R_NOT_FOUND, 0, 0);
-	text_is(wire_edit_text, &e,
-		&(struct wire_subject){.path = "f", .old = "q"},
-		"File 'f' not found", "edit: no such file");
-
+		e = fact(text_cases[i].kind, text_cases[i].why, text_cases[i].n,
+			 text_cases[i].max);
+		got = text_cases[i].fn(&e, &text_cases[i].sub);
+		is_str(got, text_cases[i].want, "%s", text_cases[i].name);
+		free(got);
+	}
 	/* A reason set as text afterwards is no constant any more. */
 	e = fact(SBX_E_REFUSED, SBX_R_OUTSIDE, 0, 0);
 	sbx_error_reason(&e, "something else");
