@@ -46,15 +46,6 @@ USES = {
     "cli": ["basic", "catalog", "svc", "serve"],
 }
 
-# Files that still use names of a folder below what they may, by
-# (file, folder): each is to be given svc/'s own names, and nothing else
-# may join them.  The command line's prewarm display reads engine/'s job
-# states and its reap report session/'s actions.
-KNOWN_NAMES = {
-    ("src/cli/cmd-prewarm.c", "engine"),
-    ("src/cli/cmd-reap.c", "session"),
-}
-
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z0-9_-]+)/[^"]+"', re.M)
 
 
@@ -353,8 +344,6 @@ def check_names(srcdir, out):
                                  for h in homes):
                 line = "names: %s uses %s, defined in %s" % (
                     path, shown, homes[0])
-                if (path, homes[0].split("/")[0]) in KNOWN_NAMES:
-                    line = None
             elif homes and not tag:
                 line = None
                 for b, h in names.brought(t, d, set()):
