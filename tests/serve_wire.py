@@ -19,6 +19,7 @@ import socket
 import sys
 import threading
 import time
+import urllib.parse
 
 E = os.environ
 HOST, PORT, TOKEN = E["SERVE_HOST"], int(E["SERVE_PORT"]), E["SERVE_TOKEN"]
@@ -71,6 +72,24 @@ def open_session(sid, token=TOKEN, runtime=None, tenant=None, reuse=False, **kw)
 
 def op(sid, tok, name, **body):
     return req("POST", "/sessions/%s/%s" % (sid, name), body, tok)
+
+
+def engine(method, path):
+    """The test-bed's engine (DOCKER_HOST, a unix socket): (status, doc)."""
+    class UnixConn(http.client.HTTPConnection):
+        def connect(self):
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.connect(E["DOCKER_HOST"][len("unix://"):])
+
+    c = UnixConn("localhost", timeout=60)
+    c.request(method, path)
+    r = c.getresponse()
+    text = r.read()
+    c.close()
+    try:
+        return r.status, json.loads(text) if text else None
+    except ValueError:
+        return r.status, None
 
 
 def b64(data):
@@ -416,6 +435,27 @@ ok(st == 200 and doc["timed_out"] is True and el < 3, "a float timeout_seconds o
 st, doc, _, _ = req("GET", "/sessions/%s/events" % S1, token=tok1)
 ok(st == 200 and SECRET not in json.dumps(doc), "no event holds an env value", None)
 
+# run on a session whose container is gone: 410 in the wire's words (the
+# reason's row of the one status table), never the key or a host path.
+if E.get("DOCKER_HOST", "").startswith("unix://"):
+    SG = P + "gone"
+    st, doc, _, _ = open_session(SG, runtime=RT)
+    tokg = doc["token"] if st == 200 else ""
+    keyg = doc["session"]["key"] if st == 200 else "none"
+    est, rows = engine("GET", "/containers/json?all=1&filters=" +
+                       urllib.parse.quote(json.dumps({"name": [keyg]})))
+    for c in rows or []:
+        engine("DELETE", "/containers/%s?force=1" % c["Id"])
+    ok(est == 200 and len(rows or []) == 1, "the gone session's container removed at the engine", rows)
+    st, doc, text, _ = op(SG, tokg, "run", argv=["true"])
+    ok(st == 410 and detail(doc) == "The sandbox is gone: its container was removed",
+       "run on a removed container: 410, the sandbox gone", (st, doc))
+    ok(keyg.encode() not in text and E["SERVE_ROOT"].encode() not in text,
+       "... naming neither the session's key nor the host's root", text)
+    req("DELETE", "/sessions/%s?purge=true" % SG, token=TOKEN)
+else:
+    print("# SKIP run on a removed container: DOCKER_HOST is not a unix socket")
+
 # tenants' tokens
 TA, TB = E.get("SERVE_TOKEN_A"), E.get("SERVE_TOKEN_B")
 if TA:
@@ -465,7 +505,8 @@ ok(st == 400 and detail(doc) == "Path '../x' is outside the workspace", "archive
 st, doc, _, _ = req("POST", "/workspaces/%s/read_bytes" % S1, {"path": "nope"}, TOKEN)
 ok(st == 404 and detail(doc) == "No such file: nope", "archive missing file: 404", doc)
 st, doc, _, _ = req("POST", "/workspaces/%s/read_bytes" % S1, {"path": "big.txt"}, TOKEN)
-ok(st == 400, "archive read_bytes over the read limit: 400", doc)
+ok(st == 400 and detail(doc) == "File is %d bytes, over the %s-byte read limit" % (big, E["SERVE_MAX_READ"]),
+   "archive read_bytes over the read limit: 400 in sandboxd's words, the file's size said", doc)
 st, doc, _, _ = req("POST", "/workspaces/%s/ls" % S1, {"path": "nodir"}, TOKEN)
 ok(st == 404 and detail(doc) == "No such directory: nodir", "archive ls of a missing directory: 404", doc)
 st, doc, _, _ = req("POST", "/workspaces/%s/ls" % (P + "never"), {"path": "."}, TOKEN)

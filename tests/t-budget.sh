@@ -442,6 +442,9 @@ is "$st:$(jq -r '.usage.disk_limit_bytes <= 20971520 and .usage.disk_limit_inode
 sb_wire POST /sessions "{\"session_id\": \"wq-$sfx\", \"runtime\": \"$RSMALL\", \"reuse\": true, \"disk_quota\": \"24m\"}"
 is "$st:$(jq -r .detail "$T/w" | grep -c 'has a disk budget of 20971520 bytes, not 25165824')" "409:1" \
 	"a reuse asking another disk_quota: 409, saying both"
+is "$(jq -r .detail "$T/w")" \
+	"Session wq-$sfx has a disk budget of 20971520 bytes, not 25165824. Close it with purge to change it." \
+	"... in the wire's words, from the refusal's numbers: the session's id, never its key"
 sb_wire POST /sessions "{\"session_id\": \"wr-$sfx\", \"runtime\": \"$RSMALL\", \"disk_quota\": \"1t\"}"
 is "$st" 422 "disk_quota not a size: 422"
 sb_wire POST /sessions "{\"session_id\": \"wr-$sfx\", \"runtime\": \"$RSMALL\", \"disk_quota\": \"64m\"}"

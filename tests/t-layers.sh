@@ -13,16 +13,33 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/t-layers.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 
 # A small tree: session/ defines session_find, svc/ wraps it, cli/ calls
-# svc_find (allowed) or, planted, session_find itself.
+# svc_find (allowed) or, planted, session_find itself.  A third tree,
+# "hidden", includes only svc/'s header, which brings session/'s: its
+# cli/ uses session/'s names that came in so (a macro, a struct, an
+# enumerator, a static inline function) and one svc/ re-exports under
+# its own name ("#define SVC_ASLEEP SESSION_ASLEEP"); no include and no
+# call of it is wrong, the names are.
 mk() { # mk DIR FILE TEXT
 	mkdir -p "$T/$1/src/$(dirname "$2")"
 	printf '%s\n' "$3" >"$T/$1/src/$2"
 }
-for t in good bad; do
-	mk $t session/session.h 'void session_find(void);'
+for t in good bad hidden; do
+	mk $t session/session.h '#ifndef SESSION_H
+#define SESSION_H
+void session_find(void);
+#define SESSION_ASLEEP "hibernated"
+struct session_row { int n; };
+enum session_state { SESSION_RUNNING, SESSION_GONE };
+static inline int session_alive(int s) { return s == SESSION_RUNNING; }
+#endif'
 	mk $t session/session.c '#include "session/session.h"
 void session_find(void) {}'
-	mk $t svc/svc.h 'void svc_find(void);'
+	mk $t svc/svc.h '#include "session/session.h"
+/* svc/ may use session/: these are its own. */
+#define SVC_ASLEEP SESSION_ASLEEP
+#define SVC_ROWS 4
+struct svc_row { struct session_row r; };
+void svc_find(void);'
 	mk $t svc/svc.c '#include "session/session.h"
 #include "svc/svc.h"
 void svc_find(void) { session_find(); }'
@@ -31,8 +48,17 @@ mk good cli/cmd.c '#include "svc/svc.h"
 void cmd(void) { svc_find(); }'
 mk bad cli/cmd.c '#include "session/session.h"
 void cmd(void) { session_find(); }'
+mk hidden cli/cmd.c '#include "svc/svc.h"
+/* a member named as session/ names things is no use of them */
+struct cmd_view { int session_alive; struct svc_row row[SVC_ROWS]; };
+const char *cmd(struct cmd_view *v) {
+	struct session_row r = {SESSION_GONE};
+	v->session_alive = session_alive(r.n);
+	svc_find();
+	return v->row[0].r.n ? SESSION_ASLEEP : SVC_ASLEEP;
+}'
 built=0
-for t in good bad; do
+for t in good bad hidden; do
 	for c in session/session svc/svc cli/cmd; do
 		$CC -c -I"$T/$t/src" -o "$T/$t/src/$c.o" "$T/$t/src/$c.c" ||
 			built=1
@@ -55,6 +81,26 @@ case $out in
 *) r=1 ;;
 esac
 ok $r "it names the planted call (cli/cmd.o calls session_find)" || diag "$out"
+
+out=$(python3 "$srcdir/tests/layers.py" "$T/hidden" "$T/hidden")
+rc=$?
+is "$rc" 1 "a tree using names a header brought in fails"
+for want in \
+	"names: src/cli/cmd.c uses SESSION_ASLEEP, defined in session/session.h" \
+	"names: src/cli/cmd.c uses struct session_row, defined in session/session.h" \
+	"names: src/cli/cmd.c uses SESSION_GONE, defined in session/session.h" \
+	"names: src/cli/cmd.c uses session_alive, defined in session/session.h" \
+	"names: src/cli/cmd.c uses SVC_ASLEEP, which brings SESSION_ASLEEP, defined in session/session.h"; do
+	case $out in
+	*"$want"*) r=0 ;;
+	*) r=1 ;;
+	esac
+	ok $r "it names the planted use: ${want#names: src/cli/cmd.c uses }" ||
+		diag "$out"
+done
+is "$(printf '%s\n' "$out" | grep -c .)" 5 \
+	"... and nothing else (no include, no call, not svc/'s own names, not a member)" ||
+	diag "$out"
 
 # The real tree.
 if [ -d src/cli ] && ls src/cli/*.o >/dev/null 2>&1; then

@@ -701,9 +701,14 @@ static void check_slice_of(const char *data, size_t len, size_t fsize,
 {
 	struct sbx_error *err = NULL;
 	struct workspace_lines l;
-	size_t starts[512], total = 0, pos = 0;
+	/* A line a byte at most: the fuzzer's files are 12000 bytes at most
+	 * (CRs end lines too). */
+	static size_t starts[12002];
+	size_t total = 0, pos = 0;
 	int rc;
 
+	if (len + 1 >= sizeof(starts) / sizeof(starts[0]))
+		bail_out("check_slice: a file of %zu bytes", len);
 	while (pos < len) {
 		const char *nl = memchr(data + pos, '\n', len - pos);
 		starts[total++] = pos;

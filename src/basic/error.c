@@ -71,6 +71,52 @@ void sbx_error_hint(struct sbx_error *err, const char *fmt, ...)
 	va_end(ap);
 }
 
+const char *sbx_reason_text(enum sbx_reason why)
+{
+	/* The audit's detail column says these: they are the words rows
+	 * written before the constants existed say. */
+	static const char *const texts[SBX_R_COUNT] = {
+	    [SBX_R_NOT_FOUND] = "not found",
+	    [SBX_R_A_DIRECTORY] = "a directory",
+	    [SBX_R_NOT_A_DIRECTORY] = "not a directory",
+	    [SBX_R_NOT_REGULAR] = "not a regular file",
+	    [SBX_R_OUTSIDE] = "outside the workspace",
+	    [SBX_R_OVER_READ_LIMIT] = "over the read limit",
+	    [SBX_R_PAST_END] = "past the end",
+	    [SBX_R_OLD_NOT_FOUND] = "old text not found",
+	    [SBX_R_OLD_NOT_UNIQUE] = "old text not unique",
+	    [SBX_R_DIR_NOT_EMPTY] = "directory not empty",
+	    [SBX_R_TENANT_QUOTA] = "tenant quota",
+	    [SBX_R_HOST_QUOTA] = "host quota",
+	    [SBX_R_OPEN_QUOTA] = "open quota",
+	    [SBX_R_NOT_RUNNING] = "not running",
+	    [SBX_R_GONE] = "container gone",
+	    [SBX_R_RUN_RUNNING] = "run running",
+	    [SBX_R_DURABILITY_DIFFERS] = "durability differs",
+	    [SBX_R_BUDGET_DIFFERS] = "disk budget differs",
+	    [SBX_R_BAD_LABELS] = "bad labels",
+	    [SBX_R_OVER_CEILING] = "over the ceiling",
+	    [SBX_R_BAD_CWD] = "bad working directory",
+	    [SBX_R_BAD_ENV] = "bad environment",
+	    [SBX_R_KEPT_BUDGETS] = "kept budgets",
+	};
+
+	if ((unsigned)why >= SBX_R_COUNT)
+		return NULL;
+	return texts[why];
+}
+
+void sbx_error_why(struct sbx_error *err, enum sbx_reason why,
+		   unsigned long long n, unsigned long long max)
+{
+	if (!err)
+		return;
+	err->why = why;
+	err->reason = sbx_reason_text(why);
+	err->n = n;
+	err->max = max;
+}
+
 void sbx_error_free(struct sbx_error **err)
 {
 	if (!err || !*err)

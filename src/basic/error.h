@@ -44,6 +44,7 @@ enum sbx_kind {
 	SBX_E_TIMEOUT,
 	/* The caller's cancel flag stopped it (a signal, a client gone). */
 	SBX_E_CANCELLED,
+	SBX_E_COUNT /* not a kind: how many there are */
 };
 
 /* "internal", "not found", ...: the kind's name. */
@@ -52,6 +53,52 @@ const char *sbx_kind_name(enum sbx_kind kind);
  * conflict, refused, bad data, invalid) rather than failing to serve it:
  * the audit's "refused:" against "failed:". */
 bool sbx_kind_refusal(enum sbx_kind kind);
+
+/*
+ * The refusals a caller branches on, named once here so that the layer
+ * that refuses and the front end that words the refusal (serve/ speaks
+ * sandboxd's texts; it may not see workspace/ or session/) share a
+ * constant, never a string they both spell.  Each has a text, the few
+ * words the audit's detail column says (sbx_reason_text), and may carry
+ * numbers in the error's n and max (said at each below).  A reason no
+ * caller branches on stays a text of its own (struct sbx_error.reason).
+ */
+enum sbx_reason {
+	SBX_R_NONE = 0,
+	/* workspace/: a path's refusals */
+	SBX_R_NOT_FOUND,
+	SBX_R_A_DIRECTORY,
+	SBX_R_NOT_A_DIRECTORY,
+	SBX_R_NOT_REGULAR,
+	SBX_R_OUTSIDE,
+	SBX_R_OVER_READ_LIMIT, /* n: the file's bytes; max: the limit */
+	SBX_R_PAST_END,	       /* n: the file's lines; max: the line asked */
+	SBX_R_OLD_NOT_FOUND,
+	SBX_R_OLD_NOT_UNIQUE, /* n: how many times the old text matches */
+	SBX_R_DIR_NOT_EMPTY,
+	/* session/: n of max sessions held (the tenant's, the host's, the
+	 * open ones) */
+	SBX_R_TENANT_QUOTA,
+	SBX_R_HOST_QUOTA,
+	SBX_R_OPEN_QUOTA,
+	SBX_R_NOT_RUNNING, /* the session's container is stopped */
+	SBX_R_GONE,	   /* the session's container is removed */
+	SBX_R_RUN_RUNNING, /* a run of that id runs already */
+	/* svc/ */
+	SBX_R_DURABILITY_DIFFERS,
+	SBX_R_BUDGET_DIFFERS, /* n: the workspace's budget in bytes (0:
+			       * none); max: the one asked */
+	SBX_R_BAD_LABELS,
+	SBX_R_OVER_CEILING, /* n: the budget asked; max: the ceiling */
+	SBX_R_BAD_CWD,
+	SBX_R_BAD_ENV,
+	SBX_R_KEPT_BUDGETS, /* n: the closed workspaces with a budget kept;
+			      max: SANDBOXD_MAX_KEPT_BUDGETS_PER_TENANT */
+	SBX_R_COUNT
+};
+
+/* The reason's few words ("outside the workspace"); NULL for none. */
+const char *sbx_reason_text(enum sbx_reason why);
 
 struct sbx_error {
 	enum sbx_kind kind;
@@ -63,6 +110,10 @@ struct sbx_error {
 	 * ("outside the workspace"): a static string, or NULL.  The audit's
 	 * detail column says this, never msg (which quotes paths). */
 	const char *reason;
+	/* The reason as a constant when it is one callers branch on (then
+	 * reason is its text), and its numbers; SBX_R_NONE and 0 else. */
+	enum sbx_reason why;
+	unsigned long long n, max;
 	/* An error that came first and is said first (sbx_error_chain), or
 	 * NULL: an operation that failed and then could not record it. */
 	struct sbx_error *prev;
@@ -80,9 +131,15 @@ void sbx_error_hint(struct sbx_error *err, const char *fmt, ...)
 /* Set the error's reason (a static string: see struct sbx_error). */
 static inline void sbx_error_reason(struct sbx_error *err, const char *why)
 {
-	if (err)
+	if (err) {
 		err->reason = why;
+		err->why = SBX_R_NONE;
+	}
 }
+/* Set the error's reason to a constant (its text too) and its numbers
+ * (0 where the reason has none). */
+void sbx_error_why(struct sbx_error *err, enum sbx_reason why,
+		   unsigned long long n, unsigned long long max);
 void sbx_error_free(struct sbx_error **err);
 /* Put *earlier (taken, may be NULL) before *later: *later keeps its kind,
  * and is said after it.  Nothing when *later is NULL (then *earlier stays). */

@@ -29,7 +29,7 @@ extern const struct cmd_entry cmd_audit_migrate_entry, cmd_audit_status_entry,
 
 /* The options of every verb (each verb's table names those it takes). */
 struct audit_opts {
-	struct auditq_filter f;	  /* ls, export, stats; verify, head */
+	svc_audit_filter f;	  /* ls, export, stats; verify, head */
 	bool status;		  /* migrate */
 	unsigned long long limit; /* ls */
 	bool has_limit;
@@ -245,7 +245,7 @@ static int audit_migrate(struct sbx_ctx *ctx, void *opts, int nargs,
 
 static void print_status(const struct svc_audit_status_res *r)
 {
-	const struct spool_status *ss = &r->spool;
+	const svc_spool_status *ss = &r->spool;
 	struct strbuf sb = STRBUF_INIT;
 	char t1[32], t2[32];
 

@@ -207,16 +207,15 @@ static const char *truncation_line(char out[96], const char *why,
 	return out;
 }
 
-static int print_entry(void *arg, const struct walk_entry *e,
-		       struct sbx_error **err)
+static int print_entry(void *arg, const svc_fs_entry *e, struct sbx_error **err)
 {
 	struct strbuf sb = STRBUF_INIT;
 
 	(void)arg, (void)err;
 	text_add_escaped(&sb, e->path, strlen(e->path));
-	if (e->type == WALK_DIR)
+	if (svc_fs_type_of(e) == SVC_FS_DIR)
 		strbuf_addch(&sb, '/');
-	else if (e->type == WALK_SYMLINK)
+	else if (svc_fs_type_of(e) == SVC_FS_SYMLINK)
 		strbuf_addch(&sb, '@');
 	if (e->upload)
 		strbuf_addstr(&sb, "\t(uploaded)");
@@ -226,7 +225,7 @@ static int print_entry(void *arg, const struct walk_entry *e,
 	return 0;
 }
 
-static void print_problems(const struct walk_problem *p, size_t n)
+static void print_problems(const svc_fs_problem *p, size_t n)
 {
 	struct strbuf sb = STRBUF_INIT;
 
@@ -403,8 +402,7 @@ static int run_glob(const struct fs_call *c, struct sbx_error **err)
 }
 
 /* path:line:text, as grep -n. */
-static int print_match(void *arg, const struct grep_match *m,
-		       struct sbx_error **err)
+static int print_match(void *arg, const svc_fs_match *m, struct sbx_error **err)
 {
 	struct strbuf *line = arg;
 
@@ -421,7 +419,7 @@ static int print_match(void *arg, const struct grep_match *m,
 /* What a search skipped and where it stopped, on stderr. */
 static void grep_report(const struct svc_fs_grep_res *r)
 {
-	const struct grep_stats *st = &r->st;
+	const svc_fs_grep_stats *st = &r->st;
 	struct strbuf sb = STRBUF_INIT;
 	char n[32], line[96];
 
@@ -542,20 +540,20 @@ static const struct fs_verb verbs[FS_NVERBS] = {FS_VERBS(VERB_ROW)};
  */
 static const struct {
 	unsigned verbs;
-	const char *reason; /* err->reason */
+	enum sbx_reason why; /* err->why */
 	const char *hint;
 } hints[] = {
-    {VB(edit), "old text not unique", "--all replaces every occurrence"},
-    {VB(read) | VB(read_bytes), "over the read limit",
+    {VB(edit), SBX_R_OLD_NOT_UNIQUE, "--all replaces every occurrence"},
+    {VB(read) | VB(read_bytes), SBX_R_OVER_READ_LIMIT,
      "sbxcat fs KEY read PATH --offset LINE --limit N reads a slice"},
-    {VB(rm), "directory not empty", "-r removes it and all it holds"},
+    {VB(rm), SBX_R_DIR_NOT_EMPTY, "-r removes it and all it holds"},
 };
 
 static void add_hint(unsigned verb, struct sbx_error *err)
 {
 	for (size_t i = 0; i < sizeof(hints) / sizeof(*hints); i++)
-		if ((hints[i].verbs & verb) && err->reason && !err->hint &&
-		    strcmp(err->reason, hints[i].reason) == 0)
+		if ((hints[i].verbs & verb) && !err->hint &&
+		    err->why == hints[i].why)
 			sbx_error_hint(err, "%s", hints[i].hint);
 }
 

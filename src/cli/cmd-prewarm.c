@@ -48,7 +48,7 @@ struct display {
 	size_t drawn; /* lines of the live area on screen */
 	unsigned spin;
 	/* per job, what a plain log has said already */
-	enum prewarm_state *said_state;
+	svc_prewarm_state *said_state;
 	int *said_step;
 };
 
@@ -86,19 +86,19 @@ static void tty_line(struct strbuf *out, int cols, const char *fmt, ...)
 }
 
 static void job_tty_line(struct strbuf *out, int cols, size_t w,
-			 const char *alias, const struct prewarm_snap *j,
+			 const char *alias, const svc_prewarm_snap *j,
 			 long long now, char spin)
 {
 	double secs =
 	    j->started_ms ? (double)(now - j->started_ms) / 1000.0 : 0;
 
-	if (prewarm_done(j->state)) {
+	if (svc_prewarm_done(j->state)) {
 		tty_line(out, cols, "  %-*s %-9s %5.1fs", (int)w, alias,
 			 svc_prewarm_state_name(j->state),
 			 (double)j->ms / 1000.0);
-	} else if (j->state == PREWARM_WAITING) {
+	} else if (j->state == SVC_PREWARM_WAITING) {
 		tty_line(out, cols, "  %-*s waiting", (int)w, alias);
-	} else if (j->state == PREWARM_BUILDING && j->nsteps) {
+	} else if (j->state == SVC_PREWARM_BUILDING && j->nsteps) {
 		tty_line(out, cols, "%c %-*s %-9s %5.1fs step %d/%d %s%s%s",
 			 spin, (int)w, alias, "building", secs, j->step,
 			 j->nsteps, j->step_text, j->current[0] ? " | " : "",
@@ -110,7 +110,7 @@ static void job_tty_line(struct strbuf *out, int cols, size_t w,
 	}
 }
 
-static size_t alias_width(const struct prewarm_job *jobs, size_t n)
+static size_t alias_width(const svc_prewarm_job *jobs, size_t n)
 {
 	size_t w = 5;
 	for (size_t i = 0; i < n; i++)
@@ -126,11 +126,11 @@ static size_t alias_width(const struct prewarm_job *jobs, size_t n)
 static void tty_draw(struct display *d, const struct svc_prewarm_progress *pr)
 {
 	static const char spinner[] = "|/-\\";
-	const struct prewarm_snap *snap = pr->snap;
+	const svc_prewarm_snap *snap = pr->snap;
 	struct strbuf out = STRBUF_INIT;
 	int cols, rows;
 	size_t n = pr->n, w = alias_width(pr->jobs, n), lines = 0,
-	       counts[PREWARM_CANCELLED + 1] = {0};
+	       counts[SVC_PREWARM_CANCELLED + 1] = {0};
 	long long now = clock_now_ms();
 	char spin = spinner[d->spin++ / 2 % 4];
 
@@ -140,9 +140,9 @@ static void tty_draw(struct display *d, const struct svc_prewarm_progress *pr)
 	for (size_t i = 0; i < n; i++)
 		counts[snap[i].state]++;
 	for (size_t i = 0; i < n; i++) {
-		const struct prewarm_snap *j = &snap[i];
-		bool busy =
-		    !prewarm_done(j->state) && j->state != PREWARM_WAITING;
+		const svc_prewarm_snap *j = &snap[i];
+		bool busy = !svc_prewarm_done(j->state) &&
+			    j->state != SVC_PREWARM_WAITING;
 		if (n + 1 <= (size_t)rows - 1 || busy) {
 			job_tty_line(&out, cols, w, pr->jobs[i].rt->alias, j,
 				     now, spin);
@@ -152,10 +152,10 @@ static void tty_draw(struct display *d, const struct svc_prewarm_progress *pr)
 	tty_line(
 	    &out, cols,
 	    "  %zu/%zu done: %zu built, %zu pulled, %zu cached, %zu failed",
-	    n - counts[PREWARM_WAITING] - counts[PREWARM_CHECKING] -
-		counts[PREWARM_PULLING] - counts[PREWARM_BUILDING],
-	    n, counts[PREWARM_BUILT], counts[PREWARM_PULLED],
-	    counts[PREWARM_CACHED], counts[PREWARM_FAILED]);
+	    n - counts[SVC_PREWARM_WAITING] - counts[SVC_PREWARM_CHECKING] -
+		counts[SVC_PREWARM_PULLING] - counts[SVC_PREWARM_BUILDING],
+	    n, counts[SVC_PREWARM_BUILT], counts[SVC_PREWARM_PULLED],
+	    counts[SVC_PREWARM_CACHED], counts[SVC_PREWARM_FAILED]);
 	lines++;
 	/* Fewer lines than last time: clear what is left below. */
 	strbuf_addstr(&out, "\033[J");
@@ -174,21 +174,21 @@ static void tty_clear(struct display *d)
 }
 
 /* A log gets a line when a runtime starts work and at each build step. */
-static void plain_event(struct display *d, const struct prewarm_job *jobs,
-			const struct prewarm_event *ev)
+static void plain_event(struct display *d, const svc_prewarm_job *jobs,
+			const svc_prewarm_event *ev)
 {
-	const struct prewarm_job *j = &jobs[ev->job];
+	const svc_prewarm_job *j = &jobs[ev->job];
 
 	if (ev->state != d->said_state[ev->job]) {
 		d->said_state[ev->job] = ev->state;
-		if (ev->state == PREWARM_PULLING)
+		if (ev->state == SVC_PREWARM_PULLING)
 			fprintf(stderr, "%s: pulling %s\n", j->rt->alias,
 				j->tag);
-		else if (ev->state == PREWARM_BUILDING)
+		else if (ev->state == SVC_PREWARM_BUILDING)
 			fprintf(stderr, "%s: building %s\n", j->rt->alias,
 				j->tag);
 	}
-	if (ev->state == PREWARM_BUILDING && ev->step &&
+	if (ev->state == SVC_PREWARM_BUILDING && ev->step &&
 	    ev->step != d->said_step[ev->job]) {
 		d->said_step[ev->job] = ev->step;
 		fprintf(stderr, "%s: step %d/%d : %s\n", j->rt->alias, ev->step,
@@ -215,17 +215,18 @@ static void print_indented(FILE *f, const char *indent, const char *msg)
 	strbuf_release(&sb);
 }
 
-static void print_report(FILE *f, const struct prewarm_job *jobs, size_t n)
+static void print_report(FILE *f, const svc_prewarm_job *jobs, size_t n)
 {
-	size_t w = alias_width(jobs, n), counts[PREWARM_CANCELLED + 1] = {0};
-	static const enum prewarm_state order[] = {
-	    PREWARM_BUILT,  PREWARM_PULLED,    PREWARM_CACHED,
-	    PREWARM_FAILED, PREWARM_CANCELLED,
+	size_t w = alias_width(jobs, n),
+	       counts[SVC_PREWARM_CANCELLED + 1] = {0};
+	static const svc_prewarm_state order[] = {
+	    SVC_PREWARM_BUILT,	SVC_PREWARM_PULLED,    SVC_PREWARM_CACHED,
+	    SVC_PREWARM_FAILED, SVC_PREWARM_CANCELLED,
 	};
 	const char *sep = "";
 
 	for (size_t i = 0; i < n; i++) {
-		const struct prewarm_job *j = &jobs[i];
+		const svc_prewarm_job *j = &jobs[i];
 
 		counts[j->state]++;
 		fprintf(f, "%-*s  %-9s %6.1f s  %s\n", (int)w, j->rt->alias,

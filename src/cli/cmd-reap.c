@@ -42,31 +42,34 @@ static const char *esc(struct strbuf *sb, const char *s)
 }
 
 /* What a line names: the session's key, or the container's name. */
-static const char *subject(const struct reap_action *a)
+static const char *subject(const svc_reap_action *a)
 {
-	if (a->what == REAP_ORPHAN || a->what == REAP_STUCK)
+	if (a->what == SVC_REAP_ORPHAN || a->what == SVC_REAP_STUCK)
 		return a->container;
 	return a->key;
 }
 
-static void print_action(const struct reap_pass *p,
-			 const struct reap_action *a)
+static void print_action(const svc_reap_pass *p, const svc_reap_action *a)
 {
 	static const char *const verbs[][2] = {
-	    [REAP_PAUSE] = {"would pause", "paused"},
-	    [REAP_STOP] = {"would stop", "stopped"},
-	    [REAP_REMOVE] = {"would remove", "removed"},
-	    [REAP_DELETE] = {"would delete", "deleted"},
-	    [REAP_ORPHAN] = {"would remove orphan", "removed orphan"},
-	    [REAP_STUCK] = {"would remove stuck", "removed stuck"},
-	    [REAP_RELEASE] = {"would release", "released"},
-	    [REAP_CLOSED] = {"closed", "closed"},
+	    [SVC_REAP_PAUSE] = {"would pause", "paused"},
+	    [SVC_REAP_STOP] = {"would stop", "stopped"},
+	    [SVC_REAP_REMOVE] = {"would remove", "removed"},
+	    [SVC_REAP_DELETE] = {"would delete", "deleted"},
+	    [SVC_REAP_ORPHAN] = {"would remove orphan", "removed orphan"},
+	    [SVC_REAP_STUCK] = {"would remove stuck", "removed stuck"},
+	    [SVC_REAP_RELEASE] = {"would release", "released"},
+	    [SVC_REAP_CLOSED] = {"closed", "closed"},
 	};
 	static const char *const infinitive[] = {
-	    [REAP_PAUSE] = "pause",	     [REAP_STOP] = "stop",
-	    [REAP_REMOVE] = "remove",	     [REAP_DELETE] = "delete",
-	    [REAP_ORPHAN] = "remove orphan", [REAP_STUCK] = "remove stuck",
-	    [REAP_RELEASE] = "release",	     [REAP_CLOSED] = "show",
+	    [SVC_REAP_PAUSE] = "pause",
+	    [SVC_REAP_STOP] = "stop",
+	    [SVC_REAP_REMOVE] = "remove",
+	    [SVC_REAP_DELETE] = "delete",
+	    [SVC_REAP_ORPHAN] = "remove orphan",
+	    [SVC_REAP_STUCK] = "remove stuck",
+	    [SVC_REAP_RELEASE] = "release",
+	    [SVC_REAP_CLOSED] = "show",
 	};
 	struct strbuf sb = STRBUF_INIT;
 	const char *who = esc(&sb, subject(a));
@@ -90,7 +93,7 @@ static int reap_pass_cmd(struct sbx_ctx *ctx, const struct reap_opts *o,
 				   .dry_run = o->dry_run};
 	struct svc_reap_res res;
 	struct sbx_error *err = NULL;
-	const struct reap_pass *p = &res.pass;
+	const svc_reap_pass *p = &res.pass;
 	int rc = svc_reap(&ctx->svc, &ctx->call, &req, &res, &err);
 
 	/* A row that could not be written stopped the pass: what it did is
@@ -202,7 +205,8 @@ static int cmd_reap(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 				       "--report takes no action; --dry-run "
 				       "has nothing to do with it");
 	if (!o->have_limit)
-		o->limit = o->report ? REAP_REPORT_DEFAULT : REAP_LIMIT_DEFAULT;
+		o->limit = o->report ? SVC_REAP_REPORT_DEFAULT
+				     : SVC_REAP_LIMIT_DEFAULT;
 	if (o->report)
 		return reap_report_cmd(ctx, o);
 	rc = reap_pass_cmd(ctx, o, now);

@@ -29,7 +29,7 @@ extern const struct cmd_entry cmd_session_open_entry, cmd_session_ls_entry,
 struct open_opts {
 	const char *runtime, *tenant, *scope, *subject, *host, *durability;
 	/* --label's arguments as given, checked by session_open */
-	const char *label[SESSION_LABELS_MAX];
+	const char *label[SVC_SESSION_LABELS_MAX];
 	size_t nlabel;
 	const char *disk_quota, *disk_inodes;
 };
@@ -42,9 +42,9 @@ static int opt_label(const struct cmd_entry *cmd, const char *name,
 				 offsetof(struct open_opts, label));
 
 	(void)name;
-	if (o->nlabel == SESSION_LABELS_MAX)
+	if (o->nlabel == SVC_SESSION_LABELS_MAX)
 		return cmd_usage_error(cmd, "at most %d --label",
-				       SESSION_LABELS_MAX);
+				       SVC_SESSION_LABELS_MAX);
 	o->label[o->nlabel++] = arg;
 	return 0;
 }

@@ -89,7 +89,7 @@ static void apply_ll(json_t *o, const char *name, long long *to)
 static int apply_overrides(struct serve_snap *snap, json_t *o,
 			   struct sbx_error **err)
 {
-	struct session_config *c = &snap->svc.cfg.session;
+	svc_session_config *c = &snap->svc.cfg.session;
 	cleanup_free char *why = NULL;
 	json_t *v;
 
@@ -410,7 +410,7 @@ static void reap_once(struct serve *sv)
 	struct serve_snap *snap = serve_snap_get(sv);
 	struct svc_call call = {.warn = reaper_warn, .warn_arg = sv};
 	struct svc_reap_req req = {.now = (long long)time(NULL),
-				   .limit = REAP_LIMIT_DEFAULT};
+				   .limit = SVC_REAP_LIMIT_DEFAULT};
 	struct svc_reap_res res;
 	struct sbx_error *err = NULL;
 

@@ -22,6 +22,7 @@
 #include "basic/text.h"
 #include "basic/util.h"
 #include "basic/xjson.h"
+#include "serve/wire-status.h"
 #include "serve/wire.h"
 #include "svc/svc-exec.h"
 #include "svc/svc-fs.h"
@@ -126,10 +127,8 @@ static unsigned long long wire_timeout(const struct wire_req *w, double t,
  * not_running; gone: its container removed). */
 static bool is_down(const struct sbx_error *err, bool gone_too)
 {
-	const char *r = err && err->reason ? err->reason : "";
-
-	return !strcmp(r, SESSION_REASON_NOT_RUNNING) ||
-	       (gone_too && !strcmp(r, SESSION_REASON_GONE));
+	return err && (err->why == SBX_R_NOT_RUNNING ||
+		       (gone_too && err->why == SBX_R_GONE));
 }
 
 /* Start the session's container again (sandboxd's healing: the files
@@ -185,8 +184,7 @@ static int run_healing(struct wire_req *w, struct svc_exec_req *req,
 /* sandboxd's 429 for a hibernated session the host has no room for. */
 static void wake_refused(struct wire_req *w, const struct sbx_error *why)
 {
-	wire_detail(w, 429, "Cannot wake session %s: %s",
-		    w->ws.wire.id[0] ? w->ws.wire.id : w->ws.key, why->msg);
+	wire_error(w, why, &(struct wire_subject){.waking = true});
 }
 
 static void exec_failed(struct wire_req *w, struct sbx_error *err)
@@ -422,13 +420,9 @@ void wire_run(void *arg, struct http_request *req, struct http_response *res)
 		else if (err->kind == SBX_E_INVALID)
 			wire_invalid(&w, "body", "cwd", "value_error",
 				     err->msg);
-		else if (err->kind == SBX_E_CONFLICT)
-			wire_detail(&w, 409, "%s", err->msg);
-		else if (is_down(err, true))
-			wire_detail(&w, 410, "The sandbox is gone: %s",
-				    err->msg);
 		else
-			wire_detail(&w, 502, "%s", err->msg);
+			wire_error(&w, err,
+				   &(struct wire_subject){.run = run_id});
 		goto out;
 	}
 	run_answer(&w, &r, &c);
@@ -496,11 +490,6 @@ static bool op_path(struct wire_req *w, const char *field, char **rel,
 	return true;
 }
 
-static const char *reason_of(const struct sbx_error *err)
-{
-	return err && err->reason ? err->reason : "";
-}
-
 /* "[... N more lines. Use offset=M to read more.]" and the rest of a
  * read's content, from the lines svc gave. */
 static json_t *read_content(const struct svc_fs_read_res *r,
@@ -526,31 +515,6 @@ static json_t *read_content(const struct svc_fs_read_res *r,
 	j = xjson_textn(sb.buf ? sb.buf : "", sb.len);
 	strbuf_release(&sb);
 	return j;
-}
-
-/* A failed read in sandboxd's words. */
-static char *read_error(const char *given, const struct sbx_error *err)
-{
-	const char *why = reason_of(err);
-	unsigned long long n = 0, max = 0;
-	const char *p;
-
-	if (!strcmp(why, "not found") || !strcmp(why, "a directory") ||
-	    !strcmp(why, "not a regular file") || !strcmp(why, "not a directory"))
-		return xasprintf("Error: File '%s' not found", given);
-	if (!strcmp(why, "past the end"))
-		return xstrdup("[End of file]");
-	if (!strcmp(why, "outside the workspace"))
-		return xasprintf("Error: Path '%s' is outside the workspace",
-				 given);
-	if (!strcmp(why, "over the read limit") && (p = strstr(err->msg, " is ")) &&
-	    sscanf(p, " is %llu bytes, over the %llu-byte", &n, &max) == 2)
-		return xasprintf("[Error: File is %llu bytes, over the "
-				 "%llu-byte read limit. Read a slice with "
-				 "execute() instead, e.g. \"sed -n '1,200p' "
-				 "%s\".]",
-				 n, max, given);
-	return xasprintf("[Error reading file: %s]", err->msg);
 }
 
 /* read, on a live session or a kept workspace. */
@@ -588,13 +552,14 @@ static void do_read(struct wire_req *w, bool archive)
 		r.limit = (unsigned long long)limit;
 	}
 	if (svc_fs_read(&w->snap->svc, &w->call, &r, &res, &err) < 0) {
-		cleanup_free char *msg = read_error(given, err);
+		struct wire_subject sub = {.path = given};
+		cleanup_free char *msg = wire_read_text(err, &sub);
 
-		if (archive && !strcmp(reason_of(err), "not found"))
-			wire_detail(w, 404, "No such file: %s", given);
-		else if (archive && !strcmp(reason_of(err), "outside the workspace"))
-			wire_detail(w, 400, "Path '%s' is outside the workspace",
-				    given);
+		/* The archive's route refuses what it cannot find; the
+		 * rest is content, as sandboxd's. */
+		if (archive &&
+		    (err->why == SBX_R_NOT_FOUND || err->why == SBX_R_OUTSIDE))
+			wire_error(w, err, &sub);
 		else
 			wire_json(w, 200, xjson_pack("{s:s}", "content", msg));
 	} else {
@@ -636,13 +601,11 @@ static void do_read_bytes(struct wire_req *w, bool archive)
 				     b ? b : json_string("")));
 	} else if (!archive) {
 		wire_json(w, 200, xjson_pack("{s:s}", "content_b64", ""));
-	} else if (!rel || !strcmp(reason_of(err), "outside the workspace")) {
-		wire_detail(w, 400, "Path '%s' is outside the workspace", given);
-	} else if (!strcmp(reason_of(err), "over the read limit")) {
-		wire_detail(w, 400, "File is over the %llu-byte read limit",
-			    w->snap->svc.cfg.session.max_read);
+	} else if (!rel) {
+		wire_detail(w, 400, "Path '%s' is outside the workspace",
+			    given);
 	} else {
-		wire_detail(w, 404, "No such file: %s", given);
+		wire_error(w, err, &(struct wire_subject){.path = given});
 	}
 	sbx_error_free(&err);
 	svc_fs_read_bytes_res_release(&res);
@@ -731,27 +694,6 @@ out:
 	wire_end(&w);
 }
 
-static char *edit_error(const char *given, const char *old,
-			const struct sbx_error *err)
-{
-	const char *why = reason_of(err);
-	size_t n = 0;
-	const char *p;
-
-	if (!strcmp(why, "not found") || !strcmp(why, "a directory"))
-		return xasprintf("File '%s' not found", given);
-	if (!strcmp(why, "old text not found"))
-		return xasprintf("String '%s' not found in file", old);
-	if (!strcmp(why, "old text not unique") &&
-	    (p = strstr(err->msg, "matches ")) &&
-	    sscanf(p, "matches %zu times", &n) == 1)
-		return xasprintf("String '%s' found %zu times. Use "
-				 "replace_all=True to replace all, or provide "
-				 "more context.",
-				 old, n);
-	return xasprintf("Failed to edit file: %s", err->msg);
-}
-
 void wire_edit(void *arg, struct http_request *req, struct http_response *res)
 {
 	struct wire_req w;
@@ -776,7 +718,8 @@ void wire_edit(void *arg, struct http_request *req, struct http_response *res)
 				     "outside the workspace",
 				     "occurrences"));
 	} else if (svc_fs_edit(&w.snap->svc, &w.call, &r, &er, &err) < 0) {
-		cleanup_free char *m = edit_error(given, r.old, err);
+		cleanup_free char *m = wire_edit_text(
+		    err, &(struct wire_subject){.path = given, .old = r.old});
 		wire_json(&w, 200,
 			  xjson_pack("{s:n, s:s, s:n}", "path", "error", m,
 				     "occurrences"));
@@ -825,11 +768,10 @@ struct listing {
 	bool glob;
 };
 
-static int list_entry(void *arg, const struct walk_entry *e,
-		      struct sbx_error **err)
+static int list_entry(void *arg, const svc_fs_entry *e, struct sbx_error **err)
 {
 	struct listing *l = arg;
-	bool dir = e->type == WALK_DIR;
+	bool dir = svc_fs_type_of(e) == SVC_FS_DIR;
 	cleanup_free char *path =
 	    l->glob ? xasprintf("./%s", e->path)
 		    : xasprintf("%s%s%s", l->prefix, *l->prefix ? "/" : "",
@@ -911,10 +853,11 @@ static void do_ls(struct wire_req *w, bool archive)
 		l.rows = NULL;
 	} else if (!archive) {
 		wire_json(w, 200, json_array());
-	} else if (!rel || !strcmp(reason_of(err), "outside the workspace")) {
+	} else if (!rel) {
 		wire_detail(w, 400, "Path '%s' is outside the workspace", given);
 	} else {
-		wire_detail(w, 404, "No such directory: %s", given);
+		wire_error(w, err,
+			   &(struct wire_subject){.path = given, .dir = true});
 	}
 	sbx_error_free(&err);
 	svc_fs_ls_res_release(&lr);
@@ -970,8 +913,7 @@ out:
 	wire_end(&w);
 }
 
-static int grep_match(void *arg, const struct grep_match *m,
-		      struct sbx_error **err)
+static int grep_match(void *arg, const svc_fs_match *m, struct sbx_error **err)
 {
 	json_t *rows = arg;
 	/* A line cut at GREP_LINE_MAX may end inside a character. */

@@ -52,17 +52,18 @@ static json_t *runtime_json(const struct serve_snap *snap,
 	    "{s:s, s:s, s:s, s:b, s:s, s:s, s:f, s:n, s:i, s:s, s:n}", "alias",
 	    rt->alias, "image", image, "description",
 	    rt->description ? rt->description : "", "builds",
-	    rt->base_image != NULL, "mem_limit", rt->mem_limit ? rt->mem_limit : mem,
-	    "memswap_limit", rt->mem_limit ? rt->mem_limit : mem, "cpus",
-	    (double)SESSION_NANO_CPUS / 1e9, "cpu_shares", "pids_limit",
-	    (json_int_t)SESSION_PIDS_LIMIT, "network_mode",
+	    rt->base_image != NULL, "mem_limit",
+	    rt->mem_limit ? rt->mem_limit : mem, "memswap_limit",
+	    rt->mem_limit ? rt->mem_limit : mem, "cpus",
+	    (double)svc_sandbox_nano_cpus / 1e9, "cpu_shares", "pids_limit",
+	    (json_int_t)svc_sandbox_pids_limit, "network_mode",
 	    rt->needs_network ? snap->svc.cfg.session.network : "none",
 	    "oci_runtime");
 }
 
 json_t *serve_policy_json(const struct serve_snap *snap)
 {
-	const struct session_config *c = &snap->svc.cfg.session;
+	const svc_session_config *c = &snap->svc.cfg.session;
 	const struct runtime *def =
 	    snap->default_runtime ? catalog_find(&snap->cat, snap->default_runtime)
 				  : catalog_default(&snap->cat);
@@ -73,18 +74,16 @@ json_t *serve_policy_json(const struct serve_snap *snap)
 	for (size_t i = 0; i < snap->cat.n; i++)
 		json_array_append_new(rts,
 				      runtime_json(snap, &snap->cat.rt[i], mem));
-	doc = xjson_pack("{s:o, s:s?, s:i, s:n, s:i, s:n, s:s, s:s, s:f, s:n, "
-			 "s:i, s:s, s:n, s:s}",
-			 "runtimes", rts, "default_runtime",
-			 def ? def->alias : NULL, "max_sessions",
-			 (json_int_t)c->max_sessions, "max_open_sessions",
-			 "max_sessions_per_tenant",
-			 (json_int_t)c->max_per_tenant, "evict_idle_after",
-			 "mem_limit", mem, "memswap_limit", mem, "cpus",
-			 (double)SESSION_NANO_CPUS / 1e9, "cpu_shares",
-			 "pids_limit", (json_int_t)SESSION_PIDS_LIMIT,
-			 "network_mode", "none", "oci_runtime", "work_dir",
-			 c->root);
+	doc = xjson_pack(
+	    "{s:o, s:s?, s:i, s:n, s:i, s:n, s:s, s:s, s:f, s:n, "
+	    "s:i, s:s, s:n, s:s}",
+	    "runtimes", rts, "default_runtime", def ? def->alias : NULL,
+	    "max_sessions", (json_int_t)c->max_sessions, "max_open_sessions",
+	    "max_sessions_per_tenant", (json_int_t)c->max_per_tenant,
+	    "evict_idle_after", "mem_limit", mem, "memswap_limit", mem, "cpus",
+	    (double)svc_sandbox_nano_cpus / 1e9, "cpu_shares", "pids_limit",
+	    (json_int_t)svc_sandbox_pids_limit, "network_mode", "none",
+	    "oci_runtime", "work_dir", c->root);
 	json_object_set_new(doc, "idle_timeout", json_integer(c->idle_timeout));
 	json_object_set_new(doc, "execute_timeout",
 			    json_integer(c->execute_timeout_s));
@@ -262,7 +261,7 @@ json_t *serve_policy_merge(json_t *overrides, json_t *upd)
 static void pool_gauges(struct serve *sv, struct strbuf *out)
 {
 	struct serve_snap *snap = serve_snap_get(sv);
-	const struct session_config *c = &snap->svc.cfg.session;
+	const svc_session_config *c = &snap->svc.cfg.session;
 	struct svc_call call = {0};
 	struct sbx_error *err = NULL;
 	json_t *ready = NULL;
@@ -304,7 +303,7 @@ void serve_metrics(struct serve *sv, struct strbuf *out)
 	     &sv->pool_made},
 	};
 
-	struct audit_writer_stats st;
+	svc_writer_stats st;
 
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
 		strbuf_addf(out, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n",

@@ -19,6 +19,7 @@
 #include "basic/hash.h"
 #include "basic/util.h"
 #include "basic/xjson.h"
+#include "serve/wire-status.h"
 #include "serve/wire.h"
 #include "svc/svc-audit.h"
 #include "svc/svc-session.h"
@@ -276,7 +277,7 @@ static bool find_session(struct wire_req *w, const char *id, bool open_only,
 	    (w->ws.open || !open_only))
 		return true;
 	if (err && err->kind != SBX_E_NOT_FOUND)
-		wire_detail(w, 500, "%s", err->msg);
+		wire_error(w, err, NULL);
 	else
 		wire_detail(w, 404, "%s: %s", missing, id);
 	svc_wire_session_release(&w->ws);
@@ -301,7 +302,7 @@ bool wire_session(struct wire_req *w, bool open_only, const char *missing)
 		return true;
 	}
 	if (err && err->kind != SBX_E_REFUSED)
-		wire_detail(w, 500, "%s", err->msg);
+		wire_error(w, err, NULL);
 	else
 		wire_detail(w, 401, "Invalid or missing sandbox token");
 	sbx_error_free(&err);
@@ -323,13 +324,13 @@ json_t *wire_session_info(const struct svc *s,
 	 * memory is kept and the next operation unpauses it.  A hibernated
 	 * one is not: its container is stopped until its next operation. */
 	bool alive = resident(state);
-	bool asleep = state && strcmp(state, SESSION_STATE_HIBERNATED) == 0;
+	bool asleep = state && strcmp(state, svc_wire_hibernated) == 0;
 	double last = (double)ws->rec.last_activity;
 	json_t *doc = xjson_pack(
 	    "{s:s, s:s, s:s?, s:b, s:s, s:f, s:f, s:f, s:n, s:s}", "session_id",
 	    ws->wire.id[0] ? ws->wire.id : ws->key, "runtime", ws->rec.runtime,
 	    "tenant", svc_wire_tenant(ws->rec.tenant), "alive", alive, "state",
-	    asleep ? SESSION_STATE_HIBERNATED : "running", "created_at",
+	    asleep ? svc_wire_hibernated : "running", "created_at",
 	    (double)ws->rec.created, "last_activity", last, "idle_seconds",
 	    now > last ? now - last : 0.0, "usage", "key", ws->key);
 
@@ -441,43 +442,6 @@ static void runtime_unknown(struct wire_req *w, const char *rt)
 	strbuf_release(&sb);
 }
 
-/* A quota refusal in sandboxd's words. */
-static void open_refused(struct wire_req *w, const char *tenant,
-			 const struct sbx_error *err)
-{
-	unsigned n = 0, max = 0;
-	const char *p;
-
-	if (err->reason && strcmp(err->reason, SESSION_REASON_TENANT_QUOTA) ==
-			       0 &&
-	    (p = strstr(err->msg, "already holds ")) &&
-	    sscanf(p, "already holds %u of %u", &n, &max) == 2) {
-		wire_detail(w, 429,
-			    "Tenant '%s' already holds %u of %u sessions. "
-			    "Release an idle session before opening another.",
-			    tenant, n, max);
-		return;
-	}
-	if (err->reason &&
-	    strcmp(err->reason, SESSION_REASON_OPEN_QUOTA) == 0) {
-		wire_detail(w, 429,
-			    "Service holds its ceiling of %u open sessions "
-			    "and all of them are in use. Close one before "
-			    "opening another.",
-			    w->snap->svc.cfg.session.max_open);
-		return;
-	}
-	if (err->reason &&
-	    strcmp(err->reason, SESSION_REASON_HOST_QUOTA) == 0) {
-		wire_detail(w, 429,
-			    "Session limit of %u reached. Release an idle "
-			    "session before opening another.",
-			    w->snap->svc.cfg.session.max_sessions);
-		return;
-	}
-	wire_detail(w, 429, "%s", err->msg);
-}
-
 static void open_failed(struct wire_req *w, const struct svc_wire_open_req *o,
 			const struct svc_wire_open_res *res, const char *tenant,
 			struct sbx_error *err)
@@ -498,40 +462,22 @@ static void open_failed(struct wire_req *w, const struct svc_wire_open_req *o,
 	case SVC_WIRE_OK:
 		break;
 	}
-	if (err->kind == SBX_E_CONFLICT && err->reason &&
-	    strcmp(err->reason, SVC_SESSION_DURABILITY_CONFLICT) == 0) {
-		wire_detail(w, 409,
-			    "Session %s is %s. Close it with purge before "
-			    "opening it %s.",
-			    o->id,
-			    strcmp(o->durability, "ephemeral") == 0
-				? "persistent"
-				: "ephemeral",
-			    o->durability);
-		return;
-	}
-	if (err->kind == SBX_E_CONFLICT && err->reason &&
-	    strcmp(err->reason, SVC_SESSION_BUDGET_CONFLICT) == 0) {
-		wire_detail(w, 409, "%s", err->msg);
-		return;
-	}
-	if (err->kind == SBX_E_REFUSED && res->marked &&
-	    strcmp(err->reason ? err->reason : "", SESSION_REASON_HOST_QUOTA) ==
-		0)
-		/* A reuse of a hibernated session the host has no room for. */
-		wire_detail(w, 429, "Cannot wake session %s: %s", o->id,
-			    err->msg);
-	else if (err->kind == SBX_E_REFUSED)
-		open_refused(w, tenant, err);
-	else if (err->kind == SBX_E_INVALID && err->reason &&
-		 strcmp(err->reason, SVC_SESSION_BAD_LABELS) == 0)
+	if (err->why == SBX_R_BAD_LABELS)
 		wire_invalid(w, "body", "labels", "value_error", err->msg);
-	else if (err->kind == SBX_E_INVALID)
-		wire_detail(w, 422, "%s", err->msg);
-	else {
-		atomic_fetch_add(&w->sv->engine_errors, 1);
-		wire_detail(w, 502, "Could not start sandbox: %s", err->msg);
-	}
+	else
+		wire_error(
+		    w, err,
+		    &(struct wire_subject){
+			.tenant = tenant,
+			.session = o->id,
+			.durability = o->durability,
+			/* A reuse of a hibernated session the host
+			 * has no room for. */
+			.waking = res->marked && err->why == SBX_R_HOST_QUOTA,
+			.failing = err->kind == SBX_E_INVALID
+				       ? NULL
+				       : "Could not start sandbox",
+		    });
 }
 
 /*
@@ -723,8 +669,7 @@ static void sessions_list(void *arg, struct http_request *req,
 	    !wire_query_bool(&w, "usage", &usage))
 		goto out;
 	if (svc_wire_list(&w.snap->svc, &w.call, &l, &err) < 0) {
-		atomic_fetch_add(&w.sv->engine_errors, 1);
-		wire_detail(&w, 502, "%s", err->msg);
+		wire_error(&w, err, NULL);
 		sbx_error_free(&err);
 		goto out;
 	}
@@ -784,8 +729,7 @@ static void sessions_delete(void *arg, struct http_request *req,
 	c.key = w.ws.key;
 	atomic_fetch_add(&w.sv->closes, 1);
 	if (svc_session_close(&w.snap->svc, &w.call, &c, &r, &err) < 0) {
-		atomic_fetch_add(&w.sv->engine_errors, 1);
-		wire_detail(&w, 502, "%s", err->msg);
+		wire_error(&w, err, NULL);
 	} else {
 		w.answered = true;
 		res->status = 204;
@@ -833,7 +777,10 @@ static void sessions_events(void *arg, struct http_request *req,
 	e.after = after > (unsigned long long)LLONG_MAX ? LLONG_MAX
 							: (long long)after;
 	if (svc_audit_events(&w.snap->svc, &w.call, &e, &r, &err) < 0) {
-		wire_detail(&w, 503, "The audit cannot be read: %s", err->msg);
+		wire_error(
+		    &w, err,
+		    &(struct wire_subject){
+			.failing = "The audit cannot be read", .audit = true});
 		goto out;
 	}
 	json_array_foreach(r.events, i, ev)
@@ -905,7 +852,7 @@ static void policy_put(void *arg, struct http_request *req,
 	merged = serve_policy_merge(w.snap->overrides, w.body);
 	if (serve_snap_make(w.sv, merged, &snap, &err) < 0 ||
 	    policy_save(w.sv, merged, &err) < 0) {
-		wire_detail(&w, 422, "%s", err->msg);
+		wire_error(&w, err, NULL);
 		serve_snap_put(snap);
 		goto out;
 	}
@@ -1000,9 +947,9 @@ static void index_route(void *arg, struct http_request *req,
  * containers' states. */
 static void session_metrics(struct wire_req *w, struct strbuf *out)
 {
-	static const char *const states[] = {
-	    "running", "paused",  SESSION_STATE_HIBERNATED,
-	    "exited",  "created", "closed"};
+	static const char *const states[] = {"running",		  "paused",
+					     svc_wire_hibernated, "exited",
+					     "created",		  "closed"};
 	enum { NSTATES = sizeof(states) / sizeof(states[0]) };
 	struct svc_wire_list_res l;
 	struct sbx_error *err = NULL;

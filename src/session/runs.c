@@ -128,7 +128,7 @@ int session_run_begin(struct session_root *r, const char *key, const char *id,
 		sbx_error_set(err, SBX_E_CONFLICT, 0,
 			      "run '%s' of session '%s' is running already", id,
 			      key);
-		sbx_error_reason(*err, "run running");
+		sbx_error_why(*err, SBX_R_RUN_RUNNING, 0, 0);
 		return -1;
 	}
 	fd = openat(dfd, id,

@@ -245,7 +245,7 @@ static int check_running(const char *key, json_t **inspect,
 			      "session '%s' is not running (its container is "
 			      "gone)",
 			      key);
-		sbx_error_reason(*err, SESSION_REASON_GONE);
+		sbx_error_why(*err, SBX_R_GONE, 0, 0);
 		return -1;
 	}
 	if (strcmp(session_state(*inspect), "running") == 0 &&
@@ -253,7 +253,7 @@ static int check_running(const char *key, json_t **inspect,
 		return 0;
 	sbx_error_set(err, SBX_E_CONFLICT, 0, "session '%s' is not running (%s)",
 		      key, stopped_word(*inspect));
-	sbx_error_reason(*err, SESSION_REASON_NOT_RUNNING);
+	sbx_error_why(*err, SBX_R_NOT_RUNNING, 0, 0);
 	sbx_error_hint(*err, "sbxcat session open starts it again");
 	json_decref(*inspect);
 	*inspect = NULL;
@@ -462,14 +462,15 @@ int session_quota_refuse(const struct session_config *c, const char *tenant,
 			      "tenant '%s' already holds %u of %u "
 			      "sessions; close one first",
 			      tenant, n->mine, c->max_per_tenant);
-		sbx_error_reason(*err, SESSION_REASON_TENANT_QUOTA);
+		sbx_error_why(*err, SBX_R_TENANT_QUOTA, n->mine,
+			      c->max_per_tenant);
 		return -1;
 	}
 	if (n->all >= c->max_sessions) {
 		sbx_error_set(err, SBX_E_REFUSED, 0,
 			      "the host holds its ceiling of %u sessions",
 			      c->max_sessions);
-		sbx_error_reason(*err, SESSION_REASON_HOST_QUOTA);
+		sbx_error_why(*err, SBX_R_HOST_QUOTA, n->all, c->max_sessions);
 		return -1;
 	}
 	return 0;
@@ -484,7 +485,7 @@ int session_open_refuse(const struct session_config *c,
 		      "the host holds its ceiling of %u open sessions and "
 		      "all of them are in use; close one first",
 		      c->max_open);
-	sbx_error_reason(*err, SESSION_REASON_OPEN_QUOTA);
+	sbx_error_why(*err, SBX_R_OPEN_QUOTA, n->open, c->max_open);
 	return -1;
 }
 

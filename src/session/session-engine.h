@@ -77,17 +77,6 @@ struct session_spec {
 /* The POST /containers/create body (new reference). */
 json_t *session_container_body(const struct session_spec *s);
 
-/* The reasons (error.h) of the quota refusals of session_quota_refuse:
- * the tenant's ceiling, the host's. */
-#define SESSION_REASON_TENANT_QUOTA "tenant quota"
-#define SESSION_REASON_HOST_QUOTA "host quota"
-/* The refusal of SANDBOXD_MAX_OPEN_SESSIONS (session_open_refuse). */
-#define SESSION_REASON_OPEN_QUOTA "open quota"
-/* The reasons of session_engine_running's refusals: a container that is
- * stopped (or paused), one that is gone. */
-#define SESSION_REASON_NOT_RUNNING "not running"
-#define SESSION_REASON_GONE "container gone"
-
 enum session_outcome {
 	SESSION_CREATED,
 	SESSION_ADOPTED,
@@ -140,14 +129,14 @@ int session_quota_count(struct engine *e, struct session_root *r,
 			const struct session_config *c, const char *key,
 			const char *tenant, const char *kept_of,
 			struct session_count *n, struct sbx_error **err);
-/* Refused (status 1, the reasons below) when n is at a ceiling: the
- * tenant's (tenant NULL: none), the host's. */
+/* Refused (SBX_R_TENANT_QUOTA, SBX_R_HOST_QUOTA: n of max held) when n
+ * is at a ceiling: the tenant's (tenant NULL: none), the host's. */
 int session_quota_refuse(const struct session_config *c, const char *tenant,
 			 const struct session_count *n, struct sbx_error **err);
 int session_engine_launch(struct engine *e, struct session_spec *spec,
 			  enum session_outcome *outcome, char **id,
 			  struct sbx_error **err);
-/* Refused (status 1, SESSION_REASON_OPEN_QUOTA) when c->max_open is set
+/* Refused (status 1, SBX_R_OPEN_QUOTA) when c->max_open is set
  * and n->open is at it. */
 int session_open_refuse(const struct session_config *c,
 			const struct session_count *n, struct sbx_error **err);

@@ -257,7 +257,11 @@ void svc_audit_events_res_release(struct svc_audit_events_res *res);
 int svc_audit_serve_start(struct svc *s, size_t pool_max,
 			  struct sbx_error **err);
 void svc_audit_serve_stop(struct svc *s);
-bool svc_audit_writer_stats(const struct svc *s, struct audit_writer_stats *st);
+/* The audit's types the front ends use, under svc's names. */
+typedef struct audit_writer_stats svc_writer_stats;
+typedef struct auditq_filter svc_audit_filter;
+typedef struct spool_status svc_spool_status;
+bool svc_audit_writer_stats(const struct svc *s, svc_writer_stats *st);
 
 /*
  * The table of rows on a terminal (ls, stats' slowest), from the audit's

@@ -8,7 +8,11 @@
 
 #include "basic/util.h"
 #include "catalog/deployment.h"
+#include "session/session-engine.h"
 #include "svc/svc-config.h"
+
+const long long svc_sandbox_nano_cpus = SESSION_NANO_CPUS;
+const long long svc_sandbox_pids_limit = SESSION_PIDS_LIMIT;
 
 /* OPERATION_RETENTION_DAYS: a whole number of days, 1 to 20000, as
  * `audit sweep --days` takes one (digits only, leading zeros allowed). */

@@ -50,6 +50,15 @@ struct svc_config {
 	struct sbx_error *retention_err;
 };
 
+/*
+ * The session area's settings, and the limits every sandbox gets, under
+ * svc's names: the front ends (serve/'s policy) read them and name
+ * nothing of session/ (tests/layers.py).
+ */
+typedef struct session_config svc_session_config;
+extern const long long svc_sandbox_nano_cpus;
+extern const long long svc_sandbox_pids_limit;
+
 void svc_config_load(struct svc_config *c, const struct sbx_env *env);
 void svc_config_release(struct svc_config *c);
 

@@ -322,7 +322,7 @@ static int resolve_cwd(struct run *r, const char *cwd, struct sbx_error **err)
 	} else {
 		sbx_error_wrap(err, "-w/cwd");
 		(*err)->kind = SBX_E_INVALID;
-		sbx_error_reason(*err, "bad working directory");
+		sbx_error_why(*err, SBX_R_BAD_CWD, 0, 0);
 	}
 	free(norm);
 	free(ws);
@@ -854,7 +854,7 @@ static int env_refuse(struct sbx_error **err, const char *fmt, ...)
 	strbuf_vaddf(&sb, fmt, ap);
 	va_end(ap);
 	sbx_error_set(err, SBX_E_INVALID, 0, "%s", sb.buf);
-	sbx_error_reason(err ? *err : NULL, "bad environment");
+	sbx_error_why(err ? *err : NULL, SBX_R_BAD_ENV, 0, 0);
 	strbuf_release(&sb);
 	return -1;
 }

@@ -55,6 +55,28 @@
 
 struct sbx_error;
 
+/*
+ * A listing's entry, a grep's match, a walk's problem and a grep's
+ * counts under svc's names: what the front ends (cli/, serve/) use, so
+ * that they name nothing of workspace/ (tests/layers.py).  The fields
+ * are walk.h's and grep.h's.
+ */
+typedef struct walk_entry svc_fs_entry;
+typedef struct walk_problem svc_fs_problem;
+typedef struct grep_match svc_fs_match;
+typedef struct grep_stats svc_fs_grep_stats;
+/* An entry's type. */
+enum svc_fs_type {
+	SVC_FS_FILE = WALK_FILE,
+	SVC_FS_DIR = WALK_DIR,
+	SVC_FS_SYMLINK = WALK_SYMLINK,
+	SVC_FS_OTHER = WALK_OTHER,
+};
+static inline enum svc_fs_type svc_fs_type_of(const svc_fs_entry *e)
+{
+	return (enum svc_fs_type)e->type;
+}
+
 /* read's lines when no --offset/--limit is given. */
 #define SVC_FS_READ_LIMIT_DEFAULT 2000ULL
 
@@ -153,7 +175,7 @@ struct svc_fs_listing {
 	size_t max_entries;
 	long long budget_ms;
 	/* Directories that could not be read, skipped (walk.h). */
-	struct walk_problem *problems;
+	svc_fs_problem *problems;
 	size_t nproblems;
 };
 
@@ -164,8 +186,7 @@ struct svc_fs_ls_req {
 	const struct svc_sink *json; /* the document, streamed */
 	/* Text (json NULL): each entry, in walk order; returns 0, or -1
 	 * with *err set to stop (the call then fails with it). */
-	int (*entry)(void *arg, const struct walk_entry *e,
-		     struct sbx_error **err);
+	int (*entry)(void *arg, const svc_fs_entry *e, struct sbx_error **err);
 	void *arg;
 };
 struct svc_fs_ls_res {
@@ -181,8 +202,7 @@ struct svc_fs_glob_req {
 	bool hidden;		   /* dot files too */
 	struct svc_fs_bounds bounds;
 	const struct svc_sink *json;
-	int (*entry)(void *arg, const struct walk_entry *e,
-		     struct sbx_error **err);
+	int (*entry)(void *arg, const svc_fs_entry *e, struct sbx_error **err);
 	void *arg;
 };
 struct svc_fs_glob_res {
@@ -204,14 +224,13 @@ struct svc_fs_grep_req {
 	struct svc_fs_bounds bounds;
 	const struct svc_sink *json;
 	/* Text (json NULL): each match as it is found; returns as entry. */
-	int (*match)(void *arg, const struct grep_match *m,
-		     struct sbx_error **err);
+	int (*match)(void *arg, const svc_fs_match *m, struct sbx_error **err);
 	void *arg;
 };
 struct svc_fs_grep_res {
 	/* What was searched and skipped (grep.h), problems included; why
 	 * "entries", "depth", "matches" or "time" when cut short. */
-	struct grep_stats st;
+	svc_fs_grep_stats st;
 	const char *why;
 	/* The bounds that applied. */
 	unsigned long long max_count, max_read;

@@ -15,6 +15,17 @@
 #include "engine/engine.h"
 #include "svc/svc-prewarm.h"
 
+_Static_assert(SVC_PREWARM_WAITING == PREWARM_WAITING &&
+		   SVC_PREWARM_CHECKING == PREWARM_CHECKING &&
+		   SVC_PREWARM_PULLING == PREWARM_PULLING &&
+		   SVC_PREWARM_BUILDING == PREWARM_BUILDING &&
+		   SVC_PREWARM_CACHED == PREWARM_CACHED &&
+		   SVC_PREWARM_PULLED == PREWARM_PULLED &&
+		   SVC_PREWARM_BUILT == PREWARM_BUILT &&
+		   SVC_PREWARM_FAILED == PREWARM_FAILED &&
+		   SVC_PREWARM_CANCELLED == PREWARM_CANCELLED,
+	       "svc-prewarm.h's states are prewarm.h's");
+
 const char *svc_prewarm_state_name(enum prewarm_state st)
 {
 	return prewarm_state_name(st);

@@ -31,6 +31,31 @@ struct runtime;
 /* At most this many builds or pulls at once. */
 #define SVC_PREWARM_JOBS_MAX 64
 
+/*
+ * A prewarm's jobs, their live fields and events, and a job's state,
+ * under svc's names (prewarm.h's; svc-prewarm.c checks the values are
+ * its): what the command line uses, so that it names nothing of engine/
+ * (tests/layers.py).
+ */
+typedef struct prewarm_job svc_prewarm_job;
+typedef struct prewarm_snap svc_prewarm_snap;
+typedef struct prewarm_event svc_prewarm_event;
+typedef enum prewarm_state svc_prewarm_state;
+#define SVC_PREWARM_WAITING ((svc_prewarm_state)0)
+#define SVC_PREWARM_CHECKING ((svc_prewarm_state)1)
+#define SVC_PREWARM_PULLING ((svc_prewarm_state)2)
+#define SVC_PREWARM_BUILDING ((svc_prewarm_state)3)
+#define SVC_PREWARM_CACHED ((svc_prewarm_state)4)
+#define SVC_PREWARM_PULLED ((svc_prewarm_state)5)
+#define SVC_PREWARM_BUILT ((svc_prewarm_state)6)
+#define SVC_PREWARM_FAILED ((svc_prewarm_state)7)
+#define SVC_PREWARM_CANCELLED ((svc_prewarm_state)8)
+/* Whether the state is an outcome (cached ... cancelled). */
+static inline bool svc_prewarm_done(svc_prewarm_state s)
+{
+	return prewarm_done(s);
+}
+
 enum svc_prewarm_phase {
 	SVC_PREWARM_START,  /* before any work: jobs[] (fixed fields), image */
 	SVC_PREWARM_UPDATE, /* a worker reported, or a tick: snap, events */

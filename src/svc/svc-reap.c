@@ -14,6 +14,15 @@
 #include "session/session.h"
 #include "svc/svc-reap.h"
 
+_Static_assert(SVC_REAP_PAUSE == REAP_PAUSE && SVC_REAP_STOP == REAP_STOP &&
+		   SVC_REAP_REMOVE == REAP_REMOVE &&
+		   SVC_REAP_DELETE == REAP_DELETE &&
+		   SVC_REAP_ORPHAN == REAP_ORPHAN &&
+		   SVC_REAP_STUCK == REAP_STUCK &&
+		   SVC_REAP_RELEASE == REAP_RELEASE &&
+		   SVC_REAP_CLOSED == REAP_CLOSED,
+	       "svc-reap.h's actions are reap.h's");
+
 static json_t *text_or_null(const char *s)
 {
 	return s ? xjson_text(s) : json_null();

@@ -16,6 +16,28 @@
 #include "session/reap.h"
 #include "svc/svc.h"
 
+/*
+ * A pass's limits when none is given, its actions and their kinds, under
+ * svc's names (reap.h's; svc-reap.c checks the values are its): what the
+ * command line and the service use, so that they name nothing of
+ * session/ (tests/layers.py).
+ */
+enum {
+	SVC_REAP_LIMIT_DEFAULT = REAP_LIMIT_DEFAULT,
+	SVC_REAP_REPORT_DEFAULT = REAP_REPORT_DEFAULT,
+};
+typedef struct reap_action svc_reap_action;
+typedef struct reap_pass svc_reap_pass;
+typedef enum reap_what svc_reap_what;
+#define SVC_REAP_PAUSE ((svc_reap_what)0)
+#define SVC_REAP_STOP ((svc_reap_what)1)
+#define SVC_REAP_REMOVE ((svc_reap_what)2)
+#define SVC_REAP_DELETE ((svc_reap_what)3)
+#define SVC_REAP_ORPHAN ((svc_reap_what)4)
+#define SVC_REAP_STUCK ((svc_reap_what)5)
+#define SVC_REAP_RELEASE ((svc_reap_what)6)
+#define SVC_REAP_CLOSED ((svc_reap_what)7)
+
 struct svc_reap_req {
 	long long now; /* Unix seconds every age is measured from */
 	size_t limit;  /* at most this many actions (REAP_LIMIT_DEFAULT) */

@@ -155,7 +155,7 @@ static int open_kept_parse(const struct svc_session_open_req *req,
 	if (!*err)
 		session_labels_from_json(&k->labels, req->labels_json, err);
 	if (*err) {
-		sbx_error_reason(*err, SVC_SESSION_BAD_LABELS);
+		sbx_error_why(*err, SBX_R_BAD_LABELS, 0, 0);
 		return -1;
 	}
 	k->labels_set = req->nlabels ||
@@ -190,13 +190,19 @@ static int open_budget(const struct svc *s,
 					     "disk quota '%s' is over "
 					     "SANDBOXD_WORKSPACE_QUOTA (%llu "
 					     "bytes)",
-					     req->disk_quota, c->disk_quota);
+					     req->disk_quota, c->disk_quota),
+			       sbx_error_why(*err, SBX_R_OVER_CEILING, x,
+					     c->disk_quota),
+			       -1;
 		if (!c->disk_quota && x > SESSION_BUDGET_ASK_MAX)
 			return sbx_error_set(
 			    err, SBX_E_INVALID, 0,
 			    "disk quota '%s' is over 1g, the most an open may "
 			    "ask while SANDBOXD_WORKSPACE_QUOTA is unset",
-			    req->disk_quota);
+			    req->disk_quota),
+			       sbx_error_why(*err, SBX_R_OVER_CEILING, x,
+					     SESSION_BUDGET_ASK_MAX),
+			       -1;
 		b->bytes = x;
 	}
 	if (req->disk_inodes) {
@@ -204,7 +210,10 @@ static int open_budget(const struct svc *s,
 			return sbx_error_set(err, SBX_E_INVALID, 0,
 					     "disk inodes %llu is over "
 					     "SANDBOXD_WORKSPACE_INODES (%llu)",
-					     req->disk_inodes, c->disk_inodes);
+					     req->disk_inodes, c->disk_inodes),
+			       sbx_error_why(*err, SBX_R_OVER_CEILING,
+					     req->disk_inodes, c->disk_inodes),
+			       -1;
 		if (!b->bytes)
 			return sbx_error_set(err, SBX_E_INVALID, 0,
 					     "disk inodes need a disk quota "
@@ -444,7 +453,7 @@ static int kept_refuse(const struct session_config *c, const char *tenant,
 		      "one before opening another with a budget",
 		      t ? "tenant '" : "the sessions opened without a tenant",
 		      t ? t : "", t ? "'" : "", kept, c->max_kept_budgets);
-	sbx_error_reason(*err, SVC_SESSION_KEPT_BUDGETS);
+	sbx_error_why(*err, SBX_R_KEPT_BUDGETS, kept, c->max_kept_budgets);
 	return -1;
 }
 
@@ -625,7 +634,7 @@ static int budget_kept(struct session_root *root,
 			      "session '%s' has no disk budget; close it with "
 			      "--purge to give it one",
 			      old->key);
-	sbx_error_reason(*err, SVC_SESSION_BUDGET_CONFLICT);
+	sbx_error_why(*err, SBX_R_BUDGET_DIFFERS, have, want);
 	return -1;
 }
 
@@ -697,7 +706,7 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 			      res->key, session_durability_name(old.durability),
 			      session_durability_name(kept->durability),
 			      session_durability_name(kept->durability));
-		sbx_error_reason(*err, SVC_SESSION_DURABILITY_CONFLICT);
+		sbx_error_why(*err, SBX_R_DURABILITY_DIFFERS, 0, 0);
 		goto out;
 	}
 	if (old.key[0] && req->disk_quota &&

@@ -36,6 +36,9 @@ struct catalog;
  * the catalogue could not be read (cat then NULL): the open is refused,
  * and recorded, with a copy of it.
  */
+/* How many labels an open takes (session-labels.h). */
+enum { SVC_SESSION_LABELS_MAX = SESSION_LABELS_MAX };
+
 struct svc_session_open_req {
 	const char *scope, *subject, *host; /* host NULL: "" */
 	const struct catalog *cat;
@@ -59,7 +62,7 @@ struct svc_session_open_req {
 	const json_t *labels_json;
 	/* "ephemeral" or "persistent" (else invalid): a new session's, and
 	 * a reopen of one of the other durability is a conflict (reason
-	 * SVC_SESSION_DURABILITY_CONFLICT).  NULL: a new session is
+	 * SBX_R_DURABILITY_DIFFERS).  NULL: a new session is
 	 * persistent, a reopen keeps its own. */
 	const char *durability;
 	/* The workspace's disk budget (docs/sessions.md, "Disk budgets"):
@@ -69,14 +72,12 @@ struct svc_session_open_req {
 	const char *disk_quota;
 	unsigned long long disk_inodes;
 };
-#define SVC_SESSION_DURABILITY_CONFLICT "durability differs"
-/* The reason of a reopen refused for asking another disk budget than
- * the workspace has (conflict). */
-#define SVC_SESSION_BUDGET_CONFLICT "disk budget differs"
-/* The reason of an open refused for the budgets the tenant keeps. */
-#define SVC_SESSION_KEPT_BUDGETS "kept budgets"
-/* The reason of an open refused for its labels (invalid). */
-#define SVC_SESSION_BAD_LABELS "bad labels"
+/* The open's refusals say why (error.h): SBX_R_DURABILITY_DIFFERS,
+ * SBX_R_BUDGET_DIFFERS (a reopen asking another disk budget than the
+ * workspace has; conflicts), SBX_R_BAD_LABELS, SBX_R_OVER_CEILING (a
+ * disk budget over SANDBOXD_WORKSPACE_QUOTA or _INODES, n of max;
+ * invalid), SBX_R_KEPT_BUDGETS (the closed workspaces with a budget
+ * the tenant keeps, n of max; refused). */
 struct svc_session_open_res {
 	char key[SESSION_KEY_MAX + 1];
 	char *container;     /* its id */

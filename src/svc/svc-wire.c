@@ -20,6 +20,8 @@
 #include "session/session-engine.h"
 #include "svc/svc-wire.h"
 
+const char svc_wire_hibernated[] = SESSION_STATE_HIBERNATED;
+
 const char *svc_wire_tenant(const char *tenant)
 {
 	return tenant && strcmp(tenant, SVC_WIRE_NO_TENANT) == 0 ? NULL

@@ -111,7 +111,7 @@ struct svc_wire_open_req {
 	const struct sbx_error *cat_err;
 	/* As svc_session_open_req's labels_json and durability: none
 	 * keeps a reopened session's; a durability other than the
-	 * session's is a conflict (reason SVC_SESSION_DURABILITY_CONFLICT). */
+	 * session's is a conflict (reason SBX_R_DURABILITY_DIFFERS). */
 	const json_t *labels;
 	const char *durability;
 	/* The disk budget asked for (svc_session_open_req's). */
@@ -133,8 +133,9 @@ void svc_wire_open_res_release(struct svc_wire_open_res *res);
 
 /* The state of ws's container in one of the engine's words
  * (session_state: "running", "exited", ..., "closed" without one), or
- * "hibernated" (SESSION_STATE_HIBERNATED: exited, and marked), from one
+ * "hibernated" (svc_wire_hibernated: exited, and marked), from one
  * inspect: no walk of the workspace. */
+extern const char svc_wire_hibernated[];
 int svc_wire_state(const struct svc *s, const struct svc_call *call,
 		   const struct svc_wire_session *ws, const char **state,
 		   struct sbx_error **err);

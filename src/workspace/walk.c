@@ -406,6 +406,7 @@ static int not_a_directory(struct sbx_error **err, const char *shown)
 	text_add_escaped(&sb, shown, strlen(shown));
 	r = sbx_error_set(err, SBX_E_REFUSED, 0, "'%s' is not a directory",
 			  strbuf_str(&sb));
+	sbx_error_why(*err, SBX_R_NOT_A_DIRECTORY, 0, 0);
 	strbuf_release(&sb);
 	return r;
 }

@@ -78,6 +78,10 @@ static int refuse(struct sbx_error **err, int status, int errnum,
 #define refuse_r(err, why, shown, ...)                                         \
 	(refuse(err, SBX_E_REFUSED, 0, shown, __VA_ARGS__),                    \
 	 sbx_error_reason(*(err), why), -1)
+/* A refusal whose reason callers branch on (error.h), with its numbers. */
+#define refuse_why(err, why, n, max, shown, ...)                               \
+	(refuse(err, SBX_E_REFUSED, 0, shown, __VA_ARGS__),                    \
+	 sbx_error_why(*(err), why, n, max), -1)
 
 /* The status of a failed system call: the machine's fault, or the path's. */
 static int status_of(int e)
@@ -125,19 +129,22 @@ static int open_refusal(int e, const char *shown, struct sbx_error **err)
 {
 	switch (e) {
 	case EXDEV:
-		return refuse_r(err, "outside the workspace", shown,
-			      "leads outside the workspace (a symlink out of "
-			      "it, or onto another mount)");
+		return refuse_why(
+		    err, SBX_R_OUTSIDE, 0, 0, shown,
+		    "leads outside the workspace (a symlink out of "
+		    "it, or onto another mount)");
 	case ELOOP:
 		return refuse_r(err, "symlink not followed", shown,
 			      "cannot be followed: a symlink loop, a magic "
 			      "link, or a symlink where none is allowed");
 	case ENOENT:
-		return refuse_r(err, "not found", shown, "does not exist");
+		return refuse_why(err, SBX_R_NOT_FOUND, 0, 0, shown,
+				  "does not exist");
 	case ENOTDIR:
-		return refuse_r(err, "not a directory", shown,
-			      "is not a directory, or one of its parents is "
-			      "not");
+		return refuse_why(
+		    err, SBX_R_NOT_A_DIRECTORY, 0, 0, shown,
+		    "is not a directory, or one of its parents is "
+		    "not");
 	case EACCES:
 	case EPERM:
 		return refuse_r(err, "permission denied", shown,
@@ -147,7 +154,8 @@ static int open_refusal(int e, const char *shown, struct sbx_error **err)
 			      "kept changing while it was looked up (renames "
 			      "raced it); try again");
 	case EISDIR:
-		return refuse_r(err, "a directory", shown, "is a directory");
+		return refuse_why(err, SBX_R_A_DIRECTORY, 0, 0, shown,
+				  "is a directory");
 	case ENAMETOOLONG:
 		return refuse_r(err, "name too long", shown,
 			      "has a name that is too long");
@@ -261,9 +269,10 @@ static int check_path(const char *path, const char *shown, bool may_be_root,
 
 	*rel = NULL;
 	if (path[0] == '/')
-		return refuse_r(err, "outside the workspace", shown,
-			      "is outside the workspace: paths are relative to "
-			      "it");
+		return refuse_why(
+		    err, SBX_R_OUTSIDE, 0, 0, shown,
+		    "is outside the workspace: paths are relative to "
+		    "it");
 	if (len >= PATH_MAX)
 		return sbx_error_set(err, SBX_E_REFUSED, 0,
 				     "a path of %zu bytes is over the %d-byte "
@@ -272,8 +281,8 @@ static int check_path(const char *path, const char *shown, bool may_be_root,
 		       sbx_error_reason(*err, "path too long"), -1;
 	if (join_components(&sb, path)) {
 		strbuf_release(&sb);
-		return refuse_r(
-		    err, "outside the workspace", shown,
+		return refuse_why(
+		    err, SBX_R_OUTSIDE, 0, 0, shown,
 		    "is outside the workspace: '..' is not allowed");
 	}
 	if (!sb.len && !may_be_root)
@@ -334,9 +343,9 @@ static int reopen_regular(int pathfd, const char *shown, struct stat *st,
 	}
 	if (!S_ISREG(st->st_mode)) {
 		close(pathfd);
-		return refuse_r(err, "not a regular file", shown,
-			      "is %s, not a regular file",
-			      type_name(st->st_mode));
+		return refuse_why(err, SBX_R_NOT_REGULAR, 0, 0, shown,
+				  "is %s, not a regular file",
+				  type_name(st->st_mode));
 	}
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pathfd);
 	/* O_NONBLOCK: a lease the sandbox holds on its own file is not
@@ -375,9 +384,10 @@ static int over_read_limit(const struct workspace *w, const char *shown,
 			   const struct stat *st, const char *what,
 			   struct sbx_error **err)
 {
-	return refuse_r(err, "over the read limit", shown,
-		      "is %llu bytes, over the %llu-byte read limit; %s",
-		      (unsigned long long)st->st_size, w->max_read, what);
+	return refuse_why(err, SBX_R_OVER_READ_LIMIT,
+			  (unsigned long long)st->st_size, w->max_read, shown,
+			  "is %llu bytes, over the %llu-byte read limit; %s",
+			  (unsigned long long)st->st_size, w->max_read, what);
 }
 
 #define READ_ON "read a slice of its lines or use exec"
@@ -444,9 +454,9 @@ static int read_whole(const struct workspace *w, int fd, const char *shown,
 static int past_end(const char *shown, unsigned long long lines,
 		    unsigned long long offset, struct sbx_error **err)
 {
-	return refuse_r(err, "past the end", shown,
-			"has %llu line%s; line %llu is past the end", lines,
-			lines == 1 ? "" : "s", offset);
+	return refuse_why(err, SBX_R_PAST_END, lines, offset, shown,
+			  "has %llu line%s; line %llu is past the end", lines,
+			  lines == 1 ? "" : "s", offset);
 }
 
 static size_t count_newlines(const char *s, size_t len)
@@ -1167,7 +1177,8 @@ static int put_file_as(const struct workspace *w, int pfd, const char *name,
 	if (e < 0 || renameat(pfd, tmp, pfd, name) < 0) {
 		e = errno;
 		if (e == EISDIR)
-			(void)refuse_r(err, "a directory", shown, "is a directory");
+			(void)refuse_why(err, SBX_R_A_DIRECTORY, 0, 0, shown,
+					 "is a directory");
 		else
 			write_failed(w, e, shown, "written", err);
 		goto fail;
@@ -1224,8 +1235,8 @@ int workspace_write(const struct workspace *w, const char *rel,
 	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (S_ISDIR(st.st_mode)) {
 			close(pfd);
-			return refuse_r(err, "a directory", shown,
-				      "is a directory");
+			return refuse_why(err, SBX_R_A_DIRECTORY, 0, 0, shown,
+					  "is a directory");
 		}
 		if (S_ISREG(st.st_mode))
 			mode = st.st_mode & 0777;
@@ -1276,7 +1287,7 @@ static int not_unique(const char *shown, size_t count,
 			   "give more context to make it unique, or replace "
 			   "every occurrence",
 			   count, q, nlines > 1 ? "s" : "", strbuf_str(&sb));
-	sbx_error_reason(*err, "old text not unique");
+	sbx_error_why(*err, SBX_R_OLD_NOT_UNIQUE, count, 0);
 	strbuf_release(&sb);
 	return rc;
 }
@@ -1326,7 +1337,7 @@ static int old_not_found(const char *shown, struct sbx_error **err)
 	cleanup_free char *q = quote(shown);
 
 	sbx_error_set(err, SBX_E_NOT_FOUND, 0, "old text not found in '%s'", q);
-	sbx_error_reason(*err, "old text not found");
+	sbx_error_why(*err, SBX_R_OLD_NOT_FOUND, 0, 0);
 	return -1;
 }
 
@@ -1638,10 +1649,11 @@ int workspace_rm(const struct workspace *w, const char *rel, const char *shown,
 				    "is a mount point; it is not removed");
 		} else if (errno == ENOTEMPTY || errno == EEXIST) {
 			if (!recursive)
-				rc = refuse_r(err, "directory not empty", shown,
-					      "is a directory that is not "
-					      "empty; only a recursive remove "
-					      "removes it");
+				rc = refuse_why(
+				    err, SBX_R_DIR_NOT_EMPTY, 0, 0, shown,
+				    "is a directory that is not "
+				    "empty; only a recursive remove "
+				    "removes it");
 			else
 				rc = rm_tree(w, pfd, name, shown, removed, err);
 		} else if (errno != ENOTDIR && errno != ENOENT) {
