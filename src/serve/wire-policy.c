@@ -76,7 +76,7 @@ json_t *serve_policy_json(const struct serve_snap *snap)
 			 (double)SESSION_NANO_CPUS / 1e9, "cpu_shares",
 			 "pids_limit", (json_int_t)SESSION_PIDS_LIMIT,
 			 "network_mode", "none", "oci_runtime", "work_dir",
-			 c->root);
+			 c->work_dir);
 	json_object_set_new(doc, "idle_timeout", json_integer(c->idle_timeout));
 	json_object_set_new(doc, "execute_timeout",
 			    json_integer(c->execute_timeout_s));

@@ -393,15 +393,14 @@ static const char *strip_prefix(const char *path, const char *dir)
 
 char *wire_path(const struct wire_req *w, const char *path, const char **why)
 {
-	cleanup_free char *ws = wire_abs_path(w, "");
 	const char *rel = path;
 
 	*why = NULL;
 	if (path[0] == '/') {
-		/* The container's path of the workspace, or sandboxd's. */
-		rel = strip_prefix(path, ws);
-		if (!rel)
-			rel = strip_prefix(path, "/workspace");
+		/* The sandbox's path of the workspace, the work dir (the
+		 * host's is not the sandbox's: it is outside, as any other
+		 * absolute path). */
+		rel = strip_prefix(path, w->snap->svc.cfg.session.work_dir);
 		if (!rel) {
 			*why = "outside the workspace";
 			return NULL;
@@ -414,17 +413,11 @@ char *wire_path(const struct wire_req *w, const char *path, const char **why)
 
 char *wire_abs_path(const struct wire_req *w, const char *rel)
 {
-	const char *root = w->snap->svc.cfg.session.root;
-	/* The record names the workspace: a pooled one's is not below
-	 * ROOT/KEY (session.h). */
-	const char *ws = w->ws.rec.workspace;
-	cleanup_free char *cold = NULL;
+	const char *wd = w->snap->svc.cfg.session.work_dir;
 
-	if (!ws)
-		ws = cold = xasprintf("%s/workspace", w->ws.key);
 	if (!*rel || strcmp(rel, ".") == 0)
-		return xasprintf("%s/%s", root, ws);
-	return xasprintf("%s/%s/%s", root, ws, rel);
+		return xstrdup(wd);
+	return xasprintf("%s/%s", wd, rel);
 }
 
 /* ---- sessions ---- */
@@ -476,6 +469,50 @@ static void open_refused(struct wire_req *w, const char *tenant,
 		return;
 	}
 	wire_detail(w, 429, "%s", err->msg);
+}
+
+/*
+ * sandboxd's 502 for an open that failed at the engine or on the host,
+ * said from the error's facts (its reason, kind, the engine's status):
+ * its message names the host's paths (the workspace, a budget's image),
+ * the session's key, process ids, an engine's own text, none of which a
+ * client is to see.  The whole message goes to the service's log.
+ */
+static void start_failed(struct wire_req *w, const char *id,
+			 const struct sbx_error *err)
+{
+	static const char *const what[] = {
+	    [SBX_E_INTERNAL] = "an internal error",
+	    [SBX_E_NOT_FOUND] = "something it needs was not found",
+	    [SBX_E_CONFLICT] = "a container of the session is in the way",
+	    [SBX_E_REFUSED] = "it was refused",
+	    [SBX_E_BAD_DATA] = "the runtime's image cannot hold a sandbox",
+	    [SBX_E_INVALID] = "it was refused",
+	    [SBX_E_UNAVAILABLE] = "the container engine or the host failed",
+	    [SBX_E_TIMEOUT] = "it ran out of time",
+	    [SBX_E_CANCELLED] = "it was cancelled",
+	};
+	struct strbuf sb = STRBUF_INIT;
+	const char *why = (unsigned)err->kind < sizeof(what) / sizeof(*what)
+			      ? what[err->kind]
+			      : what[SBX_E_INTERNAL];
+
+	strbuf_addf(&sb, "sbxcat serve: open '%s': ", id);
+	text_add_escaped(&sb, err->msg, strlen(err->msg));
+	strbuf_addch(&sb, '\n');
+	if (w->sv->log_fd >= 0 && write_all(w->sv->log_fd, sb.buf, sb.len) < 0) {
+		/* nowhere else to say it */
+	}
+	strbuf_release(&sb);
+	if (err->reason)
+		why = err->reason;
+	if (err->http)
+		wire_detail(w, 502,
+			    "Could not start sandbox: %s (the engine answered "
+			    "HTTP %d)",
+			    why, err->http);
+	else
+		wire_detail(w, 502, "Could not start sandbox: %s", why);
 }
 
 static void open_failed(struct wire_req *w, const struct svc_wire_open_req *o,
@@ -530,7 +567,7 @@ static void open_failed(struct wire_req *w, const struct svc_wire_open_req *o,
 		wire_detail(w, 422, "%s", err->msg);
 	else {
 		atomic_fetch_add(&w->sv->engine_errors, 1);
-		wire_detail(w, 502, "Could not start sandbox: %s", err->msg);
+		start_failed(w, o->id, err);
 	}
 }
 
