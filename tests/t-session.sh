@@ -173,10 +173,10 @@ is "$(f '.Config.Labels["io.sbxcat.runtime"]')" "$RA" "label io.sbxcat.runtime"
 c=$(f '.Config.Labels["io.sbxcat.created"]')
 [ "$c" -ge "$t0" ] 2>/dev/null && [ "$c" -le "$t1" ]; ok $? "label io.sbxcat.created is the Unix time of the open ($c)"
 is "$(f '.Mounts | map(.Type + " " + .Source + " " + .Destination + " " + (.RW | tostring)) | join(";")')" \
-	"bind $WS1 $WS1 true" "exactly one mount: the workspace, bound at the same path, writable"
+	"bind $WS1 /workspace true" "exactly one mount: the workspace, bound at the work dir /workspace, writable"
 is "$(f '.HostConfig.Binds | tojson')" null "no Binds (Mounts refuses a missing source)"
 is "$(f '.HostConfig.Mounts // [] | length')" 1 "one HostConfig.Mounts entry"
-is "$(f .Config.WorkingDir)" "$WS1" "WorkingDir is the workspace"
+is "$(f .Config.WorkingDir)" /workspace "WorkingDir is the work dir, /workspace"
 is "$(f .Config.Image)" "$IMG" "the image is the runtime's content tag"
 f '.Config.Env // [] | .[]' | grep -qx "SBX_T=tv-$sfx"; ok $? "the runtime's env vars are set"
 f '[.Path] + .Args | join(" ")' | grep -q sleep; ok $? "the main process is sleep, not the image's CMD"

@@ -307,11 +307,12 @@ static int spill_from_env(const struct sbx_env *e, struct session_config *c,
 			  struct sbx_error **err)
 {
 	const char *v = env(e, "SANDBOXD_SPILL_DIR");
+	uint32_t cp;
 
 	if (!v)
 		v = "large_tool_results";
 	if (strchr(v, '/') || strcmp(v, ".") == 0 || strcmp(v, "..") == 0 ||
-	    strlen(v) > 255 || text_find_control(v, strlen(v), NULL) != 0 ||
+	    strlen(v) > 255 || text_find_control(v, strlen(v), &cp) != 0 ||
 	    utf8_first_invalid(v, strlen(v)) >= 0)
 		return bad_value(err, "SANDBOXD_SPILL_DIR", v,
 				 "expected one directory name at the "
@@ -331,12 +332,13 @@ static const char *work_dir_why(const char *v)
 {
 	static const char *const theirs[] = {"/tmp", "/proc", "/sys", "/dev"};
 	const char *p;
+	uint32_t cp;
 
 	if (v[0] != '/' || !v[1])
 		return "expected an absolute path other than /, such as "
 		       "/workspace";
 	if (strlen(v) > SESSION_WORK_DIR_MAX ||
-	    text_find_control(v, strlen(v), NULL) != 0 ||
+	    text_find_control(v, strlen(v), &cp) != 0 ||
 	    utf8_first_invalid(v, strlen(v)) >= 0)
 		return "expected at most 255 bytes of text without control "
 		       "characters";
