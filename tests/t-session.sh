@@ -218,7 +218,7 @@ is "$(j '.limits.pids_limit'):$(j '.limits.nano_cpus'):$(j '.limits.memory'):$(j
 	"512:2000000000:1073741824:1073741824" "show limits: pids, cpus, memory = memory_swap"
 j '.limits.tmpfs["/tmp"]' | grep -q 'size=64m'; ok $? "show limits: tmpfs /tmp 64m"
 is "$(j '.limits.network_mode'):$(j '.limits.privileged')" "none:false" "show limits: network none, not privileged"
-is "$(j '.limits.mounts|map(.type+" "+.source+" "+.target)|join(";")')" "bind $WS1 $WS1" "show limits: the one mount"
+is "$(j '.limits.mounts|map(.type+" "+.source+" "+.target)|join(";")')" "bind $WS1 /workspace" "show limits: the one mount, the workspace at /workspace"
 sbx session show "$K1"
 grep -q "^key: $K1\$" "$T/out" && grep -q '^state: running$' "$T/out"
 ok $? "show without --json: field: value lines"
