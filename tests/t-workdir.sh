@@ -230,6 +230,10 @@ def phase_main():
         raw = json.dumps(d)
         hits = [e for e in d["events"] if ROOT in json.dumps(e) or key in json.dumps(e)]
         say(not hits, "the events hold no host path and no key", hits)
+        closes = [e for e in d["events"] if e["op"] == "close"]
+        if closes:
+            say(all(e["target"] == sid for e in closes),
+                "a close's event names the session by its id", closes)
 
 
 def phase_fail():

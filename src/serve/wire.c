@@ -872,10 +872,19 @@ static void sessions_events(void *arg, struct http_request *req,
 	json_array_foreach(r.events, i, ev)
 	{
 		const char *op = json_string_value(json_object_get(ev, "op"));
+		const char *t = json_string_value(json_object_get(ev, "target"));
 
 		if (op)
 			json_object_set_new(ev, "op",
 					    xjson_string(event_op(op)));
+		/* A row about the session itself targets its key (close)
+		 * or its container's name, which holds it (reap): the host's
+		 * names; the client knows the session by its id. */
+		if (t && strstr(t, w.ws.key))
+			json_object_set_new(ev, "target",
+					    xjson_string(w.ws.wire.id[0]
+							     ? w.ws.wire.id
+							     : "(session)"));
 	}
 	wire_json(&w, 200, json_incref(r.doc));
 out:
