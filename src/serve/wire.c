@@ -500,7 +500,8 @@ static void start_failed(struct wire_req *w, const char *id,
 	strbuf_addf(&sb, "sbxcat serve: open '%s': ", id);
 	text_add_escaped(&sb, err->msg, strlen(err->msg));
 	strbuf_addch(&sb, '\n');
-	if (w->sv->log_fd >= 0 && write_all(w->sv->log_fd, sb.buf, sb.len) < 0) {
+	if (w->sv->log_fd >= 0 &&
+	    write_all(w->sv->log_fd, sb.buf, sb.len) < 0) {
 		/* nowhere else to say it */
 	}
 	strbuf_release(&sb);
@@ -872,7 +873,8 @@ static void sessions_events(void *arg, struct http_request *req,
 	json_array_foreach(r.events, i, ev)
 	{
 		const char *op = json_string_value(json_object_get(ev, "op"));
-		const char *t = json_string_value(json_object_get(ev, "target"));
+		const char *t =
+		    json_string_value(json_object_get(ev, "target"));
 
 		if (op)
 			json_object_set_new(ev, "op",
