@@ -296,6 +296,16 @@ def phase_reuse():
         "... made it again at %s, its files kept" % WD, d)
 
 
+def phase_gone():
+    # wd-main's container removed behind sbxcat's back: run answers that
+    # the sandbox is gone (sandboxd's 410), saying it without the key
+    m = state["main"]
+    st, d, raw = op("wd-main", m["tok"], "run", argv=["pwd"])
+    say(st == 410 and d["detail"].startswith("The sandbox is gone: "),
+        "run on a session whose container was removed: 410, the sandbox is gone", (st, raw))
+    clean(raw, m["key"], "the refused run")
+
+
 if PHASE == "open-old":
     tok, key, why = opened("wd-old")
     say(tok is not None, "a session for the old-style container", why)
@@ -306,7 +316,7 @@ if PHASE == "open-old":
     print("KEY\t" + key)
 else:
     {"main": phase_main, "fail": phase_fail, "moved": phase_moved,
-     "pool": phase_pool, "old": phase_old, "reuse": phase_reuse}[PHASE]()
+     "pool": phase_pool, "old": phase_old, "reuse": phase_reuse, "gone": phase_gone}[PHASE]()
 json.dump(state, open(state_file, "w"))
 PY
 	wrc=$?
@@ -499,5 +509,8 @@ is "$rc" 2 "... and -w /workspace/sub is outside the workspace now"
 curl -s -H "X-Sandbox-Token: $TOKEN" -X DELETE "http://127.0.0.1:$PORT/sessions/wd-main?purge=true" >/dev/null
 jq 'del(.main)' "$T/wire-state.json" >"$T/ws.json" && mv "$T/ws.json" "$T/wire-state.json"
 wire main
+KM=$(jq -r .main.key "$T/wire-state.json")
+tb_docker rm -f "$(ctr "$KM")" >/dev/null
+wire gone
 sb_serve_stop
 sb_done

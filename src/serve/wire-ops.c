@@ -188,11 +188,51 @@ static void wake_refused(struct wire_req *w, const struct sbx_error *why)
 		    w->ws.wire.id[0] ? w->ws.wire.id : w->ws.key, why->msg);
 }
 
+/*
+ * An error of the session's container as a client may read it: the
+ * session layer names the session by its key and its workspace by its
+ * host path (ROOT/KEY/workspace), the command line's names; the client
+ * knows the session by its id and the workspace at the work dir.  A new
+ * string.
+ */
+static char *said(const struct wire_req *w, const char *msg)
+{
+	const char *wd = w->snap->svc.cfg.session.work_dir;
+	const char *root = w->snap->svc.cfg.session.root;
+	size_t nroot = root ? strlen(root) : 0;
+	cleanup_free char *ws = NULL;
+	struct strbuf sb = STRBUF_INIT;
+	const char *p = msg;
+
+	ws = w->ws.rec.workspace
+		 ? xasprintf("%s/%s", root, w->ws.rec.workspace)
+		 : xasprintf("%s/%s/workspace", root, w->ws.key);
+	while (*p) {
+		if (strncmp(p, ws, strlen(ws)) == 0) {
+			strbuf_addstr(&sb, wd);
+			p += strlen(ws);
+		} else if (nroot && strncmp(p, root, nroot) == 0) {
+			strbuf_addstr(&sb, "(the workspace root)");
+			p += nroot;
+		} else if (w->ws.key[0] &&
+			   strncmp(p, w->ws.key, strlen(w->ws.key)) == 0) {
+			strbuf_addstr(&sb, w->ws.wire.id[0] ? w->ws.wire.id
+							    : "(session)");
+			p += strlen(w->ws.key);
+		} else {
+			strbuf_addch(&sb, *p++);
+		}
+	}
+	return strbuf_detach(&sb, NULL);
+}
+
 static void exec_failed(struct wire_req *w, struct sbx_error *err)
 {
+	cleanup_free char *m = said(w, err->msg);
+
 	wire_json(w, 200,
-		  xjson_pack("{s:s+, s:i, s:b}", "output", "Error: ",
-			     err->msg, "exit_code", 1, "truncated", false));
+		  xjson_pack("{s:s+, s:i, s:b}", "output", "Error: ", m,
+			     "exit_code", 1, "truncated", false));
 }
 
 void wire_exec(void *arg, struct http_request *req, struct http_response *res)
@@ -416,18 +456,19 @@ void wire_run(void *arg, struct http_request *req, struct http_response *res)
 	 * one stopped is started again. */
 	if (run_healing(&w, &x, &c, &r, false, &woken_not, &err) < 0 &&
 	    !r.ended) {
+		cleanup_free char *m = said(&w, err->msg);
+
 		if (woken_not)
 			wake_refused(&w, woken_not);
 		else if (err->kind == SBX_E_INVALID)
-			wire_invalid(&w, "body", "cwd", "value_error",
-				     err->msg);
-		else if (err->kind == SBX_E_CONFLICT)
-			wire_detail(&w, 409, "%s", err->msg);
+			wire_invalid(&w, "body", "cwd", "value_error", m);
 		else if (is_down(err, true))
-			wire_detail(&w, 410, "The sandbox is gone: %s",
-				    err->msg);
+			/* before the conflicts: a container down is one */
+			wire_detail(&w, 410, "The sandbox is gone: %s", m);
+		else if (err->kind == SBX_E_CONFLICT)
+			wire_detail(&w, 409, "%s", m);
 		else
-			wire_detail(&w, 502, "%s", err->msg);
+			wire_detail(&w, 502, "%s", m);
 		goto out;
 	}
 	run_answer(&w, &r, &c);

@@ -115,8 +115,8 @@ json_t *session_container_body(const struct session_spec *s)
 	    user,
 	    "Entrypoint", s->sleep, "Cmd", SESSION_IDLE_SECONDS, "WorkingDir",
 	    s->cfg->work_dir, "Env", env, "Labels", labels, "Tty", 0,
-	    "OpenStdin", 0, "AttachStdout", 0, "AttachStderr", 0, "HostConfig", host,
-	    "StopSignal", "SIGKILL");
+	    "OpenStdin", 0, "AttachStdout", 0, "AttachStderr", 0,
+	    "HostConfig", host, "StopSignal", "SIGKILL");
 }
 
 static const char *label_of(json_t *labels, const char *key)
