@@ -369,6 +369,65 @@ rm -f "$ROOT"/.sbxcat-pool/*.json
 SBXCAT_WARM_POOL= sbx reap
 is "$(nmounts):$(nloops):$(nimages)" "0:0:0" "the pool's leftovers swept: no mount, loop device or image"
 
+# -- What a budget costs the host up front (issue 28): the image's blocks
+# as the kernel counts them (st_blocks), just after the open.
+img_kib() { echo $(($(stat -c %b "$ROOT/$1/workspace.img") / 2)); }
+SANDBOXD_WORKSPACE_QUOTA=16g open_s acme run budget-cost16
+K16=$key
+is "$rc" 0 "a budget of 16g opens"
+c16=$(img_kib "$K16")
+ok $((c16 > 8192)) "... its image holds ${c16} KiB of the host's disk (at most 8 MiB)"
+SANDBOXD_WORKSPACE_QUOTA=16383g open_s acme run budget-costmax
+KMAX=$key
+if [ "$rc" -eq 0 ]; then
+	cmax=$(img_kib "$KMAX")
+	ok $((cmax > 65536)) "a budget of 16383g holds ${cmax} KiB of the host's disk (at most 64 MiB)"
+	sbx session close "$KMAX" --purge
+else
+	skip "the root's file system holds no file of 16383g ($(err))" "the largest budget's cost"
+fi
+sbx session close "$K16" --purge
+is "$rc" 0 "... purged"
+
+# -- No ceiling configured: what an open may ask is bounded (1g).
+SANDBOXD_WORKSPACE_QUOTA= SANDBOXD_WORKSPACE_INODES= open_s acme run budget-noceil --disk-quota 15360g
+is "$rc" 2 "no SANDBOXD_WORKSPACE_QUOTA: a budget of 15360g is refused (exit 2)"
+like "$(err)" "over 1g, the most an open may ask while SANDBOXD_WORKSPACE_QUOTA is unset" "... saying why"
+SANDBOXD_WORKSPACE_QUOTA= SANDBOXD_WORKSPACE_INODES= open_s acme run budget-noceil --disk-quota 1025m
+is "$rc" 2 "... and one of 1025m"
+SANDBOXD_WORKSPACE_QUOTA= SANDBOXD_WORKSPACE_INODES= open_s acme run budget-noceil --disk-quota 1t
+like "$rc:$(err)" "^2:.*'1t' is not a size" "a size outside the one grammar ('1t') is refused"
+is "$(nimages)" 0 "... no image made for any of them"
+
+# -- Closed workspaces that keep a budget count against a limit of their
+# own per tenant (SANDBOXD_MAX_KEPT_BUDGETS_PER_TENANT).
+kq() { SANDBOXD_WORKSPACE_QUOTA= SANDBOXD_WORKSPACE_INODES= SANDBOXD_MAX_KEPT_BUDGETS_PER_TENANT=2 "$@"; }
+kq open_s kq run kept-1 --disk-quota 16m
+KK1=$key
+kq sbx session close "$KK1"
+kq open_s kq run kept-2 --disk-quota 16m
+KK2=$key
+kq sbx session close "$KK2"
+is "$(find "$ROOT/$KK1" "$ROOT/$KK2" -name workspace.img | wc -l | tr -d ' ')" 2 \
+	"two closed sessions keep their budgets"
+kq open_s kq run kept-3 --disk-quota 16m
+is "$rc" 1 "a third budget while two are kept: refused (exit 1)"
+like "$(err)" "tenant 'kq' keeps 2 of 2 closed workspaces with a disk budget" "... saying so"
+kq open_s kq run kept-3
+is "$rc" 0 "an open without a budget is not refused"
+kq sbx session close "$key" --purge
+kq open_s other run kept-x --disk-quota 16m
+is "$rc" 0 "another tenant's budget is not refused"
+kq sbx session close "$key" --purge
+kq open_s kq run kept-1 --disk-quota 16m
+is "$rc" 0 "reopening a kept budget makes none: not refused"
+kq sbx session close "$KK1"
+kq sbx session close "$KK2" --purge
+kq open_s kq run kept-3 --disk-quota 16m
+is "$rc" 0 "a purge frees its place: the next budget opens"
+kq sbx session close "$key" --purge
+kq sbx session close "$KK1" --purge
+
 # -- The service's wire: disk_quota and disk_inodes at open, and usage.
 TOKEN=svc-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 SOCK=$T/serve.sock
@@ -384,6 +443,8 @@ sb_wire POST /sessions "{\"session_id\": \"wq-$sfx\", \"runtime\": \"$RSMALL\", 
 is "$st:$(jq -r .detail "$T/w" | grep -c 'has a disk budget of 20971520 bytes, not 25165824')" "409:1" \
 	"a reuse asking another disk_quota: 409, saying both"
 sb_wire POST /sessions "{\"session_id\": \"wr-$sfx\", \"runtime\": \"$RSMALL\", \"disk_quota\": \"1t\"}"
+is "$st" 422 "disk_quota not a size: 422"
+sb_wire POST /sessions "{\"session_id\": \"wr-$sfx\", \"runtime\": \"$RSMALL\", \"disk_quota\": \"64m\"}"
 is "$st" 422 "disk_quota over the configured budget: 422"
 sb_wire POST /sessions "{\"session_id\": \"ws-$sfx\", \"runtime\": \"$RSMALL\", \"disk_inodes\": \"x\"}"
 is "$st" 422 "disk_inodes not a number: 422"

@@ -76,7 +76,7 @@ package given as a URL	URLs	[{"alias": "a", "description": "d", "base_image": "d
 package that is a pip option	pip options	[{"alias": "a", "description": "d", "base_image": "debian", "packages": ["--index-url=http://evil"]}]
 env name 1BAD	not a valid environment variable name	[{"alias": "a", "description": "d", "image": "debian", "env_vars": {"1BAD": "x"}}]
 env value not a string	must be a string	[{"alias": "a", "description": "d", "image": "debian", "env_vars": {"X": 1}}]
-mem_limit 2gb	not a Docker memory size	[{"alias": "a", "description": "d", "image": "debian", "mem_limit": "2gb"}]
+mem_limit 2gb	not a size: 1 to 15 digits	[{"alias": "a", "description": "d", "image": "debian", "mem_limit": "2gb"}]
 mem_limit below Docker's minimum	minimum of 6m	[{"alias": "a", "description": "d", "image": "debian", "mem_limit": "5m"}]
 mem_limit zero	greater than zero	[{"alias": "a", "description": "d", "image": "debian", "mem_limit": "0g"}]
 needs_network as a string	true or false	[{"alias": "a", "description": "d", "image": "debian", "needs_network": "yes"}]

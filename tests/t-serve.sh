@@ -100,7 +100,7 @@ is "$st" 200 "the unix socket answers"
 is "$(stat -c %a "$SOCK")" 660 "the socket is 0660"
 
 # The audit: every operation's row, no payload.
-nrows=$(q "SELECT count(*) FROM sandbox_operations WHERE tenant = 'default'")
+nrows=$(q "SELECT count(*) FROM sandbox_operations WHERE tenant = 'none@sandboxd'")
 ok $((nrows < 60)) "the wire's operations have their rows ($nrows)"
 is "$(q "SELECT count(*) FROM sandbox_operations WHERE detail LIKE '%x\\n%' OR target LIKE '%l1%'")" 0 \
 	"no row holds a file's contents"

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <iconv.h>
+#include <regex.h>
 #include <signal.h>
 #include <limits.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@
 
 #include "basic/base64.h"
 #include "basic/hash.h"
+#include "basic/size.h"
 #include "tap.h"
 #include "basic/util.h"
 #include "basic/xjson.h"
@@ -108,9 +110,10 @@ static void strbuf_overflow(void)
 	sink = sb.alloc;
 }
 
+/* A format the walker cannot read: a bug in the source, still fatal. */
 static void pack_fails(void)
 {
-	json_t *j = xjson_pack("{s:s}", "path", "\xff");
+	json_t *j = xjson_pack("{s:q}", "path", 1);
 
 	sink = (size_t)j;
 }
@@ -132,8 +135,8 @@ static void test_sizes(void)
 	   "ALLOC_GROW whose byte count overflows is fatal");
 	ok(dies_with(strbuf_overflow, "size overflow"),
 	   "strbuf_grow whose size overflows is fatal");
-	ok(dies_with(pack_fails, "json_pack(\"{s:s}\")"),
-	   "a failed xjson_pack is fatal and names the format");
+	ok(dies_with(pack_fails, "xjson_pack(\"{s:q}\")"),
+	   "an xjson_pack format that does not parse is fatal and names it");
 
 	is_int((long long)alloc_nr(0, 1), 8, "alloc_nr starts at 8");
 	is_int((long long)alloc_nr(8, 9), 16, "alloc_nr doubles");
@@ -194,6 +197,73 @@ static char *path_from_json(json_t *o, const char *key)
 	return out; /* trailing zero padding from base64 is NULs: fine */
 }
 
+/* want (JSON text) is what got is; got consumed. */
+static bool pack_is(json_t *got, const char *want, const char *what)
+{
+	json_t *w = json_loads(want, JSON_ALLOW_NUL, NULL);
+	bool same = got && w && json_equal(got, w);
+
+	if (!same) {
+		char *g = got ? json_dumps(got, JSON_ENCODE_ANY) : NULL;
+
+		diag("%s: got %s, want %s", what, g ? g : "NULL", want);
+		free(g);
+	}
+	json_decref(w);
+	json_decref(got);
+	return ok(same, "xjson_pack, %s", what);
+}
+
+/*
+ * xjson_pack never ends the process on what its strings hold: each
+ * element of the format grammar with an invalid string somewhere makes
+ * the value jansson would make of the strings made valid (U+FFFD per
+ * invalid byte), "o" values are consumed exactly once (ASan checks), a
+ * NULL "o" is null.
+ */
+static void test_pack_lossy(void)
+{
+	json_t *owned = json_pack("{s:i}", "x", 1), *borrowed = json_array();
+
+	pack_is(xjson_pack("{s:s}", "path", "caf\xe9"),
+		"{\"path\": \"caf\\ufffd\"}", "a latin-1 \"s\"");
+	pack_is(xjson_pack("{s:i}", "k\xff", 7), "{\"k\\ufffd\": 7}",
+		"an invalid key");
+	pack_is(xjson_pack("{s:s?, s:s?, s:s*, s:s*}", "a", NULL, "b",
+			   "\x80", "c", NULL, "d", "ok"),
+		"{\"a\": null, \"b\": \"\\ufffd\", \"d\": \"ok\"}",
+		"s? and s* with NULL and an invalid string");
+	pack_is(xjson_pack("{s:s++}", "content", "Error: '", "x\xfe",
+			   "' missing"),
+		"{\"content\": \"Error: 'x\\ufffd' missing\"}", "s++");
+	pack_is(xjson_pack("{s:s%, s:s#}", "a", "n\0\xff", (size_t)3, "b",
+			   "xy\xc3", 2),
+		"{\"a\": \"n\\u0000\\ufffd\", \"b\": \"xy\"}",
+		"s% (a NUL kept) and s#");
+	pack_is(xjson_pack("{s:o, s:O, s:s, s:n, s:b, s:i, s:I, s:f, "
+			   "s:[s, {s:s}], s:o?, s:o*, s:O*}",
+			   "o", owned, "O", borrowed, "bad", "\xff\xfe", "n",
+			   "b", 1, "i", -3, "I", (json_int_t)1 << 40, "f", 0.5,
+			   "arr", "\xc0", "in", "\xe2\x82", "q", NULL, "r",
+			   NULL, "t", NULL),
+		"{\"o\": {\"x\": 1}, \"O\": [], \"bad\": "
+		"\"\\ufffd\\ufffd\", \"n\": null, \"b\": true, \"i\": -3, "
+		"\"I\": 1099511627776, \"f\": 0.5, \"arr\": [\"\\ufffd\", "
+		"{\"in\": \"\\ufffd\\ufffd\"}], \"q\": null}",
+		"every element beside an invalid string");
+	is_int((long long)borrowed->refcount, 1,
+	       "xjson_pack: \"O\" took its own reference, \"o\" the caller's");
+	json_decref(borrowed);
+	pack_is(xjson_pack("{s:o, s:s}", "content", json_stringn("\xe9", 1),
+			   "k", "v"),
+		"{\"content\": null, \"k\": \"v\"}",
+		"a NULL \"o\" (json_stringn of latin-1) is null");
+	pack_is(xjson_pack("[s, i]", "\xff", 2), "[\"\\ufffd\", 2]",
+		"an array at the top");
+	pack_is(xjson_pack("{s:s}", "k", "caf\xc3\xa9"),
+		"{\"k\": \"caf\\u00e9\"}", "valid UTF-8 through jansson");
+}
+
 static void test_xjson(void)
 {
 	static const char *const paths[] = {
@@ -231,7 +301,18 @@ static void test_xjson(void)
 		is_str(json_string_value(t), "a\xef\xbf\xbdz",
 		       "xjson_text replaces an invalid byte by U+FFFD");
 		json_decref(t);
+		t = xjson_textn("a\0\xff", 3);
+		ok(json_string_length(t) == 5 &&
+			   !memcmp(json_string_value(t), "a\0\xef\xbf\xbd", 5),
+		   "xjson_textn keeps a NUL and replaces an invalid byte");
+		json_decref(t);
+		t = xjson_string("\xc3");
+		is_str(json_string_value(t), "\xef\xbf\xbd",
+		       "xjson_string of a string that is not UTF-8 is U+FFFD, "
+		       "not fatal");
+		json_decref(t);
 	}
+	test_pack_lossy();
 }
 
 /*
@@ -549,6 +630,113 @@ static void test_text(void)
  * digest and HMAC(), on random data of every length around the block
  * edges and random keys shorter and longer than a block.
  */
+/* s[0..len) decoded as text_sniff reads it. */
+static char *decoded(const char *s, size_t len, enum text_encoding *enc,
+		     size_t *outlen)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	*enc = text_sniff(s, len);
+	text_decode(&sb, s, len, *enc);
+	strbuf_addstr(&sb, "");
+	return strbuf_detach(&sb, outlen);
+}
+
+/* Text files as sandboxd reads them (text.h, "Text files"). */
+static void test_decode(void)
+{
+	static const struct {
+		const char *in;
+		size_t len;
+		enum text_encoding enc;
+		const char *out;
+		size_t outlen;
+		const char *what;
+	} cases[] = {
+	    {"caf\xe9 cr\xe8me", 10, TEXT_SINGLE_BYTE,
+	     "caf\xc3\xa9 cr\xc3\xa8me", 12, "latin-1 café crème"},
+	    {"caf\xc3\xa9", 5, TEXT_UTF8, "caf\xc3\xa9", 5, "UTF-8 as is"},
+	    {"\xef\xbb\xbfhi", 5, TEXT_UTF8_BOM, "hi", 2,
+	     "UTF-8 byte order mark dropped"},
+	    {"\x80\x81\x9f\xff", 4, TEXT_SINGLE_BYTE,
+	     "\xe2\x82\xac\xc2\x81\xc5\xb8\xc3\xbf", 9,
+	     "windows-1252: 0x80 euro, 0x81 undefined as U+0081, 0x9f, 0xff"},
+	    {"a\0b\xff", 4, TEXT_SINGLE_BYTE, "a\0b\xc3\xbf", 5,
+	     "a NUL is U+0000"},
+	    {"a\0b", 3, TEXT_UTF8, "a\0b", 3, "a NUL in UTF-8 is U+0000"},
+	    {"\xff\xfe" "h\0\xe9\0\n\0", 8, TEXT_UTF16LE, "h\xc3\xa9\n", 4,
+	     "UTF-16LE with its byte order mark"},
+	    {"\xfe\xff" "\0h\xd8\x3d\xde\x00", 8, TEXT_UTF16BE,
+	     "h\xf0\x9f\x98\x80", 5, "UTF-16BE, a surrogate pair"},
+	    {"\xff\xfe" "\x00\xd8h\0x", 7, TEXT_UTF16LE,
+	     "\xef\xbf\xbdh\xef\xbf\xbd", 7,
+	     "UTF-16: a lone surrogate and an odd last byte as U+FFFD"},
+	    {"\xef\xbb\xbf\xff", 4, TEXT_SINGLE_BYTE,
+	     "\xc3\xaf\xc2\xbb\xc2\xbf\xc3\xbf", 8,
+	     "a UTF-8 byte order mark before invalid bytes: windows-1252"},
+	    {"", 0, TEXT_UTF8, "", 0, "empty"},
+	};
+	struct strbuf sb = STRBUF_INIT;
+	bool round = true, valid = true;
+	char all[256];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		enum text_encoding enc;
+		size_t n;
+		char *out = decoded(cases[i].in, cases[i].len, &enc, &n);
+
+		ok(enc == cases[i].enc && n == cases[i].outlen &&
+		       !memcmp(out, cases[i].out, n),
+		   "text_decode: %s", cases[i].what);
+		free(out);
+	}
+	/* windows-1252 is a bijection: every byte string comes back. */
+	for (int i = 0; i < 256; i++)
+		all[i] = (char)i;
+	text_decode(&sb, all, 256, TEXT_SINGLE_BYTE);
+	valid = utf8_first_invalid(sb.buf, sb.len) < 0;
+	{
+		struct strbuf back = STRBUF_INIT;
+
+		round = text_encode(&back, sb.buf, sb.len, TEXT_SINGLE_BYTE) &&
+			back.len == 256 && !memcmp(back.buf, all, 256);
+		strbuf_release(&back);
+	}
+	ok(valid && round, "windows-1252: the 256 bytes decode to UTF-8 and "
+			   "encode back to themselves");
+	for (int t = 0; t < 2000 && round; t++) {
+		char buf[64];
+		size_t len = tap_rand() % sizeof(buf);
+		struct strbuf d = STRBUF_INIT, e = STRBUF_INIT;
+		enum text_encoding enc;
+
+		for (size_t k = 0; k < len; k++)
+			buf[k] = (char)tap_rand();
+		enc = text_sniff(buf, len);
+		text_decode(&d, buf, len, enc);
+		if (utf8_first_invalid(d.buf ? d.buf : "", d.len) >= 0)
+			valid = false;
+		if (enc == TEXT_SINGLE_BYTE &&
+		    (!text_encode(&e, d.buf, d.len, enc) || e.len != len ||
+		     memcmp(e.buf, buf, len)))
+			round = false;
+		strbuf_release(&d);
+		strbuf_release(&e);
+	}
+	ok(valid && round, "2,000 random buffers decode to valid UTF-8; the "
+			   "single-byte ones encode back to their bytes");
+	strbuf_reset(&sb);
+	ok(!text_encode(&sb, "\xe2\x86\x92", 3, TEXT_SINGLE_BYTE) &&
+	       sb.len == 0,
+	   "text_encode: an arrow has no windows-1252 byte, nothing added");
+	ok(!text_encode(&sb, "\xff", 1, TEXT_UTF16LE),
+	   "text_encode: bytes that are not UTF-8 are refused");
+	ok(text_encode(&sb, "h\xf0\x9f\x98\x80", 5, TEXT_UTF16BE) &&
+	       sb.len == 6 && !memcmp(sb.buf, "\0h\xd8\x3d\xde\x00", 6),
+	   "text_encode: UTF-16BE with a surrogate pair");
+	strbuf_release(&sb);
+}
+
 static void test_hash(void)
 {
 	unsigned char buf[1200], key[200];
@@ -743,6 +931,191 @@ static void test_base64(void)
 		 "exactly its bytes' encoding");
 }
 
+/*
+ * The one grammar of sizes (basic/size.h): its edges as a table, then a
+ * fuzz loop against an independent reading of the grammar (a POSIX
+ * regular expression, strtoull and 128-bit arithmetic).
+ */
+static const struct size_bounds mem = {
+    .min = 6ull << 20, .max = SIZE_LARGEST, .min_name = "Docker's minimum"};
+static const struct size_bounds disk = {
+    .min = 16ull << 20, .max = 16ull << 40, .max_name = "ext4's bound"};
+
+/* What the grammar says of s within b, by other means: 0 refused. */
+static unsigned long long size_ref(const regex_t *re, const char *s,
+				   const struct size_bounds *b)
+{
+	unsigned __int128 v;
+	size_t n = strlen(s);
+	int shift = 0;
+
+	if (regexec(re, s, 0, NULL, 0) != 0)
+		return 0;
+	switch (s[n - 1] | 0x20) {
+	case 'k':
+		shift = 10;
+		break;
+	case 'm':
+		shift = 20;
+		break;
+	case 'g':
+		shift = 30;
+		break;
+	}
+	v = (unsigned __int128)strtoull(s, NULL, 10) << shift;
+	if (v == 0 || v > b->max || v < b->min)
+		return 0;
+	return (unsigned long long)v;
+}
+
+static void test_size_parse(void)
+{
+	static const struct {
+		const char *s;
+		const struct size_bounds *b;
+		unsigned long long want; /* 0: refused */
+		const char *why;	 /* the refusal's words */
+	} t[] = {
+	    {"2g", &mem, 2ull << 30, NULL},
+	    {"512m", &mem, 512ull << 20, NULL},
+	    {"512M", &mem, 512ull << 20, NULL},
+	    {"6m", &mem, 6ull << 20, NULL},
+	    {"6144k", &mem, 6ull << 20, NULL},
+	    {"6291456", &mem, 6ull << 20, NULL},
+	    {"6291456b", &mem, 6ull << 20, NULL},
+	    {"6291455", &mem, 0, "'6291455' is below Docker's minimum of 6m"},
+	    {"1k", &mem, 0, "'1k' is below Docker's minimum of 6m"},
+	    {"5m", &mem, 0, "below Docker's minimum of 6m"},
+	    {"0", &mem, 0, "'0' must be greater than zero"},
+	    {"0g", &mem, 0, "'0g' must be greater than zero"},
+	    {"000000000000000", &mem, 0, "greater than zero"},
+	    {"1.5g", &mem, 0, "'1.5g' is not a size: 1 to 15 digits"},
+	    {"1t", &mem, 0, "'1t' is not a size"},
+	    {"2gb", &mem, 0, "is not a size"},
+	    {"1kib", &mem, 0, "is not a size"},
+	    {"", &mem, 0, "'' is not a size"},
+	    {"g", &mem, 0, "is not a size"},
+	    {"-1g", &mem, 0, "is not a size"},
+	    {"+1g", &mem, 0, "is not a size"},
+	    {" 2g", &mem, 0, "is not a size"},
+	    {"2g ", &mem, 0, "is not a size"},
+	    {"2 g", &mem, 0, "is not a size"},
+	    {"1e9", &mem, 0, "is not a size"},
+	    {"0x10m", &mem, 0, "is not a size"},
+	    {"2g\n", &mem, 0, "'2g\\n' is not a size"},
+	    {"1000000000000000", &mem, 0, "is not a size"}, /* 16 digits */
+	    {"999999999999999", &mem, 999999999999999ull, NULL},
+	    {"8589934591g", &mem, 8589934591ull << 30, NULL},
+	    {"8589934592g", &mem, 0, "'8589934592g' is too large"},
+	    {"999999999999999g", &mem, 0, "is too large"},
+	    {"16m", &disk, 16ull << 20, NULL},
+	    {"16383k", &disk, 0, "is below the minimum of 16m"},
+	    {"16384g", &disk, 16ull << 40, NULL},
+	    {"16385g", &disk, 0, "'16385g' is over ext4's bound of 16384g"},
+	    {"15t", &disk, 0, "is not a size"},
+	    {"1", &size_bytes, 1, NULL},
+	    {"1b", &size_bytes, 1, NULL},
+	    {"0b", &size_bytes, 0, "greater than zero"},
+	};
+	char long_in[200];
+	regex_t re;
+	unsigned seed = 28;
+	int wrong = 0, n = 0;
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(*t); i++) {
+		unsigned long long v = 77;
+		char *why = size_parse(t[i].s, t[i].b, &v);
+
+		if (t[i].want)
+			ok(!why && v == t[i].want, "size '%s' is %llu bytes",
+			   t[i].s, t[i].want);
+		else
+			ok(why && v == 77 && strstr(why, t[i].why),
+			   "size #%zu refused: %s", i, t[i].why);
+		free(why);
+	}
+	memset(long_in, '7', sizeof(long_in) - 1);
+	long_in[sizeof(long_in) - 1] = '\0';
+	{
+		char *why = size_parse(long_in, &mem, &(unsigned long long){0});
+
+		ok(why && strstr(why, "...' is not a size") &&
+		       strlen(why) < 160,
+		   "a long value is refused, cut in the message");
+		free(why);
+	}
+
+	/* Fuzz: strings of the characters that matter, and numbers near
+	 * every bound, against the reference. */
+	if (regcomp(&re, "^[0-9]{1,15}[bkmgBKMG]?$", REG_EXTENDED | REG_NOSUB))
+		bail_out("regcomp");
+	for (int i = 0; i < 200000; i++) {
+		static const char alphabet[] = "0123456789bkmgtBKMG. -+xe\xff";
+		const struct size_bounds *b = i % 3 == 0	 ? &mem
+					      : i % 3 == 1 ? &disk
+							   : &size_bytes;
+		char s[24];
+		size_t len = (size_t)(rand_r(&seed) % 19);
+		unsigned long long v = 0, want;
+		char *why;
+
+		if (i % 4 == 0) {
+			/* A number of 1 to 18 digits, often of a unit. */
+			snprintf(s, sizeof(s), "%llu%s",
+				 ((unsigned long long)rand_r(&seed) << 31 |
+				  (unsigned)rand_r(&seed)) >>
+				     (rand_r(&seed) % 62),
+				 (const char *[]){"", "k", "m", "G", "t"}
+				     [rand_r(&seed) % 5]);
+		} else {
+			for (size_t k = 0; k < len; k++)
+				s[k] = alphabet[(size_t)rand_r(&seed) %
+						(sizeof(alphabet) - 1)];
+			s[len] = '\0';
+		}
+		want = size_ref(&re, s, b);
+		why = size_parse(s, b, &v);
+		n++;
+		if (want ? (why || v != want) : (!why || why[0] != '\'')) {
+			if (wrong++ < 5)
+				diag("'%s': %s, %llu; want %llu", s,
+				     why ? why : "taken", v, want);
+		}
+		free(why);
+	}
+	regfree(&re);
+	is_int(wrong, 0, "size_parse agrees with the grammar's reference "
+			 "on %d fuzzed values",
+	       n);
+
+	/* size_format gives what size_parse reads back. */
+	wrong = 0;
+	for (int i = 0; i < 10000; i++) {
+		unsigned long long x =
+		    ((unsigned long long)rand_r(&seed) % 1000000 + 1)
+		    << (10 * (rand_r(&seed) % 4));
+		char buf[SIZE_FORMAT_MAX];
+		unsigned long long back = 0;
+		char *why;
+
+		size_format(x, buf);
+		why = size_parse(buf, &size_bytes, &back);
+		wrong += why || back != x;
+		free(why);
+	}
+	is_int(wrong, 0, "size_format reads back as the same size");
+	{
+		char buf[SIZE_FORMAT_MAX];
+
+		size_format(6ull << 20, buf);
+		is_str(buf, "6m", "6 MiB formats as 6m");
+		size_format(16ull << 40, buf);
+		is_str(buf, "16384g", "16 TiB formats as 16384g");
+		size_format(1000, buf);
+		is_str(buf, "1000", "1000 bytes format as 1000");
+	}
+}
+
 int main(void)
 {
 	xjson_init();
@@ -750,10 +1123,12 @@ int main(void)
 	test_strbuf();
 	test_utf8();
 	test_text();
+	test_decode();
 	test_find();
 	test_xjson();
 	test_hash();
 	test_parse_uint();
 	test_base64();
+	test_size_parse();
 	return done_testing();
 }

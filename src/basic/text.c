@@ -272,3 +272,208 @@ bool text_parse_uint(const char *s, unsigned long long max,
 	*out = x;
 	return true;
 }
+
+bool text_add_utf8_lossy(struct strbuf *out, const char *s, size_t len)
+{
+	bool lossy = false;
+
+	for (size_t i = 0; i < len;) {
+		uint32_t cp;
+		size_t n = utf8_decode(s + i, len - i, &cp);
+
+		if (n == 0) {
+			strbuf_addstr(out, "\xEF\xBF\xBD"); /* U+FFFD */
+			lossy = true;
+			i++;
+			continue;
+		}
+		strbuf_add(out, s + i, n);
+		i += n;
+	}
+	return lossy;
+}
+
+/* ---- text files ---- */
+
+/* windows-1252's 0x80-0x9F (WHATWG): the five cp1252 leaves undefined
+ * are the C1 controls of their own number, so every byte has one
+ * character and no two bytes the same. */
+static const uint16_t cp1252_high[32] = {
+    0x20AC, 0x0081, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021,
+    0x02C6, 0x2030, 0x0160, 0x2039, 0x0152, 0x008D, 0x017D, 0x008F,
+    0x0090, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014,
+    0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0x009D, 0x017E, 0x0178,
+};
+
+static void add_cp(struct strbuf *out, uint32_t c)
+{
+	char b[4];
+
+	if (c < 0x80) {
+		strbuf_addch(out, (int)c);
+		return;
+	}
+	if (c < 0x800) {
+		b[0] = (char)(0xC0 | (c >> 6));
+		b[1] = (char)(0x80 | (c & 0x3F));
+		strbuf_add(out, b, 2);
+	} else if (c < 0x10000) {
+		b[0] = (char)(0xE0 | (c >> 12));
+		b[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+		b[2] = (char)(0x80 | (c & 0x3F));
+		strbuf_add(out, b, 3);
+	} else {
+		b[0] = (char)(0xF0 | (c >> 18));
+		b[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+		b[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+		b[3] = (char)(0x80 | (c & 0x3F));
+		strbuf_add(out, b, 4);
+	}
+}
+
+enum text_encoding text_sniff(const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+
+	if (len >= 2 && u[0] == 0xFF && u[1] == 0xFE)
+		return TEXT_UTF16LE;
+	if (len >= 2 && u[0] == 0xFE && u[1] == 0xFF)
+		return TEXT_UTF16BE;
+	if (utf8_first_invalid(s, len) >= 0)
+		return TEXT_SINGLE_BYTE;
+	if (len >= 3 && u[0] == 0xEF && u[1] == 0xBB && u[2] == 0xBF)
+		return TEXT_UTF8_BOM;
+	return TEXT_UTF8;
+}
+
+const char *text_encoding_name(enum text_encoding enc)
+{
+	switch (enc) {
+	case TEXT_UTF8:
+		return "UTF-8";
+	case TEXT_UTF8_BOM:
+		return "UTF-8 with a byte order mark";
+	case TEXT_UTF16LE:
+		return "UTF-16LE";
+	case TEXT_UTF16BE:
+		return "UTF-16BE";
+	case TEXT_SINGLE_BYTE:
+		break;
+	}
+	return "windows-1252";
+}
+
+static void decode_utf16(struct strbuf *out, const unsigned char *u, size_t len,
+			 bool be)
+{
+	size_t i = 2; /* past the byte order mark */
+
+	while (i + 1 < len) {
+		uint32_t c = be ? (uint32_t)(u[i] << 8 | u[i + 1])
+				: (uint32_t)(u[i + 1] << 8 | u[i]);
+
+		i += 2;
+		if (c >= 0xD800 && c <= 0xDBFF && i + 1 < len) {
+			uint32_t lo = be ? (uint32_t)(u[i] << 8 | u[i + 1])
+					 : (uint32_t)(u[i + 1] << 8 | u[i]);
+
+			if (lo >= 0xDC00 && lo <= 0xDFFF) {
+				i += 2;
+				add_cp(out, 0x10000 + ((c - 0xD800) << 10) +
+						(lo - 0xDC00));
+				continue;
+			}
+		}
+		add_cp(out, c >= 0xD800 && c <= 0xDFFF ? 0xFFFD : c);
+	}
+	if (i < len)
+		add_cp(out, 0xFFFD); /* an odd last byte */
+}
+
+void text_decode(struct strbuf *out, const char *s, size_t len,
+		 enum text_encoding enc)
+{
+	const unsigned char *u = (const unsigned char *)s;
+
+	switch (enc) {
+	case TEXT_UTF8:
+		strbuf_add(out, s, len);
+		return;
+	case TEXT_UTF8_BOM:
+		strbuf_add(out, s + 3, len - 3);
+		return;
+	case TEXT_UTF16LE:
+	case TEXT_UTF16BE:
+		decode_utf16(out, u, len, enc == TEXT_UTF16BE);
+		return;
+	case TEXT_SINGLE_BYTE:
+		break;
+	}
+	strbuf_grow(out, len);
+	for (size_t i = 0; i < len; i++)
+		add_cp(out, u[i] >= 0x80 && u[i] < 0xA0
+				? cp1252_high[u[i] - 0x80]
+				: u[i]);
+}
+
+/* The windows-1252 byte of c, or -1 when it has none. */
+static int cp1252_byte(uint32_t c)
+{
+	if (c < 0x80 || (c >= 0xA0 && c <= 0xFF))
+		return (int)c;
+	for (int k = 0; k < 32; k++)
+		if (cp1252_high[k] == c)
+			return 0x80 + k;
+	return -1;
+}
+
+bool text_encode(struct strbuf *out, const char *u, size_t len,
+		 enum text_encoding enc)
+{
+	size_t keep = out->len;
+
+	if (utf8_first_invalid(u, len) >= 0)
+		return false;
+	if (enc == TEXT_UTF8 || enc == TEXT_UTF8_BOM) {
+		strbuf_add(out, u, len);
+		return true;
+	}
+	for (size_t i = 0; i < len;) {
+		uint32_t c;
+		size_t n = utf8_decode(u + i, len - i, &c);
+		unsigned char b[4];
+		int k;
+
+		i += n;
+		if (enc == TEXT_SINGLE_BYTE) {
+			k = cp1252_byte(c);
+			if (k < 0) {
+				strbuf_setlen(out, keep);
+				return false;
+			}
+			strbuf_addch(out, k);
+			continue;
+		}
+		if (c >= 0x10000) {
+			uint32_t hi = 0xD800 + ((c - 0x10000) >> 10);
+			uint32_t lo = 0xDC00 + ((c - 0x10000) & 0x3FF);
+
+			b[0] = (unsigned char)(hi >> 8),
+			b[1] = (unsigned char)hi;
+			b[2] = (unsigned char)(lo >> 8),
+			b[3] = (unsigned char)lo;
+			k = 4;
+		} else {
+			b[0] = (unsigned char)(c >> 8), b[1] = (unsigned char)c;
+			k = 2;
+		}
+		for (int j = 0; j < k; j += 2) {
+			unsigned char pair[2] = {b[j], b[j + 1]};
+
+			if (enc == TEXT_UTF16LE)
+				pair[0] = b[j + 1], pair[1] = b[j];
+			strbuf_add(out, pair, 2);
+		}
+	}
+	return true;
+}

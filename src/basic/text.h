@@ -38,6 +38,54 @@ size_t utf8_chars(const char *s, size_t len);
 /* The length of s[0..len) without a UTF-8 sequence cut short at its end. */
 size_t utf8_whole(const char *s, size_t len);
 
+/* Append s[0..len) with each byte that is not valid UTF-8 as U+FFFD
+ * (NUL bytes kept); true when any was replaced. */
+bool text_add_utf8_lossy(struct strbuf *out, const char *s, size_t len);
+
+/*
+ * Text files.  How a file's bytes are read as text (docs/serve.md,
+ * "Text"), the way sandboxd reads them: a UTF-16 byte order mark
+ * (FF FE, FE FF) makes it UTF-16 of that order; otherwise valid UTF-8 is
+ * UTF-8 (a UTF-8 byte order mark, EF BB BF, not part of the text); any
+ * other bytes are single-byte text, windows-1252 as the WHATWG Encoding
+ * standard defines it (latin-1 but for 0x80-0x9F, which are the
+ * typographic characters of cp1252, and the five bytes cp1252 leaves
+ * undefined the C1 controls of the same number), a bijection of the 256
+ * bytes onto 256 characters.  NUL bytes are text (U+0000).
+ */
+enum text_encoding {
+	TEXT_UTF8,     /* valid UTF-8, no byte order mark: the bytes as is */
+	TEXT_UTF8_BOM, /* valid UTF-8 after its byte order mark */
+	TEXT_UTF16LE,
+	TEXT_UTF16BE,
+	TEXT_SINGLE_BYTE, /* windows-1252 */
+};
+
+/* How s[0..len) is read as text (above). */
+enum text_encoding text_sniff(const char *s, size_t len);
+
+/* The encoding's name for people ("UTF-8", "UTF-16LE", "windows-1252"). */
+const char *text_encoding_name(enum text_encoding enc);
+
+/*
+ * Append s[0..len), read as enc, as UTF-8: a byte order mark dropped; in
+ * UTF-16 an unpaired surrogate and an odd last byte as U+FFFD.  What is
+ * appended is valid UTF-8 (it may hold U+0000), at most 3 bytes per byte
+ * of s (windows-1252's U+20AC, three bytes, from one).
+ */
+void text_decode(struct strbuf *out, const char *s, size_t len,
+		 enum text_encoding enc);
+
+/*
+ * Append the UTF-8 text u[0..len) encoded as enc (TEXT_UTF16LE/BE
+ * without a byte order mark, TEXT_SINGLE_BYTE; TEXT_UTF8 and
+ * TEXT_UTF8_BOM as is): false, with out as it was, when u is not valid
+ * UTF-8 or holds a character enc cannot encode.  For every byte string
+ * b, encoding text_decode(b, TEXT_SINGLE_BYTE) gives b back.
+ */
+bool text_encode(struct strbuf *out, const char *u, size_t len,
+		 enum text_encoding enc);
+
 /*
  * A control character: C0 (U+0000-U+001F), DEL (U+007F) and C1
  * (U+0080-U+009F).  C1 counts: U+009B is a CSI to many terminals and YAML

@@ -15,6 +15,7 @@
 #include "catalog/catalog.h"
 #include "basic/error.h"
 #include "basic/jsonpos.h"
+#include "basic/size.h"
 #include "basic/suggest.h"
 #include "basic/util.h"
 #include "basic/xjson.h"
@@ -27,8 +28,6 @@ static const char *const known_fields[] = {
 
 #define ALIAS_MAX 32
 #define DESCRIPTION_MAX 200
-/* Docker refuses a memory limit below 6 MiB. */
-#define MEM_MIN (6ull << 20)
 
 void catalog_init(struct catalog *cat)
 {
@@ -525,42 +524,12 @@ char *catalog_check_env_name(const char *s)
 	return NULL;
 }
 
+/* The one grammar of sizes (basic/size.h), a memory limit's bounds. */
 char *catalog_check_mem_limit(const char *s)
 {
-	cleanup_free char *q = NULL;
-	unsigned long long v = 0, mult = 1;
-	size_t n = strlen(s);
-	size_t digits = 0;
+	unsigned long long bytes;
 
-	while (digits < n && s[digits] >= '0' && s[digits] <= '9')
-		digits++;
-	if (digits == 0 || digits > 15 || n - digits > 1 ||
-	    (n - digits == 1 && !strchr("bkmgBKMG", s[digits])))
-		return xasprintf(
-		    "%s is not a Docker memory size: digits and one "
-		    "unit b, k, m or g (such as '2g' or '512m')",
-		    QUOTED(s));
-	for (size_t i = 0; i < digits; i++)
-		v = v * 10 + (unsigned long long)(s[i] - '0');
-	switch (n > digits ? s[digits] | 0x20 : 'b') {
-	case 'k':
-		mult = 1ull << 10;
-		break;
-	case 'm':
-		mult = 1ull << 20;
-		break;
-	case 'g':
-		mult = 1ull << 30;
-		break;
-	}
-	if (v == 0)
-		return xasprintf("%s must be greater than zero", QUOTED(s));
-	if (v > (~0ull >> 1) / mult)
-		return xasprintf("%s is too large", QUOTED(s));
-	if (v * mult < MEM_MIN)
-		return xasprintf("%s is below Docker's minimum of 6m",
-				 QUOTED(s));
-	return NULL;
+	return size_parse(s, &size_memory, &bytes);
 }
 
 static const char *did_you_mean(const char *key)

@@ -124,9 +124,10 @@ extern const size_t serve_nroutes;
 
 /* The sandboxd policy document of snap (GET /policy). */
 json_t *serve_policy_json(const struct serve_snap *snap);
-/* Check a PolicyUpdate: 0, or -1 with status (400, 422) and detail. */
+/* Check a PolicyUpdate: 0, or -1 with status (400: an unknown alias,
+ * why its detail; 422: field, the top-level field, and why). */
 int serve_policy_check(const struct serve_snap *snap, json_t *upd,
-		       int *status, struct strbuf *detail);
+		       int *status, struct strbuf *field, struct strbuf *why);
 /* Merge upd into overrides (new reference). */
 json_t *serve_policy_merge(json_t *overrides, json_t *upd);
 

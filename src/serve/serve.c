@@ -19,6 +19,7 @@
 #include "basic/error.h"
 #include "basic/fileio.h"
 #include "basic/hash.h"
+#include "basic/size.h"
 #include "basic/util.h"
 #include "serve/serve-int.h"
 #include "svc/svc-audit.h"
@@ -89,6 +90,7 @@ static int apply_overrides(struct serve_snap *snap, json_t *o,
 			   struct sbx_error **err)
 {
 	struct session_config *c = &snap->svc.cfg.session;
+	cleanup_free char *why = NULL;
 	json_t *v;
 
 	if (!o)
@@ -103,15 +105,19 @@ static int apply_overrides(struct serve_snap *snap, json_t *o,
 	if ((v = json_object_get(o, "max_read_bytes")) && json_is_integer(v))
 		c->max_read = (unsigned long long)json_integer_value(v);
 	if ((v = json_object_get(o, "mem_limit")) && json_is_string(v) &&
-	    svc_parse_size(json_string_value(v), &c->mem_limit, err) < 0)
-		return sbx_error_wrap(err, "mem_limit");
+	    (why =
+		 size_parse(json_string_value(v), &size_memory, &c->mem_limit)))
+		return sbx_error_set(err, SBX_E_INVALID, 0, "mem_limit: %s",
+				     why);
 	if ((v = json_object_get(o, "default_runtime")) && json_is_string(v))
 		snap->default_runtime = xstrdup(json_string_value(v));
 	return 0;
 }
 
-/* Each runtime's mem_limit of the overrides' "runtimes". */
-static void apply_runtimes(struct serve_snap *snap, json_t *o)
+/* Each runtime's mem_limit of the overrides' "runtimes", checked as
+ * the catalogue checks its own (a file edited by hand too). */
+static int apply_runtimes(struct serve_snap *snap, json_t *o,
+			  struct sbx_error **err)
 {
 	json_t *rts = json_object_get(o, "runtimes"), *v;
 	const char *alias;
@@ -119,15 +125,24 @@ static void apply_runtimes(struct serve_snap *snap, json_t *o)
 	json_object_foreach(rts, alias, v)
 	{
 		json_t *m = json_object_get(v, "mem_limit");
+		unsigned long long bytes;
+		cleanup_free char *why = NULL;
 
+		if (!json_is_string(m))
+			continue;
+		why = size_parse(json_string_value(m), &size_memory, &bytes);
+		if (why)
+			return sbx_error_set(err, SBX_E_INVALID, 0,
+					     "runtimes.%s.mem_limit: %s", alias,
+					     why);
 		for (size_t i = 0; i < snap->cat.n; i++)
-			if (strcmp(snap->cat.rt[i].alias, alias) == 0 &&
-			    json_is_string(m)) {
+			if (strcmp(snap->cat.rt[i].alias, alias) == 0) {
 				free(snap->cat.rt[i].mem_limit);
 				snap->cat.rt[i].mem_limit =
 				    xstrdup(json_string_value(m));
 			}
 	}
+	return 0;
 }
 
 int serve_snap_make(struct serve *sv, json_t *overrides,
@@ -157,11 +172,11 @@ int serve_snap_make(struct serve *sv, json_t *overrides,
 	snap->svc.pool = sv->base.pool;
 	snap->svc.engines = sv->base.engines;
 	snap->overrides = overrides ? json_incref(overrides) : NULL;
-	if (apply_overrides(snap, overrides, err) < 0) {
+	if (apply_overrides(snap, overrides, err) < 0 ||
+	    apply_runtimes(snap, overrides, err) < 0) {
 		serve_snap_put(snap);
 		return -1;
 	}
-	apply_runtimes(snap, overrides);
 	*out = snap;
 	return 0;
 }
@@ -597,14 +612,21 @@ int serve_start(struct serve **out, const struct serve_config *c,
 	sv->log_fd = c->log_fd;
 	sv->catalog_path = c->catalog_path ? xstrdup(c->catalog_path) : NULL;
 	sv->policy_file = c->policy_file ? xstrdup(c->policy_file) : NULL;
+	/* Opt-in: without it an open naming no tenant is no tenant's. */
 	sv->default_tenant =
-	    xstrdup(c->default_tenant ? c->default_tenant : "default");
+	    c->default_tenant ? xstrdup(c->default_tenant) : NULL;
 	sv->interval_s = c->cleanup_interval_s;
 	pthread_mutex_init(&sv->lock, NULL);
 	pthread_cond_init(&sv->wake, NULL);
 	pthread_cond_init(&sv->pool_wake, NULL);
 	sv->pool_reloaded = true; /* the first pass tidies, pool or not */
 	svc_init(&sv->base, sv->env);
+	if (sv->default_tenant && !svc_wire_name_valid(sv->default_tenant)) {
+		sbx_error_set(err, SBX_E_INVALID, 0,
+			      "SBXCAT_SERVE_TENANT: not a tenant of the wire's "
+			      "pattern [A-Za-z0-9][A-Za-z0-9._-]{0,63}");
+		goto fail;
+	}
 	if (set_service_token(sv, c, err) < 0 ||
 	    load_tenants(sv, c->tenants_file, err) < 0 ||
 	    check_listen(sv, c, err) < 0)

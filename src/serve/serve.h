@@ -38,7 +38,9 @@ struct serve_config {
 	const char *token, *token_file;
 	const char *tenants_file; /* NULL: none */
 	const char *policy_file;  /* SANDBOXD_POLICY_OVERRIDES, or NULL */
-	const char *default_tenant; /* for an open naming none */
+	/* SBXCAT_SERVE_TENANT: the tenant of an open naming none; NULL:
+	 * such an open is no tenant's (SVC_WIRE_NO_TENANT). */
+	const char *default_tenant;
 	unsigned cleanup_interval_s; /* 0: no reaper */
 	int log_fd;		     /* the access log and warnings */
 	/* HTTP limits (http.h; 0: its defaults). */

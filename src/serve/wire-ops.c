@@ -19,6 +19,7 @@
 #include "basic/base64.h"
 #include "basic/clock.h"
 #include "basic/error.h"
+#include "basic/text.h"
 #include "basic/util.h"
 #include "basic/xjson.h"
 #include "serve/wire.h"
@@ -561,7 +562,9 @@ static json_t *read_content(const struct svc_fs_read_res *r,
 		strbuf_addf(&sb, "\n\n[... more lines. Use offset=%llu to read "
 				 "more.]",
 			    offset + r->n);
-	j = json_stringn(sb.buf ? sb.buf : "", sb.len);
+	/* The lines are text already (workspace.h, read); a NUL in the
+	 * file is U+0000, as sandboxd's str keeps it. */
+	j = xjson_textn(sb.buf ? sb.buf : "", sb.len);
 	strbuf_release(&sb);
 	return j;
 }
@@ -879,10 +882,13 @@ static int list_entry(void *arg, const struct walk_entry *e,
 	 * sandbox set where it cannot be written (before 1970, or past
 	 * what a struct tm holds). */
 	clock_format_time(when, e->mtime);
+	/* FileEntry's name and path are strings: a name that is not UTF-8
+	 * shows each invalid byte as U+FFFD (docs/serve.md, "Text"). */
 	json_array_append_new(
 	    l->rows,
-	    xjson_pack("{s:s, s:s, s:b, s:o, s:o}", "name", e->name, "path",
-		       path, "is_dir", dir && !l->glob, "size",
+	    xjson_pack("{s:o, s:o, s:b, s:o, s:o}", "name",
+		       xjson_text(e->name), "path", xjson_text(path), "is_dir",
+		       dir && !l->glob, "size",
 		       l->glob ? json_null()
 			       : json_integer((json_int_t)e->size),
 		       "modified_at",
@@ -1009,14 +1015,15 @@ static int grep_match(void *arg, const struct grep_match *m,
 		      struct sbx_error **err)
 {
 	json_t *rows = arg;
-	json_t *line = json_stringn(m->text, m->len);
+	/* A line cut at GREP_LINE_MAX may end inside a character. */
+	size_t len = m->cut ? utf8_whole(m->text, m->len) : m->len;
 
-	if (!line) /* not UTF-8: as the bytes would be shown */
-		line = json_string("");
-	json_array_append_new(rows,
-			      xjson_pack("{s:s, s:I, s:o}", "path", m->path,
-					 "line_number", (json_int_t)m->line,
-					 "line", line));
+	/* A line or a path that is not UTF-8 shows each invalid byte as
+	 * U+FFFD; a NUL in the line is U+0000. */
+	json_array_append_new(
+	    rows, xjson_pack("{s:o, s:I, s:o}", "path", xjson_text(m->path),
+			     "line_number", (json_int_t)m->line, "line",
+			     xjson_textn(m->text, len)));
 	return 0;
 }
 

@@ -7,15 +7,22 @@
 #include <string.h>
 
 #include "basic/alloc.h"
+#include "basic/size.h"
 #include "basic/util.h"
 #include "basic/xjson.h"
 #include "serve/wire.h"
 #include "svc/svc-audit.h"
 #include "svc/svc-pool.h"
 
-/* The fields a PolicyUpdate may change here: sbxcat's settings of the
- * same name (docs/serve.md says which of sandboxd's are not). */
-enum kind { UINT0, UINT1, SIZE, ALIAS };
+/*
+ * The fields of a PolicyUpdate sbxcat takes (docs/serve.md, "Policy"):
+ * its settings of the same name.  A size is basic/size.h's, the grammar
+ * and bounds the catalogue and the environment take, so nothing PUT here
+ * is refused later by the engine.  memswap_limit and tmpfs_size are
+ * sizes sbxcat fixes in its hardening: a bad one is said as bad, a good
+ * one as fixed.
+ */
+enum kind { UINT0, UINT1, SIZE, FIXED_SWAP, FIXED_TMPFS, ALIAS };
 static const struct {
 	const char *name;
 	enum kind kind;
@@ -24,7 +31,8 @@ static const struct {
     {"max_sessions_per_tenant", UINT0}, {"idle_timeout", UINT0},
     {"workspace_ttl", UINT0},	 {"container_ttl", UINT0},
     {"execute_timeout", UINT1},	 {"max_read_bytes", UINT1},
-    {"mem_limit", SIZE},
+    {"mem_limit", SIZE},	 {"memswap_limit", FIXED_SWAP},
+    {"tmpfs_size", FIXED_TMPFS},
 };
 
 static json_t *num_or_null(long long v)
@@ -58,10 +66,10 @@ json_t *serve_policy_json(const struct serve_snap *snap)
 	const struct runtime *def =
 	    snap->default_runtime ? catalog_find(&snap->cat, snap->default_runtime)
 				  : catalog_default(&snap->cat);
-	char mem[32];
+	char mem[SIZE_FORMAT_MAX];
 	json_t *rts = json_array(), *doc;
 
-	snprintf(mem, sizeof(mem), "%llum", c->mem_limit >> 20);
+	size_format(c->mem_limit, mem);
 	for (size_t i = 0; i < snap->cat.n; i++)
 		json_array_append_new(rts,
 				      runtime_json(snap, &snap->cat.rt[i], mem));
@@ -102,43 +110,63 @@ static int field_kind(const char *name)
 	return -1;
 }
 
-static bool value_ok(const struct serve_snap *snap, int kind, json_t *v,
-		     int *status)
+/* Why v is not a value of kind, into why; true when it is one. */
+static bool value_ok(int kind, json_t *v, struct strbuf *why)
 {
-	*status = 422;
+	cleanup_free char *bad = NULL;
+	unsigned long long bytes;
+
 	switch (kind) {
 	case UINT0:
 	case UINT1:
-		return json_is_integer(v) &&
-		       json_integer_value(v) >= (kind == UINT1 ? 1 : 0) &&
-		       json_integer_value(v) <= 0x7fffffff;
-	case SIZE: {
-		unsigned long long bytes;
-		struct sbx_error *err = NULL;
-		bool good = json_is_string(v) &&
-			    svc_parse_size(json_string_value(v), &bytes, &err) == 0;
-
-		sbx_error_free(&err);
-		return good;
-	}
-	case ALIAS:
-		if (!json_is_string(v))
+		if (json_is_integer(v) &&
+		    json_integer_value(v) >= (kind == UINT1 ? 1 : 0) &&
+		    json_integer_value(v) <= 0x7fffffff)
+			return true;
+		strbuf_addf(why, "expected a whole number from %d to %d",
+			    kind == UINT1 ? 1 : 0, 0x7fffffff);
+		return false;
+	case SIZE:
+	case FIXED_SWAP:
+	case FIXED_TMPFS:
+		if (!json_is_string(v)) {
+			strbuf_addstr(why, "expected a size as a string, such "
+					   "as '2g' or '512m'");
 			return false;
-		*status = 400;
-		return catalog_find(&snap->cat, json_string_value(v)) != NULL;
+		}
+		/* /tmp's tmpfs is not a memory limit: any size of a byte
+		 * and up is one (and sbxcat fixes it anyway). */
+		bad = size_parse(
+		    json_string_value(v),
+		    kind == FIXED_TMPFS ? &size_bytes : &size_memory, &bytes);
+		if (bad)
+			strbuf_addstr(why, bad);
+		else if (kind == FIXED_SWAP)
+			strbuf_addstr(why, "sbxcat fixes it: a sandbox's swap "
+					   "limit is its memory limit (no "
+					   "swap)");
+		else if (kind == FIXED_TMPFS)
+			strbuf_addstr(why, "sbxcat fixes it: /tmp is a tmpfs "
+					   "of 64m");
+		return !bad && kind == SIZE;
 	}
 	return false;
 }
 
-/* "runtimes": {alias: {"mem_limit": str}} of aliases the catalogue has. */
-static int runtimes_check(const struct serve_snap *snap, json_t *v,
-			  int *status, struct strbuf *why)
+/* "runtimes": {alias: {"mem_limit": size}} of aliases the catalogue
+ * has; memswap_limit as at the top. */
+static int runtimes_check(const struct serve_snap *snap, json_t *v, int *status,
+			  struct strbuf *why)
 {
 	const char *alias, *k;
 	json_t *o, *x;
 
-	if (!json_is_object(v))
-		goto bad;
+	*status = 422;
+	if (!json_is_object(v)) {
+		strbuf_addstr(why, "expected an object of runtimes' "
+				   "changes");
+		return -1;
+	}
 	json_object_foreach(v, alias, o)
 	{
 		if (!catalog_find(&snap->cat, alias)) {
@@ -146,31 +174,35 @@ static int runtimes_check(const struct serve_snap *snap, json_t *v,
 			strbuf_addf(why, "Unknown runtime '%s'", alias);
 			return -1;
 		}
-		if (!json_is_object(o))
-			goto bad;
+		if (!json_is_object(o)) {
+			strbuf_addf(why, "%s: expected an object", alias);
+			return -1;
+		}
 		json_object_foreach(o, k, x)
 		{
-			unsigned long long bytes;
-			struct sbx_error *err = NULL;
+			int kind = strcmp(k, "mem_limit") == 0 ? SIZE
+				   : strcmp(k, "memswap_limit") == 0
+				       ? FIXED_SWAP
+				       : -1;
 
-			if (strcmp(k, "mem_limit") != 0 || !json_is_string(x))
-				goto bad;
-			if (svc_parse_size(json_string_value(x), &bytes, &err) <
-			    0) {
-				sbx_error_free(&err);
-				goto bad;
+			if (json_is_null(x))
+				continue; /* absent: unchanged */
+			strbuf_addf(why, "%s.%s: ", alias, k);
+			if (kind < 0) {
+				strbuf_addstr(why, "not a field sbxcat's "
+						   "policy can change");
+				return -1;
 			}
+			if (!value_ok(kind, x, why))
+				return -1;
+			strbuf_reset(why);
 		}
 	}
 	return 0;
-bad:
-	*status = 422;
-	strbuf_addstr(why, "runtimes");
-	return -1;
 }
 
-int serve_policy_check(const struct serve_snap *snap, json_t *upd,
-		       int *status, struct strbuf *why)
+int serve_policy_check(const struct serve_snap *snap, json_t *upd, int *status,
+		       struct strbuf *field, struct strbuf *why)
 {
 	const char *k;
 	json_t *v;
@@ -179,6 +211,9 @@ int serve_policy_check(const struct serve_snap *snap, json_t *upd,
 	{
 		int kind = field_kind(k);
 
+		*status = 422;
+		strbuf_reset(field);
+		strbuf_addstr(field, k);
 		if (strcmp(k, "runtimes") == 0) {
 			if (runtimes_check(snap, v, status, why) < 0)
 				return -1;
@@ -186,16 +221,27 @@ int serve_policy_check(const struct serve_snap *snap, json_t *upd,
 		}
 		if (json_is_null(v))
 			continue; /* absent: unchanged */
-		if (kind < 0 || !value_ok(snap, kind, v, status)) {
-			if (kind < 0)
-				*status = 422;
-			if (*status == 400)
-				strbuf_addf(why, "Unknown runtime '%s'",
-					    json_string_value(v));
-			else
-				strbuf_addstr(why, k);
+		if (kind < 0) {
+			strbuf_addstr(why, "not a field sbxcat's policy can "
+					   "change (docs/serve.md, Policy)");
 			return -1;
 		}
+		if (kind == ALIAS) {
+			if (!json_is_string(v)) {
+				strbuf_addstr(why, "expected a runtime's "
+						   "alias");
+				return -1;
+			}
+			if (!catalog_find(&snap->cat, json_string_value(v))) {
+				*status = 400;
+				strbuf_addf(why, "Unknown runtime '%s'",
+					    json_string_value(v));
+				return -1;
+			}
+			continue;
+		}
+		if (!value_ok(kind, v, why))
+			return -1;
 	}
 	return 0;
 }

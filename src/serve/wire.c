@@ -326,9 +326,9 @@ json_t *wire_session_info(const struct svc *s,
 	bool asleep = state && strcmp(state, SESSION_STATE_HIBERNATED) == 0;
 	double last = (double)ws->rec.last_activity;
 	json_t *doc = xjson_pack(
-	    "{s:s, s:s, s:s, s:b, s:s, s:f, s:f, s:f, s:n, s:s}", "session_id",
+	    "{s:s, s:s, s:s?, s:b, s:s, s:f, s:f, s:f, s:n, s:s}", "session_id",
 	    ws->wire.id[0] ? ws->wire.id : ws->key, "runtime", ws->rec.runtime,
-	    "tenant", ws->rec.tenant, "alive", alive, "state",
+	    "tenant", svc_wire_tenant(ws->rec.tenant), "alive", alive, "state",
 	    asleep ? SESSION_STATE_HIBERNATED : "running", "created_at",
 	    (double)ws->rec.created, "last_activity", last, "idle_seconds",
 	    now > last ? now - last : 0.0, "usage", "key", ws->key);
@@ -660,12 +660,16 @@ static bool open_fields(struct wire_req *w, struct svc_wire_open_req *o,
 		wire_detail(w, 403, "This token is not tenant '%s''s", t);
 		return false;
 	}
-	*tenant = w->auth.tenant ? w->auth.tenant
-				 : t ? t : w->sv->default_tenant;
+	/* No tenant: sandboxd's null, no per-tenant ceiling
+	 * (SVC_WIRE_NO_TENANT), unless SBXCAT_SERVE_TENANT names one. */
+	*tenant = w->auth.tenant	? w->auth.tenant
+		  : t			? t
+		  : w->sv->default_tenant ? w->sv->default_tenant
+					: SVC_WIRE_NO_TENANT;
 	if (!o->id) {
 		char hex[17];
 
-		random_hex(hex, 16);
+		random_hex(hex, 8); /* 16 digits: random_hex(hex, 16) wrote 33 */
 		snprintf(idbuf, 24, "s-%s", hex);
 		o->id = idbuf;
 	}
@@ -929,7 +933,7 @@ static void policy_put(void *arg, struct http_request *req,
 		       struct http_response *res)
 {
 	struct wire_req w;
-	struct strbuf why = STRBUF_INIT;
+	struct strbuf why = STRBUF_INIT, field = STRBUF_INIT;
 	struct serve_snap *snap = NULL;
 	struct sbx_error *err = NULL;
 	json_t *merged = NULL;
@@ -938,13 +942,12 @@ static void policy_put(void *arg, struct http_request *req,
 	if (!wire_begin(&w, arg, req, res, true) ||
 	    !wire_auth_service(&w, false))
 		goto out;
-	if (serve_policy_check(w.snap, w.body, &status, &why) < 0) {
+	if (serve_policy_check(w.snap, w.body, &status, &field, &why) < 0) {
 		if (status == 400)
 			wire_detail(&w, 400, "%s", strbuf_str(&why));
 		else
-			wire_invalid(&w, "body", strbuf_str(&why), "invalid",
-				     "not a field that can be changed, or a "
-				     "value of the wrong type");
+			wire_invalid(&w, "body", strbuf_str(&field),
+				     "value_error", strbuf_str(&why));
 		goto out;
 	}
 	merged = serve_policy_merge(w.snap->overrides, w.body);
@@ -960,6 +963,7 @@ out:
 	json_decref(merged);
 	sbx_error_free(&err);
 	strbuf_release(&why);
+	strbuf_release(&field);
 	wire_end(&w);
 }
 

@@ -28,6 +28,8 @@
 
 #include <stdbool.h>
 
+#include "basic/size.h"
+
 struct engine;
 struct sbx_error;
 struct session_record;
@@ -41,6 +43,19 @@ struct session_root;
 #define SESSION_INODES_MIN 64ull
 #define SESSION_INODES_MAX (1ull << 31)
 #define SESSION_MKFS_DEFAULT "/sbin/mkfs.ext4"
+
+/* A budget's size as basic/size.h parses it: 16m to 16384g. */
+extern const struct size_bounds session_budget_bounds;
+
+/* With no SANDBOXD_WORKSPACE_QUOTA, the most a request may ask: a
+ * hostile client's budget is bounded by something the host chose, and
+ * 1g is small beside a host's disk (issue 28: "15t" was taken). */
+#define SESSION_BUDGET_ASK_MAX (1ull << 30)
+
+/* SANDBOXD_MAX_KEPT_BUDGETS_PER_TENANT's default: twice the default
+ * per-tenant ceiling of sessions, so a tenant may close all its
+ * sessions and open as many new ones before it must purge. */
+#define SESSION_KEPT_BUDGETS_DEFAULT 20
 
 /* A budget: bytes 0 is none (inodes then mean nothing); inodes 0 is
  * mkfs.ext4's own ratio. */
@@ -102,6 +117,11 @@ int session_budget_image_bytes(struct session_root *r,
 			       const struct session_record *rec,
 			       unsigned long long *bytes,
 			       struct sbx_error **err);
+/* Does key's workspace, a session of tenant's, keep a budget (its
+ * image)?  Asked of closed sessions only (session_quota_count); what
+ * cannot be read is not counted. */
+bool session_budget_kept_by(struct session_root *r, const char *key,
+			    const char *tenant);
 int session_budget_usage(struct session_root *r,
 			 const struct session_record *rec,
 			 struct session_usage *u, struct sbx_error **err);

@@ -1,8 +1,9 @@
 /*
  * session-config.c - the session settings from the environment
- * (session_config_load, session.h), and the sizes and durations they are
- * written in.  Every value is checked as it is read: a bad one is an
- * invalid error naming the variable.
+ * (session_config_load, session.h), and the durations they are written
+ * in; sizes are basic/size.h's, the one grammar of every door.  Every
+ * value is checked as it is read: a bad one is an invalid error naming
+ * the variable.
  */
 #include "config.h"
 
@@ -19,15 +20,13 @@
 #include "basic/alloc.h"
 #include "basic/env.h"
 #include "basic/error.h"
+#include "basic/size.h"
 #include "basic/text.h"
 #include "catalog/catalog.h"
 #include "catalog/deployment.h"
 #include "session/session-budget.h"
 #include "session/session-layout.h"
 #include "session/session.h"
-
-/* Docker refuses a memory limit under 6 MiB. */
-#define MEM_MIN (6ull << 20)
 
 /* Status 2: VAR 'VALUE': expected. */
 static int bad_value(struct sbx_error **err, const char *var, const char *v,
@@ -69,25 +68,19 @@ static int env_uint(const struct sbx_env *e, const char *var,
 	}
 }
 
+/* A size in the one grammar of sizes (basic/size.h), within b. */
 static int env_size(const struct sbx_env *e, const char *var,
-		    unsigned long long min, unsigned long long *out,
+		    const struct size_bounds *b, unsigned long long *out,
 		    struct sbx_error **err)
 {
 	const char *v = env(e, var);
-	unsigned long long x;
+	cleanup_free char *why = NULL;
 
 	if (!v)
 		return 0;
-	if (session_parse_size(v, &x, err) < 0)
-		return sbx_error_wrap(err, "%s", var);
-	if (x < min) {
-		char expected[64];
-
-		snprintf(expected, sizeof(expected), "at least %llu bytes",
-			 min);
-		return bad_value(err, var, v, expected);
-	}
-	*out = x;
+	why = size_parse(v, b, out);
+	if (why)
+		return sbx_error_set(err, SBX_E_INVALID, 0, "%s: %s", var, why);
 	return 0;
 }
 
@@ -120,17 +113,17 @@ static int env_bool(const struct sbx_env *e, const char *var, bool *out,
 static int budget_from_env(const struct sbx_env *e, struct session_config *c,
 			   struct sbx_error **err)
 {
-	const char *q = env(e, "SANDBOXD_WORKSPACE_QUOTA");
 	const char *mkfs = env(e, "SBXCAT_MKFS");
+	unsigned long long kept = SESSION_KEPT_BUDGETS_DEFAULT;
 
-	if (env_size(e, "SANDBOXD_WORKSPACE_QUOTA", SESSION_BUDGET_MIN,
+	if (env_size(e, "SANDBOXD_WORKSPACE_QUOTA", &session_budget_bounds,
 		     &c->disk_quota, err) < 0 ||
 	    env_uint(e, "SANDBOXD_WORKSPACE_INODES", SESSION_INODES_MIN,
-		     SESSION_INODES_MAX, &c->disk_inodes, err) < 0)
+		     SESSION_INODES_MAX, &c->disk_inodes, err) < 0 ||
+	    env_uint(e, "SANDBOXD_MAX_KEPT_BUDGETS_PER_TENANT", 1, 100000,
+		     &kept, err) < 0)
 		return -1;
-	if (c->disk_quota > SESSION_BUDGET_MAX)
-		return bad_value(err, "SANDBOXD_WORKSPACE_QUOTA", q,
-				 "at most 16t (ext4's bound)");
+	c->max_kept_budgets = (unsigned)kept;
 	if (mkfs && mkfs[0] != '/')
 		return bad_value(err, "SBXCAT_MKFS", mkfs,
 				 "an absolute path (no search of PATH)");
@@ -446,18 +439,19 @@ int session_config_load(struct session_config *c, const struct sbx_env *e,
 	    env_uint(e, "SANDBOXD_MAX_SESSIONS_PER_TENANT", 1, 100000,
 		     &per_tenant, err) < 0 ||
 	    env_uint(e, "SANDBOXD_MAX_SESSIONS", 1, 100000, &max, err) < 0 ||
-	    env_size(e, "SANDBOXD_MEM_LIMIT", MEM_MIN, &c->mem_limit, err) <
-		0 ||
+	    env_size(e, "SANDBOXD_MEM_LIMIT", &size_memory, &c->mem_limit,
+		     err) < 0 ||
 	    env_uint(e, "SANDBOXD_EXECUTE_TIMEOUT", 1, 7 * 86400, &timeout,
 		     err) < 0 ||
-	    env_size(e, "SANDBOXD_MAX_OUTPUT_BYTES", 1, &c->max_output, err) <
-		0 ||
+	    env_size(e, "SANDBOXD_MAX_OUTPUT_BYTES", &size_bytes,
+		     &c->max_output, err) < 0 ||
 	    env_bool(e, "SANDBOXD_PERSIST_CONTAINERS", &c->persist_containers,
 		     err) < 0 ||
 	    network_from_env(e, c, err) < 0 ||
-	    env_size(e, "SANDBOXD_MAX_READ_BYTES", 1, &c->max_read, err) < 0 ||
-	    env_size(e, "SANDBOXD_MAX_WRITE_BYTES", 1, &c->max_write, err) <
-		0 ||
+	    env_size(e, "SANDBOXD_MAX_READ_BYTES", &size_bytes, &c->max_read,
+		     err) < 0 ||
+	    env_size(e, "SANDBOXD_MAX_WRITE_BYTES", &size_bytes, &c->max_write,
+		     err) < 0 ||
 	    spill_from_env(e, c, err) < 0 ||
 	    work_dir_from_env(e, c, err) < 0 ||
 	    env_seconds(e, "SANDBOXD_IDLE_TIMEOUT", &c->idle_timeout, err) <
@@ -526,60 +520,4 @@ void session_config_release(struct session_config *c)
 		OPENSSL_cleanse(c->secret, c->secret_len);
 	free(c->secret);
 	memset(c, 0, sizeof(*c));
-}
-
-int session_parse_size(const char *s, unsigned long long *bytes,
-		       struct sbx_error **err)
-{
-	unsigned long long whole = 0, frac = 0, scale = 1, mult = 1, v;
-	const char *p = s;
-	size_t digits = 0, fdigits = 0;
-	int shift = 0;
-
-	for (; *p >= '0' && *p <= '9'; p++, digits++)
-		if (__builtin_mul_overflow(whole, 10, &whole) ||
-		    __builtin_add_overflow(whole, (unsigned)(*p - '0'), &whole))
-			goto bad;
-	if (*p == '.') {
-		/* 18 digits: the fraction times 2^40 stays in 64 bits. */
-		for (p++; *p >= '0' && *p <= '9'; p++, fdigits++) {
-			if (fdigits == 18)
-				goto bad;
-			frac = frac * 10 + (unsigned)(*p - '0');
-			scale *= 10;
-		}
-		if (!fdigits)
-			goto bad;
-	}
-	if (!digits)
-		goto bad;
-	if (*p) {
-		const char *u = strchr("bkmgt", *p | 0x20);
-
-		if (!u || p[1])
-			goto bad;
-		shift = 10 * (int)(u - "bkmgt");
-	}
-	/* A fraction of a byte is no size. */
-	if (fdigits && shift == 0)
-		goto bad;
-	mult = 1ull << shift;
-	if (__builtin_mul_overflow(whole, mult, &v) ||
-	    __builtin_add_overflow(v, frac * mult / scale, &v))
-		goto bad;
-	if (v == 0 || v > (1ull << 62))
-		goto bad;
-	*bytes = v;
-	return 0;
-bad : {
-	struct strbuf sb = STRBUF_INIT;
-	int rc = sbx_error_set(err, SBX_E_INVALID, 0,
-			       "invalid size '%s': expected a number above "
-			       "0 and at most 2^62 bytes with an optional "
-			       "unit b, k, m, g or t (powers of 1024), such "
-			       "as 512m or 1.5g",
-			       session_shown(&sb, s));
-	strbuf_release(&sb);
-	return rc;
-}
 }

@@ -12,12 +12,14 @@
 #include <time.h>
 
 #include "basic/error.h"
+#include "basic/size.h"
 #include "basic/util.h"
 #include "basic/xjson.h"
 #include "catalog/catalog.h"
 #include "catalog/deployment.h"
 #include "engine/engine.h"
 #include "session/procs.h"
+#include "session/session-budget.h"
 #include "session/session-engine.h"
 
 /* Where the idle program is looked for in an image, in order. */
@@ -48,14 +50,13 @@ const char *session_outcome_name(enum session_outcome o)
 static unsigned long long mem_limit(const struct session_spec *s)
 {
 	unsigned long long bytes;
-	struct sbx_error *err = NULL;
+	cleanup_free char *why = NULL;
 
-	/* The catalogue's check accepted it; a parse that still fails
-	 * falls back to the service default rather than no limit. */
+	/* The catalogue's check (the same parser) accepted it; a parse that
+	 * still fails falls back to the service default, never no limit. */
 	if (s->rt->mem_limit &&
-	    session_parse_size(s->rt->mem_limit, &bytes, &err) == 0)
+	    !(why = size_parse(s->rt->mem_limit, &size_memory, &bytes)))
 		return bytes;
-	sbx_error_free(&err);
 	return s->cfg->mem_limit;
 }
 
@@ -407,8 +408,9 @@ static bool asleep_in(struct session_root *r, json_t *by_key, const char *key)
  * all and tenant's, but key's; their keys into *seen; the hibernated
  * ones into *asleep. */
 static int count_records(struct session_root *r, json_t *by_key,
-			 const char *key, const char *tenant, unsigned *all,
-			 unsigned *mine, unsigned *asleep, json_t *seen,
+			 const char *key, const char *tenant,
+			 const char *kept_of, unsigned *all, unsigned *mine,
+			 unsigned *asleep, unsigned *kept, json_t *seen,
 			 struct sbx_error **err)
 {
 	char **keys = NULL;
@@ -423,7 +425,12 @@ static int count_records(struct session_root *r, json_t *by_key,
 		if (strcmp(keys[i], key) == 0)
 			continue;
 		if (!live_in(by_key, keys[i])) {
-			*asleep += asleep_in(r, by_key, keys[i]);
+			bool a = asleep_in(r, by_key, keys[i]);
+
+			*asleep += a;
+			/* Closed, its workspace kept with its budget. */
+			*kept += kept_of && !a &&
+				 session_budget_kept_by(r, keys[i], kept_of);
 			continue;
 		}
 		/* A live container whose record cannot be read is the
@@ -443,8 +450,8 @@ static int count_records(struct session_root *r, json_t *by_key,
 
 int session_quota_count(struct engine *e, struct session_root *r,
 			const struct session_config *c, const char *key,
-			const char *tenant, struct session_count *n,
-			struct sbx_error **err)
+			const char *tenant, const char *kept_of,
+			struct session_count *n, struct sbx_error **err)
 {
 	struct session_held *held = NULL;
 	struct session_pool_entry *pool = NULL;
@@ -454,8 +461,8 @@ int session_quota_count(struct engine *e, struct session_root *r,
 
 	memset(n, 0, sizeof(*n));
 	if (session_engine_list(e, c, &by_key, err) < 0 ||
-	    count_records(r, by_key, key, tenant, &n->all, &n->mine,
-			  &n->hibernated, seen, err) < 0 ||
+	    count_records(r, by_key, key, tenant, kept_of, &n->all,
+			  &n->mine, &n->hibernated, &n->kept, seen, err) < 0 ||
 	    session_reservations(r, &held, &nheld, err) < 0 ||
 	    session_pool_list(r, &pool, &npool, err) < 0)
 		goto out;

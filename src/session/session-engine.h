@@ -141,11 +141,15 @@ struct session_count {
 	 * there are hibernated. */
 	unsigned open;
 	unsigned hibernated;
+	/* kept_of's closed workspaces that keep a disk budget. */
+	unsigned kept;
 };
+/* kept_of: the tenant whose kept budgets are counted (NULL: none, and
+ * nothing read for them). */
 int session_quota_count(struct engine *e, struct session_root *r,
 			const struct session_config *c, const char *key,
-			const char *tenant, struct session_count *n,
-			struct sbx_error **err);
+			const char *tenant, const char *kept_of,
+			struct session_count *n, struct sbx_error **err);
 /* Refused (status 1, the reasons below) when n is at a ceiling: the
  * tenant's (tenant NULL: none), the host's. */
 int session_quota_refuse(const struct session_config *c, const char *tenant,

@@ -142,20 +142,16 @@ struct session_config {
 	 * program that makes them ("/sbin/mkfs.ext4"). */
 	unsigned long long disk_quota, disk_inodes;
 	char *mkfs;
+	/* SANDBOXD_MAX_KEPT_BUDGETS_PER_TENANT (20): the closed workspaces
+	 * of a tenant that keep a disk budget (its image and mount), past
+	 * which an open that makes another budget is refused. */
+	unsigned max_kept_budgets;
 };
 
 struct sbx_env;
 int session_config_load(struct session_config *c, const struct sbx_env *e,
 			struct sbx_error **err);
 void session_config_release(struct session_config *c);
-
-/*
- * Parse a memory size as the catalogue and compose write it ("512m",
- * "1g", "1.5g", "1073741824", suffixes b k m g t, either case, powers of
- * 1024): status 2 for anything else, or 0, or over 2^62.
- */
-int session_parse_size(const char *s, unsigned long long *bytes,
-		       struct sbx_error **err);
 
 /*
  * Field checks: NULL when acceptable, else a static message.  scope: run,

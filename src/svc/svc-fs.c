@@ -452,14 +452,10 @@ static int read_json(const struct svc_sink *sink, const char *rel,
 	json_object_set_new(o, "cut", json_boolean(l->cut));
 	json_object_set_new(o, "size", json_integer((json_int_t)l->size));
 	stream_begin(&js, sink, "lines", json_incref(o));
-	for (size_t i = 0; workspace_lines_next(l, &pos, &text, &len); i++) {
-		char *t = xstrndup(text, len);
-
+	for (size_t i = 0; workspace_lines_next(l, &pos, &text, &len); i++)
 		stream_item(&js, xjson_pack("{s:I, s:o}", "n",
 					    (json_int_t)(l->first + i), "text",
-					    xjson_text(t)));
-		free(t);
-	}
+					    xjson_textn(text, len)));
 	return stream_end(&js, o, err);
 }
 

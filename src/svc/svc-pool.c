@@ -323,7 +323,8 @@ static int make_one(const struct svc *s, const struct svc_call *call,
 	snprintf(key, sizeof(key), "pool-%s", ent.id);
 	if (session_lock(root, err) < 0)
 		return -1;
-	rc = session_quota_count(e, root, &s->cfg.session, key, NULL, &n, err);
+	rc = session_quota_count(e, root, &s->cfg.session, key, NULL, NULL,
+				 &n, err);
 	if (rc == 0 && n.all >= s->cfg.session.max_sessions)
 		rc = 1;
 	if (rc == 0)

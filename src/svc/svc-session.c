@@ -179,15 +179,24 @@ static int open_budget(const struct svc *s,
 	b->inodes = c->disk_inodes;
 	if (req->disk_quota) {
 		unsigned long long x;
+		cleanup_free char *bad =
+		    size_parse(req->disk_quota, &session_budget_bounds, &x);
 
-		if (session_parse_size(req->disk_quota, &x, err) < 0)
-			return sbx_error_wrap(err, "disk quota");
+		if (bad)
+			return sbx_error_set(err, SBX_E_INVALID, 0,
+					     "disk quota %s", bad);
 		if (c->disk_quota && x > c->disk_quota)
 			return sbx_error_set(err, SBX_E_INVALID, 0,
 					     "disk quota '%s' is over "
 					     "SANDBOXD_WORKSPACE_QUOTA (%llu "
 					     "bytes)",
 					     req->disk_quota, c->disk_quota);
+		if (!c->disk_quota && x > SESSION_BUDGET_ASK_MAX)
+			return sbx_error_set(
+			    err, SBX_E_INVALID, 0,
+			    "disk quota '%s' is over 1g, the most an open may "
+			    "ask while SANDBOXD_WORKSPACE_QUOTA is unset",
+			    req->disk_quota);
 		b->bytes = x;
 	}
 	if (req->disk_inodes) {
@@ -379,7 +388,7 @@ static int make_room(const struct svc *s, const struct svc_call *call,
 	long long t0;
 	int rc = 0;
 
-	if (call->tenant && n->mine >= c->max_per_tenant)
+	if (svc_tenant_counted(call->tenant) && n->mine >= c->max_per_tenant)
 		return 0; /* refused by session_quota_refuse */
 	if (c->max_open && !waking && n->open >= c->max_open) {
 		if (n->open - c->max_open + 1 > n->hibernated)
@@ -423,6 +432,22 @@ static int make_room(const struct svc *s, const struct svc_call *call,
 	return rc;
 }
 
+/* An open that would make one budget more than the tenant may keep. */
+static int kept_refuse(const struct session_config *c, const char *tenant,
+		       unsigned kept, struct sbx_error **err)
+{
+	const char *t = svc_wire_tenant(tenant);
+
+	sbx_error_set(err, SBX_E_REFUSED, 0,
+		      "%s%s%s keeps %u of %u closed workspaces with a disk "
+		      "budget (SANDBOXD_MAX_KEPT_BUDGETS_PER_TENANT); purge "
+		      "one before opening another with a budget",
+		      t ? "tenant '" : "the sessions opened without a tenant",
+		      t ? t : "", t ? "'" : "", kept, c->max_kept_budgets);
+	sbx_error_reason(*err, SVC_SESSION_KEPT_BUDGETS);
+	return -1;
+}
+
 /*
  * Count and reserve under the quota lock: the only part of an open that
  * other opens wait for.  With may_claim, a container of the runtime's
@@ -431,24 +456,36 @@ static int make_room(const struct svc *s, const struct svc_call *call,
  * for takes a pooled container out into *evict (*evicted) to remove
  * after: the pool yields to demand, before any session is hibernated
  * (make_room).  waking: key's session is hibernated, so open already.
+ * new_budget: the open makes a disk budget its workspace did not have,
+ * refused when the tenant keeps SANDBOXD_MAX_KEPT_BUDGETS_PER_TENANT
+ * closed workspaces with theirs (before anything is made room for).
  */
 static int reserve_slot(const struct svc *s, const struct svc_call *call,
 			struct engine *e, struct session_root *root,
 			struct audit *au, const char *key, const char *runtime,
 			const char *image, bool may_claim, bool waking,
-			struct session_reservation *v,
+			bool new_budget, struct session_reservation *v,
 			struct session_pool_entry *claim, bool *claimed,
 			struct session_pool_entry *evict, bool *evicted,
 			struct sbx_error **err)
 {
 	const struct session_config *c = &s->cfg.session;
+	/* The tenant a per-tenant ceiling counts: none for a wire session
+	 * opened without one (sandboxd's rule), whose reservation still
+	 * names it (an open, not a fill of the pool). */
+	const char *counted =
+	    svc_tenant_counted(call->tenant) ? call->tenant : NULL;
 	struct session_count n;
 	int rc;
 
 	*claimed = *evicted = false;
 	if (session_lock(root, err) < 0)
 		return -1;
-	rc = session_quota_count(e, root, c, key, call->tenant, &n, err);
+	rc = session_quota_count(e, root, c, key, counted,
+				 new_budget ? call->tenant : NULL, &n, err);
+	if (rc == 0 && new_budget && call->tenant &&
+	    n.kept >= c->max_kept_budgets)
+		rc = kept_refuse(c, call->tenant, n.kept, err);
 	if (rc == 0 && may_claim && n.pooled)
 		rc = session_pool_take(root, runtime, image, claim, claimed,
 				       err);
@@ -462,7 +499,7 @@ static int reserve_slot(const struct svc *s, const struct svc_call *call,
 	if (rc == 0)
 		rc = make_room(s, call, e, root, au, key, waking, &n, err);
 	if (rc == 0)
-		rc = session_quota_refuse(c, call->tenant, &n, err);
+		rc = session_quota_refuse(c, counted, &n, err);
 	if (rc == 0)
 		rc = session_reserve(root, key, call->tenant,
 				     *claimed ? claim->id : NULL, v, err);
@@ -645,6 +682,7 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 	struct sbx_error *e2 = NULL;
 	bool adopted, claimed = false, evicted = false, waking;
 	bool budget_made = false;
+	unsigned long long old_image = 0;
 	int rc = -1;
 
 	session_reservation_init(&slot);
@@ -665,6 +703,9 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 	}
 	if (old.key[0] && req->disk_quota &&
 	    budget_kept(root, &old, b->bytes, err) < 0)
+		goto out;
+	if (b->bytes && old.key[0] &&
+	    session_budget_image_bytes(root, &old, &old_image, err) < 0)
 		goto out;
 	memcpy(rec.key, res->key, sizeof(rec.key));
 	rec.workspace = old.workspace ? xstrdup(old.workspace) : NULL;
@@ -687,12 +728,13 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 	waking = !adopted && res->container &&
 		 session_hibernated(root, res->key, NULL, NULL) > 0;
 	if (!adopted &&
-	    (reserve_slot(
-		 s, call, e, root, au, res->key, rt->alias, image,
-		 !old.key[0] && !res->container &&
-		     !session_workspace_has_files(root, res->key) &&
-		     b->bytes == c->disk_quota && b->inodes == c->disk_inodes,
-		 waking, &slot, &pool, &claimed, &evict, &evicted, err) < 0))
+	    (reserve_slot(s, call, e, root, au, res->key, rt->alias, image,
+			  !old.key[0] && !res->container &&
+			      !session_workspace_has_files(root, res->key) &&
+			      b->bytes == c->disk_quota &&
+			      b->inodes == c->disk_inodes,
+			  waking, b->bytes && !old_image, &slot, &pool,
+			  &claimed, &evict, &evicted, err) < 0))
 		goto out;
 	if (evicted)
 		pool_discard(call, e, root, &evict);

@@ -73,6 +73,8 @@ struct svc_session_open_req {
 /* The reason of a reopen refused for asking another disk budget than
  * the workspace has (conflict). */
 #define SVC_SESSION_BUDGET_CONFLICT "disk budget differs"
+/* The reason of an open refused for the budgets the tenant keeps. */
+#define SVC_SESSION_KEPT_BUDGETS "kept budgets"
 /* The reason of an open refused for its labels (invalid). */
 #define SVC_SESSION_BAD_LABELS "bad labels"
 struct svc_session_open_res {

@@ -20,10 +20,15 @@
 #include "session/session-engine.h"
 #include "svc/svc-wire.h"
 
-int svc_parse_size(const char *s, unsigned long long *bytes,
-		   struct sbx_error **err)
+const char *svc_wire_tenant(const char *tenant)
 {
-	return session_parse_size(s, bytes, err);
+	return tenant && strcmp(tenant, SVC_WIRE_NO_TENANT) == 0 ? NULL
+								  : tenant;
+}
+
+bool svc_tenant_counted(const char *tenant)
+{
+	return svc_wire_tenant(tenant) != NULL;
 }
 
 bool svc_wire_name_valid(const char *s)

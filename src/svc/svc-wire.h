@@ -36,13 +36,26 @@
 #define SVC_WIRE_KEY_SCOPE "conversation"
 #define SVC_WIRE_TOKEN_LEN 43
 
+/*
+ * The record's tenant of a session opened on the wire without one
+ * (sandboxd's tenant null): a tenant name no client can give (the wire's
+ * pattern has no '@'), so the session is no tenant's.  No per-tenant
+ * ceiling counts it (as sandboxd: the host's ceiling does), a tenant's
+ * token never sees it, and the wire shows its tenant as null
+ * (svc_wire_tenant).
+ */
+#define SVC_WIRE_NO_TENANT "none@sandboxd"
+
+/* A record's tenant as the wire shows it: NULL for SVC_WIRE_NO_TENANT. */
+const char *svc_wire_tenant(const char *tenant);
+
+/* Whether a per-tenant ceiling counts tenant's opens: not for NULL (the
+ * host's administrator) nor SVC_WIRE_NO_TENANT. */
+bool svc_tenant_counted(const char *tenant);
+
 /* A name of the wire's pattern (a session id, a tenant):
  * [A-Za-z0-9][A-Za-z0-9._-]{0,63}. */
 bool svc_wire_name_valid(const char *s);
-
-/* A memory size as the catalogue writes it ("2g": session_parse_size). */
-int svc_parse_size(const char *s, unsigned long long *bytes,
-		   struct sbx_error **err);
 
 /* A new token and its hash. */
 void svc_wire_token_new(char token[SVC_WIRE_TOKEN_LEN + 1],

@@ -464,6 +464,28 @@ static size_t count_lines(const char *s, size_t len)
 	return count_newlines(s, len) + (len && s[len - 1] != '\n');
 }
 
+/*
+ * Line ends as sandboxd's read splits them (Python's str.splitlines):
+ * CRLF and a lone CR end a line as LF does, and the lines are shown
+ * joined with LF.  In place; the new length.
+ */
+static size_t lf_line_ends(char *data, size_t len)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		if (data[i] != '\r') {
+			data[o++] = data[i];
+			continue;
+		}
+		data[o++] = '\n';
+		if (i + 1 < len && data[i + 1] == '\n')
+			i++;
+	}
+	data[o] = '\0';
+	return o;
+}
+
 /* The slice of a file read whole: data becomes l->buf. */
 static int slice_whole(char *data, size_t len, const char *shown,
 		       unsigned long long offset, unsigned long long limit,
@@ -687,6 +709,43 @@ static int slice_stream(const struct workspace *w, int fd, const char *shown,
 	return 0;
 }
 
+/* data[0..*len) (NUL-terminated, owned) as text read as enc (text.h,
+ * "Text files"): data itself when it is UTF-8 already, else a new buffer
+ * of the UTF-8 (data freed), *len its length. */
+static char *as_text(char *data, size_t *len, enum text_encoding enc)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	if (enc == TEXT_UTF8)
+		return data;
+	text_decode(&sb, data, *len, enc);
+	strbuf_addstr(&sb, "");
+	free(data);
+	return strbuf_detach(&sb, len);
+}
+
+/*
+ * The lines of a slice_stream as text.  Only these bytes were read, not
+ * the file: UTF-8 when they are (a sequence cut at the read limit
+ * dropped, a byte order mark dropped at the file's start), else
+ * windows-1252.  UTF-16 is not recognised here: a file over the read
+ * limit is one sandboxd would not read at all.
+ */
+static void stream_as_text(struct workspace_lines *l)
+{
+	size_t whole = l->cut ? utf8_whole(l->buf, l->len) : l->len;
+	enum text_encoding enc = TEXT_SINGLE_BYTE;
+
+	if (utf8_first_invalid(l->buf, whole) < 0) {
+		l->len = whole;
+		l->buf[whole] = '\0';
+		enc = l->first == 1 && text_sniff(l->buf, whole) == TEXT_UTF8_BOM
+			  ? TEXT_UTF8_BOM
+			  : TEXT_UTF8;
+	}
+	l->buf = as_text(l->buf, &l->len, enc);
+}
+
 int workspace_read_lines(const struct workspace *w, const char *rel,
 			 const char *shown, unsigned long long offset,
 			 unsigned long long limit, bool sliced,
@@ -711,11 +770,16 @@ int workspace_read_lines(const struct workspace *w, const char *rel,
 			return over_read_limit(w, shown, &st, READ_ON, err);
 		}
 		rc = slice_stream(w, fd, shown, offset, limit, out, err);
+		if (rc == 0)
+			stream_as_text(out);
 	} else {
 		rc = read_whole(w, fd, shown, &st, &data, &len, err);
-		if (rc == 0)
+		if (rc == 0) {
+			data = as_text(data, &len, text_sniff(data, len));
+			len = lf_line_ends(data, len);
 			rc = slice_whole(data, len, shown, offset, limit, out,
 					 err);
+		}
 	}
 	if (rc < 0)
 		workspace_lines_release(out);
@@ -1257,6 +1321,15 @@ static void find_all(const char *data, size_t len, const char *old,
 	}
 }
 
+static int old_not_found(const char *shown, struct sbx_error **err)
+{
+	cleanup_free char *q = quote(shown);
+
+	sbx_error_set(err, SBX_E_NOT_FOUND, 0, "old text not found in '%s'", q);
+	sbx_error_reason(*err, "old text not found");
+	return -1;
+}
+
 /*
  * The edit of data: every occurrence of old replaced in *res, which is
  * sized first and refused over max_write before it is allocated.
@@ -1274,13 +1347,8 @@ static int replace(const struct workspace *w, const char *data, size_t len,
 	find_all(data, len, old, oldlen, &o);
 	*count = o.count;
 	*line = o.first_line;
-	if (o.count == 0) {
-		cleanup_free char *q = quote(shown);
-		sbx_error_set(err, SBX_E_NOT_FOUND, 0,
-			      "old text not found in '%s'", q);
-		sbx_error_reason(*err, "old text not found");
-		return -1;
-	}
+	if (o.count == 0)
+		return old_not_found(shown, err);
 	if (o.count > 1 && !all)
 		return not_unique(shown, o.count, o.lines, o.nlines, o.more,
 				  err);
@@ -1308,6 +1376,91 @@ static int replace(const struct workspace *w, const char *data, size_t len,
 	return 0;
 }
 
+/*
+ * The edit of a file that is not UTF-8 (text.h, "Text files"), in its
+ * own encoding, so that nothing but what is replaced changes.
+ *
+ * windows-1252 is a bijection of bytes and characters: old and new are
+ * encoded to it and replaced as bytes (the same lines, the same
+ * occurrences as in the text read shows).  An old it cannot encode is
+ * in no such file; a new it cannot encode is refused (the file would
+ * have to change encoding: a write does that).  An old or new that is
+ * not UTF-8 at all (bytes from the command line) is taken as bytes.
+ *
+ * UTF-16 is decoded, edited as UTF-8, encoded again with its byte order
+ * mark; a file that does not decode and encode back to its own bytes
+ * (an unpaired surrogate, an odd length) is refused rather than
+ * repaired by an edit of something else.
+ */
+static int replace_encoded(const struct workspace *w, const char *data,
+			   size_t len, enum text_encoding enc,
+			   const char *shown, const char *old, size_t oldlen,
+			   const char *new, size_t newlen, bool all,
+			   struct strbuf *res, size_t *count,
+			   unsigned long long *line, struct sbx_error **err)
+{
+	struct strbuf o = STRBUF_INIT, n = STRBUF_INIT, t = STRBUF_INIT;
+	struct strbuf back = STRBUF_INIT;
+	int rc = -1;
+
+	if (enc == TEXT_SINGLE_BYTE) {
+		bool old_text = utf8_first_invalid(old, oldlen) < 0;
+		bool new_text = utf8_first_invalid(new, newlen) < 0;
+
+		if (old_text && !text_encode(&o, old, oldlen, enc)) {
+			rc = old_not_found(shown, err);
+			goto out;
+		}
+		if (new_text && !text_encode(&n, new, newlen, enc)) {
+			rc = refuse_r(err, "new text not encodable", shown,
+				      "is %s text, which cannot hold every "
+				      "character of the new text; nothing was "
+				      "changed (write the file whole to change "
+				      "its encoding)",
+				      text_encoding_name(enc));
+			goto out;
+		}
+		rc = replace(w, data, len, shown, old_text ? o.buf : old,
+			     old_text ? o.len : oldlen, new_text ? n.buf : new,
+			     new_text ? n.len : newlen, all, res, count, line,
+			     err);
+		goto out;
+	}
+	text_decode(&t, data, len, enc);
+	strbuf_add(&back, data, 2); /* the byte order mark */
+	if (!text_encode(&back, t.buf ? t.buf : "", t.len, enc) ||
+	    back.len != len || memcmp(back.buf, data, len) != 0) {
+		rc = refuse_r(err, "not valid text", shown,
+			      "is not valid %s (an unpaired surrogate or an "
+			      "odd length); edit it with exec",
+			      text_encoding_name(enc));
+		goto out;
+	}
+	strbuf_reset(&back);
+	rc = replace(w, t.buf ? t.buf : "", t.len, shown, old, oldlen, new,
+		     newlen, all, &back, count, line, err);
+	if (rc < 0)
+		goto out;
+	strbuf_add(res, data, 2);
+	if (!text_encode(res, back.buf ? back.buf : "", back.len, enc)) {
+		rc = refuse_r(err, "new text not encodable", shown,
+			      "cannot hold the new text, which is not UTF-8; "
+			      "nothing was changed");
+		goto out;
+	}
+	if (res->len > w->max_write)
+		rc = refuse_r(err, "over the write limit", shown,
+			      "would be %zu bytes after the edit, over the "
+			      "%llu-byte write limit",
+			      res->len, w->max_write);
+out:
+	strbuf_release(&o);
+	strbuf_release(&n);
+	strbuf_release(&t);
+	strbuf_release(&back);
+	return rc;
+}
+
 int workspace_edit(const struct workspace *w, const char *rel,
 		   const char *shown, const char *old, size_t oldlen,
 		   const char *new, size_t newlen, bool all, size_t *count,
@@ -1317,6 +1470,7 @@ int workspace_edit(const struct workspace *w, const char *rel,
 	cleanup_free char *data = NULL;
 	struct strbuf res = STRBUF_INIT;
 	unsigned long long bytes;
+	enum text_encoding enc = TEXT_UTF8;
 	const char *name;
 	struct stat st;
 	size_t len;
@@ -1351,8 +1505,14 @@ int workspace_edit(const struct workspace *w, const char *rel,
 	}
 	rc = read_whole(w, fd, shown, &st, &data, &len, err);
 	if (rc == 0)
+		enc = text_sniff(data, len);
+	/* UTF-8, its byte order mark kept: the bytes are the text. */
+	if (rc == 0 && (enc == TEXT_UTF8 || enc == TEXT_UTF8_BOM))
 		rc = replace(w, data, len, shown, old, oldlen, new, newlen, all,
 			     &res, count, line, err);
+	else if (rc == 0)
+		rc = replace_encoded(w, data, len, enc, shown, old, oldlen, new,
+				     newlen, all, &res, count, line, err);
 	if (rc == 0)
 		rc = put_file(w, pfd, name, shown, -1, res.buf ? res.buf : "",
 			      res.len, st.st_mode & 0777, &bytes, err);

@@ -179,8 +179,17 @@ int workspace_open_read(const struct workspace *w, const char *rel,
  * ..."); an offset past the end is refused too ("'f' has 12 lines; line
  * 20 is past the end").  What is shown is at most max_read
  * bytes in all: a slice that would show more stops early (cut = true).
- * A line is shown as it is (no newline); a file not ending in a newline
+ * A line is shown without its newline; a file not ending in a newline
  * has a last line all the same.
+ *
+ * The lines are text: a file read whole is decoded first (text.h, "Text
+ * files": UTF-8, UTF-16 by its byte order mark, else windows-1252) and
+ * split after, CRLF and a lone CR ending a line as LF does (shown as LF,
+ * as sandboxd joins the lines it split); a slice of a file over the read
+ * limit splits at LF alone.  So l->buf is valid UTF-8 (NUL bytes kept as U+0000), at
+ * most 3 bytes for each byte of the file; a slice of a file over the read
+ * limit decodes the bytes it kept (UTF-8 when they are, else
+ * windows-1252).  l->size is the file's size in bytes.
  */
 struct workspace_lines {
 	char *buf;	  /* the bytes of the lines shown, newlines kept */
@@ -232,7 +241,17 @@ int workspace_write(const struct workspace *w, const char *rel,
  * uid's, the old mode), over max_write refused.  *count is how many were
  * replaced; *line the first one's line number.
  *
- * Memory: the file (at most max_read bytes) and the result, whose size is
+ * Text (text.h, "Text files"): old and new are text; a file that is
+ * UTF-8 (its byte order mark kept) is edited as bytes, one that is not is
+ * edited in its own encoding and written back in it, nothing but the
+ * replacement changed: windows-1252 by old and new encoded to it (a new
+ * it cannot hold refused, reason "new text not encodable"; an old or new
+ * that is not UTF-8 taken as bytes), UTF-16 decoded, edited, encoded
+ * again (one that does not decode to itself refused, reason "not valid
+ * text").
+ *
+ * Memory: the file (at most max_read bytes) and the result (UTF-16: and
+ * the text decoded and the result encoded), whose size is
  * computed from the count before it is built and refused over max_write
  * before a byte of it is allocated: at most max_read + max_write, whatever
  * old, new and the file are.  Counting the occurrences allocates nothing.
