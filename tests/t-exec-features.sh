@@ -80,16 +80,16 @@ mkdir -p "$WS/sub/deeper" && chown -R 10001:10001 "$WS/sub" && : >"$WS/afile" ||
 ln -s / "$WS/toroot"
 ln -s sub "$WS/tosub"
 sbx exec "$K" -w sub -- pwd
-is "$rc:$(out)" "0:$WS/sub" "-w sub: the command runs there (the container's path)"
-sbx exec "$K" -w "$WS/sub/deeper" -- pwd
-is "$rc:$(out)" "0:$WS/sub/deeper" "-w with the workspace's absolute path"
+is "$rc:$(out)" "0:/workspace/sub" "-w sub: the command runs there (the container's path, under /workspace)"
+sbx exec "$K" -w /workspace/sub/deeper -- pwd
+is "$rc:$(out)" "0:/workspace/sub/deeper" "-w with the workspace's absolute path in the container"
 sbx exec "$K" -w sub/../sub -- pwd
 is "$rc:$(out)" "2:" "-w with a '..' is refused, as every workspace path with one is"
 sbx exec "$K" -w tosub -- pwd
 is "$rc" 0 "-w through a symlink that stays inside the workspace"
 sbx exec "$K" -w . -- pwd
-is "$rc:$(out)" "0:$WS" "-w . is the workspace"
-for bad in /etc / ../.. "$WS/.." toroot afile nosuch "$ROOT"; do
+is "$rc:$(out)" "0:/workspace" "-w . is the workspace"
+for bad in /etc / ../.. "$WS/.." toroot afile nosuch "$ROOT" "$WS" "$WS/sub" /workspace/.. /workspacex; do
 	sbx exec "$K" -w "$bad" -- pwd
 	is "$rc:$(out)" "2:" "-w '$bad' is refused (status 2) and runs nothing"
 done

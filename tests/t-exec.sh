@@ -61,7 +61,7 @@ ex() { sbx exec "$@"; }
 ex "$K" -- id -u
 is "$rc:$(out)" "0:10001" "the command runs as uid 10001"
 ex "$K" -- pwd
-is "$(out)" "$WS" "in the workspace"
+is "$(out)" /workspace "in the workspace, at the work dir /workspace"
 ex "$K" -c 'echo "$SBX_T"' 
 is "$(out)" "tv-$sfx" "with the runtime's env vars"
 # Each exec in a cgroup of its own, below the container's, that the

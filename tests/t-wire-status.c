@@ -229,8 +229,9 @@ static const struct {
      0,
      0,
      {.failing = "Could not start sandbox"},
-     "Could not start sandbox: " LYING_MSG,
-     "an error of no words of sandboxd's: the message, after what failed"},
+     "Could not start sandbox: the container engine or the host failed",
+     "an error of no words of sandboxd's: what failed and the kind's "
+     "words, never the message (it names host paths and keys)"},
     /* read's and edit's 200 texts. */
     {wire_read_text,
      SBX_E_REFUSED,

@@ -189,9 +189,11 @@ static void wake_refused(struct wire_req *w, const struct sbx_error *why)
 
 static void exec_failed(struct wire_req *w, struct sbx_error *err)
 {
+	cleanup_free char *m = wire_said(w, err->msg);
+
 	wire_json(w, 200,
-		  xjson_pack("{s:s+, s:i, s:b}", "output", "Error: ",
-			     err->msg, "exit_code", 1, "truncated", false));
+		  xjson_pack("{s:s+, s:i, s:b}", "output", "Error: ", m,
+			     "exit_code", 1, "truncated", false));
 }
 
 void wire_exec(void *arg, struct http_request *req, struct http_response *res)
@@ -415,11 +417,12 @@ void wire_run(void *arg, struct http_request *req, struct http_response *res)
 	 * one stopped is started again. */
 	if (run_healing(&w, &x, &c, &r, false, &woken_not, &err) < 0 &&
 	    !r.ended) {
+		cleanup_free char *m = wire_said(&w, err->msg);
+
 		if (woken_not)
 			wake_refused(&w, woken_not);
 		else if (err->kind == SBX_E_INVALID)
-			wire_invalid(&w, "body", "cwd", "value_error",
-				     err->msg);
+			wire_invalid(&w, "body", "cwd", "value_error", m);
 		else
 			wire_error(&w, err,
 				   &(struct wire_subject){.run = run_id});

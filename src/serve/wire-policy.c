@@ -83,7 +83,7 @@ json_t *serve_policy_json(const struct serve_snap *snap)
 	    "evict_idle_after", "mem_limit", mem, "memswap_limit", mem, "cpus",
 	    (double)svc_sandbox_nano_cpus / 1e9, "cpu_shares", "pids_limit",
 	    (json_int_t)svc_sandbox_pids_limit, "network_mode", "none",
-	    "oci_runtime", "work_dir", c->root);
+	    "oci_runtime", "work_dir", c->work_dir);
 	json_object_set_new(doc, "idle_timeout", json_integer(c->idle_timeout));
 	json_object_set_new(doc, "execute_timeout",
 			    json_integer(c->execute_timeout_s));

@@ -11,6 +11,8 @@
 
 #include "basic/alloc.h"
 #include "basic/error.h"
+#include "basic/fileio.h"
+#include "basic/text.h"
 #include "basic/xjson.h"
 #include "serve/wire-status.h"
 #include "serve/wire.h"
@@ -73,11 +75,44 @@ int wire_status(const struct sbx_error *err)
 static const struct wire_subject none;
 
 /* The message, after what failed when the route says it. */
+/*
+ * An error with no words of sandboxd's.  The message is the command
+ * line's: it names host paths (the workspace, a budget's image, a
+ * temporary file with the service's pid), keys and an engine's own text,
+ * none of which a client is to see (issue 28, item 1), so the text is
+ * said from the facts alone: what failed, the kind's words, the reason,
+ * the engine's status.  wire_error writes the message to the service's
+ * log.  A request's own mistake (invalid) keeps its message: it is about
+ * the values the client sent, and wire_error says it through wire_said.
+ */
 static char *plain(const struct sbx_error *err, const struct wire_subject *s)
 {
+	static const char *const what[SBX_E_COUNT] = {
+	    [SBX_E_INTERNAL] = "an internal error",
+	    [SBX_E_NOT_FOUND] = "something it needs was not found",
+	    [SBX_E_CONFLICT] = "something of the session's is in the way",
+	    [SBX_E_REFUSED] = "it was refused",
+	    [SBX_E_BAD_DATA] = "the data it met is not what it should be",
+	    [SBX_E_INVALID] = "a value is not valid",
+	    [SBX_E_UNAVAILABLE] = "the container engine or the host failed",
+	    [SBX_E_TIMEOUT] = "it ran out of time",
+	    [SBX_E_CANCELLED] = "it was cancelled",
+	};
+	struct strbuf sb = STRBUF_INIT;
+	const char *why;
+
+	if (err->kind == SBX_E_INVALID)
+		return s->failing ? xasprintf("%s: %s", s->failing, err->msg)
+				  : xstrdup(err->msg);
+	why = (unsigned)err->kind < SBX_E_COUNT && what[err->kind]
+		  ? what[err->kind]
+		  : what[SBX_E_INTERNAL];
 	if (s->failing)
-		return xasprintf("%s: %s", s->failing, err->msg);
-	return xstrdup(err->msg);
+		strbuf_addf(&sb, "%s: ", s->failing);
+	strbuf_addstr(&sb, err->reason ? err->reason : why);
+	if (err->http)
+		strbuf_addf(&sb, " (the engine answered HTTP %d)", err->http);
+	return strbuf_detach(&sb, NULL);
 }
 
 static const char *or_unknown(const char *s)
@@ -235,6 +270,63 @@ void wire_error(struct wire_req *w, const struct sbx_error *err,
 	if (status == 502 && !s.audit)
 		atomic_fetch_add(&w->sv->engine_errors, 1);
 	text = wire_error_text(err, &s);
-	wire_json(w, status, xjson_pack("{s:s}", "detail", text));
+	if (err->kind == SBX_E_INVALID) {
+		char *t = wire_said(w, text);
+
+		free(text);
+		text = t;
+	} else if (status >= 500) {
+		wire_log_error(w, err);
+	}
+	wire_json(w, status, xjson_pack("{s:o}", "detail", xjson_text(text)));
 	free(text);
+}
+
+void wire_log_error(const struct wire_req *w, const struct sbx_error *err)
+{
+	struct strbuf sb = STRBUF_INIT;
+	const char *id = w->ws.wire.id[0]	 ? w->ws.wire.id
+			 : w->req->session[0] ? w->req->session
+					      : "-";
+
+	strbuf_addf(&sb, "sbxcat serve: %s %s (%s): ", w->req->method,
+		    w->req->route ? w->req->route : "-", id);
+	text_add_escaped(&sb, err->msg, strlen(err->msg));
+	strbuf_addch(&sb, '\n');
+	if (w->sv->log_fd >= 0 && write_all(w->sv->log_fd, sb.buf, sb.len) < 0) {
+		/* nowhere else to say it */
+	}
+	strbuf_release(&sb);
+}
+
+char *wire_said(const struct wire_req *w, const char *msg)
+{
+	const char *wd = w->snap->svc.cfg.session.work_dir;
+	const char *root = w->snap->svc.cfg.session.root;
+	size_t nroot = root ? strlen(root) : 0;
+	cleanup_free char *ws = NULL;
+	struct strbuf sb = STRBUF_INIT;
+	const char *p = msg;
+
+	if (w->ws.key[0])
+		ws = w->ws.rec.workspace
+			 ? xasprintf("%s/%s", root, w->ws.rec.workspace)
+			 : xasprintf("%s/%s/workspace", root, w->ws.key);
+	while (*p) {
+		if (ws && strncmp(p, ws, strlen(ws)) == 0) {
+			strbuf_addstr(&sb, wd ? wd : "/workspace");
+			p += strlen(ws);
+		} else if (nroot && strncmp(p, root, nroot) == 0) {
+			strbuf_addstr(&sb, "(the workspace root)");
+			p += nroot;
+		} else if (w->ws.key[0] &&
+			   strncmp(p, w->ws.key, strlen(w->ws.key)) == 0) {
+			strbuf_addstr(&sb, w->ws.wire.id[0] ? w->ws.wire.id
+							    : "(session)");
+			p += strlen(w->ws.key);
+		} else {
+			strbuf_addch(&sb, *p++);
+		}
+	}
+	return strbuf_detach(&sb, NULL);
 }

@@ -49,6 +49,16 @@ char *wire_read_text(const struct sbx_error *err,
 char *wire_edit_text(const struct sbx_error *err,
 		     const struct wire_subject *sub);
 
+/* The service's log line of an error a client is not told (its
+ * message names host paths and keys): the route, the session, the
+ * message (escaped). */
+struct wire_req;
+void wire_log_error(const struct wire_req *w, const struct sbx_error *err);
+/* msg with the session's host workspace as the work dir, the workspace
+ * root, and the session's key as its id: what a client may read.  A new
+ * string. */
+char *wire_said(const struct wire_req *w, const char *msg);
+
 /* Answer err: wire_status with {"detail": wire_error_text}.  sub may be
  * NULL; its session defaults to the route's. */
 struct wire_req;

@@ -394,15 +394,14 @@ static const char *strip_prefix(const char *path, const char *dir)
 
 char *wire_path(const struct wire_req *w, const char *path, const char **why)
 {
-	cleanup_free char *ws = wire_abs_path(w, "");
 	const char *rel = path;
 
 	*why = NULL;
 	if (path[0] == '/') {
-		/* The container's path of the workspace, or sandboxd's. */
-		rel = strip_prefix(path, ws);
-		if (!rel)
-			rel = strip_prefix(path, "/workspace");
+		/* The sandbox's path of the workspace, the work dir (the
+		 * host's is not the sandbox's: it is outside, as any other
+		 * absolute path). */
+		rel = strip_prefix(path, w->snap->svc.cfg.session.work_dir);
 		if (!rel) {
 			*why = "outside the workspace";
 			return NULL;
@@ -415,17 +414,11 @@ char *wire_path(const struct wire_req *w, const char *path, const char **why)
 
 char *wire_abs_path(const struct wire_req *w, const char *rel)
 {
-	const char *root = w->snap->svc.cfg.session.root;
-	/* The record names the workspace: a pooled one's is not below
-	 * ROOT/KEY (session.h). */
-	const char *ws = w->ws.rec.workspace;
-	cleanup_free char *cold = NULL;
+	const char *wd = w->snap->svc.cfg.session.work_dir;
 
-	if (!ws)
-		ws = cold = xasprintf("%s/workspace", w->ws.key);
 	if (!*rel || strcmp(rel, ".") == 0)
-		return xasprintf("%s/%s", root, ws);
-	return xasprintf("%s/%s/%s", root, ws, rel);
+		return xstrdup(wd);
+	return xasprintf("%s/%s", wd, rel);
 }
 
 /* ---- sessions ---- */
@@ -786,10 +779,20 @@ static void sessions_events(void *arg, struct http_request *req,
 	json_array_foreach(r.events, i, ev)
 	{
 		const char *op = json_string_value(json_object_get(ev, "op"));
+		const char *t =
+		    json_string_value(json_object_get(ev, "target"));
 
 		if (op)
 			json_object_set_new(ev, "op",
 					    xjson_string(event_op(op)));
+		/* A row about the session itself targets its key (close)
+		 * or its container's name, which holds it (reap): the host's
+		 * names; the client knows the session by its id. */
+		if (t && strstr(t, w.ws.key))
+			json_object_set_new(ev, "target",
+					    xjson_string(w.ws.wire.id[0]
+							     ? w.ws.wire.id
+							     : "(session)"));
 	}
 	wire_json(&w, 200, json_incref(r.doc));
 out:

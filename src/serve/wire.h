@@ -83,14 +83,15 @@ json_t *wire_session_info(const struct svc *s,
 /* The session's state word, from the engine (one inspect). */
 const char *wire_session_state(struct wire_req *w);
 
-/* A path of the wire (in the container) as the workspace module takes
- * it: relative to the workspace; the container's own absolute path of
- * the workspace and sandboxd's /workspace stripped; NULL (and *why) when
- * it names something outside. A new string. */
+/* A path of the wire (in the sandbox) as the workspace module takes
+ * it: relative to the workspace; an absolute one under the work dir
+ * (SANDBOXD_WORK_DIR) stripped to relative; NULL (and *why) for any
+ * other absolute path, the workspace's host path included. A new
+ * string. */
 char *wire_path(const struct wire_req *w, const char *path,
 		const char **why);
-/* The container's absolute path of rel (the workspace the session's
- * record names, at the same path in the container). A new string. */
+/* The sandbox's absolute path of rel, under the work dir, where its
+ * container binds the workspace: never a host path. A new string. */
 char *wire_abs_path(const struct wire_req *w, const char *rel);
 
 /* The handlers of wire-ops.c. */

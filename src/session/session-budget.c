@@ -606,7 +606,7 @@ static int where_mounted(struct session_root *r,
 
 int session_budget_seen(struct engine *e, struct session_root *r,
 			const struct session_record *rec, const char *container,
-			struct sbx_error **err)
+			const char *work_dir, struct sbx_error **err)
 {
 	cleanup_free char *inside = NULL;
 	json_t *inspect = NULL;
@@ -626,9 +626,9 @@ int session_budget_seen(struct engine *e, struct session_root *r,
 		rc = 0;
 		goto out;
 	}
-	/* The same path in the container (it is bound at the same path),
+	/* The work dir in the container, where it binds the workspace,
 	 * through its root as the kernel resolves it there. */
-	inside = xasprintf("/proc/%lld/root%s", (long long)pid, w.ws_path);
+	inside = xasprintf("/proc/%lld/root%s", (long long)pid, work_dir);
 	if (stat(inside, &cst) < 0 || cst.st_dev != st.st_dev) {
 		sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
 			      "the container does not see the disk budget "

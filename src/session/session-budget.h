@@ -86,8 +86,8 @@ int session_budget_make(struct session_root *r,
 			struct sbx_error **err);
 
 /*
- * Does the running container (its id) see rec's budget at the
- * workspace's path?  The engine binds the path in its own mount
+ * Does the running container (its id) see rec's budget at work_dir,
+ * where it binds the workspace?  The engine binds the path in its own mount
  * namespace: when sbxcat runs in another (systemd's PrivateTmp=,
  * ProtectHome=, ProtectSystem= make one), the engine binds the empty
  * directory under the mount, bounded by nothing.  Refused (status 3)
@@ -96,7 +96,7 @@ int session_budget_make(struct session_root *r,
  */
 int session_budget_seen(struct engine *e, struct session_root *r,
 			const struct session_record *rec, const char *container,
-			struct sbx_error **err);
+			const char *work_dir, struct sbx_error **err);
 
 /* Unmount rec's workspace when it is a budget's mount (lazily when
  * busy) and remove its image; none is done.  The directory stays. */

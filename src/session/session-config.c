@@ -300,16 +300,72 @@ static int spill_from_env(const struct sbx_env *e, struct session_config *c,
 			  struct sbx_error **err)
 {
 	const char *v = env(e, "SANDBOXD_SPILL_DIR");
+	uint32_t cp;
 
 	if (!v)
 		v = "large_tool_results";
 	if (strchr(v, '/') || strcmp(v, ".") == 0 || strcmp(v, "..") == 0 ||
-	    strlen(v) > 255 || text_find_control(v, strlen(v), NULL) != 0 ||
+	    strlen(v) > 255 || text_find_control(v, strlen(v), &cp) != 0 ||
 	    utf8_first_invalid(v, strlen(v)) >= 0)
 		return bad_value(err, "SANDBOXD_SPILL_DIR", v,
 				 "expected one directory name at the "
 				 "workspace's top, such as large_tool_results");
 	c->spill = xstrdup(v);
+	return 0;
+}
+
+/*
+ * SANDBOXD_WORK_DIR: an absolute path in the container, written once
+ * (no "//", ".", "..", trailing "/"), since clients' paths are compared
+ * with it as text; not "/" (the image's root), and not on what the
+ * container gets besides its workspace (/tmp, its tmpfs) or from the
+ * kernel (/proc, /sys, /dev), where a bind would hide or be hidden.
+ */
+static const char *work_dir_why(const char *v)
+{
+	static const char *const theirs[] = {"/tmp", "/proc", "/sys", "/dev"};
+	const char *p;
+	uint32_t cp;
+
+	if (v[0] != '/' || !v[1])
+		return "expected an absolute path other than /, such as "
+		       "/workspace";
+	if (strlen(v) > SESSION_WORK_DIR_MAX ||
+	    text_find_control(v, strlen(v), &cp) != 0 ||
+	    utf8_first_invalid(v, strlen(v)) >= 0)
+		return "expected at most 255 bytes of text without control "
+		       "characters";
+	for (p = v; *p; p += strcspn(p, "/")) {
+		size_t n;
+
+		p++;
+		n = strcspn(p, "/");
+		if (n == 0 || (n == 1 && p[0] == '.') ||
+		    (n == 2 && p[0] == '.' && p[1] == '.'))
+			return "expected a path written once: no empty, . or "
+			       ".. part, no / at its end";
+	}
+	for (size_t i = 0; i < sizeof(theirs) / sizeof(*theirs); i++) {
+		size_t n = strlen(theirs[i]);
+
+		if (strncmp(v, theirs[i], n) == 0 && (!v[n] || v[n] == '/'))
+			return "expected a path outside /tmp, /proc, /sys "
+			       "and /dev";
+	}
+	return NULL;
+}
+
+static int work_dir_from_env(const struct sbx_env *e,
+			     struct session_config *c, struct sbx_error **err)
+{
+	const char *v = env(e, "SANDBOXD_WORK_DIR"), *why;
+
+	if (!v)
+		v = SESSION_WORK_DIR_DEFAULT;
+	why = work_dir_why(v);
+	if (why)
+		return bad_value(err, "SANDBOXD_WORK_DIR", v, why);
+	c->work_dir = xstrdup(v);
 	return 0;
 }
 
@@ -397,6 +453,7 @@ int session_config_load(struct session_config *c, const struct sbx_env *e,
 	    env_size(e, "SANDBOXD_MAX_WRITE_BYTES", &size_bytes, &c->max_write,
 		     err) < 0 ||
 	    spill_from_env(e, c, err) < 0 ||
+	    work_dir_from_env(e, c, err) < 0 ||
 	    env_seconds(e, "SANDBOXD_IDLE_TIMEOUT", &c->idle_timeout, err) <
 		0 ||
 	    pause_from_env(e, c, err) < 0 ||
@@ -455,6 +512,7 @@ void session_config_release(struct session_config *c)
 	free(c->network);
 	free(c->deployment);
 	free(c->spill);
+	free(c->work_dir);
 	for (size_t i = 0; i < c->npool; i++)
 		free(c->pool[i].alias);
 	free(c->pool);

@@ -92,8 +92,10 @@ json_t *session_container_body(const struct session_spec *s)
 		    s->cfg->deployment, SESSION_LABEL_TENANT, s->tenant,
 		    SESSION_LABEL_KEY, s->key, SESSION_LABEL_RUNTIME,
 		    s->rt->alias, SESSION_LABEL_CREATED, created);
+	/* The workspace at the work dir, never at its host path: a
+	 * sandbox learns nothing of ROOT or its key (session.h). */
 	mount = xjson_pack("{s:s, s:s, s:s, s:b, s:{s:s}}", "Type", "bind",
-			   "Source", s->workspace, "Target", s->workspace,
+			   "Source", s->workspace, "Target", s->cfg->work_dir,
 			   "ReadOnly", 0, "BindOptions", "Propagation",
 			   "rprivate");
 	host = xjson_pack(
@@ -113,14 +115,31 @@ json_t *session_container_body(const struct session_spec *s)
 	    "Image", s->image, "User",
 	    user,
 	    "Entrypoint", s->sleep, "Cmd", SESSION_IDLE_SECONDS, "WorkingDir",
-	    s->workspace, "Env", env, "Labels", labels, "Tty", 0, "OpenStdin",
-	    0, "AttachStdout", 0, "AttachStderr", 0, "HostConfig", host,
-	    "StopSignal", "SIGKILL");
+	    s->cfg->work_dir, "Env", env, "Labels", labels, "Tty", 0,
+	    "OpenStdin", 0, "AttachStdout", 0, "AttachStderr", 0,
+	    "HostConfig", host, "StopSignal", "SIGKILL");
 }
 
 static const char *label_of(json_t *labels, const char *key)
 {
 	return json_string_value(json_object_get(labels, key));
+}
+
+bool session_container_current(const struct session_config *c,
+			       json_t *inspect)
+{
+	json_t *m;
+	size_t i;
+
+	json_array_foreach(json_object_get(inspect, "Mounts"), i, m)
+	{
+		const char *d =
+		    json_string_value(json_object_get(m, "Destination"));
+
+		if (d && strcmp(d, c->work_dir) == 0)
+			return true;
+	}
+	return false;
 }
 
 char *session_pool_container_name(const struct session_config *c,
@@ -237,9 +256,24 @@ static bool is_paused(json_t *inspect)
 
 /* *inspect (the session's, or NULL when gone) running and not paused, or
  * session_engine_running's refusal (*inspect released then). */
-static int check_running(const char *key, json_t **inspect,
-			 struct sbx_error **err)
+static int check_running(const struct session_config *c, const char *key,
+			 json_t **inspect, struct sbx_error **err)
 {
+	if (*inspect && !session_container_current(c, *inspect)) {
+		/* Said as a container that is down, so the open, or the
+		 * service's heal, makes it again (session_engine_adopt);
+		 * a command there would start where the workspace is not. */
+		sbx_error_set(err, SBX_E_CONFLICT, 0,
+			      "session '%s' is not running at the work dir "
+			      "(its container binds the workspace elsewhere)",
+			      key);
+		sbx_error_why(*err, SBX_R_NOT_RUNNING, 0, 0);
+		sbx_error_hint(*err, "sbxcat session open makes its container "
+				     "again; the files are kept");
+		json_decref(*inspect);
+		*inspect = NULL;
+		return -1;
+	}
 	if (!*inspect) {
 		sbx_error_set(err, SBX_E_CONFLICT, 0,
 			      "session '%s' is not running (its container is "
@@ -266,7 +300,7 @@ int session_engine_running(struct engine *e, const struct session_config *c,
 {
 	if (session_engine_inspect(e, c, key, inspect, err) < 0)
 		return -1;
-	return check_running(key, inspect, err);
+	return check_running(c, key, inspect, err);
 }
 
 /* The stamp that makes a reaper's pass that decided on the old one leave
@@ -314,7 +348,7 @@ int session_engine_wake(struct engine *e, const struct session_config *c,
 		if (session_engine_inspect(e, c, rec->key, inspect, err) < 0)
 			return -1;
 	}
-	return check_running(rec->key, inspect, err);
+	return check_running(c, rec->key, inspect, err);
 }
 
 int session_engine_list(struct engine *e, const struct session_config *c,
@@ -609,11 +643,17 @@ int session_engine_adopt(struct engine *e, struct session_spec *s,
 		json_decref(j);
 		return -1;
 	}
+	*id = xstrdup(json_string_value(json_object_get(j, "Id")));
+	state = session_state(j);
+	if (!session_container_current(s->cfg, j))
+		/* An older sbxcat's (the workspace at its host path) or
+		 * another work dir's: removed below, and a new one made as
+		 * for a session without one (its slot counted again); the
+		 * files are the host's, so nothing is lost. */
+		state = "dead";
 	/* A stopped container keeps the image it was made from. */
 	free(s->image_used);
 	s->image_used = xstrdup(img ? img : s->image);
-	*id = xstrdup(json_string_value(json_object_get(j, "Id")));
-	state = session_state(j);
 	if (strcmp(state, "running") == 0 || strcmp(state, "restarting") == 0 ||
 	    strcmp(state, "paused") == 0) {
 		bool paused = strcmp(state, "paused") == 0;
@@ -627,7 +667,8 @@ int session_engine_adopt(struct engine *e, struct session_spec *s,
 		json_decref(j);
 		return 0; /* to start again: session_engine_launch */
 	}
-	/* dead, removing: nothing to start; a new one is made. */
+	/* dead, removing, or not current: nothing to start; a new one is
+	 * made. */
 	json_decref(j);
 	free(s->image_used);
 	s->image_used = NULL;
@@ -712,13 +753,16 @@ int session_engine_claim(struct engine *e, const struct session_config *c,
 		       SESSION_LABEL_POOL);
 	state = session_state(j);
 	rc = 0;
+	/* One an older sbxcat made binds its workspace elsewhere: not
+	 * taken (its caller discards it and opens cold). */
 	if (!got || strcmp(got, pool_id) != 0 ||
+	    !session_container_current(c, j) ||
 	    strcmp(state, "running") != 0 ||
 	    json_is_true(
 		json_object_get(json_object_get(j, "State"), "Paused")))
 		rc = sbx_error_set(err, SBX_E_CONFLICT, 0,
 				   "pooled container %.12s is not pool %s's, "
-				   "running",
+				   "running at the work dir",
 				   id, pool_id);
 	json_decref(j);
 	if (rc == 0)

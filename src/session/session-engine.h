@@ -57,6 +57,16 @@ char *session_pool_container_name(const struct session_config *c,
 bool session_container_key_of(const struct session_config *c, json_t *labels,
 			      const char *name, char key[SESSION_KEY_MAX + 1]);
 
+/*
+ * Whether a container (its inspect, or its summary in a list) binds a
+ * workspace at c->work_dir.  One that does not was made by an sbxcat
+ * before the work dir (it bound the workspace at its host path) or
+ * under another SANDBOXD_WORK_DIR: an open, and an operation's heal,
+ * make it again (session_engine_adopt); the files are the host's.
+ */
+bool session_container_current(const struct session_config *c,
+			       json_t *inspect);
+
 /* What a new session is made of. */
 struct session_spec {
 	const struct session_config *cfg;

@@ -26,11 +26,11 @@
  *   ROOT/KEY/session.json   sbxcat's record (below), replaced atomically
  *   ROOT/KEY/hibernated     hibernation's mark (below), root's, 0600
  *   ROOT/KEY/workspace/     the sandbox uid's, 0755; bind-mounted at the
- *                           same path in the container
+ *                           work dir (SANDBOXD_WORK_DIR) in the container
  *   ROOT/.sbxcat-ws/        root's, 0700: the workspaces of the warm pool
  *   ROOT/.sbxcat-ws/ID/     a pooled container's workspace (ID: 26 of
  *                           [a-z2-7]), the sandbox uid's, 0755, at the
- *                           same path in its container; the record of
+ *                           work dir in its container; the record of
  *                           the session that claims it names it
  *   ROOT/.sbxcat-open/      root's, 0700: the reservations of opens in
  *                           progress (session_reserve)
@@ -74,6 +74,8 @@ struct sbx_error;
 
 #define SESSION_KEY_MAX 64
 #define SESSION_ROOT_DEFAULT "/srv/sandboxd/workspaces"
+#define SESSION_WORK_DIR_DEFAULT "/workspace"
+#define SESSION_WORK_DIR_MAX 255
 #define SESSION_LABEL_TENANT "io.sbxcat.tenant"
 #define SESSION_LABEL_KEY "io.sbxcat.key"
 #define SESSION_LABEL_RUNTIME "io.sbxcat.runtime"
@@ -94,6 +96,11 @@ struct sbx_error;
  */
 struct session_config {
 	char *root;		     /* SANDBOXD_WORKSPACE_ROOT */
+	/* SANDBOXD_WORK_DIR "/workspace": where a sandbox sees its
+	 * workspace and its commands start.  Nothing of the host's
+	 * layout (ROOT, the key) reaches a sandbox or a client: paths
+	 * they are given and give are under this. */
+	char *work_dir;
 	unsigned max_per_tenant;     /* SANDBOXD_MAX_SESSIONS_PER_TENANT 10 */
 	unsigned max_sessions;	     /* SANDBOXD_MAX_SESSIONS 20 */
 	unsigned long long mem_limit; /* SANDBOXD_MEM_LIMIT "1g", bytes */

@@ -278,24 +278,26 @@ static int cannot_run(struct run *r, struct sbx_error **err)
  * req->cwd beneath the workspace, as every path of the workspace's is
  * (workspace.h: no "..", never out through a symlink, nor onto another
  * mount), and a directory: its path in the container (the workspace is
- * bind-mounted at its host path) in r->cwd.  -1 with *err (invalid,
- * reason "bad working directory", naming the path as given).
+ * bind-mounted at the work dir) in r->cwd.  A relative cwd is relative
+ * to the work dir; an absolute one must be under it (the host's path of
+ * the workspace is not the sandbox's).  -1 with *err (invalid, reason
+ * "bad working directory", naming the path as given).
  */
 static int resolve_cwd(struct run *r, const char *cwd, struct sbx_error **err)
 {
 	const struct session_config *cfg = &r->s->cfg.session;
+	const char *wd = cfg->work_dir;
 	char *ws = session_workspace_path(&r->root, &r->rec);
 	const char *rel = cwd;
 	struct workspace w;
 	struct strbuf shown = STRBUF_INIT;
 	char *norm = NULL;
-	size_t n = strlen(ws);
+	size_t n = strlen(wd);
 	int fd, dfd = -1;
 
 	text_add_escaped(&shown, cwd, strlen(cwd));
 	if (cwd[0] == '/') {
-		/* The container's path of the workspace, or one inside it. */
-		if (strncmp(cwd, ws, n) == 0 && (!cwd[n] || cwd[n] == '/'))
+		if (strncmp(cwd, wd, n) == 0 && (!cwd[n] || cwd[n] == '/'))
 			rel = cwd + n + strspn(cwd + n, "/");
 		else
 			rel = NULL;
@@ -304,7 +306,7 @@ static int resolve_cwd(struct run *r, const char *cwd, struct sbx_error **err)
 		sbx_error_set(err, SBX_E_INVALID, 0,
 			      "working directory '%s' is outside the "
 			      "workspace (%s)",
-			      shown.buf, ws);
+			      shown.buf, wd);
 	} else if (workspace_path_check(*rel ? rel : ".", true, &norm, err) ==
 		   0) {
 		fd = session_workspace_open(&r->root, &r->rec, err);
@@ -318,7 +320,7 @@ static int resolve_cwd(struct run *r, const char *cwd, struct sbx_error **err)
 	}
 	if (dfd >= 0) {
 		close(dfd);
-		r->cwd = *norm ? xasprintf("%s/%s", ws, norm) : xstrdup(ws);
+		r->cwd = *norm ? xasprintf("%s/%s", wd, norm) : xstrdup(wd);
 	} else {
 		sbx_error_wrap(err, "-w/cwd");
 		(*err)->kind = SBX_E_INVALID;
@@ -339,8 +341,7 @@ static int exec_prepare(struct run *r, struct sbx_error **err)
 	const struct svc_exec_req *req = r->req;
 	size_t killed = 0, busy = 0;
 	json_t *body, *cmdv;
-	const char *user, *cid;
-	char *ws;
+	const char *user, *cid, *ws;
 	long long limit_ms, started;
 	int rc;
 
@@ -384,15 +385,14 @@ static int exec_prepare(struct run *r, struct sbx_error **err)
 			json_array_append_new(cmdv,
 					      xjson_string(req->argv[i]));
 	}
-	ws = r->cwd ? NULL : session_workspace_path(&r->root, &r->rec);
+	/* The work dir, where the container binds the workspace. */
+	ws = r->cwd ? r->cwd : cfg->session.work_dir;
 	user = json_string_value(
 	    json_object_get(json_object_get(r->inspect, "Config"), "User"));
 	body = xjson_pack("{s:b, s:b, s:b, s:b, s:o, s:s, s:s, s:b}",
 			  "AttachStdin", req->in_fd >= 0, "AttachStdout", 1,
 			  "AttachStderr", 1, "Tty", 0, "Cmd", cmdv, "User",
-			  user ? user : "", "WorkingDir", r->cwd ? r->cwd : ws,
-			  "Privileged", 0);
-	free(ws);
+			  user ? user : "", "WorkingDir", ws, "Privileged", 0);
 	if (req->nenv) {
 		json_t *env = json_array();
 

@@ -296,7 +296,8 @@ static int pool_budget(const struct svc *s, struct engine *e,
 	if (!e)
 		return session_budget_make(root, &rec, &b, c->mkfs, uid, &made,
 					   &unbudgeted, err);
-	return session_budget_seen(e, root, &rec, container, err);
+	return session_budget_seen(e, root, &rec, container, c->work_dir,
+				   err);
 }
 
 /*

@@ -642,14 +642,15 @@ static int budget_kept(struct session_root *root,
  * The container just launched sees the workspace's budget
  * (session_budget_seen); when it does not, it is removed: fail closed.
  */
-static int budget_seen(const struct svc_call *call, struct engine *e,
-		       struct session_root *root,
+static int budget_seen(const struct svc *s, const struct svc_call *call,
+		       struct engine *e, struct session_root *root,
 		       const struct session_record *rec, const char *container,
 		       struct sbx_error **err)
 {
 	struct sbx_error *e2 = NULL;
 
-	if (session_budget_seen(e, root, rec, container, err) == 0)
+	if (session_budget_seen(e, root, rec, container,
+				s->cfg.session.work_dir, err) == 0)
 		return 0;
 	if (engine_container_remove(e, container, true, NULL, &e2) < 0)
 		svc_warn(call, "%s", e2->msg);
@@ -762,7 +763,8 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 			goto out;
 		if (session_engine_launch(e, &spec, &res->outcome,
 					  &res->container, err) < 0 ||
-		    budget_seen(call, e, root, &rec, res->container, err) < 0) {
+		    budget_seen(s, call, e, root, &rec, res->container,
+				err) < 0) {
 			if (budget_made)
 				budget_undo(call, root, &rec);
 			goto out;
