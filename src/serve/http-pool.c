@@ -85,7 +85,10 @@ static struct http_req *take(struct http_workers *p)
 static void *worker(void *arg)
 {
 	struct http_workers *p = arg;
+	struct http_share *sh;
 	struct http_req *r;
+	/* The caller's name outlives r: r is freed once answered. */
+	char caller[sizeof(r->pub.caller)];
 
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
@@ -95,14 +98,12 @@ static void *worker(void *arg)
 			break;
 		p->len--;
 		p->busy++;
-		/* The caller's name outlives r: r is freed once answered. */
-		char caller[sizeof(r->pub.caller)];
 		memcpy(caller, r->pub.caller, sizeof(caller));
 		pthread_mutex_unlock(&p->lock);
 		http_req_run(r);
 		pthread_mutex_lock(&p->lock);
 		p->busy--;
-		struct http_share *sh = share_of(p, caller, false);
+		sh = share_of(p, caller, false);
 		if (sh)
 			sh->running--;
 		share_put(p, caller);

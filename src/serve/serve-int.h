@@ -160,8 +160,7 @@ bool serve_run_stop(struct serve *sv, const char *key, const char *id);
  * record again: a token of a session closed meanwhile is still refused.
  */
 int serve_token_check(struct serve *sv, const char *id, const char *token);
-void serve_token_remember(struct serve *sv, const char *id,
-			  const char *token);
+void serve_token_remember(struct serve *sv, const char *id, const char *token);
 void serve_token_forget(struct serve *sv, const char *id);
 
 /* A session's usage sampled less than SERVE_USAGE_MS ago (true), and

@@ -16,12 +16,12 @@
 #include <openssl/crypto.h>
 
 #include "basic/alloc.h"
+#include "basic/clock.h"
 #include "basic/error.h"
 #include "basic/fileio.h"
 #include "basic/hash.h"
 #include "basic/size.h"
 #include "basic/util.h"
-#include "basic/clock.h"
 #include "serve/serve-int.h"
 #include "serve/wire.h"
 #include "svc/svc-audit.h"
@@ -365,8 +365,7 @@ void serve_opening_del(struct serve *sv, const char *id)
 	pthread_mutex_unlock(&sv->lock);
 }
 
-static bool run_is(const struct serve_run *r, const char *key,
-		   const char *id)
+static bool run_is(const struct serve_run *r, const char *key, const char *id)
 {
 	return strcmp(r->key, key) == 0 && strcmp(r->id, id) == 0;
 }
@@ -513,8 +512,7 @@ int serve_token_check(struct serve *sv, const char *id, const char *token)
 		token_add(&sv->good, &sv->ngood, &sv->agood, TOKENS_GOOD, id,
 			  hash);
 	else
-		token_add(&sv->bad, &sv->nbad, &sv->abad, TOKENS_BAD, id,
-			  hash);
+		token_add(&sv->bad, &sv->nbad, &sv->abad, TOKENS_BAD, id, hash);
 	pthread_mutex_unlock(&sv->lock);
 	explicit_bzero(hash, sizeof(hash));
 	return rc == 0;
@@ -797,8 +795,8 @@ static int start_http(struct serve *sv, const struct serve_config *c,
 		const struct wire_needs *n = sv->routes[i].needs;
 
 		if (n->write_cap)
-			sv->routes[i].max_body = wire_write_cap(
-			    sv->snap->svc.cfg.session.max_write);
+			sv->routes[i].max_body =
+			    wire_write_cap(sv->snap->svc.cfg.session.max_write);
 	}
 	hc.routes = sv->routes;
 	for (size_t i = 0; i < c->nlisten; i++)

@@ -417,8 +417,7 @@ void wire_run(struct wire_req *w)
 		if (woken_not)
 			wake_refused(w, woken_not);
 		else if (err->kind == SBX_E_INVALID)
-			wire_invalid(w, "body", "cwd", "value_error",
-				     err->msg);
+			wire_invalid(w, "body", "cwd", "value_error", err->msg);
 		else if (err->kind == SBX_E_CONFLICT)
 			wire_detail(w, 409, "%s", err->msg);
 		else if (is_down(err, true))
@@ -680,8 +679,9 @@ void wire_write(struct wire_req *w)
 		goto out;
 	}
 	if (!rel) {
-		write_result(w, NULL, "Failed to write file: the path is "
-				       "outside the workspace");
+		write_result(w, NULL,
+			     "Failed to write file: the path is "
+			     "outside the workspace");
 		goto out;
 	}
 	r.key = w->ws.key;
@@ -776,8 +776,8 @@ void wire_exists(struct wire_req *w)
 	if (op_path(w, "path", &rel, &given)) {
 		r.key = w->ws.key;
 		r.path = rel;
-		if (rel && svc_fs_stat(&w->snap->svc, &w->call, &r, &sr, &err) ==
-			       0)
+		if (rel &&
+		    svc_fs_stat(&w->snap->svc, &w->call, &r, &sr, &err) == 0)
 			yes = !strcmp(sr.type, "file");
 		wire_json(w, 200, xjson_pack("{s:b}", "exists", yes));
 	}
@@ -907,8 +907,8 @@ void wire_glob(struct wire_req *w)
 	if (!wire_str(w, "pattern", true, false, &pat) ||
 	    !wire_str(w, "path", false, true, &path))
 		goto out;
-	rel = wire_path(w, path && *path && strcmp(path, "/") ? path : ".",
-			&why);
+	rel =
+	    wire_path(w, path && *path && strcmp(path, "/") ? path : ".", &why);
 	/* sandboxd finds -path STAR/PATTERN: the pattern at any depth. */
 	if (strncmp(pat, "**/", 3) == 0)
 		pat += 3;

@@ -97,8 +97,7 @@ static bool wire_body(struct wire_req *w)
 	char msg[64];
 
 	if (status == 413) {
-		wire_detail(w, 413,
-			    "Request body has more than %d JSON values",
+		wire_detail(w, 413, "Request body has more than %d JSON values",
 			    WIRE_JSON_NODES);
 		return false;
 	}
@@ -108,8 +107,8 @@ static bool wire_body(struct wire_req *w)
 		wire_invalid(w, "body", NULL, "json_too_deep", msg);
 		return false;
 	}
-	w->body = json_loadb(body, w->req->body_len, JSON_REJECT_DUPLICATES,
-			     &jerr);
+	w->body =
+	    json_loadb(body, w->req->body_len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!w->body || !json_is_object(w->body)) {
 		wire_invalid(w, "body", NULL, w->body ? "dict_type" : "json_invalid",
 			     w->body ? "Input should be a valid dictionary"
@@ -815,7 +814,8 @@ static void sessions_get(struct wire_req *w)
 		json_t *info = wire_session_info(&w->snap->svc, &w->ws, state);
 
 		if (usage && resident(state))
-			json_object_set_new(info, "usage", usage_json(w, &w->ws));
+			json_object_set_new(info, "usage",
+					    usage_json(w, &w->ws));
 		wire_json(w, 200, info);
 	}
 }
@@ -1064,34 +1064,33 @@ static void openapi_route(struct wire_req *w)
 			json_array_append_new(
 			    params,
 			    xjson_pack("{s:s%, s:s, s:b, s:{s:s}}", "name",
-				       p + 1, len, "in", "path", "required",
-				       1, "schema", "type", "string"));
+				       p + 1, len, "in", "path", "required", 1,
+				       "schema", "type", "string"));
 		}
 		op = xjson_pack(
 		    "{s:s, s:o, s:o, s:s, s:I, s:{s:{s:s}}}", "operationId",
 		    rt->path, "parameters", params, "security",
-		    n->token == WIRE_TOKEN_NONE ? json_array()
-						: xjson_pack("[{s:[]}]", "token"),
-		    "x-sbxcat-token", token_word(n->token),
-		    "x-sbxcat-max-body", (json_int_t)rt->max_body,
-		    "responses", "default", "description",
-		    "sandboxd's answer (docs/serve.md)");
+		    n->token == WIRE_TOKEN_NONE
+			? json_array()
+			: xjson_pack("[{s:[]}]", "token"),
+		    "x-sbxcat-token", token_word(n->token), "x-sbxcat-max-body",
+		    (json_int_t)rt->max_body, "responses", "default",
+		    "description", "sandboxd's answer (docs/serve.md)");
 		for (const char *c = rt->method; *c; c++)
 			strbuf_addch(&m, (char)(*c - 'A' + 'a'));
 		json_object_set_new(item, strbuf_str(&m), op);
 		strbuf_release(&m);
 	}
-	wire_json(
-	    w, 200,
-	    xjson_pack("{s:s, s:{s:s, s:s, s:s}, s:o, s:{s:{s:{s:s, s:s, "
-		       "s:s}}}}",
-		       "openapi", "3.1.0", "info", "title",
-		       "sbxcat serve: sandboxd's wire", "version",
-		       PACKAGE_VERSION, "description",
-		       "The routes of sbxcat serve; see docs/serve.md",
-		       "paths", paths, "components", "securitySchemes",
-		       "token", "type", "apiKey", "in", "header", "name",
-		       TOKEN_HEADER));
+	wire_json(w, 200,
+		  xjson_pack("{s:s, s:{s:s, s:s, s:s}, s:o, s:{s:{s:{s:s, s:s, "
+			     "s:s}}}}",
+			     "openapi", "3.1.0", "info", "title",
+			     "sbxcat serve: sandboxd's wire", "version",
+			     PACKAGE_VERSION, "description",
+			     "The routes of sbxcat serve; see docs/serve.md",
+			     "paths", paths, "components", "securitySchemes",
+			     "token", "type", "apiKey", "in", "header", "name",
+			     TOKEN_HEADER));
 }
 
 /* GET /docs: a page that says where the routes are described. */
@@ -1167,7 +1166,8 @@ static void metrics(struct wire_req *w)
 /* Who a caller is for the pools' fair shares: the session a per-session
  * route acts on (whatever the token), else the tenant, else the service,
  * else "-" (no token). */
-static void caller_of(const struct wire_needs *n, const struct http_request *req,
+static void caller_of(const struct wire_needs *n,
+		      const struct http_request *req,
 		      const struct serve_auth *au, struct http_admit *a)
 {
 	if (n->session != WIRE_LOOKUP_NONE && req->nparams)
@@ -1325,14 +1325,10 @@ size_t wire_write_cap(unsigned long long max_write)
 	return st_add(st_mult((size_t)(max_write / 3 + 1), 4), CAP_FIELDS);
 }
 
+/* clang-format off: a route a line, what it needs by name. */
 #define ROUTE(m, p, pool, cap, op_, tok, ...)                                  \
-	{m,                                                                    \
-	 p,                                                                    \
-	 wire_handle,                                                          \
-	 HTTP_POOL_##pool,                                                     \
-	 cap,                                                                  \
-	 &(const struct wire_needs){.op = op_,                                 \
-				    .token = WIRE_TOKEN_##tok,                 \
+	{m, p, wire_handle, HTTP_POOL_##pool, cap,                             \
+	 &(const struct wire_needs){.op = op_, .token = WIRE_TOKEN_##tok,      \
 				    __VA_ARGS__}}
 #define OPEN .session = WIRE_LOOKUP_OPEN
 #define KEPT .session = WIRE_LOOKUP_KEPT, .missing = "No workspace for session"
@@ -1347,44 +1343,43 @@ const struct http_route serve_routes[] = {
     ROUTE("GET", "/metrics", QUICK, CAP_NONE, metrics, METRICS),
     ROUTE("GET", "/policy", QUICK, CAP_NONE, policy_get, TENANT),
     ROUTE("PUT", "/policy", QUICK, CAP_POLICY, policy_put, SERVICE, BODY),
-    ROUTE("POST", "/sessions", SLOW, CAP_FIELDS, sessions_create, TENANT,
-	  BODY),
+    ROUTE("POST", "/sessions", SLOW, CAP_FIELDS, sessions_create, TENANT, BODY),
     ROUTE("GET", "/sessions", QUICK, CAP_NONE, sessions_list, TENANT,
 	  .usage_slow = true),
-    ROUTE("GET", "/sessions/{id}", QUICK, CAP_NONE, sessions_get, SESSION,
-	  OPEN, .usage_slow = true),
-    ROUTE("DELETE", "/sessions/{id}", SLOW, CAP_NONE, sessions_delete,
-	  SESSION, PURGE),
+    ROUTE("GET", "/sessions/{id}", QUICK, CAP_NONE, sessions_get, SESSION, OPEN,
+	  .usage_slow = true),
+    ROUTE("DELETE", "/sessions/{id}", SLOW, CAP_NONE, sessions_delete, SESSION,
+	  PURGE),
     ROUTE("GET", "/sessions/{id}/events", QUICK, CAP_NONE, sessions_events,
 	  SESSION, OPEN),
-    ROUTE("POST", "/sessions/{id}/exec", SLOW, CAP_EXEC, wire_exec,
-	  SESSION, OPEN, BODY),
-    ROUTE("POST", "/sessions/{id}/run", SLOW, CAP_RUN, wire_run, SESSION,
+    ROUTE("POST", "/sessions/{id}/exec", SLOW, CAP_EXEC, wire_exec, SESSION,
 	  OPEN, BODY),
+    ROUTE("POST", "/sessions/{id}/run", SLOW, CAP_RUN, wire_run, SESSION, OPEN,
+	  BODY),
     ROUTE("POST", "/sessions/{id}/runs/{run_id}/stop", QUICK, CAP_NONE,
 	  wire_run_stop, SESSION, OPEN),
-    ROUTE("POST", "/sessions/{id}/read", QUICK, CAP_FIELDS, wire_read,
-	  SESSION, OPEN, BODY),
+    ROUTE("POST", "/sessions/{id}/read", QUICK, CAP_FIELDS, wire_read, SESSION,
+	  OPEN, BODY),
     ROUTE("POST", "/sessions/{id}/read_bytes", QUICK, CAP_FIELDS,
 	  wire_read_bytes, SESSION, OPEN, BODY),
-    ROUTE("POST", "/sessions/{id}/write", QUICK, 0, wire_write, SESSION,
-	  OPEN, BODY, .write_cap = true),
-    ROUTE("POST", "/sessions/{id}/edit", QUICK, CAP_EDIT, wire_edit,
-	  SESSION, OPEN, BODY),
+    ROUTE("POST", "/sessions/{id}/write", QUICK, 0, wire_write, SESSION, OPEN,
+	  BODY, .write_cap = true),
+    ROUTE("POST", "/sessions/{id}/edit", QUICK, CAP_EDIT, wire_edit, SESSION,
+	  OPEN, BODY),
     ROUTE("POST", "/sessions/{id}/exists", QUICK, CAP_FIELDS, wire_exists,
 	  SESSION, OPEN, BODY),
     ROUTE("POST", "/sessions/{id}/ls", QUICK, CAP_FIELDS, wire_ls, SESSION,
 	  OPEN, BODY),
-    ROUTE("POST", "/sessions/{id}/glob", SLOW, CAP_FIELDS, wire_glob,
-	  SESSION, OPEN, BODY),
-    ROUTE("POST", "/sessions/{id}/grep", SLOW, CAP_FIELDS, wire_grep,
-	  SESSION, OPEN, BODY),
-    ROUTE("POST", "/workspaces/{id}/ls", QUICK, CAP_FIELDS, wire_ws_ls,
-	  TENANT, KEPT, BODY),
+    ROUTE("POST", "/sessions/{id}/glob", SLOW, CAP_FIELDS, wire_glob, SESSION,
+	  OPEN, BODY),
+    ROUTE("POST", "/sessions/{id}/grep", SLOW, CAP_FIELDS, wire_grep, SESSION,
+	  OPEN, BODY),
+    ROUTE("POST", "/workspaces/{id}/ls", QUICK, CAP_FIELDS, wire_ws_ls, TENANT,
+	  KEPT, BODY),
     ROUTE("POST", "/workspaces/{id}/read", QUICK, CAP_FIELDS, wire_ws_read,
 	  TENANT, KEPT, BODY),
     ROUTE("POST", "/workspaces/{id}/read_bytes", QUICK, CAP_FIELDS,
-	  wire_ws_read_bytes, TENANT, KEPT,
-	  BODY),
+	  wire_ws_read_bytes, TENANT, KEPT, BODY),
 };
+/* clang-format on */
 const size_t serve_nroutes = sizeof(serve_routes) / sizeof(serve_routes[0]);
