@@ -181,6 +181,9 @@ st, doc, _ = req("GET", "/")
 ok(st == 200 and doc.get("docs_url") == "/docs" and doc.get("openapi_url") == "/openapi.json"
    and "ui_url" in doc and doc["ui_url"] is None,
    "GET /: docs_url \"/docs\", openapi_url \"/openapi.json\" (strings, as sandboxd), ui_url null", doc)
+eps = doc.get("endpoints") or []
+ok(eps == sorted(set(eps)) and "/docs" in eps and "/openapi.json" in eps and "/sessions/{id}/write" in eps,
+   "GET /'s endpoints: each path once, sorted, /docs and /openapi.json among them", eps)
 st, doc, _ = req("GET", "/openapi.json")
 paths = (doc or {}).get("paths", {})
 ok(st == 200 and doc.get("openapi", "").startswith("3.") and "post" in paths.get("/sessions/{id}/write", {})

@@ -1009,9 +1009,16 @@ static void healthz(struct wire_req *w)
 static void index_route(struct wire_req *w)
 {
 	json_t *eps = json_array();
+	const char **paths = xcalloc(serve_nroutes, sizeof(*paths));
 
+	/* Each path once, sorted, as sandboxd lists them. */
 	for (size_t i = 0; i < serve_nroutes; i++)
-		json_array_append_new(eps, xjson_string(serve_routes[i].path));
+		paths[i] = serve_routes[i].path;
+	qsort(paths, serve_nroutes, sizeof(*paths), by_str);
+	for (size_t i = 0; i < serve_nroutes; i++)
+		if (!i || strcmp(paths[i], paths[i - 1]) != 0)
+			json_array_append_new(eps, xjson_string(paths[i]));
+	free(paths);
 	/* sandboxd's strings (the client's ServiceIndex wants them); no
 	 * UI is served. */
 	wire_json(w, 200,
