@@ -14,6 +14,13 @@
  *   GET /metrics           quick: http_metrics
  *   GET /inflight          quick: http_server_inflight (this one too)
  *   PUT /only-put          quick: 204 (GET there is 405)
+ *   POST /capped/{x}       quick, a body of at most 1 KiB: echo
+ *   POST /keyed/{x}        quick, admitted only with "X-Key: good" (else
+ *                          401 "No key", the body never read): echo
+ *
+ * The admit hook: every request's caller is its X-Caller header (none:
+ * no caller); ?slow=1 sends a quick route to the slow pool; /keyed's
+ * needs the key.
  *
  *   t-http [-u PATH] [-t HOST:PORT]... [-p PORTFILE] [-l LOGFILE]
  *          [-b BODY] [-H HEADERS] [-c CONNS] [-i IDLE_S] [-r REQUEST_S]
@@ -130,15 +137,37 @@ static void only_put(void *arg, struct http_request *req,
 	res->status = 204;
 }
 
+static const char NEED_KEY[] = "X-Key";
+
 static const struct http_route ROUTES[] = {
-    {"GET", "/echo/{x}", echo, HTTP_POOL_QUICK},
-    {"POST", "/echo/{x}", echo, HTTP_POOL_QUICK},
-    {"GET", "/sleep/{secs}", sleep_handler, HTTP_POOL_SLOW},
-    {"GET", "/big/{bytes}", big, HTTP_POOL_QUICK},
-    {"GET", "/metrics", metrics, HTTP_POOL_QUICK},
-    {"GET", "/inflight", inflight, HTTP_POOL_QUICK},
-    {"PUT", "/only-put", only_put, HTTP_POOL_QUICK},
+    {"GET", "/echo/{x}", echo, HTTP_POOL_QUICK, 0, NULL},
+    {"POST", "/echo/{x}", echo, HTTP_POOL_QUICK, 0, NULL},
+    {"GET", "/sleep/{secs}", sleep_handler, HTTP_POOL_SLOW, 0, NULL},
+    {"GET", "/big/{bytes}", big, HTTP_POOL_QUICK, 0, NULL},
+    {"GET", "/metrics", metrics, HTTP_POOL_QUICK, 0, NULL},
+    {"GET", "/inflight", inflight, HTTP_POOL_QUICK, 0, NULL},
+    {"PUT", "/only-put", only_put, HTTP_POOL_QUICK, 0, NULL},
+    {"POST", "/capped/{x}", echo, HTTP_POOL_QUICK, 1024, NULL},
+    {"POST", "/keyed/{x}", echo, HTTP_POOL_QUICK, 0, NEED_KEY},
 };
+
+/* Who asks (http.h's admit hook), from the headers alone. */
+static void admit(void *arg, const struct http_route *rt,
+		  const struct http_request *req, struct http_admit *a)
+{
+	const char *caller = http_header(req, "X-Caller");
+	const char *slow = http_query(req, "slow");
+	const char *key = http_header(req, "X-Key");
+
+	if (caller)
+		snprintf(a->caller, sizeof(a->caller), "%s", caller);
+	if (slow && !strcmp(slow, "1"))
+		a->pool = HTTP_POOL_SLOW;
+	if (rt->needs == NEED_KEY && !(key && !strcmp(key, "good"))) {
+		a->status = 401;
+		a->detail = "No key";
+	}
+}
 
 static void write_ports(const char *file, struct http_server *srv,
 			const struct http_listen *ls, size_t n)
@@ -182,6 +211,7 @@ int main(int argc, char **argv)
 	struct http_config c = {.routes = ROUTES,
 				.nroutes = sizeof(ROUTES) / sizeof(ROUTES[0]),
 				.listen = ls,
+				.admit = admit,
 				.log_fd = -1};
 	const char *portfile = NULL;
 	unsigned grace = 5000;

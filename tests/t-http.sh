@@ -5,7 +5,9 @@
 # raw sockets drive it: routing, every limit of docs/serve.md "Limits"
 # (413, 431, 503 over the cap and when the queue is full, idle and slow
 # clients cut, 1,000 idle connections), a client gone mid-request, the
-# access log, the metrics, and SIGTERM with requests in flight.
+# access log, the metrics, and SIGTERM with requests in flight; what a
+# route declares (the admit hook's refusal before the body, a route's own
+# cap), one caller's fair share of a pool, and paths no template holds.
 set -u
 : "${srcdir:?srcdir must name the source tree}"
 # shellcheck source=tests/tap.sh
@@ -78,10 +80,12 @@ elif cmd == "cl413":
     raw = read_all(s)
     print(status_of(raw), b"Connection: close" in raw, time.time() - t < 1.0)
 elif cmd == "chunked":
-    # n KiB in chunks of 1 KiB, then the end (unless "open")
+    # n KiB in chunks of 1 KiB, then the end (unless "open"); to
+    # $CHUNKED_PATH (/echo/x)
     n = int(args[0])
     s = conn()
-    s.sendall(b"POST /echo/x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+    s.sendall(b"POST " + os.environ.get("CHUNKED_PATH", "/echo/x").encode() +
+              b" HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
     try:
         for i in range(n):
             s.sendall(b"400\r\n" + b"z" * 1024 + b"\r\n")
@@ -178,6 +182,44 @@ elif cmd == "burst":
     print(" ".join(sorted(str(status_of(read_all(s))) for s in held)))
     for s in held:
         s.close()
+elif cmd == "raw":
+    # a request target sent as it is (no client normalises it)
+    s = conn()
+    s.sendall(b"GET " + args[0].encode() + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    raw = read_all(s)
+    print(status_of(raw), raw.split(b"\r\n\r\n", 1)[-1].decode("latin-1"))
+elif cmd == "keyless":
+    # the headers of a 100 MiB body (or a chunked one) to a route the
+    # admit hook refuses: answered at once, the connection closed, not a
+    # byte of the body read
+    s = conn()
+    t = time.time()
+    if args[0] == "chunked":
+        s.sendall(b"POST /keyed/x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n400\r\n" + b"z" * 1024 + b"\r\n")
+    else:
+        s.sendall(b"POST /keyed/x HTTP/1.1\r\nHost: x\r\nContent-Length: 104857600\r\n\r\n")
+    raw = read_all(s)
+    print(status_of(raw), b"Connection: close" in raw, time.time() - t < 1.0, raw.split(b"\r\n\r\n", 1)[-1].decode())
+elif cmd == "share":
+    # caller A asks three slow requests at once (its share: 2 places, 1
+    # worker); caller B one, a moment later: A's third is 429, B's is
+    # served while A's second waits
+    import threading
+    out = {}
+    def one(name, path, caller):
+        t = time.time()
+        st, body, r = get(path, {"X-Caller": caller})
+        out[name] = (st, r.getheader("Retry-After"), time.time() - t)
+    th = [threading.Thread(target=one, args=("a%d" % i, "/sleep/3", "A")) for i in range(3)]
+    for x in th:
+        x.start()
+    time.sleep(0.5)
+    b = threading.Thread(target=one, args=("b", "/sleep/0", "B"))
+    b.start()
+    for x in th + [b]:
+        x.join()
+    a = sorted("%d/%s" % (out["a%d" % i][0], out["a%d" % i][1]) for i in range(3))
+    print(" ".join(a), out["b"][0], out["b"][2] < 2.0)
 elif cmd == "get":
     st, body, r = get(args[0], dict(a.split(": ", 1) for a in args[1:]))
     print(st, r.getheader("Retry-After"), body.decode("utf-8", "replace"))
@@ -427,6 +469,41 @@ wait $CURL
 diag "the client got: $(cat "$T/h.out")"
 case "$(cat "$T/h.out")" in '{"gone":true'* | '') r=0 ;; *) r=1 ;; esac
 ok $r "its client got the handler's response or a closed connection"
+
+# --- E: what a route declares: the admit hook, its cap, fair shares, paths --
+start e -t 127.0.0.1:0 -q 2 -s 2 -Q 2
+is "$(c keyless "$PORT" length)" '401 True True {"detail":"No key"}' \
+	"a route's admit hook refuses from the headers: 401 at once, Connection: close, the 100 MiB body never read"
+is "$(c keyless "$PORT" chunked)" '401 True True {"detail":"No key"}' \
+	"... a chunked body too"
+is "$(curl -s -w ' %{http_code}' -H 'X-Key: good' -d 'k' "http://127.0.0.1:$PORT/keyed/x" | sed 's/.*"body_len":\([0-9]*\).* /\1 /')" "1 200" \
+	"... and lets the request with the key in"
+head -c 1024 /dev/zero >"$T/1k"
+head -c 1025 /dev/zero >"$T/1k1"
+is "$(curl -s -o /dev/null -w '%{http_code}' --data-binary @"$T/1k" "http://127.0.0.1:$PORT/capped/x")" 200 \
+	"a route's own cap (1 KiB): a body of 1 KiB is served"
+is "$(curl -s -w ' %{http_code}' -H 'Expect:' --data-binary @"$T/1k1" "http://127.0.0.1:$PORT/capped/x")" \
+	'{"detail":"Request body too large"} 413' "... one byte more is 413 (the server's cap is 12 MiB)"
+is "$(CHUNKED_PATH=/capped/x c chunked "$PORT" 2)" 413 "... chunked too"
+is "$(c raw "$PORT" '/echo/a1%00/events/x')" '400 {"detail":"Invalid path: an encoded NUL in it"}' \
+	"%00 in the path: 400 before routing (never served as /echo/{x} with a cut string)"
+is "$(c raw "$PORT" '/echo%2Fx')" '404 {"detail":"Not Found"}' "%2F inside a segment: 404 (no template's segment holds a '/'), never routed as /echo/x"
+is "$(c raw "$PORT" '/keyed/a%2fb')" '404 {"detail":"Not Found"}' "... lower case too, before the route's admit hook"
+is "$(c raw "$PORT" '/echo/x?q=a%00b' | cut -c1-3)" 400 "%00 in the query: 400"
+is "$(c raw "$PORT" '/echo/x?q=a%2Fb' | sed 's/^\([0-9]*\) .*"query":"\([^"]*\)".*/\1 \2/')" "200 a/b" \
+	"%2F in the query is a '/' of its value"
+is "$(c raw "$PORT" '/echo/a%20b' | sed 's/^\([0-9]*\) .*"params":\(\[[^]]*\]\).*/\1 \2/')" '200 ["a b"]' \
+	"other escapes decode as before"
+is "$(c share "$PORT")" "200/None 200/None 429/1 200 True" \
+	"one caller past its share of a pool: 429 with Retry-After: 1; another caller is served while its requests wait"
+is "$(c burst "$PORT" 4)" "200 200 200 200" "requests with no caller have no share"
+curl -s "http://127.0.0.1:$PORT/metrics" >"$T/e.metrics"
+for reason in path admit 429; do
+	grep -q "^sbxcat_http_refused_total{reason=\"$reason\"} [1-9]" "$T/e.metrics"
+	ok $? "refusals are counted: reason=$reason"
+done
+kill "$PID"
+wait "$PID"
 
 # --- D: the unix socket already there ---------------------------------------
 python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])" "$T/stale.sock"

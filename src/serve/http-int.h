@@ -52,6 +52,10 @@ struct http_req {
 	struct http_conn *conn;
 	struct MHD_Connection *mhd;
 	const struct http_route *route; /* NULL: none matched */
+	enum http_pool pool;		/* where it runs (the admit hook's) */
+	size_t cap;			/* the body it may have */
+	int bad_path;			/* 400: a %00; 404: a %2F in the path */
+	struct http_req *qnext;		/* its pool's queue */
 	size_t route_index;
 	bool seen;		  /* the access handler has had it */
 	int early;		  /* a status decided before any handler */
@@ -70,18 +74,32 @@ struct http_req {
 	struct http_req *hnext, *hprev; /* srv->handed */
 };
 
+/* What one caller holds of a pool: places (reserved, queued and
+ * running) and, of them, workers (running). */
+struct http_share {
+	char caller[96];
+	size_t places, running;
+};
+
 struct http_workers {
 	struct http_server *srv;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	pthread_t *threads;
 	unsigned nthreads;
-	struct http_req **ring;
-	/* Requests reserved, queued (len, in the ring) and running (busy):
-	 * together at most limit, the workers and the queue's depth. */
-	size_t cap, head, len, reserved, busy, limit;
+	/* The queue, oldest first (http_req.qnext). */
+	struct http_req *qhead, *qtail;
+	/* Requests reserved, queued (len) and running (busy): together at
+	 * most limit, the workers and the queue's depth. */
+	size_t len, reserved, busy, limit;
+	/* The callers holding places now, and one caller's most. */
+	struct http_share *shares;
+	size_t nshares, ashares, share_places, share_running;
 	bool stop;
 };
+
+/* http_pool_reserve's answers. */
+enum http_place { PLACE_OK, PLACE_FULL, PLACE_SHARE };
 
 struct http_watch {
 	pthread_mutex_t lock;
@@ -89,6 +107,18 @@ struct http_watch {
 	struct http_conn *conns;
 	pthread_t thread;
 	bool started, stop;
+};
+
+enum http_refusal {
+	REFUSED_413,
+	REFUSED_431,
+	REFUSED_503,
+	REFUSED_TIMEOUT,
+	REFUSED_MHD,   /* answered by libmicrohttpd itself: 400, 431 */
+	REFUSED_PATH,  /* a path no template can hold: 400, 404 */
+	REFUSED_ADMIT, /* the admit hook's refusal: 401, 403, ... */
+	REFUSED_429,   /* a caller over its share of a pool */
+	REFUSED_N
 };
 
 /* Prometheus' default buckets, and the longer ones an exec takes. */
@@ -106,14 +136,7 @@ struct http_stats {
 	/* Per route and one for none: [HTTP_NBUCKETS] each. */
 	unsigned long long *buckets, *total;
 	double *sum;
-	atomic_ullong refused[5]; /* enum http_refusal */
-};
-enum http_refusal {
-	REFUSED_413,
-	REFUSED_431,
-	REFUSED_503,
-	REFUSED_TIMEOUT,
-	REFUSED_MHD, /* answered by libmicrohttpd itself: 400, 431 */
+	atomic_ullong refused[REFUSED_N];
 };
 
 struct http_listener {
@@ -141,10 +164,13 @@ struct http_server {
 };
 
 /* http-pool.c */
+/* places, running: one caller's share (0: the defaults of http.h). */
 int http_pool_start(struct http_workers *p, struct http_server *srv,
-		    unsigned nthreads, size_t depth, struct sbx_error **err);
-/* A place in the queue, or false when it is full. */
-bool http_pool_reserve(struct http_workers *p);
+		    unsigned nthreads, size_t depth, size_t places,
+		    size_t running, struct sbx_error **err);
+/* A place for r (its caller's share counted), or why not. */
+enum http_place http_pool_reserve(struct http_workers *p,
+				  const struct http_req *r);
 /* Requests reserved, waiting or running in p now. */
 size_t http_pool_load(struct http_workers *p);
 /* Queue r into the place reserved. */

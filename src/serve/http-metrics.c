@@ -24,8 +24,8 @@ static const char *const methods[] = {"GET",	 "HEAD",    "POST",
 				      "PUT",	 "DELETE",  "PATCH",
 				      "OPTIONS", "CONNECT", "TRACE"};
 
-static const char *const refusal_names[] = {"413", "431", "503", "timeout",
-					    "mhd"};
+static const char *const refusal_names[REFUSED_N] = {
+    "413", "431", "503", "timeout", "mhd", "path", "admit", "429"};
 
 void http_stats_init(struct http_stats *st, size_t nroutes)
 {
@@ -168,7 +168,7 @@ void http_metrics(struct http_server *srv, struct strbuf *out)
 			   "connections refused before any handler, by "
 			   "reason.\n"
 			   "# TYPE sbxcat_http_refused_total counter\n");
-	for (size_t i = 0; i < 5; i++)
+	for (size_t i = 0; i < REFUSED_N; i++)
 		strbuf_addf(out,
 			    "sbxcat_http_refused_total{reason=\"%s\"} %llu\n",
 			    refusal_names[i], atomic_load(&st->refused[i]));

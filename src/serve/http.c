@@ -5,13 +5,16 @@
  * On libmicrohttpd's thread (the daemon's one epoll thread):
  *   URI log callback    the request line is in: the request is made, its
  *                       clock started, the deadline for its headers and
- *                       body set (http-watch.c);
+ *                       body set (http-watch.c), the raw target checked
+ *                       for what no path may hold (%00, %2F);
  *   first access call   the headers are in: copied, then the answers that
  *                       need no handler (503 over the cap or stopping,
- *                       431, 413 by Content-Length) queued at once;
- *   upload calls        the body gathered, bounded by max_body_bytes;
- *   last access call    a place in the route's pool taken (or 503), the
- *                       connection suspended, the request handed over;
+ *                       431, 400 for the path, the admit hook's refusal,
+ *                       413 by Content-Length) queued at once;
+ *   upload calls        the body gathered, bounded by the route's cap;
+ *   last access call    a place in the pool taken (or 503, or 429 over
+ *                       the caller's share), the connection suspended,
+ *                       the request handed over;
  *   after resume        the handler's response queued;
  *   completed callback  the access-log line, the counters, the request
  *                       freed.
@@ -93,7 +96,8 @@ static enum MHD_Result refuse(struct http_req *r, enum http_refusal why,
 {
 	http_stats_refused(r->srv, why);
 	r->close = true;
-	return answer_detail(r, status, detail, status == 503 ? "1" : NULL);
+	return answer_detail(r, status, detail,
+			     status == 503 || status == 429 ? "1" : NULL);
 }
 
 /*
@@ -103,13 +107,41 @@ static enum MHD_Result refuse(struct http_req *r, enum http_refusal why,
  * last response (on_completed), which cuts a request line sent a byte at
  * a time too: libmicrohttpd says nothing of a request's first byte.
  */
+/*
+ * What the raw request target holds that no path of a route can:
+ * libmicrohttpd decodes the path before the access handler sees it, into
+ * a C string, so a %00 would cut it (GET /sessions/a1%00/events/x served
+ * as /sessions/{id}): 400, anywhere in the target (a query's value is a
+ * C string too).  A %2F would split a segment in two and route the rest
+ * as segments of their own: no template's segment holds a '/', so 404,
+ * as sandboxd (Starlette matches the decoded path) answers; in the path
+ * only (a query may carry a path).  0: neither.
+ */
+static int target_bad(const char *uri)
+{
+	bool query = false;
+	int bad = 0;
+
+	for (const char *p = uri; p && *p; p++) {
+		if (*p == '?')
+			query = true;
+		if (*p != '%')
+			continue;
+		if (p[1] == '0' && p[2] == '0')
+			return 400;
+		if (!query && p[1] == '2' && (p[2] == 'f' || p[2] == 'F'))
+			bad = 404;
+	}
+	return bad;
+}
+
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
 {
 	struct http_server *srv = cls;
 	const union MHD_ConnectionInfo *ci;
 	struct http_req *r = xcalloc(1, sizeof(*r));
 
-	(void)uri;
+	r->bad_path = target_bad(uri);
 	r->srv = srv;
 	r->mhd = mc;
 	r->start_ms = clock_now_ms();
@@ -124,7 +156,8 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
 	return r;
 }
 
-static bool body_too_big(struct http_req *r)
+/* The body's length as Content-Length says it; -1: none said. */
+static intmax_t body_length(struct http_req *r)
 {
 	const char *cl = sym_MHD_lookup_connection_value(
 	    r->mhd, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -132,16 +165,40 @@ static bool body_too_big(struct http_req *r)
 	uintmax_t n;
 
 	if (!cl)
-		return false;
+		return -1;
 	errno = 0;
 	n = strtoumax(cl, &end, 10);
-	return errno == ERANGE || n > r->srv->cfg.max_body_bytes;
+	return errno == ERANGE || n > INTMAX_MAX ? INTMAX_MAX : (intmax_t)n;
+}
+
+/* Ask the admit hook who this is; the refusal answered at once, the
+ * connection closed, the body never read. */
+static enum MHD_Result admit(struct http_req *r)
+{
+	struct http_server *srv = r->srv;
+	struct http_admit a = {.pool = r->route->pool};
+
+	r->pool = a.pool;
+	if (!srv->cfg.admit)
+		return MHD_YES;
+	srv->cfg.admit(srv->cfg.arg, r->route, &r->pub, &a);
+	r->pool = a.pool;
+	r->pub.who = a.who;
+	memcpy(r->pub.caller, a.caller, sizeof(r->pub.caller));
+	r->pub.caller[sizeof(r->pub.caller) - 1] = '\0';
+	if (!a.status)
+		return MHD_YES;
+	http_stats_refused(srv, REFUSED_ADMIT);
+	r->close = true;
+	return answer_detail(r, a.status, a.detail ? a.detail : "Forbidden",
+			     a.retry_after);
 }
 
 static enum MHD_Result first_call(struct http_req *r, const char *url,
 				  const char *method)
 {
 	struct http_server *srv = r->srv;
+	intmax_t len;
 
 	r->seen = true;
 	r->method = xstrdup(method);
@@ -160,34 +217,55 @@ static enum MHD_Result first_call(struct http_req *r, const char *url,
 	    srv->cfg.max_header_bytes)
 		return refuse(r, REFUSED_431, 431,
 			      "Request header fields too large");
-	if (body_too_big(r))
-		return refuse(r, REFUSED_413, 413, "Request body too large");
+	if (r->bad_path == 400)
+		return refuse(r, REFUSED_PATH, 400,
+			      "Invalid path: an encoded NUL in it");
+	if (r->bad_path)
+		return refuse(r, REFUSED_PATH, 404, "Not Found");
+	r->cap = srv->cfg.max_body_bytes;
 	r->route = http_route_match(srv, r, &r->early);
-	if (r->route)
+	if (r->route) {
+		enum MHD_Result ok;
+
 		r->early = 0;
-	else
+		r->pub.needs = r->route->needs;
+		if (r->route->max_body)
+			r->cap = r->route->max_body;
+		ok = admit(r);
+		if (atomic_load(&r->state) == REQ_ANSWERED)
+			return ok;
+	} else {
 		r->early_detail =
 		    r->early == 405 ? "Method Not Allowed" : "Not Found";
+	}
+	len = body_length(r);
+	if (len > (intmax_t)r->cap)
+		return refuse(r, REFUSED_413, 413, "Request body too large");
+	/* The whole body at once: a doubling buffer would take twice it. */
+	if (len > 0 && !r->early)
+		strbuf_grow(&r->body, (size_t)len + 1);
 	return MHD_YES;
 }
 
 /*
- * A chunked body past the limit: libmicrohttpd 0.9.75 takes no response
- * in mid-body (MHD_queue_response fails until the body is whole), so the
- * rest is read and dropped, up to max_body_bytes more, and 413 answered
- * at its end; a body longer still has its connection closed.
+ * A chunked body past the route's cap: libmicrohttpd 0.9.75 takes no
+ * response in mid-body (MHD_queue_response fails until the body is
+ * whole), so the rest is read and dropped, up to the cap more, and 413
+ * answered at its end; a body longer still has its connection closed.
+ * A request answered early (404, 405) has its body dropped as it comes,
+ * never kept, within the same bound.
  */
 static enum MHD_Result upload(struct http_req *r, const char *data,
 			      size_t *size)
 {
-	size_t max = r->srv->cfg.max_body_bytes;
+	size_t max = r->cap;
 
-	if (!r->discarded && r->body.len + *size <= max) {
-		strbuf_add(&r->body, data, *size);
-		*size = 0;
-		return MHD_YES;
-	}
-	if (!r->discarded) {
+	if (!r->early) {
+		if (r->body.len + *size <= max) {
+			strbuf_add(&r->body, data, *size);
+			*size = 0;
+			return MHD_YES;
+		}
 		http_stats_refused(r->srv, REFUSED_413);
 		strbuf_release(&r->body);
 		r->early = 413;
@@ -197,7 +275,7 @@ static enum MHD_Result upload(struct http_req *r, const char *data,
 	r->discarded = st_add(r->discarded, *size);
 	*size = 0;
 	if (r->discarded > max) {
-		r->status = 413;
+		r->status = r->early;
 		return MHD_NO;
 	}
 	return MHD_YES;
@@ -233,11 +311,18 @@ static void handed_unlink(struct http_req *r)
 static enum MHD_Result hand_over(struct http_req *r)
 {
 	struct http_server *srv = r->srv;
-	struct http_workers *p = &srv->pools[r->route->pool == HTTP_POOL_SLOW];
+	struct http_workers *p = &srv->pools[r->pool == HTTP_POOL_SLOW];
 
-	if (!http_pool_reserve(p)) {
+	switch (http_pool_reserve(p, r)) {
+	case PLACE_OK:
+		break;
+	case PLACE_FULL:
 		r->close = false;
 		return refuse(r, REFUSED_503, 503, "Server busy");
+	case PLACE_SHARE:
+		r->close = false;
+		return refuse(r, REFUSED_429, 429,
+			      "Too many requests of this caller at once");
 	}
 	r->pub.body = r->body.buf ? r->body.buf : "";
 	r->pub.body_len = r->body.len;
@@ -437,9 +522,11 @@ static int start_all(struct http_server *srv, struct sbx_error **err)
 			return -1;
 	if (http_watch_start(srv, err) < 0 ||
 	    http_pool_start(&srv->pools[0], srv, c->quick_workers,
-			    qdepth ? qdepth : 4 * c->quick_workers, err) < 0 ||
+			    qdepth ? qdepth : 4 * c->quick_workers,
+			    c->caller_places, c->caller_workers, err) < 0 ||
 	    http_pool_start(&srv->pools[1], srv, c->slow_workers,
-			    qdepth ? qdepth : 4 * c->slow_workers, err) < 0)
+			    qdepth ? qdepth : 4 * c->slow_workers,
+			    c->caller_places, c->caller_workers, err) < 0)
 		return -1;
 	for (size_t i = 0; i < srv->nls; i++)
 		if (start_daemon(srv, &srv->ls[i], err) < 0)

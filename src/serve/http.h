@@ -13,10 +13,22 @@
  *
  * Limits, each answered before the handler runs:
  * - headers over max_header_bytes: 431 (libmicrohttpd's own pool size);
- * - a body over max_body_bytes: 413 as soon as Content-Length says so (or
- *   the bytes read pass it), never read whole;
+ * - a path that no template can hold: 400 for a %00 anywhere in the
+ *   request target, 404 for a %2F inside a segment (checked on the raw
+ *   target: libmicrohttpd decodes the path into a C string);
+ * - who asks: the config's admit hook, called with the route and the
+ *   headers as soon as they are in (before one byte of the body is read):
+ *   a refusal (401, 403, ...) is answered at once and the connection
+ *   closed, the body never read;
+ * - a body over the route's max_body (else max_body_bytes): 413 as soon
+ *   as Content-Length says so (or the bytes read pass it), never read
+ *   whole;
  * - more than max_connections at once: 503 with Retry-After, the
  *   connection closed after it;
+ * - one caller (http_admit.caller) holding its share of a pool already:
+ *   429 with Retry-After; a worker takes the oldest request whose caller
+ *   runs fewer than its share of the workers, so one caller's flood
+ *   never keeps another's request waiting for all of it;
  * - a connection idle for idle_timeout_s is closed; a request whose
  *   headers and body are not whole within request_timeout_s of its first
  *   byte (a client sending a byte a second) is closed: neither ever holds
@@ -61,6 +73,7 @@ struct http_request {
 	const char *method;	/* "GET", "POST", ... */
 	const char *path;	/* as the client sent it, without the query */
 	const char *route;	/* the template it matched: "/sessions/{id}" */
+	const void *needs;	/* the matched route's declaration */
 	const char *params[HTTP_PARAMS_MAX];
 	size_t nparams;
 	const char *body; /* NUL-terminated (one NUL past body_len) */
@@ -74,11 +87,15 @@ struct http_request {
 	/* For the access log, set by the handler (copied, may be NULL). */
 	char tenant[129];
 	char session[65];
+	/* What the admit hook found (http_admit.who), and its caller. */
+	int who;
+	char caller[96];
 	void *priv; /* the server's */
 };
 
 /* A header of the request (case-insensitive name), or NULL; a query
- * argument (decoded), or NULL.  Valid for the handler call. */
+ * argument (decoded), or NULL.  Valid for the handler call (and the admit
+ * hook's). */
 const char *http_header(const struct http_request *req, const char *name);
 const char *http_query(const struct http_request *req, const char *name);
 
@@ -91,8 +108,14 @@ struct http_response {
 	const char *retry_after;
 };
 
-/* One route: method, template (segments, "{name}" matching one
- * non-empty segment of [^/]), the handler, the pool. */
+/*
+ * One route: method, template (segments, "{name}" matching one
+ * non-empty segment of [^/]), the handler, the pool, and what the route
+ * declares it needs: the most body it takes (0: the config's
+ * max_body_bytes) and needs, the front end's own declaration (which
+ * token, which lookup...), read by its admit hook and its handler
+ * (req->needs), never by the server.
+ */
 enum http_pool { HTTP_POOL_QUICK, HTTP_POOL_SLOW };
 struct http_route {
 	const char *method;
@@ -100,6 +123,33 @@ struct http_route {
 	void (*handler)(void *arg, struct http_request *req,
 			struct http_response *res);
 	enum http_pool pool;
+	size_t max_body;
+	const void *needs;
+};
+
+/*
+ * The admit hook (http_config.admit): called on libmicrohttpd's thread
+ * once the headers are in and the route is matched, before any byte of
+ * the body is read, with the request's method, path, params, headers and
+ * query (http_header, http_query).  It must be quick (it holds every
+ * connection of its daemon): a check of a token against memory, not a
+ * round trip.  It fills a, which comes zeroed but for pool (the route's):
+ * - status: 0 lets the request in; else the refusal's status (401, 403,
+ *   503...), answered at once with {"detail": detail} (a static string)
+ *   and Retry-After: retry_after when set, and the connection closed;
+ * - pool: where the handler runs (the hook may send a costly variant of
+ *   a route, a query flag, to the slow pool);
+ * - caller: who asks, the key of the pools' fair shares ("": none, no
+ *   share applies); copied to req->caller;
+ * - who: anything the handler wants to know of it (req->who).
+ */
+struct http_admit {
+	int status;
+	const char *detail;
+	const char *retry_after;
+	enum http_pool pool;
+	char caller[96];
+	int who;
 };
 
 /* Where to listen: "unix:/path" or "tcp:HOST:PORT" (HOST an address or
@@ -113,11 +163,14 @@ struct http_config {
 	size_t nlisten;
 	const struct http_route *routes;
 	size_t nroutes;
-	void *arg; /* handed to every handler */
+	void *arg; /* handed to every handler and the admit hook */
+	/* NULL: every request is let in, with no caller. */
+	void (*admit)(void *arg, const struct http_route *rt,
+		      const struct http_request *req, struct http_admit *a);
 	/* Called for a request no route matches: NULL gives 404
 	 * {"detail":"Not Found"}; a path that matches but not its method:
 	 * 405 {"detail":"Method Not Allowed"}. */
-	size_t max_body_bytes;	   /* 0: 12 MiB */
+	size_t max_body_bytes;	   /* 0: 12 MiB; a route's own cap first */
 	size_t max_header_bytes;   /* 0: 32 KiB */
 	unsigned max_connections;  /* 0: 1024 */
 	unsigned idle_timeout_s;   /* 0: 60 */
@@ -127,6 +180,11 @@ struct http_config {
 	/* Requests waiting for a worker, per pool, past which a request is
 	 * answered 503 with Retry-After (0: 4 per worker). */
 	unsigned queue_depth;
+	/* One caller's share of a pool: running at most caller_workers
+	 * (0: half the pool's workers, at least 1) and holding at most
+	 * caller_places of its workers and queue (0: a quarter, at least
+	 * 2); past it 429 with Retry-After: 1. */
+	unsigned caller_workers, caller_places;
 	/* The access log: one line per request, to this descriptor (-1:
 	 * none). */
 	int log_fd;
@@ -155,7 +213,7 @@ unsigned http_server_port(struct http_server *srv, size_t i);
  * out: sbxcat_http_requests_total{route,method,status},
  * sbxcat_http_request_duration_seconds (histogram, by route),
  * sbxcat_http_connections (gauge), sbxcat_http_refused_total{reason}
- * (413, 431, 503, timeout).
+ * (413, 431, 503, timeout, mhd, path, admit, 429).
  */
 void http_metrics(struct http_server *srv, struct strbuf *out);
 

@@ -18,6 +18,8 @@
 #include "catalog/catalog.h"
 #include "serve/http.h"
 #include "serve/serve.h"
+#include "svc/svc-session.h"
+#include "svc/svc-wire.h"
 #include "svc/svc.h"
 
 struct strbuf;
@@ -38,9 +40,26 @@ struct serve_tenant {
 	char *tenant;
 };
 
+/* A run in flight: its session's key and its id, together. */
 struct serve_run {
+	char key[SVC_SESSION_KEY_MAX + 1];
 	char id[33];
 	atomic_int *cancel;
+};
+
+/* A session's token, known good (or bad, for a while) without a look at
+ * its record (serve_token_check). */
+struct serve_token {
+	char id[65];
+	char hash[65];
+	long long at; /* when it was learnt: the oldest is forgotten first */
+};
+
+/* A session's usage, sampled at (serve_usage_get). */
+struct serve_usage {
+	char key[SVC_SESSION_KEY_MAX + 1];
+	long long at;
+	struct svc_wire_usage u;
 };
 
 struct serve {
@@ -62,6 +81,17 @@ struct serve {
 	size_t nopening, aopening;
 	struct serve_run *runs;
 	size_t nruns, aruns;
+	/* Session tokens known good and known bad (bad ones for
+	 * TOKEN_BAD_MS), and the lookups of the others in this second. */
+	struct serve_token *good, *bad;
+	size_t ngood, agood, nbad, abad;
+	long long miss_second;
+	unsigned misses;
+	/* Usage samples, SERVE_USAGE_MS each. */
+	struct serve_usage *usage;
+	size_t nusage, ausage;
+	/* The route table with the caps set at start (write's). */
+	struct http_route *routes;
 
 	/* The reaper. */
 	pthread_t reaper;
@@ -112,11 +142,35 @@ void serve_auth(struct serve *sv, const char *token, struct serve_auth *a);
 /* The ids being opened: 0 when id was not and now is, -1 when it is. */
 int serve_opening_add(struct serve *sv, const char *id);
 void serve_opening_del(struct serve *sv, const char *id);
-/* The runs in flight: a run registered with its cancel flag; stop sets
- * it (SVC_CANCEL_STOP) when the run is there (true). */
-int serve_run_add(struct serve *sv, const char *id, atomic_int *cancel);
-void serve_run_del(struct serve *sv, const char *id);
-bool serve_run_stop(struct serve *sv, const char *id);
+/* The runs in flight, by session key and run id together (a run id
+ * names a run of its session only): a run registered with its cancel
+ * flag (-1: that session runs that id already); stop sets it
+ * (SVC_CANCEL_STOP) when the run is there (true). */
+int serve_run_add(struct serve *sv, const char *key, const char *id,
+		  atomic_int *cancel);
+void serve_run_del(struct serve *sv, const char *key, const char *id);
+bool serve_run_stop(struct serve *sv, const char *key, const char *id);
+
+/*
+ * Whether token is one of session id's, quickly enough for
+ * libmicrohttpd's thread (wire_admit): 1 yes, 0 no, -1 cannot tell now.
+ * Known tokens are in memory (learnt at open, and from a lookup); a
+ * token not known is looked up in the session's record, at most
+ * TOKEN_LOOKUPS_PER_S a second over the whole service (past it: -1),
+ * and a bad one remembered for TOKEN_BAD_MS.  The worker checks the
+ * record again: a token of a session closed meanwhile is still refused.
+ */
+int serve_token_check(struct serve *sv, const char *id, const char *token);
+void serve_token_remember(struct serve *sv, const char *id, const char *token);
+void serve_token_forget(struct serve *sv, const char *id);
+
+/* A session's usage sampled less than SERVE_USAGE_MS ago (true), and
+ * one to keep. */
+#define SERVE_USAGE_MS 5000
+bool serve_usage_get(struct serve *sv, const char *key,
+		     struct svc_wire_usage *u);
+void serve_usage_put(struct serve *sv, const char *key,
+		     const struct svc_wire_usage *u);
 
 /* The routes (wire.c). */
 extern const struct http_route serve_routes[];

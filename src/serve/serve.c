@@ -16,12 +16,14 @@
 #include <openssl/crypto.h>
 
 #include "basic/alloc.h"
+#include "basic/clock.h"
 #include "basic/error.h"
 #include "basic/fileio.h"
 #include "basic/hash.h"
 #include "basic/size.h"
 #include "basic/util.h"
 #include "serve/serve-int.h"
+#include "serve/wire.h"
 #include "svc/svc-audit.h"
 #include "svc/svc-pool.h"
 #include "svc/svc-reap.h"
@@ -32,6 +34,21 @@
 #define POLICY_FILE_MAX (1 << 20)
 /* Engine handles kept between requests: one per worker at most. */
 #define ENGINES_KEPT 48
+/* Session tokens kept known good: 8 of each open session (as many as a
+ * session keeps, SESSION_WIRE_TOKENS) for some thousands of sessions;
+ * past it the oldest learnt is forgotten (and looked up again). */
+#define TOKENS_GOOD 8192
+/* Wrong tokens remembered, each for TOKEN_BAD_MS: a client repeating one
+ * costs no lookup. */
+#define TOKENS_BAD 1024
+#define TOKEN_BAD_MS 10000
+/* Lookups of tokens not known, a second, over the service: each reads a
+ * session's record on libmicrohttpd's thread (well under a millisecond
+ * on a local disk), so a flood of made-up tokens costs that thread at
+ * most a few per cent, and answers 503 with Retry-After past it. */
+#define TOKEN_LOOKUPS_PER_S 100
+/* Sessions whose usage is kept. */
+#define USAGE_KEPT 1024
 
 /* ---- snapshots ---- */
 
@@ -348,47 +365,218 @@ void serve_opening_del(struct serve *sv, const char *id)
 	pthread_mutex_unlock(&sv->lock);
 }
 
-int serve_run_add(struct serve *sv, const char *id, atomic_int *cancel)
+static bool run_is(const struct serve_run *r, const char *key, const char *id)
+{
+	return strcmp(r->key, key) == 0 && strcmp(r->id, id) == 0;
+}
+
+int serve_run_add(struct serve *sv, const char *key, const char *id,
+		  atomic_int *cancel)
 {
 	int rc = 0;
 
 	pthread_mutex_lock(&sv->lock);
 	for (size_t i = 0; i < sv->nruns; i++)
-		if (strcmp(sv->runs[i].id, id) == 0)
+		if (run_is(&sv->runs[i], key, id))
 			rc = -1;
 	if (rc == 0) {
+		struct serve_run *r;
+
 		ALLOC_GROW(sv->runs, sv->nruns + 1, sv->aruns);
-		snprintf(sv->runs[sv->nruns].id, sizeof(sv->runs[0].id), "%s",
-			 id);
-		sv->runs[sv->nruns++].cancel = cancel;
+		r = &sv->runs[sv->nruns++];
+		snprintf(r->key, sizeof(r->key), "%s", key);
+		snprintf(r->id, sizeof(r->id), "%s", id);
+		r->cancel = cancel;
 	}
 	pthread_mutex_unlock(&sv->lock);
 	return rc;
 }
 
-void serve_run_del(struct serve *sv, const char *id)
+void serve_run_del(struct serve *sv, const char *key, const char *id)
 {
 	pthread_mutex_lock(&sv->lock);
 	for (size_t i = 0; i < sv->nruns; i++)
-		if (strcmp(sv->runs[i].id, id) == 0) {
+		if (run_is(&sv->runs[i], key, id)) {
 			sv->runs[i] = sv->runs[--sv->nruns];
 			break;
 		}
 	pthread_mutex_unlock(&sv->lock);
 }
 
-bool serve_run_stop(struct serve *sv, const char *id)
+bool serve_run_stop(struct serve *sv, const char *key, const char *id)
 {
 	bool found = false;
 
 	pthread_mutex_lock(&sv->lock);
 	for (size_t i = 0; i < sv->nruns; i++)
-		if (strcmp(sv->runs[i].id, id) == 0) {
+		if (run_is(&sv->runs[i], key, id)) {
 			http_gone_raise(sv->runs[i].cancel, SVC_CANCEL_STOP);
 			found = true;
 		}
 	pthread_mutex_unlock(&sv->lock);
 	return found;
+}
+
+/* ---- session tokens known, usage sampled ---- */
+
+static struct serve_token *token_find(struct serve_token *t, size_t n,
+				      const char *id, const char *hash)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(t[i].id, id) == 0 &&
+		    CRYPTO_memcmp(t[i].hash, hash, 64) == 0)
+			return &t[i];
+	return NULL;
+}
+
+/* Learn (id, hash) into t (under sv->lock), the oldest forgotten past
+ * max. */
+static void token_add(struct serve_token **t, size_t *n, size_t *alloc,
+		      size_t max, const char *id, const char *hash)
+{
+	struct serve_token *e = token_find(*t, *n, id, hash);
+
+	if (!e && *n >= max) {
+		e = &(*t)[0];
+		for (size_t i = 1; i < *n; i++)
+			if ((*t)[i].at < e->at)
+				e = &(*t)[i];
+	}
+	if (!e) {
+		ALLOC_GROW(*t, *n + 1, *alloc);
+		e = &(*t)[(*n)++];
+	}
+	snprintf(e->id, sizeof(e->id), "%s", id);
+	memcpy(e->hash, hash, sizeof(e->hash));
+	e->at = clock_now_ms();
+}
+
+/* Forget every entry of id in t (under sv->lock). */
+static void token_drop(struct serve_token *t, size_t *n, const char *id)
+{
+	for (size_t i = 0; i < *n;)
+		if (strcmp(t[i].id, id) == 0)
+			t[i] = t[--*n];
+		else
+			i++;
+}
+
+int serve_token_check(struct serve *sv, const char *id, const char *token)
+{
+	char hash[65];
+	struct serve_token *e;
+	struct serve_snap *snap;
+	struct svc_wire_session ws;
+	struct svc_call any = {0};
+	struct sbx_error *err = NULL;
+	long long now = clock_now_ms();
+	int rc;
+
+	if (strlen(id) >= sizeof(e->id))
+		return 0;
+	sha256_hex(token, strlen(token), hash);
+	pthread_mutex_lock(&sv->lock);
+	if (token_find(sv->good, sv->ngood, id, hash)) {
+		pthread_mutex_unlock(&sv->lock);
+		return 1;
+	}
+	e = token_find(sv->bad, sv->nbad, id, hash);
+	if (e && now - e->at < TOKEN_BAD_MS) {
+		pthread_mutex_unlock(&sv->lock);
+		return 0;
+	}
+	if (now / 1000 != sv->miss_second) {
+		sv->miss_second = now / 1000;
+		sv->misses = 0;
+	}
+	if (sv->misses >= TOKEN_LOOKUPS_PER_S) {
+		pthread_mutex_unlock(&sv->lock);
+		return -1;
+	}
+	sv->misses++;
+	pthread_mutex_unlock(&sv->lock);
+
+	snap = serve_snap_get(sv);
+	rc = svc_wire_auth(&snap->svc, &any, id, token, &ws, &err);
+	if (rc == 0)
+		svc_wire_session_release(&ws);
+	serve_snap_put(snap);
+	if (rc < 0 && err->kind != SBX_E_REFUSED) {
+		/* The record could not be read: nothing learnt. */
+		sbx_error_free(&err);
+		return -1;
+	}
+	sbx_error_free(&err);
+	pthread_mutex_lock(&sv->lock);
+	if (rc == 0)
+		token_add(&sv->good, &sv->ngood, &sv->agood, TOKENS_GOOD, id,
+			  hash);
+	else
+		token_add(&sv->bad, &sv->nbad, &sv->abad, TOKENS_BAD, id, hash);
+	pthread_mutex_unlock(&sv->lock);
+	explicit_bzero(hash, sizeof(hash));
+	return rc == 0;
+}
+
+void serve_token_remember(struct serve *sv, const char *id, const char *token)
+{
+	char hash[65];
+
+	if (strlen(id) >= sizeof(sv->good[0].id))
+		return;
+	sha256_hex(token, strlen(token), hash);
+	pthread_mutex_lock(&sv->lock);
+	/* A token just minted was bad a moment ago (a session not open). */
+	token_drop(sv->bad, &sv->nbad, id);
+	token_add(&sv->good, &sv->ngood, &sv->agood, TOKENS_GOOD, id, hash);
+	pthread_mutex_unlock(&sv->lock);
+}
+
+void serve_token_forget(struct serve *sv, const char *id)
+{
+	pthread_mutex_lock(&sv->lock);
+	token_drop(sv->good, &sv->ngood, id);
+	pthread_mutex_unlock(&sv->lock);
+}
+
+bool serve_usage_get(struct serve *sv, const char *key,
+		     struct svc_wire_usage *u)
+{
+	long long now = clock_now_ms();
+	bool found = false;
+
+	pthread_mutex_lock(&sv->lock);
+	for (size_t i = 0; i < sv->nusage; i++)
+		if (strcmp(sv->usage[i].key, key) == 0 &&
+		    now - sv->usage[i].at < SERVE_USAGE_MS) {
+			*u = sv->usage[i].u;
+			found = true;
+		}
+	pthread_mutex_unlock(&sv->lock);
+	return found;
+}
+
+void serve_usage_put(struct serve *sv, const char *key,
+		     const struct svc_wire_usage *u)
+{
+	long long now = clock_now_ms();
+	struct serve_usage *e = NULL;
+
+	pthread_mutex_lock(&sv->lock);
+	for (size_t i = 0; i < sv->nusage && !e; i++)
+		if (strcmp(sv->usage[i].key, key) == 0 ||
+		    now - sv->usage[i].at >= SERVE_USAGE_MS)
+			e = &sv->usage[i];
+	if (!e && sv->nusage < USAGE_KEPT) {
+		ALLOC_GROW(sv->usage, sv->nusage + 1, sv->ausage);
+		e = &sv->usage[sv->nusage++];
+	}
+	if (e) {
+		snprintf(e->key, sizeof(e->key), "%s", key);
+		e->at = now;
+		e->u = *u;
+	}
+	pthread_mutex_unlock(&sv->lock);
 }
 
 /* ---- the reaper ---- */
@@ -543,6 +731,10 @@ static void serve_free(struct serve *sv)
 		free(sv->opening[i]);
 	free(sv->opening);
 	free(sv->runs);
+	free(sv->good);
+	free(sv->bad);
+	free(sv->usage);
+	free(sv->routes);
 	serve_snap_put(sv->snap);
 	if (sv->base_audit)
 		svc_audit_serve_stop(&sv->base);
@@ -582,10 +774,11 @@ static int start_http(struct serve *sv, const struct serve_config *c,
 	struct http_config hc = {
 	    .listen = ls,
 	    .nlisten = c->nlisten,
-	    .routes = serve_routes,
 	    .nroutes = serve_nroutes,
 	    .arg = sv,
-	    .max_body_bytes = c->max_body_bytes,
+	    .admit = wire_admit,
+	    /* What a path no route matches may send, dropped. */
+	    .max_body_bytes = c->max_body_bytes ? c->max_body_bytes : 4096,
 	    .max_connections = c->max_connections,
 	    .idle_timeout_s = c->idle_timeout_s,
 	    .request_timeout_s = c->request_timeout_s,
@@ -594,6 +787,18 @@ static int start_http(struct serve *sv, const struct serve_config *c,
 	};
 	int rc;
 
+	/* The table with write's cap: base64 of SANDBOXD_MAX_WRITE_BYTES
+	 * (read once, at start, as every setting). */
+	sv->routes = xcalloc(serve_nroutes, sizeof(*sv->routes));
+	memcpy(sv->routes, serve_routes, serve_nroutes * sizeof(*sv->routes));
+	for (size_t i = 0; i < serve_nroutes; i++) {
+		const struct wire_needs *n = sv->routes[i].needs;
+
+		if (n->write_cap)
+			sv->routes[i].max_body =
+			    wire_write_cap(sv->snap->svc.cfg.session.max_write);
+	}
+	hc.routes = sv->routes;
 	for (size_t i = 0; i < c->nlisten; i++)
 		ls[i].spec = c->listen[i];
 	rc = http_server_start(&sv->http, &hc, err);

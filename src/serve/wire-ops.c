@@ -196,9 +196,8 @@ static void exec_failed(struct wire_req *w, struct sbx_error *err)
 			     "exit_code", 1, "truncated", false));
 }
 
-void wire_exec(void *arg, struct http_request *req, struct http_response *res)
+void wire_exec(struct wire_req *w)
 {
-	struct wire_req w;
 	struct captured c = {.lock = PTHREAD_MUTEX_INITIALIZER,
 			     .buf = {STRBUF_INIT, STRBUF_INIT},
 			     .merged = true,
@@ -209,25 +208,23 @@ void wire_exec(void *arg, struct http_request *req, struct http_response *res)
 	long long t = 0;
 	bool given = false;
 
-	if (!wire_begin(&w, arg, req, res, true) ||
-	    !wire_session(&w, true, NULL) ||
-	    !wire_str(&w, "command", true, false, &x.shell) ||
-	    !wire_int(&w, "timeout_seconds", 0, true, &t, &given))
+	if (!wire_str(w, "command", true, false, &x.shell) ||
+	    !wire_int(w, "timeout_seconds", 0, true, &t, &given))
 		goto out;
-	x.timeout_ms = wire_timeout(&w, (double)t, given);
-	if (run_healing(&w, &x, &c, &r, true, &woken_not, &err) < 0 &&
+	x.timeout_ms = wire_timeout(w, (double)t, given);
+	if (run_healing(w, &x, &c, &r, true, &woken_not, &err) < 0 &&
 	    !r.ended) {
 		if (woken_not)
-			wake_refused(&w, woken_not);
+			wake_refused(w, woken_not);
 		else
-			exec_failed(&w, err);
+			exec_failed(w, err);
 		goto out;
 	}
 	/* A command that never started: the engine's reason, as docker
 	 * exec prints it. */
 	if (r.not_started && !c.buf[0].len)
 		strbuf_addstr(&c.buf[0], r.not_started);
-	wire_json(&w, 200,
+	wire_json(w, 200,
 		  xjson_pack("{s:o, s:i, s:b}", "output", utf8_json(&c.buf[0]),
 			     "exit_code",
 			     r.end == SVC_EXEC_TIMED_OUT ? 124 : r.exit_code,
@@ -238,7 +235,6 @@ out:
 	svc_exec_res_release(&r);
 	strbuf_release(&c.buf[0]);
 	strbuf_release(&c.buf[1]);
-	wire_end(&w);
 }
 
 /* run's argv: a list of at least one string. */
@@ -384,9 +380,8 @@ static void run_answer(struct wire_req *w, const struct svc_exec_res *r,
 			     "output_limit", RUN_OUTPUT_MAX));
 }
 
-void wire_run(void *arg, struct http_request *req, struct http_response *res)
+void wire_run(struct wire_req *w)
 {
-	struct wire_req w;
 	struct captured c = {.lock = PTHREAD_MUTEX_INITIALIZER,
 			     .buf = {STRBUF_INIT, STRBUF_INIT},
 			     .max = RUN_OUTPUT_MAX};
@@ -399,39 +394,41 @@ void wire_run(void *arg, struct http_request *req, struct http_response *res)
 	double t = 0;
 	bool given = false, registered = false;
 
-	if (!wire_begin(&w, arg, req, res, true) ||
-	    !wire_session(&w, true, NULL) || !run_argv(&w, &argv, &x.argc) ||
-	    !wire_num(&w, "timeout_seconds", 0, true, &t, &given) ||
-	    !run_fields(&w, &x, env, &cwd, &run_id))
+	if (!run_argv(w, &argv, &x.argc) ||
+	    !wire_num(w, "timeout_seconds", 0, true, &t, &given) ||
+	    !run_fields(w, &x, env, &cwd, &run_id))
 		goto out;
-	if (run_id && serve_run_add(w.sv, run_id, (atomic_int *)req->gone) < 0) {
-		wire_detail(&w, 409, "Run %s is running already", run_id);
+	/* A run is its session's: another session's run of the same id
+	 * is not this one (neither a conflict nor a thing to stop). */
+	if (run_id && serve_run_add(w->sv, w->ws.key, run_id,
+				    (atomic_int *)w->req->gone) < 0) {
+		wire_detail(w, 409, "Run %s is running already", run_id);
 		goto out;
 	}
 	registered = run_id != NULL;
 	/* Stoppable from the command line too (sbxcat exec KEY --stop). */
 	x.run_id = run_id;
 	x.argv = argv;
-	x.timeout_ms = wire_timeout(&w, t, given);
+	x.timeout_ms = wire_timeout(w, t, given);
 	/* A container gone is 410, never silently made anew (section 9);
 	 * one stopped is started again. */
-	if (run_healing(&w, &x, &c, &r, false, &woken_not, &err) < 0 &&
+	if (run_healing(w, &x, &c, &r, false, &woken_not, &err) < 0 &&
 	    !r.ended) {
-		cleanup_free char *m = wire_said(&w, err->msg);
+		cleanup_free char *m = wire_said(w, err->msg);
 
 		if (woken_not)
-			wake_refused(&w, woken_not);
+			wake_refused(w, woken_not);
 		else if (err->kind == SBX_E_INVALID)
-			wire_invalid(&w, "body", "cwd", "value_error", m);
+			wire_invalid(w, "body", "cwd", "value_error", m);
 		else
-			wire_error(&w, err,
+			wire_error(w, err,
 				   &(struct wire_subject){.run = run_id});
 		goto out;
 	}
-	run_answer(&w, &r, &c);
+	run_answer(w, &r, &c);
 out:
 	if (registered)
-		serve_run_del(w.sv, run_id);
+		serve_run_del(w->sv, w->ws.key, run_id);
 	for (size_t i = 0; i < x.nenv; i++) {
 		explicit_bzero(env[i].buf, env[i].len);
 		strbuf_release(&env[i]);
@@ -444,38 +441,28 @@ out:
 	svc_exec_res_release(&r);
 	strbuf_release(&c.buf[0]);
 	strbuf_release(&c.buf[1]);
-	wire_end(&w);
 }
 
-void wire_run_stop(void *arg, struct http_request *req,
-		   struct http_response *res)
+void wire_run_stop(struct wire_req *w)
 {
-	struct wire_req w;
+	const char *run_id = w->req->params[1];
+	struct sbx_error *err = NULL;
+	bool running, ended;
 
-	if (wire_begin(&w, arg, req, res, false) &&
-	    wire_session(&w, true, NULL)) {
-		if (!run_id_valid(req->params[1])) {
-			wire_invalid(&w, "path", "run_id",
-				     "string_pattern_mismatch",
-				     "String should match pattern "
-				     "'^[0-9a-f]{32}$'");
-		} else {
-			struct sbx_error *err = NULL;
-			bool running, ended;
-
-			/* A run that ended, or never was: stopped all the
-			 * same.  One of this service's, by its cancel; one
-			 * the command line started (--run-id), by its file. */
-			if (!serve_run_stop(w.sv, req->params[1]) &&
-			    svc_exec_stop(&w.snap->svc, &w.call, w.ws.key,
-					  req->params[1], 0, &running, &ended,
-					  &err) < 0)
-				sbx_error_free(&err);
-			w.answered = true;
-			res->status = 204;
-		}
+	if (!run_id_valid(run_id)) {
+		wire_invalid(w, "path", "run_id", "string_pattern_mismatch",
+			     "String should match pattern '^[0-9a-f]{32}$'");
+		return;
 	}
-	wire_end(&w);
+	/* A run that ended, or never was: stopped all the same.  One of
+	 * this service's in this session, by its cancel; one the command
+	 * line started (--run-id) in this session, by its file. */
+	if (!serve_run_stop(w->sv, w->ws.key, run_id) &&
+	    svc_exec_stop(&w->snap->svc, &w->call, w->ws.key, run_id, 0,
+			  &running, &ended, &err) < 0)
+		sbx_error_free(&err);
+	w->answered = true;
+	w->res->status = 204;
 }
 
 /* ---- files ---- */
@@ -558,10 +545,14 @@ static void do_read(struct wire_req *w, bool archive)
 		struct wire_subject sub = {.path = given};
 		cleanup_free char *msg = wire_read_text(err, &sub);
 
-		/* The archive's route refuses what it cannot find; the
-		 * rest is content, as sandboxd's. */
+		/* The archive's route refuses what it cannot find and a
+		 * file over the read limit (sandboxd's 400 "File is N bytes,
+		 * over the M-byte read limit", which WorkspaceArchive raises
+		 * rather than return as the file's text); the rest is
+		 * content, as sandboxd's. */
 		if (archive &&
-		    (err->why == SBX_R_NOT_FOUND || err->why == SBX_R_OUTSIDE))
+		    (err->why == SBX_R_NOT_FOUND || err->why == SBX_R_OUTSIDE ||
+		     err->why == SBX_R_OVER_READ_LIMIT))
 			wire_error(w, err, &sub);
 		else
 			wire_json(w, 200, xjson_pack("{s:s}", "content", msg));
@@ -574,13 +565,9 @@ static void do_read(struct wire_req *w, bool archive)
 	svc_fs_read_res_release(&res);
 }
 
-void wire_read(void *arg, struct http_request *req, struct http_response *res)
+void wire_read(struct wire_req *w)
 {
-	struct wire_req w;
-
-	if (wire_begin(&w, arg, req, res, true) && wire_session(&w, true, NULL))
-		do_read(&w, false);
-	wire_end(&w);
+	do_read(w, false);
 }
 
 static void do_read_bytes(struct wire_req *w, bool archive)
@@ -614,14 +601,9 @@ static void do_read_bytes(struct wire_req *w, bool archive)
 	svc_fs_read_bytes_res_release(&res);
 }
 
-void wire_read_bytes(void *arg, struct http_request *req,
-		     struct http_response *res)
+void wire_read_bytes(struct wire_req *w)
 {
-	struct wire_req w;
-
-	if (wire_begin(&w, arg, req, res, true) && wire_session(&w, true, NULL))
-		do_read_bytes(&w, false);
-	wire_end(&w);
+	do_read_bytes(w, false);
 }
 
 /* The bytes of a write as a descriptor svc_fs_write reads. */
@@ -646,9 +628,8 @@ static void write_result(struct wire_req *w, const char *path,
 		  xjson_pack("{s:s?, s:s?}", "path", path, "error", error));
 }
 
-void wire_write(void *arg, struct http_request *req, struct http_response *res)
+void wire_write(struct wire_req *w)
 {
-	struct wire_req w;
 	struct svc_fs_write_req r = {0};
 	struct svc_fs_write_res wr = {0};
 	struct strbuf data = STRBUF_INIT;
@@ -657,91 +638,85 @@ void wire_write(void *arg, struct http_request *req, struct http_response *res)
 	const char *given, *b64;
 	size_t bad;
 
-	if (!wire_begin(&w, arg, req, res, true) ||
-	    !wire_session(&w, true, NULL) || !op_path(&w, "path", &rel, &given) ||
-	    !wire_str(&w, "content_b64", true, false, &b64))
+	if (!op_path(w, "path", &rel, &given) ||
+	    !wire_str(w, "content_b64", true, false, &b64))
 		goto out;
 	if (base64_decode(&data, b64, strlen(b64), BASE64_STD, true, &bad) <
 	    0) {
-		wire_detail(&w, 400,
+		wire_detail(w, 400,
 			    "content_b64 is not valid base64: bad character "
 			    "or length at offset %zu",
 			    bad);
 		goto out;
 	}
 	if (!rel) {
-		write_result(&w, NULL, "Failed to write file: the path is "
-				       "outside the workspace");
+		write_result(w, NULL,
+			     "Failed to write file: the path is "
+			     "outside the workspace");
 		goto out;
 	}
-	r.key = w.ws.key;
+	r.key = w->ws.key;
 	r.path = rel;
 	r.in_fd = bytes_fd(&data);
 	if (r.in_fd < 0) {
-		write_result(&w, NULL, "Failed to write file: no memory");
+		write_result(w, NULL, "Failed to write file: no memory");
 		goto out;
 	}
-	if (svc_fs_write(&w.snap->svc, &w.call, &r, &wr, &err) < 0) {
+	if (svc_fs_write(&w->snap->svc, &w->call, &r, &wr, &err) < 0) {
 		cleanup_free char *m = xasprintf("Failed to write file: %s",
 						 err->msg);
-		write_result(&w, NULL, m);
+		write_result(w, NULL, m);
 	} else {
-		cleanup_free char *abs = wire_abs_path(&w, wr.path);
-		write_result(&w, abs, NULL);
+		cleanup_free char *abs = wire_abs_path(w, wr.path);
+		write_result(w, abs, NULL);
 	}
 	close(r.in_fd);
 out:
 	strbuf_release(&data);
 	sbx_error_free(&err);
 	svc_fs_write_res_release(&wr);
-	wire_end(&w);
 }
 
-void wire_edit(void *arg, struct http_request *req, struct http_response *res)
+void wire_edit(struct wire_req *w)
 {
-	struct wire_req w;
 	struct svc_fs_edit_req r = {0};
 	struct svc_fs_edit_res er = {0};
 	struct sbx_error *err = NULL;
 	cleanup_free char *rel = NULL;
 	const char *given;
 
-	if (!wire_begin(&w, arg, req, res, true) ||
-	    !wire_session(&w, true, NULL) || !op_path(&w, "path", &rel, &given) ||
-	    !wire_str(&w, "old_string", true, false, &r.old) ||
-	    !wire_str(&w, "new_string", true, false, &r.new) ||
-	    !wire_bool(&w, "replace_all", &r.all))
+	if (!op_path(w, "path", &rel, &given) ||
+	    !wire_str(w, "old_string", true, false, &r.old) ||
+	    !wire_str(w, "new_string", true, false, &r.new) ||
+	    !wire_bool(w, "replace_all", &r.all))
 		goto out;
-	r.key = w.ws.key;
+	r.key = w->ws.key;
 	r.path = rel ? rel : given;
 	if (!rel) {
-		wire_json(&w, 200,
+		wire_json(w, 200,
 			  xjson_pack("{s:n, s:s, s:n}", "path", "error",
 				     "Failed to edit file: the path is "
 				     "outside the workspace",
 				     "occurrences"));
-	} else if (svc_fs_edit(&w.snap->svc, &w.call, &r, &er, &err) < 0) {
+	} else if (svc_fs_edit(&w->snap->svc, &w->call, &r, &er, &err) < 0) {
 		cleanup_free char *m = wire_edit_text(
 		    err, &(struct wire_subject){.path = given, .old = r.old});
-		wire_json(&w, 200,
+		wire_json(w, 200,
 			  xjson_pack("{s:n, s:s, s:n}", "path", "error", m,
 				     "occurrences"));
 	} else {
-		cleanup_free char *abs = wire_abs_path(&w, er.path);
-		wire_json(&w, 200,
+		cleanup_free char *abs = wire_abs_path(w, er.path);
+		wire_json(w, 200,
 			  xjson_pack("{s:s, s:n, s:I}", "path", abs, "error",
 				     "occurrences", (json_int_t)er.replaced));
 	}
 	sbx_error_free(&err);
 	svc_fs_edit_res_release(&er);
 out:
-	wire_end(&w);
 }
 
-void wire_exists(void *arg, struct http_request *req,
-		 struct http_response *res)
+void wire_exists(struct wire_req *w)
 {
-	struct wire_req w;
 	struct svc_fs_stat_req r = {0};
 	struct svc_fs_stat_res sr = {0};
 	struct sbx_error *err = NULL;
@@ -749,18 +724,16 @@ void wire_exists(void *arg, struct http_request *req,
 	const char *given;
 	bool yes = false;
 
-	if (wire_begin(&w, arg, req, res, true) &&
-	    wire_session(&w, true, NULL) && op_path(&w, "path", &rel, &given)) {
-		r.key = w.ws.key;
+	if (op_path(w, "path", &rel, &given)) {
+		r.key = w->ws.key;
 		r.path = rel;
-		if (rel && svc_fs_stat(&w.snap->svc, &w.call, &r, &sr, &err) ==
-			       0)
+		if (rel &&
+		    svc_fs_stat(&w->snap->svc, &w->call, &r, &sr, &err) == 0)
 			yes = !strcmp(sr.type, "file");
-		wire_json(&w, 200, xjson_pack("{s:b}", "exists", yes));
+		wire_json(w, 200, xjson_pack("{s:b}", "exists", yes));
 	}
 	sbx_error_free(&err);
 	svc_fs_stat_res_release(&sr);
-	wire_end(&w);
 }
 
 /* ---- listings ---- */
@@ -868,18 +841,13 @@ out:
 	json_decref(l.rows);
 }
 
-void wire_ls(void *arg, struct http_request *req, struct http_response *res)
+void wire_ls(struct wire_req *w)
 {
-	struct wire_req w;
-
-	if (wire_begin(&w, arg, req, res, true) && wire_session(&w, true, NULL))
-		do_ls(&w, false);
-	wire_end(&w);
+	do_ls(w, false);
 }
 
-void wire_glob(void *arg, struct http_request *req, struct http_response *res)
+void wire_glob(struct wire_req *w)
 {
-	struct wire_req w;
 	struct svc_fs_glob_req r = {0};
 	struct svc_fs_glob_res gr = {0};
 	struct sbx_error *err = NULL;
@@ -887,33 +855,30 @@ void wire_glob(void *arg, struct http_request *req, struct http_response *res)
 	cleanup_free char *rel = NULL, *pattern = NULL;
 	const char *pat, *path = NULL, *why;
 
-	if (!wire_begin(&w, arg, req, res, true) ||
-	    !wire_session(&w, true, NULL) ||
-	    !wire_str(&w, "pattern", true, false, &pat) ||
-	    !wire_str(&w, "path", false, true, &path))
+	if (!wire_str(w, "pattern", true, false, &pat) ||
+	    !wire_str(w, "path", false, true, &path))
 		goto out;
-	rel = wire_path(&w, path && *path && strcmp(path, "/") ? path : ".",
-			&why);
+	rel =
+	    wire_path(w, path && *path && strcmp(path, "/") ? path : ".", &why);
 	/* sandboxd finds -path STAR/PATTERN: the pattern at any depth. */
 	if (strncmp(pat, "**/", 3) == 0)
 		pat += 3;
 	pattern = rel && strcmp(rel, ".") ? xasprintf("%s/**/%s", rel, pat)
 					  : xasprintf("**/%s", pat);
-	r.key = w.ws.key;
+	r.key = w->ws.key;
 	r.pattern = pattern;
 	r.entry = list_entry;
 	r.arg = &l;
-	if (rel && svc_fs_glob(&w.snap->svc, &w.call, &r, &gr, &err) == 0) {
-		wire_json(&w, 200, sorted(l.rows));
+	if (rel && svc_fs_glob(&w->snap->svc, &w->call, &r, &gr, &err) == 0) {
+		wire_json(w, 200, sorted(l.rows));
 		l.rows = NULL;
 	} else {
-		wire_json(&w, 200, json_array());
+		wire_json(w, 200, json_array());
 	}
 	sbx_error_free(&err);
 	svc_fs_glob_res_release(&gr);
 out:
 	json_decref(l.rows);
-	wire_end(&w);
 }
 
 static int grep_match(void *arg, const svc_fs_match *m, struct sbx_error **err)
@@ -931,9 +896,8 @@ static int grep_match(void *arg, const svc_fs_match *m, struct sbx_error **err)
 	return 0;
 }
 
-void wire_grep(void *arg, struct http_request *req, struct http_response *res)
+void wire_grep(struct wire_req *w)
 {
-	struct wire_req w;
 	struct svc_fs_grep_req r = {0};
 	struct svc_fs_grep_res gr = {0};
 	struct sbx_error *err = NULL;
@@ -942,75 +906,50 @@ void wire_grep(void *arg, struct http_request *req, struct http_response *res)
 	const char *path = NULL, *why;
 	bool ignore_hidden = true;
 
-	if (!wire_begin(&w, arg, req, res, true) ||
-	    !wire_session(&w, true, NULL) ||
-	    !wire_str(&w, "pattern", true, false, &r.pattern) ||
-	    !wire_str(&w, "path", false, true, &path) ||
-	    !wire_str(&w, "glob", false, true, &r.include) ||
-	    !wire_bool(&w, "ignore_hidden", &ignore_hidden))
+	if (!wire_str(w, "pattern", true, false, &r.pattern) ||
+	    !wire_str(w, "path", false, true, &path) ||
+	    !wire_str(w, "glob", false, true, &r.include) ||
+	    !wire_bool(w, "ignore_hidden", &ignore_hidden))
 		goto out;
-	rel = path ? wire_path(&w, path, &why) : xstrdup(".");
-	r.key = w.ws.key;
+	rel = path ? wire_path(w, path, &why) : xstrdup(".");
+	r.key = w->ws.key;
 	r.path = rel && strcmp(rel, ".") ? rel : NULL;
 	r.hidden = !ignore_hidden;
 	r.match = grep_match;
 	r.arg = rows;
 	if (!rel || !*r.pattern) {
-		wire_json(&w, 200,
+		wire_json(w, 200,
 			  xjson_pack("{s:[], s:s}", "matches", "error",
 				     !rel ? "Error: the path is outside the "
 					    "workspace"
 					  : "Error: an empty pattern"));
-	} else if (svc_fs_grep(&w.snap->svc, &w.call, &r, &gr, &err) < 0) {
+	} else if (svc_fs_grep(&w->snap->svc, &w->call, &r, &gr, &err) < 0) {
 		cleanup_free char *m = xasprintf("Error: %s", err->msg);
-		wire_json(&w, 200,
+		wire_json(w, 200,
 			  xjson_pack("{s:[], s:s}", "matches", "error", m));
 	} else {
-		wire_json(&w, 200,
+		wire_json(w, 200,
 			  xjson_pack("{s:O, s:n}", "matches", rows, "error"));
 	}
 	sbx_error_free(&err);
 	svc_fs_grep_res_release(&gr);
 out:
 	json_decref(rows);
-	wire_end(&w);
 }
 
 /* ---- a kept workspace ---- */
 
-#define NO_WORKSPACE "No workspace for session"
-
-void wire_ws_ls(void *arg, struct http_request *req, struct http_response *res)
+void wire_ws_ls(struct wire_req *w)
 {
-	struct wire_req w;
-
-	if (wire_begin(&w, arg, req, res, true) &&
-	    wire_auth_service(&w, true) &&
-	    wire_session(&w, false, NO_WORKSPACE))
-		do_ls(&w, true);
-	wire_end(&w);
+	do_ls(w, true);
 }
 
-void wire_ws_read(void *arg, struct http_request *req,
-		  struct http_response *res)
+void wire_ws_read(struct wire_req *w)
 {
-	struct wire_req w;
-
-	if (wire_begin(&w, arg, req, res, true) &&
-	    wire_auth_service(&w, true) &&
-	    wire_session(&w, false, NO_WORKSPACE))
-		do_read(&w, true);
-	wire_end(&w);
+	do_read(w, true);
 }
 
-void wire_ws_read_bytes(void *arg, struct http_request *req,
-			struct http_response *res)
+void wire_ws_read_bytes(struct wire_req *w)
 {
-	struct wire_req w;
-
-	if (wire_begin(&w, arg, req, res, true) &&
-	    wire_auth_service(&w, true) &&
-	    wire_session(&w, false, NO_WORKSPACE))
-		do_read_bytes(&w, true);
-	wire_end(&w);
+	do_read_bytes(w, true);
 }

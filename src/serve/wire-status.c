@@ -267,6 +267,10 @@ void wire_error(struct wire_req *w, const struct sbx_error *err,
 						: NULL;
 	if (!s.tenant)
 		s.tenant = w->call.tenant;
+	/* What failed is the call's upstream (the sandbox's start, the
+	 * audit's read): sandboxd's 502, whatever the kind. */
+	if (s.failing && status >= 500)
+		status = 502;
 	if (status == 502 && !s.audit)
 		atomic_fetch_add(&w->sv->engine_errors, 1);
 	text = wire_error_text(err, &s);

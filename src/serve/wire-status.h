@@ -29,7 +29,8 @@ struct wire_subject {
 	const char *run;	/* run's run_id */
 	bool waking;		/* a hibernated session woken (429's text) */
 	/* What failed, said before an error of no words of sandboxd's
-	 * ("Could not start sandbox"). */
+	 * ("Could not start sandbox"): the call's upstream, so a failure
+	 * of sbxcat's side (5xx) is sandboxd's 502. */
 	const char *failing;
 	/* The call was the audit's: a 502 is the database's, not counted
 	 * as the engine's. */

@@ -34,11 +34,9 @@ _Static_assert(HTTP_GONE_SHUTDOWN == SVC_CANCEL_SHUTDOWN, "gone: shutdown");
 
 /* ---- the shared handling ---- */
 
-bool wire_begin(struct wire_req *w, void *arg, struct http_request *req,
-		struct http_response *res, bool with_body)
+static void wire_begin(struct wire_req *w, void *arg, struct http_request *req,
+		       struct http_response *res)
 {
-	json_error_t jerr;
-
 	memset(w, 0, sizeof(*w));
 	w->sv = arg;
 	w->req = req;
@@ -46,10 +44,72 @@ bool wire_begin(struct wire_req *w, void *arg, struct http_request *req,
 	w->snap = serve_snap_get(w->sv);
 	w->call.cancel = req->gone;
 	serve_auth(w->sv, http_header(req, TOKEN_HEADER), &w->auth);
-	if (!with_body)
-		return true;
-	w->body = json_loadb(req->body ? req->body : "", req->body_len,
-			     JSON_REJECT_DUPLICATES, &jerr);
+}
+
+/*
+ * What parsing a body may cost, before jansson parses it (jansson has no
+ * limits: 12 MiB of [{},{},...] parsed to ~940 MiB): one pass over the
+ * bytes counting the values (containers, strings, and the commas between
+ * the rest) and the deepest nesting, strings skipped with their escapes.
+ * The bytes are bounded by the route's cap, so the strings' total is.
+ * 0, or the status to refuse with: 422 too deep, 413 too many values.
+ */
+static int json_shape(const char *p, size_t n)
+{
+	size_t nodes = 1;
+	unsigned depth = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		switch (p[i]) {
+		case '"':
+			nodes++;
+			for (i++; i < n && p[i] != '"'; i++)
+				if (p[i] == '\\')
+					i++;
+			break;
+		case '{':
+		case '[':
+			nodes++;
+			if (++depth > WIRE_JSON_DEPTH)
+				return 422;
+			break;
+		case '}':
+		case ']':
+			if (depth)
+				depth--;
+			break;
+		case ',':
+			nodes++;
+			break;
+		}
+		if (nodes > WIRE_JSON_NODES)
+			return 413;
+	}
+	return 0;
+}
+
+/* The body as a JSON object, within json_shape's bounds (else 422 or
+ * 413, and false). */
+static bool wire_body(struct wire_req *w)
+{
+	const char *body = w->req->body ? w->req->body : "";
+	json_error_t jerr;
+	int status = json_shape(body, w->req->body_len);
+	char msg[64];
+
+	if (status == 413) {
+		wire_detail(w, 413, "Request body has more than %d JSON values",
+			    WIRE_JSON_NODES);
+		return false;
+	}
+	if (status) {
+		snprintf(msg, sizeof(msg), "JSON nested deeper than %d levels",
+			 WIRE_JSON_DEPTH);
+		wire_invalid(w, "body", NULL, "json_too_deep", msg);
+		return false;
+	}
+	w->body =
+	    json_loadb(body, w->req->body_len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!w->body || !json_is_object(w->body)) {
 		wire_invalid(w, "body", NULL, w->body ? "dict_type" : "json_invalid",
 			     w->body ? "Input should be a valid dictionary"
@@ -59,7 +119,7 @@ bool wire_begin(struct wire_req *w, void *arg, struct http_request *req,
 	return true;
 }
 
-void wire_end(struct wire_req *w)
+static void wire_end(struct wire_req *w)
 {
 	if (w->ws.key[0]) {
 		snprintf(w->req->session, sizeof(w->req->session), "%s",
@@ -327,12 +387,12 @@ json_t *wire_session_info(const struct svc *s,
 	bool asleep = state && strcmp(state, svc_wire_hibernated) == 0;
 	double last = (double)ws->rec.last_activity;
 	json_t *doc = xjson_pack(
-	    "{s:s, s:s, s:s?, s:b, s:s, s:f, s:f, s:f, s:n, s:s}", "session_id",
+	    "{s:s, s:s, s:s?, s:b, s:s, s:f, s:f, s:f, s:n}", "session_id",
 	    ws->wire.id[0] ? ws->wire.id : ws->key, "runtime", ws->rec.runtime,
 	    "tenant", svc_wire_tenant(ws->rec.tenant), "alive", alive, "state",
 	    asleep ? svc_wire_hibernated : "running", "created_at",
 	    (double)ws->rec.created, "last_activity", last, "idle_seconds",
-	    now > last ? now - last : 0.0, "usage", "key", ws->key);
+	    now > last ? now - last : 0.0, "usage");
 
 	/* labels, durability and expires_at are sbxcat's (issue 20), as
 	 * session show gives them. */
@@ -348,15 +408,21 @@ static json_t *count_or_null(long long n)
 }
 
 /* SessionInfo's usage (?usage=true): one sample of the engine's stats,
- * nulls for what it does not say (or when it does not answer). */
+ * nulls for what it does not say (or when it does not answer), kept per
+ * session SERVE_USAGE_MS as sandboxd keeps it (a sample is a second of
+ * the engine's time: a flood of ?usage=true asks it once). */
 static json_t *usage_json(struct wire_req *w, const struct svc_wire_session *ws)
 {
 	struct svc_wire_usage u;
 	struct sbx_error *err = NULL;
 
-	if (svc_wire_usage(&w->snap->svc, &w->call, ws, &u, &err) < 0) {
-		atomic_fetch_add(&w->sv->engine_errors, 1);
-		sbx_error_free(&err);
+	if (!serve_usage_get(w->sv, ws->key, &u)) {
+		if (svc_wire_usage(&w->snap->svc, &w->call, ws, &u, &err) < 0) {
+			atomic_fetch_add(&w->sv->engine_errors, 1);
+			sbx_error_free(&err);
+		} else {
+			serve_usage_put(w->sv, ws->key, &u);
+		}
 	}
 	return xjson_pack(
 	    "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "memory_bytes",
@@ -603,41 +669,37 @@ static void open_answer(struct wire_req *w, const struct svc_wire_open_res *r,
 			     "token", r->token));
 	snprintf(w->req->session, sizeof(w->req->session), "%s",
 		 ws.wire.id);
+	/* The token is good from now on, without a lookup (wire_admit). */
+	serve_token_remember(w->sv, id, r->token);
 }
 
-static void sessions_create(void *arg, struct http_request *req,
-			    struct http_response *res)
+static void sessions_create(struct wire_req *w)
 {
-	struct wire_req w;
 	struct svc_wire_open_req o = {0};
 	struct svc_wire_open_res r = {0};
 	struct sbx_error *err = NULL;
 	const char *tenant = NULL;
 	char idbuf[24], quota[24];
 
-	if (!wire_begin(&w, arg, req, res, true) ||
-	    !wire_auth_service(&w, true) ||
-	    !open_fields(&w, &o, &tenant, idbuf, quota))
-		goto out;
-	snprintf(req->tenant, sizeof(req->tenant), "%s", tenant);
-	snprintf(req->session, sizeof(req->session), "%s", o.id);
-	if (serve_opening_add(w.sv, o.id) < 0) {
-		wire_detail(&w, 409, "Session is opening: %s", o.id);
-		goto out;
+	if (!open_fields(w, &o, &tenant, idbuf, quota))
+		return;
+	snprintf(w->req->tenant, sizeof(w->req->tenant), "%s", tenant);
+	snprintf(w->req->session, sizeof(w->req->session), "%s", o.id);
+	if (serve_opening_add(w->sv, o.id) < 0) {
+		wire_detail(w, 409, "Session is opening: %s", o.id);
+		return;
 	}
-	o.cat = &w.snap->cat;
-	w.call.tenant = tenant;
-	atomic_fetch_add(&w.sv->opens, 1);
-	if (svc_wire_open(&w.snap->svc, &w.call, &o, &r, &err) < 0)
-		open_failed(&w, &o, &r, tenant, err);
+	o.cat = &w->snap->cat;
+	w->call.tenant = tenant;
+	atomic_fetch_add(&w->sv->opens, 1);
+	if (svc_wire_open(&w->snap->svc, &w->call, &o, &r, &err) < 0)
+		open_failed(w, &o, &r, tenant, err);
 	else
-		open_answer(&w, &r, o.id, tenant);
-	serve_opening_del(w.sv, o.id);
-	serve_pool_kick(w.sv);
+		open_answer(w, &r, o.id, tenant);
+	serve_opening_del(w->sv, o.id);
+	serve_pool_kick(w->sv);
 	svc_wire_open_res_release(&r);
 	sbx_error_free(&err);
-out:
-	wire_end(&w);
 }
 
 /* SANDBOXD_MAX_OPEN_SESSIONS, or null when unset. */
@@ -648,89 +710,73 @@ static json_t *open_limit(const struct svc *s)
 		   : json_null();
 }
 
-static void sessions_list(void *arg, struct http_request *req,
-			  struct http_response *res)
+static void sessions_list(struct wire_req *w)
 {
-	struct wire_req w;
 	struct svc_wire_list_res l;
 	struct sbx_error *err = NULL;
 	json_t *rows;
 	bool usage = false;
 
-	if (!wire_begin(&w, arg, req, res, false) ||
-	    !wire_auth_service(&w, true) ||
-	    !wire_query_bool(&w, "usage", &usage))
-		goto out;
-	if (svc_wire_list(&w.snap->svc, &w.call, &l, &err) < 0) {
-		wire_error(&w, err, NULL);
+	if (!wire_query_bool(w, "usage", &usage))
+		return;
+	if (svc_wire_list(&w->snap->svc, &w->call, &l, &err) < 0) {
+		wire_error(w, err, NULL);
 		sbx_error_free(&err);
-		goto out;
+		return;
 	}
 	rows = json_array();
 	for (size_t i = 0; i < l.n; i++) {
 		json_t *info =
-		    wire_session_info(&w.snap->svc, &l.rows[i], l.states[i]);
+		    wire_session_info(&w->snap->svc, &l.rows[i], l.states[i]);
 
 		if (usage && resident(l.states[i]))
 			json_object_set_new(info, "usage",
-					    usage_json(&w, &l.rows[i]));
+					    usage_json(w, &l.rows[i]));
 		json_array_append_new(rows, info);
 	}
 	wire_json(
-	    &w, 200,
+	    w, 200,
 	    xjson_pack("{s:o, s:i, s:o, s:i}", "sessions", rows, "limit",
-		       (json_int_t)w.snap->svc.cfg.session.max_sessions,
-		       "open_limit", open_limit(&w.snap->svc), "tenant_limit",
-		       (json_int_t)w.snap->svc.cfg.session.max_per_tenant));
+		       (json_int_t)w->snap->svc.cfg.session.max_sessions,
+		       "open_limit", open_limit(&w->snap->svc), "tenant_limit",
+		       (json_int_t)w->snap->svc.cfg.session.max_per_tenant));
 	svc_wire_list_res_release(&l);
-out:
-	wire_end(&w);
 }
 
-static void sessions_get(void *arg, struct http_request *req,
-			 struct http_response *res)
+static void sessions_get(struct wire_req *w)
 {
-	struct wire_req w;
 	bool usage = false;
 
-	if (wire_begin(&w, arg, req, res, false) &&
-	    wire_session(&w, true, NULL) &&
-	    wire_query_bool(&w, "usage", &usage)) {
-		const char *state = wire_session_state(&w);
-		json_t *info = wire_session_info(&w.snap->svc, &w.ws, state);
+	if (wire_query_bool(w, "usage", &usage)) {
+		const char *state = wire_session_state(w);
+		json_t *info = wire_session_info(&w->snap->svc, &w->ws, state);
 
 		if (usage && resident(state))
-			json_object_set_new(info, "usage", usage_json(&w, &w.ws));
-		wire_json(&w, 200, info);
+			json_object_set_new(info, "usage",
+					    usage_json(w, &w->ws));
+		wire_json(w, 200, info);
 	}
-	wire_end(&w);
 }
 
-static void sessions_delete(void *arg, struct http_request *req,
-			    struct http_response *res)
+static void sessions_delete(struct wire_req *w)
 {
-	struct wire_req w;
 	struct svc_session_close_req c = {0};
 	struct svc_session_close_res r = {0};
 	struct sbx_error *err = NULL;
 
-	if (!wire_begin(&w, arg, req, res, false) ||
-	    !wire_query_bool(&w, "purge", &c.purge) ||
-	    /* A kept workspace may be purged with the service's token. */
-	    !wire_session(&w, !(c.purge && w.auth.who != SERVE_NOBODY), NULL))
-		goto out;
-	c.key = w.ws.key;
-	atomic_fetch_add(&w.sv->closes, 1);
-	if (svc_session_close(&w.snap->svc, &w.call, &c, &r, &err) < 0) {
-		wire_error(&w, err, NULL);
+	c.purge = w->purge;
+	c.key = w->ws.key;
+	atomic_fetch_add(&w->sv->closes, 1);
+	if (svc_session_close(&w->snap->svc, &w->call, &c, &r, &err) < 0) {
+		wire_error(w, err, NULL);
 	} else {
-		w.answered = true;
-		res->status = 204;
+		w->answered = true;
+		w->res->status = 204;
+		/* Its tokens are no longer good. */
+		serve_token_forget(w->sv, w->req->params[0]);
 	}
 	svc_session_close_res_release(&r);
 	sbx_error_free(&err);
-out:
-	wire_end(&w);
 }
 
 /* ---- events, from the audit ---- */
@@ -751,10 +797,8 @@ static const char *event_op(const char *op)
 	return op;
 }
 
-static void sessions_events(void *arg, struct http_request *req,
-			    struct http_response *res)
+static void sessions_events(struct wire_req *w)
 {
-	struct wire_req w;
 	struct svc_audit_events_req e = {0};
 	struct svc_audit_events_res r = {0};
 	struct sbx_error *err = NULL;
@@ -762,16 +806,14 @@ static void sessions_events(void *arg, struct http_request *req,
 	size_t i;
 	json_t *ev;
 
-	if (!wire_begin(&w, arg, req, res, false) ||
-	    !wire_session(&w, true, NULL) ||
-	    !wire_query_uint(&w, "after", &after))
+	if (!wire_query_uint(w, "after", &after))
 		goto out;
-	e.key = w.ws.key;
+	e.key = w->ws.key;
 	e.after = after > (unsigned long long)LLONG_MAX ? LLONG_MAX
 							: (long long)after;
-	if (svc_audit_events(&w.snap->svc, &w.call, &e, &r, &err) < 0) {
+	if (svc_audit_events(&w->snap->svc, &w->call, &e, &r, &err) < 0) {
 		wire_error(
-		    &w, err,
+		    w, err,
 		    &(struct wire_subject){
 			.failing = "The audit cannot be read", .audit = true});
 		goto out;
@@ -788,30 +830,24 @@ static void sessions_events(void *arg, struct http_request *req,
 		/* A row about the session itself targets its key (close)
 		 * or its container's name, which holds it (reap): the host's
 		 * names; the client knows the session by its id. */
-		if (t && strstr(t, w.ws.key))
+		if (t && strstr(t, w->ws.key))
 			json_object_set_new(ev, "target",
-					    xjson_string(w.ws.wire.id[0]
-							     ? w.ws.wire.id
+					    xjson_string(w->ws.wire.id[0]
+							     ? w->ws.wire.id
 							     : "(session)"));
 	}
-	wire_json(&w, 200, json_incref(r.doc));
+	wire_json(w, 200, json_incref(r.doc));
 out:
 	sbx_error_free(&err);
 	svc_audit_events_res_release(&r);
-	wire_end(&w);
 }
 
 /* ---- policy ---- */
 
-static void policy_get(void *arg, struct http_request *req,
-		       struct http_response *res)
+static void policy_get(struct wire_req *w)
 {
-	struct wire_req w;
 
-	if (wire_begin(&w, arg, req, res, false) &&
-	    wire_auth_service(&w, true))
-		wire_json(&w, 200, serve_policy_json(w.snap));
-	wire_end(&w);
+	wire_json(w, 200, serve_policy_json(w->snap));
 }
 
 /* The overrides kept on disk, when SANDBOXD_POLICY_OVERRIDES is set. */
@@ -831,42 +867,36 @@ static int policy_save(struct serve *sv, json_t *o, struct sbx_error **err)
 	return rc;
 }
 
-static void policy_put(void *arg, struct http_request *req,
-		       struct http_response *res)
+static void policy_put(struct wire_req *w)
 {
-	struct wire_req w;
 	struct strbuf why = STRBUF_INIT, field = STRBUF_INIT;
 	struct serve_snap *snap = NULL;
 	struct sbx_error *err = NULL;
 	json_t *merged = NULL;
 	int status = 422;
 
-	if (!wire_begin(&w, arg, req, res, true) ||
-	    !wire_auth_service(&w, false))
-		goto out;
-	if (serve_policy_check(w.snap, w.body, &status, &field, &why) < 0) {
+	if (serve_policy_check(w->snap, w->body, &status, &field, &why) < 0) {
 		if (status == 400)
-			wire_detail(&w, 400, "%s", strbuf_str(&why));
+			wire_detail(w, 400, "%s", strbuf_str(&why));
 		else
-			wire_invalid(&w, "body", strbuf_str(&field),
+			wire_invalid(w, "body", strbuf_str(&field),
 				     "value_error", strbuf_str(&why));
 		goto out;
 	}
-	merged = serve_policy_merge(w.snap->overrides, w.body);
-	if (serve_snap_make(w.sv, merged, &snap, &err) < 0 ||
-	    policy_save(w.sv, merged, &err) < 0) {
-		wire_error(&w, err, NULL);
+	merged = serve_policy_merge(w->snap->overrides, w->body);
+	if (serve_snap_make(w->sv, merged, &snap, &err) < 0 ||
+	    policy_save(w->sv, merged, &err) < 0) {
+		wire_error(w, err, NULL);
 		serve_snap_put(snap);
 		goto out;
 	}
-	serve_snap_set(w.sv, snap);
-	wire_json(&w, 200, serve_policy_json(snap));
+	serve_snap_set(w->sv, snap);
+	wire_json(w, 200, serve_policy_json(snap));
 out:
 	json_decref(merged);
 	sbx_error_free(&err);
 	strbuf_release(&why);
 	strbuf_release(&field);
-	wire_end(&w);
 }
 
 /* ---- health, index, metrics ---- */
@@ -920,30 +950,124 @@ static json_t *health_json(struct wire_req *w)
 			  open_limit(&w->snap->svc), "runtimes", rts);
 }
 
-static void healthz(void *arg, struct http_request *req,
-		    struct http_response *res)
+static void healthz(struct wire_req *w)
 {
-	struct wire_req w;
 
-	wire_begin(&w, arg, req, res, false);
-	wire_json(&w, 200, health_json(&w));
-	wire_end(&w);
+	wire_json(w, 200, health_json(w));
 }
 
-static void index_route(void *arg, struct http_request *req,
-			struct http_response *res)
+static void index_route(struct wire_req *w)
 {
-	struct wire_req w;
 	json_t *eps = json_array();
+	const char **paths = xcalloc(serve_nroutes, sizeof(*paths));
 
-	wire_begin(&w, arg, req, res, false);
+	/* Each path once, sorted, as sandboxd lists them. */
 	for (size_t i = 0; i < serve_nroutes; i++)
-		json_array_append_new(eps, xjson_string(serve_routes[i].path));
-	wire_json(&w, 200,
-		  xjson_pack("{s:s, s:o, s:n, s:n, s:n, s:o}", "service",
-			     "sandboxd", "health", health_json(&w), "docs_url",
-			     "openapi_url", "ui_url", "endpoints", eps));
-	wire_end(&w);
+		paths[i] = serve_routes[i].path;
+	qsort(paths, serve_nroutes, sizeof(*paths), by_str);
+	for (size_t i = 0; i < serve_nroutes; i++)
+		if (!i || strcmp(paths[i], paths[i - 1]) != 0)
+			json_array_append_new(eps, xjson_string(paths[i]));
+	free(paths);
+	/* sandboxd's strings (the client's ServiceIndex wants them); no
+	 * UI is served. */
+	wire_json(w, 200,
+		  xjson_pack("{s:s, s:o, s:s, s:s, s:n, s:o}", "service",
+			     "sandboxd", "health", health_json(w), "docs_url",
+			     "/docs", "openapi_url", "/openapi.json", "ui_url",
+			     "endpoints", eps));
+}
+
+/* The token a route takes, in the words of the OpenAPI document. */
+static const char *token_word(enum wire_token t)
+{
+	static const char *const words[] = {
+	    [WIRE_TOKEN_NONE] = "none",
+	    [WIRE_TOKEN_METRICS] = "service (when the service has one)",
+	    [WIRE_TOKEN_SERVICE] = "service",
+	    [WIRE_TOKEN_TENANT] = "service or tenant",
+	    [WIRE_TOKEN_SESSION] = "the session's, its tenant's or the "
+				   "service's",
+	};
+
+	return words[t];
+}
+
+/*
+ * GET /openapi.json: a minimal OpenAPI 3.1 document made from the route
+ * table (every path, its methods, the token each takes, the body's
+ * cap), so the index's openapi_url is not a misleading 404.  The shapes
+ * of bodies and answers are sandboxd's (docs/serve.md), not repeated
+ * here.
+ */
+static void openapi_route(struct wire_req *w)
+{
+	json_t *paths = json_object();
+
+	for (size_t i = 0; i < serve_nroutes; i++) {
+		const struct http_route *rt = &serve_routes[i];
+		const struct wire_needs *n = rt->needs;
+		json_t *item = json_object_get(paths, rt->path), *op, *params;
+		struct strbuf m = STRBUF_INIT;
+
+		if (!item) {
+			item = json_object();
+			json_object_set_new(paths, rt->path, item);
+		}
+		params = json_array();
+		for (const char *p = strchr(rt->path, '{'); p;
+		     p = strchr(p + 1, '{')) {
+			size_t len = strcspn(p + 1, "}");
+			json_array_append_new(
+			    params,
+			    xjson_pack("{s:s%, s:s, s:b, s:{s:s}}", "name",
+				       p + 1, len, "in", "path", "required", 1,
+				       "schema", "type", "string"));
+		}
+		op = xjson_pack(
+		    "{s:s, s:o, s:o, s:s, s:I, s:{s:{s:s}}}", "operationId",
+		    rt->path, "parameters", params, "security",
+		    n->token == WIRE_TOKEN_NONE
+			? json_array()
+			: xjson_pack("[{s:[]}]", "token"),
+		    "x-sbxcat-token", token_word(n->token), "x-sbxcat-max-body",
+		    (json_int_t)rt->max_body, "responses", "default",
+		    "description", "sandboxd's answer (docs/serve.md)");
+		for (const char *c = rt->method; *c; c++)
+			strbuf_addch(&m, (char)(*c - 'A' + 'a'));
+		json_object_set_new(item, strbuf_str(&m), op);
+		strbuf_release(&m);
+	}
+	wire_json(w, 200,
+		  xjson_pack("{s:s, s:{s:s, s:s, s:s}, s:o, s:{s:{s:{s:s, s:s, "
+			     "s:s}}}}",
+			     "openapi", "3.1.0", "info", "title",
+			     "sbxcat serve: sandboxd's wire", "version",
+			     PACKAGE_VERSION, "description",
+			     "The routes of sbxcat serve; see docs/serve.md",
+			     "paths", paths, "components", "securitySchemes",
+			     "token", "type", "apiKey", "in", "header", "name",
+			     TOKEN_HEADER));
+}
+
+/* GET /docs: a page that says where the routes are described. */
+static void docs_route(struct wire_req *w)
+{
+	static const char page[] =
+	    "<!doctype html>\n<html><head><meta charset=\"utf-8\">"
+	    "<title>sbxcat serve</title></head><body>\n"
+	    "<h1>sbxcat serve</h1>\n<p>The sandbox service, speaking "
+	    "sandboxd's wire. Its routes, the token each takes and the "
+	    "largest body each accepts: <a href=\"/openapi.json\">"
+	    "/openapi.json</a>. Their fields and answers: "
+	    "<code>docs/serve.md</code> and <code>man sbxcat</code>.</p>\n"
+	    "</body></html>\n";
+
+	w->res->status = 200;
+	w->res->content_type = "text/html; charset=utf-8";
+	w->res->body = xstrdup(page);
+	w->res->body_len = sizeof(page) - 1;
+	w->answered = true;
 }
 
 /* sbxcat_sessions{state}: the sessions open on the wire by their
@@ -980,55 +1104,239 @@ static void session_metrics(struct wire_req *w, struct strbuf *out)
 			    k < NSTATES ? states[k] : "other", count[k]);
 }
 
-static void metrics(void *arg, struct http_request *req,
-		    struct http_response *res)
+static void metrics(struct wire_req *w)
 {
-	struct wire_req w;
 	struct strbuf sb = STRBUF_INIT;
 
-	wire_begin(&w, arg, req, res, false);
-	if (w.sv->service_hash[0] && !wire_auth_service(&w, false))
-		goto out;
-	http_metrics(w.sv->http, &sb);
-	serve_metrics(w.sv, &sb);
-	session_metrics(&w, &sb);
-	res->status = 200;
-	res->content_type = "text/plain; version=0.0.4; charset=utf-8";
-	res->body = strbuf_detach(&sb, &res->body_len);
-	w.answered = true;
-out:
+	http_metrics(w->sv->http, &sb);
+	serve_metrics(w->sv, &sb);
+	session_metrics(w, &sb);
+	w->res->status = 200;
+	w->res->content_type = "text/plain; version=0.0.4; charset=utf-8";
+	w->res->body = strbuf_detach(&sb, &w->res->body_len);
+	w->answered = true;
 	strbuf_release(&sb);
+}
+
+/* ---- what a route needs, done before its operation ---- */
+
+/* Who a caller is for the pools' fair shares: the session a per-session
+ * route acts on (whatever the token), else the tenant, else the service,
+ * else "-" (no token). */
+static void caller_of(const struct wire_needs *n,
+		      const struct http_request *req,
+		      const struct serve_auth *au, struct http_admit *a)
+{
+	if (n->session != WIRE_LOOKUP_NONE && req->nparams)
+		snprintf(a->caller, sizeof(a->caller), "s:%s", req->params[0]);
+	else if (au->who == SERVE_TENANT)
+		snprintf(a->caller, sizeof(a->caller), "t:%s", au->tenant);
+	else if (au->who == SERVE_SERVICE)
+		snprintf(a->caller, sizeof(a->caller), "service");
+	else
+		snprintf(a->caller, sizeof(a->caller), "-");
+}
+
+static void admit_refuse(struct http_admit *a, const struct serve_auth *au)
+{
+	if (au->who == SERVE_TENANT) {
+		a->status = 403;
+		a->detail = "This route needs the service token";
+	} else {
+		a->status = 401;
+		a->detail = "Invalid or missing sandbox token";
+	}
+}
+
+/*
+ * The HTTP server's admit hook: on libmicrohttpd's thread, before a byte
+ * of the body is read.  The service's and tenants' tokens are hashes in
+ * memory; a session's token is checked against the service's cache of
+ * session tokens (serve_token_check: a miss reads the session's record,
+ * at a bounded rate).  What it lets in is checked again on the worker
+ * (wire_handle), against the record itself.
+ */
+void wire_admit(void *arg, const struct http_route *rt,
+		const struct http_request *req, struct http_admit *a)
+{
+	struct serve *sv = arg;
+	const struct wire_needs *n = rt->needs;
+	const char *token = http_header(req, TOKEN_HEADER);
+	const char *usage = http_query(req, "usage");
+	struct serve_auth au;
+
+	if (!n)
+		return;
+	serve_auth(sv, token, &au);
+	a->who = (int)au.who;
+	caller_of(n, req, &au, a);
+	/* A sample of the engine's stats is a second of the engine's time:
+	 * not on the quick pool. */
+	if (n->usage_slow && usage &&
+	    (!strcasecmp(usage, "true") || !strcmp(usage, "1") ||
+	     !strcasecmp(usage, "yes") || !strcasecmp(usage, "on")))
+		a->pool = HTTP_POOL_SLOW;
+	switch (n->token) {
+	case WIRE_TOKEN_NONE:
+		return;
+	case WIRE_TOKEN_METRICS:
+		if (!sv->service_hash[0] || au.who == SERVE_SERVICE)
+			return;
+		break;
+	case WIRE_TOKEN_SERVICE:
+		if (au.who == SERVE_SERVICE)
+			return;
+		break;
+	case WIRE_TOKEN_TENANT:
+		if (au.who != SERVE_NOBODY)
+			return;
+		break;
+	case WIRE_TOKEN_SESSION:
+		if (au.who != SERVE_NOBODY)
+			return;
+		if (!token || !req->nparams)
+			break;
+		switch (serve_token_check(sv, req->params[0], token)) {
+		case 1:
+			return;
+		case -1:
+			a->status = 503;
+			a->detail = "Server busy";
+			a->retry_after = "1";
+			return;
+		}
+		break;
+	}
+	admit_refuse(a, &au);
+}
+
+/* What the route declares, done: the token, the session, the body.
+ * False once answered. */
+static bool prepare(struct wire_req *w, const struct wire_needs *n)
+{
+	bool open_only = true;
+
+	switch (n->token) {
+	case WIRE_TOKEN_NONE:
+	case WIRE_TOKEN_SESSION: /* wire_session checks it */
+		break;
+	case WIRE_TOKEN_METRICS:
+		if (w->sv->service_hash[0] && !wire_auth_service(w, false))
+			return false;
+		break;
+	case WIRE_TOKEN_SERVICE:
+	case WIRE_TOKEN_TENANT:
+		if (!wire_auth_service(w, n->token == WIRE_TOKEN_TENANT))
+			return false;
+		break;
+	}
+	switch (n->session) {
+	case WIRE_LOOKUP_NONE:
+		break;
+	case WIRE_LOOKUP_PURGE:
+		if (!wire_query_bool(w, "purge", &w->purge))
+			return false;
+		/* A kept workspace may be purged with the service's token. */
+		open_only = !(w->purge && w->auth.who != SERVE_NOBODY);
+		/* fall through */
+	case WIRE_LOOKUP_OPEN:
+	case WIRE_LOOKUP_KEPT:
+		if (n->session == WIRE_LOOKUP_KEPT)
+			open_only = false;
+		if (!wire_session(w, open_only, n->missing))
+			return false;
+		break;
+	}
+	return !n->body || wire_body(w);
+}
+
+void wire_handle(void *arg, struct http_request *req, struct http_response *res)
+{
+	const struct wire_needs *n = req->needs;
+	struct wire_req w;
+
+	wire_begin(&w, arg, req, res);
+	if (prepare(&w, n))
+		n->op(&w);
 	wire_end(&w);
 }
 
 /* ---- the routes ---- */
 
+/* The bodies routes take: a few fields (paths, patterns: 64 KiB); a
+ * command (exec: ARG_MAX's 128 KiB a string, escaped); run's argv and
+ * env (ARG_MAX, 2 MiB, and 256 KiB of env, escaped); edit's two strings;
+ * a PolicyUpdate; none (a GET, a DELETE). write's is base64 of
+ * SANDBOXD_MAX_WRITE_BYTES, set at start (serve.c, wire_write_cap). */
+#define CAP_NONE (4 << 10)
+#define CAP_FIELDS (64 << 10)
+#define CAP_POLICY (16 << 10)
+#define CAP_EXEC (1 << 20)
+#define CAP_RUN (8 << 20)
+#define CAP_EDIT (4 << 20)
+
+size_t wire_write_cap(unsigned long long max_write)
+{
+	/* base64 (4 per 3, rounded up), JSON's quotes, the path and the
+	 * other fields. */
+	return st_add(st_mult((size_t)(max_write / 3 + 1), 4), CAP_FIELDS);
+}
+
+/* clang-format off: a route a line, what it needs by name. */
+#define ROUTE(m, p, pool, cap, op_, tok, ...)                                  \
+	{m, p, wire_handle, HTTP_POOL_##pool, cap,                             \
+	 &(const struct wire_needs){.op = op_, .token = WIRE_TOKEN_##tok,      \
+				    __VA_ARGS__}}
+#define OPEN .session = WIRE_LOOKUP_OPEN
+#define KEPT .session = WIRE_LOOKUP_KEPT, .missing = "No workspace for session"
+#define PURGE .session = WIRE_LOOKUP_PURGE
+#define BODY .body = true
+
 const struct http_route serve_routes[] = {
-    {"GET", "/", index_route, HTTP_POOL_QUICK},
-    {"GET", "/healthz", healthz, HTTP_POOL_QUICK},
-    {"GET", "/metrics", metrics, HTTP_POOL_QUICK},
-    {"GET", "/policy", policy_get, HTTP_POOL_QUICK},
-    {"PUT", "/policy", policy_put, HTTP_POOL_QUICK},
-    {"POST", "/sessions", sessions_create, HTTP_POOL_SLOW},
-    {"GET", "/sessions", sessions_list, HTTP_POOL_QUICK},
-    {"GET", "/sessions/{id}", sessions_get, HTTP_POOL_QUICK},
-    {"DELETE", "/sessions/{id}", sessions_delete, HTTP_POOL_SLOW},
-    {"GET", "/sessions/{id}/events", sessions_events, HTTP_POOL_QUICK},
-    {"POST", "/sessions/{id}/exec", wire_exec, HTTP_POOL_SLOW},
-    {"POST", "/sessions/{id}/run", wire_run, HTTP_POOL_SLOW},
-    {"POST", "/sessions/{id}/runs/{run_id}/stop", wire_run_stop,
-     HTTP_POOL_QUICK},
-    {"POST", "/sessions/{id}/read", wire_read, HTTP_POOL_QUICK},
-    {"POST", "/sessions/{id}/read_bytes", wire_read_bytes, HTTP_POOL_QUICK},
-    {"POST", "/sessions/{id}/write", wire_write, HTTP_POOL_QUICK},
-    {"POST", "/sessions/{id}/edit", wire_edit, HTTP_POOL_QUICK},
-    {"POST", "/sessions/{id}/exists", wire_exists, HTTP_POOL_QUICK},
-    {"POST", "/sessions/{id}/ls", wire_ls, HTTP_POOL_QUICK},
-    {"POST", "/sessions/{id}/glob", wire_glob, HTTP_POOL_SLOW},
-    {"POST", "/sessions/{id}/grep", wire_grep, HTTP_POOL_SLOW},
-    {"POST", "/workspaces/{id}/ls", wire_ws_ls, HTTP_POOL_QUICK},
-    {"POST", "/workspaces/{id}/read", wire_ws_read, HTTP_POOL_QUICK},
-    {"POST", "/workspaces/{id}/read_bytes", wire_ws_read_bytes,
-     HTTP_POOL_QUICK},
+    ROUTE("GET", "/", QUICK, CAP_NONE, index_route, NONE),
+    ROUTE("GET", "/healthz", QUICK, CAP_NONE, healthz, NONE),
+    ROUTE("GET", "/docs", QUICK, CAP_NONE, docs_route, NONE),
+    ROUTE("GET", "/openapi.json", QUICK, CAP_NONE, openapi_route, NONE),
+    ROUTE("GET", "/metrics", QUICK, CAP_NONE, metrics, METRICS),
+    ROUTE("GET", "/policy", QUICK, CAP_NONE, policy_get, TENANT),
+    ROUTE("PUT", "/policy", QUICK, CAP_POLICY, policy_put, SERVICE, BODY),
+    ROUTE("POST", "/sessions", SLOW, CAP_FIELDS, sessions_create, TENANT, BODY),
+    ROUTE("GET", "/sessions", QUICK, CAP_NONE, sessions_list, TENANT,
+	  .usage_slow = true),
+    ROUTE("GET", "/sessions/{id}", QUICK, CAP_NONE, sessions_get, SESSION, OPEN,
+	  .usage_slow = true),
+    ROUTE("DELETE", "/sessions/{id}", SLOW, CAP_NONE, sessions_delete, SESSION,
+	  PURGE),
+    ROUTE("GET", "/sessions/{id}/events", QUICK, CAP_NONE, sessions_events,
+	  SESSION, OPEN),
+    ROUTE("POST", "/sessions/{id}/exec", SLOW, CAP_EXEC, wire_exec, SESSION,
+	  OPEN, BODY),
+    ROUTE("POST", "/sessions/{id}/run", SLOW, CAP_RUN, wire_run, SESSION, OPEN,
+	  BODY),
+    ROUTE("POST", "/sessions/{id}/runs/{run_id}/stop", QUICK, CAP_NONE,
+	  wire_run_stop, SESSION, OPEN),
+    ROUTE("POST", "/sessions/{id}/read", QUICK, CAP_FIELDS, wire_read, SESSION,
+	  OPEN, BODY),
+    ROUTE("POST", "/sessions/{id}/read_bytes", QUICK, CAP_FIELDS,
+	  wire_read_bytes, SESSION, OPEN, BODY),
+    ROUTE("POST", "/sessions/{id}/write", QUICK, 0, wire_write, SESSION, OPEN,
+	  BODY, .write_cap = true),
+    ROUTE("POST", "/sessions/{id}/edit", QUICK, CAP_EDIT, wire_edit, SESSION,
+	  OPEN, BODY),
+    ROUTE("POST", "/sessions/{id}/exists", QUICK, CAP_FIELDS, wire_exists,
+	  SESSION, OPEN, BODY),
+    ROUTE("POST", "/sessions/{id}/ls", QUICK, CAP_FIELDS, wire_ls, SESSION,
+	  OPEN, BODY),
+    ROUTE("POST", "/sessions/{id}/glob", SLOW, CAP_FIELDS, wire_glob, SESSION,
+	  OPEN, BODY),
+    ROUTE("POST", "/sessions/{id}/grep", SLOW, CAP_FIELDS, wire_grep, SESSION,
+	  OPEN, BODY),
+    ROUTE("POST", "/workspaces/{id}/ls", QUICK, CAP_FIELDS, wire_ws_ls, TENANT,
+	  KEPT, BODY),
+    ROUTE("POST", "/workspaces/{id}/read", QUICK, CAP_FIELDS, wire_ws_read,
+	  TENANT, KEPT, BODY),
+    ROUTE("POST", "/workspaces/{id}/read_bytes", QUICK, CAP_FIELDS,
+	  wire_ws_read_bytes, TENANT, KEPT, BODY),
 };
+/* clang-format on */
 const size_t serve_nroutes = sizeof(serve_routes) / sizeof(serve_routes[0]);

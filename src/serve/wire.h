@@ -3,8 +3,16 @@
  * health; wire-ops.c: the operations on a session and its workspace);
  * private to src/serve.
  *
- * A handler begins with wire_begin (the snapshot held, the body parsed
- * when it has one) and ends with wire_end.  Answers use sandboxd's
+ * Every route is a line of the route table (wire.c) that declares what
+ * it needs (struct wire_needs): which token, whether the path's session
+ * is looked up, whether a JSON body is parsed, plus in its struct
+ * http_route the pool and the body's cap.  The HTTP server asks
+ * wire_admit who a request is before it reads a byte of the body (a
+ * token that does not authenticate: 401, the body never read);
+ * wire_handle then holds the snapshot, checks the token again, looks
+ * the session up, parses the body within its bounds, and only then
+ * calls the route's operation, which does its own work alone.  Answers
+ * use sandboxd's
  * shapes: {"detail": "..."} with the status of sandboxd-wire.md section
  * 3; a body that is not JSON, a field of the wrong type or missing: 422
  * in FastAPI's shape ({"detail": [{"type", "loc", "msg", "input"}]}).
@@ -29,14 +37,54 @@ struct wire_req {
 	struct serve_auth auth;
 	struct svc_call call;
 	struct svc_wire_session ws; /* a per-session route's session */
+	bool purge;		    /* DELETE's ?purge=true */
 	bool answered;
 };
 
-/* Begin: with_body parses the body as a JSON object (else 422, and
- * false). */
-bool wire_begin(struct wire_req *w, void *arg, struct http_request *req,
-		struct http_response *res, bool with_body);
-void wire_end(struct wire_req *w);
+/* The token a route takes. */
+enum wire_token {
+	WIRE_TOKEN_NONE,    /* anyone */
+	WIRE_TOKEN_METRICS, /* the service token, when there is one */
+	WIRE_TOKEN_SERVICE, /* the service token (a tenant's: 403) */
+	WIRE_TOKEN_TENANT,  /* the service token or a tenant's */
+	WIRE_TOKEN_SESSION, /* the path's session's own, the service's, or
+			     * its tenant's */
+};
+/* Whether the path's session ({id}, the first parameter) is looked up
+ * (into w->ws) before the operation runs. */
+enum wire_lookup {
+	WIRE_LOOKUP_NONE,
+	WIRE_LOOKUP_OPEN,  /* an open session, else 404 "No such session" */
+	WIRE_LOOKUP_KEPT,  /* or a kept workspace (missing: the 404 text) */
+	WIRE_LOOKUP_PURGE, /* open; kept too with ?purge=true and the
+			    * service's or a tenant's token (w->purge) */
+};
+/* What a route declares (struct http_route.needs). */
+struct wire_needs {
+	void (*op)(struct wire_req *w);
+	enum wire_token token;
+	enum wire_lookup session;
+	const char *missing; /* the 404's words; NULL: "No such session" */
+	bool body;	     /* a JSON object is parsed into w->body */
+	bool usage_slow;     /* ?usage=true runs on the slow pool */
+	bool write_cap;	     /* the body's cap: wire_write_cap (serve.c) */
+};
+
+/* The body a write of max_write bytes takes: its base64 and the fields. */
+size_t wire_write_cap(unsigned long long max_write);
+
+/* The admit hook of the HTTP server (http.h): who a request is, from
+ * its headers alone, and whether its route lets it in. */
+void wire_admit(void *arg, const struct http_route *rt,
+		const struct http_request *req, struct http_admit *a);
+/* The handler of every route: what the route needs, then its op. */
+void wire_handle(void *arg, struct http_request *req,
+		 struct http_response *res);
+/* The most nesting and JSON values a body may have (every route takes a
+ * flat object of a few fields; run's argv and env, open's labels and
+ * PUT /policy's runtimes are the only nesting). */
+#define WIRE_JSON_DEPTH 4
+#define WIRE_JSON_NODES 16384
 
 void wire_detail(struct wire_req *w, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -64,7 +112,7 @@ bool wire_query_uint(struct wire_req *w, const char *name,
 		     unsigned long long *out);
 
 /* Service token only (401, or 403 for a tenant's token when
- * tenant_ok is false). */
+ * tenant_ok is false).  wire_handle calls it for the route's token. */
 bool wire_auth_service(struct wire_req *w, bool tenant_ok);
 /*
  * A per-session route: the token checked before the session's existence
@@ -94,25 +142,20 @@ char *wire_path(const struct wire_req *w, const char *path,
  * container binds the workspace: never a host path. A new string. */
 char *wire_abs_path(const struct wire_req *w, const char *rel);
 
-/* The handlers of wire-ops.c. */
-void wire_exec(void *arg, struct http_request *req, struct http_response *res);
-void wire_run(void *arg, struct http_request *req, struct http_response *res);
-void wire_run_stop(void *arg, struct http_request *req,
-		   struct http_response *res);
-void wire_read(void *arg, struct http_request *req, struct http_response *res);
-void wire_read_bytes(void *arg, struct http_request *req,
-		     struct http_response *res);
-void wire_write(void *arg, struct http_request *req, struct http_response *res);
-void wire_edit(void *arg, struct http_request *req, struct http_response *res);
-void wire_exists(void *arg, struct http_request *req,
-		 struct http_response *res);
-void wire_ls(void *arg, struct http_request *req, struct http_response *res);
-void wire_glob(void *arg, struct http_request *req, struct http_response *res);
-void wire_grep(void *arg, struct http_request *req, struct http_response *res);
-void wire_ws_ls(void *arg, struct http_request *req, struct http_response *res);
-void wire_ws_read(void *arg, struct http_request *req,
-		  struct http_response *res);
-void wire_ws_read_bytes(void *arg, struct http_request *req,
-			struct http_response *res);
+/* The operations of wire-ops.c (their routes' needs done). */
+void wire_exec(struct wire_req *w);
+void wire_run(struct wire_req *w);
+void wire_run_stop(struct wire_req *w);
+void wire_read(struct wire_req *w);
+void wire_read_bytes(struct wire_req *w);
+void wire_write(struct wire_req *w);
+void wire_edit(struct wire_req *w);
+void wire_exists(struct wire_req *w);
+void wire_ls(struct wire_req *w);
+void wire_glob(struct wire_req *w);
+void wire_grep(struct wire_req *w);
+void wire_ws_ls(struct wire_req *w);
+void wire_ws_read(struct wire_req *w);
+void wire_ws_read_bytes(struct wire_req *w);
 
 #endif

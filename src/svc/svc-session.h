@@ -38,6 +38,8 @@ struct catalog;
  */
 /* How many labels an open takes (session-labels.h). */
 enum { SVC_SESSION_LABELS_MAX = SESSION_LABELS_MAX };
+/* A session key's length at most (session.h). */
+enum { SVC_SESSION_KEY_MAX = SESSION_KEY_MAX };
 
 struct svc_session_open_req {
 	const char *scope, *subject, *host; /* host NULL: "" */
