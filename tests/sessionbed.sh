@@ -260,6 +260,16 @@ sb_serve_wait() {
 }
 # sb_wire METHOD PATH [BODY [TOKEN]]: a request to the service on $SOCK
 # with TOKEN ($TOKEN by default); the response body in $T/w, the status in
+# sb_wire_key ID: the key of the wire's session ID, as the host knows it
+# (ROOT/KEY/wire.json names the id): the wire never says it (issue 28).
+sb_wire_key() {
+	for sb_wf in "$ROOT"/*/wire.json; do
+		[ "$(jq -r .id "$sb_wf" 2>/dev/null)" = "$1" ] || continue
+		sb_wf=${sb_wf%/wire.json}; echo "${sb_wf##*/}"; return 0
+	done
+	return 1
+}
+
 # $st.
 sb_wire() {
 	st=$(curl -s -o "$T/w" -w '%{http_code}' --unix-socket "$SOCK" -X "$1" \

@@ -51,9 +51,9 @@ spooled() { cat "$SBXCAT_SPOOL_DIR"/audit.jsonl 2>/dev/null | wc -l | tr -d ' ';
 
 # -- Schema.
 sbx audit migrate
-is "$rc:$(out)" "0:applied 2 migrations (schema version 2)" "audit migrate: applies the schema"
+is "$rc:$(out)" "0:applied 3 migrations (schema version 3)" "audit migrate: applies the schema"
 sbx audit migrate
-is "$rc:$(out)" "0:schema is up to date (version 2)" "audit migrate again: nothing to do"
+is "$rc:$(out)" "0:schema is up to date (version 3)" "audit migrate again: nothing to do"
 
 # -- Session events and every fs verb: exactly one row each, right fields.
 n0=$(nrows)
@@ -84,7 +84,7 @@ one "fs edit" "edit|a.txt|t|-|-|1|" edit a.txt --old hello --new howdy
 one "fs ls" "ls_info|.|t|-|-|1|" ls
 one "fs glob" "glob_info|*.txt|t|-|-|1|" glob '*.txt'
 one "fs grep (target: where, never the pattern)" "grep_raw|.|t|-|-|1|" grep howdy
-one "fs stat" "ls_info|a.txt|t|-|12|1|" stat a.txt
+one "fs stat" "stat|a.txt|t|-|12|1|" stat a.txt
 one "fs rm" "write|a.txt|t|-|-|1|removed" rm a.txt
 
 # -- Refused and failed operations are rows too, not ok, in sbxcat's words.
@@ -121,7 +121,7 @@ is "$r1:$(($(nrows) - n1))" "1:4" "four refused requests on a key nobody opened 
 is "$(q "SELECT count(*) FROM sandbox_operations WHERE session_key = '$KV'"):$(q "SELECT count(*) FROM audit_chains WHERE session_key = '$KV'")" \
 	"0:0" "... none on the key's chain, and no chain made for it"
 is "$(q "SELECT string_agg(tenant || '/' || op || '/' || detail, ',' ORDER BY seq) FROM sandbox_operations WHERE seq > (SELECT max(seq) - 4 FROM sandbox_operations)")" \
-	"mallory/ls_info/refused: no such session; session asked: $KV,/ls_info/refused: no such session; session asked: $KV,mallory/execute/refused: no such session; session asked: $KV,mallory/close/refused: no such session" \
+	"mallory/stat/refused: no such session; session asked: $KV,/stat/refused: no such session; session asked: $KV,mallory/execute/refused: no such session; session asked: $KV,mallory/close/refused: no such session" \
 	"... each under the caller's own tenant (none given: none), the key asked for in the detail"
 is "$(q "SELECT target FROM sandbox_operations ORDER BY seq DESC LIMIT 1")" "$KV" "... close's target is the key asked for"
 SBXCAT_KEY_SECRET=$LEAK open_s victim run "owned-$sfx"
@@ -296,7 +296,8 @@ is "$rc" 2 "--agent before a verb that does not filter: usage error"
 # -- The other verbs through the command line.
 sbx audit migrate --status
 is "$rc:$(cut -f1,2 "$T/out")" "0:1${TAB}audit tables
-2${TAB}hash version" "audit migrate --status: migrations 1 and 2, applied"
+2${TAB}hash version
+3${TAB}stat op" "audit migrate --status: migrations 1 to 3, applied"
 like "$(out)" "applied 20" "... with when"
 sbx audit head --session "$K"
 is "$rc:$(cut -f1 "$T/out")" "0:$K" "audit head --session: the session's chain"

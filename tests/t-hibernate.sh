@@ -166,7 +166,7 @@ wire() { sb_wire "$@"; }
 # wopen ID: POST /sessions; its key in $kw, its token in $tw.
 wopen() {
 	wire POST /sessions "{\"session_id\": \"$1\", \"runtime\": \"$RSMALL\"}"
-	kw=$(jq -r .session.key "$T/w" 2>/dev/null) tw=$(jq -r .token "$T/w" 2>/dev/null)
+	kw=$(sb_wire_key "$1") tw=$(jq -r .token "$T/w" 2>/dev/null)
 }
 wstate() { wire GET "/sessions/$1"; jq -c '[.state, .alive]' "$T/w"; }
 ntokens() { jq '.tokens | length' "$ROOT/$1/wire.json"; }

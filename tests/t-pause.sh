@@ -171,7 +171,7 @@ sb_serve_wait "$SOCK"
 wire() { sb_wire "$@"; }
 SID=pause-$sfx
 wire POST /sessions "{\"session_id\": \"$SID\", \"runtime\": \"$RA\"}"
-KW=$(jq -r .session.key "$T/w" 2>/dev/null)
+KW=$(sb_wire_key "$SID")
 [ "$st" = 200 ] && [ -n "$KW" ] && [ "$KW" != null ]
 ok $? "the service opens a session ($st)" || diag "$(cat "$T/w" "$T/log")"
 N=$(date +%s)

@@ -92,11 +92,11 @@ is "$(jq -r '"\(.mem_limit) \(.max_sessions)"' "$T/w")" "$mem0 50" "... nor the 
 sb_wire PUT /policy '{"mem_limit": "96m", "runtimes": {"'"$RSMALL"'": {"mem_limit": "80m"}}}'
 is "$st:$(jq -r '.mem_limit' "$T/w")" "200:96m" "a good mem_limit is taken"
 open_w '{"session_id": "mem-1", "runtime": "'"$RA"'"}'
-key=$(jq -r .session.key "$T/w")
+key=$(sb_wire_key "$(jq -r .session.session_id "$T/w")")
 is "$st:$(tb_docker inspect -f '{{.HostConfig.Memory}}' "$(tb_docker ps -q --filter "label=io.sbxcat.key=$key")")" \
 	"200:100663296" "... and reaches the engine: the next open's container has 96m"
 open_w '{"session_id": "mem-2", "runtime": "'"$RSMALL"'"}'
-key=$(jq -r .session.key "$T/w")
+key=$(sb_wire_key "$(jq -r .session.session_id "$T/w")")
 is "$st:$(tb_docker inspect -f '{{.HostConfig.Memory}}' "$(tb_docker ps -q --filter "label=io.sbxcat.key=$key")")" \
 	"200:83886080" "... a runtime's mem_limit too (80m)"
 for id in mem-1 mem-2; do sb_wire DELETE "/sessions/$id?purge=true"; done

@@ -117,9 +117,26 @@ static const char migration_2[] =
     "ALTER TABLE sandbox_operations\n"
     "  ADD COLUMN hash_version smallint NOT NULL DEFAULT 1;\n";
 
+/*
+ * 3: the op "stat" (fs stat, the wire's exists), which was recorded as
+ * ls_info, so an auditor could not tell a listing from a test of one
+ * file and the wire's events could not say sandboxd's "exists".  The
+ * CHECK is made anew NOT VALID: the rows already there hold the old
+ * names, a subset, and checking them would read the whole table under a
+ * lock; new rows are checked as before.
+ */
+static const char migration_3[] =
+    "ALTER TABLE sandbox_operations\n"
+    "  DROP CONSTRAINT sandbox_operations_op_check;\n"
+    "ALTER TABLE sandbox_operations\n"
+    "  ADD CONSTRAINT sandbox_operations_op_check CHECK (op IN ('write', "
+    "'edit', 'read', 'read_bytes', 'ls_info', 'glob_info', 'grep_raw', "
+    "'execute', 'open', 'close', 'reap', 'stat')) NOT VALID;\n";
+
 const struct auditdb_migration auditdb_migrations[] = {
     {1, "audit tables", migration_1},
     {2, "hash version", migration_2},
+    {3, "stat op", migration_3},
 };
 
 const int auditdb_nmigrations =

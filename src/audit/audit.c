@@ -22,7 +22,7 @@
 
 static const char *const op_names[AUDIT_NOPS] = {
     "write",	"edit",	   "read", "read_bytes", "ls_info", "glob_info",
-    "grep_raw", "execute", "open", "close",	 "reap",
+    "grep_raw", "execute", "open", "close",	 "reap", "stat",
 };
 
 const char *audit_op_name(enum audit_op op)

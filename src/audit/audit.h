@@ -50,6 +50,7 @@ enum audit_op {
 	AUDIT_OPEN,
 	AUDIT_CLOSE,
 	AUDIT_REAP,
+	AUDIT_STAT, /* migration 3 */
 	AUDIT_NOPS
 };
 

@@ -789,6 +789,7 @@ static const char *event_op(const char *op)
 	    {"ls_info", "ls"},
 	    {"glob_info", "glob"},
 	    {"grep_raw", "grep"},
+	    {"stat", "exists"},
 	};
 
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)

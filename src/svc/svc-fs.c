@@ -1081,7 +1081,7 @@ int svc_fs_stat(const struct svc *s, const struct svc_call *call,
 	struct stat st;
 
 	memset(res, 0, sizeof(*res));
-	if (fs_begin(&o, s, call, req->key, AUDIT_LS_INFO, need(req->path),
+	if (fs_begin(&o, s, call, req->key, AUDIT_STAT, need(req->path),
 		     false, need(req->path), false, err) == 0 &&
 	    workspace_stat(&o.ws, o.rel, need(req->path), &st, &res->target,
 			   err) == 0) {
