@@ -518,6 +518,39 @@ int serve_token_check(struct serve *sv, const char *id, const char *token)
 	return rc == 0;
 }
 
+/*
+ * Learn the tokens of the sessions open now, from their records, so a
+ * session that outlived a restart is never a miss: a miss is then a token
+ * no session has, and the bound on lookups falls on whoever sends those,
+ * not on the sessions' own clients.  Nothing learnt when the sessions
+ * cannot be listed (each is then learnt at its first request).
+ */
+static void token_warm(struct serve *sv, struct serve_snap *snap)
+{
+	struct svc_wire_list_res l;
+	struct sbx_error *err = NULL;
+	struct svc_call any = {0};
+
+	if (svc_wire_list(&snap->svc, &any, &l, &err) < 0) {
+		sbx_error_free(&err);
+		return;
+	}
+	pthread_mutex_lock(&sv->lock);
+	for (size_t i = 0; i < l.n; i++) {
+		const struct svc_wire_session *ws = &l.rows[i];
+
+		if (strlen(ws->wire.id) >= sizeof(sv->good[0].id))
+			continue;
+		for (size_t k = 0; k < ws->wire.ntokens; k++)
+			if (strlen(ws->wire.tokens[k]) == 64)
+				token_add(&sv->good, &sv->ngood, &sv->agood,
+					  TOKENS_GOOD, ws->wire.id,
+					  ws->wire.tokens[k]);
+	}
+	pthread_mutex_unlock(&sv->lock);
+	svc_wire_list_res_release(&l);
+}
+
 void serve_token_remember(struct serve *sv, const char *id, const char *token)
 {
 	char hash[65];
@@ -858,6 +891,7 @@ int serve_start(struct serve **out, const struct serve_config *c,
 	snap->svc.pool = sv->base.pool;
 	svc_engines_start(&sv->base, ENGINES_KEPT);
 	snap->svc.engines = sv->base.engines;
+	token_warm(sv, snap);
 	if (start_http(sv, c, err) < 0)
 		goto fail;
 	if (sv->interval_s &&
