@@ -21,28 +21,8 @@ const struct size_bounds size_bytes = {.min = 1, .max = SIZE_LARGEST};
  * before it is multiplied. */
 #define DIGITS_MAX 15
 
-/* s quoted for a message: escaped, cut after 60 characters. */
-static char *quoted(const char *s)
-{
-	struct strbuf sb = STRBUF_INIT;
-	size_t len = strlen(s), cut = 0;
-
-	for (size_t chars = 0; cut < len && chars < 60; chars++) {
-		uint32_t cp;
-		size_t n = utf8_decode(s + cut, len - cut, &cp);
-
-		cut += n ? n : 1;
-	}
-	strbuf_addch(&sb, '\'');
-	text_add_escaped(&sb, s, cut);
-	if (cut < len)
-		strbuf_addstr(&sb, "...");
-	strbuf_addch(&sb, '\'');
-	return strbuf_detach(&sb, NULL);
-}
-
 /* The value quoted, made only when there is a message. */
-#define QUOTED(s) (q ? q : (q = quoted(s)))
+#define QUOTED(s) (q ? q : (q = text_quote_short(s)))
 
 char *size_parse(const char *s, const struct size_bounds *b,
 		 unsigned long long *bytes)

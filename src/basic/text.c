@@ -477,3 +477,22 @@ bool text_encode(struct strbuf *out, const char *u, size_t len,
 	}
 	return true;
 }
+
+char *text_quote_short(const char *s)
+{
+	struct strbuf sb = STRBUF_INIT;
+	size_t len = strlen(s), cut = 0;
+
+	for (size_t chars = 0; cut < len && chars < 60; chars++) {
+		uint32_t cp;
+		size_t n = utf8_decode(s + cut, len - cut, &cp);
+
+		cut += n ? n : 1;
+	}
+	strbuf_addch(&sb, '\'');
+	text_add_escaped(&sb, s, cut);
+	if (cut < len)
+		strbuf_addstr(&sb, "...");
+	strbuf_addch(&sb, '\'');
+	return strbuf_detach(&sb, NULL);
+}

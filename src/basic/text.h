@@ -125,6 +125,11 @@ void text_add_printable(struct strbuf *out, const char *s, size_t len);
  * distinct inputs give distinct outputs.
  */
 void text_add_escaped(struct strbuf *out, const char *s, size_t len);
+/* A value quoted for a message: in single quotes, escaped as
+ * text_add_escaped escapes (so a message stays one line), cut after 60
+ * characters with "..." (so a 10 kB string stays readable).  A new
+ * string. */
+char *text_quote_short(const char *s);
 
 /*
  * memmem(hay, len, needle, n), in windows that start small and double

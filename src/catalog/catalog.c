@@ -111,29 +111,6 @@ static void vdiag_msg(struct vctx *v, const struct jpos *at, const char *field,
 		 v->entry, field, msg);
 }
 
-/*
- * A value quoted for a message: escaped by text_add_escaped (so a message
- * is always one line), and cut after 60 characters so a 10 kB string stays
- * readable.
- */
-static char *msgquote(const char *s)
-{
-	struct strbuf sb = STRBUF_INIT;
-	size_t len = strlen(s), cut = 0;
-
-	for (size_t chars = 0; cut < len && chars < 60; chars++) {
-		uint32_t cp;
-		size_t n = utf8_decode(s + cut, len - cut, &cp);
-		cut += n ? n : 1;
-	}
-	strbuf_addch(&sb, '\'');
-	text_add_escaped(&sb, s, cut);
-	if (cut < len)
-		strbuf_addstr(&sb, "...");
-	strbuf_addch(&sb, '\'');
-	return strbuf_detach(&sb, NULL);
-}
-
 static const char *type_name(const json_t *j)
 {
 	switch (json_typeof(j)) {
@@ -355,7 +332,7 @@ static size_t normalized_name_length(const char *s, size_t namelen,
 }
 
 /* The value quoted for a message, made only when there is a message. */
-#define QUOTED(s) (q ? q : (q = msgquote(s)))
+#define QUOTED(s) (q ? q : (q = text_quote_short(s)))
 
 char *catalog_check_alias(const char *s)
 {
@@ -568,7 +545,7 @@ static void check_duplicates(struct vctx *v, const struct jpos *obj,
 
 		if (m->first == i)
 			continue;
-		q = msgquote(m->key);
+		q = text_quote_short(m->key);
 		field = xasprintf("%s%.*s", prefix, (int)strlen(q) - 2, q + 1);
 		vdiag(v, &at, field,
 		      "duplicate key; the first is at line %d, column %d",
@@ -593,7 +570,7 @@ static void check_keys(struct vctx *v, json_t *e, const struct jpos *pe)
 		(void)val;
 		if (is_known_field(key))
 			continue;
-		q = msgquote(key);
+		q = text_quote_short(key);
 		hint = did_you_mean(key);
 		/* Unknown keys are named by msgquote: they may hold anything.
 		 */
@@ -743,7 +720,7 @@ static void get_env(struct vctx *v, json_t *e, const struct jpos *pe,
 		struct jpos at = {.line = m ? m->kline : 0,
 				  .col = m ? m->kcol : 0};
 		cleanup_free char *field = NULL;
-		cleanup_free char *qname = msgquote(name);
+		cleanup_free char *qname = text_quote_short(name);
 		uint32_t cp;
 		char *msg;
 
