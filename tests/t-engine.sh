@@ -184,7 +184,9 @@ if [ -n "$PY" ] && fake old && fake notdocker && fake build && fake stall && fak
 	while ! grep -q 'POST .*/build' many/requests 2>/dev/null && [ $n -lt 100 ]; do
 		sleep 0.1; n=$((n + 1))
 	done
-	sleep 1
+	# Time for sbxcat to read the 1,000 steps into its queue before the
+	# FIFO is drained (a loaded CI host once needed more than 1 s).
+	sleep 3
 	cat <&4 >many.err &
 	drain=$!
 	wait $many
