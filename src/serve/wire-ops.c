@@ -65,32 +65,6 @@ static int cap_err(void *arg, const void *p, size_t n, struct sbx_error **e)
 	return capture(arg, 1, p, n);
 }
 
-static json_t *utf8_json(struct strbuf *sb)
-{
-	/* Invalid UTF-8 replaced, as sandboxd decodes with "replace". */
-	struct strbuf out = STRBUF_INIT;
-	size_t i = 0;
-	json_t *j;
-
-	while (i < sb->len) {
-		uint32_t cp;
-		size_t k = utf8_decode(sb->buf + i, sb->len - i, &cp);
-
-		if (k == 0) {
-			strbuf_addstr(&out, "\xef\xbf\xbd");
-			i++;
-			continue;
-		}
-		strbuf_add(&out, sb->buf + i, k);
-		i += k;
-	}
-	j = json_stringn(out.buf ? out.buf : "", out.len);
-	strbuf_release(&out);
-	if (!j)
-		die_oom();
-	return j;
-}
-
 /* Run the command of req in w's session, captured into c. */
 static int run_captured(struct wire_req *w, struct svc_exec_req *req,
 			struct captured *c, struct svc_exec_res *res,
@@ -225,7 +199,9 @@ void wire_exec(struct wire_req *w)
 	if (r.not_started && !c.buf[0].len)
 		strbuf_addstr(&c.buf[0], r.not_started);
 	wire_json(w, 200,
-		  xjson_pack("{s:o, s:i, s:b}", "output", utf8_json(&c.buf[0]),
+		  xjson_pack("{s:o, s:i, s:b}", "output",
+			     xjson_textn(c.buf[0].buf ? c.buf[0].buf : "",
+					 c.buf[0].len),
 			     "exit_code",
 			     r.end == SVC_EXEC_TIMED_OUT ? 124 : r.exit_code,
 			     "truncated", c.cut));
@@ -371,8 +347,10 @@ static void run_answer(struct wire_req *w, const struct svc_exec_res *r,
 
 	wire_json(w, 200,
 		  xjson_pack("{s:o, s:o, s:o, s:b, s:b, s:i}", "stdout",
-			     utf8_json(&c->buf[0]), "stderr",
-			     utf8_json(&c->buf[1]), "exit_code",
+			     xjson_textn(c->buf[0].buf ? c->buf[0].buf : "",
+					 c->buf[0].len), "stderr",
+			     xjson_textn(c->buf[1].buf ? c->buf[1].buf : "",
+					 c->buf[1].len), "exit_code",
 			     timed_out || r->end != SVC_EXEC_EXITED
 				 ? json_null()
 				 : json_integer(r->exit_code),
