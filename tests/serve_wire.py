@@ -21,6 +21,8 @@ import threading
 import time
 import urllib.parse
 
+from wirehost import key_of
+
 E = os.environ
 HOST, PORT, TOKEN = E["SERVE_HOST"], int(E["SERVE_PORT"]), E["SERVE_TOKEN"]
 RT, RT2 = E["SERVE_RT"], E["SERVE_RT2"]
@@ -29,18 +31,6 @@ n = 0
 failed = 0
 
 
-
-def key_of(root, sid):
-    """The session's key as the host knows it (ROOT/KEY/wire.json names
-    the wire's id): the wire never says it."""
-    for d in os.listdir(root):
-        try:
-            with open(os.path.join(root, d, "wire.json")) as f:
-                if json.load(f).get("id") == sid:
-                    return d
-        except (OSError, ValueError):
-            continue
-    return None
 
 def ok(cond, name, extra=None):
     global n, failed

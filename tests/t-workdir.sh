@@ -83,9 +83,11 @@ wire() {
 	WD_PHASE=$1 WD_FAIL=${WD_FAIL:-} WD_PORT=$PORT WD_TOKEN=$TOKEN WD_ROOT=$ROOT WD_SPID=$SPID \
 		WD_RT=$RA WD_RNOSLEEP=$RNOSLEEP WD_T=$T \
 		timeout -s KILL 120 python3 - >"$T/wire.out" 2>"$T/wire.err" <<'PY'
-import base64, http.client, json, os, re
+import base64, http.client, json, os, re, sys
 
 E = os.environ
+sys.path.insert(0, os.path.join(E["srcdir"], "tests"))
+from wirehost import key_of  # noqa: E402
 PHASE, ROOT, T = E["WD_PHASE"], E["WD_ROOT"], E["WD_T"]
 state_file = os.path.join(T, "wire-state.json")
 state = json.load(open(state_file)) if os.path.exists(state_file) else {}
@@ -114,18 +116,6 @@ def req(method, path, body=None, token=E["WD_TOKEN"]):
     return r.status, doc, raw
 
 
-
-def key_of(root, sid):
-    """The session's key as the host knows it (ROOT/KEY/wire.json names
-    the wire's id): the wire never says it."""
-    for d in os.listdir(root):
-        try:
-            with open(os.path.join(root, d, "wire.json")) as f:
-                if json.load(f).get("id") == sid:
-                    return d
-        except (OSError, ValueError):
-            continue
-    return None
 
 def op(sid, tok, name, **body):
     return req("POST", "/sessions/%s/%s" % (sid, name), body, tok)
