@@ -44,7 +44,8 @@ struct wire_req {
 /* The token a route takes. */
 enum wire_token {
 	WIRE_TOKEN_NONE,    /* anyone */
-	WIRE_TOKEN_METRICS, /* the service token, when there is one */
+	WIRE_TOKEN_METRICS, /* the service's or the scrape token, when the
+			     * service has either */
 	WIRE_TOKEN_SERVICE, /* the service token (a tenant's: 403) */
 	WIRE_TOKEN_TENANT,  /* the service token or a tenant's */
 	WIRE_TOKEN_SESSION, /* the path's session's own, the service's, or
