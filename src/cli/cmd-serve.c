@@ -180,6 +180,11 @@ static int settings(struct sbx_ctx *ctx, const struct serve_opts *o,
 			      : sbx_env_nonempty(env, "SBXCAT_SERVE_TENANTS");
 	c->policy_file = sbx_env_nonempty(env, "SANDBOXD_POLICY_OVERRIDES");
 	c->default_tenant = sbx_env_nonempty(env, "SBXCAT_SERVE_TENANT");
+	/* --agent/--run (SBXCAT_AGENT_ID, SBXCAT_RUN_ID), checked by
+	 * cmd_setup (CMD_NEEDS_CALL): the agent and run of a request that
+	 * names neither, by header or its session's default. */
+	c->default_agent = ctx->call.agent;
+	c->default_run = ctx->call.run;
 	c->log_fd = STDERR_FILENO;
 	c->cleanup_interval_s = (unsigned)interval;
 	c->workers = (unsigned)workers;
@@ -227,11 +232,14 @@ const struct cmd_entry cmd_serve_entry = {
     .options = serve_options,
     .opts_size = sizeof(struct serve_opts),
     .max_args = 0,
-    .needs = CMD_NEEDS_UID,
+    .needs = CMD_NEEDS_UID | CMD_NEEDS_CALL,
     .run = cmd_serve,
     .epilog = "The service token comes from SANDBOXD_TOKEN or --token-file "
 	      "(SBXCAT_SERVE_TOKEN_FILE); TCP is refused without one. "
 	      "SANDBOXD_HOST and SANDBOXD_PORT give the default address "
-	      "(127.0.0.1:8080). SIGTERM drains and stops, SIGHUP reloads the "
+	      "(127.0.0.1:8080). The audit's agent and run of a request: its "
+	      "X-Sandbox-Agent and X-Sandbox-Run headers, else its session's "
+	      "(POST /sessions' agent and run), else --agent and --run. "
+	      "SIGTERM drains and stops, SIGHUP reloads the "
 	      "catalogue and the policy. See docs/serve.md and sbxcat(1).",
 };

@@ -65,6 +65,7 @@ struct serve_usage {
 struct serve {
 	const struct sbx_env *env;
 	char *catalog_path, *policy_file, *default_tenant;
+	char *default_agent, *default_run; /* serve_config's, or NULL */
 	char service_hash[65]; /* "" when no service token */
 	struct serve_tenant *tenants;
 	size_t ntenants;

@@ -776,6 +776,8 @@ static void serve_free(struct serve *sv)
 	free(sv->catalog_path);
 	free(sv->policy_file);
 	free(sv->default_tenant);
+	free(sv->default_agent);
+	free(sv->default_run);
 	pthread_mutex_destroy(&sv->lock);
 	pthread_cond_destroy(&sv->wake);
 	pthread_cond_destroy(&sv->pool_wake);
@@ -853,6 +855,8 @@ int serve_start(struct serve **out, const struct serve_config *c,
 	/* Opt-in: without it an open naming no tenant is no tenant's. */
 	sv->default_tenant =
 	    c->default_tenant ? xstrdup(c->default_tenant) : NULL;
+	sv->default_agent = c->default_agent ? xstrdup(c->default_agent) : NULL;
+	sv->default_run = c->default_run ? xstrdup(c->default_run) : NULL;
 	sv->interval_s = c->cleanup_interval_s;
 	pthread_mutex_init(&sv->lock, NULL);
 	pthread_cond_init(&sv->wake, NULL);
@@ -865,6 +869,11 @@ int serve_start(struct serve **out, const struct serve_config *c,
 			      "pattern [A-Za-z0-9][A-Za-z0-9._-]{0,63}");
 		goto fail;
 	}
+	if ((sv->default_agent &&
+	     svc_id_check("the default agent", sv->default_agent, err) < 0) ||
+	    (sv->default_run &&
+	     svc_id_check("the default run", sv->default_run, err) < 0))
+		goto fail;
 	if (set_service_token(sv, c, err) < 0 ||
 	    load_tenants(sv, c->tenants_file, err) < 0 ||
 	    check_listen(sv, c, err) < 0)
