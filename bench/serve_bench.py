@@ -33,6 +33,9 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from wirehost import key_of  # noqa: E402
+
 E = os.environ
 TOKEN = E["SERVE_TOKEN"]
 OUT = E["OUT"]
@@ -118,7 +121,9 @@ def write_times(name, ts):
 
 
 def container_of(session):
-    with open(os.path.join(E["SERVE_ROOT_A"], session["key"], "session.json")) as f:
+    # The wire never says the host's key (issue 28): the host's files do.
+    key = key_of(E["SERVE_ROOT_A"], session["session_id"])
+    with open(os.path.join(E["SERVE_ROOT_A"], key, "session.json")) as f:
         return json.load(f)["container"]
 
 
