@@ -916,12 +916,13 @@ out:
 
 /* One event's JSON, made by the server: the row's seq, its time as float
  * epoch seconds, the op's name and what the wire layer maps to its
- * detail. */
+ * detail, and who acted (agent and run, null for none). */
 #define EVENT_JSON                                                             \
 	"json_build_object('seq', seq, 'at', "                                 \
 	"extract(epoch FROM created_at)::float8, 'op', op, 'target', target, " \
 	"'ok', ok, 'detail', detail, 'duration_ms', duration_ms, "             \
-	"'exit_status', exit_status, 'bytes', bytes, 'results', results)"
+	"'exit_status', exit_status, 'bytes', bytes, 'results', results, "     \
+	"'agent', agent_ref, 'run', run_ref)"
 
 int auditq_events(struct auditdb *db, const struct auditq_events_req *q,
 		  json_t **events, long long *latest_seq,

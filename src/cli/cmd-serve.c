@@ -188,6 +188,11 @@ static int settings(struct sbx_ctx *ctx, const struct serve_opts *o,
 		: sbx_env_nonempty(env, "SBXCAT_SERVE_METRICS_TOKEN_FILE");
 	c->policy_file = sbx_env_nonempty(env, "SANDBOXD_POLICY_OVERRIDES");
 	c->default_tenant = sbx_env_nonempty(env, "SBXCAT_SERVE_TENANT");
+	/* --agent/--run (SBXCAT_AGENT_ID, SBXCAT_RUN_ID), checked by
+	 * cmd_setup (CMD_NEEDS_CALL): the agent and run of a request that
+	 * names neither, by header or its session's default. */
+	c->default_agent = ctx->call.agent;
+	c->default_run = ctx->call.run;
 	c->log_fd = STDERR_FILENO;
 	c->cleanup_interval_s = (unsigned)interval;
 	c->workers = (unsigned)workers;
@@ -235,7 +240,7 @@ const struct cmd_entry cmd_serve_entry = {
     .options = serve_options,
     .opts_size = sizeof(struct serve_opts),
     .max_args = 0,
-    .needs = CMD_NEEDS_UID,
+    .needs = CMD_NEEDS_UID | CMD_NEEDS_CALL,
     .run = cmd_serve,
     .epilog = "The service token comes from SANDBOXD_TOKEN or --token-file "
 	      "(SBXCAT_SERVE_TOKEN_FILE); TCP is refused without one. "
@@ -243,7 +248,10 @@ const struct cmd_entry cmd_serve_entry = {
 	      "(127.0.0.1:8080). --metrics-token-file "
 	      "(SBXCAT_SERVE_METRICS_TOKEN_FILE) names a token that reads "
 	      "/metrics and nothing else. Tokens come in X-Sandbox-Token or "
-	      "Authorization: Bearer. SIGTERM drains and stops, SIGHUP reloads "
-	      "the catalogue, the policy and the metrics token. See "
-	      "docs/serve.md and sbxcat(1).",
+	      "Authorization: Bearer. The audit's agent and run of a request: "
+	      "its X-Sandbox-Agent and X-Sandbox-Run headers, else its "
+	      "session's (POST /sessions' agent and run), else --agent and "
+	      "--run. SIGTERM drains and stops, SIGHUP reloads the catalogue, "
+	      "the policy and the metrics token. See docs/serve.md and "
+	      "sbxcat(1).",
 };

@@ -97,6 +97,11 @@ struct http_request {
  * argument (decoded), or NULL.  Valid for the handler call (and the admit
  * hook's). */
 const char *http_header(const struct http_request *req, const char *name);
+/* The n-th (from 0) of the request's headers of that name, or NULL: a
+ * header a client may repeat is checked whole.  A value is
+ * libmicrohttpd's string: a NUL among its bytes ends it. */
+const char *http_header_at(const struct http_request *req, const char *name,
+			   size_t n);
 const char *http_query(const struct http_request *req, const char *name);
 
 struct http_response {

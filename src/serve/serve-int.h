@@ -67,6 +67,7 @@ struct serve {
 	char *catalog_path, *policy_file, *default_tenant;
 	char *metrics_token_file; /* NULL: no scrape-only token */
 	char service_hash[65];	  /* "" when no service token */
+	char *default_agent, *default_run; /* serve_config's, or NULL */
 	struct serve_tenant *tenants;
 	size_t ntenants;
 	struct http_server *http;

@@ -832,6 +832,8 @@ static void serve_free(struct serve *sv)
 	free(sv->policy_file);
 	free(sv->default_tenant);
 	free(sv->metrics_token_file);
+	free(sv->default_agent);
+	free(sv->default_run);
 	pthread_mutex_destroy(&sv->lock);
 	pthread_cond_destroy(&sv->wake);
 	pthread_cond_destroy(&sv->pool_wake);
@@ -912,6 +914,8 @@ int serve_start(struct serve **out, const struct serve_config *c,
 	    c->default_tenant ? xstrdup(c->default_tenant) : NULL;
 	sv->metrics_token_file =
 	    c->metrics_token_file ? xstrdup(c->metrics_token_file) : NULL;
+	sv->default_agent = c->default_agent ? xstrdup(c->default_agent) : NULL;
+	sv->default_run = c->default_run ? xstrdup(c->default_run) : NULL;
 	sv->interval_s = c->cleanup_interval_s;
 	sv->started_at = clock_real_s();
 	sv->reload_ok = true; /* the start read everything, or stops */
@@ -927,6 +931,11 @@ int serve_start(struct serve **out, const struct serve_config *c,
 			      "pattern [A-Za-z0-9][A-Za-z0-9._-]{0,63}");
 		goto fail;
 	}
+	if ((sv->default_agent &&
+	     svc_id_check("the default agent", sv->default_agent, err) < 0) ||
+	    (sv->default_run &&
+	     svc_id_check("the default run", sv->default_run, err) < 0))
+		goto fail;
 	if (set_service_token(sv, c, err) < 0 ||
 	    load_tenants(sv, c->tenants_file, err) < 0 ||
 	    (sv->metrics_token_file &&

@@ -44,6 +44,12 @@ struct serve_config {
 	/* SBXCAT_SERVE_TENANT: the tenant of an open naming none; NULL:
 	 * such an open is no tenant's (SVC_WIRE_NO_TENANT). */
 	const char *default_tenant;
+	/* `serve --agent`/`--run` (SBXCAT_AGENT_ID, SBXCAT_RUN_ID): the
+	 * agent and run of a request that names neither by header nor by
+	 * its session's default; NULL: none.  The caller checks them
+	 * (svc_id_check, naming the flag); serve_start refuses a bad one
+	 * too. */
+	const char *default_agent, *default_run;
 	unsigned cleanup_interval_s; /* 0: no reaper */
 	int log_fd;		     /* the access log and warnings */
 	/* HTTP limits (http.h; 0: its defaults). */

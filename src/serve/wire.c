@@ -25,6 +25,9 @@
 #include "svc/svc-session.h"
 
 #define TOKEN_HEADER "X-Sandbox-Token"
+/* Who acts, for the audit's rows (ours; docs/serve.md "Agent and run"). */
+#define AGENT_HEADER "X-Sandbox-Agent"
+#define RUN_HEADER "X-Sandbox-Run"
 /* How long /healthz's counts stand before the engine is asked again. */
 #define HEALTH_CACHE_MS 1000
 /* The scrape token's refusal on any route but /metrics. */
@@ -362,6 +365,61 @@ bool wire_auth_service(struct wire_req *w, bool tenant_ok)
 	return false;
 }
 
+/*
+ * An agent or run header (name) into *out, NULL when absent: checked as
+ * the command line's --agent and --run are (svc_id_check: 1 to 200 bytes
+ * of UTF-8 without control characters), and sent once or repeated with
+ * the same value (two values: which one acted cannot be told).  Else 422
+ * naming the header, its value not echoed (it may not be UTF-8), and
+ * false.
+ */
+static bool who_header(struct wire_req *w, const char *name, const char **out)
+{
+	const char *v = http_header_at(w->req, name, 0), *again;
+	struct sbx_error *err = NULL;
+
+	*out = NULL;
+	if (!v)
+		return true;
+	for (size_t i = 1; (again = http_header_at(w->req, name, i)); i++)
+		if (strcmp(again, v) != 0) {
+			wire_invalid_input(w, "header", name, "value_error",
+					   "sent twice with different values",
+					   NULL);
+			return false;
+		}
+	if (svc_id_check(name, v, &err) < 0) {
+		wire_invalid_input(w, "header", name, "value_error", err->msg,
+				   NULL);
+		sbx_error_free(&err);
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
+/* The one of an agent or run that counts: the header's, else the
+ * session's default (its wire record's, "" for none), else the
+ * service's (serve --agent/--run), else none. */
+static const char *who_of(const char *hdr, const char *session,
+			  const char *service)
+{
+	return hdr ? hdr : session && session[0] ? session : service;
+}
+
+/* The call's agent and run from the headers, the session's defaults
+ * and the service's: false once answered (422). */
+static bool wire_who(struct wire_req *w)
+{
+	if (!who_header(w, AGENT_HEADER, &w->hdr_agent) ||
+	    !who_header(w, RUN_HEADER, &w->hdr_run))
+		return false;
+	w->call.agent =
+	    who_of(w->hdr_agent, w->ws.wire.agent, w->sv->default_agent);
+	w->call.run = who_of(w->hdr_run, w->ws.wire.run, w->sv->default_run);
+	return true;
+}
+
 /* The session id of the path, found as the caller may see it. */
 static bool find_session(struct wire_req *w, const char *id, bool open_only,
 			 const char *missing)
@@ -640,6 +698,52 @@ static bool disk_fields(struct wire_req *w, struct svc_wire_open_req *o,
 	return true;
 }
 
+/* agent and run, ours: the session's defaults (absent or null: a new
+ * open has none, a reuse keeps its own), checked as the headers are.
+ * The open's own row takes them when it has no header; a reuse that
+ * names none takes the session's.  False once answered. */
+static bool open_who(struct wire_req *w, struct svc_wire_open_req *o)
+{
+	static const char *const names[] = {"agent", "run"};
+	const char **dst[] = {&o->agent, &o->run};
+	struct sbx_error *err = NULL;
+
+	for (size_t i = 0; i < 2; i++) {
+		if (!wire_str(w, names[i], false, true, dst[i]))
+			return false;
+		if (*dst[i] && svc_id_check(names[i], *dst[i], &err) < 0) {
+			wire_invalid(w, "body", names[i], "value_error",
+				     err->msg);
+			sbx_error_free(&err);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The open's own agent and run: the header's, else the body's, else
+ * (a reuse) the session's defaults, else the service's. */
+static void open_who_call(struct wire_req *w, const struct svc_wire_open_req *o)
+{
+	struct svc_wire_session ws = {0};
+	struct sbx_error *err = NULL;
+	const char *agent = w->hdr_agent ? w->hdr_agent : o->agent;
+	const char *run = w->hdr_run ? w->hdr_run : o->run;
+
+	if ((!agent || !run) && (o->reuse || o->attach) &&
+	    svc_wire_find(&w->snap->svc, &w->call, o->id, &ws, &err) == 0 &&
+	    ws.open) {
+		/* Copied into the request's own ws: the call borrows them
+		 * until wire_end. */
+		memcpy(w->ws.wire.agent, ws.wire.agent, sizeof(ws.wire.agent));
+		memcpy(w->ws.wire.run, ws.wire.run, sizeof(ws.wire.run));
+	}
+	svc_wire_session_release(&ws);
+	sbx_error_free(&err);
+	w->call.agent = who_of(agent, w->ws.wire.agent, w->sv->default_agent);
+	w->call.run = who_of(run, w->ws.wire.run, w->sv->default_run);
+}
+
 /* The fields of an open, checked: false once answered. */
 static bool open_fields(struct wire_req *w, struct svc_wire_open_req *o,
 			const char **tenant, char idbuf[24], char quota[24])
@@ -651,7 +755,7 @@ static bool open_fields(struct wire_req *w, struct svc_wire_open_req *o,
 	    !wire_str(w, "tenant", false, true, &t) ||
 	    !wire_bool(w, "reuse", &o->reuse) ||
 	    !wire_bool(w, "attach", &o->attach) || !open_kept(w, o) ||
-	    !disk_fields(w, o, quota))
+	    !disk_fields(w, o, quota) || !open_who(w, o))
 		return false;
 	if (o->id && !svc_wire_name_valid(o->id)) {
 		wire_invalid(w, "body", "session_id", "string_pattern_mismatch",
@@ -737,6 +841,7 @@ static void sessions_create(struct wire_req *w)
 	}
 	o.cat = &w->snap->cat;
 	w->call.tenant = tenant;
+	open_who_call(w, &o);
 	atomic_fetch_add(&w->sv->opens, 1);
 	if (svc_wire_open(&w->snap->svc, &w->call, &o, &r, &err) < 0)
 		open_failed(w, &o, &r, tenant, err);
@@ -1311,7 +1416,10 @@ static bool prepare(struct wire_req *w, const struct wire_needs *n)
 			return false;
 		break;
 	}
-	return !n->body || wire_body(w);
+	/* After the token (a caller who is nobody learns nothing) and the
+	 * session (its defaults), before the body and the operation: a
+	 * bad header runs and records nothing. */
+	return wire_who(w) && (!n->body || wire_body(w));
 }
 
 void wire_handle(void *arg, struct http_request *req, struct http_response *res)

@@ -37,6 +37,10 @@ struct wire_req {
 	struct serve_auth auth;
 	struct svc_call call;
 	struct svc_wire_session ws; /* a per-session route's session */
+	/* X-Sandbox-Agent and X-Sandbox-Run as sent (NULL: absent); the
+	 * call's agent and run are these, else the session's defaults,
+	 * else the service's (wire_who). */
+	const char *hdr_agent, *hdr_run;
 	bool purge;		    /* DELETE's ?purge=true */
 	bool answered;
 };

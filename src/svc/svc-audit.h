@@ -220,7 +220,8 @@ void svc_audit_head_res_release(struct svc_audit_head_res *res);
  * SVC_AUDIT_EVENTS_MAX, else invalid), and the chain's latest seq (0: no
  * row).  Each event is auditq_events' object: "seq", "at" (float Unix
  * seconds), "op" (the audit's name: the wire maps it), "target", "ok",
- * "detail", "duration_ms" and the counts.  A call with a tenant sees only
+ * "detail", "duration_ms", the counts, "agent" and "run" (null: none).
+ * A call with a tenant sees only
  * that tenant's rows: another tenant's session reads as one without
  * rows.  It writes no audit row.
  */

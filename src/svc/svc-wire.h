@@ -117,6 +117,11 @@ struct svc_wire_open_req {
 	/* The disk budget asked for (svc_session_open_req's). */
 	const char *disk_quota;
 	unsigned long long disk_inodes;
+	/* The agent and run the session's requests that name none take
+	 * (NULL: not given: a new open has none, a reuse keeps its own);
+	 * refused as svc_id_check refuses them, "agent: ..." or "run: ...".
+	 * The open's own row is call->agent's and call->run's. */
+	const char *agent, *run;
 };
 struct svc_wire_open_res {
 	struct svc_session_open_res open;
