@@ -265,6 +265,35 @@ static void words_utc(void)
 	when_ok("2 hrs ago", NOW, false, NOW - 2 * H_US);
 	when_ok("0 seconds ago", NOW, false, NOW);
 
+	/* TIME + N UNIT, TIME - N UNIT */
+	when_ok("tuesday + 1 day", NOW, false, today - D_US);
+	when_ok("last tue + 1d", NOW, false, today - D_US);
+	when_ok("today - 1 week", NOW, false, today - 7 * D_US);
+	when_ok("now - 2h", NOW, false, NOW - 2 * H_US);
+	when_ok("yesterday + 12 hours", NOW, false, today - 12 * H_US);
+	when_ok("2026-12-01 + 1d", NOW, false, tm_us(2026, 12, 2, 0, 0, 0));
+	when_ok("2026-12-01 10:00 + 90 min", NOW, false,
+		tm_us(2026, 12, 1, 11, 30, 0));
+	when_ok("2026-12-01T10:00:00.5Z - 1s", NOW, false,
+		tm_us(2026, 12, 1, 9, 59, 59) + 500000);
+	when_ok("2h ago + 1h", NOW, false, NOW - H_US);
+	time_bad("today + 1 month", "months and years have no fixed length");
+	time_bad("today + 2", "not a time");
+	time_bad("today +1d", "not a time");
+	time_bad("today + 1d ago", "not a time");
+	time_bad("today + 1d + 1d", "not a time");
+	time_bad("today +  1d", "not a time");
+	time_bad("today + 1d ", "not a time");
+	time_bad(" + 1d", "not a time");
+	time_bad("+ 1d", "not a time");
+	time_bad("today + ", "not a time");
+	time_bad("todayx + 1d", "not a time");
+	time_bad("1970-01-02 - 2d", "before 1970");
+	time_bad("9999-12-31 + 1d", "after 9999");
+	time_bad("today + 99999999999999999999d", "out of range");
+	time_bad("today + 9999999 weeks", "out of range");
+	time_bad("today - 9999999 weeks", "out of range");
+
 	time_bad("ago", "not a time");
 	time_bad("2 ago", "not a time");
 	time_bad("2h ago ago", "not a time");
@@ -318,6 +347,14 @@ static const struct {
     {"Europe/Berlin", {2026, 3, 29, 12}, "monday", {2026, 3, 22, 23, 0}},
     /* "1 day ago" is 24 hours, not the calendar's day */
     {"Europe/Berlin", {2026, 3, 29, 12}, "1 day ago", {2026, 3, 28, 12, 0}},
+    /* "+ 1 day" is the calendar's, "+ 24h" the clock's */
+    {"Europe/Berlin", {2026, 3, 29, 12}, "2026-03-28 + 1 day", {2026, 3, 28, 23, 0}},
+    {"Europe/Berlin", {2026, 3, 29, 12}, "2026-03-29 + 1 day", {2026, 3, 29, 22, 0}},
+    {"Europe/Berlin", {2026, 3, 29, 12}, "2026-03-29 + 24h", {2026, 3, 29, 23, 0}},
+    {"Europe/Berlin", {2026, 3, 29, 12}, "saturday + 1d", {2026, 3, 28, 23, 0}},
+    {"Europe/Berlin", {2026, 3, 29, 12}, "2026-03-30 - 1 week", {2026, 3, 22, 23, 0}},
+    {"Europe/Berlin", {2026, 3, 29, 12}, "2026-03-28T02:30 + 1d", {2026, 3, 29, 1, 0}},
+    {"Europe/Berlin", {2026, 3, 29, 12}, "2026-03-29 + 24h", {2026, 3, 30, 0, 0}, true},
     {"Europe/Berlin", {2026, 3, 29, 12}, "2026-03-29T01:59", {2026, 3, 29, 0, 59}},
     /* skipped: the moment the clocks jumped to */
     {"Europe/Berlin", {2026, 3, 29, 12}, "2026-03-29T02:00", {2026, 3, 29, 1, 0}},
@@ -360,6 +397,10 @@ static const struct {
     {"America/Sao_Paulo", {2018, 11, 4, 15}, "today", {2018, 11, 4, 3, 0}},
     {"America/Sao_Paulo", {2018, 11, 4, 15}, "2018-11-04", {2018, 11, 4, 3, 0}},
     {"America/Sao_Paulo", {2018, 11, 4, 15}, "yesterday", {2018, 11, 3, 3, 0}},
+    /* a day on from the day before: midnight asked for, 01:00 given */
+    {"America/Sao_Paulo", {2018, 11, 4, 15}, "yesterday + 1 day", {2018, 11, 4, 3, 0}},
+    {"America/Sao_Paulo", {2018, 11, 4, 15}, "2018-11-05 - 1 day", {2018, 11, 4, 3, 0}},
+    {"America/Sao_Paulo", {2018, 11, 4, 15}, "2018-11-04 + 1 day", {2018, 11, 5, 2, 0}},
     {"UTC", {2026, 5, 28, 20}, "today", {2026, 5, 28, 0, 0}},
     {"UTC", {2026, 5, 28, 20}, "2026-12-01T10:00", {2026, 12, 1, 10, 0}},
 };
@@ -478,6 +519,31 @@ static bool day_case(long long now, int w)
 	if (got % 1000000 || gd < want || pd >= want || gd > want + 1) {
 		diag("%s %s at %lld: %lld", getenv("TZ"), word, now, got);
 		return false;
+	}
+	/* + 1 day on the calendar: the next day's first moment, however
+	 * long the day (a day skipped whole aside) */
+	if (gd == want) {
+		char plus[32];
+		long long next, want_next;
+
+		snprintf(plus, sizeof(plus), "%s + 1 day", word);
+		if (auditq_parse_time_in(plus, now, true, &next, &err) ||
+		    auditq_parse_time_in(w == 8 ? "today" : "now + 1 week", now,
+					 true, &want_next, &err)) {
+			diag("%s: %s", plus, err->msg);
+			sbx_error_free(&err);
+			return false;
+		}
+		tg = (time_t)(next / 1000000);
+		localtime_r(&tg, &g);
+		gd = tm_us(g.tm_year + 1900, g.tm_mon + 1, g.tm_mday, 0, 0, 0) /
+		     D_US;
+		if ((w == 8 && next != want_next) || gd < want + 1 ||
+		    gd > want + 2 || g.tm_hour > 2) {
+			diag("%s at %lld (%s): %lld", plus, now, getenv("TZ"),
+			     next);
+			return false;
+		}
 	}
 	return true;
 }
@@ -632,7 +698,7 @@ static void hostile(void)
 }
 
 /* The reference: the grammar as a regex, the calendar from timegm. */
-static bool ref_time(const char *s, long long *out)
+static bool ref_base(const char *s, long long *out)
 {
 	static regex_t rel, rel_word, day, abs_re;
 	static bool compiled;
@@ -694,9 +760,9 @@ static bool ref_time(const char *s, long long *out)
 			back = 1;
 		else if (strcasecmp(w, "today"))
 			for (back = 1; back <= 7; back++)
-				if (!strncasecmp(s + m[3].rm_so,
-						 wd[(tm.tm_wday + 7 - back) % 7],
-						 3))
+				if (!strncasecmp(
+					s + m[3].rm_so,
+					wd[(tm.tm_wday + 7 - back) % 7], 3))
 					break;
 		tm.tm_mday -= back;
 		tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
@@ -750,6 +816,53 @@ static bool ref_time(const char *s, long long *out)
 		*out = t;
 		return true;
 	}
+}
+
+/* TIME + N UNIT or TIME - N UNIT (UTC: by the clock), else TIME. */
+static bool ref_time(const char *s, long long *out)
+{
+	static regex_t span, span_word;
+	static bool compiled;
+	static const long long unit[] = {1, 60, 3600, 86400, 604800};
+	const char *at = NULL;
+	regmatch_t m[3];
+	__int128 n = 0, t;
+	long long base;
+	char *left;
+	bool good;
+
+	if (!compiled) {
+		if (regcomp(&span, "^([0-9]+) *([smhdw])$", REG_EXTENDED) ||
+		    regcomp(&span_word,
+			    "^([0-9]+) *(secs?|seconds?|mins?|minutes?|hrs?|"
+			    "hours?|days?|wks?|weeks?)$",
+			    REG_EXTENDED | REG_ICASE))
+			bail_out("regcomp");
+		compiled = true;
+	}
+	for (const char *p = s; (p = strpbrk(p, "+-")); p++)
+		if (p > s && p[-1] == ' ' && p[1] == ' ')
+			at = p - 1;
+	if (!at)
+		return ref_base(s, out);
+	left = strndup(s, (size_t)(at - s));
+	good = ref_base(left, &base);
+	free(left);
+	if (!good || (regexec(&span, at + 3, 3, m, 0) &&
+		      regexec(&span_word, at + 3, 3, m, 0)))
+		return false;
+	for (const char *p = at + 3; *p >= '0' && *p <= '9'; p++) {
+		n = n * 10 + (*p - '0');
+		if (n > (__int128)1 << 80)
+			return false;
+	}
+	n *= unit[strchr("smhdw", at[3 + m[2].rm_so] | 0x20) - "smhdw"] *
+	     1000000;
+	t = at[1] == '-' ? base - n : base + n;
+	if (t <= 0 || t > US_9999)
+		return false;
+	*out = (long long)t;
+	return true;
 }
 
 /* Random valid times in every form, against timegm. */
@@ -817,7 +930,7 @@ static void fuzz_times(void)
 	 * accepted exactly when the reference (a regex of the grammar, then
 	 * timegm) accepts, with the same value. */
 	bad = 0;
-	int accepted = 0;
+	int accepted = 0, words = 0, offsets = 0;
 	for (int i = 0; i < 200000; i++) {
 		static const char abc[] = "0123456789-:T.Z+smhdw 0120-,";
 		char buf[48];
@@ -846,7 +959,10 @@ static void fuzz_times(void)
 			    "  ",     "2026-12-01",
 			    "Z",      "month",
 			    "\xff",   "minute",
-			    "weeks",  "9999999999999999999999"};
+			    "weeks",  "9999999999999999999999",
+			    " + ",    " - ",
+			    "+",      " +",
+			    "1d",     "3 hours"};
 			size_t at = 0;
 
 			buf[0] = 0;
@@ -859,6 +975,18 @@ static void fuzz_times(void)
 					break;
 				memcpy(buf + at, t, strlen(t) + 1);
 				at += strlen(t);
+			}
+			/* half of them with an offset, mostly well formed */
+			if (tap_rand() % 2 && at < 30) {
+				static const char *const span[] = {
+				    "1d", "3 hours", "2", "15m", "0 s", "1 week",
+				    "2 months", "x", "99999999999999999d"};
+
+				snprintf(buf + at, sizeof(buf) - at, "%s%s",
+					 tap_rand() % 4 ? (tap_rand() % 2 ? " + "
+									  : " - ")
+							: "+ ",
+					 span[tap_rand() % 9]);
 			}
 		} else if (tap_rand() % 2) {
 			snprintf(buf, sizeof(buf),
@@ -885,6 +1013,8 @@ static void fuzz_times(void)
 		}
 		r = auditq_parse_time(buf, NOW, &got, &err);
 		accepted += r == 0;
+		words += r == 0 && strpbrk(buf, "adenoty");
+		offsets += r == 0 && (strstr(buf, " + ") || strstr(buf, " - "));
 		if (ref_time(buf, &want)) {
 			if ((r || got != want) && bad++ < 5)
 				diag("'%s': got %d %lld, want %lld", buf, r,
@@ -896,7 +1026,10 @@ static void fuzz_times(void)
 		sbx_error_free(&err);
 	}
 	is_int(bad, 0, "200000 garbage times: refused, or exactly right");
-	ok(accepted > 1000, "the fuzzer reached valid times too (%d)", accepted);
+	ok(accepted > 1000 && words > 500 && offsets > 100,
+	   "the fuzzer reached valid times too (%d, %d with words, %d with "
+	   "an offset)",
+	   accepted, words, offsets);
 }
 
 static void cursor_bad(const char *s, const char *why)

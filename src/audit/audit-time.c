@@ -12,6 +12,10 @@
  * --since, the inclusive reading), and one they skipped (the spring
  * hour) is the moment they jumped to, the first one at or after it.
  *
+ * TIME + N UNIT and TIME - N UNIT move TIME (any of the above) by the
+ * clock, or, for days and weeks in the local zone, by the calendar:
+ * "tuesday + 1 day" is Wednesday's start however long Tuesday was.
+ *
  * "N days ago" is N times 24 hours before now; "yesterday" is the
  * calendar day, which is 23 or 25 hours long across a change of
  * daylight saving time; a day the zone skipped whole (Apia's 2011-12-30)
@@ -36,7 +40,8 @@
 	"2026-12-01T10:00:00Z, 2026-12-01T10:00:00.250+02:00; no zone is "     \
 	"UTC, or local time with --local), a time ago (30s, 15m, 2h, 7d, "     \
 	"2w, '2h ago', '3 days ago'), or a day (now, today, yesterday, "       \
-	"tuesday, 'last tuesday')"
+	"tuesday, 'last tuesday'), each maybe + or - a time ('tuesday + 1 "    \
+	"day')"
 
 /* The value is named cut short (text_quote_short): a 10 MB argument
  * gives a one-line message, not a 40 MB one. */
@@ -188,10 +193,13 @@ static bool date_of(long long now_s, bool local, long *y, int *mo, int *d,
 	return true;
 }
 
-/* y-m-d h:mi:s (+frac us), in the zone, as Unix microseconds; false
- * when the local zone cannot say (*out untouched). */
+/* y-m-d h:mi:s (+frac us), in the zone, as Unix microseconds, and when
+ * local the wall time asked for into *wall (local_to_utc's u: a shift
+ * by days starts from it, not from the instant a skipped time became);
+ * false when the local zone cannot say (*out untouched). */
 static bool civil_to_us(long y, int mo, int d, int h, int mi, int sec,
-			long long frac, bool local, long long *out)
+			long long frac, bool local, long long *out,
+			long long *wall)
 {
 	long long u = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 +
 		      sec,
@@ -199,6 +207,8 @@ static bool civil_to_us(long y, int mo, int d, int h, int mi, int sec,
 
 	if (local && !local_to_utc(u, &t))
 		return false;
+	if (local)
+		*wall = u;
 	*out = t * 1000000 + frac;
 	return true;
 }
@@ -230,8 +240,8 @@ static void expect(const char **p, char c, bool *bad)
 		(*p)++;
 }
 
-static int parse_iso(const char *s, bool local, long long *out_us,
-		     struct sbx_error **err)
+static int parse_iso(const char *s, const char *name, bool local,
+		     long long *out_us, long long *wall, struct sbx_error **err)
 {
 	const char *p = s;
 	long y;
@@ -286,7 +296,7 @@ static int parse_iso(const char *s, bool local, long long *out_us,
 			if (!bad && (p[-1] == ':' || (*p >= '0' && *p <= '9')))
 				zm = digits(&p, 2, &bad);
 			if (!bad && (zh > 23 || zm > 59))
-				return time_error(err, s,
+				return time_error(err, name,
 						  "zone offset out of range");
 			zone = sign * (zh * 60 + zm);
 			zoned = true;
@@ -295,23 +305,24 @@ static int parse_iso(const char *s, bool local, long long *out_us,
 	if (bad || *p)
 		goto bad;
 	if (mo < 1 || mo > 12)
-		return time_error(err, s, "month %d out of range", mo);
+		return time_error(err, name, "month %d out of range", mo);
 	if (d < 1 || d > month_days(y, mo))
-		return time_error(err, s, "day %d out of range for %04ld-%02d",
-				  d, y, mo);
+		return time_error(
+		    err, name, "day %d out of range for %04ld-%02d", d, y, mo);
 	if (h > 23 || mi > 59 || sec > 59)
-		return time_error(err, s, "time of day out of range");
-	if (!civil_to_us(y, mo, d, h, mi, sec, frac, local && !zoned, &us))
-		return time_error(err, s, "the local zone cannot say");
+		return time_error(err, name, "time of day out of range");
+	if (!civil_to_us(y, mo, d, h, mi, sec, frac, local && !zoned, &us,
+			 wall))
+		return time_error(err, name, "the local zone cannot say");
 	us -= zone * 60000000LL;
 	if (us <= AUDIT_US_MIN)
-		return time_error(err, s, "before 1970");
+		return time_error(err, name, "before 1970");
 	if (us > AUDIT_US_MAX) /* a zone or a fraction past 9999-12-31 */
-		return time_error(err, s, "after 9999");
+		return time_error(err, name, "after 9999");
 	*out_us = us;
 	return 0;
 bad:
-	return time_error(err, s, "not a time");
+	return time_error(err, name, "not a time");
 }
 
 /* ---- words ---- */
@@ -375,17 +386,17 @@ static long long unit_of(const char *w, size_t len)
 }
 
 /* "N" "UNIT" ["ago"], N digits and UNIT a unit word, either as one word
- * ("2h") or two ("2 hours"): N units before now.  -2: not this form. */
-static int parse_ago(const char *s, const char *w[], const size_t len[],
-		     size_t n, long long now_us, long long *out,
-		     struct sbx_error **err)
+ * ("2h") or two ("2 hours"), "ago" only when ago: *v units of *per
+ * seconds; an N past 2^63 is too_far.  -2: not this form. */
+static int parse_span(const char *s, const char *w[], const size_t len[],
+		      size_t n, bool ago, const char *too_far, long long *v,
+		      long long *per, struct sbx_error **err)
 {
 	size_t nd = strspn(w[0], "0123456789"), i = 1;
 	const char *unit;
 	size_t ulen;
-	long long v = 0, per, ago, t;
 
-	if (nd == 0 || nd > len[0])
+	if (nd == 0)
 		return -2;
 	if (nd < len[0]) {
 		unit = w[0] + nd;
@@ -397,19 +408,34 @@ static int parse_ago(const char *s, const char *w[], const size_t len[],
 	} else {
 		return -2;
 	}
-	if (n > i + 1 || (n == i + 1 && !word_is(w[i], len[i], "ago")))
+	if (n > i + 1 ||
+	    (n == i + 1 && (!ago || !word_is(w[i], len[i], "ago"))))
 		return -2;
-	per = unit_of(unit, ulen);
-	if (per < 0)
+	*per = unit_of(unit, ulen);
+	if (*per < 0)
 		return time_error(err, s,
 				  "months and years have no fixed length: "
 				  "say days or weeks, or give a date");
-	if (per == 0)
+	if (*per == 0)
 		return -2;
+	*v = 0;
 	for (size_t k = 0; k < nd; k++)
-		if (__builtin_mul_overflow(v, 10, &v) ||
-		    __builtin_add_overflow(v, w[0][k] - '0', &v))
-			return time_error(err, s, "too far back");
+		if (__builtin_mul_overflow(*v, 10, v) ||
+		    __builtin_add_overflow(*v, w[0][k] - '0', v))
+			return time_error(err, s, "%s", too_far);
+	return 0;
+}
+
+/* A time ago ("2h", "3 days ago"): N units before now. */
+static int parse_ago(const char *s, const char *w[], const size_t len[],
+		     size_t n, long long now_us, long long *out,
+		     struct sbx_error **err)
+{
+	long long v, per, ago, t;
+	int r = parse_span(s, w, len, n, true, "too far back", &v, &per, err);
+
+	if (r)
+		return r;
 	if (__builtin_mul_overflow(v, per * 1000000, &ago) ||
 	    __builtin_sub_overflow(now_us, ago, &t) || t <= 0)
 		return time_error(err, s, "too far back");
@@ -436,7 +462,7 @@ static int weekday_of(const char *w, size_t len)
  * day (or now).  -2: not this form. */
 static int parse_day(const char *s, const char *w[], const size_t len[],
 		     size_t n, long long now_us, bool local, long long *out,
-		     struct sbx_error **err)
+		     long long *wall, struct sbx_error **err)
 {
 	long y;
 	int mo, d, wday, back, wd;
@@ -463,33 +489,112 @@ static int parse_day(const char *s, const char *w[], const size_t len[],
 		       * week ago */
 		back = (wday - wd + 6) % 7 + 1;
 	civil_from_days(days_from_civil(y, mo, d) - back, &y, &mo, &d);
-	if (!civil_to_us(y, mo, d, 0, 0, 0, 0, local, out))
+	if (!civil_to_us(y, mo, d, 0, 0, 0, 0, local, out, wall))
 		return time_error(err, s, "the local zone cannot say");
 	if (*out <= AUDIT_US_MIN)
 		return time_error(err, s, "before 1970");
 	return 0;
 }
 
-int auditq_parse_time_in(const char *s, long long now_us, bool local,
-			 long long *out_us, struct sbx_error **err)
+/* A date or time, a time ago or a day (s NUL-terminated; whole, what
+ * the caller gave, for messages); *wall as civil_to_us says, else -1. */
+static int parse_base(const char *s, const char *whole, long long now_us,
+		      bool local, long long *out, long long *wall,
+		      struct sbx_error **err)
 {
 	const char *w[4];
 	size_t len[4], n;
-	long long t = 0;
 	int r;
 
+	*wall = -1;
 	/* A date: 4 digits and '-'. */
 	if (strspn(s, "0123456789") == 4 && s[4] == '-')
-		return parse_iso(s, local, out_us, err);
+		return parse_iso(s, whole, local, out, wall, err);
 	/* Words: spaces between them, none before or after. */
 	n = split(s, w, len, 4);
 	if (!n || *s == ' ' || s[strlen(s) - 1] == ' ')
-		return time_error(err, s, "not a time");
-	r = parse_ago(s, w, len, n, now_us, &t, err);
+		return time_error(err, whole, "not a time");
+	r = parse_ago(whole, w, len, n, now_us, out, err);
 	if (r == -2)
-		r = parse_day(s, w, len, n, now_us, local, &t, err);
+		r = parse_day(whole, w, len, n, now_us, local, out, wall, err);
+	if (r == -2)
+		return time_error(err, whole, "not a time");
+	return r;
+}
+
+/*
+ * t moved by sign * v units of per seconds: days and weeks, when local,
+ * on the calendar (the same local time of day, "tuesday + 1 day" being
+ * Wednesday's midnight across a change of daylight saving time; from
+ * wall, the local time asked for, when there is one), other units and
+ * UTC by the clock.
+ */
+static int shift(const char *s, long long t, long long wall, int sign,
+		 long long v, long long per, bool local, long long *out,
+		 struct sbx_error **err)
+{
+	long long span, r;
+	long off;
+
+	/* 10,000 years is past any time a row can hold. */
+	if (__builtin_mul_overflow(v, per, &span) ||
+	    span > 10000LL * 366 * 86400)
+		return time_error(err, s, "out of range");
+	span *= sign;
+	if (local && per % 86400 == 0) {
+		if (wall < 0 && offset_at(t / 1000000, &off))
+			wall = t / 1000000 + off;
+		if (wall < 0 || !local_to_utc(wall + span, &r))
+			return time_error(err, s, "the local zone cannot say");
+		r = r * 1000000 + t % 1000000;
+	} else {
+		r = t + span * 1000000;
+	}
+	if (r <= AUDIT_US_MIN)
+		return time_error(err, s, "before 1970");
+	if (r > AUDIT_US_MAX)
+		return time_error(err, s, "after 9999");
+	*out = r;
+	return 0;
+}
+
+int auditq_parse_time_in(const char *s, long long now_us, bool local,
+			 long long *out_us, struct sbx_error **err)
+{
+	size_t n = strlen(s), at = n;
+	const char *w[4];
+	size_t len[4];
+	long long t = 0, wall, v, per;
+	char *base;
+	int r;
+
+	/* TIME + N UNIT, TIME - N UNIT: the last " + " or " - " (a date's
+	 * '-' and a zone's '+' have no blank either side). */
+	for (size_t i = n >= 3 ? n - 3 : 0; i > 0 && at == n; i--)
+		if (s[i] == ' ' && (s[i + 1] == '+' || s[i + 1] == '-') &&
+		    s[i + 2] == ' ')
+			at = i;
+	if (at == n) {
+		r = parse_base(s, s, now_us, local, &t, &wall, err);
+		if (r == 0)
+			*out_us = t;
+		return r;
+	}
+	base = xstrndup(s, at);
+	r = parse_base(base, s, now_us, local, &t, &wall, err);
+	free(base);
+	if (r)
+		return r;
+	n = split(s + at + 3, w, len, 4);
+	if (!n || s[at + 3] == ' ' || s[strlen(s) - 1] == ' ')
+		return time_error(err, s, "not a time");
+	r = parse_span(s, w, len, n, false, "out of range", &v, &per, err);
 	if (r == -2)
 		return time_error(err, s, "not a time");
+	if (r)
+		return r;
+	r = shift(s, t, wall, s[at + 1] == '-' ? -1 : 1, v, per, local, &t,
+		  err);
 	if (r == 0)
 		*out_us = t;
 	return r;

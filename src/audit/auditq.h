@@ -53,7 +53,11 @@ struct auditq_filter {
  *   - a day, its first moment in UTC or, when local, the local zone:
  *     "today", "yesterday", a weekday ("tuesday", "tue", "last tuesday":
  *     the most recent one before today, so today's name is a week ago);
- *     "now" is now_us.
+ *     "now" is now_us;
+ *   - any of those, then " + " or " - " and N UNIT as above (no "ago"):
+ *     by the clock, or for days and weeks when local by the calendar
+ *     ("tuesday + 1 day" is Wednesday's start, 23 or 25 hours later
+ *     across a change of daylight saving time).
  * A local time the clocks passed twice is its first pass; one they
  * skipped is the moment they jumped to.  -1 status 2 naming the text
  * (cut short) and the accepted forms; never reads past s's NUL.
