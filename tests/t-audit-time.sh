@@ -88,6 +88,10 @@ is "$(targets --search day/ --since "last $wd3")" "$(targets --search day/ --sin
 is "$(targets --search day/ --since "$wd0" --until "$wd3")" "day/wd3-0 day/wd7-1 " \
 	"--since $wd0 (today's weekday): a week back"
 is "$(targets --search day/ --until "$wd0")" "day/wd7-0 " "--until $wd0: before a week back"
+is "$(targets --search day/ --since "$wd3" --until "$wd3 + 1 day")" "day/wd3-1 " \
+	"--since $wd3 --until '$wd3 + 1 day': that day, whole"
+is "$(targets --search day/ --since "yesterday - 2d" --until "today - 1 day")" "day/wd3-1 day/yest-0 " \
+	"--since 'yesterday - 2d' --until 'today - 1 day'"
 TZ=Asia/Kolkata
 export TZ
 is "$(targets --search day/ --since today)" "day/today-1 " "TZ alone changes nothing: --since today is UTC's"
@@ -116,6 +120,8 @@ for zone in America/New_York Asia/Kolkata Pacific/Chatham; do
 		"TZ=$zone --local --since today: the zone's midnight"
 	is "$(targets --search "loc/$tag/" --local --since yesterday --until today)" \
 		"loc/$tag/today-0 loc/$tag/yest-1 " "TZ=$zone --local --since yesterday --until today"
+	is "$(targets --search "loc/$tag/" --local --since yesterday --until "yesterday + 1 day")" \
+		"loc/$tag/today-0 loc/$tag/yest-1 " "TZ=$zone --local --since yesterday --until 'yesterday + 1 day'"
 	# a time without a zone: the zone's, --local before or after it
 	at=$(q "SELECT to_char($lmid AT TIME ZONE '$zone', 'YYYY-MM-DD\"T\"HH24:MI:SS')")
 	is "$(targets --search "loc/$tag/" --since "$at" --local)" "loc/$tag/today-1 " \
@@ -152,25 +158,32 @@ unset TZ
 
 # -- Every example of the docs, accepted (a time or a command line).
 for t in 2026-12-01 2026-12-01T10:00 2026-12-01T10:00:00Z \
-	2026-12-01T10:00:00+02:00 "2026-12-01 10:00" 30m 2h 7d 2w "2w ago" \
+	2026-12-01T10:00:00+02:00 2026-12-01T10:00:00.250+02:00 \
+	"2026-12-01 10:00" 30s 15m 30m 2h 7d 2w "2w ago" \
 	"2h ago" "1 day ago" "3 days ago" "1 hour ago" "3 weeks ago" \
-	"10 min ago" now today yesterday tuesday "last tuesday" tue; do
+	"10 min ago" now today yesterday tuesday "last tuesday" tue \
+	"tuesday + 1 day" "yesterday + 12h" "2026-12-01 - 1 week" \
+	"2026-03-29T02:30"; do
 	sbx audit ls --since "$t" --limit 1
 	is "$rc" 0 "the docs' --since '$t'"
 	sbx audit ls --since "$t" --limit 1 --local
 	is "$rc" 0 "the docs' --since '$t' --local"
 done
-# The command lines of docs/audit.md's examples (indented blocks) that take
-# a time, as written.
-sed -n 's/^    \(sbxcat audit [a-z]* .*--\(since\|until\) .*\)/\1/p' \
-	"$srcdir/docs/audit.md" | sort -u >"$T/lines"
-[ -s "$T/lines" ] || bail_out "no example with --since in docs/audit.md"
+# The command lines of docs/audit.md's examples (indented blocks) and of
+# sbxcat(1)'s (.EX blocks, "\-" unescaped) that take a time, as written.
+{
+	sed -n 's/^    \(sbxcat audit [a-z]* .*--\(since\|until\) .*\)/\1/p' \
+		"$srcdir/docs/audit.md"
+	sed -n 's/\\-/-/g; s/^\(sbxcat audit [a-z]* .*--\(since\|until\) .*\)/\1/p' \
+		"$srcdir/docs/sbxcat.1"
+} | sort -u >"$T/lines"
+[ "$(wc -l <"$T/lines")" -ge 4 ] || bail_out "the docs' examples with --since are not found"
 while IFS= read -r line; do
 	line=${line%%>*}
 	line=${line%%|*}
 	eval "set -- ${line#sbxcat }"
 	sbx "$@"
-	is "$rc" 0 "docs/audit.md: $line"
+	is "$rc" 0 "the docs' example: $line"
 done <"$T/lines"
 
 # -- Refused, the value named, short, exit status 2.
