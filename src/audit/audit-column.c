@@ -429,7 +429,8 @@ int audit_column_from_json(const struct audit_column *c, json_t *j,
 
 /* ---- a terminal ---- */
 
-/* 2026-12-01T10:00:00.123456Z -> 2026-12-01 10:00:00 */
+/* 2026-12-01T10:00:00.123456Z -> 2026-12-01 10:00:00; a time with an
+ * offset keeps it (--local's: 2026-12-01 11:00:00+01:00). */
 static void cell_time(const struct audit_column *c, json_t *row,
 		      struct strbuf *out)
 {
@@ -439,6 +440,14 @@ static void cell_time(const struct audit_column *c, json_t *row,
 	strbuf_add(out, ts ? ts : "", ts && strlen(ts) >= 19 ? 19 : 0);
 	if (out->len > at + 10)
 		out->buf[at + 10] = ' ';
+	if (out->len == at + 19) {
+		const char *z = ts + 19;
+
+		if (*z == '.')
+			z += 1 + strspn(z + 1, "0123456789");
+		if (*z && strcmp(z, "Z"))
+			strbuf_addstr(out, z);
+	}
 }
 
 /* Text escaped (a target may hold anything a terminal would act on). */

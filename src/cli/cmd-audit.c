@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "basic/alloc.h"
+#include "basic/clock.h"
 #include "basic/error.h"
 #include "basic/text.h"
 #include "cli/cmd.h"
@@ -30,6 +31,8 @@ extern const struct cmd_entry cmd_audit_migrate_entry, cmd_audit_status_entry,
 /* The options of every verb (each verb's table names those it takes). */
 struct audit_opts {
 	svc_audit_filter f;	  /* ls, export, stats; verify, head */
+	const char *since, *until; /* parsed once --local is known */
+	bool local;		   /* local time in and out, not UTC */
 	bool status;		  /* migrate */
 	unsigned long long limit; /* ls */
 	bool has_limit;
@@ -97,13 +100,14 @@ static int opt_ops(const struct cmd_entry *cmd, const char *name,
 	return refused(cmd, name, err->msg[0] == '\'' ? " " : ": ", &err);
 }
 
-/* --since TIME, --until TIME. */
+/* --since TIME, --until TIME, read after every option (--local may
+ * follow them). */
 static int opt_time(const struct cmd_entry *cmd, const char *name,
-		    const char *arg, void *field)
+		    const char *arg, bool local, long long *us)
 {
 	struct sbx_error *err = NULL;
 
-	if (svc_audit_parse_time(arg, field, &err) == 0)
+	if (!arg || svc_audit_parse_time(arg, local, us, &err) == 0)
 		return 0;
 	return refused(cmd, name, ": ", &err);
 }
@@ -126,8 +130,9 @@ static int opt_after(const struct cmd_entry *cmd, const char *name,
 	CHAIN_OPTIONS, CMD_CALL("op", struct audit_opts, f.ops, opt_ops, 0),   \
 	    CMD_FLAG("failed", 0, struct audit_opts, f.failed, 0),             \
 	    CMD_STRING("search", 0, struct audit_opts, f.search, 0),           \
-	    CMD_CALL("since", struct audit_opts, f.since_us, opt_time, 0),     \
-	    CMD_CALL("until", struct audit_opts, f.until_us, opt_time, 0)
+	    CMD_STRING("since", 0, struct audit_opts, since, 0),               \
+	    CMD_STRING("until", 0, struct audit_opts, until, 0),               \
+	    CMD_FLAG("local", 0, struct audit_opts, local, 0)
 
 static const struct cmd_option migrate_options[] = {
     CMD_FLAG("status", 0, struct audit_opts, status, 0),
@@ -177,6 +182,12 @@ static int no_identity(struct sbx_ctx *ctx, const struct cmd_entry *cmd)
 static int filter_from(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
 		       struct audit_opts *o)
 {
+	int rc = opt_time(cmd, "since", o->since, o->local, &o->f.since_us);
+
+	if (!rc)
+		rc = opt_time(cmd, "until", o->until, o->local, &o->f.until_us);
+	if (rc)
+		return rc;
 	o->f.agent = ctx->audit_agent;
 	o->f.run = ctx->audit_run;
 	if (o->f.since_us && o->f.until_us && o->f.until_us <= o->f.since_us)
@@ -327,6 +338,20 @@ static int audit_flush(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 
 /* ---- the table of rows ---- */
 
+/* An RFC 3339 UTC time of the audit's as local time with its offset
+ * (--local), to the second: what the table shows. */
+static void local_time(json_t *obj, const char *key)
+{
+	const char *ts = json_string_value(json_object_get(obj, key));
+	char out[40];
+	long long t;
+
+	if (!ts || clock_parse_time(ts, &t) < 0)
+		return;
+	clock_format_local(out, t);
+	json_object_set_new(obj, key, json_string(out));
+}
+
 /* A cell cut to max characters on a terminal, "..." marking the cut. */
 static void cut_cell(struct strbuf *sb, size_t max)
 {
@@ -361,7 +386,7 @@ static void row_cells(json_t *row, struct strbuf *cell, const size_t *cut,
  * Rows as a table (svc_audit_table_*: the audit's columns): aligned on a
  * terminal, the long cells cut; tab-separated with a header otherwise.
  */
-static void print_table(json_t *rows)
+static void print_table(json_t *rows, bool local)
 {
 	size_t ncols = svc_audit_table_columns(), i;
 	struct strbuf *cell = xcalloc(ncols, sizeof(*cell));
@@ -374,8 +399,16 @@ static void print_table(json_t *rows)
 	for (size_t k = 0; k < ncols; k++) {
 		strbuf_init(&cell[k]);
 		head[k] = svc_audit_table_head(k, &cut[k]);
+		/* Local: not UTC, each cell says its offset. */
+		if (local && !strncmp(head[k], "TIME ", 5))
+			head[k] = "TIME";
 		w[k] = strlen(head[k]);
 	}
+	if (local)
+		json_array_foreach(rows, i, r)
+		{
+			local_time(r, "created_at");
+		}
 	if (tty)
 		json_array_foreach(rows, i, r)
 		{
@@ -474,7 +507,7 @@ static int audit_ls(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 		puts(line);
 		free(line);
 	} else {
-		print_table(out.rows);
+		print_table(out.rows, o->local);
 		if (res.cursor)
 			fprintf(stderr, "next page: --after %s\n", res.cursor);
 	}
@@ -508,11 +541,13 @@ static int audit_export(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 	return report(&err);
 }
 
-static void print_stats(json_t *st)
+static void print_stats(json_t *st, bool local)
 {
 	json_t *ops = json_object_get(st, "ops"), *op, *slowest;
 	const char *name;
 
+	if (local)
+		local_time(st, "since");
 	printf("%lld operations, %lld failed, since %s\n",
 	       (long long)json_integer_value(json_object_get(st, "total")),
 	       (long long)json_integer_value(json_object_get(st, "failed")),
@@ -534,7 +569,7 @@ static void print_stats(json_t *st)
 	slowest = json_object_get(st, "slowest");
 	if (json_array_size(slowest)) {
 		printf("\nslowest:\n");
-		print_table(slowest);
+		print_table(slowest, local);
 	}
 }
 
@@ -555,7 +590,7 @@ static int audit_stats(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 	if (ctx->json)
 		cmd_print_json(steal_pointer(&res.doc));
 	else
-		print_stats(res.doc);
+		print_stats(res.doc, o->local);
 	svc_audit_stats_res_release(&res);
 	return 0;
 }
@@ -691,7 +726,7 @@ static int audit_head(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 
 #define FILTERS                                                                \
 	"[--tenant T] [--session KEY] [--agent ID] [--run ID] [--op OP]... "   \
-	"[--failed] [--search TEXT] [--since TIME] [--until TIME]"
+	"[--failed] [--search TEXT] [--since TIME] [--until TIME] [--local]"
 #define VERB(n)                                                                \
 	.name = #n, .run = audit_##n, .opts_size = sizeof(struct audit_opts),  \
 	.needs = CMD_NEEDS_CALL, .parent = &cmd_audit_entry

@@ -34,9 +34,10 @@ bool svc_audit_needs_migrate(const struct sbx_error *err)
 
 /* ---- the values of a request ---- */
 
-int svc_audit_parse_time(const char *s, long long *us, struct sbx_error **err)
+int svc_audit_parse_time(const char *s, bool local, long long *us,
+			 struct sbx_error **err)
 {
-	return auditq_parse_time(s, audit_now_us(), us, err);
+	return auditq_parse_time_in(s, audit_now_us(), local, us, err);
 }
 
 int svc_audit_parse_ops(const char *list, unsigned *ops, struct sbx_error **err)

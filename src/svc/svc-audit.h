@@ -52,13 +52,15 @@ bool svc_audit_needs_migrate(const struct sbx_error *err);
  * query's parameters): -1 with status 2 and a message that names the
  * value, never the option, which the caller names.
  *
- * time: ISO 8601 or a time ago, relative to now (auditq.h);
+ * time: ISO 8601, a time ago or a day, relative to now, a time without
+ * a zone and a day in the local zone when local, else in UTC (auditq.h);
  * ops: a comma list of op names (audit_op_name), added to *ops ("'x':
  * not an operation (write, edit, ...)"; "which operation?" when it names
  * none); cursor: what a page's cursor said, into f's after; format: "csv"
  * or "jsonl".
  */
-int svc_audit_parse_time(const char *s, long long *us, struct sbx_error **err);
+int svc_audit_parse_time(const char *s, bool local, long long *us,
+			 struct sbx_error **err);
 int svc_audit_parse_ops(const char *list, unsigned *ops,
 			struct sbx_error **err);
 int svc_audit_parse_cursor(const char *s, struct auditq_filter *f,
