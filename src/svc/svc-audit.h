@@ -53,7 +53,8 @@ bool svc_audit_needs_migrate(const struct sbx_error *err);
  * value, never the option, which the caller names.
  *
  * time: ISO 8601 or a time ago, relative to now (auditq.h);
- * ops: a comma list of op names (audit_op_name), added to *ops ("'x':
+ * ops: a comma list of op names (audit_op_name, or the wire's names:
+ * audit_op_parse_alias), added to *ops ("'x':
  * not an operation (write, edit, ...)"; "which operation?" when it names
  * none); cursor: what a page's cursor said, into f's after; format: "csv"
  * or "jsonl".
