@@ -798,7 +798,7 @@ static void distinct(const struct audit_row *rows, size_t n, size_t off,
  * (audit_columns, each foreign key beside its column), then the row's
  * link in its chain and the version of the encoding it hashes.
  */
-#define INSERT_MAX 32 /* values a row: the table's and its also's, + 2 */
+#define INSERT_MAX 40 /* values a row: the table's and its also's, + 2 */
 
 struct fields {
 	const char *v[INSERT_MAX];
