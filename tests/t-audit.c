@@ -31,12 +31,14 @@ static void test_ops(void)
 	ok(audit_op_name(AUDIT_NOPS) == NULL, "no name past the last op");
 	is_int(audit_op_parse("Write"), -1, "op names are exact");
 	is_int(audit_op_parse("writes"), -1, "no prefix match");
-	is_str(audit_op_name(AUDIT_REMOVE), "remove", "remove: an op of its own");
+	is_str(audit_op_name(AUDIT_REMOVE), "remove",
+	       "remove: an op of its own");
 	/* --op takes the names the service's events give (issue 29) */
 	is_int(audit_op_parse("exec"), -1, "exec is not the audit's name");
 	is_int(audit_op_parse_alias("exec"), AUDIT_EXECUTE, "exec: execute");
 	is_int(audit_op_parse_alias("ls"), AUDIT_LS_INFO, "ls: ls_info");
-	is_int(audit_op_parse_alias("glob"), AUDIT_GLOB_INFO, "glob: glob_info");
+	is_int(audit_op_parse_alias("glob"), AUDIT_GLOB_INFO,
+	       "glob: glob_info");
 	is_int(audit_op_parse_alias("grep"), AUDIT_GREP_RAW, "grep: grep_raw");
 	is_int(audit_op_parse_alias("exists"), AUDIT_STAT, "exists: stat");
 	is_int(audit_op_parse_alias("execute"), AUDIT_EXECUTE,
@@ -371,8 +373,9 @@ static void test_clean_fuzz(void)
 			if ((sw.len != len || memcmp(sw.buf, buf, len)) &&
 			    c.len == b.len && !memcmp(c.buf, b.buf, b.len))
 				bad_inj++;
-			if (prev_in.len && (prev_in.len != len ||
-					    memcmp(prev_in.buf, buf, len)) &&
+			if (prev_in.len &&
+			    (prev_in.len != len ||
+			     memcmp(prev_in.buf, buf, len)) &&
 			    prev.len == b.len &&
 			    !memcmp(prev.buf, b.buf ? b.buf : "", b.len))
 				bad_inj++;
@@ -497,12 +500,11 @@ static void test_round_trip(void)
 			audit_row_release(&back);
 		}
 		if (i == 0) {
-			const char *k[] = {"id",      "created_at",  "tenant",
-					   "session", "runtime",     "agent",
-					   "run",     "op",	     "target",
-					   "ok",      "exit_status", "bytes",
-					   "results", "duration_ms", "detail",
-					   "wire_id"};
+			const char *k[] = {
+			    "id",      "created_at",  "tenant",	     "session",
+			    "runtime", "agent",	      "run",	     "op",
+			    "target",  "ok",	      "exit_status", "bytes",
+			    "results", "duration_ms", "detail",	     "wire_id"};
 			size_t n = 0;
 			const char *key;
 			json_t *v;

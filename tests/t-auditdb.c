@@ -531,15 +531,16 @@ static void test_schema3(void)
 		memcpy(prev, h, 32);
 		for (int k = 0; k < 32; k++)
 			sprintf(hx + 2 * k, "%02x", h[k]);
-		snprintf(q, sizeof(q),
-			 "INSERT INTO sandbox_operations (id, created_at, "
-			 "tenant, session_key, runtime, op, target, ok, bytes, "
-			 "duration_ms, detail, hash, hash_version) VALUES ('%s', "
-			 "'epoch'::timestamptz + %lld * interval '1 "
-			 "microsecond', 'acme', 'k3', 'python', 'read', "
-			 "E'%s', true, 10, 3, '', decode('%s', 'hex'), 1)",
-			 r[i].id, r[i].created_us,
-			 i ? "tab\\\\there.txt" : "a\\\\b", hx);
+		snprintf(
+		    q, sizeof(q),
+		    "INSERT INTO sandbox_operations (id, created_at, "
+		    "tenant, session_key, runtime, op, target, ok, bytes, "
+		    "duration_ms, detail, hash, hash_version) VALUES ('%s', "
+		    "'epoch'::timestamptz + %lld * interval '1 "
+		    "microsecond', 'acme', 'k3', 'python', 'read', "
+		    "E'%s', true, 10, 3, '', decode('%s', 'hex'), 1)",
+		    r[i].id, r[i].created_us, i ? "tab\\\\there.txt" : "a\\\\b",
+		    hx);
 		is_str(sql(db, q), "1", "a row of schema 3, version 1");
 	}
 	snprintf(q, sizeof(q),

@@ -190,7 +190,7 @@ static void load_rows(int n)
 
 #define US_EXPR "(extract(epoch FROM created_at) * 1000000)::bigint"
 #define REF_COLS                                                               \
-	"id, seq, " US_EXPR ", tenant, session_key, runtime, agent_ref, "     \
+	"id, seq, " US_EXPR ", tenant, session_key, runtime, agent_ref, "      \
 	"run_ref, op, target, ok, exit_status, bytes, results, duration_ms, "  \
 	"detail, wire_id"
 
@@ -373,8 +373,8 @@ static void paging(void)
 	    {"--run", {.run = "run-7"}},
 	    {"--op write", {.ops = 1u << AUDIT_WRITE}},
 	    {"--op read,execute,reap",
-	     {.ops = 1u << AUDIT_READ | 1u << AUDIT_EXECUTE |
-		     1u << AUDIT_REAP}},
+	     {.ops =
+		  1u << AUDIT_READ | 1u << AUDIT_EXECUTE | 1u << AUDIT_REAP}},
 	    {"--failed", {.failed = true}},
 	    {"--search 50%_off", {.search = "50%_off"}},
 	    {"--search a\\b", {.search = "a\\b"}},
@@ -385,10 +385,13 @@ static void paging(void)
 	    {"--tenant --failed", {.tenant = "acme", .failed = true}},
 	    {"--agent --run", {.agent = "agent-1", .run = "run-2"}},
 	    {"--op --tenant --since",
-	     {.ops = 1u << AUDIT_EDIT, .tenant = "umbrella", .since_us = since}},
+	     {.ops = 1u << AUDIT_EDIT,
+	      .tenant = "umbrella",
+	      .since_us = since}},
 	    {"--search --failed", {.search = "off", .failed = true}},
 	    {"--session --op",
-	     {.session = "acme-s0", .ops = 1u << AUDIT_OPEN | 1u << AUDIT_CLOSE}},
+	     {.session = "acme-s0",
+	      .ops = 1u << AUDIT_OPEN | 1u << AUDIT_CLOSE}},
 	    {"--tenant nobody", {.tenant = "nobody"}},
 	};
 	static const unsigned long limits[] = {7, 100, 1000};
@@ -614,10 +617,9 @@ static int csv_read(FILE *in, char *fields[20], int *n)
 }
 
 static const char *const csv_header[] = {
-    "id",	"seq",	       "created_at", "tenant",	"session",
-    "runtime", "agent",	       "run",	     "op",	"target",
-    "ok",	"exit_status", "bytes",	     "results", "duration_ms",
-    "detail",	"wire_id"};
+    "id",    "seq",	"created_at",  "tenant", "session", "runtime",
+    "agent", "run",	"op",	       "target", "ok",	    "exit_status",
+    "bytes", "results", "duration_ms", "detail", "wire_id"};
 
 /* Row i of want (REF_COLS) as the 17 texts export should give. */
 static void want_texts(PGresult *want, int i, const char *out[17],
@@ -710,7 +712,8 @@ static void export_jsonl(const struct combo *c)
 		const char *w[17];
 		char created[64];
 
-		if (!j || rec >= sym_PQntuples(want) || json_object_size(j) != 17) {
+		if (!j || rec >= sym_PQntuples(want) ||
+		    json_object_size(j) != 17) {
 			bad++;
 			json_decref(j);
 			rec++;

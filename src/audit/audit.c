@@ -21,9 +21,9 @@
 #include "basic/xjson.h"
 
 static const char *const op_names[AUDIT_NOPS] = {
-    "write",	"edit",	   "read", "read_bytes", "ls_info", "glob_info",
-    "grep_raw", "execute", "open", "close",	 "reap", "stat",
-    "remove",
+    "write",	 "edit",     "read",	"read_bytes", "ls_info",
+    "glob_info", "grep_raw", "execute", "open",	      "close",
+    "reap",	 "stat",     "remove",
 };
 
 const char *audit_op_name(enum audit_op op)
@@ -43,7 +43,7 @@ int audit_op_parse_alias(const char *s)
 {
 	/* serve/wire.c's event_op, the other way */
 	static const char *const alias[][2] = {
-	    {"exec", "execute"}, {"ls", "ls_info"}, {"glob", "glob_info"},
+	    {"exec", "execute"},  {"ls", "ls_info"},  {"glob", "glob_info"},
 	    {"grep", "grep_raw"}, {"exists", "stat"},
 	};
 

@@ -281,7 +281,8 @@ int audit_row_from_json(json_t *j, struct audit_row *r, struct sbx_error **err);
  * clean and at most AUDIT_TARGET_MAX characters, agent, run and wire_id NULL
  * or non-empty, at most AUDIT_ID_MAX bytes and plain (audit_is_plain), op
  * known, target and detail clean within their maxima (clean by the rule
- * of the row's version; version known, no wire_id in version 1), bytes and results >= 0 or AUDIT_NONE, duration_ms
+ * of the row's version; version known, no wire_id in version 1), bytes and
+ * results >= 0 or AUDIT_NONE, duration_ms
  * >= 0. -1 status 1 naming the JSON key.
  */
 int audit_row_check(const struct audit_row *r, struct sbx_error **err);

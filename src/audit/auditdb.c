@@ -528,9 +528,8 @@ static int migrate_lock(struct auditdb *db, const char *lock,
  * build that failed dropped, each online statement on its own, then m
  * recorded.
  */
-static int migrate_online(struct auditdb *db,
-			  const struct auditdb_migration *m, int *applied,
-			  struct sbx_error **err)
+static int migrate_online(struct auditdb *db, const struct auditdb_migration *m,
+			  int *applied, struct sbx_error **err)
 {
 	char lock[32], version[16];
 	const char *p[2] = {version, m->name};
@@ -569,7 +568,8 @@ static int migrate_online(struct auditdb *db,
 	    run(db,
 		"SELECT format('DROP INDEX CONCURRENTLY IF EXISTS %I', "
 		"c.relname) FROM pg_index i JOIN pg_class c ON c.oid = "
-		"i.indexrelid WHERE i.indrelid = 'sandbox_operations'::regclass "
+		"i.indexrelid WHERE i.indrelid = "
+		"'sandbox_operations'::regclass "
 		"AND NOT i.indisvalid",
 		0, NULL, PGRES_TUPLES_OK, &res, err) < 0)
 		goto wrap;

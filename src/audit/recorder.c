@@ -43,8 +43,8 @@ struct audit {
 };
 
 /* An agent or run id (what: "agent id", "run id"): at most
- * AUDIT_ID_MAX bytes, plain (kept byte for byte, never escaped).  The caller knows where it came from (a
- * flag, a variable, a request) and may say so. */
+ * AUDIT_ID_MAX bytes, plain (kept byte for byte, never escaped).  The caller
+ * knows where it came from (a flag, a variable, a request) and may say so. */
 int audit_id_check(const char *what, const char *id, struct sbx_error **err)
 {
 	size_t len = strlen(id);

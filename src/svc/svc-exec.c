@@ -669,9 +669,9 @@ static int exec_record(struct run *r, struct sbx_error **err)
 	    .detail = strbuf_str(&r->detail),
 	    .has_exit = r->exited,
 	    .exit_status = res->exit_code,
-	    .bytes = r->ran ? (long long)(r->io_res.bytes[0] +
-					  r->io_res.bytes[1])
-			    : AUDIT_NONE,
+	    .bytes = r->ran
+			 ? (long long)(r->io_res.bytes[0] + r->io_res.bytes[1])
+			 : AUDIT_NONE,
 	    .results = AUDIT_NONE,
 	    .duration_ms = clock_now_ms() - r->t0,
 	};

@@ -1310,8 +1310,8 @@ out:
 	session_audit(au, AUDIT_OPEN, r.key[0] ? r.tenant : call->tenant,
 		      r.key[0] ? r.key : "",
 		      r.key[0] ? svc_wire_id_of(&root, r.key, wid) : NULL,
-		      r.runtime, req->key, started,
-		      *err ? NULL : "touched", err);
+		      r.runtime, req->key, started, *err ? NULL : "touched",
+		      err);
 	svc_audit_close(call, au);
 	session_record_release(&r);
 	session_root_close(&root);
