@@ -680,6 +680,14 @@ static void test_refusals(void)
 	}
 }
 
+/* h as 64 hex digits in hx. */
+static const char *hex32(const unsigned char h[32], char hx[65])
+{
+	for (int i = 0; i < 32; i++)
+		snprintf(hx + 2 * i, 3, "%02x", h[i]);
+	return hx;
+}
+
 /*
  * The chain's encoding, version 1, pinned: rows hashed with it must verify
  * for ever, so its bytes and a hash of them are written out here by hand
@@ -720,10 +728,8 @@ static void test_canonical(void)
 	   "version 1: every field, its length, NULLs as '-'");
 	strbuf_reset(&sb);
 	ok(audit_chain_hash(zero, &r, 1, h) == 0, "version 1 hashes");
-	for (int i = 0; i < 32; i++)
-		snprintf(hx + 2 * i, 3, "%02x", h[i]);
 	is_str(
-	    hx,
+	    hex32(h, hx),
 	    "fecac3f636c05d3fd5a3213715feb2916c802d7b2054740dcf8d0dbf5c038c68",
 	    "... to the SHA-256 of 32 zero bytes and that encoding");
 	/* Version 2: its own tag, version 1's fields, then the wire id. */
@@ -737,17 +743,13 @@ static void test_canonical(void)
 	   "version 2: tagged 2, version 1's fields, then wire_id");
 	strbuf_reset(&sb);
 	ok(audit_chain_hash(zero, &r, 2, h) == 0, "version 2 hashes");
-	for (int i = 0; i < 32; i++)
-		snprintf(hx + 2 * i, 3, "%02x", h[i]);
 	is_str(
-	    hx,
+	    hex32(h, hx),
 	    "0e37ca1c31aab0cae4f04970bbd120595a409722692233c0b974904dfe503a79",
 	    "... to the SHA-256 of 32 zero bytes and that encoding");
 	ok(audit_chain_hash(zero, &r, 1, h) == 0, "version 1 ignores wire_id");
-	for (int i = 0; i < 32; i++)
-		snprintf(hx + 2 * i, 3, "%02x", h[i]);
 	is_str(
-	    hx,
+	    hex32(h, hx),
 	    "fecac3f636c05d3fd5a3213715feb2916c802d7b2054740dcf8d0dbf5c038c68",
 	    "... its hash unchanged");
 	{
