@@ -121,6 +121,12 @@ const struct audit_column audit_columns[] = {
      .sql = "detail",
      .type = AUDIT_COL_TEXT,
      .offset = FIELD(detail)},
+    /* Migration 4: the session's id on the service's wire.  A spool
+     * line without it was written before (audit_row_from_json). */
+    {.key = "wire_id",
+     .sql = "wire_id",
+     .type = AUDIT_COL_ID,
+     .offset = FIELD(wire_id)},
 };
 const size_t audit_ncolumns = sizeof(audit_columns) / sizeof(audit_columns[0]);
 
@@ -392,6 +398,10 @@ int audit_column_from_json(const struct audit_column *c, json_t *j,
 		return 0;
 	case AUDIT_COL_TEXT:
 	case AUDIT_COL_ID:
+		/* wire_id, the one column added since the spool's first
+		 * lines: absent is null (a row of version 1). */
+		if (!v && !strcmp(c->key, "wire_id"))
+			return 0;
 		return get_str(j, c->key, c->type == AUDIT_COL_ID,
 			       AT(r, c, char *), err);
 	case AUDIT_COL_OP:
@@ -450,13 +460,25 @@ static void cell_time(const struct audit_column *c, json_t *row,
 	}
 }
 
-/* Text escaped (a target may hold anything a terminal would act on). */
+/* Text as stored (clean: a backslash is already \\), but what a
+ * terminal would act on escaped, should a row hold it (a database
+ * written by something else). */
 static void cell_text(const struct audit_column *c, json_t *row,
 		      struct strbuf *out)
 {
 	const char *s = json_string_value(json_object_get(row, c->key));
+	size_t len = s ? strlen(s) : 0;
 
-	text_add_escaped(out, s ? s : "", s ? strlen(s) : 0);
+	for (size_t i = 0; i < len;) {
+		uint32_t cp;
+		size_t n = utf8_decode(s + i, len - i, &cp);
+
+		if (n == 0 || text_is_control(cp) || text_is_bidi(cp))
+			text_add_escaped(out, s + i, n ? n : 1);
+		else
+			strbuf_add(out, s + i, n);
+		i += n ? n : 1;
+	}
 }
 
 /* "ok", else the command's "exit N", else "failed". */

@@ -3,7 +3,8 @@
  * (auditdb.h, docs/audit.md "Schema").  A migration is never changed once
  * released: a change to the schema is a new migration at the end.  Each
  * runs in its own transaction (auditdb_migrate), so its SQL holds no
- * BEGIN or COMMIT.
+ * BEGIN or COMMIT; what cannot run in one (an index built concurrently)
+ * is its .online (auditdb.h).
  */
 #include "audit/auditdb.h"
 
@@ -133,10 +134,40 @@ static const char migration_3[] =
     "'edit', 'read', 'read_bytes', 'ls_info', 'glob_info', 'grep_raw', "
     "'execute', 'open', 'close', 'reap', 'stat')) NOT VALID;\n";
 
+/*
+ * 4: the session's id on the service's wire (sandboxd's, the platform's
+ * own name of it) beside sbxcat's key, so `audit ls --session ID` finds
+ * a wire session's rows by either; and the op "remove" (fs rm, which was
+ * recorded as write with detail "removed").  A nullable column with no
+ * default is a change of the catalogue alone (no row rewritten); the
+ * CHECK is made anew NOT VALID as in 3.  Idempotent (IF EXISTS, IF NOT
+ * EXISTS), as a migration with online statements must be: its index is
+ * built CONCURRENTLY, after this commits (writers go on meanwhile), and
+ * a failure there leaves this done and the migration not recorded.
+ * Rows made since carry hash_version 2 (audit_canonical), whose encoding
+ * covers wire_id.
+ */
+static const char migration_4[] =
+    "ALTER TABLE sandbox_operations\n"
+    "  ADD COLUMN IF NOT EXISTS wire_id text COLLATE \"C\";\n"
+    "ALTER TABLE sandbox_operations\n"
+    "  DROP CONSTRAINT IF EXISTS sandbox_operations_op_check;\n"
+    "ALTER TABLE sandbox_operations\n"
+    "  ADD CONSTRAINT sandbox_operations_op_check CHECK (op IN ('write', "
+    "'edit', 'read', 'read_bytes', 'ls_info', 'glob_info', 'grep_raw', "
+    "'execute', 'open', 'close', 'reap', 'stat', 'remove')) NOT VALID;\n";
+
+static const char *const migration_4_online[] = {
+    "CREATE INDEX CONCURRENTLY IF NOT EXISTS sandbox_operations_wire\n"
+    "  ON sandbox_operations (wire_id, created_at, seq)",
+    NULL,
+};
+
 const struct auditdb_migration auditdb_migrations[] = {
-    {1, "audit tables", migration_1},
-    {2, "hash version", migration_2},
-    {3, "stat op", migration_3},
+    {1, "audit tables", migration_1, NULL},
+    {2, "hash version", migration_2, NULL},
+    {3, "stat op", migration_3, NULL},
+    {4, "wire id and remove op", migration_4, migration_4_online},
 };
 
 const int auditdb_nmigrations =

@@ -222,8 +222,14 @@ static void qb_where(struct qb *q, const struct auditq_filter *f, bool after)
 	q->and = " WHERE ";
 	if (f->tenant)
 		qb_cond(q, "tenant = ", f->tenant, "::text");
-	if (f->session)
-		qb_cond(q, "session_key = ", f->session, "::text");
+	/* sbxcat's key or the wire's id (the platform's name of a wire
+	 * session): each has its index, which the planner ORs (a bitmap of
+	 * the two; docs/audit.md). */
+	if (f->session) {
+		qb_cond(q, "(session_key = ", f->session, "::text");
+		strbuf_addstr(&q->sql, " OR wire_id = ");
+		qb_value(q, f->session, "::text)");
+	}
 	if (f->agent)
 		qb_cond(q, "agent_ref = ", f->agent, "::text");
 	if (f->run)

@@ -941,6 +941,8 @@ static const char *event_op(const char *op)
 	    {"glob_info", "glob"},
 	    {"grep_raw", "grep"},
 	    {"stat", "exists"},
+	    /* sandboxd has no removal: its name is the audit's */
+	    {"remove", "remove"},
 	};
 
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)

@@ -48,19 +48,21 @@ int svc_audit_parse_ops(const char *list, unsigned *ops, struct sbx_error **err)
 
 	for (w = strtok_r(copy, ",", &save); w && !rc;
 	     w = strtok_r(NULL, ",", &save)) {
-		int op = audit_op_parse(w);
+		int op = audit_op_parse_alias(w);
 		struct strbuf sb = STRBUF_INIT;
 
 		if (op >= 0) {
 			got |= 1u << op;
 			continue;
 		}
-		/* The ops, as the audit names them. */
+		/* The ops, as the audit names them, and the wire's names. */
 		text_add_escaped(&sb, w, strlen(w));
 		strbuf_addstr(&sb, "': not an operation (");
 		for (int i = 0; i < AUDIT_NOPS; i++)
 			strbuf_addf(&sb, "%s%s", i ? ", " : "",
 				    audit_op_name((enum audit_op)i));
+		strbuf_addstr(&sb, "; or as the service's events name them: "
+				   "exec, ls, glob, grep, exists");
 		rc = sbx_error_set(err, SBX_E_INVALID, 0, "'%s)", sb.buf);
 		strbuf_release(&sb);
 	}

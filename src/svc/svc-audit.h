@@ -54,7 +54,8 @@ bool svc_audit_needs_migrate(const struct sbx_error *err);
  *
  * time: ISO 8601, a time ago or a day, relative to now, a time without
  * a zone and a day in the local zone when local, else in UTC (auditq.h);
- * ops: a comma list of op names (audit_op_name), added to *ops ("'x':
+ * ops: a comma list of op names (audit_op_name, or the wire's names:
+ * audit_op_parse_alias), added to *ops ("'x':
  * not an operation (write, edit, ...)"; "which operation?" when it names
  * none); cursor: what a page's cursor said, into f's after; format: "csv"
  * or "jsonl".

@@ -104,6 +104,19 @@ static int find_id(const struct svc *s, const struct svc_call *call,
 	return find_at(root, call, key, ws, err);
 }
 
+const char *svc_wire_id_of(struct session_root *root, const char *key,
+			   char out[SESSION_WIRE_ID_MAX + 1])
+{
+	struct session_wire w;
+	struct sbx_error *err = NULL;
+
+	out[0] = '\0';
+	if (key && key[0] && session_wire_read(root, key, &w, &err) == 0)
+		memcpy(out, w.id, sizeof(w.id));
+	sbx_error_free(&err);
+	return out[0] ? out : NULL;
+}
+
 int svc_wire_find(const struct svc *s, const struct svc_call *call,
 		  const char *id, struct svc_wire_session *ws,
 		  struct sbx_error **err)
