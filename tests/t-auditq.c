@@ -1256,7 +1256,7 @@ static void page_sql(void)
 	bool found[12] = {0};
 
 	auditq_page_sql(&f, 7, &q);
-	is_int(q.nparams, 11, "every filter is a parameter");
+	is_int(q.nparams, 12, "every filter is a parameter (the session twice: key or wire id)");
 	ok(!strstr(q.sql, "acme") && !strstr(q.sql, "50%") &&
 	       !strstr(q.sql, "s1") && !strstr(q.sql, "2026"),
 	   "no value in the statement");
@@ -1284,11 +1284,12 @@ static void page_sql(void)
 		ok(all, "the parameters: the values, the pattern escaped, "
 			"times to the microsecond in UTC");
 	}
-	ok(strstr(q.sql, "ORDER BY created_at DESC, seq DESC LIMIT $11") &&
-	       strstr(q.sql, "(created_at, seq) < ($9::timestamptz, "
-			     "$10::bigint)") &&
-	       strstr(q.sql, "op = ANY($5::text[])") &&
-	       strstr(q.sql, "LIKE $6::text ESCAPE E'\\\\'") &&
+	ok(strstr(q.sql, "ORDER BY created_at DESC, seq DESC LIMIT $12") &&
+	       strstr(q.sql, "(session_key = $2::text OR wire_id = $3::text)") &&
+	       strstr(q.sql, "(created_at, seq) < ($10::timestamptz, "
+			     "$11::bigint)") &&
+	       strstr(q.sql, "op = ANY($6::text[])") &&
+	       strstr(q.sql, "LIKE $7::text ESCAPE E'\\\\'") &&
 	       strstr(q.sql, "NOT ok"),
 	   "keyset, order, ops and search as agreed");
 	diag("%s", q.sql);
