@@ -128,7 +128,7 @@ grep -F "gone.txt" "$T/tty" | grep -q "$ESC"; ok $((!$?)) "... a row that did no
 is "$(grep -c "^${ESC}\[31m" "$T/tty")" 4 "... the four failed rows, and only they"
 NO_COLOR=1 pty "$S" audit ls --no-pager
 grep -q "$ESC" "$T/tty"; ok $((!$?)) "NO_COLOR=1: no colour"
-NO_COLOR= pty "$S" audit ls --no-pager
+NO_COLOR='' pty "$S" audit ls --no-pager
 grep -q "$ESC" "$T/tty"; ok $? "NO_COLOR empty: colour (no-color.org: only a non-empty value)"
 TERM=dumb pty "$S" audit ls --no-pager
 grep -q "$ESC" "$T/tty"; ok $((!$?)) "TERM=dumb: no colour"
@@ -196,7 +196,7 @@ PAGER=$T/pager "$S" audit ls >"$T/out" 2>&1
 is "$(cat "$T/pager.log")" "" "off a terminal: no pager"
 PAGER=$T/pager TERM=dumb pty "$S" audit ls
 is "$(cat "$T/pager.log")" "" "TERM=dumb: no pager"
-PAGER=cat pty "$S" audit ls
+PAGER='cat' pty "$S" audit ls
 is "$rc:$(grep -c . "$T/tty")" "0:9" "PAGER=cat: none, the table on the terminal"
 PAGER="$T/pager | cat" pty "$S" audit ls
 is "$rc:$(grep -c called "$T/pager.log")" "0:1" "a pager with shell syntax runs through sh -c"
@@ -224,9 +224,19 @@ PAGER=$T/quitter pty "$S" audit ls --limit 2000 --tenant bulk
 is "$rc:$(cat "$T/err")" "0:" "the pager quits early under 2,000 rows: status 0, nothing on stderr"
 PAGER=$T/quitter pty "$S" audit ls --limit 2000 --tenant bulk --json
 is "$rc:$(cat "$T/err")" "0:" "... with --json too"
+# The default: less -FRX, found on PATH (here a stand-in that says how it
+# was called, then the real one when installed).
+mkdir "$T/bin"
+printf '#!/bin/sh\necho "less LESS=$LESS args=$*" >>"%s"\ncat\n' "$T/pager.log" >"$T/bin/less"
+chmod +x "$T/bin/less"
+: >"$T/pager.log"
+PATH=$T/bin:$PATH pty "$S" audit ls --limit 5 --tenant bulk
+is "$rc:$(cat "$T/pager.log")" "0:less LESS=FRX args=-FRX" "no SBXCAT_PAGER, no PAGER: 'less -FRX', LESS=FRX"
+PAGER='' SBXCAT_PAGER='' PATH=$T/bin:$PATH pty "$S" audit ls --limit 5 --tenant bulk
+is "$rc:$(cat "$T/pager.log")" "0:less LESS=FRX args=-FRX" "PAGER empty: no pager"
 if command -v less >/dev/null; then
-	PAGER= pty "$S" audit ls --columns op,target --limit 5 --tenant bulk
-	is "$rc:$(grep -c bulk/ "$T/tty")" "0:5" "the default pager (less -FRX): a short table shown, less gone by itself"
+	pty "$S" audit ls --columns op,target --limit 5 --tenant bulk
+	is "$rc:$(grep -c bulk/ "$T/tty")" "0:5" "the real less -FRX: a short table shown, less gone by itself"
 else
 	skip "no less installed" "the default pager (less -FRX)"
 fi
