@@ -231,8 +231,8 @@ static int audit_migrate(struct sbx_ctx *ctx, void *opts, int nargs,
 	} else if (o->status) {
 		json_array_foreach(res.doc, i, m)
 		{
-			const char *at =
-			    json_string_value(json_object_get(m, "applied_at"));
+			const char *at = json_string_value(
+			    json_object_get(m, "applied_at"));
 
 			printf("%lld\t%s\t%s%s\n",
 			       (long long)json_integer_value(
