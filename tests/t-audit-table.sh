@@ -152,6 +152,10 @@ grep -q "…" "$T/out"; ok $((!$?)) "... no ellipsis anywhere"
 # COLUMNS wins over the terminal's width.
 COLUMNS=72 pty "$S" audit ls --no-pager
 is "$(widest "$T/tty")" 72 "COLUMNS=72 on a 100-column terminal: lines of 72"
+COLUMNS=60 pty "$S" audit ls --no-pager
+is "$(widest "$T/tty"):$(head -n 1 "$T/tty" | tr -s ' ')" "60:TIME (UTC) AGENT RUN OP TARGET DETAIL" \
+	"COLUMNS=60: the detail and the ids give too (the target first), every column kept"
+has "$(line "2026-12-05 10:00:02")" " execute " "... the time and the op never cut"
 COLUMNS=300 pty "$S" audit ls --no-pager
 grep -q "…" "$T/tty"; ok $((!$?)) "COLUMNS=300: room for every target, nothing cut"
 
