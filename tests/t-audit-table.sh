@@ -177,6 +177,12 @@ has "$(line nosuch.txt)" "refused: no such session; session asked: xc-zz" "... t
 "$S" audit ls -o yaml >"$T/out" 2>&1
 is "$?:$(head -n 1 "$T/out")" "2:sbxcat: -o 'yaml': expected wide" "-o with another word: usage error"
 
+# audit stats' slowest: the same table, with how long each took.
+pty "$S" audit stats --since 2026-12-05 --until 2026-12-06
+grep -A1 '^slowest:' "$T/tty" | tail -n 1 | tr -s ' ' >"$T/head"
+is "$(cat "$T/head")" "TIME (UTC) AGENT RUN OP TARGET MS DETAIL" "audit stats: the slowest in the usual table, with MS"
+is "$(widest "$T/tty")" 100 "... fitted to the terminal too"
+
 # -- The pager.
 cat >"$T/pager" <<EOF
 #!/bin/sh

@@ -362,6 +362,17 @@ static void table_usual(struct table *t, bool wide, enum tty_when colour)
 	t->colour = tty_colour(STDOUT_FILENO, colour);
 }
 
+/* The column a terminal knows by name, or NULL. */
+static const svc_audit_column *column_named(const char *name)
+{
+	const svc_audit_column *c;
+
+	for (size_t k = 0; (c = svc_audit_table_column(k)); k++)
+		if (!strcmp(c->name, name))
+			return c;
+	return NULL;
+}
+
 /* --columns LIST: the columns named, in that order; a name that is not
  * one refused, with the nearest as a suggestion, else the list. */
 static int table_columns(struct table *t, const struct cmd_entry *cmd,
@@ -383,9 +394,7 @@ static int table_columns(struct table *t, const struct cmd_entry *cmd,
 	while (!rc && (name = strsep(&p, ","))) {
 		const char *near;
 
-		for (size_t k = 0; (c = svc_audit_table_column(k)); k++)
-			if (!strcmp(c->name, name))
-				break;
+		c = column_named(name);
 		if (c && t->n == TABLE_MAX)
 			rc = cmd_usage_error(cmd, "--columns: at most %d",
 					     TABLE_MAX);
@@ -723,9 +732,15 @@ static void print_stats(json_t *st)
 	}
 	slowest = json_object_get(st, "slowest");
 	if (json_array_size(slowest)) {
+		/* The usual table, and how long each took. */
+		static const char *const cols[] = {
+		    "time", "agent", "run", "op", "target", "ms", "detail"};
 		struct table t;
 
 		table_usual(&t, false, TTY_AUTO);
+		t.n = 0;
+		for (size_t k = 0; k < sizeof(cols) / sizeof(cols[0]); k++)
+			t.col[t.n++] = column_named(cols[k]);
 		printf("\nslowest:\n");
 		print_table(slowest, &t);
 	}
