@@ -191,6 +191,15 @@ enum audit_coltype {
 	AUDIT_COL_COUNT, /* long long, NULL when AUDIT_NONE; bigint */
 	AUDIT_COL_MS,	 /* long long, never NULL; bigint */
 };
+/* How a terminal cuts a cell too wide for it: never (a time, a number,
+ * an op), in the middle (an id: its start and end kept), at the end (a
+ * sentence); CUT_FIRST is in the middle too, and before any other. */
+enum audit_cut {
+	AUDIT_CUT_NEVER,
+	AUDIT_CUT_MIDDLE,
+	AUDIT_CUT_END,
+	AUDIT_CUT_FIRST,
+};
 struct audit_column {
 	const char *key; /* "session" */
 	const char *sql; /* "session_key" */
@@ -199,12 +208,18 @@ struct audit_column {
 	const char *also;
 	enum audit_coltype type;
 	size_t offset; /* of its field in struct audit_row */
-	/* On a terminal: its header (NULL: not shown), at most cut
-	 * characters (0: any), and its cell from a page row. */
-	const char *head;
-	size_t cut;
+	/* On a terminal (the command line's table): its header (NULL: not
+	 * shown), its name for --columns, whether the usual table shows it
+	 * (else -o wide and --columns only), how a cell wider than the
+	 * terminal allows is cut, its cell from a page row and, when set,
+	 * the short cell the usual table shows instead (brief). */
+	const char *head, *name;
+	bool usual;
+	enum audit_cut cut;
 	void (*cell)(const struct audit_column *c, json_t *row,
 		     struct strbuf *out);
+	void (*brief)(const struct audit_column *c, json_t *row,
+		      struct strbuf *out);
 };
 extern const struct audit_column audit_columns[];
 extern const size_t audit_ncolumns;
@@ -236,8 +251,9 @@ json_t *audit_column_json(const struct audit_column *c,
 int audit_column_from_json(const struct audit_column *c, json_t *j,
 			   struct audit_row *r, struct sbx_error **err);
 /* c's cell of a page row (auditq.h's shape) on a terminal, appended to
- * out; nothing for a column not shown. */
-void audit_column_cell(const struct audit_column *c, json_t *row,
+ * out: its brief form when brief and c has one; nothing for a column not
+ * shown. */
+void audit_column_cell(const struct audit_column *c, json_t *row, bool brief,
 		       struct strbuf *out);
 
 /* Whether id is a lowercase, hyphenated version 4 UUID. */

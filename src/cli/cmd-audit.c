@@ -19,8 +19,10 @@
 #include "basic/alloc.h"
 #include "basic/clock.h"
 #include "basic/error.h"
+#include "basic/suggest.h"
 #include "basic/text.h"
 #include "cli/cmd.h"
+#include "cli/tty.h"
 #include "svc/svc-audit.h"
 
 extern const struct cmd_entry cmd_audit_migrate_entry, cmd_audit_status_entry,
@@ -39,6 +41,8 @@ struct audit_opts {
 	const char *format;	 /* export */
 	unsigned long long days; /* sweep */
 	bool has_days;
+	const char *columns, *output, *color; /* ls: the table */
+	bool no_pager;			      /* ls */
 };
 
 /* A text for a one-line message: escaped. */
@@ -143,6 +147,10 @@ static const struct cmd_option ls_options[] = {
     CMD_COUNT("limit", struct audit_opts, limit, has_limit, SVC_AUDIT_LS_MAX,
 	      0),
     CMD_CALL("after", struct audit_opts, f, opt_after, 0),
+    CMD_STRING("columns", 0, struct audit_opts, columns, 0),
+    CMD_STRING("output", 'o', struct audit_opts, output, 0),
+    CMD_STRING("color", 0, struct audit_opts, color, 0),
+    CMD_FLAG("no-pager", 0, struct audit_opts, no_pager, 0),
     CMD_OPTIONS_END,
 };
 static const struct cmd_option export_options[] = {
@@ -352,167 +360,367 @@ static void local_time(json_t *obj, const char *key)
 	json_object_set_new(obj, key, json_string(out));
 }
 
-/* A cell cut to max characters on a terminal, "..." marking the cut. */
-static void cut_cell(struct strbuf *sb, size_t max)
+/* At most this many columns in one table (--columns may name one twice). */
+#define TABLE_MAX 32
+
+/* How a table of rows is shown. */
+struct table {
+	const svc_audit_column *col[TABLE_MAX];
+	size_t n;
+	bool wide;    /* -o wide: whole cells, nothing cut */
+	size_t width; /* the terminal's columns; 0: not one (nothing cut) */
+	bool colour;  /* failed rows in red */
+	bool local;   /* --local: times in the local zone */
+};
+
+/* Column k's header: with --local the time's says no zone (each cell
+ * says its offset). */
+static const char *head_of(const struct table *t, size_t k)
 {
-	size_t off = 0, n = 0;
-	uint32_t cp;
+	const char *h = t->col[k]->head;
 
-	if (!max || utf8_chars(sb->buf, sb->len) <= max)
-		return;
-	while (off < sb->len && n < max - 3) {
-		size_t k = utf8_decode(sb->buf + off, sb->len - off, &cp);
-
-		off += k ? k : 1;
-		n++;
-	}
-	strbuf_setlen(sb, off);
-	strbuf_addstr(sb, "...");
+	return t->local && !strncmp(h, "TIME ", 5) ? "TIME" : h;
 }
 
-/* The table's cells of row (cut as a terminal shows them when tty). */
-static void row_cells(json_t *row, struct strbuf *cell, const size_t *cut,
-		      size_t ncols, bool tty)
+/* The usual table (every column with -o wide), on standard output as it
+ * is now: called before a pager takes it. */
+static void table_usual(struct table *t, bool wide, enum tty_when colour)
 {
-	for (size_t k = 0; k < ncols; k++) {
+	const svc_audit_column *c;
+
+	t->n = 0;
+	t->wide = wide;
+	t->local = false;
+	for (size_t k = 0; (c = svc_audit_table_column(k)); k++)
+		if ((wide || c->usual) && t->n < TABLE_MAX)
+			t->col[t->n++] = c;
+	t->width = tty_columns(STDOUT_FILENO);
+	t->colour = tty_colour(STDOUT_FILENO, colour);
+}
+
+/* The column a terminal knows by name, or NULL. */
+static const svc_audit_column *column_named(const char *name)
+{
+	const svc_audit_column *c;
+
+	for (size_t k = 0; (c = svc_audit_table_column(k)); k++)
+		if (!strcmp(c->name, name))
+			return c;
+	return NULL;
+}
+
+/* --columns LIST: the columns named, in that order; a name that is not
+ * one refused, with the nearest as a suggestion, else the list. */
+static int table_columns(struct table *t, const struct cmd_entry *cmd,
+			 const char *list)
+{
+	const char *names[TABLE_MAX];
+	const svc_audit_column *c;
+	size_t nnames = 0;
+	char *copy = xstrdup(list), *p = copy, *name;
+	struct strbuf all = STRBUF_INIT, sb = STRBUF_INIT;
+	int rc = 0;
+
+	for (size_t k = 0; (c = svc_audit_table_column(k)); k++) {
+		strbuf_addf(&all, "%s%s", k ? ", " : "", c->name);
+		if (nnames < TABLE_MAX)
+			names[nnames++] = c->name;
+	}
+	t->n = 0;
+	while (!rc && (name = strsep(&p, ","))) {
+		const char *near;
+
+		c = column_named(name);
+		if (c && t->n == TABLE_MAX)
+			rc = cmd_usage_error(cmd, "--columns: at most %d",
+					     TABLE_MAX);
+		else if (c)
+			t->col[t->n++] = c;
+		else if ((near = suggest_word(name, names, nnames)))
+			rc = cmd_usage_error(cmd,
+					     "--columns: '%s' is not a column; "
+					     "did you mean '%s'?",
+					     shown(&sb, name), near);
+		else
+			rc = cmd_usage_error(cmd,
+					     "--columns: '%s' is not a column "
+					     "(the columns: %s)",
+					     shown(&sb, name), all.buf);
+	}
+	free(copy);
+	strbuf_release(&all);
+	strbuf_release(&sb);
+	return rc;
+}
+
+/* The table ls's options ask for: --columns, -o wide, --color. */
+static int table_from(struct table *t, const struct cmd_entry *cmd,
+		      const struct audit_opts *o)
+{
+	enum tty_when colour = TTY_AUTO;
+	struct strbuf sb = STRBUF_INIT;
+	bool wide = false;
+	int rc = 0;
+
+	if (o->output && !strcmp(o->output, "wide"))
+		wide = true;
+	else if (o->output)
+		rc = cmd_usage_error(cmd, "-o '%s': expected wide",
+				     shown(&sb, o->output));
+	if (!rc && o->color && tty_parse_when(o->color, &colour) < 0)
+		rc = cmd_usage_error(cmd,
+				     "--color '%s': expected auto, always or "
+				     "never",
+				     shown(&sb, o->color));
+	strbuf_release(&sb);
+	if (rc)
+		return rc;
+	table_usual(t, wide, colour);
+	return o->columns ? table_columns(t, cmd, o->columns) : 0;
+}
+
+/* A cell cut to w columns: in the middle (its start and end kept, the
+ * ellipsis between) or at its end. */
+static void cut_cell(struct strbuf *sb, size_t w, bool middle)
+{
+	size_t e = tty_ellipsis_width(), head, tail;
+	struct strbuf cut = STRBUF_INIT;
+
+	if (tty_width(sb->buf, sb->len) <= w)
+		return;
+	if (w <= e) {
+		strbuf_setlen(sb, tty_head(sb->buf, sb->len, w));
+		return;
+	}
+	if (middle) {
+		head = tty_head(sb->buf, sb->len, (w - e + 1) / 2);
+		tail = tty_tail(sb->buf, sb->len,
+				w - e - tty_width(sb->buf, head));
+	} else {
+		head = tty_head(sb->buf, sb->len, w - e);
+		tail = sb->len;
+	}
+	strbuf_add(&cut, sb->buf, head);
+	strbuf_addstr(&cut, tty_ellipsis());
+	strbuf_add(&cut, sb->buf + tail, sb->len - tail);
+	strbuf_reset(sb);
+	strbuf_add(sb, cut.buf, cut.len);
+	strbuf_release(&cut);
+}
+
+/* The table's cells of row; an empty one "-" in an aligned table. */
+static void row_cells(const struct table *t, json_t *row, struct strbuf *cell)
+{
+	for (size_t k = 0; k < t->n; k++) {
 		strbuf_reset(&cell[k]);
-		svc_audit_table_cell(k, row, &cell[k]);
-		if (tty)
-			cut_cell(&cell[k], cut[k]);
+		svc_audit_table_cell(t->col[k], row, !t->wide, &cell[k]);
+		if (t->width && !cell[k].len)
+			strbuf_addch(&cell[k], '-');
 	}
 }
 
 /*
- * Rows as a table (svc_audit_table_*: the audit's columns): aligned on a
- * terminal, the long cells cut; tab-separated with a header otherwise.
+ * Widths that fit the terminal.  What gives, in turn, a column a cell at a
+ * time, the widest first: the target (down to 16 columns), then the ids
+ * (the session, agent, run, tenant, runtime: down to 12, their start and
+ * end kept), then the detail (down to 16), then any of them down to its
+ * header.  A column is never dropped or wrapped; the time, the op and the
+ * numbers are never cut.  Past that (a very narrow terminal) lines are
+ * longer than the terminal.
  */
-static void print_table(json_t *rows, bool local)
+static void fit(const struct table *t, size_t *w)
 {
-	size_t ncols = svc_audit_table_columns(), i;
-	struct strbuf *cell = xcalloc(ncols, sizeof(*cell));
-	const char **head = xcalloc(ncols, sizeof(*head));
-	size_t *cut = xcalloc(ncols, sizeof(*cut));
-	size_t *w = xcalloc(ncols, sizeof(*w));
-	bool tty = isatty(STDOUT_FILENO);
-	json_t *r;
+	static const struct {
+		int cut; /* enum audit_cut; -1: any that cuts */
+		size_t floor;
+	} phases[] = {
+	    {SVC_AUDIT_CUT_FIRST, 16},
+	    {SVC_AUDIT_CUT_MIDDLE, 12},
+	    {SVC_AUDIT_CUT_END, 16},
+	    {-1, 0},
+	};
+	size_t total = 0;
 
-	for (size_t k = 0; k < ncols; k++) {
-		strbuf_init(&cell[k]);
-		head[k] = svc_audit_table_head(k, &cut[k]);
-		/* Local: not UTC, each cell says its offset. */
-		if (local && !strncmp(head[k], "TIME ", 5))
-			head[k] = "TIME";
-		w[k] = strlen(head[k]);
+	for (size_t k = 0; k < t->n; k++)
+		total += w[k] + (k ? 2 : 0);
+	for (size_t ph = 0; ph < sizeof(phases) / sizeof(phases[0]); ph++) {
+		while (total > t->width) {
+			size_t best = t->n;
+
+			for (size_t k = 0; k < t->n; k++) {
+				const svc_audit_column *c = t->col[k];
+				size_t min = strlen(head_of(t, k));
+
+				if (phases[ph].floor > min)
+					min = phases[ph].floor;
+				if ((int)c->cut == SVC_AUDIT_CUT_NEVER ||
+				    (phases[ph].cut >= 0 &&
+				     (int)c->cut != phases[ph].cut) ||
+				    w[k] <= min)
+					continue;
+				if (best == t->n || w[k] > w[best])
+					best = k;
+			}
+			if (best == t->n)
+				break;
+			w[best]--;
+			total--;
+		}
 	}
-	if (local)
+}
+
+/*
+ * Rows as a table (svc_audit_table_*: the audit's columns): on a
+ * terminal aligned and fitted to its width (fit); otherwise a header and
+ * tab-separated lines, whole.  Failed rows in red when colour.
+ */
+static void print_table(json_t *rows, const struct table *t)
+{
+	struct strbuf *cell = xcalloc(t->n ? t->n : 1, sizeof(*cell));
+	size_t *w = xcalloc(t->n ? t->n : 1, sizeof(*w));
+	struct strbuf line = STRBUF_INIT;
+	json_t *r;
+	size_t i;
+
+	if (t->local)
 		json_array_foreach(rows, i, r)
 		{
 			local_time(r, "created_at");
 		}
-	if (tty)
+	for (size_t k = 0; k < t->n; k++) {
+		strbuf_init(&cell[k]);
+		w[k] = strlen(head_of(t, k));
+	}
+	if (t->width) {
 		json_array_foreach(rows, i, r)
 		{
-			row_cells(r, cell, cut, ncols, tty);
-			for (size_t k = 0; k < ncols; k++) {
-				size_t n = utf8_chars(cell[k].buf, cell[k].len);
+			row_cells(t, r, cell);
+			for (size_t k = 0; k < t->n; k++) {
+				size_t n = tty_width(cell[k].buf, cell[k].len);
 
 				if (n > w[k])
 					w[k] = n;
 			}
 		}
-	for (size_t k = 0; k < ncols; k++) {
-		if (k == ncols - 1)
-			puts(head[k]);
-		else if (tty)
-			printf("%-*s  ", (int)w[k], head[k]);
-		else
-			printf("%s\t", head[k]);
+		if (!t->wide)
+			fit(t, w);
 	}
+	for (size_t k = 0; k < t->n; k++) {
+		const char *h = head_of(t, k);
+
+		if (k == t->n - 1)
+			strbuf_addstr(&line, h);
+		else if (t->width)
+			strbuf_addf(&line, "%-*s  ", (int)w[k], h);
+		else
+			strbuf_addf(&line, "%s\t", h);
+	}
+	puts(line.buf);
 	json_array_foreach(rows, i, r)
 	{
-		row_cells(r, cell, cut, ncols, tty);
-		for (size_t k = 0; k < ncols; k++) {
-			fputs(strbuf_str(&cell[k]), stdout);
-			if (k == ncols - 1)
+		bool red = t->colour && !json_is_true(json_object_get(r, "ok"));
+
+		strbuf_reset(&line);
+		row_cells(t, r, cell);
+		if (red)
+			strbuf_addstr(&line, TTY_RED);
+		for (size_t k = 0; k < t->n; k++) {
+			if (t->width && !t->wide)
+				cut_cell(&cell[k], w[k],
+					 (int)t->col[k]->cut !=
+					     SVC_AUDIT_CUT_END);
+			strbuf_add(&line, cell[k].buf, cell[k].len);
+			if (k == t->n - 1)
 				break;
-			if (tty)
-				printf(
-				    "%*s",
+			if (t->width)
+				strbuf_addf(
+				    &line, "%*s",
 				    (int)(w[k] -
-					  utf8_chars(cell[k].buf, cell[k].len) +
+					  tty_width(cell[k].buf, cell[k].len) +
 					  2),
 				    "");
 			else
-				putchar('\t');
+				strbuf_addch(&line, '\t');
 		}
-		putchar('\n');
+		if (red)
+			strbuf_addstr(&line, TTY_RESET);
+		puts(line.buf);
 	}
-	for (size_t k = 0; k < ncols; k++)
+	for (size_t k = 0; k < t->n; k++)
 		strbuf_release(&cell[k]);
+	strbuf_release(&line);
 	free(cell);
-	free(head);
-	free(cut);
 	free(w);
 }
 
 /* ---- ls, export, stats ---- */
 
-/* ls's rows: a JSON line each with --json, else kept for the table. */
-struct ls_out {
-	bool json;
-	json_t *rows;
-};
-
+/* ls's rows, kept: printed once the page is whole (and a pager runs). */
 static int ls_row(void *arg, json_t *row, struct sbx_error **err)
 {
-	struct ls_out *o = arg;
-	char *line;
-
 	(void)err;
-	if (!o->json) {
-		json_array_append(o->rows, row);
-		return 0;
-	}
-	line = json_dumps(row, JSON_COMPACT);
-	puts(line);
-	free(line);
+	json_array_append(arg, row);
 	return 0;
+}
+
+/* Rows the database does not have yet: said, or an auditor reads a page
+ * without them as all there is. */
+static void say_spooled(unsigned long long n)
+{
+	if (n)
+		fprintf(stderr,
+			"sbxcat: %llu %s waiting in the spool, not in this "
+			"list (sbxcat audit flush)\n",
+			n, n == 1 ? "row" : "rows");
 }
 
 static int audit_ls(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 {
 	struct audit_opts *o = opts;
-	struct ls_out out = {.json = ctx->json};
+	json_t *rows = json_array(), *r;
 	struct svc_audit_ls_req req = {
 	    .limit = o->has_limit ? (unsigned long)o->limit : 0,
 	    .row = ls_row,
-	    .row_arg = &out,
+	    .row_arg = rows,
 	};
 	struct svc_audit_ls_res res;
 	struct sbx_error *err = NULL;
+	struct table t;
+	size_t i;
 	int rc = filter_from(ctx, &cmd_audit_ls_entry, o);
 
 	(void)nargs, (void)args;
-	if (rc)
+	if (!rc)
+		rc = table_from(&t, &cmd_audit_ls_entry, o);
+	t.local = o->local;
+	if (rc) {
+		json_decref(rows);
 		return rc;
+	}
 	req.filter = o->f;
-	out.rows = json_array();
 	if (svc_audit_ls(&ctx->svc, &ctx->call, &req, &res, &err) < 0) {
-		json_decref(out.rows);
+		json_decref(rows);
 		return report(&err);
 	}
+	tty_pager_start(!o->no_pager);
 	if (ctx->json) {
-		char *line = json_dumps(res.doc, JSON_COMPACT);
+		json_array_append(rows, res.doc);
+		json_array_foreach(rows, i, r)
+		{
+			char *line = json_dumps(r, JSON_COMPACT);
 
-		puts(line);
-		free(line);
+			puts(line);
+			free(line);
+		}
 	} else {
-		print_table(out.rows, o->local);
-		if (res.cursor)
-			fprintf(stderr, "next page: --after %s\n", res.cursor);
+		print_table(rows, &t);
 	}
+	tty_pager_end();
+	if (res.cursor && !ctx->json)
+		fprintf(stderr, "next page: --after %s\n", res.cursor);
+	say_spooled(res.spooled);
 	svc_audit_ls_res_release(&res);
-	json_decref(out.rows);
+	json_decref(rows);
 	return 0;
 }
 
@@ -552,8 +760,8 @@ static void print_stats(json_t *st, bool local)
 	       (long long)json_integer_value(json_object_get(st, "total")),
 	       (long long)json_integer_value(json_object_get(st, "failed")),
 	       json_string_value(json_object_get(st, "since")) ?: "?");
-	printf("%-11s %9s %9s %9s %9s %9s\n", "OP", "COUNT", "FAILED",
-	       "P50_MS", "P95_MS", "MAX_MS");
+	printf("%-11s %9s %9s %9s %9s %9s\n", "OP", "COUNT", "FAILED", "P50_MS",
+	       "P95_MS", "MAX_MS");
 	json_object_foreach(ops, name, op)
 	{
 		printf(
@@ -568,8 +776,18 @@ static void print_stats(json_t *st, bool local)
 	}
 	slowest = json_object_get(st, "slowest");
 	if (json_array_size(slowest)) {
+		/* The usual table, and how long each took. */
+		static const char *const cols[] = {
+		    "time", "agent", "run", "op", "target", "ms", "detail"};
+		struct table t;
+
+		table_usual(&t, false, TTY_AUTO);
+		t.n = 0;
+		for (size_t k = 0; k < sizeof(cols) / sizeof(cols[0]); k++)
+			t.col[t.n++] = column_named(cols[k]);
 		printf("\nslowest:\n");
-		print_table(slowest, local);
+		t.local = local;
+		print_table(slowest, &t);
 	}
 }
 
@@ -751,7 +969,8 @@ const struct cmd_entry cmd_audit_flush_entry = {
 };
 const struct cmd_entry cmd_audit_ls_entry = {
     VERB(ls),
-    .usage = FILTERS " [--limit N] [--after CURSOR] [--json]",
+    .usage = FILTERS " [--limit N] [--after CURSOR] [--json]"
+		     " [--columns LIST | -o wide] [--color WHEN] [--no-pager]",
     .summary = "operations, newest first, a page at a time",
     .options = ls_options,
 };
@@ -788,11 +1007,9 @@ const struct cmd_entry cmd_audit_head_entry = {
 };
 
 static const struct cmd_entry *const audit_verbs[] = {
-    &cmd_audit_migrate_entry, &cmd_audit_status_entry,
-    &cmd_audit_flush_entry,   &cmd_audit_ls_entry,
-    &cmd_audit_export_entry,  &cmd_audit_stats_entry,
-    &cmd_audit_sweep_entry,   &cmd_audit_verify_entry,
-    &cmd_audit_head_entry,
+    &cmd_audit_migrate_entry, &cmd_audit_status_entry, &cmd_audit_flush_entry,
+    &cmd_audit_ls_entry,      &cmd_audit_export_entry, &cmd_audit_stats_entry,
+    &cmd_audit_sweep_entry,   &cmd_audit_verify_entry, &cmd_audit_head_entry,
 };
 
 const struct cmd_entry cmd_audit_entry = {

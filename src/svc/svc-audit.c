@@ -326,6 +326,22 @@ void svc_audit_flush_res_release(struct svc_audit_flush_res *res)
 
 /* ---- ls, export, stats ---- */
 
+/* The rows waiting in the spool: what a page from the database lacks.
+ * Lines are counted only when the file is not empty (one fstat); a spool
+ * this user cannot read is not ls's error. */
+static unsigned long long spooled(const struct svc *s)
+{
+	struct spool_status st = {0};
+	struct sbx_error *err = NULL;
+	struct spool sp;
+
+	spool_init(&sp, &s->cfg.audit);
+	if (spool_pending(&sp) && spool_status(&sp, &st, &err) < 0)
+		sbx_error_free(&err);
+	spool_close(&sp);
+	return st.rows;
+}
+
 int svc_audit_ls(const struct svc *s, const struct svc_call *call,
 		 const struct svc_audit_ls_req *req,
 		 struct svc_audit_ls_res *res, struct sbx_error **err)
@@ -355,6 +371,7 @@ int svc_audit_ls(const struct svc *s, const struct svc_call *call,
 	res->doc =
 	    xjson_pack("{s:o}", "next",
 		       res->cursor ? json_string(res->cursor) : json_null());
+	res->spooled = spooled(s);
 	rc = 0;
 out:
 	if (rc < 0)
@@ -525,8 +542,7 @@ void svc_audit_head_res_release(struct svc_audit_head_res *res)
 
 /* ---- the terminal's table ---- */
 
-/* The k-th column of the audit's table that a terminal shows. */
-static const struct audit_column *shown(size_t k)
+const svc_audit_column *svc_audit_table_column(size_t k)
 {
 	for (size_t i = 0; i < audit_ncolumns; i++)
 		if (audit_columns[i].head && k-- == 0)
@@ -534,29 +550,10 @@ static const struct audit_column *shown(size_t k)
 	return NULL;
 }
 
-size_t svc_audit_table_columns(void)
+void svc_audit_table_cell(const svc_audit_column *c, json_t *row, bool brief,
+			  struct strbuf *out)
 {
-	size_t n = 0;
-
-	for (size_t i = 0; i < audit_ncolumns; i++)
-		n += audit_columns[i].head != NULL;
-	return n;
-}
-
-const char *svc_audit_table_head(size_t k, size_t *cut)
-{
-	const struct audit_column *c = shown(k);
-
-	*cut = c ? c->cut : 0;
-	return c ? c->head : NULL;
-}
-
-void svc_audit_table_cell(size_t k, json_t *row, struct strbuf *out)
-{
-	const struct audit_column *c = shown(k);
-
-	if (c)
-		audit_column_cell(c, row, out);
+	audit_column_cell(c, row, brief, out);
 }
 
 /* ---- a session's events ---- */

@@ -134,6 +134,9 @@ struct svc_audit_ls_req {
 };
 struct svc_audit_ls_res {
 	unsigned long rows; /* handed to row */
+	/* Rows waiting in the spool, not in the database yet (a flush
+	 * moves them); 0 when none, or when the spool cannot be read. */
+	unsigned long long spooled;
 	char *cursor;
 	json_t *doc; /* {"next": cursor or null}, the page's last line */
 };
@@ -269,12 +272,20 @@ bool svc_audit_writer_stats(const struct svc *s, svc_writer_stats *st);
 
 /*
  * The table of rows on a terminal (ls, stats' slowest), from the audit's
- * column table (audit.h): its columns, the k-th one's header and how
- * many characters a terminal shows of it (*cut; 0: all), and a page
- * row's cell of it, appended to out.
+ * column table (audit.h: a column's head, name, usual, cut): the k-th
+ * column a terminal can show (NULL past the last), and a page row's cell
+ * of it, appended to out (brief: the usual table's short form, where the
+ * column has one).
  */
-size_t svc_audit_table_columns(void);
-const char *svc_audit_table_head(size_t k, size_t *cut);
-void svc_audit_table_cell(size_t k, json_t *row, struct strbuf *out);
+typedef struct audit_column svc_audit_column;
+enum svc_audit_cut { /* a column's cut */
+		     SVC_AUDIT_CUT_NEVER = AUDIT_CUT_NEVER,
+		     SVC_AUDIT_CUT_MIDDLE = AUDIT_CUT_MIDDLE,
+		     SVC_AUDIT_CUT_END = AUDIT_CUT_END,
+		     SVC_AUDIT_CUT_FIRST = AUDIT_CUT_FIRST,
+};
+const svc_audit_column *svc_audit_table_column(size_t k);
+void svc_audit_table_cell(const svc_audit_column *c, json_t *row, bool brief,
+			  struct strbuf *out);
 
 #endif
