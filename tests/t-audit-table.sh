@@ -171,7 +171,7 @@ has "$?:$(head -n 1 "$T/out")" "2:sbxcat: --columns: 'zzzzzzzz' is not a column 
 "$S" audit ls --columns '' >"$T/out" 2>&1
 is "$?" 2 "--columns '': refused"
 pty "$S" audit ls --no-pager -o wide
-is "$(head -n 1 "$T/tty" | tr -s ' ')" "ID TIME (UTC) TENANT SESSION RUNTIME AGENT RUN OP TARGET OK EXIT BYTES RESULTS MS DETAIL" "-o wide: every column"
+is "$(head -n 1 "$T/tty" | tr -s ' ')" "ID TIME (UTC) TENANT SESSION RUNTIME AGENT RUN OP TARGET OK EXIT BYTES RESULTS MS DETAIL WIRE ID" "-o wide: every column (the wire id last)"
 grep -q "…" "$T/tty"; ok $((!$?)) "... nothing cut"
 has "$(line nosuch.txt)" "refused: no such session; session asked: xc-zz" "... the whole detail"
 "$S" audit ls -o yaml >"$T/out" 2>&1
