@@ -85,6 +85,23 @@ is "$(jq -r '[.events[].op] | join(",")' "$T/ev.json")" "open,write,write,exec,e
 is "$(jq -r '[.events[] | select(.op == "exec")][1].detail' "$T/ev.json" | cut -c1-20)" "timeout after 1 s, k" \
 	"... the exec stopped at its deadline says timeout"
 
+# The events by sbxcat's key: the same session's, with the same tokens.
+api "$TOKEN" "/sessions/$K/events" >"$T/evk.json"
+is "$(jq -c '[.events[].seq]' "$T/evk.json")" "$(jq -c '[.events[].seq]' "$T/ev.json")" \
+	"GET /sessions/KEY/events with the service token: the same events as by its id"
+is "$(jq -r '[.events[].target] | map(select(contains("'"$K"'"))) | length' "$T/evk.json")" 0 \
+	"... and no event names the key"
+is "$(curl -s -o /dev/null -w '%{http_code}' -H "X-Sandbox-Token: $WT" "http://127.0.0.1:$PORT/sessions/$K/events")" 401 \
+	"... the session's own token, which came with its id: 401 by the key (checked before any lookup)"
+OT=$(api "$TOKEN" /sessions "{\"session_id\": \"xc-other\", \"runtime\": \"$RA\"}" | jq -r .token)
+is "$(curl -s -o /dev/null -w '%{http_code}' -H "X-Sandbox-Token: $OT" "http://127.0.0.1:$PORT/sessions/$K/events")" 401 \
+	"... another session's token: 401, as by the id"
+is "$(curl -s -o /dev/null -w '%{http_code}' -H "X-Sandbox-Token: $TOKEN" "http://127.0.0.1:$PORT/sessions/${K%?}0/events")" 404 \
+	"... a key of no session: 404"
+is "$(curl -s -o /dev/null -w '%{http_code}' -H "X-Sandbox-Token: $TOKEN" -d '{"command": "true"}' "http://127.0.0.1:$PORT/sessions/$K/exec")" 404 \
+	"... only the events take the key: exec by it is 404 (no session of that id)"
+curl -s -o /dev/null -X DELETE -H "X-Sandbox-Token: $OT" "http://127.0.0.1:$PORT/sessions/xc-other"
+
 curl -s -o /dev/null -X DELETE -H "X-Sandbox-Token: $WT" "http://127.0.0.1:$PORT/sessions/$WID"
 
 # -- Every row of the session carries the id, hashed with version 2.

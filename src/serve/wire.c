@@ -447,7 +447,7 @@ static bool find_session(struct wire_req *w, const char *id, bool open_only,
 
 bool wire_session(struct wire_req *w, bool open_only, const char *missing)
 {
-	const char *id = w->req->params[0];
+	const char *id = w->path_id ? w->path_id : w->req->params[0];
 	const char *token = wire_token(w->req);
 	struct sbx_error *err = NULL;
 
@@ -1414,6 +1414,13 @@ static bool prepare(struct wire_req *w, const struct wire_needs *n)
 	case WIRE_LOOKUP_KEPT:
 		if (n->session == WIRE_LOOKUP_KEPT)
 			open_only = false;
+		/* The key is the host's name of a session: the service's
+		 * and the tenants' tokens may use it; a session's own token
+		 * came with the id (and the admit hook checked it by the
+		 * path, on the listener's thread, with no lookup). */
+		if (n->key_alias && who_acts(w->auth.who))
+			w->path_id = svc_wire_alias(&w->snap->svc, &w->call,
+						    w->req->params[0], w->alias);
 		if (!wire_session(w, open_only, n->missing))
 			return false;
 		break;
@@ -1482,7 +1489,7 @@ const struct http_route serve_routes[] = {
     ROUTE("DELETE", "/sessions/{id}", SLOW, CAP_NONE, sessions_delete, SESSION,
 	  PURGE),
     ROUTE("GET", "/sessions/{id}/events", QUICK, CAP_NONE, sessions_events,
-	  SESSION, OPEN),
+	  SESSION, OPEN, .key_alias = true),
     ROUTE("POST", "/sessions/{id}/exec", SLOW, CAP_EXEC, wire_exec, SESSION,
 	  OPEN, BODY),
     ROUTE("POST", "/sessions/{id}/run", SLOW, CAP_RUN, wire_run, SESSION, OPEN,

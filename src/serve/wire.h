@@ -37,6 +37,10 @@ struct wire_req {
 	struct serve_auth auth;
 	struct svc_call call;
 	struct svc_wire_session ws; /* a per-session route's session */
+	/* The path's session id: {id}, or the id whose key {id} is (a
+	 * route that takes either, struct wire_needs.key_alias). */
+	const char *path_id;
+	char alias[SVC_WIRE_ID_MAX + 1];
 	/* X-Sandbox-Agent and X-Sandbox-Run as sent (NULL: absent); the
 	 * call's agent and run are these, else the session's defaults,
 	 * else the service's (wire_who). */
@@ -73,6 +77,7 @@ struct wire_needs {
 	bool body;	     /* a JSON object is parsed into w->body */
 	bool usage_slow;     /* ?usage=true runs on the slow pool */
 	bool write_cap;	     /* the body's cap: wire_write_cap (serve.c) */
+	bool key_alias;	     /* {id} may be the session's key (svc_wire_alias) */
 };
 
 /* The body a write of max_write bytes takes: its base64 and the fields. */

@@ -117,6 +117,29 @@ const char *svc_wire_id_of(struct session_root *root, const char *key,
 	return out[0] ? out : NULL;
 }
 
+const char *svc_wire_alias(const struct svc *s, const struct svc_call *call,
+			   const char *name, char out[SESSION_WIRE_ID_MAX + 1])
+{
+	struct session_root root = SESSION_ROOT_INIT;
+	char key[SESSION_KEY_MAX + 1];
+	struct sbx_error *err = NULL;
+	bool same = false;
+
+	out[0] = '\0';
+	/* The key's wire record names an id whose key is this one: a
+	 * directory named like a key is no alias of anything else. */
+	if (session_key_valid(name) && svc_root_open(s, call, &root, &err) == 0 &&
+	    svc_wire_id_of(&root, name, out) &&
+	    svc_session_key_of(s, &root, SVC_WIRE_KEY_TENANT, SVC_WIRE_KEY_SCOPE,
+			       out, "", key, &err) == 0)
+		same = strcmp(key, name) == 0;
+	session_root_close(&root);
+	sbx_error_free(&err);
+	if (!same)
+		out[0] = '\0';
+	return same ? out : NULL;
+}
+
 int svc_wire_find(const struct svc *s, const struct svc_call *call,
 		  const char *id, struct svc_wire_session *ws,
 		  struct sbx_error **err)

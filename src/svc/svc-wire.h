@@ -35,6 +35,7 @@
 #define SVC_WIRE_KEY_TENANT "sandboxd"
 #define SVC_WIRE_KEY_SCOPE "conversation"
 #define SVC_WIRE_TOKEN_LEN 43
+#define SVC_WIRE_ID_MAX SESSION_WIRE_ID_MAX /* a wire id's bytes */
 
 /*
  * The record's tenant of a session opened on the wire without one
@@ -65,6 +66,16 @@ bool svc_wire_name_valid(const char *s);
  */
 const char *svc_wire_id_of(struct session_root *root, const char *key,
 			   char out[SESSION_WIRE_ID_MAX + 1]);
+
+/*
+ * The id on the wire of the session whose key (sbxcat's name of it, the
+ * audit's session column) is name, in out; NULL when name is not the key
+ * of a session the service opened.  Lets a route that reads the audit
+ * take either name; the session is then found by its id, as the caller
+ * may see it (svc_wire_find, svc_wire_auth).
+ */
+const char *svc_wire_alias(const struct svc *s, const struct svc_call *call,
+			   const char *name, char out[SESSION_WIRE_ID_MAX + 1]);
 
 /* A new token and its hash. */
 void svc_wire_token_new(char token[SVC_WIRE_TOKEN_LEN + 1],
