@@ -51,7 +51,7 @@ spooled() { cat "$SBXCAT_SPOOL_DIR"/audit.jsonl 2>/dev/null | wc -l | tr -d ' ';
 
 # -- Schema.
 sbx audit migrate
-is "$rc:$(out)" "0:applied 3 migrations (schema version 3)" "audit migrate: applies the schema"
+is "$rc:$(out)" "0:applied 4 migrations (schema version 4)" "audit migrate: applies the schema"
 sbx audit migrate
 is "$rc:$(out)" "0:schema is up to date (version 3)" "audit migrate again: nothing to do"
 
@@ -297,7 +297,8 @@ is "$rc" 2 "--agent before a verb that does not filter: usage error"
 sbx audit migrate --status
 is "$rc:$(cut -f1,2 "$T/out")" "0:1${TAB}audit tables
 2${TAB}hash version
-3${TAB}stat op" "audit migrate --status: migrations 1 to 3, applied"
+3${TAB}stat op
+4${TAB}follow" "audit migrate --status: migrations 1 to 4, applied"
 like "$(out)" "applied 20" "... with when"
 sbx audit head --session "$K"
 is "$rc:$(cut -f1 "$T/out")" "0:$K" "audit head --session: the session's chain"

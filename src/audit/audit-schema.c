@@ -133,10 +133,40 @@ static const char migration_3[] =
     "'edit', 'read', 'read_bytes', 'ls_info', 'glob_info', 'grep_raw', "
     "'execute', 'open', 'close', 'reap', 'stat')) NOT VALID;\n";
 
+/*
+ * 4: what `audit ls --follow` reads (auditq-follow.c).  xact is the
+ * inserting transaction's id (pg_current_xact_id(), the top-level one,
+ * 64 bits so it never wraps), given by the column's default to every
+ * writer's row, whatever its version or host; a follower takes the rows
+ * whose transaction was still running in its last snapshot (xact at or
+ * past that snapshot's xmax, or among its xip), which is exactly the rows
+ * committed since, in whatever order their seqs were given.  The column
+ * is added without a default first, then given one: a volatile default
+ * in ADD COLUMN would rewrite the table; rows already there keep NULL
+ * (committed before any follower's first snapshot, so never new to one).
+ * The index serves that one question; it reads the table once to be
+ * built (the writers wait meanwhile).  The statement-level trigger sends
+ * one notification per inserting statement (COPY too), delivered at
+ * commit, so a follower wakes when rows are there to read; the payload is
+ * empty (PostgreSQL folds equal notifications of a transaction into one).
+ */
+static const char migration_4[] =
+    "ALTER TABLE sandbox_operations ADD COLUMN xact xid8;\n"
+    "ALTER TABLE sandbox_operations\n"
+    "  ALTER COLUMN xact SET DEFAULT pg_current_xact_id();\n"
+    "CREATE INDEX sandbox_operations_xact ON sandbox_operations (xact);\n"
+    "CREATE FUNCTION sbxcat_audit_notify() RETURNS trigger\n"
+    "  LANGUAGE plpgsql AS\n"
+    "  $$BEGIN PERFORM pg_notify('sbxcat_audit', ''); RETURN NULL; END$$;\n"
+    "CREATE TRIGGER sandbox_operations_notify\n"
+    "  AFTER INSERT ON sandbox_operations\n"
+    "  FOR EACH STATEMENT EXECUTE FUNCTION sbxcat_audit_notify();\n";
+
 const struct auditdb_migration auditdb_migrations[] = {
     {1, "audit tables", migration_1},
     {2, "hash version", migration_2},
     {3, "stat op", migration_3},
+    {4, "follow", migration_4},
 };
 
 const int auditdb_nmigrations =

@@ -19,13 +19,14 @@
 #include "basic/alloc.h"
 #include "basic/error.h"
 #include "basic/text.h"
+#include "cli/cmd-audit-follow.h"
 #include "cli/cmd.h"
 #include "svc/svc-audit.h"
 
 extern const struct cmd_entry cmd_audit_migrate_entry, cmd_audit_status_entry,
     cmd_audit_flush_entry, cmd_audit_ls_entry, cmd_audit_export_entry,
     cmd_audit_stats_entry, cmd_audit_sweep_entry, cmd_audit_verify_entry,
-    cmd_audit_head_entry;
+    cmd_audit_head_entry, cmd_audit_tail_entry;
 
 /* The options of every verb (each verb's table names those it takes). */
 struct audit_opts {
@@ -36,6 +37,8 @@ struct audit_opts {
 	const char *format;	 /* export */
 	unsigned long long days; /* sweep */
 	bool has_days;
+	bool follow;		      /* ls */
+	struct cmd_audit_lines lines; /* ls --follow, tail */
 };
 
 /* A text for a one-line message: escaped. */
@@ -138,6 +141,15 @@ static const struct cmd_option ls_options[] = {
     CMD_COUNT("limit", struct audit_opts, limit, has_limit, SVC_AUDIT_LS_MAX,
 	      0),
     CMD_CALL("after", struct audit_opts, f, opt_after, 0),
+    CMD_FLAG("follow", 'f', struct audit_opts, follow, 0),
+    CMD_CALL_L("lines", 'n', struct audit_opts, lines, cmd_audit_opt_lines,
+	       0),
+    CMD_OPTIONS_END,
+};
+static const struct cmd_option tail_options[] = {
+    FILTER_OPTIONS,
+    CMD_CALL_L("lines", 'n', struct audit_opts, lines, cmd_audit_opt_lines,
+	       0),
     CMD_OPTIONS_END,
 };
 static const struct cmd_option export_options[] = {
@@ -462,6 +474,17 @@ static int audit_ls(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 	(void)nargs, (void)args;
 	if (rc)
 		return rc;
+	if (o->follow && (o->has_limit || o->f.has_after))
+		return cmd_usage_error(&cmd_audit_ls_entry,
+				       "--follow does not take --%s (-n N: "
+				       "the last N rows first)",
+				       o->has_limit ? "limit" : "after");
+	if (o->lines.given && !o->follow)
+		return cmd_usage_error(&cmd_audit_ls_entry,
+				       "-n/--lines goes with --follow (a page "
+				       "is --limit N)");
+	if (o->follow)
+		return cmd_audit_follow(ctx, &o->f, o->lines.n);
 	req.filter = o->f;
 	out.rows = json_array();
 	if (svc_audit_ls(&ctx->svc, &ctx->call, &req, &res, &err) < 0) {
@@ -481,6 +504,20 @@ static int audit_ls(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 	svc_audit_ls_res_release(&res);
 	json_decref(out.rows);
 	return 0;
+}
+
+/* tail: ls --follow with the last rows first, as tail -f. */
+static int audit_tail(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
+{
+	struct audit_opts *o = opts;
+	int rc = filter_from(ctx, &cmd_audit_tail_entry, o);
+
+	(void)nargs, (void)args;
+	if (rc)
+		return rc;
+	return cmd_audit_follow(ctx, &o->f,
+				o->lines.given ? o->lines.n
+					       : CMD_AUDIT_TAIL_DEFAULT);
 }
 
 static int audit_export(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
@@ -716,9 +753,17 @@ const struct cmd_entry cmd_audit_flush_entry = {
 };
 const struct cmd_entry cmd_audit_ls_entry = {
     VERB(ls),
-    .usage = FILTERS " [--limit N] [--after CURSOR] [--json]",
-    .summary = "operations, newest first, a page at a time",
+    .usage = FILTERS " [--limit N] [--after CURSOR] [-f [-n N]] [--json]",
+    .summary = "operations, newest first, a page at a time; -f: as they "
+	       "commit",
     .options = ls_options,
+};
+const struct cmd_entry cmd_audit_tail_entry = {
+    VERB(tail),
+    .usage = FILTERS " [-n N] [--json]",
+    .summary = "the last N operations (10), then each as it commits, "
+	       "until Ctrl-C",
+    .options = tail_options,
 };
 const struct cmd_entry cmd_audit_export_entry = {
     VERB(export),
@@ -755,6 +800,7 @@ const struct cmd_entry cmd_audit_head_entry = {
 static const struct cmd_entry *const audit_verbs[] = {
     &cmd_audit_migrate_entry, &cmd_audit_status_entry,
     &cmd_audit_flush_entry,   &cmd_audit_ls_entry,
+    &cmd_audit_tail_entry,
     &cmd_audit_export_entry,  &cmd_audit_stats_entry,
     &cmd_audit_sweep_entry,   &cmd_audit_verify_entry,
     &cmd_audit_head_entry,
@@ -762,7 +808,8 @@ static const struct cmd_entry *const audit_verbs[] = {
 
 const struct cmd_entry cmd_audit_entry = {
     .name = "audit",
-    .usage = "migrate|status|flush|ls|export|stats|sweep|verify|head ...",
+    .usage = "migrate|status|flush|ls|tail|export|stats|sweep|verify|head "
+	     "...",
     .summary = "the operation audit in PostgreSQL",
     .verbs = audit_verbs,
     .nverbs = sizeof(audit_verbs) / sizeof(audit_verbs[0]),
