@@ -53,7 +53,7 @@ spooled() { cat "$SBXCAT_SPOOL_DIR"/audit.jsonl 2>/dev/null | wc -l | tr -d ' ';
 sbx audit migrate
 is "$rc:$(out)" "0:applied 4 migrations (schema version 4)" "audit migrate: applies the schema"
 sbx audit migrate
-is "$rc:$(out)" "0:schema is up to date (version 3)" "audit migrate again: nothing to do"
+is "$rc:$(out)" "0:schema is up to date (version 4)" "audit migrate again: nothing to do"
 
 # -- Session events and every fs verb: exactly one row each, right fields.
 n0=$(nrows)
