@@ -142,14 +142,12 @@ static const struct cmd_option ls_options[] = {
 	      0),
     CMD_CALL("after", struct audit_opts, f, opt_after, 0),
     CMD_FLAG("follow", 'f', struct audit_opts, follow, 0),
-    CMD_CALL_L("lines", 'n', struct audit_opts, lines, cmd_audit_opt_lines,
-	       0),
+    CMD_CALL_L("lines", 'n', struct audit_opts, lines, cmd_audit_opt_lines, 0),
     CMD_OPTIONS_END,
 };
 static const struct cmd_option tail_options[] = {
     FILTER_OPTIONS,
-    CMD_CALL_L("lines", 'n', struct audit_opts, lines, cmd_audit_opt_lines,
-	       0),
+    CMD_CALL_L("lines", 'n', struct audit_opts, lines, cmd_audit_opt_lines, 0),
     CMD_OPTIONS_END,
 };
 static const struct cmd_option export_options[] = {
@@ -515,9 +513,8 @@ static int audit_tail(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 	(void)nargs, (void)args;
 	if (rc)
 		return rc;
-	return cmd_audit_follow(ctx, &o->f,
-				o->lines.given ? o->lines.n
-					       : CMD_AUDIT_TAIL_DEFAULT);
+	return cmd_audit_follow(
+	    ctx, &o->f, o->lines.given ? o->lines.n : CMD_AUDIT_TAIL_DEFAULT);
 }
 
 static int audit_export(struct sbx_ctx *ctx, void *opts, int nargs, char **args)

@@ -431,7 +431,8 @@ static int reconnect(const struct svc *s, const struct svc_call *call,
 		}
 		close_db(s, *db);
 		*db = NULL;
-		if (clock_now_ms() - first >= SVC_AUDIT_FOLLOW_RETRY_S * 1000LL) {
+		if (clock_now_ms() - first >=
+		    SVC_AUDIT_FOLLOW_RETRY_S * 1000LL) {
 			*err = e;
 			return -1;
 		}
@@ -448,7 +449,8 @@ int svc_audit_follow(const struct svc *s, const struct svc_call *call,
 		     const struct svc_audit_follow_req *req,
 		     struct sbx_error **err)
 {
-	unsigned poll_ms = req->poll_ms ? req->poll_ms : SVC_AUDIT_FOLLOW_POLL_MS;
+	unsigned poll_ms =
+	    req->poll_ms ? req->poll_ms : SVC_AUDIT_FOLLOW_POLL_MS;
 	struct auditq_follow *fo = NULL;
 	struct auditdb *db = NULL;
 	unsigned long n;
@@ -456,10 +458,9 @@ int svc_audit_follow(const struct svc *s, const struct svc_call *call,
 
 	if (req->tail > SVC_AUDIT_LS_MAX)
 		return sbx_error_set(err, SBX_E_INVALID, 0,
-				     "the last %lu rows: at most %d",
-				     req->tail, SVC_AUDIT_LS_MAX);
-	if (check_filter(&req->filter, err) < 0 ||
-	    open_schema(s, &db, err) < 0)
+				     "the last %lu rows: at most %d", req->tail,
+				     SVC_AUDIT_LS_MAX);
+	if (check_filter(&req->filter, err) < 0 || open_schema(s, &db, err) < 0)
 		goto out;
 	fo = auditq_follow_new(&req->filter);
 	if (auditq_follow_start(fo, db, req->tail, req->row, req->row_arg,
@@ -469,8 +470,7 @@ int svc_audit_follow(const struct svc *s, const struct svc_call *call,
 		if (auditq_follow_poll(fo, db, req->row, req->row_arg, &n,
 				       err) == 0 &&
 		    auditq_follow_wait(db, (int)poll_ms, call->cancel,
-				       req->out_fd, err) >=
-			0)
+				       req->out_fd, err) >= 0)
 			continue;
 		/* A lost connection is waited out; anything else (the
 		 * reader gone, a query refused) ends the call. */
