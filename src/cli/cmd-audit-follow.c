@@ -152,7 +152,7 @@ static void stdout_drop(void)
 }
 
 int cmd_audit_follow(struct sbx_ctx *ctx, const svc_audit_filter *f,
-		     unsigned long tail)
+		     unsigned long tail, int (*report)(struct sbx_error **err))
 {
 	struct follow_out o = {.json = ctx->json,
 			       .tty = isatty(STDOUT_FILENO),
@@ -182,7 +182,7 @@ int cmd_audit_follow(struct sbx_ctx *ctx, const svc_audit_filter *f,
 			sbx_error_free(&err);
 			stdout_drop();
 		} else {
-			rc = cmd_report(&err);
+			rc = report(&err);
 		}
 	}
 	/* Ctrl-C and SIGTERM end a follow as they end tail -f: status 0,

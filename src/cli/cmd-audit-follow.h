@@ -21,8 +21,9 @@ int cmd_audit_opt_lines(const struct cmd_entry *cmd, const char *name,
 			const char *arg, void *field);
 
 /* Print the rows f matches as they commit, the last tail first, until a
- * signal or the reader leaves (both status 0). */
+ * signal or the reader leaves (both status 0); an error goes to report
+ * (cmd-audit.c's, which adds its hints) for the exit status. */
 int cmd_audit_follow(struct sbx_ctx *ctx, const svc_audit_filter *f,
-		     unsigned long tail);
+		     unsigned long tail, int (*report)(struct sbx_error **err));
 
 #endif

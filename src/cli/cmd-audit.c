@@ -482,7 +482,7 @@ static int audit_ls(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 				       "-n/--lines goes with --follow (a page "
 				       "is --limit N)");
 	if (o->follow)
-		return cmd_audit_follow(ctx, &o->f, o->lines.n);
+		return cmd_audit_follow(ctx, &o->f, o->lines.n, report);
 	req.filter = o->f;
 	out.rows = json_array();
 	if (svc_audit_ls(&ctx->svc, &ctx->call, &req, &res, &err) < 0) {
@@ -514,7 +514,8 @@ static int audit_tail(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 	if (rc)
 		return rc;
 	return cmd_audit_follow(
-	    ctx, &o->f, o->lines.given ? o->lines.n : CMD_AUDIT_TAIL_DEFAULT);
+	    ctx, &o->f, o->lines.given ? o->lines.n : CMD_AUDIT_TAIL_DEFAULT,
+	    report);
 }
 
 static int audit_export(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
