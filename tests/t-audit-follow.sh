@@ -3,7 +3,8 @@
 # real PostgreSQL: every row exactly once, compared with `audit ls --json`
 # afterwards, under parallel writers (sbxcat's own insert, by
 # tests/t-audit-follow-writer), with two transactions committed out of seq
-# order (psql, holding the lower seq open), across a database restart (a
+# order (psql, holding the lower seq open), a read of 20,000 rows whose
+# connection is killed while they are being printed, across a database restart (a
 # cluster of this test's own, stopped with pg_ctl -m immediate and -m fast,
 # as t-audit-writer.sh does; only that one is ever stopped), with every
 # filter, in JSON lines; Ctrl-C, SIGTERM and the reader leaving end it
@@ -228,6 +229,41 @@ is "$(cat "$T/o")" "oo/early oo/late" "the later seq shown at its commit, the ea
 is "$(lines "$T/ootail.out")" 2 "... the same for tail"
 stop oo INT >/dev/null
 stop ootail INT >/dev/null
+
+# -- A read cut while its rows are being printed: the connection is
+# killed while the follower is blocked writing to a reader that waits;
+# the rows it printed are not printed again, the rest are.
+slow='import os, sys, time
+open(sys.argv[2], "w").write(str(os.getpid()))
+while not os.path.exists(sys.argv[1]): time.sleep(0.05)
+for l in sys.stdin.buffer: sys.stdout.buffer.write(l)'
+SBXCAT_DATABASE_URL=$URL spawn_status "$T/cut.st" sh -c "{ '$SBXCAT' audit ls -f --json --search cut 2>'$T/cut.err'; echo \$? >'$T/cut.rc'; } | python3 -c '$slow' '$T/go' '$T/slow.pid' >'$T/cut.out'" &
+pids="$pids $(spawn_pid "$T/cut.st")"
+sleep 1
+"$W" write "$URL" acme cut1 - 20000 20000 0 cut >/dev/null || bail_out "writer"
+n=0
+bpid=""
+while [ -z "$bpid" ] && [ $n -lt 100 ]; do
+	sleep 0.1
+	n=$((n + 1))
+	bpid=$(psql -qAtX "$URL" -c "SELECT pid FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'WITH d AS MATERIALIZED%' AND datname = current_database()")
+done
+ok "$([ -n "$bpid" ]; echo $?)" "the follower is blocked in the middle of a read of 20,000 rows"
+psql -qAtX "$URL" -c "SELECT pg_terminate_backend($bpid)" >/dev/null
+"$W" write "$URL" acme cut2 - 50 5 0 cut2 >/dev/null
+touch "$T/go"
+wait_lines "$T/cut.out" 20050
+sleep 1.5
+ids "$T/cut.out" >"$T/cut.ids"
+SBXCAT_DATABASE_URL=$URL "$SBXCAT" audit export --format jsonl --search cut >"$T/cut.all"
+ids "$T/cut.all" >"$T/cut.want"
+is "$(lines "$T/cut.ids"):$(sort -u "$T/cut.ids" | wc -l | tr -d ' ')" "20050:20050" "the cut read: 20,050 rows, each once"
+ok "$(cmp -s "$T/cut.ids" "$T/cut.want"; echo $?)" "... audit ls's rows"
+like "$(cat "$T/cut.err")" "connection was lost" "... and stderr said the connection was lost"
+kill "$(cat "$T/slow.pid")" 2>/dev/null # its reader gone, the follower ends
+n=0
+while [ ! -s "$T/cut.rc" ] && [ $n -lt 50 ]; do sleep 0.1; n=$((n + 1)); done
+is "$(cat "$T/cut.rc" 2>/dev/null)" "0" "... and ended, status 0, when its reader left"
 
 # -- Across a restart of the database (a cluster of this test's own).
 if sh "$T/pgc.sh" start 2>"$T/pgc.err"; then
