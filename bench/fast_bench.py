@@ -155,7 +155,7 @@ def mode_first(n, size):
         t1 = now()
         if d["exit_code"] != 0:
             sb.fail("exec true in %s: %s" % (sid, d))
-        cid = container_of(E["SERVE_ROOT_P"], s["key"])
+        cid = container_of(E["SERVE_ROOT_P"], sb.key_of(E["SERVE_ROOT_P"], sid))
         if i == 0:
             pass
         elif cid is None:
@@ -186,7 +186,7 @@ def mode_reopen(n):
     eng = sb.Engine(E["ENGINE_SOCK"])
     sid = P + "reopen"
     s, _ = svc.open(sid)
-    cid = container_of(E["SERVE_ROOT_A"], s["key"])
+    cid = container_of(E["SERVE_ROOT_A"], sb.key_of(E["SERVE_ROOT_A"], sid))
     if cid is None:
         sb.fail("the record of %s names no container" % sid)
     name = "%s-reopen" % RT
@@ -223,7 +223,7 @@ def spec_of(eng, svc):
     session's container."""
     sid = P + "spec"
     s, _ = svc.open(sid)
-    cid = container_of(E["SERVE_ROOT_A"], s["key"])
+    cid = container_of(E["SERVE_ROOT_A"], sb.key_of(E["SERVE_ROOT_A"], sid))
     if cid is None:
         sb.fail("the record of %s names no container" % sid)
     j = inspect(eng, cid)

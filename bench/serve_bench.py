@@ -33,6 +33,9 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from wirehost import key_of  # noqa: E402
+
 E = os.environ
 TOKEN = E["SERVE_TOKEN"]
 OUT = E["OUT"]
@@ -52,10 +55,11 @@ class Service:
         self.port = port
         self.c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
 
-    def req(self, path, body, token=TOKEN, want=200):
+    def req(self, path, body, token=TOKEN, want=200, headers=None):
         data = json.dumps(body).encode()
-        self.c.request("POST", path, body=data,
-                       headers={"X-Sandbox-Token": token, "Content-Type": "application/json"})
+        h = {"X-Sandbox-Token": token, "Content-Type": "application/json"}
+        h.update(headers or {})
+        self.c.request("POST", path, body=data, headers=h)
         r = self.c.getresponse()
         out = r.read()
         if r.status != want:
@@ -117,7 +121,9 @@ def write_times(name, ts):
 
 
 def container_of(session):
-    with open(os.path.join(E["SERVE_ROOT_A"], session["key"], "session.json")) as f:
+    # The wire never says the host's key (issue 28): the host's files do.
+    key = key_of(E["SERVE_ROOT_A"], session["session_id"])
+    with open(os.path.join(E["SERVE_ROOT_A"], key, "session.json")) as f:
         return json.load(f)["container"]
 
 
@@ -171,6 +177,29 @@ def mode_read(n):
                 ts.append(t1 - t0)
     for name, _, _, _, ts in sides:
         write_times("read." + name, ts)
+
+
+def mode_who(n):
+    """The same small read on service A, alternately with X-Sandbox-Agent
+    and X-Sandbox-Run (a run's ids, as the platform's client sends them)
+    and without (no agent, no run): who.with, who.without."""
+    svc = Service(int(E["SERVE_PORT_A"]))
+    s, tok = svc.open(P + "who")
+    put_file(svc, s["session_id"], tok, "small.txt", b"hello\n")
+    path = "/sessions/%s/read" % s["session_id"]
+    who = {"X-Sandbox-Agent": "agent-bench-7f3a", "X-Sandbox-Run": "run-" + "5c" * 16}
+    sides = [("with", who, []), ("without", None, [])]
+    for i in range(n + 5):
+        for name, headers, ts in sides if i % 2 else reversed(sides):
+            t0 = now()
+            d = svc.req(path, {"path": "small.txt"}, tok, headers=headers)
+            t1 = now()
+            if d.get("content") != "hello":
+                fail("read %s agent and run: %s" % (name, d))
+            if i >= 5:
+                ts.append(t1 - t0)
+    for name, _, ts in sides:
+        write_times("who." + name, ts)
 
 
 def mode_load(side, clients, nsess, k, rounds):
@@ -273,7 +302,8 @@ def mode_open(n):
 
 def main():
     m, a = sys.argv[1], [x if x in ("A", "B") else int(x) for x in sys.argv[2:]]
-    {"exec": mode_exec, "read": mode_read, "load": mode_load, "open": mode_open}[m](*a)
+    {"exec": mode_exec, "read": mode_read, "who": mode_who, "load": mode_load,
+     "open": mode_open}[m](*a)
 
 
 if __name__ == "__main__":  # bench/fast_bench.py imports it

@@ -21,9 +21,13 @@ engine="docker.io util-linux iproute2 curl man-db"
 # t-fs.sh (a refused read reads not a byte of the file); the PostgreSQL 15
 # server and psql for the audit's private cluster (tests/pgbed.sh);
 # e2fsprogs for t-disk.sh's ext4 on a loop device (mkfs.ext4, dumpe2fs)
-# and for disk budgets (mkfs.ext4 makes each budget's image; t-budget.sh).
+# and for disk budgets (mkfs.ext4 makes each budget's image; t-budget.sh);
+# python3-prometheus-client, a reader of Prometheus' text format for the
+# /metrics tests (Debian's prometheus, whose promtool they also use when it
+# is there, is a 96 MB server with a system user and a service of its own).
 test="$build $engine busybox-static docker-compose jq python3-jsonschema strace
-	openssl time procps postgresql-15 postgresql-client-15 e2fsprogs"
+	openssl time procps postgresql-15 postgresql-client-15 e2fsprogs
+	python3-prometheus-client"
 # setup: what the main job uses besides the build: an engine to prewarm on,
 # and e2fsprogs for disk budgets (SANDBOXD_WORKSPACE_QUOTA).
 setup="$build $engine e2fsprogs"

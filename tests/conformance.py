@@ -247,11 +247,12 @@ ok(not _wrong, "the model checker refuses what pydantic 2 refuses and takes what
 #
 # One kept-alive connection (httpx pools them), JSON bodies as httpx writes
 # them (compact, UTF-8), and the headers a caller's own client adds to every
-# request (section 11: who the agent and the run are).
+# request (section 11: who the agent and the run are, as docs/serve.md's
+# recipe sends them).
 
 CALLER_HEADERS = {"User-Agent": "python-httpx/0.27.0", "Accept": "*/*",
-                  "Accept-Encoding": "gzip, deflate", "X-Agent-Id": "agent-7",
-                  "X-Run-Id": "run-%s" % os.urandom(4).hex()}
+                  "Accept-Encoding": "gzip, deflate", "X-Sandbox-Agent": "agent-7",
+                  "X-Sandbox-Run": "run-%s" % os.urandom(4).hex()}
 _conn = None  # the kept-alive connection
 # The host's workspace root: no answer may name it (issue 28, item 1).
 ROOT = E.get("CONF_ROOT", "")
@@ -598,7 +599,7 @@ ok(st == 200 and (get(doc, "error") or "").startswith("Error"),
 
 # The caller's own headers rode on every call above; the service kept them
 # out of the way (section 11).
-ok(alive(), "every call carried the caller's own headers (X-Agent-Id, X-Run-Id) and was served")
+ok(alive(), "every call carried the caller's own headers (X-Sandbox-Agent, X-Sandbox-Run) and was served")
 
 # 60 MiB: one write body of about 80 MiB (section 11, item 3).
 blob = os.urandom(60 * 1024 * 1024)
@@ -639,6 +640,9 @@ ops = {get(e, "op") for e in get(doc, "events") or []}
 want = {"exec", "read", "read_bytes", "write", "edit", "exists", "ls", "glob", "grep"}
 ok(want <= ops, "the events name every op by sandboxd's names", sorted(want - ops))
 diag("ops beside sandboxd's: %s" % sorted(o for o in ops - want if o))
+who = {(get(e, "agent"), get(e, "run")) for e in get(doc, "events") or []}
+ok(who == {(CALLER_HEADERS["X-Sandbox-Agent"], CALLER_HEADERS["X-Sandbox-Run"])},
+   "every event names the agent and run the client's headers said", sorted(who, key=str))
 longest = max([len(get(e, "target") or "") for e in get(doc, "events") or []] or [0])
 diag("the longest event target: %d characters (sandboxd cuts at 200 and a mark)" % longest)
 diag("the first events: %r" % (get(doc, "events") or [])[:3])

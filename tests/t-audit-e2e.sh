@@ -51,9 +51,9 @@ spooled() { cat "$SBXCAT_SPOOL_DIR"/audit.jsonl 2>/dev/null | wc -l | tr -d ' ';
 
 # -- Schema.
 sbx audit migrate
-is "$rc:$(out)" "0:applied 4 migrations (schema version 4)" "audit migrate: applies the schema"
+is "$rc:$(out)" "0:applied 5 migrations (schema version 5)" "audit migrate: applies the schema"
 sbx audit migrate
-is "$rc:$(out)" "0:schema is up to date (version 4)" "audit migrate again: nothing to do"
+is "$rc:$(out)" "0:schema is up to date (version 5)" "audit migrate again: nothing to do"
 
 # -- Session events and every fs verb: exactly one row each, right fields.
 n0=$(nrows)
@@ -85,7 +85,7 @@ one "fs ls" "ls_info|.|t|-|-|1|" ls
 one "fs glob" "glob_info|*.txt|t|-|-|1|" glob '*.txt'
 one "fs grep (target: where, never the pattern)" "grep_raw|.|t|-|-|1|" grep howdy
 one "fs stat" "stat|a.txt|t|-|12|1|" stat a.txt
-one "fs rm" "write|a.txt|t|-|-|1|removed" rm a.txt
+one "fs rm" "remove|a.txt|t|-|-|1|removed" rm a.txt
 
 # -- Refused and failed operations are rows too, not ok, in sbxcat's words.
 one "fs read ../x" "read|../x|f|-|-|-|refused: outside the workspace" read ../x
@@ -152,8 +152,8 @@ sbx exec "$K" -- true </dev/null
 is "$(last)" "execute|true|t|0|0|-|exit 0" "exec true: ok, exit 0"
 sbx exec "$K" --timeout 1 -- sleep 30 </dev/null
 is "$rc" 124 "exec past its timeout: 124"
-last | grep -q '^execute|sleep 30|f|-|0|-|timed out after 1 s, killed [0-9]*$'
-ok $? "... recorded as 'timed out after 1 s, killed N', not ok, no exit status ($(last))"
+last | grep -q '^execute|sleep 30|f|-|0|-|timeout after 1 s, killed [0-9]*$'
+ok $? "... recorded as 'timeout after 1 s, killed N', not ok, no exit status ($(last))"
 
 # -- Agents and runs: tied, and the rows outlive the agent.
 sbx --agent agent-7 --run run-42 fs "$K" ls
@@ -298,7 +298,8 @@ sbx audit migrate --status
 is "$rc:$(cut -f1,2 "$T/out")" "0:1${TAB}audit tables
 2${TAB}hash version
 3${TAB}stat op
-4${TAB}follow" "audit migrate --status: migrations 1 to 4, applied"
+4${TAB}wire id and remove op
+5${TAB}follow" "audit migrate --status: migrations 1 to 5, applied"
 like "$(out)" "applied 20" "... with when"
 sbx audit head --session "$K"
 is "$rc:$(cut -f1 "$T/out")" "0:$K" "audit head --session: the session's chain"

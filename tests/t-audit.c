@@ -31,6 +31,20 @@ static void test_ops(void)
 	ok(audit_op_name(AUDIT_NOPS) == NULL, "no name past the last op");
 	is_int(audit_op_parse("Write"), -1, "op names are exact");
 	is_int(audit_op_parse("writes"), -1, "no prefix match");
+	is_str(audit_op_name(AUDIT_REMOVE), "remove",
+	       "remove: an op of its own");
+	/* --op takes the names the service's events give (issue 29) */
+	is_int(audit_op_parse("exec"), -1, "exec is not the audit's name");
+	is_int(audit_op_parse_alias("exec"), AUDIT_EXECUTE, "exec: execute");
+	is_int(audit_op_parse_alias("ls"), AUDIT_LS_INFO, "ls: ls_info");
+	is_int(audit_op_parse_alias("glob"), AUDIT_GLOB_INFO,
+	       "glob: glob_info");
+	is_int(audit_op_parse_alias("grep"), AUDIT_GREP_RAW, "grep: grep_raw");
+	is_int(audit_op_parse_alias("exists"), AUDIT_STAT, "exists: stat");
+	is_int(audit_op_parse_alias("execute"), AUDIT_EXECUTE,
+	       "the audit's own names too");
+	is_int(audit_op_parse_alias("Exec"), -1, "aliases are exact");
+	is_int(audit_op_parse_alias("rm"), -1, "rm is no alias (remove)");
 }
 
 static int cmp_id(const void *a, const void *b)
@@ -168,7 +182,27 @@ static void test_clean_cases(void)
 
 	clean_is("plain/path.txt", 14, 512, "plain/path.txt",
 		 "clean unchanged");
-	clean_is("a\\b", 3, 512, "a\\b", "a backslash stays");
+	/* A backslash is escaped, so a stored string says one input
+	 * (issue 29): a tab and a backslash followed by t differ. */
+	clean_is("a\\b", 3, 512, "a\\\\b", "a backslash: \\\\");
+	clean_is("tab\there.txt", 12, 512, "tab\\there.txt", "a tab: \\t");
+	clean_is("tab\\there.txt", 13, 512, "tab\\\\there.txt",
+		 "a backslash and t: \\\\t, not \\t");
+	clean_is("\\x41", 4, 512, "\\\\x41", "a name spelling an escape");
+	ok(!audit_is_clean("a\\b", 512) && !audit_is_clean("a\\", 512) &&
+	       !audit_is_clean("\\x4", 512) && !audit_is_clean("\\x41", 512) &&
+	       !audit_is_clean("\\u0041", 512) &&
+	       !audit_is_clean("\\u202E", 512) &&
+	       !audit_is_clean("\\xC3", 512) && !audit_is_clean("a\tb", 512),
+	   "not clean: a lone backslash, an escape clean would not write, a "
+	   "raw tab");
+	ok(audit_is_clean("a\\\\b", 512) && audit_is_clean("\\u202e", 512) &&
+	       audit_is_clean("\\x00\\n", 512),
+	   "clean: the escapes clean writes");
+	ok(audit_is_plain("a\\b", 512) && !audit_is_plain("a\tb", 512) &&
+	       !audit_is_plain("\xff", 512) && !audit_is_plain("abc", 2),
+	   "plain (ids, rows of version 1): backslash as it is, no control, "
+	   "within max");
 	clean_is("a\nb\tc\rd", 7, 512, "a\\nb\\tc\\rd", "line breaks, tab");
 	clean_is("a\0b", 3, 512, "a\\x00b", "NUL");
 	clean_is("\x1b[31mred", 8, 512, "\\x1b[31mred", "ESC");
@@ -263,7 +297,8 @@ static void test_clean_fuzz(void)
 	enum { N = 30000 };
 	char buf[1200];
 	size_t bad_utf8 = 0, bad_ctl = 0, bad_len = 0, bad_idem = 0,
-	       bad_exact = 0;
+	       bad_exact = 0, bad_inj = 0;
+	struct strbuf prev = STRBUF_INIT, prev_in = STRBUF_INIT;
 
 	for (int i = 0; i < N; i++) {
 		struct strbuf a = STRBUF_INIT, b = STRBUF_INIT;
@@ -311,14 +346,46 @@ static void test_clean_fuzz(void)
 			}
 			strbuf_release(&full);
 		}
-		audit_clean(&b, a.buf, a.len, max);
-		if (!b.buf)
-			strbuf_addstr(&b, "");
-		if (b.len != a.len || memcmp(a.buf, b.buf, a.len)) {
-			if (!bad_idem++)
-				diag("not idempotent: '%s' -> '%s'", a.buf,
-				     b.buf);
+		/* What is stored checks as clean (audit_is_clean undoes
+		 * the escapes and cleans again). */
+		a.buf[a.len] = '\0'; /* an empty clean grew, not ended */
+		if (!audit_is_clean(a.buf, max) && !bad_idem++) {
+			struct strbuf e = STRBUF_INIT;
+
+			text_add_escaped(&e, a.buf, a.len);
+			diag("not clean (max %zu): '%s'", max, e.buf);
+			strbuf_release(&e);
 		}
+		/* One output, one input: two inputs not cut never clean to
+		 * the same bytes (the previous one and a copy with each
+		 * backslash made a tab or a tab a backslash). */
+		audit_clean(&b, buf, len, SIZE_MAX);
+		{
+			struct strbuf sw = STRBUF_INIT, c = STRBUF_INIT;
+
+			strbuf_add(&sw, buf, len);
+			for (size_t k = 0; k < sw.len; k++)
+				if (sw.buf[k] == '\\')
+					sw.buf[k] = '\t';
+				else if (sw.buf[k] == '\t')
+					sw.buf[k] = '\\';
+			audit_clean(&c, sw.buf ? sw.buf : "", sw.len, SIZE_MAX);
+			if ((sw.len != len || memcmp(sw.buf, buf, len)) &&
+			    c.len == b.len && !memcmp(c.buf, b.buf, b.len))
+				bad_inj++;
+			if (prev_in.len &&
+			    (prev_in.len != len ||
+			     memcmp(prev_in.buf, buf, len)) &&
+			    prev.len == b.len &&
+			    !memcmp(prev.buf, b.buf ? b.buf : "", b.len))
+				bad_inj++;
+			strbuf_release(&sw);
+			strbuf_release(&c);
+		}
+		strbuf_reset(&prev);
+		strbuf_add(&prev, b.buf ? b.buf : "", b.len);
+		strbuf_reset(&prev_in);
+		strbuf_add(&prev_in, buf, len);
 		strbuf_release(&a);
 		strbuf_release(&b);
 	}
@@ -329,7 +396,12 @@ static void test_clean_fuzz(void)
 	    (long long)bad_exact, 0,
 	    "fuzz: cut only when longer than max, then the beginning and the "
 	    "mark, max characters or at most 5 fewer");
-	is_int((long long)bad_idem, 0, "fuzz: clean(clean(x)) == clean(x)");
+	is_int((long long)bad_idem, 0, "fuzz: what clean makes is clean");
+	is_int((long long)bad_inj, 0,
+	       "fuzz: different inputs (tabs and backslashes swapped) clean "
+	       "to different bytes");
+	strbuf_release(&prev);
+	strbuf_release(&prev_in);
 }
 
 static char *random_text(size_t max)
@@ -428,22 +500,22 @@ static void test_round_trip(void)
 			audit_row_release(&back);
 		}
 		if (i == 0) {
-			const char *k[] = {"id",      "created_at",  "tenant",
-					   "session", "runtime",     "agent",
-					   "run",     "op",	     "target",
-					   "ok",      "exit_status", "bytes",
-					   "results", "duration_ms", "detail"};
+			const char *k[] = {
+			    "id",      "created_at",  "tenant",	     "session",
+			    "runtime", "agent",	      "run",	     "op",
+			    "target",  "ok",	      "exit_status", "bytes",
+			    "results", "duration_ms", "detail",	     "wire_id"};
 			size_t n = 0;
 			const char *key;
 			json_t *v;
 
 			json_object_foreach(j2, key, v)
 			{
-				if (n < 15 && strcmp(key, k[n]))
+				if (n < 16 && strcmp(key, k[n]))
 					bad_text++;
 				n++;
 			}
-			if (n != 15)
+			if (n != 16)
 				bad_text++;
 		}
 		json_decref(j2);
@@ -476,7 +548,7 @@ static void test_json_shape(void)
 	       "\"agent\":null,\"run\":null,\"op\":\"write\","
 	       "\"target\":\"a.txt\",\"ok\":true,\"exit_status\":null,"
 	       "\"bytes\":null,\"results\":null,\"duration_ms\":3,"
-	       "\"detail\":\"\"}",
+	       "\"detail\":\"\",\"wire_id\":null}",
 	       "the JSON of a row: keys, nulls, created_at");
 	free(text);
 	json_decref(j);
@@ -608,6 +680,14 @@ static void test_refusals(void)
 	}
 }
 
+/* h as 64 hex digits in hx. */
+static const char *hex32(const unsigned char h[32], char hx[65])
+{
+	for (int i = 0; i < 32; i++)
+		snprintf(hx + 2 * i, 3, "%02x", h[i]);
+	return hx;
+}
+
 /*
  * The chain's encoding, version 1, pinned: rows hashed with it must verify
  * for ever, so its bytes and a hash of them are written out here by hand
@@ -648,12 +728,41 @@ static void test_canonical(void)
 	   "version 1: every field, its length, NULLs as '-'");
 	strbuf_reset(&sb);
 	ok(audit_chain_hash(zero, &r, 1, h) == 0, "version 1 hashes");
-	for (int i = 0; i < 32; i++)
-		snprintf(hx + 2 * i, 3, "%02x", h[i]);
 	is_str(
-	    hx,
+	    hex32(h, hx),
 	    "fecac3f636c05d3fd5a3213715feb2916c802d7b2054740dcf8d0dbf5c038c68",
 	    "... to the SHA-256 of 32 zero bytes and that encoding");
+	/* Version 2: its own tag, version 1's fields, then the wire id. */
+	r.wire_id = (char *)"xc-rc1";
+	strbuf_reset(&sb);
+	ok(audit_canonical(&sb, &r, 2) == 0 &&
+	       sb.len == sizeof(want) - 1 + strlen("\n6:xc-rc1") &&
+	       !memcmp(sb.buf, "sbxcat-audit-2", 14) &&
+	       !memcmp(sb.buf + 14, want + 14, sizeof(want) - 1 - 14) &&
+	       !strcmp(sb.buf + sizeof(want) - 1, "\n6:xc-rc1"),
+	   "version 2: tagged 2, version 1's fields, then wire_id");
+	strbuf_reset(&sb);
+	ok(audit_chain_hash(zero, &r, 2, h) == 0, "version 2 hashes");
+	is_str(
+	    hex32(h, hx),
+	    "0e37ca1c31aab0cae4f04970bbd120595a409722692233c0b974904dfe503a79",
+	    "... to the SHA-256 of 32 zero bytes and that encoding");
+	ok(audit_chain_hash(zero, &r, 1, h) == 0, "version 1 ignores wire_id");
+	is_str(
+	    hex32(h, hx),
+	    "fecac3f636c05d3fd5a3213715feb2916c802d7b2054740dcf8d0dbf5c038c68",
+	    "... its hash unchanged");
+	{
+		unsigned char h2[32];
+
+		r.wire_id = (char *)"xc-rc2";
+		audit_chain_hash(zero, &r, 2, h2);
+		r.wire_id = NULL;
+		audit_chain_hash(zero, &r, 1, h);
+		ok(memcmp(h, h2, 32) != 0,
+		   "version 2 covers wire_id: another id, another hash");
+	}
+	is_int(AUDIT_CHAIN_VERSION, 2, "new rows are hashed with version 2");
 	ok(audit_canonical(&sb, &r, 0) == -1 && sb.len == 0 &&
 	       audit_canonical(&sb, &r, AUDIT_CHAIN_VERSION + 1) == -1 &&
 	       sb.len == 0,
@@ -661,6 +770,70 @@ static void test_canonical(void)
 	ok(audit_chain_hash(zero, &r, AUDIT_CHAIN_VERSION + 1, h) == -1,
 	   "... and no hash");
 	strbuf_release(&sb);
+}
+
+/*
+ * A spool line written before version 2 (no "wire_id") holds strings
+ * cleaned by version 1's rule, a backslash as it was: it still replays,
+ * as a row of version 1, and is written back as it was read.  A line of
+ * version 2 must hold version 2's clean strings.
+ */
+static void test_versions(void)
+{
+	static const char old_line[] =
+	    "{\"id\":\"0b8e4a6c-1d2f-4e3a-9b5c-6d7e8f9a0b1c\","
+	    "\"created_at\":\"2026-12-01T10:00:00.123456Z\","
+	    "\"tenant\":\"acme\",\"session\":\"k\",\"runtime\":\"\","
+	    "\"agent\":null,\"run\":null,\"op\":\"write\","
+	    "\"target\":\"tab\\\\there.txt\",\"ok\":true,"
+	    "\"exit_status\":null,\"bytes\":null,\"results\":null,"
+	    "\"duration_ms\":3,\"detail\":\"\"}";
+	struct audit_row r;
+	struct sbx_error *err = NULL;
+	json_t *j = json_loads(old_line, 0, NULL), *back;
+	char *text;
+
+	ok(j && audit_row_from_json(j, &r, &err) == 0 && r.version == 1 &&
+	       !strcmp(r.target, "tab\\there.txt") && !r.wire_id,
+	   "a line of before version 2: version 1, its target as it was "
+	   "(%s)",
+	   err ? err->msg : "ok");
+	sbx_error_free(&err);
+	back = audit_row_json(&r);
+	text = json_dumps(back, JSON_COMPACT);
+	is_str(text, old_line, "... written back as it was read (no wire_id)");
+	free(text);
+	json_decref(back);
+	r.wire_id = xstrdup("xc-rc1");
+	ok(audit_row_check(&r, &err) < 0 && strstr(err->msg, "wire_id"),
+	   "version 1 holds no wire_id");
+	sbx_error_free(&err);
+	audit_row_release(&r);
+
+	/* The same line with a wire_id is version 2: "a\\b" is no clean
+	 * string of it (a backslash stands alone). */
+	json_object_set_new(j, "wire_id", json_null());
+	json_object_set_new(j, "target", json_string("a\\b"));
+	ok(audit_row_from_json(j, &r, &err) < 0 && strstr(err->msg, "target"),
+	   "version 2: a lone backslash is not clean (%s)",
+	   err ? err->msg : "accepted");
+	sbx_error_free(&err);
+	json_object_set_new(j, "target", json_string("tab\\\\there.txt"));
+	json_object_set_new(j, "wire_id", json_string("xc-rc1"));
+	ok(audit_row_from_json(j, &r, &err) == 0 && r.version == 2 &&
+	       !strcmp(r.wire_id, "xc-rc1"),
+	   "version 2: its escaped backslash and its wire id");
+	sbx_error_free(&err);
+	audit_row_release(&r);
+	json_object_set_new(j, "wire_id", json_string("a\tb"));
+	ok(audit_row_from_json(j, &r, &err) < 0 && strstr(err->msg, "wire_id"),
+	   "a wire id with a control character refused");
+	sbx_error_free(&err);
+	json_object_set_new(j, "wire_id", json_string(""));
+	ok(audit_row_from_json(j, &r, &err) < 0 && strstr(err->msg, "wire_id"),
+	   "an empty wire id refused");
+	sbx_error_free(&err);
+	json_decref(j);
 }
 
 int main(void)
@@ -676,5 +849,6 @@ int main(void)
 	test_round_trip();
 	test_refusals();
 	test_canonical();
+	test_versions();
 	return done_testing();
 }

@@ -491,6 +491,130 @@ static void test_versions(void)
 	auditdb_close(db);
 }
 
+/*
+ * Migration 4 over a schema-3 database holding rows (issue 29): the rows
+ * of version 1 (a target with a backslash as version 1 cleaned it) still
+ * verify; new rows carry wire_id and hash_version 2, and verify; a row of
+ * an older spool line (version 1) is hashed with version 1; the wire
+ * id's index was built concurrently and is valid, and an INVALID one left
+ * by a failed concurrent build is dropped and made again.
+ */
+static void test_schema3(void)
+{
+	struct sbx_error *err = NULL;
+	struct auditdb *db = open_db(newdb(), false);
+	struct audit_row r[4];
+	unsigned char prev[32] = {0}, h[32];
+	char q[2048], hx[65];
+	size_t ins, skip;
+	int n = 0;
+
+	for (int i = 0; i < 3; i++) {
+		const struct auditdb_migration *m = &auditdb_migrations[i];
+
+		is_str(sql(db, m->sql), "", "migration %d by hand", i + 1);
+		snprintf(q, sizeof(q),
+			 "INSERT INTO schema_migrations (version, name) VALUES "
+			 "(%d, '%s')",
+			 m->version, m->name);
+		sql(db, q);
+	}
+	sql(db, "INSERT INTO audit_chains (session_key, tenant, head, nrows, "
+		"swept_hash, swept_rows) VALUES ('k3', 'acme', "
+		"decode(repeat('00', 32), 'hex'), 0, decode(repeat('00', 32), "
+		"'hex'), 0)");
+	for (int i = 0; i < 2; i++) {
+		mkrow(&r[i], "k3", 1700000000000000LL + i);
+		/* version 1's clean: a tab escaped, a backslash as it was */
+		r[i].target = (char *)(i ? "tab\\there.txt" : "a\\b");
+		audit_chain_hash(prev, &r[i], 1, h);
+		memcpy(prev, h, 32);
+		for (int k = 0; k < 32; k++)
+			sprintf(hx + 2 * k, "%02x", h[k]);
+		snprintf(
+		    q, sizeof(q),
+		    "INSERT INTO sandbox_operations (id, created_at, "
+		    "tenant, session_key, runtime, op, target, ok, bytes, "
+		    "duration_ms, detail, hash, hash_version) VALUES ('%s', "
+		    "'epoch'::timestamptz + %lld * interval '1 "
+		    "microsecond', 'acme', 'k3', 'python', 'read', "
+		    "E'%s', true, 10, 3, '', decode('%s', 'hex'), 1)",
+		    r[i].id, r[i].created_us, i ? "tab\\\\there.txt" : "a\\\\b",
+		    hx);
+		is_str(sql(db, q), "1", "a row of schema 3, version 1");
+	}
+	snprintf(q, sizeof(q),
+		 "UPDATE audit_chains SET head = decode('%s', 'hex'), nrows = "
+		 "2, head_seq = (SELECT max(seq) FROM sandbox_operations)",
+		 hx);
+	sql(db, q);
+	/* A concurrent build that failed (a unique index over duplicates)
+	 * under the new index's name, as an interrupted migrate leaves one:
+	 * INVALID. */
+	sql(db, "ALTER TABLE sandbox_operations ADD COLUMN wire_id text "
+		"COLLATE \"C\"");
+	sql(db, "CREATE UNIQUE INDEX CONCURRENTLY sandbox_operations_wire ON "
+		"sandbox_operations (tenant)");
+	is_str(sql(db, "SELECT indisvalid FROM pg_index WHERE indexrelid = "
+		       "'sandbox_operations_wire'::regclass"),
+	       "f", "a failed concurrent build left its index INVALID");
+
+	ok(auditdb_migrate(db, &n, &err) == 0 && n == auditdb_nmigrations - 3,
+	   "migration 4 (and those after it) applied over schema 3 (%d; %s)",
+	   n, err ? err->msg : "ok");
+	sbx_error_free(&err);
+	is_str(sql(db, "SELECT concat_ws('|', i.indisvalid, i.indisunique, "
+		       "pg_get_indexdef(i.indexrelid)) FROM pg_index i WHERE "
+		       "i.indexrelid = 'sandbox_operations_wire'::regclass"),
+	       "t|f|CREATE INDEX sandbox_operations_wire ON "
+	       "public.sandbox_operations USING btree (wire_id, created_at, "
+	       "seq)",
+	       "the INVALID index dropped, the wire id's made, valid");
+	{
+		char v[16];
+
+		snprintf(v, sizeof(v), "%d", auditdb_nmigrations);
+		is_str(sql(db, "SELECT max(version) FROM schema_migrations"),
+		       v, "recorded: the latest schema");
+	}
+	ok(auditdb_migrate(db, &n, &err) == 0 && n == 0, "migrate again: none");
+	sbx_error_free(&err);
+	ok(verify(db, NULL, NULL, 0) == 0,
+	   "the rows of version 1 verify after it");
+
+	mkrow(&r[2], "k3", 1700000000000005LL);
+	r[2].wire_id = (char *)"xc-rc1";
+	r[2].target = (char *)"tab\\\\there.txt"; /* version 2's clean */
+	r[2].op = AUDIT_REMOVE;
+	mkrow(&r[3], "k3", 1700000000000006LL);
+	r[3].version = 1; /* an old spool line replayed */
+	r[3].target = (char *)"a\\b";
+	ok(insert(db, &r[2], 2, &ins, &skip) == 0 && ins == 2,
+	   "a new row (wire id, op remove) and an old spool line's");
+	is_str(sql(db, "SELECT string_agg(concat_ws(':', hash_version, "
+		       "coalesce(wire_id, '-'), op, target), ',' ORDER BY seq) "
+		       "FROM sandbox_operations"),
+	       "1:-:read:a\\b,1:-:read:tab\\there.txt,"
+	       "2:xc-rc1:remove:tab\\\\there.txt,1:-:read:a\\b",
+	       "hash_version 2 and its wire_id; the spool line's version 1");
+	ok(verify(db, NULL, NULL, 0) == 0, "the chain verifies across them");
+	{
+		json_t *rep = NULL;
+		int rc = auditdb_verify(db, "xc-rc1", NULL, &rep, &err);
+
+		ok(rc == 0 &&
+		       json_integer_value(json_object_get(rep, "chains")) == 1,
+		   "verify --session by the wire id: its key's chain");
+		json_decref(rep);
+		sbx_error_free(&err);
+	}
+	sql(db, "UPDATE sandbox_operations SET wire_id = 'xc-other' WHERE "
+		"wire_id = 'xc-rc1'");
+	ok(verify(db, NULL, NULL, 0) == 1,
+	   "version 2 covers wire_id: changed, the chain breaks");
+	auditdb_close(db);
+}
+
 static void test_agent_delete(void)
 {
 	struct auditdb *db = open_db(newdb(), true);
@@ -697,6 +821,7 @@ int main(int argc, char **argv)
 	test_insert();
 	test_chain();
 	test_versions();
+	test_schema3();
 	test_agent_delete();
 	test_sweep();
 	test_concurrent();

@@ -109,7 +109,7 @@ static void load_rows(int n)
 		       "COPY sandbox_operations (id, created_at, tenant, "
 		       "session_key, runtime, agent_ref, run_ref, op, target, "
 		       "ok, exit_status, bytes, results, duration_ms, detail, "
-		       "hash) FROM STDIN WITH (FORMAT csv)");
+		       "hash, wire_id) FROM STDIN WITH (FORMAT csv)");
 	if (sym_PQresultStatus(r) != PGRES_COPY_IN)
 		bail_out("COPY: %s", sym_PQresultErrorMessage(r));
 	sym_PQclear(r);
@@ -166,7 +166,12 @@ static void load_rows(int n)
 		strbuf_addstr(&sb, "\"\\x");
 		for (int k = 0; k < 32; k++)
 			strbuf_addstr(&sb, "00");
-		strbuf_addstr(&sb, "\"\n");
+		/* One session in three has an id on the wire (issue 29). */
+		snprintf(buf, sizeof(buf), "wire-s%u", sess);
+		strbuf_addstr(&sb, "\",");
+		if (sess % 3 == 0)
+			strbuf_addstr(&sb, buf);
+		strbuf_addstr(&sb, "\n");
 		if (sym_PQputCopyData(conn, sb.buf, (int)sb.len) != 1)
 			bail_out("COPY data: %s", sym_PQerrorMessage(conn));
 	}
@@ -185,9 +190,9 @@ static void load_rows(int n)
 
 #define US_EXPR "(extract(epoch FROM created_at) * 1000000)::bigint"
 #define REF_COLS                                                               \
-	"id, seq, " US_EXPR ", tenant, session_key, runtime, agent_ref, "     \
+	"id, seq, " US_EXPR ", tenant, session_key, runtime, agent_ref, "      \
 	"run_ref, op, target, ok, exit_status, bytes, results, duration_ms, "  \
-	"detail"
+	"detail, wire_id"
 
 struct ref {
 	struct strbuf where;
@@ -225,7 +230,7 @@ static void ref_where(struct ref *r, const struct auditq_filter *f)
 	if (f->tenant)
 		ref_add(r, "tenant = @", f->tenant);
 	if (f->session)
-		ref_add(r, "session_key = @", f->session);
+		ref_add(r, "@ IN (session_key, wire_id)", f->session);
 	if (f->agent)
 		ref_add(r, "agent_ref = @", f->agent);
 	if (f->run)
@@ -362,12 +367,14 @@ static void paging(void)
 	    {"no filter", {0}},
 	    {"--tenant", {.tenant = "globex"}},
 	    {"--session", {.session = "initech-s6"}},
+	    {"--session by the wire id", {.session = "wire-s6"}},
+	    {"--session by a key with a wire id", {.session = "umbrella-s3"}},
 	    {"--agent", {.agent = "agent-3"}},
 	    {"--run", {.run = "run-7"}},
 	    {"--op write", {.ops = 1u << AUDIT_WRITE}},
 	    {"--op read,execute,reap",
-	     {.ops = 1u << AUDIT_READ | 1u << AUDIT_EXECUTE |
-		     1u << AUDIT_REAP}},
+	     {.ops =
+		  1u << AUDIT_READ | 1u << AUDIT_EXECUTE | 1u << AUDIT_REAP}},
 	    {"--failed", {.failed = true}},
 	    {"--search 50%_off", {.search = "50%_off"}},
 	    {"--search a\\b", {.search = "a\\b"}},
@@ -378,10 +385,13 @@ static void paging(void)
 	    {"--tenant --failed", {.tenant = "acme", .failed = true}},
 	    {"--agent --run", {.agent = "agent-1", .run = "run-2"}},
 	    {"--op --tenant --since",
-	     {.ops = 1u << AUDIT_EDIT, .tenant = "umbrella", .since_us = since}},
+	     {.ops = 1u << AUDIT_EDIT,
+	      .tenant = "umbrella",
+	      .since_us = since}},
 	    {"--search --failed", {.search = "off", .failed = true}},
 	    {"--session --op",
-	     {.session = "acme-s0", .ops = 1u << AUDIT_OPEN | 1u << AUDIT_CLOSE}},
+	     {.session = "acme-s0",
+	      .ops = 1u << AUDIT_OPEN | 1u << AUDIT_CLOSE}},
 	    {"--tenant nobody", {.tenant = "nobody"}},
 	};
 	static const unsigned long limits[] = {7, 100, 1000};
@@ -607,16 +617,15 @@ static int csv_read(FILE *in, char *fields[20], int *n)
 }
 
 static const char *const csv_header[] = {
-    "id",	"seq",	       "created_at", "tenant",	"session",
-    "runtime", "agent",	       "run",	     "op",	"target",
-    "ok",	"exit_status", "bytes",	     "results", "duration_ms",
-    "detail"};
+    "id",    "seq",	"created_at",  "tenant", "session", "runtime",
+    "agent", "run",	"op",	       "target", "ok",	    "exit_status",
+    "bytes", "results", "duration_ms", "detail", "wire_id"};
 
-/* Row i of want (REF_COLS) as the 16 texts export should give. */
-static void want_texts(PGresult *want, int i, const char *out[16],
+/* Row i of want (REF_COLS) as the 17 texts export should give. */
+static void want_texts(PGresult *want, int i, const char *out[17],
 		       char created[64])
 {
-	for (int k = 0; k < 16; k++)
+	for (int k = 0; k < 17; k++)
 		out[k] = sym_PQgetisnull(want, i, k) ? NULL
 						     : sym_PQgetvalue(want, i, k);
 	fmt_us(created, strtoll(out[2], NULL, 10), 'T', "Z");
@@ -642,19 +651,19 @@ static void export_csv(const struct combo *c)
 	if (auditq_export(db, &c->f, AUDITQ_CSV, to_fd, tmp, &count, &err))
 		bail_out("export: %s", err->msg);
 	rewind(tmp);
-	if (!csv_read(tmp, fields, &n) || n != 16)
+	if (!csv_read(tmp, fields, &n) || n != 17)
 		bail_out("CSV: no header");
 	for (int k = 0; k < n; k++) {
 		bad += !fields[k] || strcmp(fields[k], csv_header[k]);
 		free(fields[k]);
 	}
 	while (csv_read(tmp, fields, &n)) {
-		const char *w[16];
+		const char *w[17];
 		char created[64];
 
-		if (rec < sym_PQntuples(want) && n == 16) {
+		if (rec < sym_PQntuples(want) && n == 17) {
 			want_texts(want, rec, w, created);
-			for (int k = 0; k < 16; k++)
+			for (int k = 0; k < 17; k++)
 				if ((!w[k]) != (!fields[k]) ||
 				    (w[k] && strcmp(w[k], fields[k]))) {
 					if (bad++ < 3)
@@ -700,17 +709,18 @@ static void export_jsonl(const struct combo *c)
 	while (getline(&line, &cap, tmp) > 0) {
 		json_error_t je;
 		json_t *j = json_loads(line, 0, &je);
-		const char *w[16];
+		const char *w[17];
 		char created[64];
 
-		if (!j || rec >= sym_PQntuples(want) || json_object_size(j) != 16) {
+		if (!j || rec >= sym_PQntuples(want) ||
+		    json_object_size(j) != 17) {
 			bad++;
 			json_decref(j);
 			rec++;
 			continue;
 		}
 		want_texts(want, rec, w, created);
-		for (int k = 0; k < 16; k++) {
+		for (int k = 0; k < 17; k++) {
 			json_t *v = json_object_get(
 			    j, csv_header[k]);
 			char num[32];

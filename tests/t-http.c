@@ -17,6 +17,8 @@
  *   POST /capped/{x}       quick, a body of at most 1 KiB: echo
  *   POST /keyed/{x}        quick, admitted only with "X-Key: good" (else
  *                          401 "No key", the body never read): echo
+ *   GET /odd\"q/{x}        quick: echo (a route label with a backslash
+ *                          and a double quote, for /metrics' escaping)
  *
  * The admit hook: every request's caller is its X-Caller header (none:
  * no caller); ?slow=1 sends a quick route to the slow pool; /keyed's
@@ -149,6 +151,8 @@ static const struct http_route ROUTES[] = {
     {"PUT", "/only-put", only_put, HTTP_POOL_QUICK, 0, NULL},
     {"POST", "/capped/{x}", echo, HTTP_POOL_QUICK, 1024, NULL},
     {"POST", "/keyed/{x}", echo, HTTP_POOL_QUICK, 0, NEED_KEY},
+    /* A template whose label needs the text format's escapes. */
+    {"GET", "/odd\\\"q/{x}", echo, HTTP_POOL_QUICK, 0, NULL},
 };
 
 /* Who asks (http.h's admit hook), from the headers alone. */

@@ -393,7 +393,7 @@ python3 - "$T/metrics" >"$T/mcheck" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
 assert text.endswith("\n")
-sample = re.compile(r'^([a-z_]+)(\{([a-z_]+="[^"\\]*"(,[a-z_]+="[^"\\]*")*)\})? ([0-9.e+-]+)$')
+sample = re.compile(r'^([a-z_]+)(\{([a-z_]+="(?:[^"\\]|\\.)*"(,[a-z_]+="(?:[^"\\]|\\.)*")*)\})? ([0-9.e+-]+)$')
 types, vals = {}, {}
 for line in text.splitlines():
     if line.startswith("# HELP "):
@@ -412,15 +412,16 @@ assert types == {"sbxcat_http_requests_total": "counter",
 for (name, labels), v in vals.items():
     base = re.sub(r"_(bucket|sum|count)$", "", name)
     assert base in types, name
-# the histogram: buckets rise to +Inf, which is _count
+# the histogram (by route and method): buckets rise to +Inf, which is _count
 r = 'route="/echo/{x}"'
+rm = r + ',method="POST"'
 buckets = sorted((float(l.split('le="')[1].rstrip('"').replace("+Inf", "inf")), v)
                  for (n, l), v in vals.items()
-                 if n == "sbxcat_http_request_duration_seconds_bucket" and l.startswith(r))
+                 if n == "sbxcat_http_request_duration_seconds_bucket" and l.startswith(rm + ","))
 assert all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:]))
 assert buckets[-1][0] == float("inf")
 print(int(vals[("sbxcat_http_requests_total", r + ',method="POST",status="200"')]),
-      int(buckets[-1][1]), int(vals[("sbxcat_http_request_duration_seconds_count", r)]),
+      int(buckets[-1][1]), int(vals[("sbxcat_http_request_duration_seconds_count", rm)]),
       int(vals[("sbxcat_http_requests_total", 'route="-",method="GET",status="404"')]))
 PY
 is "$(cat "$T/mcheck")" "7 7 7 1" \

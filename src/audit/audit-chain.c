@@ -62,11 +62,28 @@ static void canonical_1(struct strbuf *out, const struct audit_row *r)
 	add_field(out, r->detail);
 }
 
+/* Version 2 (audit.h): version 1's fields under its own tag, then the
+ * wire id.  Never changed. */
+static void canonical_2(struct strbuf *out, const struct audit_row *r)
+{
+	struct strbuf v1 = STRBUF_INIT;
+
+	canonical_1(&v1, r);
+	strbuf_addstr(out, "sbxcat-audit-2");
+	strbuf_add(out, v1.buf + strlen("sbxcat-audit-1"),
+		   v1.len - strlen("sbxcat-audit-1"));
+	strbuf_release(&v1);
+	add_field(out, r->wire_id);
+}
+
 int audit_canonical(struct strbuf *out, const struct audit_row *r, int version)
 {
 	switch (version) {
 	case 1:
 		canonical_1(out, r);
+		return 0;
+	case 2:
+		canonical_2(out, r);
 		return 0;
 	default:
 		return -1;

@@ -32,10 +32,12 @@ static void cell_time(const struct audit_column *c, json_t *row,
 		      struct strbuf *out);
 static void cell_text(const struct audit_column *c, json_t *row,
 		      struct strbuf *out);
-static void cell_outcome(const struct audit_column *c, json_t *row,
-			 struct strbuf *out);
+static void cell_ok(const struct audit_column *c, json_t *row,
+		    struct strbuf *out);
 static void cell_number(const struct audit_column *c, json_t *row,
 			struct strbuf *out);
+static void brief_detail(const struct audit_column *c, json_t *row,
+			 struct strbuf *out);
 
 /*
  * In the order of struct audit_row, which is the order of the JSON
@@ -43,84 +45,150 @@ static void cell_number(const struct audit_column *c, json_t *row,
  * id in CSV and ends a page's JSON object).
  */
 const struct audit_column audit_columns[] = {
-    {.key = "id", .sql = "id", .type = AUDIT_COL_UUID, .offset = FIELD(id)},
+    {.key = "id",
+     .sql = "id",
+     .type = AUDIT_COL_UUID,
+     .offset = FIELD(id),
+     .head = "ID",
+     .name = "id",
+     .cell = cell_text},
     {.key = "created_at",
      .sql = "created_at",
      .type = AUDIT_COL_TIME,
      .offset = FIELD(created_us),
      .head = "TIME (UTC)",
+     .name = "time",
+     .usual = true,
      .cell = cell_time},
+    /*
+     * The usual table is what answers "what did that agent do": the
+     * time, the agent and run, the op, its target, how it ended; in 100
+     * columns, with room for the target.  The tenant, the session (a
+     * 40-character key), the counts and the times are --columns' and -o
+     * wide's.
+     */
     {.key = "tenant",
      .sql = "tenant",
      .type = AUDIT_COL_TEXT,
      .offset = FIELD(tenant),
      .head = "TENANT",
+     .name = "tenant",
+     .cut = AUDIT_CUT_MIDDLE,
      .cell = cell_text},
     {.key = "session",
      .sql = "session_key",
      .type = AUDIT_COL_TEXT,
      .offset = FIELD(session_key),
      .head = "SESSION",
+     .name = "session",
+     .cut = AUDIT_CUT_MIDDLE,
      .cell = cell_text},
     {.key = "runtime",
      .sql = "runtime",
      .type = AUDIT_COL_TEXT,
-     .offset = FIELD(runtime)},
+     .offset = FIELD(runtime),
+     .head = "RUNTIME",
+     .name = "runtime",
+     .cut = AUDIT_CUT_MIDDLE,
+     .cell = cell_text},
     /* agent_ref is what was recorded, and what the chain covers;
      * agent_id the foreign key, SET NULL when the agent goes. */
     {.key = "agent",
      .sql = "agent_ref",
      .also = "agent_id",
      .type = AUDIT_COL_ID,
-     .offset = FIELD(agent)},
+     .offset = FIELD(agent),
+     .head = "AGENT",
+     .name = "agent",
+     .usual = true,
+     .cut = AUDIT_CUT_MIDDLE,
+     .cell = cell_text},
     {.key = "run",
      .sql = "run_ref",
      .also = "run_id",
      .type = AUDIT_COL_ID,
-     .offset = FIELD(run)},
+     .offset = FIELD(run),
+     .head = "RUN",
+     .name = "run",
+     .usual = true,
+     .cut = AUDIT_CUT_MIDDLE,
+     .cell = cell_text},
     {.key = "op",
      .sql = "op",
      .type = AUDIT_COL_OP,
      .offset = FIELD(op),
      .head = "OP",
+     .name = "op",
+     .usual = true,
      .cell = cell_text},
+    /* The one cell that may be long (a path, a command line): the first
+     * a narrow terminal cuts. */
     {.key = "target",
      .sql = "target",
      .type = AUDIT_COL_TEXT,
      .offset = FIELD(target),
      .head = "TARGET",
-     .cut = 60,
+     .name = "target",
+     .usual = true,
+     .cut = AUDIT_CUT_FIRST,
      .cell = cell_text},
     {.key = "ok",
      .sql = "ok",
      .type = AUDIT_COL_BOOL,
      .offset = FIELD(ok),
-     .head = "OK/EXIT",
-     .cell = cell_outcome},
+     .head = "OK",
+     .name = "ok",
+     .cell = cell_ok},
     {.key = "exit_status",
      .sql = "exit_status",
      .type = AUDIT_COL_EXIT,
-     .offset = FIELD(exit_status)},
+     .offset = FIELD(exit_status),
+     .head = "EXIT",
+     .name = "exit",
+     .cell = cell_number},
     {.key = "bytes",
      .sql = "bytes",
      .type = AUDIT_COL_COUNT,
      .offset = FIELD(bytes),
      .head = "BYTES",
+     .name = "bytes",
      .cell = cell_number},
     {.key = "results",
      .sql = "results",
      .type = AUDIT_COL_COUNT,
-     .offset = FIELD(results)},
+     .offset = FIELD(results),
+     .head = "RESULTS",
+     .name = "results",
+     .cell = cell_number},
     {.key = "duration_ms",
      .sql = "duration_ms",
      .type = AUDIT_COL_MS,
      .offset = FIELD(duration_ms),
      .head = "MS",
+     .name = "ms",
      .cell = cell_number},
+    /* The usual table's DETAIL says how it ended, in short (brief_detail);
+     * -o wide shows the whole detail. */
     {.key = "detail",
      .sql = "detail",
      .type = AUDIT_COL_TEXT,
-     .offset = FIELD(detail)},
+     .offset = FIELD(detail),
+     .head = "DETAIL",
+     .name = "detail",
+     .usual = true,
+     .cut = AUDIT_CUT_END,
+     .cell = cell_text,
+     .brief = brief_detail},
+    /* Migration 4: the session's id on the service's wire.  A spool
+     * line without it was written before (audit_row_from_json). */
+    {.key = "wire_id",
+     .sql = "wire_id",
+     .type = AUDIT_COL_ID,
+     .offset = FIELD(wire_id),
+     .head = "WIRE ID",
+     .name = "wire_id",
+     .cut = AUDIT_CUT_MIDDLE,
+     .cell = cell_text},
 };
 const size_t audit_ncolumns = sizeof(audit_columns) / sizeof(audit_columns[0]);
 
@@ -392,6 +460,10 @@ int audit_column_from_json(const struct audit_column *c, json_t *j,
 		return 0;
 	case AUDIT_COL_TEXT:
 	case AUDIT_COL_ID:
+		/* wire_id, the one column added since the spool's first
+		 * lines: absent is null (a row of version 1). */
+		if (!v && !strcmp(c->key, "wire_id"))
+			return 0;
 		return get_str(j, c->key, c->type == AUDIT_COL_ID,
 			       AT(r, c, char *), err);
 	case AUDIT_COL_OP:
@@ -429,7 +501,8 @@ int audit_column_from_json(const struct audit_column *c, json_t *j,
 
 /* ---- a terminal ---- */
 
-/* 2026-12-01T10:00:00.123456Z -> 2026-12-01 10:00:00 */
+/* 2026-12-01T10:00:00.123456Z -> 2026-12-01 10:00:00; a time with an
+ * offset keeps it (--local's: 2026-12-01 11:00:00+01:00). */
 static void cell_time(const struct audit_column *c, json_t *row,
 		      struct strbuf *out)
 {
@@ -439,30 +512,91 @@ static void cell_time(const struct audit_column *c, json_t *row,
 	strbuf_add(out, ts ? ts : "", ts && strlen(ts) >= 19 ? 19 : 0);
 	if (out->len > at + 10)
 		out->buf[at + 10] = ' ';
+	if (out->len == at + 19) {
+		const char *z = ts + 19;
+
+		if (*z == '.')
+			z += 1 + strspn(z + 1, "0123456789");
+		if (*z && strcmp(z, "Z"))
+			strbuf_addstr(out, z);
+	}
 }
 
-/* Text escaped (a target may hold anything a terminal would act on). */
+/* s[0..len) as stored (clean: a backslash is already \\), but what a
+ * terminal would act on escaped, should a row hold it (a database
+ * written by something else). */
+static void add_shown(struct strbuf *out, const char *s, size_t len)
+{
+	for (size_t i = 0; i < len;) {
+		uint32_t cp;
+		size_t n = utf8_decode(s + i, len - i, &cp);
+
+		if (n == 0 || text_is_control(cp) || text_is_bidi(cp))
+			text_add_escaped(out, s + i, n ? n : 1);
+		else
+			strbuf_add(out, s + i, n);
+		i += n ? n : 1;
+	}
+}
+
 static void cell_text(const struct audit_column *c, json_t *row,
 		      struct strbuf *out)
 {
 	const char *s = json_string_value(json_object_get(row, c->key));
 
-	text_add_escaped(out, s ? s : "", s ? strlen(s) : 0);
+	add_shown(out, s ? s : "", s ? strlen(s) : 0);
 }
 
-/* "ok", else the command's "exit N", else "failed". */
-static void cell_outcome(const struct audit_column *c, json_t *row,
+/* "ok" or "failed". */
+static void cell_ok(const struct audit_column *c, json_t *row,
+		    struct strbuf *out)
+{
+	strbuf_addstr(
+	    out, json_is_true(json_object_get(row, c->key)) ? "ok" : "failed");
+}
+
+/* Whether s starts with pre. */
+static bool starts(const char *s, const char *pre)
+{
+	return !strncmp(s, pre, strlen(pre));
+}
+
+/*
+ * How the operation ended, in a few words: the detail up to its first
+ * "; " (what follows names the key asked for, or more), without the
+ * count of processes a stop killed; a command stopped at its deadline
+ * "timeout"; with no detail, "ok", the command's "exit N", or "failed".
+ */
+static void brief_detail(const struct audit_column *c, json_t *row,
 			 struct strbuf *out)
 {
+	const char *d = json_string_value(json_object_get(row, c->key));
 	json_t *ex = json_object_get(row, "exit_status");
+	const char *end;
+	size_t n;
 
-	if (json_is_true(json_object_get(row, c->key)))
-		strbuf_addstr(out, "ok");
-	else if (json_is_integer(ex))
-		strbuf_addf(out, "exit %lld",
-			    (long long)json_integer_value(ex));
-	else
-		strbuf_addstr(out, "failed");
+	if (d && (starts(d, "timed out") || starts(d, "timeout"))) {
+		strbuf_addstr(out, "timeout");
+		return;
+	}
+	if (!d || !*d) {
+		if (json_is_true(json_object_get(row, "ok")))
+			strbuf_addstr(out, "ok");
+		else if (json_is_integer(ex))
+			strbuf_addf(out, "exit %lld",
+				    (long long)json_integer_value(ex));
+		else
+			strbuf_addstr(out, "failed");
+		return;
+	}
+	n = strlen(d);
+	end = strstr(d, "; ");
+	if (end)
+		n = (size_t)(end - d);
+	end = strstr(d, ", killed ");
+	if (end && (size_t)(end - d) < n)
+		n = (size_t)(end - d);
+	add_shown(out, d, n);
 }
 
 /* The number, or "-" when not counted. */
@@ -477,9 +611,11 @@ static void cell_number(const struct audit_column *c, json_t *row,
 		strbuf_addstr(out, "-");
 }
 
-void audit_column_cell(const struct audit_column *c, json_t *row,
+void audit_column_cell(const struct audit_column *c, json_t *row, bool brief,
 		       struct strbuf *out)
 {
-	if (c->cell)
+	if (brief && c->brief)
+		c->brief(c, row, out);
+	else if (c->cell)
 		c->cell(c, row, out);
 }

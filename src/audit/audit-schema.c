@@ -3,7 +3,8 @@
  * (auditdb.h, docs/audit.md "Schema").  A migration is never changed once
  * released: a change to the schema is a new migration at the end.  Each
  * runs in its own transaction (auditdb_migrate), so its SQL holds no
- * BEGIN or COMMIT.
+ * BEGIN or COMMIT; what cannot run in one (an index built concurrently)
+ * is its .online (auditdb.h).
  */
 #include "audit/auditdb.h"
 
@@ -134,7 +135,36 @@ static const char migration_3[] =
     "'execute', 'open', 'close', 'reap', 'stat')) NOT VALID;\n";
 
 /*
- * 4: what `audit ls --follow` reads (auditq-follow.c).  xact is the
+ * 4: the session's id on the service's wire (sandboxd's, the platform's
+ * own name of it) beside sbxcat's key, so `audit ls --session ID` finds
+ * a wire session's rows by either; and the op "remove" (fs rm, which was
+ * recorded as write with detail "removed").  A nullable column with no
+ * default is a change of the catalogue alone (no row rewritten); the
+ * CHECK is made anew NOT VALID as in 3.  Idempotent (IF EXISTS, IF NOT
+ * EXISTS), as a migration with online statements must be: its index is
+ * built CONCURRENTLY, after this commits (writers go on meanwhile), and
+ * a failure there leaves this done and the migration not recorded.
+ * Rows made since carry hash_version 2 (audit_canonical), whose encoding
+ * covers wire_id.
+ */
+static const char migration_4[] =
+    "ALTER TABLE sandbox_operations\n"
+    "  ADD COLUMN IF NOT EXISTS wire_id text COLLATE \"C\";\n"
+    "ALTER TABLE sandbox_operations\n"
+    "  DROP CONSTRAINT IF EXISTS sandbox_operations_op_check;\n"
+    "ALTER TABLE sandbox_operations\n"
+    "  ADD CONSTRAINT sandbox_operations_op_check CHECK (op IN ('write', "
+    "'edit', 'read', 'read_bytes', 'ls_info', 'glob_info', 'grep_raw', "
+    "'execute', 'open', 'close', 'reap', 'stat', 'remove')) NOT VALID;\n";
+
+static const char *const migration_4_online[] = {
+    "CREATE INDEX CONCURRENTLY IF NOT EXISTS sandbox_operations_wire\n"
+    "  ON sandbox_operations (wire_id, created_at, seq)",
+    NULL,
+};
+
+/*
+ * 5: what `audit ls --follow` reads (auditq-follow.c).  xact is the
  * inserting transaction's id (pg_current_xact_id(), the top-level one,
  * 64 bits so it never wraps), given by the column's default to every
  * writer's row, whatever its version or host; a follower takes the rows
@@ -144,29 +174,37 @@ static const char migration_3[] =
  * is added without a default first, then given one: a volatile default
  * in ADD COLUMN would rewrite the table; rows already there keep NULL
  * (committed before any follower's first snapshot, so never new to one).
- * The index serves that one question; it reads the table once to be
- * built (the writers wait meanwhile).  The statement-level trigger sends
+ * The index serves that one question, built CONCURRENTLY after this
+ * commits (writers go on meanwhile).  The statement-level trigger sends
  * one notification per inserting statement (COPY too), delivered at
  * commit, so a follower wakes when rows are there to read; the payload is
  * empty (PostgreSQL folds equal notifications of a transaction into one).
+ * Idempotent, as a migration with online statements must be.
  */
-static const char migration_4[] =
-    "ALTER TABLE sandbox_operations ADD COLUMN xact xid8;\n"
+static const char migration_5[] =
+    "ALTER TABLE sandbox_operations ADD COLUMN IF NOT EXISTS xact xid8;\n"
     "ALTER TABLE sandbox_operations\n"
     "  ALTER COLUMN xact SET DEFAULT pg_current_xact_id();\n"
-    "CREATE INDEX sandbox_operations_xact ON sandbox_operations (xact);\n"
-    "CREATE FUNCTION sbxcat_audit_notify() RETURNS trigger\n"
+    "CREATE OR REPLACE FUNCTION sbxcat_audit_notify() RETURNS trigger\n"
     "  LANGUAGE plpgsql AS\n"
     "  $$BEGIN PERFORM pg_notify('sbxcat_audit', ''); RETURN NULL; END$$;\n"
+    "DROP TRIGGER IF EXISTS sandbox_operations_notify ON sandbox_operations;\n"
     "CREATE TRIGGER sandbox_operations_notify\n"
     "  AFTER INSERT ON sandbox_operations\n"
     "  FOR EACH STATEMENT EXECUTE FUNCTION sbxcat_audit_notify();\n";
 
+static const char *const migration_5_online[] = {
+    "CREATE INDEX CONCURRENTLY IF NOT EXISTS sandbox_operations_xact\n"
+    "  ON sandbox_operations (xact)",
+    NULL,
+};
+
 const struct auditdb_migration auditdb_migrations[] = {
-    {1, "audit tables", migration_1},
-    {2, "hash version", migration_2},
-    {3, "stat op", migration_3},
-    {4, "follow", migration_4},
+    {1, "audit tables", migration_1, NULL},
+    {2, "hash version", migration_2, NULL},
+    {3, "stat op", migration_3, NULL},
+    {4, "wire id and remove op", migration_4, migration_4_online},
+    {5, "follow", migration_5, migration_5_online},
 };
 
 const int auditdb_nmigrations =

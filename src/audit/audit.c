@@ -21,8 +21,9 @@
 #include "basic/xjson.h"
 
 static const char *const op_names[AUDIT_NOPS] = {
-    "write",	"edit",	   "read", "read_bytes", "ls_info", "glob_info",
-    "grep_raw", "execute", "open", "close",	 "reap", "stat",
+    "write",	 "edit",     "read",	"read_bytes", "ls_info",
+    "glob_info", "grep_raw", "execute", "open",	      "close",
+    "reap",	 "stat",     "remove",
 };
 
 const char *audit_op_name(enum audit_op op)
@@ -36,6 +37,20 @@ int audit_op_parse(const char *s)
 		if (!strcmp(s, op_names[i]))
 			return i;
 	return -1;
+}
+
+int audit_op_parse_alias(const char *s)
+{
+	/* serve/wire.c's event_op, the other way */
+	static const char *const alias[][2] = {
+	    {"exec", "execute"},  {"ls", "ls_info"},  {"glob", "glob_info"},
+	    {"grep", "grep_raw"}, {"exists", "stat"},
+	};
+
+	for (size_t i = 0; i < sizeof(alias) / sizeof(alias[0]); i++)
+		if (!strcmp(s, alias[i][0]))
+			return audit_op_parse(alias[i][1]);
+	return audit_op_parse(s);
 }
 
 /* 16 random bytes as a version 4, variant 1 (RFC 9562) UUID. */
@@ -76,6 +91,7 @@ void audit_row_init(struct audit_row *r, enum audit_op op)
 	r->target = xstrdup("");
 	r->detail = xstrdup("");
 	r->op = op;
+	r->version = AUDIT_CHAIN_VERSION;
 	r->bytes = AUDIT_NONE;
 	r->results = AUDIT_NONE;
 }
@@ -89,8 +105,9 @@ void audit_row_release(struct audit_row *r)
 	free(r->run);
 	free(r->target);
 	free(r->detail);
+	free(r->wire_id);
 	r->tenant = r->session_key = r->runtime = NULL;
-	r->agent = r->run = r->target = r->detail = NULL;
+	r->agent = r->run = r->target = r->detail = r->wire_id = NULL;
 }
 
 #define CUT_MARK " [cut]"
@@ -99,12 +116,14 @@ void audit_row_release(struct audit_row *r)
 /*
  * Each character of s is one unit of the output: itself, or its escape
  * (text_add_escaped's forms, all ASCII, so an escape's bytes are its
- * characters).  A backslash stays as it is: escaping it would make a clean
- * string change on a second pass, and the database could not check that
- * what it holds is clean.  The cut keeps the units that fit before the
- * mark whole; an escape that would straddle the mark goes whole, so the
- * result is then up to 5 characters short of max.  Only about max units
- * are looked at, whatever len is.
+ * characters).  A backslash is a unit escaped too (\\): without that
+ * a file named with a tab and one named with a backslash and a t would be
+ * recorded as the same bytes.  Cleaning a clean string therefore changes
+ * it; what is clean is checked by undoing the escapes (audit_is_clean).
+ * The cut keeps the units that fit before the mark whole; an escape that
+ * would straddle the mark goes whole, so the result is then up to 5
+ * characters short of max.  Only about max units are looked at, whatever
+ * len is.
  */
 /* One unit of s at i (see audit_clean) appended to out: its bytes in s,
  * its width (characters) in *w. */
@@ -119,7 +138,7 @@ static size_t clean_unit(struct strbuf *out, const char *s, size_t len,
 		*w = out->len - before;
 		return 1;
 	}
-	if (text_is_control(c) || text_is_bidi(c)) {
+	if (text_is_control(c) || text_is_bidi(c) || c == '\\') {
 		text_add_escaped(out, s + i, n);
 		*w = out->len - before;
 	} else {
@@ -219,16 +238,102 @@ void audit_row_set_target(struct audit_row *r, const char *s, size_t len)
 	row_set(&r->target, &sb);
 }
 
+/*
+ * s with text_add_escaped's escapes undone into raw; false for a backslash
+ * that starts none of them (\\ \n \r \t \xNN \uNNNN, lowercase hex).
+ * Whether the escapes were the ones clean_unit would write is for the
+ * caller to see, by cleaning raw again.
+ */
+static bool unescape(const char *s, size_t len, struct strbuf *raw)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < len; i++) {
+		size_t ndig;
+		uint32_t v = 0;
+
+		if (s[i] != '\\') {
+			strbuf_addch(raw, s[i]);
+			continue;
+		}
+		if (++i == len)
+			return false;
+		switch (s[i]) {
+		case '\\':
+			strbuf_addch(raw, '\\');
+			continue;
+		case 'n':
+			strbuf_addch(raw, '\n');
+			continue;
+		case 'r':
+			strbuf_addch(raw, '\r');
+			continue;
+		case 't':
+			strbuf_addch(raw, '\t');
+			continue;
+		case 'x':
+			ndig = 2;
+			break;
+		case 'u':
+			ndig = 4;
+			break;
+		default:
+			return false;
+		}
+		if (len - i - 1 < ndig)
+			return false;
+		for (size_t k = 1; k <= ndig; k++) {
+			const char *d = s[i + k] ? strchr(hex, s[i + k]) : NULL;
+
+			if (!d)
+				return false;
+			v = v * 16 + (uint32_t)(d - hex);
+		}
+		i += ndig;
+		if (ndig == 2) {
+			strbuf_addch(raw, (char)v);
+		} else if (v < 0x80 || (v >= 0xd800 && v < 0xe000)) {
+			return false;
+		} else if (v < 0x800) {
+			strbuf_addch(raw, (char)(0xc0 | v >> 6));
+			strbuf_addch(raw, (char)(0x80 | (v & 0x3f)));
+		} else {
+			strbuf_addch(raw, (char)(0xe0 | v >> 12));
+			strbuf_addch(raw, (char)(0x80 | ((v >> 6) & 0x3f)));
+			strbuf_addch(raw, (char)(0x80 | (v & 0x3f)));
+		}
+	}
+	return true;
+}
+
 bool audit_is_clean(const char *s, size_t max)
 {
-	struct strbuf sb = STRBUF_INIT;
+	struct strbuf raw = STRBUF_INIT, sb = STRBUF_INIT;
 	size_t len = strlen(s);
-	bool same;
+	bool same = false;
 
-	audit_clean(&sb, s, len, max);
-	same = sb.len == len && (len == 0 || !memcmp(sb.buf, s, len));
+	if (unescape(s, len, &raw)) {
+		audit_clean(&sb, raw.buf ? raw.buf : "", raw.len, max);
+		same = sb.len == len && (len == 0 || !memcmp(sb.buf, s, len));
+	}
+	strbuf_release(&raw);
 	strbuf_release(&sb);
 	return same;
+}
+
+bool audit_is_plain(const char *s, size_t max)
+{
+	size_t len = strlen(s), chars = 0;
+
+	for (size_t i = 0; i < len; chars++) {
+		uint32_t c;
+		size_t n = utf8_decode(s + i, len - i, &c);
+
+		if (n == 0 || text_is_control(c) || text_is_bidi(c))
+			return false;
+		i += n;
+	}
+	return chars <= max;
 }
 
 /* Years 0001-9999: what RFC 3339 can write and PostgreSQL can hold. */
@@ -301,9 +406,15 @@ json_t *audit_row_json(const struct audit_row *r)
 {
 	json_t *j = json_object();
 
-	for (size_t i = 0; i < audit_ncolumns; i++)
+	for (size_t i = 0; i < audit_ncolumns; i++) {
+		/* A row of version 1 (from an older spool line) is written
+		 * back as it was read: without wire_id, which says its
+		 * version (audit_row_from_json). */
+		if (r->version == 1 && !strcmp(audit_columns[i].key, "wire_id"))
+			continue;
 		json_object_set_new(j, audit_columns[i].key,
 				    audit_column_json(&audit_columns[i], r));
+	}
 	return j;
 }
 
@@ -328,7 +439,10 @@ static int bad(struct sbx_error **err, const char *key, const char *why)
 	return sbx_error_set(err, SBX_E_BAD_DATA, 0, "'%s': %s", key, why);
 }
 
-static int check_text(const char *s, const char *key, size_t max,
+/* s is clean by the rule of a row of version v: version 1 rows were
+ * cleaned with the backslash kept as it is (audit_is_plain, without the
+ * cut's rule: a row of 0.x is taken as it was written). */
+static int check_text(const char *s, const char *key, size_t max, int v,
 		      struct sbx_error **err)
 {
 	if (!s)
@@ -336,11 +450,13 @@ static int check_text(const char *s, const char *key, size_t max,
 	if (utf8_chars(s, strlen(s)) > max)
 		return sbx_error_set(err, SBX_E_BAD_DATA, 0,
 				     "'%s': over %zu characters", key, max);
-	if (!audit_is_clean(s, max))
+	if (v == 1 ? !audit_is_plain(s, max) : !audit_is_clean(s, max))
 		return bad(err, key, "not clean text");
 	return 0;
 }
 
+/* An id (agent, run, wire_id) is kept byte for byte, never escaped: it
+ * is refused at the door when it holds what would need escaping. */
 static int check_id(const char *s, const char *key, struct sbx_error **err)
 {
 	if (!s)
@@ -350,7 +466,7 @@ static int check_id(const char *s, const char *key, struct sbx_error **err)
 	if (strlen(s) > AUDIT_ID_MAX)
 		return sbx_error_set(err, SBX_E_BAD_DATA, 0,
 				     "'%s': over %d bytes", key, AUDIT_ID_MAX);
-	return check_text(s, key, AUDIT_ID_MAX, err);
+	return check_text(s, key, AUDIT_ID_MAX, 1, err);
 }
 
 /*
@@ -361,19 +477,26 @@ static int check_id(const char *s, const char *key, struct sbx_error **err)
 
 int audit_row_check(const struct audit_row *r, struct sbx_error **err)
 {
+	int v = r->version;
+
+	if (v < 1 || v > AUDIT_CHAIN_VERSION)
+		return bad(err, "version", "not a version this sbxcat knows");
 	if (!audit_uuid_ok(r->id))
 		return bad(err, "id", "not a lowercase version 4 UUID");
 	if (r->created_us < AUDIT_US_MIN || r->created_us > AUDIT_US_MAX)
 		return bad(err, "created_at", "out of range");
-	if (check_text(r->tenant, "tenant", NAME_MAX_CHARS, err) < 0 ||
-	    check_text(r->session_key, "session", NAME_MAX_CHARS, err) < 0 ||
-	    check_text(r->runtime, "runtime", NAME_MAX_CHARS, err) < 0 ||
+	if (check_text(r->tenant, "tenant", NAME_MAX_CHARS, v, err) < 0 ||
+	    check_text(r->session_key, "session", NAME_MAX_CHARS, v, err) < 0 ||
+	    check_text(r->runtime, "runtime", NAME_MAX_CHARS, v, err) < 0 ||
 	    check_id(r->agent, "agent", err) < 0 ||
-	    check_id(r->run, "run", err) < 0)
+	    check_id(r->run, "run", err) < 0 ||
+	    check_id(r->wire_id, "wire_id", err) < 0)
 		return -1;
+	if (v == 1 && r->wire_id)
+		return bad(err, "wire_id", "not in a row of version 1");
 	if (!audit_op_name(r->op))
 		return bad(err, "op", "not an operation");
-	if (check_text(r->target, "target", AUDIT_TARGET_MAX, err) < 0)
+	if (check_text(r->target, "target", AUDIT_TARGET_MAX, v, err) < 0)
 		return -1;
 	if (r->bytes < 0 && r->bytes != AUDIT_NONE)
 		return bad(err, "bytes", "negative");
@@ -381,7 +504,7 @@ int audit_row_check(const struct audit_row *r, struct sbx_error **err)
 		return bad(err, "results", "negative");
 	if (r->duration_ms < 0)
 		return bad(err, "duration_ms", "negative");
-	return check_text(r->detail, "detail", AUDIT_DETAIL_MAX, err);
+	return check_text(r->detail, "detail", AUDIT_DETAIL_MAX, v, err);
 }
 
 static int from_json(json_t *j, struct audit_row *r, struct sbx_error **err)
@@ -407,6 +530,9 @@ static int from_json(json_t *j, struct audit_row *r, struct sbx_error **err)
 			return -1;
 		}
 	}
+	/* A line written before version 2 has no wire_id: its strings were
+	 * cleaned by version 1's rule, and its hash will be of version 1. */
+	r->version = json_object_get(j, "wire_id") ? AUDIT_CHAIN_VERSION : 1;
 	for (size_t k = 0; k < audit_ncolumns; k++)
 		if (audit_column_from_json(&audit_columns[k], j, r, err) < 0)
 			return -1;

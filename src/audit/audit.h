@@ -50,7 +50,8 @@ enum audit_op {
 	AUDIT_OPEN,
 	AUDIT_CLOSE,
 	AUDIT_REAP,
-	AUDIT_STAT, /* migration 3 */
+	AUDIT_STAT,   /* migration 3 */
+	AUDIT_REMOVE, /* migration 4 */
 	AUDIT_NOPS
 };
 
@@ -58,6 +59,10 @@ enum audit_op {
 const char *audit_op_name(enum audit_op op);
 /* The op named s (exactly as audit_op_name spells it); -1 when none. */
 int audit_op_parse(const char *s);
+/* The same, also taking the names the service's events give the ops
+ * (sandboxd's: exec, ls, glob, grep, exists) as the audit's; -1 when
+ * none.  What a filter (--op) takes. */
+int audit_op_parse_alias(const char *s);
 
 #define AUDIT_TARGET_MAX 512 /* characters, the cut mark included */
 #define AUDIT_DETAIL_MAX 200 /* characters */
@@ -81,6 +86,14 @@ struct audit_row {
 	long long results;     /* >= 0, or AUDIT_NONE */
 	long long duration_ms; /* >= 0 */
 	char *detail;	       /* "" or one line written by sbxcat */
+	/* The session's id on the service's wire (sandboxd's, the
+	 * platform's), for a session opened there; NULL: none.  Version 2. */
+	char *wire_id;
+	/* The version of the encoding the row was made for: how its
+	 * strings were cleaned and what its hash is of (audit_canonical).
+	 * AUDIT_CHAIN_VERSION for a new row; 1 for a spool line written
+	 * before version 2 (whose strings kept a backslash as it was). */
+	int version;
 };
 
 /*
@@ -95,12 +108,13 @@ void audit_row_release(struct audit_row *r);
  * Replace *field (one of r's strings) with a clean copy of s[0..len):
  * valid UTF-8 (an invalid byte becomes \xNN), no NUL, control character
  * or bidirectional control (written as text_add_escaped writes them: \n,
- * \t, \xNN, \uNNNN; a backslash itself stays as it is, so cleaning a
- * clean string changes nothing), and at most max characters (max >= 6);
- * when cut, the last characters are " [cut]" so the whole is max
- * characters, or up to 5 fewer when the cut would split an escape (the
- * escape goes whole).  audit_clean appends to out.
- * Targets use AUDIT_TARGET_MAX, details AUDIT_DETAIL_MAX.
+ * \t, \xNN, \uNNNN) and a backslash written \\ (so every stored string
+ * says one input: a tab is \t, a backslash followed by t is \\t), and at
+ * most max characters (max >= 6); when cut, the last characters are
+ * " [cut]" so the whole is max characters, or up to 5 fewer when the cut
+ * would split an escape (the escape goes whole).  audit_clean appends to
+ * out.  Targets use AUDIT_TARGET_MAX, details AUDIT_DETAIL_MAX.  Rows of
+ * version 1 were cleaned with the backslash kept as it was.
  */
 void audit_clean(struct strbuf *out, const char *s, size_t len, size_t max);
 
@@ -116,8 +130,14 @@ void audit_clean(struct strbuf *out, const char *s, size_t len, size_t max);
 void audit_clean_tail(struct strbuf *out, const char *s, size_t len,
 		      size_t max);
 
-/* Whether s is what audit_clean(s, max) would make of it. */
+/* Whether s is what audit_clean would make of some string, at most max
+ * characters: its escapes undone and cleaned again, it is s. */
 bool audit_is_clean(const char *s, size_t max);
+/* Whether s needs no escape but, perhaps, its backslashes: valid UTF-8,
+ * no control character or bidirectional control, at most max characters.
+ * The rule of an id (agent, run, wire id: kept byte for byte) and of the
+ * strings of a row of version 1. */
+bool audit_is_plain(const char *s, size_t max);
 void audit_row_set(char **field, const char *s, size_t len, size_t max);
 /* r->target set from s[0..len) with audit_clean_tail, AUDIT_TARGET_MAX. */
 void audit_row_set_target(struct audit_row *r, const char *s, size_t len);
@@ -137,10 +157,14 @@ void audit_row_set_target(struct audit_row *r, const char *s, size_t len);
  * decimal, ':', and the value (numbers in decimal, ok as "t" or "f", op
  * as its name).
  *
+ * Version 2: "sbxcat-audit-2" then the fields of version 1 in its order,
+ * then wire_id ("-" for NULL), each as version 1 writes them.  Its
+ * strings were cleaned with the backslash escaped (audit_clean).
+ *
  * audit_canonical appends version's encoding of r to out; -1 (nothing
  * appended) for a version this sbxcat does not know.
  */
-#define AUDIT_CHAIN_VERSION 1
+#define AUDIT_CHAIN_VERSION 2
 int audit_canonical(struct strbuf *out, const struct audit_row *r, int version);
 /* SHA-256 of prev (32 bytes) followed by audit_canonical(r, version); -1
  * for a version unknown. */
@@ -167,6 +191,15 @@ enum audit_coltype {
 	AUDIT_COL_COUNT, /* long long, NULL when AUDIT_NONE; bigint */
 	AUDIT_COL_MS,	 /* long long, never NULL; bigint */
 };
+/* How a terminal cuts a cell too wide for it: never (a time, a number,
+ * an op), in the middle (an id: its start and end kept), at the end (a
+ * sentence); CUT_FIRST is in the middle too, and before any other. */
+enum audit_cut {
+	AUDIT_CUT_NEVER,
+	AUDIT_CUT_MIDDLE,
+	AUDIT_CUT_END,
+	AUDIT_CUT_FIRST,
+};
 struct audit_column {
 	const char *key; /* "session" */
 	const char *sql; /* "session_key" */
@@ -175,12 +208,18 @@ struct audit_column {
 	const char *also;
 	enum audit_coltype type;
 	size_t offset; /* of its field in struct audit_row */
-	/* On a terminal: its header (NULL: not shown), at most cut
-	 * characters (0: any), and its cell from a page row. */
-	const char *head;
-	size_t cut;
+	/* On a terminal (the command line's table): its header (NULL: not
+	 * shown), its name for --columns, whether the usual table shows it
+	 * (else -o wide and --columns only), how a cell wider than the
+	 * terminal allows is cut, its cell from a page row and, when set,
+	 * the short cell the usual table shows instead (brief). */
+	const char *head, *name;
+	bool usual;
+	enum audit_cut cut;
 	void (*cell)(const struct audit_column *c, json_t *row,
 		     struct strbuf *out);
+	void (*brief)(const struct audit_column *c, json_t *row,
+		      struct strbuf *out);
 };
 extern const struct audit_column audit_columns[];
 extern const size_t audit_ncolumns;
@@ -212,8 +251,9 @@ json_t *audit_column_json(const struct audit_column *c,
 int audit_column_from_json(const struct audit_column *c, json_t *j,
 			   struct audit_row *r, struct sbx_error **err);
 /* c's cell of a page row (auditq.h's shape) on a terminal, appended to
- * out; nothing for a column not shown. */
-void audit_column_cell(const struct audit_column *c, json_t *row,
+ * out: its brief form when brief and c has one; nothing for a column not
+ * shown. */
+void audit_column_cell(const struct audit_column *c, json_t *row, bool brief,
 		       struct strbuf *out);
 
 /* Whether id is a lowercase, hyphenated version 4 UUID. */
@@ -241,7 +281,9 @@ bool audit_time_parse(const char *s, long long *us);
  * The row as a JSON object, the spool's and `audit export --format jsonl`'s
  * shape: {"id","created_at" (RFC 3339 UTC with microseconds),"tenant",
  * "session","runtime","agent","run","op","target","ok","exit_status",
- * "bytes","results","duration_ms","detail"}, nulls for what is not set.
+ * "bytes","results","duration_ms","detail","wire_id"}, nulls for what is
+ * not set.  A line without "wire_id" (written before version 2) is read
+ * as a row of version 1.
  */
 json_t *audit_row_json(const struct audit_row *r);
 /* The inverse, strict: every key, the right types, op known, sizes in
@@ -252,9 +294,11 @@ int audit_row_from_json(json_t *j, struct audit_row *r, struct sbx_error **err);
  * What audit_row_from_json checks after the types, on a row in memory (the
  * spool refuses a row it could not replay): id a lowercase UUID v4,
  * created_us within AUDIT_US_MIN..AUDIT_US_MAX, tenant, session and runtime
- * clean and at most AUDIT_TARGET_MAX characters, agent and run NULL or
- * non-empty, at most AUDIT_ID_MAX bytes and clean, op known, target and detail
- * clean within their maxima, bytes and results >= 0 or AUDIT_NONE, duration_ms
+ * clean and at most AUDIT_TARGET_MAX characters, agent, run and wire_id NULL
+ * or non-empty, at most AUDIT_ID_MAX bytes and plain (audit_is_plain), op
+ * known, target and detail clean within their maxima (clean by the rule
+ * of the row's version; version known, no wire_id in version 1), bytes and
+ * results >= 0 or AUDIT_NONE, duration_ms
  * >= 0. -1 status 1 naming the JSON key.
  */
 int audit_row_check(const struct audit_row *r, struct sbx_error **err);
@@ -303,7 +347,7 @@ const char *audit_config_db(const struct audit_config *c, const char **source);
  * Nothing is connected or opened yet: the connection starts here and is
  * finished on first need.
  */
-/* An agent or run id: 1 to AUDIT_ID_MAX bytes, clean (audit_is_clean);
+/* An agent or run id: 1 to AUDIT_ID_MAX bytes, plain (audit_is_plain);
  * else invalid, "WHAT: ..." (what names it as the caller knows it). */
 int audit_id_check(const char *what, const char *id, struct sbx_error **err);
 struct audit;
@@ -345,6 +389,8 @@ void audit_close(struct audit *a);
 struct audit_event {
 	enum audit_op op;
 	const char *tenant, *session_key, *runtime, *target; /* NULL: "" */
+	/* The session's id on the service's wire, or NULL (audit_row). */
+	const char *wire_id;
 	/* A key asked for that the caller was not found to own (no record,
 	 * or another tenant's): never the row's session_key, whose chain
 	 * is its record's tenant's; named in the detail instead

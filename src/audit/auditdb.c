@@ -490,6 +490,115 @@ fail:
 	return -1;
 }
 
+/*
+ * The session-level migration lock, by polling: each try is a statement
+ * of its own, so a migrator waiting holds no snapshot that another's
+ * concurrent index build would wait for (the two would deadlock).  At
+ * most MIGRATE_LOCK_TRIES tries, 100 ms apart.
+ */
+#define MIGRATE_LOCK_TRIES 3000 /* 5 minutes */
+
+static int migrate_lock(struct auditdb *db, const char *lock,
+			struct sbx_error **err)
+{
+	const char *p[1] = {lock};
+
+	for (int i = 0; i < MIGRATE_LOCK_TRIES; i++) {
+		struct timespec ts = {0, 100 * 1000 * 1000};
+		PGresult *res;
+		bool got;
+
+		if (run(db, "SELECT pg_try_advisory_lock($1::bigint)", 1, p,
+			PGRES_TUPLES_OK, &res, err) < 0)
+			return -1;
+		got = !strcmp(sym_PQgetvalue(res, 0, 0), "t");
+		sym_PQclear(res);
+		if (got)
+			return 0;
+		nanosleep(&ts, NULL);
+	}
+	return sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
+			     "database: another migrator held the migration "
+			     "lock for 5 minutes");
+}
+
+/*
+ * Apply m, which has online statements (auditdb.h): under the session's
+ * lock, m->sql in a transaction, any index left INVALID by a concurrent
+ * build that failed dropped, each online statement on its own, then m
+ * recorded.
+ */
+static int migrate_online(struct auditdb *db, const struct auditdb_migration *m,
+			  int *applied, struct sbx_error **err)
+{
+	char lock[32], version[16];
+	const char *p[2] = {version, m->name};
+	PGresult *res = NULL;
+	int rc = -1;
+
+	snprintf(lock, sizeof(lock), "%d", AUDITDB_LOCK_MIGRATE);
+	snprintf(version, sizeof(version), "%d", m->version);
+	if (migrate_lock(db, lock, err) < 0)
+		return -1;
+	if (run(db, "SELECT 1 FROM schema_migrations WHERE version = $1", 1, p,
+		PGRES_TUPLES_OK, &res, err) < 0)
+		goto out;
+	bool done = sym_PQntuples(res) > 0;
+	sym_PQclear(res);
+	res = NULL;
+	if (done) {
+		rc = 0;
+		goto out;
+	}
+	if (cmd(db, "BEGIN", err) < 0)
+		goto out;
+	res = sym_PQexec(db->conn, m->sql);
+	if (sym_PQresultStatus(res) != PGRES_COMMAND_OK) {
+		res_fail(res, err, "database");
+		res = NULL;
+		rollback(db);
+		goto wrap;
+	}
+	sym_PQclear(res);
+	res = NULL;
+	/* An index build of the whole table may well pass the 30 s every
+	 * statement of sbxcat's is bounded by. */
+	if (cmd(db, "COMMIT", err) < 0 ||
+	    cmd(db, "SET statement_timeout = 0", err) < 0 ||
+	    run(db,
+		"SELECT format('DROP INDEX CONCURRENTLY IF EXISTS %I', "
+		"c.relname) FROM pg_index i JOIN pg_class c ON c.oid = "
+		"i.indexrelid WHERE i.indrelid = "
+		"'sandbox_operations'::regclass "
+		"AND NOT i.indisvalid",
+		0, NULL, PGRES_TUPLES_OK, &res, err) < 0)
+		goto wrap;
+	for (int r = 0; r < sym_PQntuples(res); r++)
+		if (cmd(db, sym_PQgetvalue(res, r, 0), err) < 0)
+			goto wrap;
+	for (const char *const *o = m->online; *o; o++)
+		if (cmd(db, *o, err) < 0)
+			goto wrap;
+	if (run(db,
+		"INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+		2, p, PGRES_COMMAND_OK, NULL, err) < 0)
+		goto wrap;
+	(*applied)++;
+	rc = 0;
+	goto out;
+wrap:
+	sbx_error_wrap(err, "migration %d (%s)", m->version, m->name);
+out:
+	if (res)
+		sym_PQclear(res);
+	sym_PQclear(sym_PQexec(db->conn, "RESET statement_timeout"));
+	p[0] = lock;
+	sym_PQclear(sym_PQexecParams(db->conn,
+				     "SELECT pg_advisory_unlock($1::bigint)", 1,
+				     NULL, p, NULL, NULL, 0));
+	return rc;
+}
+
 int auditdb_migrate(struct auditdb *db, int *applied, struct sbx_error **err)
 {
 	int have, known;
@@ -497,9 +606,13 @@ int auditdb_migrate(struct auditdb *db, int *applied, struct sbx_error **err)
 	*applied = 0;
 	if (auditdb_schema_version(db, &have, &known, err) < 0)
 		return -1;
-	for (int i = have; i < auditdb_nmigrations; i++)
-		if (migrate_one(db, &auditdb_migrations[i], applied, err) < 0)
+	for (int i = have; i < auditdb_nmigrations; i++) {
+		const struct auditdb_migration *m = &auditdb_migrations[i];
+
+		if (m->online ? migrate_online(db, m, applied, err) < 0
+			      : migrate_one(db, m, applied, err) < 0)
 			return -1;
+	}
 	return auditdb_schema_version(db, &have, &known, err);
 }
 
@@ -685,7 +798,7 @@ static void distinct(const struct audit_row *rows, size_t n, size_t off,
  * (audit_columns, each foreign key beside its column), then the row's
  * link in its chain and the version of the encoding it hashes.
  */
-#define INSERT_MAX 32 /* values a row: the table's and its also's, + 2 */
+#define INSERT_MAX 40 /* values a row: the table's and its also's, + 2 */
 
 struct fields {
 	const char *v[INSERT_MAX];
@@ -707,6 +820,14 @@ static void insert_columns(struct strbuf *sb)
 	strbuf_addstr(sb, ", hash, hash_version");
 }
 
+/* The encoding a row is hashed with: the one it was made for (a spool
+ * line of before version 2 keeps version 1: its strings are cleaned by
+ * that version's rule). */
+static int row_version(const struct audit_row *r)
+{
+	return r->version ? r->version : AUDIT_CHAIN_VERSION;
+}
+
 static void row_fields(const struct audit_row *r, const unsigned char h[32],
 		       struct fields *f)
 {
@@ -723,7 +844,7 @@ static void row_fields(const struct audit_row *r, const unsigned char h[32],
 	}
 	memcpy(f->hash, "\\x", 2); /* bytea's hex input */
 	hex_encode(f->hash + 2, h, 32);
-	snprintf(f->version, sizeof(f->version), "%d", AUDIT_CHAIN_VERSION);
+	snprintf(f->version, sizeof(f->version), "%d", row_version(r));
 	f->v[f->n++] = f->hash;
 	f->v[f->n++] = f->version;
 }
@@ -1117,8 +1238,8 @@ static void chain_rows(struct ins *in, size_t *inserted, size_t *skipped)
 			continue;
 		}
 		struct chain *ch = find_chain(in, in->rows[i].session_key);
-		audit_chain_hash(ch->head, &in->rows[i], AUDIT_CHAIN_VERSION,
-				 in->hash[i]);
+		audit_chain_hash(ch->head, &in->rows[i],
+				 row_version(&in->rows[i]), in->hash[i]);
 		memcpy(ch->head, in->hash[i], 32);
 		ch->added++;
 		ch->last_id = in->rows[i].id;
@@ -1344,7 +1465,8 @@ int auditdb_insert_fresh(struct auditdb *db, const struct audit_row *rows,
 /* --- verifying, heads ---------------------------------------------- */
 
 /*
- * " WHERE session_key = $1" or tenant, for the chains' query.  A tenant's
+ * " WHERE session_key = $1" (or its wire id) or tenant, for the chains'
+ * query.  A tenant's
  * chains are those holding rows of that tenant, not those whose first row
  * was: a chain's tenant column says who wrote its first row, and a
  * refused request of another tenant once could (docs/audit.md).
@@ -1353,7 +1475,11 @@ static const char *chain_where(const char *session, const char *tenant,
 			       const char **param)
 {
 	*param = session ? session : tenant;
-	return session	? " WHERE c.session_key = $1"
+	/* A session by sbxcat's key or by the wire's id (the rows' wire_id,
+	 * indexed). */
+	return session	? " WHERE c.session_key = $1 OR c.session_key IN "
+			  "(SELECT o.session_key FROM sandbox_operations o "
+			  "WHERE o.wire_id = $1)"
 	       : tenant ? " WHERE c.session_key IN (SELECT o.session_key "
 			  "FROM sandbox_operations o WHERE o.tenant = $1)"
 			: "";
@@ -1579,7 +1705,7 @@ static int verify_orphans(struct auditdb *db, const char *session,
 	    "SELECT o.session_key, o.seq, o.id FROM sandbox_operations o "
 	    "WHERE NOT EXISTS (SELECT 1 FROM audit_chains c "
 	    "WHERE c.session_key = o.session_key)%s ORDER BY o.seq LIMIT 100",
-	    session  ? " AND o.session_key = $1"
+	    session  ? " AND (o.session_key = $1 OR o.wire_id = $1)"
 	    : tenant ? " AND o.tenant = $1"
 		     : "");
 	int rc =

@@ -66,7 +66,8 @@ void auditdb_close(struct auditdb *db);
 /*
  * Migrations compiled into the binary, numbered from 1.  migrate applies
  * the pending ones in order, each in its own transaction under
- * pg_advisory_xact_lock(AUDITDB_LOCK_MIGRATE), re-checking under the lock
+ * pg_advisory_xact_lock(AUDITDB_LOCK_MIGRATE) (or, for one with online
+ * statements, as its .online says), re-checking under the lock
  * whether another migrator applied it meanwhile; *applied counts what this
  * call applied (0 the second time).  status: an array of {"version",
  * "name", "applied_at" (RFC 3339 or null: pending)}.
@@ -76,6 +77,19 @@ struct auditdb_migration {
 	int version; /* 1, 2, ...: auditdb_migrations[i].version == i + 1 */
 	const char *name;
 	const char *sql; /* statements; no BEGIN/COMMIT (migrate wraps them) */
+	/*
+	 * NULL, or statements that cannot run in a transaction (CREATE
+	 * INDEX CONCURRENTLY: an index built while rows are written), one a
+	 * string, NULL-terminated.  Such a migration is applied under the
+	 * session's advisory lock, taken by polling (a migrator waiting in
+	 * a transaction would hold a snapshot the concurrent build waits
+	 * for): sql in its transaction, then each of these on its own with
+	 * no statement timeout, then the migration recorded.  Both must be
+	 * idempotent (IF NOT EXISTS): a failure part way is finished by the
+	 * next migrate, which first drops any index of sandbox_operations
+	 * left INVALID by a concurrent build that failed.
+	 */
+	const char *const *online;
 };
 extern const struct auditdb_migration auditdb_migrations[]; /* audit-schema.c */
 extern const int auditdb_nmigrations;

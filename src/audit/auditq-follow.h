@@ -9,7 +9,7 @@
  * higher seq has been shown, and would be skipped.  Instead the follower
  * keeps the snapshot of its last read (pg_current_snapshot(): xmin, xmax
  * and the transactions in progress, xip) and each read takes the rows
- * whose inserting transaction (the xact column, migration 4) that
+ * whose inserting transaction (the xact column, migration 5) that
  * snapshot did not yet see as finished: xact >= xmax or xact in xip.
  * PostgreSQL's own visibility then says which of those have committed by
  * the new read's snapshot, so a row is shown by the first read whose

@@ -1,7 +1,7 @@
 /*
  * auditq.c - the auditors' queries over sandbox_operations (auditq.h):
- * --since/--until times, the opaque keyset cursor, the page query, the
- * streamed export and the stats.
+ * the opaque keyset cursor, the page query, the streamed export and the
+ * stats (what --since and --until say is audit-time.c's).
  *
  * One WHERE builder serves all of them.  It writes every value either as
  * a $n parameter (the page and the stats: PQexecParams) or, for COPY,
@@ -38,202 +38,7 @@
 #include "basic/error.h"
 #include "basic/text.h"
 
-/* ---- times ---- */
-
-#define TIME_FORMS                                                             \
-	"use ISO 8601 (2026-12-01, 2026-12-01T10:00, 2026-12-01T10:00:00Z, "   \
-	"2026-12-01T10:00:00.250+02:00; no zone is UTC) or a time ago (30s, "  \
-	"15m, 2h, 7d, 2w)"
-
-__attribute__((format(printf, 3, 4))) static int
-time_error(struct sbx_error **err, const char *s, const char *fmt, ...)
-{
-	struct strbuf sb = STRBUF_INIT;
-	va_list ap;
-	int ret;
-
-	strbuf_addch(&sb, '\'');
-	text_add_escaped(&sb, s, strlen(s));
-	strbuf_addstr(&sb, "': ");
-	va_start(ap, fmt);
-	strbuf_vaddf(&sb, fmt, ap);
-	va_end(ap);
-	ret = sbx_error_set(err, SBX_E_INVALID, 0, "%s; " TIME_FORMS,
-			    strbuf_str(&sb));
-	strbuf_release(&sb);
-	return ret;
-}
-
-/* Exactly n digits at *p, advancing it; else *bad (and 0).  Once *bad,
- * neither this nor expect() reads or moves. */
-static int digits(const char **p, int n, bool *bad)
-{
-	int v = 0;
-
-	for (int i = 0; i < n && !*bad; i++) {
-		if ((*p)[i] < '0' || (*p)[i] > '9')
-			*bad = true;
-		v = v * 10 + ((*p)[i] - '0');
-	}
-	if (*bad)
-		return 0;
-	*p += n;
-	return v;
-}
-
-static void expect(const char **p, char c, bool *bad)
-{
-	if (!*bad && **p != c)
-		*bad = true;
-	else if (!*bad)
-		(*p)++;
-}
-
-static bool leap(long y)
-{
-	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
-
-static int month_days(long y, int m)
-{
-	static const int days[] = {31, 28, 31, 30, 31, 30,
-				   31, 31, 30, 31, 30, 31};
-
-	return m == 2 && leap(y) ? 29 : days[m - 1];
-}
-
-/* Days from 1970-01-01 to y-m-d (proleptic Gregorian; Howard Hinnant's
- * days_from_civil). */
-static long long days_from_civil(long y, int m, int d)
-{
-	long era, yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = y - era * 400;
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return (long long)era * 146097 + doe - 719468;
-}
-
-static int parse_relative(const char *s, long long now_us, long long *out,
-			  struct sbx_error **err)
-{
-	static const struct {
-		char unit;
-		long long us;
-	} units[] = {{'s', 1000000LL},
-		     {'m', 60 * 1000000LL},
-		     {'h', 3600 * 1000000LL},
-		     {'d', 86400 * 1000000LL},
-		     {'w', 7 * 86400 * 1000000LL}};
-	size_t n = strspn(s, "0123456789");
-	long long v = 0, ago, t;
-
-	for (size_t i = 0; i < n; i++)
-		if (__builtin_mul_overflow(v, 10, &v) ||
-		    __builtin_add_overflow(v, s[i] - '0', &v))
-			return time_error(err, s, "too far back");
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (s[n] != units[i].unit)
-			continue;
-		if (__builtin_mul_overflow(v, units[i].us, &ago) ||
-		    __builtin_sub_overflow(now_us, ago, &t) || t <= 0)
-			return time_error(err, s, "too far back");
-		*out = t;
-		return 0;
-	}
-	return -2; /* not this form */
-}
-
-int auditq_parse_time(const char *s, long long now_us, long long *out_us,
-		      struct sbx_error **err)
-{
-	const char *p = s;
-	long y;
-	int mo, d, h = 0, mi = 0, sec = 0, zone = 0;
-	bool bad = false;
-	long long frac = 0, us;
-
-	if (*s >= '0' && *s <= '9' && strlen(s) >= 2 &&
-	    strspn(s, "0123456789") == strlen(s) - 1) {
-		int r = parse_relative(s, now_us, out_us, err);
-		if (r != -2)
-			return r;
-	}
-	y = digits(&p, 4, &bad);
-	expect(&p, '-', &bad);
-	mo = digits(&p, 2, &bad);
-	expect(&p, '-', &bad);
-	d = digits(&p, 2, &bad);
-	if (!bad && (*p == 'T' || *p == 't' || *p == ' ')) {
-		p++;
-		h = digits(&p, 2, &bad);
-		expect(&p, ':', &bad);
-		mi = digits(&p, 2, &bad);
-		if (!bad && *p == ':') {
-			p++;
-			sec = digits(&p, 2, &bad);
-			if (!bad && (*p == '.' || *p == ',')) {
-				/* Up to nanoseconds, rounded up to the
-				 * microsecond: created_at >= t and < t hold
-				 * exactly when they hold for ceil(t), as
-				 * created_at has whole microseconds. */
-				int nd = 0;
-				bool rest = false;
-
-				for (p++; *p >= '0' && *p <= '9'; p++, nd++) {
-					if (nd < 6)
-						frac = frac * 10 + (*p - '0');
-					else if (*p != '0')
-						rest = true;
-				}
-				if (nd == 0 || nd > 9)
-					goto bad;
-				for (int i = nd; i < 6; i++)
-					frac *= 10;
-				frac += rest;
-			}
-		}
-		if (!bad && (*p == 'Z' || *p == 'z')) {
-			p++;
-		} else if (!bad && (*p == '+' || *p == '-')) {
-			int sign = *p == '-' ? -1 : 1, zh, zm = 0;
-
-			p++;
-			zh = digits(&p, 2, &bad);
-			if (!bad && *p == ':')
-				p++;
-			if (!bad && (p[-1] == ':' || (*p >= '0' && *p <= '9')))
-				zm = digits(&p, 2, &bad);
-			if (!bad && (zh > 23 || zm > 59))
-				return time_error(err, s,
-						  "zone offset out of range");
-			zone = sign * (zh * 60 + zm);
-		}
-	}
-	if (bad || *p)
-		goto bad;
-	if (mo < 1 || mo > 12)
-		return time_error(err, s, "month %d out of range", mo);
-	if (d < 1 || d > month_days(y, mo))
-		return time_error(err, s, "day %d out of range for %04ld-%02d",
-				  d, y, mo);
-	if (h > 23 || mi > 59 || sec > 59)
-		return time_error(err, s, "time of day out of range");
-	us = ((days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec -
-	       zone * 60LL) *
-		  1000000 +
-	      frac);
-	if (us <= AUDIT_US_MIN)
-		return time_error(err, s, "before 1970");
-	if (us > AUDIT_US_MAX) /* a zone or a fraction past 9999-12-31 */
-		return time_error(err, s, "after 9999");
-	*out_us = us;
-	return 0;
-bad:
-	return time_error(err, s, "not a time");
-}
+/* ---- times (their parsing: audit-time.c) ---- */
 
 /* "YYYY-MM-DD HH:MM:SS.ffffff+00" (sql) or RFC 3339 "...T...Z". */
 static void format_us(char out[64], long long us, bool sql)
@@ -417,8 +222,14 @@ static void qb_where(struct qb *q, const struct auditq_filter *f, bool after)
 	q->and = " WHERE ";
 	if (f->tenant)
 		qb_cond(q, "tenant = ", f->tenant, "::text");
-	if (f->session)
-		qb_cond(q, "session_key = ", f->session, "::text");
+	/* sbxcat's key or the wire's id (the platform's name of a wire
+	 * session): each has its index, which the planner ORs (a bitmap of
+	 * the two; docs/audit.md). */
+	if (f->session) {
+		qb_cond(q, "(session_key = ", f->session, "::text");
+		strbuf_addstr(&q->sql, " OR wire_id = ");
+		qb_value(q, f->session, "::text)");
+	}
 	if (f->agent)
 		qb_cond(q, "agent_ref = ", f->agent, "::text");
 	if (f->run)
@@ -944,12 +755,13 @@ out:
 
 /* One event's JSON, made by the server: the row's seq, its time as float
  * epoch seconds, the op's name and what the wire layer maps to its
- * detail. */
+ * detail, and who acted (agent and run, null for none). */
 #define EVENT_JSON                                                             \
 	"json_build_object('seq', seq, 'at', "                                 \
 	"extract(epoch FROM created_at)::float8, 'op', op, 'target', target, " \
 	"'ok', ok, 'detail', detail, 'duration_ms', duration_ms, "             \
-	"'exit_status', exit_status, 'bytes', bytes, 'results', results)"
+	"'exit_status', exit_status, 'bytes', bytes, 'results', results, "     \
+	"'agent', agent_ref, 'run', run_ref)"
 
 int auditq_events(struct auditdb *db, const struct auditq_events_req *q,
 		  json_t **events, long long *latest_seq,

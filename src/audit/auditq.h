@@ -39,12 +39,32 @@ struct auditq_filter {
 };
 
 /*
- * TIME for --since/--until: ISO 8601 / RFC 3339 ("2026-12-01",
- * "2026-12-01T10:00", "2026-12-01T10:00:00Z", "...+02:00", fractions
- * allowed; no zone means UTC), or relative to now_us: N followed by s, m,
- * h, d or w ("2h", "7d") meaning N units ago.  -1 status 2 naming the text
- * and the accepted forms.
+ * TIME for --since/--until (audit-time.c), as a moment in Unix
+ * microseconds:
+ *   - ISO 8601 / RFC 3339: "2026-12-01", "2026-12-01T10:00" (or a space
+ *     for the T), "2026-12-01T10:00:00Z", "...+02:00", fractions to the
+ *     nanosecond rounded up to the microsecond; no zone is UTC, or the
+ *     local zone (libc's: TZ) when local;
+ *   - a time ago, before now_us: N and a unit, as one word or two, with
+ *     or without "ago" ("2h", "2h ago", "3 days ago", "1 hour ago"; s sec
+ *     second, m min minute, h hr hour, d day, w wk week, plurals; a
+ *     one-letter unit lower case only, words in any case); N days is N
+ *     times 24 hours;
+ *   - a day, its first moment in UTC or, when local, the local zone:
+ *     "today", "yesterday", a weekday ("tuesday", "tue", "last tuesday":
+ *     the most recent one before today, so today's name is a week ago);
+ *     "now" is now_us;
+ *   - any of those, then " + " or " - " and N UNIT as above (no "ago"):
+ *     by the clock, or for days and weeks when local by the calendar
+ *     ("tuesday + 1 day" is Wednesday's start, 23 or 25 hours later
+ *     across a change of daylight saving time).
+ * A local time the clocks passed twice is its first pass; one they
+ * skipped is the moment they jumped to.  -1 status 2 naming the text
+ * (cut short) and the accepted forms; never reads past s's NUL.
+ * auditq_parse_time is auditq_parse_time_in with local false.
  */
+int auditq_parse_time_in(const char *s, long long now_us, bool local,
+			 long long *out_us, struct sbx_error **err);
 int auditq_parse_time(const char *s, long long now_us, long long *out_us,
 		      struct sbx_error **err);
 

@@ -43,8 +43,8 @@ struct audit {
 };
 
 /* An agent or run id (what: "agent id", "run id"): at most
- * AUDIT_ID_MAX bytes, clean.  The caller knows where it came from (a
- * flag, a variable, a request) and may say so. */
+ * AUDIT_ID_MAX bytes, plain (kept byte for byte, never escaped).  The caller
+ * knows where it came from (a flag, a variable, a request) and may say so. */
 int audit_id_check(const char *what, const char *id, struct sbx_error **err)
 {
 	size_t len = strlen(id);
@@ -54,7 +54,7 @@ int audit_id_check(const char *what, const char *id, struct sbx_error **err)
 				     "%s: an id of 1 to %d bytes is needed, "
 				     "not %zu",
 				     what, AUDIT_ID_MAX, len);
-	if (!audit_is_clean(id, AUDIT_ID_MAX))
+	if (!audit_is_plain(id, AUDIT_ID_MAX))
 		return sbx_error_set(err, SBX_E_INVALID, 0,
 				     "%s: an id may not hold control "
 				     "characters or bytes that are not UTF-8",
@@ -318,6 +318,11 @@ int audit_event(struct audit *a, const struct audit_event *ev,
 		audit_row_set(&r.runtime, ev->runtime, strlen(ev->runtime),
 			      AUDIT_ID_MAX);
 	audit_row_set_target(&r, target, strlen(target));
+	/* An id of the wire's pattern: nothing in it to escape. */
+	if (ev->wire_id && *ev->wire_id &&
+	    audit_is_plain(ev->wire_id, AUDIT_ID_MAX) &&
+	    strlen(ev->wire_id) <= AUDIT_ID_MAX)
+		r.wire_id = xstrdup(ev->wire_id);
 	r.ok = ev->ok;
 	r.has_exit = ev->has_exit;
 	r.exit_status = ev->exit_status;

@@ -10,9 +10,9 @@
  * HEX the SHA-256 of the bytes before ',"sum":'.  A clean row fits a line
  * with room to spare (SPOOL_LINE_MAX is 64 KiB): target 512 and names
  * (tenant, session, runtime) 3 x 512 characters of at most 4 bytes each
- * in UTF-8 (a '"' or '\' escaped by JSON is 2), detail 200 x 4, agent and
- * run 200 bytes each, doubled at worst by JSON escapes, plus the keys,
- * id, time, numbers and sum: under 11 KiB.
+ * in UTF-8 (a '"' or '\' escaped by JSON is 2), detail 200 x 4, agent,
+ * run and wire id 200 bytes each, doubled at worst by JSON escapes, plus the
+ * keys, id, time, numbers and sum: under 11 KiB.
  *
  * What a crash can leave, and what replay makes of it:
  * - A torn last line (no newline): set aside.  A later append then glues

@@ -93,3 +93,23 @@ void clock_format_time(char out[32], long long t)
 	else
 		strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
+
+void clock_format_local(char out[40], long long t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	long off, a;
+	size_t n;
+
+	if (t <= 0 || !localtime_r(&tt, &tm)) {
+		snprintf(out, 40, "-");
+		return;
+	}
+	n = strftime(out, 40, "%Y-%m-%dT%H:%M:%S", &tm);
+	off = tm.tm_gmtoff;
+	a = off < 0 ? -off : off;
+	n += (size_t)snprintf(out + n, 40 - n, "%c%02ld:%02ld",
+			      off < 0 ? '-' : '+', a / 3600, a / 60 % 60);
+	if (a % 60)
+		snprintf(out + n, 40 - n, ":%02ld", a % 60);
+}

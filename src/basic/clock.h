@@ -20,4 +20,10 @@ int clock_parse_time(const char *s, long long *t);
  * for 0 or less (no time). */
 void clock_format_time(char out[32], long long t);
 
+/* Unix seconds t as RFC 3339 in the local zone (libc's: TZ, else
+ * /etc/localtime), with its offset then ("2026-12-01T11:00:00+01:00";
+ * an offset of whole seconds, as some zones had before 1972, as
+ * "+00:53:28"); "-" for 0 or less. */
+void clock_format_local(char out[40], long long t);
+
 #endif

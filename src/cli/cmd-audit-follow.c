@@ -6,9 +6,7 @@
  * and journalctl -f end).
  *
  * Each row is written and flushed as it comes: a JSON line with --json,
- * else the table's cells (svc_audit_table_*), tab-separated under one
- * header off a terminal; on one, padded to the widest cell seen so far
- * (the rows to come are not known, so the widths only grow).
+ * else the line cmd-audit.c's table makes of it.
  */
 #include "config.h"
 
@@ -24,7 +22,6 @@
 #include "basic/alloc.h"
 #include "basic/error.h"
 #include "basic/sig.h"
-#include "basic/text.h"
 #include "cli/cmd-audit-follow.h"
 
 int cmd_audit_opt_lines(const struct cmd_entry *cmd, const char *name,
@@ -47,94 +44,38 @@ int cmd_audit_opt_lines(const struct cmd_entry *cmd, const char *name,
 }
 
 struct follow_out {
-	bool json, tty, head;
-	size_t ncols;
-	size_t *w;
-	struct strbuf *cell, line;
+	bool json;
+	void (*line)(void *arg, json_t *row, struct strbuf *out);
+	void *line_arg;
+	struct strbuf buf;
 };
 
-/* Write line whole and flush it: -1 with the errno (EPIPE: the reader
+/* Write buf whole and flush it: -1 with the errno (EPIPE: the reader
  * left) as the error. */
-static int put(struct strbuf *line, struct sbx_error **err)
+static int put(struct strbuf *buf, struct sbx_error **err)
 {
-	if (fwrite(line->buf, 1, line->len, stdout) != line->len ||
+	if (fwrite(buf->buf, 1, buf->len, stdout) != buf->len ||
 	    fflush(stdout) != 0)
 		return sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
 				     "writing the output");
 	return 0;
 }
 
-static void add_cells(struct follow_out *o, struct strbuf *cells)
-{
-	for (size_t k = 0; k < o->ncols; k++) {
-		size_t n = utf8_chars(cells[k].buf, cells[k].len);
-
-		strbuf_add(&o->line, cells[k].buf, cells[k].len);
-		if (k == o->ncols - 1)
-			break;
-		if (!o->tty) {
-			strbuf_addch(&o->line, '\t');
-			continue;
-		}
-		if (n > o->w[k])
-			o->w[k] = n;
-		for (size_t i = n; i < o->w[k] + 2; i++)
-			strbuf_addch(&o->line, ' ');
-	}
-	strbuf_addch(&o->line, '\n');
-}
-
 static int follow_row(void *arg, json_t *row, struct sbx_error **err)
 {
 	struct follow_out *o = arg;
-	char *text;
 
-	strbuf_reset(&o->line);
+	strbuf_reset(&o->buf);
 	if (o->json) {
-		text = json_dumps(row, JSON_COMPACT);
-		strbuf_addstr(&o->line, text);
-		strbuf_addch(&o->line, '\n');
+		char *text = json_dumps(row, JSON_COMPACT);
+
+		strbuf_addstr(&o->buf, text);
+		strbuf_addch(&o->buf, '\n');
 		free(text);
-		return put(&o->line, err);
+	} else {
+		o->line(o->line_arg, row, &o->buf);
 	}
-	for (size_t k = 0; k < o->ncols; k++) {
-		size_t cut;
-
-		strbuf_reset(&o->cell[k]);
-		svc_audit_table_cell(k, row, &o->cell[k]);
-		svc_audit_table_head(k, &cut);
-		if (o->tty && cut &&
-		    utf8_chars(o->cell[k].buf, o->cell[k].len) > cut) {
-			size_t off = 0;
-
-			for (size_t n = 0; n < cut - 3 && off < o->cell[k].len;
-			     n++) {
-				uint32_t cp;
-				size_t l =
-				    utf8_decode(o->cell[k].buf + off,
-						o->cell[k].len - off, &cp);
-				off += l ? l : 1;
-			}
-			strbuf_setlen(&o->cell[k], off);
-			strbuf_addstr(&o->cell[k], "...");
-		}
-	}
-	if (!o->head) {
-		struct strbuf *h = xcalloc(o->ncols, sizeof(*h));
-		size_t cut;
-
-		for (size_t k = 0; k < o->ncols; k++) {
-			strbuf_init(&h[k]);
-			strbuf_addstr(&h[k], svc_audit_table_head(k, &cut));
-		}
-		add_cells(o, h);
-		for (size_t k = 0; k < o->ncols; k++)
-			strbuf_release(&h[k]);
-		free(h);
-		o->head = true;
-	}
-	add_cells(o, o->cell);
-	return put(&o->line, err);
+	return put(&o->buf, err);
 }
 
 /* The reader left: what stdio still holds is dropped and standard
@@ -152,12 +93,14 @@ static void stdout_drop(void)
 }
 
 int cmd_audit_follow(struct sbx_ctx *ctx, const svc_audit_filter *f,
-		     unsigned long tail, int (*report)(struct sbx_error **err))
+		     unsigned long tail, int (*report)(struct sbx_error **err),
+		     void (*line)(void *arg, json_t *row, struct strbuf *out),
+		     void *line_arg)
 {
 	struct follow_out o = {.json = ctx->json,
-			       .tty = isatty(STDOUT_FILENO),
-			       .ncols = svc_audit_table_columns(),
-			       .line = STRBUF_INIT};
+			       .line = line,
+			       .line_arg = line_arg,
+			       .buf = STRBUF_INIT};
 	struct svc_audit_follow_req req = {.filter = *f,
 					   .tail = tail,
 					   .out_fd = STDOUT_FILENO,
@@ -166,14 +109,6 @@ int cmd_audit_follow(struct sbx_ctx *ctx, const svc_audit_filter *f,
 	struct sbx_error *err = NULL;
 	int rc = 0;
 
-	o.w = xcalloc(o.ncols, sizeof(*o.w));
-	o.cell = xcalloc(o.ncols, sizeof(*o.cell));
-	for (size_t k = 0; k < o.ncols; k++) {
-		size_t cut;
-
-		strbuf_init(&o.cell[k]);
-		o.w[k] = strlen(svc_audit_table_head(k, &cut));
-	}
 	/* A reader that leaves is an ordinary end: EPIPE, not death. */
 	signal(SIGPIPE, SIG_IGN);
 	fflush(stdout);
@@ -189,10 +124,6 @@ int cmd_audit_follow(struct sbx_ctx *ctx, const svc_audit_filter *f,
 	 * not death by the signal. */
 	if (sig_caught() == SIGINT || sig_caught() == SIGTERM)
 		sig_forget();
-	for (size_t k = 0; k < o.ncols; k++)
-		strbuf_release(&o.cell[k]);
-	free(o.cell);
-	free(o.w);
-	strbuf_release(&o.line);
+	strbuf_release(&o.buf);
 	return rc;
 }

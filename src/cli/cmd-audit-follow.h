@@ -20,10 +20,16 @@ struct cmd_audit_lines {
 int cmd_audit_opt_lines(const struct cmd_entry *cmd, const char *name,
 			const char *arg, void *field);
 
-/* Print the rows f matches as they commit, the last tail first, until a
- * signal or the reader leaves (both status 0); an error goes to report
- * (cmd-audit.c's, which adds its hints) for the exit status. */
+/*
+ * Print the rows f matches as they commit, the last tail first, until a
+ * signal or the reader leaves (both status 0): a JSON line each with
+ * --json, else the lines line appends (cmd-audit.c's table, a header
+ * before the first row).  An error goes to report (cmd-audit.c's, which
+ * adds its hints) for the exit status.
+ */
 int cmd_audit_follow(struct sbx_ctx *ctx, const svc_audit_filter *f,
-		     unsigned long tail, int (*report)(struct sbx_error **err));
+		     unsigned long tail, int (*report)(struct sbx_error **err),
+		     void (*line)(void *arg, json_t *row, struct strbuf *out),
+		     void *line_arg);
 
 #endif

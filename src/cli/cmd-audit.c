@@ -17,10 +17,13 @@
 #include <unistd.h>
 
 #include "basic/alloc.h"
+#include "basic/clock.h"
 #include "basic/error.h"
+#include "basic/suggest.h"
 #include "basic/text.h"
 #include "cli/cmd-audit-follow.h"
 #include "cli/cmd.h"
+#include "cli/tty.h"
 #include "svc/svc-audit.h"
 
 extern const struct cmd_entry cmd_audit_migrate_entry, cmd_audit_status_entry,
@@ -31,14 +34,18 @@ extern const struct cmd_entry cmd_audit_migrate_entry, cmd_audit_status_entry,
 /* The options of every verb (each verb's table names those it takes). */
 struct audit_opts {
 	svc_audit_filter f;	  /* ls, export, stats; verify, head */
+	const char *since, *until; /* parsed once --local is known */
+	bool local;		   /* local time in and out, not UTC */
 	bool status;		  /* migrate */
 	unsigned long long limit; /* ls */
 	bool has_limit;
 	const char *format;	 /* export */
 	unsigned long long days; /* sweep */
 	bool has_days;
-	bool follow;		      /* ls */
-	struct cmd_audit_lines lines; /* ls --follow, tail */
+	const char *columns, *output, *color; /* ls: the table */
+	bool no_pager;			      /* ls */
+	bool follow;			      /* ls */
+	struct cmd_audit_lines lines;	      /* ls --follow, tail */
 };
 
 /* A text for a one-line message: escaped. */
@@ -100,13 +107,14 @@ static int opt_ops(const struct cmd_entry *cmd, const char *name,
 	return refused(cmd, name, err->msg[0] == '\'' ? " " : ": ", &err);
 }
 
-/* --since TIME, --until TIME. */
+/* --since TIME, --until TIME, read after every option (--local may
+ * follow them). */
 static int opt_time(const struct cmd_entry *cmd, const char *name,
-		    const char *arg, void *field)
+		    const char *arg, bool local, long long *us)
 {
 	struct sbx_error *err = NULL;
 
-	if (svc_audit_parse_time(arg, field, &err) == 0)
+	if (!arg || svc_audit_parse_time(arg, local, us, &err) == 0)
 		return 0;
 	return refused(cmd, name, ": ", &err);
 }
@@ -129,8 +137,9 @@ static int opt_after(const struct cmd_entry *cmd, const char *name,
 	CHAIN_OPTIONS, CMD_CALL("op", struct audit_opts, f.ops, opt_ops, 0),   \
 	    CMD_FLAG("failed", 0, struct audit_opts, f.failed, 0),             \
 	    CMD_STRING("search", 0, struct audit_opts, f.search, 0),           \
-	    CMD_CALL("since", struct audit_opts, f.since_us, opt_time, 0),     \
-	    CMD_CALL("until", struct audit_opts, f.until_us, opt_time, 0)
+	    CMD_STRING("since", 0, struct audit_opts, since, 0),               \
+	    CMD_STRING("until", 0, struct audit_opts, until, 0),               \
+	    CMD_FLAG("local", 0, struct audit_opts, local, 0)
 
 static const struct cmd_option migrate_options[] = {
     CMD_FLAG("status", 0, struct audit_opts, status, 0),
@@ -141,12 +150,19 @@ static const struct cmd_option ls_options[] = {
     CMD_COUNT("limit", struct audit_opts, limit, has_limit, SVC_AUDIT_LS_MAX,
 	      0),
     CMD_CALL("after", struct audit_opts, f, opt_after, 0),
+    CMD_STRING("columns", 0, struct audit_opts, columns, 0),
+    CMD_STRING("output", 'o', struct audit_opts, output, 0),
+    CMD_STRING("color", 0, struct audit_opts, color, 0),
+    CMD_FLAG("no-pager", 0, struct audit_opts, no_pager, 0),
     CMD_FLAG("follow", 'f', struct audit_opts, follow, 0),
     CMD_CALL_L("lines", 'n', struct audit_opts, lines, cmd_audit_opt_lines, 0),
     CMD_OPTIONS_END,
 };
 static const struct cmd_option tail_options[] = {
     FILTER_OPTIONS,
+    CMD_STRING("columns", 0, struct audit_opts, columns, 0),
+    CMD_STRING("output", 'o', struct audit_opts, output, 0),
+    CMD_STRING("color", 0, struct audit_opts, color, 0),
     CMD_CALL_L("lines", 'n', struct audit_opts, lines, cmd_audit_opt_lines, 0),
     CMD_OPTIONS_END,
 };
@@ -187,6 +203,12 @@ static int no_identity(struct sbx_ctx *ctx, const struct cmd_entry *cmd)
 static int filter_from(struct sbx_ctx *ctx, const struct cmd_entry *cmd,
 		       struct audit_opts *o)
 {
+	int rc = opt_time(cmd, "since", o->since, o->local, &o->f.since_us);
+
+	if (!rc)
+		rc = opt_time(cmd, "until", o->until, o->local, &o->f.until_us);
+	if (rc)
+		return rc;
 	o->f.agent = ctx->audit_agent;
 	o->f.run = ctx->audit_run;
 	if (o->f.since_us && o->f.until_us && o->f.until_us <= o->f.since_us)
@@ -337,170 +359,473 @@ static int audit_flush(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 
 /* ---- the table of rows ---- */
 
-/* A cell cut to max characters on a terminal, "..." marking the cut. */
-static void cut_cell(struct strbuf *sb, size_t max)
+/* An RFC 3339 UTC time of the audit's as local time with its offset
+ * (--local), to the second: what the table shows. */
+static void local_time(json_t *obj, const char *key)
 {
-	size_t off = 0, n = 0;
-	uint32_t cp;
+	const char *ts = json_string_value(json_object_get(obj, key));
+	char out[40];
+	long long t;
 
-	if (!max || utf8_chars(sb->buf, sb->len) <= max)
+	if (!ts || clock_parse_time(ts, &t) < 0)
 		return;
-	while (off < sb->len && n < max - 3) {
-		size_t k = utf8_decode(sb->buf + off, sb->len - off, &cp);
-
-		off += k ? k : 1;
-		n++;
-	}
-	strbuf_setlen(sb, off);
-	strbuf_addstr(sb, "...");
+	clock_format_local(out, t);
+	json_object_set_new(obj, key, json_string(out));
 }
 
-/* The table's cells of row (cut as a terminal shows them when tty). */
-static void row_cells(json_t *row, struct strbuf *cell, const size_t *cut,
-		      size_t ncols, bool tty)
+/* At most this many columns in one table (--columns may name one twice). */
+#define TABLE_MAX 32
+
+/* How a table of rows is shown. */
+struct table {
+	const svc_audit_column *col[TABLE_MAX];
+	size_t n;
+	bool wide;    /* -o wide: whole cells, nothing cut */
+	size_t width; /* the terminal's columns; 0: not one (nothing cut) */
+	bool colour;  /* failed rows in red */
+	bool local;   /* --local: times in the local zone */
+};
+
+/* Column k's header: with --local the time's says no zone (each cell
+ * says its offset). */
+static const char *head_of(const struct table *t, size_t k)
 {
-	for (size_t k = 0; k < ncols; k++) {
+	const char *h = t->col[k]->head;
+
+	return t->local && !strncmp(h, "TIME ", 5) ? "TIME" : h;
+}
+
+/* The usual table (every column with -o wide), on standard output as it
+ * is now: called before a pager takes it. */
+static void table_usual(struct table *t, bool wide, enum tty_when colour)
+{
+	const svc_audit_column *c;
+
+	t->n = 0;
+	t->wide = wide;
+	t->local = false;
+	for (size_t k = 0; (c = svc_audit_table_column(k)); k++)
+		if ((wide || c->usual) && t->n < TABLE_MAX)
+			t->col[t->n++] = c;
+	t->width = tty_columns(STDOUT_FILENO);
+	t->colour = tty_colour(STDOUT_FILENO, colour);
+}
+
+/* The column a terminal knows by name, or NULL. */
+static const svc_audit_column *column_named(const char *name)
+{
+	const svc_audit_column *c;
+
+	for (size_t k = 0; (c = svc_audit_table_column(k)); k++)
+		if (!strcmp(c->name, name))
+			return c;
+	return NULL;
+}
+
+/* --columns LIST: the columns named, in that order; a name that is not
+ * one refused, with the nearest as a suggestion, else the list. */
+static int table_columns(struct table *t, const struct cmd_entry *cmd,
+			 const char *list)
+{
+	const char *names[TABLE_MAX];
+	const svc_audit_column *c;
+	size_t nnames = 0;
+	char *copy = xstrdup(list), *p = copy, *name;
+	struct strbuf all = STRBUF_INIT, sb = STRBUF_INIT;
+	int rc = 0;
+
+	for (size_t k = 0; (c = svc_audit_table_column(k)); k++) {
+		strbuf_addf(&all, "%s%s", k ? ", " : "", c->name);
+		if (nnames < TABLE_MAX)
+			names[nnames++] = c->name;
+	}
+	t->n = 0;
+	while (!rc && (name = strsep(&p, ","))) {
+		const char *near;
+
+		c = column_named(name);
+		if (c && t->n == TABLE_MAX)
+			rc = cmd_usage_error(cmd, "--columns: at most %d",
+					     TABLE_MAX);
+		else if (c)
+			t->col[t->n++] = c;
+		else if ((near = suggest_word(name, names, nnames)))
+			rc = cmd_usage_error(cmd,
+					     "--columns: '%s' is not a column; "
+					     "did you mean '%s'?",
+					     shown(&sb, name), near);
+		else
+			rc = cmd_usage_error(cmd,
+					     "--columns: '%s' is not a column "
+					     "(the columns: %s)",
+					     shown(&sb, name), all.buf);
+	}
+	free(copy);
+	strbuf_release(&all);
+	strbuf_release(&sb);
+	return rc;
+}
+
+/* The table ls's options ask for: --columns, -o wide, --color. */
+static int table_from(struct table *t, const struct cmd_entry *cmd,
+		      const struct audit_opts *o)
+{
+	enum tty_when colour = TTY_AUTO;
+	struct strbuf sb = STRBUF_INIT;
+	bool wide = false;
+	int rc = 0;
+
+	if (o->output && !strcmp(o->output, "wide"))
+		wide = true;
+	else if (o->output)
+		rc = cmd_usage_error(cmd, "-o '%s': expected wide",
+				     shown(&sb, o->output));
+	if (!rc && o->color && tty_parse_when(o->color, &colour) < 0)
+		rc = cmd_usage_error(cmd,
+				     "--color '%s': expected auto, always or "
+				     "never",
+				     shown(&sb, o->color));
+	strbuf_release(&sb);
+	if (rc)
+		return rc;
+	table_usual(t, wide, colour);
+	return o->columns ? table_columns(t, cmd, o->columns) : 0;
+}
+
+/* A cell cut to w columns: in the middle (its start and end kept, the
+ * ellipsis between) or at its end. */
+static void cut_cell(struct strbuf *sb, size_t w, bool middle)
+{
+	size_t e = tty_ellipsis_width(), head, tail;
+	struct strbuf cut = STRBUF_INIT;
+
+	if (tty_width(sb->buf, sb->len) <= w)
+		return;
+	if (w <= e) {
+		strbuf_setlen(sb, tty_head(sb->buf, sb->len, w));
+		return;
+	}
+	if (middle) {
+		head = tty_head(sb->buf, sb->len, (w - e + 1) / 2);
+		tail = tty_tail(sb->buf, sb->len,
+				w - e - tty_width(sb->buf, head));
+	} else {
+		head = tty_head(sb->buf, sb->len, w - e);
+		tail = sb->len;
+	}
+	strbuf_add(&cut, sb->buf, head);
+	strbuf_addstr(&cut, tty_ellipsis());
+	strbuf_add(&cut, sb->buf + tail, sb->len - tail);
+	strbuf_reset(sb);
+	strbuf_add(sb, cut.buf, cut.len);
+	strbuf_release(&cut);
+}
+
+/* The table's cells of row; an empty one "-" in an aligned table. */
+static void row_cells(const struct table *t, json_t *row, struct strbuf *cell)
+{
+	for (size_t k = 0; k < t->n; k++) {
 		strbuf_reset(&cell[k]);
-		svc_audit_table_cell(k, row, &cell[k]);
-		if (tty)
-			cut_cell(&cell[k], cut[k]);
+		svc_audit_table_cell(t->col[k], row, !t->wide, &cell[k]);
+		if (t->width && !cell[k].len)
+			strbuf_addch(&cell[k], '-');
 	}
 }
 
 /*
- * Rows as a table (svc_audit_table_*: the audit's columns): aligned on a
- * terminal, the long cells cut; tab-separated with a header otherwise.
+ * Widths that fit the terminal.  What gives, in turn, a column a cell at a
+ * time, the widest first: the target (down to 16 columns), then the ids
+ * (the session, agent, run, tenant, runtime: down to 12, their start and
+ * end kept), then the detail (down to 16), then any of them down to its
+ * header.  A column is never dropped or wrapped; the time, the op and the
+ * numbers are never cut.  Past that (a very narrow terminal) lines are
+ * longer than the terminal.
  */
-static void print_table(json_t *rows)
+static void fit(const struct table *t, size_t *w)
 {
-	size_t ncols = svc_audit_table_columns(), i;
-	struct strbuf *cell = xcalloc(ncols, sizeof(*cell));
-	const char **head = xcalloc(ncols, sizeof(*head));
-	size_t *cut = xcalloc(ncols, sizeof(*cut));
-	size_t *w = xcalloc(ncols, sizeof(*w));
-	bool tty = isatty(STDOUT_FILENO);
-	json_t *r;
+	static const struct {
+		int cut; /* enum audit_cut; -1: any that cuts */
+		size_t floor;
+	} phases[] = {
+	    {SVC_AUDIT_CUT_FIRST, 16},
+	    {SVC_AUDIT_CUT_MIDDLE, 12},
+	    {SVC_AUDIT_CUT_END, 16},
+	    {-1, 0},
+	};
+	size_t total = 0;
 
-	for (size_t k = 0; k < ncols; k++) {
-		strbuf_init(&cell[k]);
-		head[k] = svc_audit_table_head(k, &cut[k]);
-		w[k] = strlen(head[k]);
+	for (size_t k = 0; k < t->n; k++)
+		total += w[k] + (k ? 2 : 0);
+	for (size_t ph = 0; ph < sizeof(phases) / sizeof(phases[0]); ph++) {
+		while (total > t->width) {
+			size_t best = t->n;
+
+			for (size_t k = 0; k < t->n; k++) {
+				const svc_audit_column *c = t->col[k];
+				size_t min = strlen(head_of(t, k));
+
+				if (phases[ph].floor > min)
+					min = phases[ph].floor;
+				if ((int)c->cut == SVC_AUDIT_CUT_NEVER ||
+				    (phases[ph].cut >= 0 &&
+				     (int)c->cut != phases[ph].cut) ||
+				    w[k] <= min)
+					continue;
+				if (best == t->n || w[k] > w[best])
+					best = k;
+			}
+			if (best == t->n)
+				break;
+			w[best]--;
+			total--;
+		}
 	}
-	if (tty)
+}
+
+/* The header of t at widths w (aligned on a terminal), appended. */
+static void head_line(const struct table *t, const size_t *w,
+		      struct strbuf *line)
+{
+	for (size_t k = 0; k < t->n; k++) {
+		const char *h = head_of(t, k);
+
+		if (k == t->n - 1)
+			strbuf_addstr(line, h);
+		else if (t->width)
+			strbuf_addf(line, "%-*s  ", (int)w[k], h);
+		else
+			strbuf_addf(line, "%s\t", h);
+	}
+}
+
+/* Row r's line at widths w (its cells cut to them on a terminal), red
+ * when it failed and colour is on, appended. */
+static void row_line(const struct table *t, const size_t *w,
+		     struct strbuf *cell, json_t *r, struct strbuf *line)
+{
+	bool red = t->colour && !json_is_true(json_object_get(r, "ok"));
+
+	row_cells(t, r, cell);
+	if (red)
+		strbuf_addstr(line, TTY_RED);
+	for (size_t k = 0; k < t->n; k++) {
+		if (t->width && !t->wide)
+			cut_cell(&cell[k], w[k],
+				 (int)t->col[k]->cut != SVC_AUDIT_CUT_END);
+		strbuf_add(line, cell[k].buf, cell[k].len);
+		if (k == t->n - 1)
+			break;
+		if (t->width)
+			strbuf_addf(line, "%*s",
+				    (int)(w[k] -
+					  tty_width(cell[k].buf, cell[k].len) +
+					  2),
+				    "");
+		else
+			strbuf_addch(line, '\t');
+	}
+	if (red)
+		strbuf_addstr(line, TTY_RESET);
+}
+
+/*
+ * Rows as a table (svc_audit_table_*: the audit's columns): on a
+ * terminal aligned and fitted to its width (fit); otherwise a header and
+ * tab-separated lines, whole.  Failed rows in red when colour.
+ */
+static void print_table(json_t *rows, const struct table *t)
+{
+	struct strbuf *cell = xcalloc(t->n ? t->n : 1, sizeof(*cell));
+	size_t *w = xcalloc(t->n ? t->n : 1, sizeof(*w));
+	struct strbuf line = STRBUF_INIT;
+	json_t *r;
+	size_t i;
+
+	if (t->local)
 		json_array_foreach(rows, i, r)
 		{
-			row_cells(r, cell, cut, ncols, tty);
-			for (size_t k = 0; k < ncols; k++) {
-				size_t n = utf8_chars(cell[k].buf, cell[k].len);
+			local_time(r, "created_at");
+		}
+	for (size_t k = 0; k < t->n; k++) {
+		strbuf_init(&cell[k]);
+		w[k] = strlen(head_of(t, k));
+	}
+	if (t->width) {
+		json_array_foreach(rows, i, r)
+		{
+			row_cells(t, r, cell);
+			for (size_t k = 0; k < t->n; k++) {
+				size_t n = tty_width(cell[k].buf, cell[k].len);
 
 				if (n > w[k])
 					w[k] = n;
 			}
 		}
-	for (size_t k = 0; k < ncols; k++) {
-		if (k == ncols - 1)
-			puts(head[k]);
-		else if (tty)
-			printf("%-*s  ", (int)w[k], head[k]);
-		else
-			printf("%s\t", head[k]);
+		if (!t->wide)
+			fit(t, w);
 	}
+	head_line(t, w, &line);
+	puts(line.buf);
 	json_array_foreach(rows, i, r)
 	{
-		row_cells(r, cell, cut, ncols, tty);
-		for (size_t k = 0; k < ncols; k++) {
-			fputs(strbuf_str(&cell[k]), stdout);
-			if (k == ncols - 1)
-				break;
-			if (tty)
-				printf(
-				    "%*s",
-				    (int)(w[k] -
-					  utf8_chars(cell[k].buf, cell[k].len) +
-					  2),
-				    "");
-			else
-				putchar('\t');
-		}
-		putchar('\n');
+		strbuf_reset(&line);
+		row_line(t, w, cell, r, &line);
+		puts(line.buf);
 	}
-	for (size_t k = 0; k < ncols; k++)
+	for (size_t k = 0; k < t->n; k++)
 		strbuf_release(&cell[k]);
+	strbuf_release(&line);
 	free(cell);
-	free(head);
-	free(cut);
 	free(w);
 }
 
 /* ---- ls, export, stats ---- */
 
-/* ls's rows: a JSON line each with --json, else kept for the table. */
-struct ls_out {
-	bool json;
-	json_t *rows;
-};
-
+/* ls's rows, kept: printed once the page is whole (and a pager runs). */
 static int ls_row(void *arg, json_t *row, struct sbx_error **err)
 {
-	struct ls_out *o = arg;
-	char *line;
-
 	(void)err;
-	if (!o->json) {
-		json_array_append(o->rows, row);
-		return 0;
-	}
-	line = json_dumps(row, JSON_COMPACT);
-	puts(line);
-	free(line);
+	json_array_append(arg, row);
 	return 0;
 }
 
-static int audit_ls(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
+/* Rows the database does not have yet: said, or an auditor reads a page
+ * without them as all there is. */
+static void say_spooled(unsigned long long n)
 {
-	struct audit_opts *o = opts;
-	struct ls_out out = {.json = ctx->json};
-	struct svc_audit_ls_req req = {
-	    .limit = o->has_limit ? (unsigned long)o->limit : 0,
-	    .row = ls_row,
-	    .row_arg = &out,
-	};
-	struct svc_audit_ls_res res;
-	struct sbx_error *err = NULL;
-	int rc = filter_from(ctx, &cmd_audit_ls_entry, o);
+	if (n)
+		fprintf(stderr,
+			"sbxcat: %llu %s waiting in the spool, not in this "
+			"list (sbxcat audit flush)\n",
+			n, n == 1 ? "row" : "rows");
+}
 
-	(void)nargs, (void)args;
-	if (rc)
-		return rc;
+/* ---- ls --follow, tail ---- */
+
+/* The table one row at a time (cmd-audit-follow.c writes each line): the
+ * widths are the widest cells seen so far, fitted to the terminal, since
+ * the rows to come are not known. */
+struct follow_table {
+	const struct table *t;
+	size_t *w;
+	struct strbuf *cell;
+	bool head;
+};
+
+static void follow_line(void *arg, json_t *row, struct strbuf *line)
+{
+	struct follow_table *ft = arg;
+	const struct table *t = ft->t;
+
+	if (t->local)
+		local_time(row, "created_at");
+	if (t->width) {
+		row_cells(t, row, ft->cell);
+		for (size_t k = 0; k < t->n; k++) {
+			size_t n = tty_width(ft->cell[k].buf, ft->cell[k].len);
+
+			if (n > ft->w[k])
+				ft->w[k] = n;
+		}
+		if (!t->wide)
+			fit(t, ft->w);
+	}
+	if (!ft->head) {
+		head_line(t, ft->w, line);
+		strbuf_addch(line, '\n');
+		ft->head = true;
+	}
+	row_line(t, ft->w, ft->cell, row, line);
+	strbuf_addch(line, '\n');
+}
+
+/* Follow with o's filter in table t, the last tail rows first. */
+static int follow_run(struct sbx_ctx *ctx, const struct audit_opts *o,
+		      const struct table *t, unsigned long tail)
+{
+	struct follow_table ft = {.t = t};
+	int rc;
+
+	ft.w = xcalloc(t->n ? t->n : 1, sizeof(*ft.w));
+	ft.cell = xcalloc(t->n ? t->n : 1, sizeof(*ft.cell));
+	for (size_t k = 0; k < t->n; k++) {
+		strbuf_init(&ft.cell[k]);
+		ft.w[k] = strlen(head_of(t, k));
+	}
+	rc = cmd_audit_follow(ctx, &o->f, tail, report, follow_line, &ft);
+	for (size_t k = 0; k < t->n; k++)
+		strbuf_release(&ft.cell[k]);
+	free(ft.cell);
+	free(ft.w);
+	return rc;
+}
+
+static int ls_follow(struct sbx_ctx *ctx, const struct audit_opts *o,
+		     const struct table *t)
+{
 	if (o->follow && (o->has_limit || o->f.has_after))
 		return cmd_usage_error(&cmd_audit_ls_entry,
 				       "--follow does not take --%s (-n N: "
 				       "the last N rows first)",
 				       o->has_limit ? "limit" : "after");
-	if (o->lines.given && !o->follow)
+	if (!o->follow)
 		return cmd_usage_error(&cmd_audit_ls_entry,
 				       "-n/--lines goes with --follow (a page "
 				       "is --limit N)");
-	if (o->follow)
-		return cmd_audit_follow(ctx, &o->f, o->lines.n, report);
+	return follow_run(ctx, o, t, o->lines.n);
+}
+
+static int audit_ls(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
+{
+	struct audit_opts *o = opts;
+	json_t *rows = json_array(), *r;
+	struct svc_audit_ls_req req = {
+	    .limit = o->has_limit ? (unsigned long)o->limit : 0,
+	    .row = ls_row,
+	    .row_arg = rows,
+	};
+	struct svc_audit_ls_res res;
+	struct sbx_error *err = NULL;
+	struct table t;
+	size_t i;
+	int rc = filter_from(ctx, &cmd_audit_ls_entry, o);
+
+	(void)nargs, (void)args;
+	if (!rc)
+		rc = table_from(&t, &cmd_audit_ls_entry, o);
+	t.local = o->local;
+	if (rc) {
+		json_decref(rows);
+		return rc;
+	}
+	if (o->follow || o->lines.given) {
+		json_decref(rows);
+		return ls_follow(ctx, o, &t);
+	}
 	req.filter = o->f;
-	out.rows = json_array();
 	if (svc_audit_ls(&ctx->svc, &ctx->call, &req, &res, &err) < 0) {
-		json_decref(out.rows);
+		json_decref(rows);
 		return report(&err);
 	}
+	tty_pager_start(!o->no_pager);
 	if (ctx->json) {
-		char *line = json_dumps(res.doc, JSON_COMPACT);
+		json_array_append(rows, res.doc);
+		json_array_foreach(rows, i, r)
+		{
+			char *line = json_dumps(r, JSON_COMPACT);
 
-		puts(line);
-		free(line);
+			puts(line);
+			free(line);
+		}
 	} else {
-		print_table(out.rows);
-		if (res.cursor)
-			fprintf(stderr, "next page: --after %s\n", res.cursor);
+		print_table(rows, &t);
 	}
+	tty_pager_end();
+	if (res.cursor && !ctx->json)
+		fprintf(stderr, "next page: --after %s\n", res.cursor);
+	say_spooled(res.spooled);
 	svc_audit_ls_res_release(&res);
-	json_decref(out.rows);
+	json_decref(rows);
 	return 0;
 }
 
@@ -508,14 +833,17 @@ static int audit_ls(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 static int audit_tail(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 {
 	struct audit_opts *o = opts;
+	struct table t;
 	int rc = filter_from(ctx, &cmd_audit_tail_entry, o);
 
 	(void)nargs, (void)args;
+	if (!rc)
+		rc = table_from(&t, &cmd_audit_tail_entry, o);
 	if (rc)
 		return rc;
-	return cmd_audit_follow(
-	    ctx, &o->f, o->lines.given ? o->lines.n : CMD_AUDIT_TAIL_DEFAULT,
-	    report);
+	t.local = o->local;
+	return follow_run(ctx, o, &t,
+			  o->lines.given ? o->lines.n : CMD_AUDIT_TAIL_DEFAULT);
 }
 
 static int audit_export(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
@@ -543,17 +871,19 @@ static int audit_export(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 	return report(&err);
 }
 
-static void print_stats(json_t *st)
+static void print_stats(json_t *st, bool local)
 {
 	json_t *ops = json_object_get(st, "ops"), *op, *slowest;
 	const char *name;
 
+	if (local)
+		local_time(st, "since");
 	printf("%lld operations, %lld failed, since %s\n",
 	       (long long)json_integer_value(json_object_get(st, "total")),
 	       (long long)json_integer_value(json_object_get(st, "failed")),
 	       json_string_value(json_object_get(st, "since")) ?: "?");
-	printf("%-11s %9s %9s %9s %9s %9s\n", "OP", "COUNT", "FAILED",
-	       "P50_MS", "P95_MS", "MAX_MS");
+	printf("%-11s %9s %9s %9s %9s %9s\n", "OP", "COUNT", "FAILED", "P50_MS",
+	       "P95_MS", "MAX_MS");
 	json_object_foreach(ops, name, op)
 	{
 		printf(
@@ -568,8 +898,18 @@ static void print_stats(json_t *st)
 	}
 	slowest = json_object_get(st, "slowest");
 	if (json_array_size(slowest)) {
+		/* The usual table, and how long each took. */
+		static const char *const cols[] = {
+		    "time", "agent", "run", "op", "target", "ms", "detail"};
+		struct table t;
+
+		table_usual(&t, false, TTY_AUTO);
+		t.n = 0;
+		for (size_t k = 0; k < sizeof(cols) / sizeof(cols[0]); k++)
+			t.col[t.n++] = column_named(cols[k]);
 		printf("\nslowest:\n");
-		print_table(slowest);
+		t.local = local;
+		print_table(slowest, &t);
 	}
 }
 
@@ -590,7 +930,7 @@ static int audit_stats(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 	if (ctx->json)
 		cmd_print_json(steal_pointer(&res.doc));
 	else
-		print_stats(res.doc);
+		print_stats(res.doc, o->local);
 	svc_audit_stats_res_release(&res);
 	return 0;
 }
@@ -726,7 +1066,7 @@ static int audit_head(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 
 #define FILTERS                                                                \
 	"[--tenant T] [--session KEY] [--agent ID] [--run ID] [--op OP]... "   \
-	"[--failed] [--search TEXT] [--since TIME] [--until TIME]"
+	"[--failed] [--search TEXT] [--since TIME] [--until TIME] [--local]"
 #define VERB(n)                                                                \
 	.name = #n, .run = audit_##n, .opts_size = sizeof(struct audit_opts),  \
 	.needs = CMD_NEEDS_CALL, .parent = &cmd_audit_entry
@@ -751,14 +1091,16 @@ const struct cmd_entry cmd_audit_flush_entry = {
 };
 const struct cmd_entry cmd_audit_ls_entry = {
     VERB(ls),
-    .usage = FILTERS " [--limit N] [--after CURSOR] [-f [-n N]] [--json]",
+    .usage = FILTERS " [--limit N] [--after CURSOR] [-f [-n N]] [--json]"
+		     " [--columns LIST | -o wide] [--color WHEN] [--no-pager]",
     .summary = "operations, newest first, a page at a time; -f: as they "
 	       "commit",
     .options = ls_options,
 };
 const struct cmd_entry cmd_audit_tail_entry = {
     VERB(tail),
-    .usage = FILTERS " [-n N] [--json]",
+    .usage = FILTERS " [-n N] [--json] [--columns LIST | -o wide] "
+		     "[--color WHEN]",
     .summary = "the last N operations (10), then each as it commits, "
 	       "until Ctrl-C",
     .options = tail_options,
@@ -796,11 +1138,9 @@ const struct cmd_entry cmd_audit_head_entry = {
 };
 
 static const struct cmd_entry *const audit_verbs[] = {
-    &cmd_audit_migrate_entry, &cmd_audit_status_entry,
-    &cmd_audit_flush_entry,   &cmd_audit_ls_entry,
-    &cmd_audit_tail_entry,
-    &cmd_audit_export_entry,  &cmd_audit_stats_entry,
-    &cmd_audit_sweep_entry,   &cmd_audit_verify_entry,
+    &cmd_audit_migrate_entry, &cmd_audit_status_entry, &cmd_audit_flush_entry,
+    &cmd_audit_ls_entry,      &cmd_audit_tail_entry,   &cmd_audit_export_entry,
+    &cmd_audit_stats_entry,   &cmd_audit_sweep_entry,  &cmd_audit_verify_entry,
     &cmd_audit_head_entry,
 };
 

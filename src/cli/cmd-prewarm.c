@@ -36,6 +36,7 @@
 #include "basic/text.h"
 #include "catalog/catalog.h"
 #include "cli/cmd.h"
+#include "cli/tty.h"
 #include "svc/svc-prewarm.h"
 
 /* Often enough to look alive, rarely enough to cost nothing. */
@@ -301,7 +302,9 @@ void cmd_prewarm_watch(struct svc_prewarm_watch *w, bool report)
 {
 	struct display *d = xcalloc(1, sizeof(*d));
 
-	d->mode = isatty(STDERR_FILENO) ? SHOW_TTY : SHOW_PLAIN;
+	/* A dumb terminal cannot move the cursor: it gets a log's lines.
+	 * (The display has no colour, so NO_COLOR changes nothing.) */
+	d->mode = isatty(STDERR_FILENO) && !tty_dumb() ? SHOW_TTY : SHOW_PLAIN;
 	d->report = report;
 	w->progress = progress;
 	w->arg = d;

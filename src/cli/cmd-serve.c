@@ -26,7 +26,7 @@
 struct serve_opts {
 	const char *listen[LISTEN_MAX];
 	size_t nlisten;
-	const char *token_file, *tenants, *grace;
+	const char *token_file, *tenants, *grace, *metrics_token_file;
 };
 
 static int opt_listen(const struct cmd_entry *cmd, const char *name,
@@ -51,6 +51,8 @@ static const struct cmd_option serve_options[] = {
     CMD_CALL("listen", struct serve_opts, listen, opt_listen, 0),
     CMD_STRING("token-file", 0, struct serve_opts, token_file, 0),
     CMD_STRING("tenants", 0, struct serve_opts, tenants, 0),
+    CMD_STRING("metrics-token-file", 0, struct serve_opts, metrics_token_file,
+	       0),
     CMD_STRING("grace", 0, struct serve_opts, grace, 0),
     CMD_OPTIONS_END,
 };
@@ -128,16 +130,18 @@ static void wait_for_signals(struct serve *sv)
 
 			got_hup = 0;
 			if (serve_reload(sv, &err) < 0) {
-				if (err->prev)
+				/* What could not be read, each part. */
+				for (const struct sbx_error *e = err->prev; e;
+				     e = e->prev)
 					fprintf(stderr,
 						"sbxcat serve: reload: %s\n",
-						err->prev->msg);
+						e->msg);
 				fprintf(stderr, "sbxcat serve: reload: %s\n",
 					err->msg);
 				sbx_error_free(&err);
 			} else {
 				fprintf(stderr, "sbxcat serve: reloaded the "
-						"catalogue and the policy\n");
+						"configuration\n");
 			}
 		}
 	}
@@ -178,8 +182,17 @@ static int settings(struct sbx_ctx *ctx, const struct serve_opts *o,
 	c->tenants_file = o->tenants
 			      ? o->tenants
 			      : sbx_env_nonempty(env, "SBXCAT_SERVE_TENANTS");
+	c->metrics_token_file =
+	    o->metrics_token_file
+		? o->metrics_token_file
+		: sbx_env_nonempty(env, "SBXCAT_SERVE_METRICS_TOKEN_FILE");
 	c->policy_file = sbx_env_nonempty(env, "SANDBOXD_POLICY_OVERRIDES");
 	c->default_tenant = sbx_env_nonempty(env, "SBXCAT_SERVE_TENANT");
+	/* --agent/--run (SBXCAT_AGENT_ID, SBXCAT_RUN_ID), checked by
+	 * cmd_setup (CMD_NEEDS_CALL): the agent and run of a request that
+	 * names neither, by header or its session's default. */
+	c->default_agent = ctx->call.agent;
+	c->default_run = ctx->call.run;
 	c->log_fd = STDERR_FILENO;
 	c->cleanup_interval_s = (unsigned)interval;
 	c->workers = (unsigned)workers;
@@ -222,16 +235,23 @@ static int cmd_serve(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 const struct cmd_entry cmd_serve_entry = {
     .name = "serve",
     .usage = "[--listen unix:PATH|tcp:HOST:PORT]... [--token-file FILE] "
-	     "[--tenants FILE] [--grace SECONDS]",
+	     "[--tenants FILE] [--metrics-token-file FILE] [--grace SECONDS]",
     .summary = "the sandbox service: sandboxd's HTTP wire",
     .options = serve_options,
     .opts_size = sizeof(struct serve_opts),
     .max_args = 0,
-    .needs = CMD_NEEDS_UID,
+    .needs = CMD_NEEDS_UID | CMD_NEEDS_CALL,
     .run = cmd_serve,
     .epilog = "The service token comes from SANDBOXD_TOKEN or --token-file "
 	      "(SBXCAT_SERVE_TOKEN_FILE); TCP is refused without one. "
 	      "SANDBOXD_HOST and SANDBOXD_PORT give the default address "
-	      "(127.0.0.1:8080). SIGTERM drains and stops, SIGHUP reloads the "
-	      "catalogue and the policy. See docs/serve.md and sbxcat(1).",
+	      "(127.0.0.1:8080). --metrics-token-file "
+	      "(SBXCAT_SERVE_METRICS_TOKEN_FILE) names a token that reads "
+	      "/metrics and nothing else. Tokens come in X-Sandbox-Token or "
+	      "Authorization: Bearer. The audit's agent and run of a request: "
+	      "its X-Sandbox-Agent and X-Sandbox-Run headers, else its "
+	      "session's (POST /sessions' agent and run), else --agent and "
+	      "--run. SIGTERM drains and stops, SIGHUP reloads the catalogue, "
+	      "the policy and the metrics token. See docs/serve.md and "
+	      "sbxcat(1).",
 };

@@ -163,10 +163,15 @@ static void print_ls(const struct svc_session_ls_res *res)
 {
 	bool tty = isatty(STDOUT_FILENO);
 
+	/* A header off a terminal too, as audit ls has: a script skips a
+	 * line, a person reading a log knows the columns. */
 	if (tty)
 		printf("%-51s  %-12s  %-12s  %-10s  %-20s  %s\n", "KEY",
 		       "TENANT", "RUNTIME", "STATE", "CREATED",
 		       "LAST ACTIVITY");
+	else
+		printf("KEY\tTENANT\tRUNTIME\tSTATE\tCREATED\tLAST "
+		       "ACTIVITY\n");
 	for (size_t i = 0; i < res->n; i++) {
 		const struct svc_session_row *row = &res->rows[i];
 		char created[32], active[32];

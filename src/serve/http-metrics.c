@@ -1,16 +1,22 @@
 /*
  * http-metrics.c - what the server counts (http_metrics, in Prometheus'
- * text format 0.0.4) and the access log (one line per request).
+ * text format 0.0.4), the format's escaping for every family of the
+ * service (http_metric_family, http_metric_label), and the access log
+ * (one line per request).
  *
  * Label values come from the route table and a fixed list of methods,
  * never from the client: a client sending a thousand made-up methods or
  * paths adds no series ("-" for a path no route matches, "OTHER" for a
- * method outside the list).  The log line likewise: the route template,
- * never the path; tenant and session as the handler set them, each byte
- * outside printable ASCII as '?'; never a header or a body.
+ * method outside the list).  Every series of a route carries its method
+ * as well as its template: GET and POST /sessions are one template, and
+ * the format allows a label set once per family.  The log line likewise:
+ * the route template, never the path; tenant and session as the handler
+ * set them, each byte outside printable ASCII as '?'; never a header or
+ * a body.
  */
 #include "config.h"
 
+#include <stdbool.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,12 +30,21 @@ static const char *const methods[] = {"GET",	 "HEAD",    "POST",
 				      "PUT",	 "DELETE",  "PATCH",
 				      "OPTIONS", "CONNECT", "TRACE"};
 
+enum { NMETHODS = sizeof(methods) / sizeof(methods[0]) };
+
 static const char *const refusal_names[REFUSED_N] = {
     "413", "431", "503", "timeout", "mhd", "path", "admit", "429"};
 
+/* The histogram's rows: one per route (its method is the route's), then
+ * one per method for a request no route took (404, 405), "OTHER" last. */
+static size_t hist_rows(size_t nroutes)
+{
+	return st_add(nroutes, NMETHODS + 1);
+}
+
 void http_stats_init(struct http_stats *st, size_t nroutes)
 {
-	size_t n = st_add(nroutes, 1);
+	size_t n = hist_rows(nroutes);
 
 	pthread_mutex_init(&st->lock, NULL);
 	st->buckets = xcalloc(st_mult(n, HTTP_NBUCKETS), sizeof(*st->buckets));
@@ -52,10 +67,22 @@ const char *http_method_label(const struct http_req *r)
 {
 	if (r->route)
 		return r->route->method;
-	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+	for (size_t i = 0; i < NMETHODS; i++)
 		if (r->method && !strcmp(r->method, methods[i]))
 			return methods[i];
 	return "OTHER";
+}
+
+/* The histogram's row of r (hist_rows). */
+static size_t hist_row(const struct http_server *srv, const struct http_req *r)
+{
+	size_t i = 0;
+
+	if (r->route)
+		return r->route_index;
+	while (i < NMETHODS && !(r->method && !strcmp(r->method, methods[i])))
+		i++;
+	return srv->cfg.nroutes + i;
 }
 
 static void count_status(struct http_stats *st, size_t route,
@@ -79,6 +106,7 @@ void http_stats_count(struct http_server *srv, const struct http_req *r,
 {
 	struct http_stats *st = &srv->stats;
 	size_t route = r->route ? r->route_index : srv->cfg.nroutes;
+	size_t row = hist_row(srv, r);
 	double secs = dur_ms / 1000.0;
 	size_t b = 0;
 
@@ -87,9 +115,9 @@ void http_stats_count(struct http_server *srv, const struct http_req *r,
 	pthread_mutex_lock(&st->lock);
 	count_status(st, route, http_method_label(r), r->status);
 	if (b < HTTP_NBUCKETS)
-		st->buckets[route * HTTP_NBUCKETS + b]++;
-	st->total[route]++;
-	st->sum[route] += secs;
+		st->buckets[row * HTTP_NBUCKETS + b]++;
+	st->total[row]++;
+	st->sum[row] += secs;
 	pthread_mutex_unlock(&st->lock);
 }
 
@@ -98,25 +126,69 @@ void http_stats_refused(struct http_server *srv, enum http_refusal why)
 	atomic_fetch_add(&srv->stats.refused[why], 1);
 }
 
-static const char *route_label(struct http_server *srv, size_t i)
+/* s escaped as the text format wants it: a backslash and a newline in
+ * HELP, and a double quote too in a label's value. */
+static void add_escaped(struct strbuf *out, const char *s, bool quote)
 {
-	return i < srv->cfg.nroutes ? srv->cfg.routes[i].path : "-";
+	for (const char *p = s; *p; p++)
+		if (*p == '\\')
+			strbuf_addstr(out, "\\\\");
+		else if (*p == '\n')
+			strbuf_addstr(out, "\\n");
+		else if (*p == '"' && quote)
+			strbuf_addstr(out, "\\\"");
+		else
+			strbuf_addch(out, *p);
+}
+
+void http_metric_family(struct strbuf *out, const char *name, const char *type,
+			const char *help)
+{
+	strbuf_addf(out, "# HELP %s ", name);
+	add_escaped(out, help, false);
+	strbuf_addf(out, "\n# TYPE %s %s\n", name, type);
+}
+
+void http_metric_label(struct strbuf *out, const char *name, const char *value)
+{
+	if (out->len && out->buf[out->len - 1] != '{')
+		strbuf_addch(out, ',');
+	strbuf_addf(out, "%s=\"", name);
+	add_escaped(out, value, true);
+	strbuf_addch(out, '"');
+}
+
+/* The labels of histogram row i: {route="...",method="..." */
+static void row_labels(struct http_server *srv, struct strbuf *out,
+		       const char *series, size_t i)
+{
+	size_t n = srv->cfg.nroutes;
+
+	strbuf_addf(out, "%s{", series);
+	http_metric_label(out, "route", i < n ? srv->cfg.routes[i].path : "-");
+	http_metric_label(out, "method",
+			  i < n		     ? srv->cfg.routes[i].method
+			  : i - n < NMETHODS ? methods[i - n]
+					     : "OTHER");
 }
 
 static void emit_requests(struct http_server *srv, struct strbuf *out)
 {
 	struct http_stats *st = &srv->stats;
 
-	strbuf_addstr(out, "# HELP sbxcat_http_requests_total HTTP requests "
-			   "answered, by route template, method and status.\n"
-			   "# TYPE sbxcat_http_requests_total counter\n");
+	http_metric_family(out, "sbxcat_http_requests_total", "counter",
+			   "HTTP requests answered, by route template, method "
+			   "and status (route \"-\": no route matched).");
 	for (size_t i = 0; i < st->ncounts; i++) {
 		const struct http_count *c = &st->counts[i];
-		strbuf_addf(out,
-			    "sbxcat_http_requests_total{route=\"%s\","
-			    "method=\"%s\",status=\"%d\"} %llu\n",
-			    route_label(srv, c->route), c->method, c->status,
-			    c->n);
+		size_t n = srv->cfg.nroutes;
+
+		strbuf_addstr(out, "sbxcat_http_requests_total{");
+		http_metric_label(out, "route",
+				  c->route < n ? srv->cfg.routes[c->route].path
+					       : "-");
+		http_metric_label(out, "method", c->method);
+		strbuf_addf(out, ",status=\"%d\"} %llu\n", c->status, c->n);
 	}
 }
 
@@ -124,30 +196,35 @@ static void emit_histogram(struct http_server *srv, struct strbuf *out)
 {
 	struct http_stats *st = &srv->stats;
 
-	strbuf_addstr(out,
-		      "# HELP sbxcat_http_request_duration_seconds Time from "
-		      "a request's first line to its response, by route "
-		      "template.\n"
-		      "# TYPE sbxcat_http_request_duration_seconds "
-		      "histogram\n");
-	for (size_t i = 0; i <= srv->cfg.nroutes; i++) {
-		const char *rl = route_label(srv, i);
+	http_metric_family(out, "sbxcat_http_request_duration_seconds",
+			   "histogram",
+			   "Time from a request's first line to its response, "
+			   "by route template and method.");
+	for (size_t i = 0; i < hist_rows(srv->cfg.nroutes); i++) {
 		unsigned long long cum = 0;
+
+		/* Every route's series from the start; a method no route
+		 * took once it has been seen. */
+		if (i >= srv->cfg.nroutes && !st->total[i])
+			continue;
 		for (size_t b = 0; b < HTTP_NBUCKETS; b++) {
 			cum += st->buckets[i * HTTP_NBUCKETS + b];
-			strbuf_addf(out,
-				    "sbxcat_http_request_duration_seconds_"
-				    "bucket{route=\"%s\",le=\"%g\"} %llu\n",
-				    rl, bucket_le[b], cum);
+			row_labels(srv, out,
+				   "sbxcat_http_request_duration_"
+				   "seconds_bucket",
+				   i);
+			strbuf_addf(out, ",le=\"%g\"} %llu\n", bucket_le[b],
+				    cum);
 		}
-		strbuf_addf(out,
-			    "sbxcat_http_request_duration_seconds_bucket{"
-			    "route=\"%s\",le=\"+Inf\"} %llu\n"
-			    "sbxcat_http_request_duration_seconds_sum{route="
-			    "\"%s\"} %.6f\n"
-			    "sbxcat_http_request_duration_seconds_count{route="
-			    "\"%s\"} %llu\n",
-			    rl, st->total[i], rl, st->sum[i], rl, st->total[i]);
+		row_labels(srv, out,
+			   "sbxcat_http_request_duration_seconds_bucket", i);
+		strbuf_addf(out, ",le=\"+Inf\"} %llu\n", st->total[i]);
+		row_labels(srv, out, "sbxcat_http_request_duration_seconds_sum",
+			   i);
+		strbuf_addf(out, "} %.6f\n", st->sum[i]);
+		row_labels(srv, out,
+			   "sbxcat_http_request_duration_seconds_count", i);
+		strbuf_addf(out, "} %llu\n", st->total[i]);
 	}
 }
 
@@ -159,15 +236,13 @@ void http_metrics(struct http_server *srv, struct strbuf *out)
 	emit_requests(srv, out);
 	emit_histogram(srv, out);
 	pthread_mutex_unlock(&st->lock);
-	strbuf_addf(out,
-		    "# HELP sbxcat_http_connections HTTP connections open.\n"
-		    "# TYPE sbxcat_http_connections gauge\n"
-		    "sbxcat_http_connections %u\n",
+	http_metric_family(out, "sbxcat_http_connections", "gauge",
+			   "HTTP connections open.");
+	strbuf_addf(out, "sbxcat_http_connections %u\n",
 		    atomic_load(&srv->nconn));
-	strbuf_addstr(out, "# HELP sbxcat_http_refused_total Requests and "
-			   "connections refused before any handler, by "
-			   "reason.\n"
-			   "# TYPE sbxcat_http_refused_total counter\n");
+	http_metric_family(out, "sbxcat_http_refused_total", "counter",
+			   "Requests and connections refused before any "
+			   "handler, by reason.");
 	for (size_t i = 0; i < REFUSED_N; i++)
 		strbuf_addf(out,
 			    "sbxcat_http_refused_total{reason=\"%s\"} %llu\n",

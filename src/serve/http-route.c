@@ -156,6 +156,17 @@ const char *http_header(const struct http_request *req, const char *name)
 	return NULL;
 }
 
+const char *http_header_at(const struct http_request *req, const char *name,
+			   size_t n)
+{
+	const struct http_req *r = req->priv;
+
+	for (size_t i = 0; i < r->nhdr; i++)
+		if (!strcasecmp(r->hdr[i].name, name) && n-- == 0)
+			return r->hdr[i].value;
+	return NULL;
+}
+
 const char *http_query(const struct http_request *req, const char *name)
 {
 	const struct http_req *r = req->priv;

@@ -97,6 +97,11 @@ struct http_request {
  * argument (decoded), or NULL.  Valid for the handler call (and the admit
  * hook's). */
 const char *http_header(const struct http_request *req, const char *name);
+/* The n-th (from 0) of the request's headers of that name, or NULL: a
+ * header a client may repeat is checked whole.  A value is
+ * libmicrohttpd's string: a NUL among its bytes ends it. */
+const char *http_header_at(const struct http_request *req, const char *name,
+			   size_t n);
 const char *http_query(const struct http_request *req, const char *name);
 
 struct http_response {
@@ -211,11 +216,18 @@ unsigned http_server_port(struct http_server *srv, size_t i);
 /*
  * The metrics the server keeps, in Prometheus text format, appended to
  * out: sbxcat_http_requests_total{route,method,status},
- * sbxcat_http_request_duration_seconds (histogram, by route),
+ * sbxcat_http_request_duration_seconds{route,method} (histogram),
  * sbxcat_http_connections (gauge), sbxcat_http_refused_total{reason}
  * (413, 431, 503, timeout, mhd, path, admit, 429).
  */
 void http_metrics(struct http_server *srv, struct strbuf *out);
+/* A family's "# HELP" (help escaped: backslash, newline) and "# TYPE"
+ * lines, for every family the service exposes. */
+void http_metric_family(struct strbuf *out, const char *name, const char *type,
+			const char *help);
+/* name="value" with value escaped (backslash, double quote, newline),
+ * after a comma unless out ends with the series' '{'. */
+void http_metric_label(struct strbuf *out, const char *name, const char *value);
 
 /* A JSON response: status and a document (stolen: decref'd here). */
 struct json_t;

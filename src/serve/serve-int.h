@@ -65,7 +65,9 @@ struct serve_usage {
 struct serve {
 	const struct sbx_env *env;
 	char *catalog_path, *policy_file, *default_tenant;
-	char service_hash[65]; /* "" when no service token */
+	char *metrics_token_file; /* NULL: no scrape-only token */
+	char service_hash[65];	  /* "" when no service token */
+	char *default_agent, *default_run; /* serve_config's, or NULL */
 	struct serve_tenant *tenants;
 	size_t ntenants;
 	struct http_server *http;
@@ -113,6 +115,14 @@ struct serve {
 	long long health_at;
 	size_t health_running, health_open;
 
+	/* Under lock: the scrape-only token's hash ("" when none: read
+	 * again at reload); whether the last reload (or the start) read
+	 * everything, and when one last did (Unix seconds). */
+	char metrics_hash[65];
+	bool reload_ok;
+	double reload_ok_at;
+	double started_at; /* Unix seconds, at serve_start */
+
 	/* Counters for /metrics. */
 	atomic_ullong engine_errors, reaps, reap_failures, opens, closes;
 };
@@ -131,8 +141,10 @@ void serve_snap_set(struct serve *sv, struct serve_snap *snap);
 /* Wake the pool's refill (an open may have claimed a container). */
 void serve_pool_kick(struct serve *sv);
 
-/* Who a request's X-Sandbox-Token says it is. */
-enum serve_who { SERVE_NOBODY, SERVE_SERVICE, SERVE_TENANT };
+/* Who a request's token (wire.c: X-Sandbox-Token, else Authorization:
+ * Bearer) says it is.  SERVE_METRICS, the scrape-only token, reads
+ * /metrics and nothing else. */
+enum serve_who { SERVE_NOBODY, SERVE_SERVICE, SERVE_TENANT, SERVE_METRICS };
 struct serve_auth {
 	enum serve_who who;
 	const char *tenant; /* SERVE_TENANT's, borrowed from serve */
@@ -187,5 +199,8 @@ json_t *serve_policy_merge(json_t *overrides, json_t *upd);
 
 /* The metrics of the service beyond the HTTP server's. */
 void serve_metrics(struct serve *sv, struct strbuf *out);
+/* The last reload's outcome (the start's until SIGHUP): whether it
+ * read everything, and when one last did (Unix seconds). */
+void serve_reload_state(struct serve *sv, bool *ok, double *ok_at);
 
 #endif

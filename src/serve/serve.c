@@ -50,6 +50,15 @@
 /* Sessions whose usage is kept. */
 #define USAGE_KEPT 1024
 
+/* The wall clock in Unix seconds: what /metrics' timestamps say. */
+static double clock_real_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 /* ---- snapshots ---- */
 
 struct serve_snap *serve_snap_get(struct serve *sv)
@@ -202,8 +211,8 @@ int serve_snap_make(struct serve *sv, json_t *overrides,
 
 void serve_auth(struct serve *sv, const char *token, struct serve_auth *a)
 {
-	char hash[65];
-	bool service = false;
+	char hash[65], scrape_hash[65];
+	bool service = false, scrape = false;
 	const char *tenant = NULL;
 
 	a->who = SERVE_NOBODY;
@@ -217,11 +226,19 @@ void serve_auth(struct serve *sv, const char *token, struct serve_auth *a)
 	for (size_t i = 0; i < sv->ntenants; i++)
 		if (CRYPTO_memcmp(hash, sv->tenants[i].hash, 64) == 0)
 			tenant = sv->tenants[i].tenant;
+	/* The scrape token changes at a reload: a copy, under the lock. */
+	pthread_mutex_lock(&sv->lock);
+	memcpy(scrape_hash, sv->metrics_hash, sizeof(scrape_hash));
+	pthread_mutex_unlock(&sv->lock);
+	if (scrape_hash[0])
+		scrape = CRYPTO_memcmp(hash, scrape_hash, 64) == 0;
 	if (service)
 		a->who = SERVE_SERVICE;
 	else if (tenant) {
 		a->who = SERVE_TENANT;
 		a->tenant = tenant;
+	} else if (scrape) {
+		a->who = SERVE_METRICS;
 	}
 }
 
@@ -277,6 +294,44 @@ static int set_service_token(struct serve *sv, const struct serve_config *c,
 	sha256_hex(tok, strlen(tok), sv->service_hash);
 	if (data)
 		explicit_bzero(data, strlen(data));
+	return 0;
+}
+
+/*
+ * The scrape-only token's hash into hash, from its file (the token
+ * file's rules: its first line, at least 16 characters, a file neither
+ * group nor others may read).  It may not be the service's or a
+ * tenant's token: a scrape configuration would then hold more than it
+ * says.
+ */
+static int read_metrics_token(struct serve *sv, char hash[65],
+			      struct sbx_error **err)
+{
+	cleanup_free char *data = NULL;
+	bool other = false;
+
+	if (read_secret_file(sv->metrics_token_file, TOKEN_FILE_MAX, &data,
+			     err) < 0)
+		return -1;
+	data[strcspn(data, "\r\n")] = '\0';
+	if (strlen(data) < 16)
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "'%s': the metrics token is shorter than "
+				     "16 characters",
+				     sv->metrics_token_file);
+	sha256_hex(data, strlen(data), hash);
+	explicit_bzero(data, strlen(data));
+	if (sv->service_hash[0])
+		other = CRYPTO_memcmp(hash, sv->service_hash, 64) == 0;
+	for (size_t i = 0; i < sv->ntenants; i++)
+		other |= CRYPTO_memcmp(hash, sv->tenants[i].hash, 64) == 0;
+	if (other) {
+		explicit_bzero(hash, 65);
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "'%s': the metrics token is the service's "
+				     "or a tenant's token",
+				     sv->metrics_token_file);
+	}
 	return 0;
 }
 
@@ -776,10 +831,14 @@ static void serve_free(struct serve *sv)
 	free(sv->catalog_path);
 	free(sv->policy_file);
 	free(sv->default_tenant);
+	free(sv->metrics_token_file);
+	free(sv->default_agent);
+	free(sv->default_run);
 	pthread_mutex_destroy(&sv->lock);
 	pthread_cond_destroy(&sv->wake);
 	pthread_cond_destroy(&sv->pool_wake);
 	explicit_bzero(sv->service_hash, sizeof(sv->service_hash));
+	explicit_bzero(sv->metrics_hash, sizeof(sv->metrics_hash));
 	free(sv);
 }
 
@@ -853,7 +912,14 @@ int serve_start(struct serve **out, const struct serve_config *c,
 	/* Opt-in: without it an open naming no tenant is no tenant's. */
 	sv->default_tenant =
 	    c->default_tenant ? xstrdup(c->default_tenant) : NULL;
+	sv->metrics_token_file =
+	    c->metrics_token_file ? xstrdup(c->metrics_token_file) : NULL;
+	sv->default_agent = c->default_agent ? xstrdup(c->default_agent) : NULL;
+	sv->default_run = c->default_run ? xstrdup(c->default_run) : NULL;
 	sv->interval_s = c->cleanup_interval_s;
+	sv->started_at = clock_real_s();
+	sv->reload_ok = true; /* the start read everything, or stops */
+	sv->reload_ok_at = sv->started_at;
 	pthread_mutex_init(&sv->lock, NULL);
 	pthread_cond_init(&sv->wake, NULL);
 	pthread_cond_init(&sv->pool_wake, NULL);
@@ -865,8 +931,15 @@ int serve_start(struct serve **out, const struct serve_config *c,
 			      "pattern [A-Za-z0-9][A-Za-z0-9._-]{0,63}");
 		goto fail;
 	}
+	if ((sv->default_agent &&
+	     svc_id_check("the default agent", sv->default_agent, err) < 0) ||
+	    (sv->default_run &&
+	     svc_id_check("the default run", sv->default_run, err) < 0))
+		goto fail;
 	if (set_service_token(sv, c, err) < 0 ||
 	    load_tenants(sv, c->tenants_file, err) < 0 ||
+	    (sv->metrics_token_file &&
+	     read_metrics_token(sv, sv->metrics_hash, err) < 0) ||
 	    check_listen(sv, c, err) < 0)
 		goto fail;
 	pol = load_policy(sv->policy_file, err);
@@ -906,12 +979,39 @@ fail:
 	return -1;
 }
 
+void serve_reload_state(struct serve *sv, bool *ok, double *ok_at)
+{
+	pthread_mutex_lock(&sv->lock);
+	*ok = sv->reload_ok;
+	*ok_at = sv->reload_ok_at;
+	pthread_mutex_unlock(&sv->lock);
+}
+
+/* The scrape token read again at a reload: the one in use kept when its
+ * file cannot be read (-1, *err saying why). */
+static int reload_metrics_token(struct serve *sv, struct sbx_error **err)
+{
+	char hash[65];
+
+	if (!sv->metrics_token_file)
+		return 0;
+	if (read_metrics_token(sv, hash, err) < 0) {
+		sbx_error_wrap(err, "the metrics token is kept as it was");
+		return -1;
+	}
+	pthread_mutex_lock(&sv->lock);
+	memcpy(sv->metrics_hash, hash, sizeof(hash));
+	pthread_mutex_unlock(&sv->lock);
+	explicit_bzero(hash, sizeof(hash));
+	return 0;
+}
+
 int serve_reload(struct serve *sv, struct sbx_error **err)
 {
 	struct serve_snap *snap, *cur = serve_snap_get(sv);
-	struct sbx_error *pol_err = NULL;
+	struct sbx_error *pol_err = NULL, *tok_err = NULL;
 	json_t *pol = load_policy(sv->policy_file, &pol_err);
-	int rc = -1;
+	int rc = -1, tok_rc = reload_metrics_token(sv, &tok_err);
 
 	/* A policy file that is missing or cannot be read: the policy in
 	 * use stays (the catalogue is read again all the same). */
@@ -944,6 +1044,18 @@ out:
 			*err = steal_pointer(&pol_err);
 		rc = -1;
 	}
+	if (tok_rc < 0) {
+		if (*err)
+			sbx_error_chain(err, &tok_err);
+		else
+			*err = steal_pointer(&tok_err);
+		rc = -1;
+	}
+	pthread_mutex_lock(&sv->lock);
+	sv->reload_ok = rc == 0;
+	if (rc == 0)
+		sv->reload_ok_at = clock_real_s();
+	pthread_mutex_unlock(&sv->lock);
 	json_decref(pol);
 	serve_snap_put(cur);
 	return rc;

@@ -37,10 +37,19 @@ struct serve_config {
 	 * service token, and no TCP. */
 	const char *token, *token_file;
 	const char *tenants_file; /* NULL: none */
+	/* The scrape-only token's file (the token file's rules), read at
+	 * start and at every reload; NULL: none. */
+	const char *metrics_token_file;
 	const char *policy_file;  /* SANDBOXD_POLICY_OVERRIDES, or NULL */
 	/* SBXCAT_SERVE_TENANT: the tenant of an open naming none; NULL:
 	 * such an open is no tenant's (SVC_WIRE_NO_TENANT). */
 	const char *default_tenant;
+	/* `serve --agent`/`--run` (SBXCAT_AGENT_ID, SBXCAT_RUN_ID): the
+	 * agent and run of a request that names neither by header nor by
+	 * its session's default; NULL: none.  The caller checks them
+	 * (svc_id_check, naming the flag); serve_start refuses a bad one
+	 * too. */
+	const char *default_agent, *default_run;
 	unsigned cleanup_interval_s; /* 0: no reaper */
 	int log_fd;		     /* the access log and warnings */
 	/* HTTP limits (http.h; 0: its defaults). */
@@ -54,8 +63,9 @@ struct serve;
  * *err saying what (nothing then listens). */
 int serve_start(struct serve **sv, const struct serve_config *c,
 		struct sbx_error **err);
-/* SIGHUP: the catalogue and the policy read again; an invalid catalogue
- * keeps the one in use: -1 with *err saying why. */
+/* SIGHUP: the catalogue, the policy and the metrics token read again;
+ * what cannot be read keeps the one in use: -1 with *err saying why
+ * (and /metrics and /healthz say the reload failed). */
 int serve_reload(struct serve *sv, struct sbx_error **err);
 /* SIGTERM: stop accepting, finish within grace_ms (then stop what still
  * runs), the audit's rows written, everything freed. */

@@ -267,19 +267,57 @@ static void pool_gauges(struct serve *sv, struct strbuf *out)
 	json_t *ready = NULL;
 
 	if (c->npool && svc_pool_ready(&snap->svc, &call, &ready, &err) == 0) {
-		strbuf_addstr(out, "# HELP sbxcat_pool_ready Containers of the "
-				   "warm pool ready to be claimed\n"
-				   "# TYPE sbxcat_pool_ready gauge\n");
-		for (size_t i = 0; i < c->npool; i++)
+		http_metric_family(out, "sbxcat_pool_ready", "gauge",
+				   "Containers of the warm pool ready to be "
+				   "claimed, by runtime.");
+		for (size_t i = 0; i < c->npool; i++) {
+			strbuf_addstr(out, "sbxcat_pool_ready{");
+			http_metric_label(out, "runtime", c->pool[i].alias);
 			strbuf_addf(
-			    out, "sbxcat_pool_ready{runtime=\"%s\"} %lld\n",
-			    c->pool[i].alias,
+			    out, "} %lld\n",
 			    (long long)json_integer_value(
 				json_object_get(ready, c->pool[i].alias)));
+		}
 	}
 	sbx_error_free(&err);
 	json_decref(ready);
 	serve_snap_put(snap);
+}
+
+/* What the process is: sbxcat_build_info, process_start_time_seconds,
+ * and whether the configuration's last reload (SIGHUP; the start until
+ * then) read everything. */
+static void process_metrics(struct serve *sv, struct strbuf *out)
+{
+	bool ok;
+	double ok_at;
+
+	serve_reload_state(sv, &ok, &ok_at);
+	http_metric_family(out, "sbxcat_build_info", "gauge",
+			   "Always 1; the labels say which sbxcat serves.");
+	strbuf_addstr(out, "sbxcat_build_info{");
+	http_metric_label(out, "version", PACKAGE_VERSION);
+	strbuf_addstr(out, "} 1\n");
+	http_metric_family(out, "process_start_time_seconds", "gauge",
+			   "When the service started, in seconds since the "
+			   "Unix epoch.");
+	strbuf_addf(out, "process_start_time_seconds %.3f\n", sv->started_at);
+	http_metric_family(out, "sbxcat_config_last_reload_successful", "gauge",
+			   "Whether the last reload (SIGHUP; the start until "
+			   "then) read the catalogue, the policy file and the "
+			   "metrics token: 1 yes, 0 a part of them is kept as "
+			   "it was.");
+	strbuf_addf(out, "sbxcat_config_last_reload_successful %d\n", ok);
+	http_metric_family(out,
+			   "sbxcat_config_last_reload_success_timestamp_"
+			   "seconds",
+			   "gauge",
+			   "When a reload (or the start) last read everything, "
+			   "in seconds since the Unix epoch.");
+	strbuf_addf(out,
+		    "sbxcat_config_last_reload_success_timestamp_seconds "
+		    "%.3f\n",
+		    ok_at);
 }
 
 void serve_metrics(struct serve *sv, struct strbuf *out)
@@ -289,47 +327,57 @@ void serve_metrics(struct serve *sv, struct strbuf *out)
 		atomic_ullong *v;
 	} c[] = {
 	    {"sbxcat_engine_errors_total",
-	     "Requests that failed because the engine did", &sv->engine_errors},
-	    {"sbxcat_reaper_passes_total", "Reaper passes run", &sv->reaps},
-	    {"sbxcat_reaper_failures_total", "Reaper passes that failed",
-	     &sv->reap_failures},
-	    {"sbxcat_session_opens_total", "Session opens asked for",
+	     "Failures of the container engine: requests answered 502 for "
+	     "it, and reads of a session's state or usage, or of the "
+	     "sessions' list, it did not answer.",
+	     &sv->engine_errors},
+	    {"sbxcat_reaper_passes_total", "Passes of the reaper run.",
+	     &sv->reaps},
+	    {"sbxcat_reaper_failures_total",
+	     "Passes of the reaper that failed.", &sv->reap_failures},
+	    {"sbxcat_session_opens_total",
+	     "Session opens asked for (POST /sessions that reached its "
+	     "operation).",
 	     &sv->opens},
-	    {"sbxcat_session_closes_total", "Session closes asked for",
+	    {"sbxcat_session_closes_total",
+	     "Session closes asked for (DELETE /sessions/{id} that reached "
+	     "its operation).",
 	     &sv->closes},
-	    {"sbxcat_pool_fills_total", "Refills of the warm pool run",
+	    {"sbxcat_pool_fills_total", "Refills of the warm pool run.",
 	     &sv->pool_fills},
-	    {"sbxcat_pool_made_total", "Containers the warm pool made ready",
+	    {"sbxcat_pool_made_total", "Containers the warm pool made ready.",
 	     &sv->pool_made},
 	};
 
 	svc_writer_stats st;
 
-	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
-		strbuf_addf(out, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n",
-			    c[i].name, c[i].help, c[i].name, c[i].name,
+	process_metrics(sv, out);
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		http_metric_family(out, c[i].name, "counter", c[i].help);
+		strbuf_addf(out, "%s %llu\n", c[i].name,
 			    (unsigned long long)atomic_load(c[i].v));
+	}
 	pool_gauges(sv, out);
 	if (!svc_audit_writer_stats(&sv->base, &st))
 		return;
-	strbuf_addstr(out, "# HELP sbxcat_audit_rows_total Audit rows by where "
-			   "they went\n# TYPE sbxcat_audit_rows_total counter\n");
-	strbuf_addf(out, "sbxcat_audit_rows_total{to=\"database\"} %llu\n",
-		    st.written);
-	strbuf_addf(out, "sbxcat_audit_rows_total{to=\"spool\"} %llu\n",
-		    st.spooled);
-	strbuf_addf(out, "sbxcat_audit_rows_total{to=\"replayed\"} %llu\n",
-		    st.replayed);
-	strbuf_addf(out, "sbxcat_audit_rows_total{to=\"lost\"} %llu\n",
-		    st.lost);
+	http_metric_family(out, "sbxcat_audit_rows_total", "counter",
+			   "Audit rows by where they went: committed to the "
+			   "database, written to the spool, replayed from the "
+			   "spool, lost.");
 	strbuf_addf(out,
-		    "# HELP sbxcat_audit_groups_total Audit transactions "
-		    "committed\n# TYPE sbxcat_audit_groups_total counter\n"
-		    "sbxcat_audit_groups_total %llu\n"
-		    "# HELP sbxcat_audit_queued Audit rows waiting\n"
-		    "# TYPE sbxcat_audit_queued gauge\nsbxcat_audit_queued %zu\n"
-		    "# HELP sbxcat_audit_database_up Whether the audit's "
-		    "database answers\n# TYPE sbxcat_audit_database_up gauge\n"
-		    "sbxcat_audit_database_up %d\n",
-		    st.groups, st.queued, st.db_up ? 1 : 0);
+		    "sbxcat_audit_rows_total{to=\"database\"} %llu\n"
+		    "sbxcat_audit_rows_total{to=\"spool\"} %llu\n"
+		    "sbxcat_audit_rows_total{to=\"replayed\"} %llu\n"
+		    "sbxcat_audit_rows_total{to=\"lost\"} %llu\n",
+		    st.written, st.spooled, st.replayed, st.lost);
+	http_metric_family(out, "sbxcat_audit_groups_total", "counter",
+			   "Audit transactions committed.");
+	strbuf_addf(out, "sbxcat_audit_groups_total %llu\n", st.groups);
+	http_metric_family(out, "sbxcat_audit_queued", "gauge",
+			   "Audit rows waiting for the writer.");
+	strbuf_addf(out, "sbxcat_audit_queued %zu\n", st.queued);
+	http_metric_family(out, "sbxcat_audit_database_up", "gauge",
+			   "Whether the audit's database answers: 1 yes, 0 no "
+			   "(rows then go to the spool).");
+	strbuf_addf(out, "sbxcat_audit_database_up %d\n", st.db_up ? 1 : 0);
 }

@@ -25,14 +25,57 @@
 #include "svc/svc-session.h"
 
 #define TOKEN_HEADER "X-Sandbox-Token"
+/* Who acts, for the audit's rows (ours; docs/serve.md "Agent and run"). */
+#define AGENT_HEADER "X-Sandbox-Agent"
+#define RUN_HEADER "X-Sandbox-Run"
 /* How long /healthz's counts stand before the engine is asked again. */
 #define HEALTH_CACHE_MS 1000
+/* The scrape token's refusal on any route but /metrics. */
+#define METRICS_ONLY "The metrics token reads /metrics alone"
 
 /* A request's gone flag is its call's cancel flag as it is. */
 _Static_assert(HTTP_GONE_CLIENT == SVC_CANCEL_GONE, "gone: client");
 _Static_assert(HTTP_GONE_SHUTDOWN == SVC_CANCEL_SHUTDOWN, "gone: shutdown");
 
 /* ---- the shared handling ---- */
+
+/*
+ * The request's token: X-Sandbox-Token (sandboxd's header, what the
+ * platform's client sends), else the credentials of "Authorization:
+ * Bearer TOKEN" (RFC 6750: what Prometheus and most HTTP tools send).
+ * X-Sandbox-Token wins when both come: a proxy's own Authorization on
+ * the platform's requests then changes nothing.  The admit hook and the
+ * worker read it through here alike, so they cannot disagree.
+ */
+static const char *wire_token(const struct http_request *req)
+{
+	const char *t = http_header(req, TOKEN_HEADER);
+	const char *a;
+
+	if (t)
+		return t;
+	a = http_header(req, "Authorization");
+	/* The scheme is case-insensitive (RFC 9110, 11.1). */
+	if (!a || strncasecmp(a, "Bearer", 6) != 0 ||
+	    (a[6] != ' ' && a[6] != '\t'))
+		return NULL;
+	a += 6 + strspn(a + 6, " \t");
+	return *a ? a : NULL;
+}
+
+/* Whether /metrics needs a token: the service has one, or a scrape
+ * token (a unix socket alone, without either, is guarded by its mode). */
+static bool metrics_guarded(const struct serve *sv)
+{
+	return sv->service_hash[0] || sv->metrics_token_file;
+}
+
+/* A token that authenticates as the service or a tenant (the scrape
+ * token reads /metrics alone). */
+static bool who_acts(enum serve_who who)
+{
+	return who == SERVE_SERVICE || who == SERVE_TENANT;
+}
 
 static void wire_begin(struct wire_req *w, void *arg, struct http_request *req,
 		       struct http_response *res)
@@ -43,7 +86,7 @@ static void wire_begin(struct wire_req *w, void *arg, struct http_request *req,
 	w->res = res;
 	w->snap = serve_snap_get(w->sv);
 	w->call.cancel = req->gone;
-	serve_auth(w->sv, http_header(req, TOKEN_HEADER), &w->auth);
+	serve_auth(w->sv, wire_token(req), &w->auth);
 }
 
 /*
@@ -315,9 +358,66 @@ bool wire_auth_service(struct wire_req *w, bool tenant_ok)
 	}
 	if (w->auth.who == SERVE_TENANT)
 		wire_detail(w, 403, "This route needs the service token");
+	else if (w->auth.who == SERVE_METRICS)
+		wire_detail(w, 403, "%s", METRICS_ONLY);
 	else
 		wire_detail(w, 401, "Invalid or missing sandbox token");
 	return false;
+}
+
+/*
+ * An agent or run header (name) into *out, NULL when absent: checked as
+ * the command line's --agent and --run are (svc_id_check: 1 to 200 bytes
+ * of UTF-8 without control characters), and sent once or repeated with
+ * the same value (two values: which one acted cannot be told).  Else 422
+ * naming the header, its value not echoed (it may not be UTF-8), and
+ * false.
+ */
+static bool who_header(struct wire_req *w, const char *name, const char **out)
+{
+	const char *v = http_header_at(w->req, name, 0), *again;
+	struct sbx_error *err = NULL;
+
+	*out = NULL;
+	if (!v)
+		return true;
+	for (size_t i = 1; (again = http_header_at(w->req, name, i)); i++)
+		if (strcmp(again, v) != 0) {
+			wire_invalid_input(w, "header", name, "value_error",
+					   "sent twice with different values",
+					   NULL);
+			return false;
+		}
+	if (svc_id_check(name, v, &err) < 0) {
+		wire_invalid_input(w, "header", name, "value_error", err->msg,
+				   NULL);
+		sbx_error_free(&err);
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
+/* The one of an agent or run that counts: the header's, else the
+ * session's default (its wire record's, "" for none), else the
+ * service's (serve --agent/--run), else none. */
+static const char *who_of(const char *hdr, const char *session,
+			  const char *service)
+{
+	return hdr ? hdr : session && session[0] ? session : service;
+}
+
+/* The call's agent and run from the headers, the session's defaults
+ * and the service's: false once answered (422). */
+static bool wire_who(struct wire_req *w)
+{
+	if (!who_header(w, AGENT_HEADER, &w->hdr_agent) ||
+	    !who_header(w, RUN_HEADER, &w->hdr_run))
+		return false;
+	w->call.agent =
+	    who_of(w->hdr_agent, w->ws.wire.agent, w->sv->default_agent);
+	w->call.run = who_of(w->hdr_run, w->ws.wire.run, w->sv->default_run);
+	return true;
 }
 
 /* The session id of the path, found as the caller may see it. */
@@ -348,13 +448,17 @@ static bool find_session(struct wire_req *w, const char *id, bool open_only,
 bool wire_session(struct wire_req *w, bool open_only, const char *missing)
 {
 	const char *id = w->req->params[0];
-	const char *token = http_header(w->req, TOKEN_HEADER);
+	const char *token = wire_token(w->req);
 	struct sbx_error *err = NULL;
 
 	if (!missing)
 		missing = "No such session";
-	if (w->auth.who != SERVE_NOBODY)
+	if (who_acts(w->auth.who))
 		return find_session(w, id, open_only, missing);
+	if (w->auth.who == SERVE_METRICS) {
+		wire_detail(w, 403, "%s", METRICS_ONLY);
+		return false;
+	}
 	if (open_only &&
 	    svc_wire_auth(&w->snap->svc, &w->call, id, token, &w->ws, &err) ==
 		0) {
@@ -594,6 +698,52 @@ static bool disk_fields(struct wire_req *w, struct svc_wire_open_req *o,
 	return true;
 }
 
+/* agent and run, ours: the session's defaults (absent or null: a new
+ * open has none, a reuse keeps its own), checked as the headers are.
+ * The open's own row takes them when it has no header; a reuse that
+ * names none takes the session's.  False once answered. */
+static bool open_who(struct wire_req *w, struct svc_wire_open_req *o)
+{
+	static const char *const names[] = {"agent", "run"};
+	const char **dst[] = {&o->agent, &o->run};
+	struct sbx_error *err = NULL;
+
+	for (size_t i = 0; i < 2; i++) {
+		if (!wire_str(w, names[i], false, true, dst[i]))
+			return false;
+		if (*dst[i] && svc_id_check(names[i], *dst[i], &err) < 0) {
+			wire_invalid(w, "body", names[i], "value_error",
+				     err->msg);
+			sbx_error_free(&err);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The open's own agent and run: the header's, else the body's, else
+ * (a reuse) the session's defaults, else the service's. */
+static void open_who_call(struct wire_req *w, const struct svc_wire_open_req *o)
+{
+	struct svc_wire_session ws = {0};
+	struct sbx_error *err = NULL;
+	const char *agent = w->hdr_agent ? w->hdr_agent : o->agent;
+	const char *run = w->hdr_run ? w->hdr_run : o->run;
+
+	if ((!agent || !run) && (o->reuse || o->attach) &&
+	    svc_wire_find(&w->snap->svc, &w->call, o->id, &ws, &err) == 0 &&
+	    ws.open) {
+		/* Copied into the request's own ws: the call borrows them
+		 * until wire_end. */
+		memcpy(w->ws.wire.agent, ws.wire.agent, sizeof(ws.wire.agent));
+		memcpy(w->ws.wire.run, ws.wire.run, sizeof(ws.wire.run));
+	}
+	svc_wire_session_release(&ws);
+	sbx_error_free(&err);
+	w->call.agent = who_of(agent, w->ws.wire.agent, w->sv->default_agent);
+	w->call.run = who_of(run, w->ws.wire.run, w->sv->default_run);
+}
+
 /* The fields of an open, checked: false once answered. */
 static bool open_fields(struct wire_req *w, struct svc_wire_open_req *o,
 			const char **tenant, char idbuf[24], char quota[24])
@@ -605,7 +755,7 @@ static bool open_fields(struct wire_req *w, struct svc_wire_open_req *o,
 	    !wire_str(w, "tenant", false, true, &t) ||
 	    !wire_bool(w, "reuse", &o->reuse) ||
 	    !wire_bool(w, "attach", &o->attach) || !open_kept(w, o) ||
-	    !disk_fields(w, o, quota))
+	    !disk_fields(w, o, quota) || !open_who(w, o))
 		return false;
 	if (o->id && !svc_wire_name_valid(o->id)) {
 		wire_invalid(w, "body", "session_id", "string_pattern_mismatch",
@@ -691,6 +841,7 @@ static void sessions_create(struct wire_req *w)
 	}
 	o.cat = &w->snap->cat;
 	w->call.tenant = tenant;
+	open_who_call(w, &o);
 	atomic_fetch_add(&w->sv->opens, 1);
 	if (svc_wire_open(&w->snap->svc, &w->call, &o, &r, &err) < 0)
 		open_failed(w, &o, &r, tenant, err);
@@ -790,6 +941,8 @@ static const char *event_op(const char *op)
 	    {"glob_info", "glob"},
 	    {"grep_raw", "grep"},
 	    {"stat", "exists"},
+	    /* sandboxd has no removal: its name is the audit's */
+	    {"remove", "remove"},
 	};
 
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
@@ -914,7 +1067,9 @@ static json_t *health_json(struct wire_req *w)
 	struct svc_call any = {0};
 	json_t *rts = json_array();
 	size_t running = 0, open = 0;
-	bool fresh;
+	bool fresh, reload_ok;
+	double reload_at;
+	char at[32];
 	char **aliases = xcalloc(w->snap->cat.n + 1, sizeof(char *));
 
 	for (size_t i = 0; i < w->snap->cat.n; i++)
@@ -944,11 +1099,17 @@ static json_t *health_json(struct wire_req *w)
 		atomic_fetch_add(&w->sv->engine_errors, 1);
 	}
 	sbx_error_free(&err);
-	return xjson_pack("{s:s, s:i, s:i, s:i, s:o, s:o}", "status", "ok",
-			  "sessions", (json_int_t)running, "limit",
+	/* A failed reload leaves the service serving what it had: status
+	 * stays "ok" (a balancer must not take it out), reload says it. */
+	serve_reload_state(w->sv, &reload_ok, &reload_at);
+	clock_format_time(at, (long long)reload_at);
+	return xjson_pack("{s:s, s:i, s:i, s:i, s:o, s:o, s:{s:b, s:s}}",
+			  "status", "ok", "sessions", (json_int_t)running,
+			  "limit",
 			  (json_int_t)w->snap->svc.cfg.session.max_sessions,
 			  "open_sessions", (json_int_t)open, "open_limit",
-			  open_limit(&w->snap->svc), "runtimes", rts);
+			  open_limit(&w->snap->svc), "runtimes", rts, "reload",
+			  "successful", reload_ok, "last_success_at", at);
 }
 
 static void healthz(struct wire_req *w)
@@ -984,7 +1145,8 @@ static const char *token_word(enum wire_token t)
 {
 	static const char *const words[] = {
 	    [WIRE_TOKEN_NONE] = "none",
-	    [WIRE_TOKEN_METRICS] = "service (when the service has one)",
+	    [WIRE_TOKEN_METRICS] = "service or metrics (when the service "
+				   "has one)",
 	    [WIRE_TOKEN_SERVICE] = "service",
 	    [WIRE_TOKEN_TENANT] = "service or tenant",
 	    [WIRE_TOKEN_SESSION] = "the session's, its tenant's or the "
@@ -1030,7 +1192,7 @@ static void openapi_route(struct wire_req *w)
 		    rt->path, "parameters", params, "security",
 		    n->token == WIRE_TOKEN_NONE
 			? json_array()
-			: xjson_pack("[{s:[]}]", "token"),
+			: xjson_pack("[{s:[]}, {s:[]}]", "token", "bearer"),
 		    "x-sbxcat-token", token_word(n->token), "x-sbxcat-max-body",
 		    (json_int_t)rt->max_body, "responses", "default",
 		    "description", "sandboxd's answer (docs/serve.md)");
@@ -1041,14 +1203,15 @@ static void openapi_route(struct wire_req *w)
 	}
 	wire_json(w, 200,
 		  xjson_pack("{s:s, s:{s:s, s:s, s:s}, s:o, s:{s:{s:{s:s, s:s, "
-			     "s:s}}}}",
+			     "s:s}, s:{s:s, s:s}}}}",
 			     "openapi", "3.1.0", "info", "title",
 			     "sbxcat serve: sandboxd's wire", "version",
 			     PACKAGE_VERSION, "description",
 			     "The routes of sbxcat serve; see docs/serve.md",
 			     "paths", paths, "components", "securitySchemes",
 			     "token", "type", "apiKey", "in", "header", "name",
-			     TOKEN_HEADER));
+			     TOKEN_HEADER, "bearer", "type", "http", "scheme",
+			     "bearer"));
 }
 
 /* GET /docs: a page that says where the routes are described. */
@@ -1097,9 +1260,9 @@ static void session_metrics(struct wire_req *w, struct strbuf *out)
 		count[k]++;
 	}
 	svc_wire_list_res_release(&l);
-	strbuf_addstr(out, "# HELP sbxcat_sessions Sessions open on the "
-			   "service, by their containers' state\n"
-			   "# TYPE sbxcat_sessions gauge\n");
+	http_metric_family(out, "sbxcat_sessions", "gauge",
+			   "Sessions open on the service, by their containers' "
+			   "state.");
 	for (size_t k = 0; k <= NSTATES; k++)
 		strbuf_addf(out, "sbxcat_sessions{state=\"%s\"} %zu\n",
 			    k < NSTATES ? states[k] : "other", count[k]);
@@ -1134,6 +1297,8 @@ static void caller_of(const struct wire_needs *n,
 		snprintf(a->caller, sizeof(a->caller), "t:%s", au->tenant);
 	else if (au->who == SERVE_SERVICE)
 		snprintf(a->caller, sizeof(a->caller), "service");
+	else if (au->who == SERVE_METRICS)
+		snprintf(a->caller, sizeof(a->caller), "metrics");
 	else
 		snprintf(a->caller, sizeof(a->caller), "-");
 }
@@ -1143,6 +1308,9 @@ static void admit_refuse(struct http_admit *a, const struct serve_auth *au)
 	if (au->who == SERVE_TENANT) {
 		a->status = 403;
 		a->detail = "This route needs the service token";
+	} else if (au->who == SERVE_METRICS) {
+		a->status = 403;
+		a->detail = METRICS_ONLY;
 	} else {
 		a->status = 401;
 		a->detail = "Invalid or missing sandbox token";
@@ -1162,7 +1330,7 @@ void wire_admit(void *arg, const struct http_route *rt,
 {
 	struct serve *sv = arg;
 	const struct wire_needs *n = rt->needs;
-	const char *token = http_header(req, TOKEN_HEADER);
+	const char *token = wire_token(req);
 	const char *usage = http_query(req, "usage");
 	struct serve_auth au;
 
@@ -1181,7 +1349,8 @@ void wire_admit(void *arg, const struct http_route *rt,
 	case WIRE_TOKEN_NONE:
 		return;
 	case WIRE_TOKEN_METRICS:
-		if (!sv->service_hash[0] || au.who == SERVE_SERVICE)
+		if (!metrics_guarded(sv) || au.who == SERVE_SERVICE ||
+		    au.who == SERVE_METRICS)
 			return;
 		break;
 	case WIRE_TOKEN_SERVICE:
@@ -1189,13 +1358,13 @@ void wire_admit(void *arg, const struct http_route *rt,
 			return;
 		break;
 	case WIRE_TOKEN_TENANT:
-		if (au.who != SERVE_NOBODY)
+		if (who_acts(au.who))
 			return;
 		break;
 	case WIRE_TOKEN_SESSION:
-		if (au.who != SERVE_NOBODY)
+		if (who_acts(au.who))
 			return;
-		if (!token || !req->nparams)
+		if (!token || !req->nparams || au.who == SERVE_METRICS)
 			break;
 		switch (serve_token_check(sv, req->params[0], token)) {
 		case 1:
@@ -1222,7 +1391,8 @@ static bool prepare(struct wire_req *w, const struct wire_needs *n)
 	case WIRE_TOKEN_SESSION: /* wire_session checks it */
 		break;
 	case WIRE_TOKEN_METRICS:
-		if (w->sv->service_hash[0] && !wire_auth_service(w, false))
+		if (metrics_guarded(w->sv) && w->auth.who != SERVE_METRICS &&
+		    !wire_auth_service(w, false))
 			return false;
 		break;
 	case WIRE_TOKEN_SERVICE:
@@ -1238,7 +1408,7 @@ static bool prepare(struct wire_req *w, const struct wire_needs *n)
 		if (!wire_query_bool(w, "purge", &w->purge))
 			return false;
 		/* A kept workspace may be purged with the service's token. */
-		open_only = !(w->purge && w->auth.who != SERVE_NOBODY);
+		open_only = !(w->purge && who_acts(w->auth.who));
 		/* fall through */
 	case WIRE_LOOKUP_OPEN:
 	case WIRE_LOOKUP_KEPT:
@@ -1248,7 +1418,10 @@ static bool prepare(struct wire_req *w, const struct wire_needs *n)
 			return false;
 		break;
 	}
-	return !n->body || wire_body(w);
+	/* After the token (a caller who is nobody learns nothing) and the
+	 * session (its defaults), before the body and the operation: a
+	 * bad header runs and records nothing. */
+	return wire_who(w) && (!n->body || wire_body(w));
 }
 
 void wire_handle(void *arg, struct http_request *req, struct http_response *res)

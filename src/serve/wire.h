@@ -37,6 +37,10 @@ struct wire_req {
 	struct serve_auth auth;
 	struct svc_call call;
 	struct svc_wire_session ws; /* a per-session route's session */
+	/* X-Sandbox-Agent and X-Sandbox-Run as sent (NULL: absent); the
+	 * call's agent and run are these, else the session's defaults,
+	 * else the service's (wire_who). */
+	const char *hdr_agent, *hdr_run;
 	bool purge;		    /* DELETE's ?purge=true */
 	bool answered;
 };
@@ -44,7 +48,8 @@ struct wire_req {
 /* The token a route takes. */
 enum wire_token {
 	WIRE_TOKEN_NONE,    /* anyone */
-	WIRE_TOKEN_METRICS, /* the service token, when there is one */
+	WIRE_TOKEN_METRICS, /* the service's or the scrape token, when the
+			     * service has either */
 	WIRE_TOKEN_SERVICE, /* the service token (a tenant's: 403) */
 	WIRE_TOKEN_TENANT,  /* the service token or a tenant's */
 	WIRE_TOKEN_SESSION, /* the path's session's own, the service's, or

@@ -361,6 +361,18 @@ static int action_cmp(const void *pa, const void *pb)
 	return r ? r : key_cmp(a->container, b->container);
 }
 
+/* a's session's id on the wire, for its row, while its files are
+ * there: a session the command line opened has none. */
+static void wire_id_of(struct session_root *r, struct reap_action *a)
+{
+	struct session_wire w;
+	struct sbx_error *err = NULL;
+
+	if (a->key && session_wire_read(r, a->key, &w, &err) == 0 && w.id[0])
+		a->wire_id = xstrdup(w.id);
+	sbx_error_free(&err);
+}
+
 static void action_release(struct reap_action *a)
 {
 	free(a->key);
@@ -370,6 +382,7 @@ static void action_release(struct reap_action *a)
 	free(a->id);
 	free(a->state);
 	free(a->reason);
+	free(a->wire_id);
 	free(a->error);
 }
 
@@ -671,6 +684,7 @@ int reap_pass_run(struct engine *e, const struct session_config *c,
 	for (size_t i = 0; !dry_run && i < p->nacts; i++) {
 		long long t0 = clock_now_ms();
 
+		wire_id_of(r, &p->acts[i]);
 		act(e, r, p, &p->acts[i]);
 		if (p->acted &&
 		    p->acted(&p->acts[i], clock_now_ms() - t0, p->acted_arg) <

@@ -93,6 +93,9 @@ struct reap_action {
 	char *id;	 /* its id, or NULL */
 	char *state;	 /* its engine state when decided, or NULL */
 	char *reason;	 /* "idle for 2h 5m (idle timeout 30m)", ... */
+	/* The session's id on the service's wire (session-wire.h), read
+	 * before the action (which may delete it), or NULL: none. */
+	char *wire_id;
 	long long since; /* what the age counts from (Unix seconds) */
 	long long age;	 /* now - since */
 	long long stamp; /* the record's last_activity when decided; -1 none */

@@ -6,6 +6,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -54,20 +56,52 @@ static bool is_hash(const char *s)
 	return n == SESSION_WIRE_HASH_HEX;
 }
 
+/* An agent or run id as the file may hold one: 1 to SESSION_WIRE_WHO_MAX
+ * bytes of UTF-8 without a control character (svc/ checked it fully
+ * before it was written). */
+static bool who_valid(const char *s)
+{
+	size_t n = strlen(s);
+	uint32_t cp;
+
+	return n && n <= SESSION_WIRE_WHO_MAX && utf8_first_invalid(s, n) < 0 &&
+	       !text_find_control(s, n, &cp);
+}
+
+/* The optional "agent" or "run" of the file into out: false when it is
+ * there and not one. */
+static bool who_parse(json_t *j, const char *name, char *out, size_t *seen)
+{
+	json_t *v = json_object_get(j, name);
+
+	if (!v)
+		return true;
+	(*seen)++;
+	if (!json_is_string(v) ||
+	    strlen(json_string_value(v)) != json_string_length(v) ||
+	    !who_valid(json_string_value(v)))
+		return false;
+	strcpy(out, json_string_value(v));
+	return true;
+}
+
 static int wire_parse(const char *data, size_t len, struct session_wire *w)
 {
 	json_t *j = json_loadb(data, len, JSON_REJECT_DUPLICATES, NULL);
 	json_t *id, *tokens, *v;
-	size_t i;
+	size_t i, keys = 2;
 	int rc = -1;
 
 	memset(w, 0, sizeof(*w));
-	if (!j || !json_is_object(j) || json_object_size(j) != 2)
+	if (!j || !json_is_object(j))
 		goto out;
 	id = json_object_get(j, "id");
 	tokens = json_object_get(j, "tokens");
 	if (!json_is_string(id) || !session_wire_id_valid(json_string_value(id)) ||
 	    !json_is_array(tokens) || json_array_size(tokens) > SESSION_WIRE_TOKENS)
+		goto out;
+	if (!who_parse(j, "agent", w->agent, &keys) ||
+	    !who_parse(j, "run", w->run, &keys) || json_object_size(j) != keys)
 		goto out;
 	strcpy(w->id, json_string_value(id));
 	json_array_foreach(tokens, i, v)
@@ -126,6 +160,11 @@ static int wire_write_at(struct session_root *r, int kfd, const char *key,
 	for (i = 0; i < w->ntokens; i++)
 		json_array_append_new(tokens, xjson_string(w->tokens[i]));
 	j = xjson_pack("{s:s, s:o}", "id", w->id, "tokens", tokens);
+	/* Absent when none: a file without them is the older form. */
+	if (w->agent[0])
+		json_object_set_new(j, "agent", xjson_string(w->agent));
+	if (w->run[0])
+		json_object_set_new(j, "run", xjson_string(w->run));
 	text = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
 	json_decref(j);
 	if (!text)
@@ -150,9 +189,18 @@ int session_wire_read(struct session_root *r, const char *key,
 	return rc;
 }
 
+/* The default of a session from what an open gave (NULL: not given). */
+static void who_set(char *dst, const char *given, bool was_open)
+{
+	if (given)
+		snprintf(dst, SESSION_WIRE_WHO_MAX + 1, "%s", given);
+	else if (!was_open)
+		dst[0] = '\0';
+}
+
 int session_wire_add_token(struct session_root *r, const char *key,
-			   const char *id, const char *hash,
-			   struct sbx_error **err)
+			   const char *id, const char *hash, const char *agent,
+			   const char *run, struct sbx_error **err)
 {
 	struct session_wire w;
 	int kfd = session_keydir_open(r, key, err);
@@ -160,9 +208,11 @@ int session_wire_add_token(struct session_root *r, const char *key,
 
 	if (kfd < 0)
 		return -1;
-	if (!session_wire_id_valid(id) || !is_hash(hash)) {
-		sbx_error_set(err, SBX_E_INVALID, 0, "not a session id or "
-						     "token hash");
+	if (!session_wire_id_valid(id) || !is_hash(hash) ||
+	    (agent && !who_valid(agent)) || (run && !who_valid(run))) {
+		sbx_error_set(err, SBX_E_INVALID, 0,
+			      "not a session id, token "
+			      "hash, agent or run");
 		goto out;
 	}
 	if (session_lock_wait(r, kfd, r->path, key, err) < 0)
@@ -178,6 +228,8 @@ int session_wire_add_token(struct session_root *r, const char *key,
 			      "session '%s' has another id on the service", key);
 		goto out;
 	}
+	who_set(w.agent, agent, w.ntokens > 0);
+	who_set(w.run, run, w.ntokens > 0);
 	if (w.ntokens == SESSION_WIRE_TOKENS) {
 		memmove(w.tokens[0], w.tokens[1],
 			sizeof(w.tokens[0]) * (SESSION_WIRE_TOKENS - 1));

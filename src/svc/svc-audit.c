@@ -37,9 +37,10 @@ bool svc_audit_needs_migrate(const struct sbx_error *err)
 
 /* ---- the values of a request ---- */
 
-int svc_audit_parse_time(const char *s, long long *us, struct sbx_error **err)
+int svc_audit_parse_time(const char *s, bool local, long long *us,
+			 struct sbx_error **err)
 {
-	return auditq_parse_time(s, audit_now_us(), us, err);
+	return auditq_parse_time_in(s, audit_now_us(), local, us, err);
 }
 
 int svc_audit_parse_ops(const char *list, unsigned *ops, struct sbx_error **err)
@@ -50,19 +51,21 @@ int svc_audit_parse_ops(const char *list, unsigned *ops, struct sbx_error **err)
 
 	for (w = strtok_r(copy, ",", &save); w && !rc;
 	     w = strtok_r(NULL, ",", &save)) {
-		int op = audit_op_parse(w);
+		int op = audit_op_parse_alias(w);
 		struct strbuf sb = STRBUF_INIT;
 
 		if (op >= 0) {
 			got |= 1u << op;
 			continue;
 		}
-		/* The ops, as the audit names them. */
+		/* The ops, as the audit names them, and the wire's names. */
 		text_add_escaped(&sb, w, strlen(w));
 		strbuf_addstr(&sb, "': not an operation (");
 		for (int i = 0; i < AUDIT_NOPS; i++)
 			strbuf_addf(&sb, "%s%s", i ? ", " : "",
 				    audit_op_name((enum audit_op)i));
+		strbuf_addstr(&sb, "; or as the service's events name them: "
+				   "exec, ls, glob, grep, exists");
 		rc = sbx_error_set(err, SBX_E_INVALID, 0, "'%s)", sb.buf);
 		strbuf_release(&sb);
 	}
@@ -326,6 +329,22 @@ void svc_audit_flush_res_release(struct svc_audit_flush_res *res)
 
 /* ---- ls, export, stats ---- */
 
+/* The rows waiting in the spool: what a page from the database lacks.
+ * Lines are counted only when the file is not empty (one fstat); a spool
+ * this user cannot read is not ls's error. */
+static unsigned long long spooled(const struct svc *s)
+{
+	struct spool_status st = {0};
+	struct sbx_error *err = NULL;
+	struct spool sp;
+
+	spool_init(&sp, &s->cfg.audit);
+	if (spool_pending(&sp) && spool_status(&sp, &st, &err) < 0)
+		sbx_error_free(&err);
+	spool_close(&sp);
+	return st.rows;
+}
+
 int svc_audit_ls(const struct svc *s, const struct svc_call *call,
 		 const struct svc_audit_ls_req *req,
 		 struct svc_audit_ls_res *res, struct sbx_error **err)
@@ -355,6 +374,7 @@ int svc_audit_ls(const struct svc *s, const struct svc_call *call,
 	res->doc =
 	    xjson_pack("{s:o}", "next",
 		       res->cursor ? json_string(res->cursor) : json_null());
+	res->spooled = spooled(s);
 	rc = 0;
 out:
 	if (rc < 0)
@@ -644,8 +664,7 @@ void svc_audit_head_res_release(struct svc_audit_head_res *res)
 
 /* ---- the terminal's table ---- */
 
-/* The k-th column of the audit's table that a terminal shows. */
-static const struct audit_column *shown(size_t k)
+const svc_audit_column *svc_audit_table_column(size_t k)
 {
 	for (size_t i = 0; i < audit_ncolumns; i++)
 		if (audit_columns[i].head && k-- == 0)
@@ -653,29 +672,10 @@ static const struct audit_column *shown(size_t k)
 	return NULL;
 }
 
-size_t svc_audit_table_columns(void)
+void svc_audit_table_cell(const svc_audit_column *c, json_t *row, bool brief,
+			  struct strbuf *out)
 {
-	size_t n = 0;
-
-	for (size_t i = 0; i < audit_ncolumns; i++)
-		n += audit_columns[i].head != NULL;
-	return n;
-}
-
-const char *svc_audit_table_head(size_t k, size_t *cut)
-{
-	const struct audit_column *c = shown(k);
-
-	*cut = c ? c->cut : 0;
-	return c ? c->head : NULL;
-}
-
-void svc_audit_table_cell(size_t k, json_t *row, struct strbuf *out)
-{
-	const struct audit_column *c = shown(k);
-
-	if (c)
-		audit_column_cell(c, row, out);
+	audit_column_cell(c, row, brief, out);
 }
 
 /* ---- a session's events ---- */

@@ -52,13 +52,16 @@ bool svc_audit_needs_migrate(const struct sbx_error *err);
  * query's parameters): -1 with status 2 and a message that names the
  * value, never the option, which the caller names.
  *
- * time: ISO 8601 or a time ago, relative to now (auditq.h);
- * ops: a comma list of op names (audit_op_name), added to *ops ("'x':
+ * time: ISO 8601, a time ago or a day, relative to now, a time without
+ * a zone and a day in the local zone when local, else in UTC (auditq.h);
+ * ops: a comma list of op names (audit_op_name, or the wire's names:
+ * audit_op_parse_alias), added to *ops ("'x':
  * not an operation (write, edit, ...)"; "which operation?" when it names
  * none); cursor: what a page's cursor said, into f's after; format: "csv"
  * or "jsonl".
  */
-int svc_audit_parse_time(const char *s, long long *us, struct sbx_error **err);
+int svc_audit_parse_time(const char *s, bool local, long long *us,
+			 struct sbx_error **err);
 int svc_audit_parse_ops(const char *list, unsigned *ops,
 			struct sbx_error **err);
 int svc_audit_parse_cursor(const char *s, struct auditq_filter *f,
@@ -131,6 +134,9 @@ struct svc_audit_ls_req {
 };
 struct svc_audit_ls_res {
 	unsigned long rows; /* handed to row */
+	/* Rows waiting in the spool, not in the database yet (a flush
+	 * moves them); 0 when none, or when the spool cannot be read. */
+	unsigned long long spooled;
 	char *cursor;
 	json_t *doc; /* {"next": cursor or null}, the page's last line */
 };
@@ -247,7 +253,8 @@ void svc_audit_head_res_release(struct svc_audit_head_res *res);
  * SVC_AUDIT_EVENTS_MAX, else invalid), and the chain's latest seq (0: no
  * row).  Each event is auditq_events' object: "seq", "at" (float Unix
  * seconds), "op" (the audit's name: the wire maps it), "target", "ok",
- * "detail", "duration_ms" and the counts.  A call with a tenant sees only
+ * "detail", "duration_ms", the counts, "agent" and "run" (null: none).
+ * A call with a tenant sees only
  * that tenant's rows: another tenant's session reads as one without
  * rows.  It writes no audit row.
  */
@@ -292,12 +299,20 @@ bool svc_audit_writer_stats(const struct svc *s, svc_writer_stats *st);
 
 /*
  * The table of rows on a terminal (ls, stats' slowest), from the audit's
- * column table (audit.h): its columns, the k-th one's header and how
- * many characters a terminal shows of it (*cut; 0: all), and a page
- * row's cell of it, appended to out.
+ * column table (audit.h: a column's head, name, usual, cut): the k-th
+ * column a terminal can show (NULL past the last), and a page row's cell
+ * of it, appended to out (brief: the usual table's short form, where the
+ * column has one).
  */
-size_t svc_audit_table_columns(void);
-const char *svc_audit_table_head(size_t k, size_t *cut);
-void svc_audit_table_cell(size_t k, json_t *row, struct strbuf *out);
+typedef struct audit_column svc_audit_column;
+enum svc_audit_cut { /* a column's cut */
+		     SVC_AUDIT_CUT_NEVER = AUDIT_CUT_NEVER,
+		     SVC_AUDIT_CUT_MIDDLE = AUDIT_CUT_MIDDLE,
+		     SVC_AUDIT_CUT_END = AUDIT_CUT_END,
+		     SVC_AUDIT_CUT_FIRST = AUDIT_CUT_FIRST,
+};
+const svc_audit_column *svc_audit_table_column(size_t k);
+void svc_audit_table_cell(const svc_audit_column *c, json_t *row, bool brief,
+			  struct strbuf *out);
 
 #endif

@@ -27,6 +27,7 @@
 #include "session/session-engine.h"
 #include "session/session.h"
 #include "svc/svc-exec.h"
+#include "svc/svc-wire.h"
 #include "workspace/workspace.h"
 
 enum {
@@ -639,7 +640,9 @@ static int exec_stream(struct run *r, struct sbx_error **err)
 			res->end = SVC_EXEC_CANCELLED;
 			return 0;
 		}
-		strbuf_addf(&r->detail, "timed out after %s s, killed %zu",
+		/* "timeout" first: the word the auditor's table shows and
+		 * searches by (docs/audit.md). */
+		strbuf_addf(&r->detail, "timeout after %s s, killed %zu",
 			    svc_exec_seconds(secs, res->limit_ms), killed);
 		res->end = SVC_EXEC_TIMED_OUT;
 		return 0;
@@ -653,20 +656,22 @@ static int exec_record(struct run *r, struct sbx_error **err)
 	struct strbuf target = STRBUF_INIT;
 	struct svc_exec_res *res = r->res;
 	const char *key = r->rec.key[0] ? r->rec.key : NULL;
+	char wid[SESSION_WIRE_ID_MAX + 1];
 	struct audit_event ev = {
 	    .op = AUDIT_EXECUTE,
 	    .tenant = key ? r->rec.tenant : r->call->tenant,
 	    /* not found: the caller's row, never the key's chain */
 	    .session_key = key,
+	    .wire_id = key ? svc_wire_id_of(&r->root, key, wid) : NULL,
 	    .asked_key = key ? NULL : r->req->key,
 	    .runtime = r->rec.runtime,
 	    .ok = r->exited && res->exit_code == 0,
 	    .detail = strbuf_str(&r->detail),
 	    .has_exit = r->exited,
 	    .exit_status = res->exit_code,
-	    .bytes = r->ran ? (long long)(r->io_res.bytes[0] +
-					  r->io_res.bytes[1])
-			    : AUDIT_NONE,
+	    .bytes = r->ran
+			 ? (long long)(r->io_res.bytes[0] + r->io_res.bytes[1])
+			 : AUDIT_NONE,
 	    .results = AUDIT_NONE,
 	    .duration_ms = clock_now_ms() - r->t0,
 	};

@@ -19,6 +19,7 @@
 #include "basic/xjson.h"
 #include "session/session.h"
 #include "svc/svc-fs.h"
+#include "svc/svc-wire.h"
 #include "workspace/grep.h"
 #include "workspace/walk.h"
 #include "workspace/workspace.h"
@@ -345,11 +346,14 @@ static void fs_record(struct fs_op *o, const struct sbx_error *why,
 {
 	cleanup_free char *target =
 	    o->verbatim ? xstrdup(o->target) : workspace_path_shown(o->target);
+	char wid[SESSION_WIRE_ID_MAX + 1];
 	struct audit_event ev = {
 	    .op = o->op,
 	    .tenant =
 		o->found ? o->rec.tenant : (o->call ? o->call->tenant : NULL),
 	    .session_key = o->found ? o->rec.key : NULL,
+	    .wire_id =
+		o->found ? svc_wire_id_of(&o->root, o->rec.key, wid) : NULL,
 	    .asked_key = o->found ? NULL : o->key,
 	    .runtime = o->found ? o->rec.runtime : NULL,
 	    .target = target,
@@ -1109,8 +1113,8 @@ int svc_fs_rm(const struct svc *s, const struct svc_call *call,
 	struct fs_op o;
 
 	memset(res, 0, sizeof(*res));
-	if (fs_begin(&o, s, call, req->key, AUDIT_WRITE, need(req->path), false,
-		     need(req->path), false, err) == 0 &&
+	if (fs_begin(&o, s, call, req->key, AUDIT_REMOVE, need(req->path),
+		     false, need(req->path), false, err) == 0 &&
 	    workspace_rm(&o.ws, o.rel, need(req->path), req->recursive,
 			 &res->removed, err) == 0) {
 		o.results = (long long)res->removed;

@@ -35,15 +35,16 @@
  */
 static void session_audit(struct audit *au, enum audit_op op,
 			  const char *tenant, const char *key,
-			  const char *runtime, const char *target,
-			  long long started, const char *detail,
-			  struct sbx_error **err)
+			  const char *wire_id, const char *runtime,
+			  const char *target, long long started,
+			  const char *detail, struct sbx_error **err)
 {
 	struct sbx_error *aerr = NULL;
 	struct audit_event ev = {
 	    .op = op,
 	    .tenant = tenant,
 	    .session_key = key,
+	    .wire_id = wire_id,
 	    .runtime = runtime,
 	    .target = target,
 	    .ok = !*err,
@@ -393,6 +394,7 @@ static int make_room(const struct svc *s, const struct svc_call *call,
 {
 	const struct session_config *c = &s->cfg.session;
 	struct session_evicted ev = {0};
+	char wid[SESSION_WIRE_ID_MAX + 1];
 	bool done = true;
 	long long t0;
 	int rc = 0;
@@ -408,7 +410,9 @@ static int make_room(const struct svc *s, const struct svc_call *call,
 						  err);
 			if (ev.key[0])
 				session_audit(au, AUDIT_CLOSE, ev.tenant,
-					      ev.key, ev.runtime, ev.key, t0,
+					      ev.key,
+					      svc_wire_id_of(root, ev.key, wid),
+					      ev.runtime, ev.key, t0,
 					      *err	  ? NULL
 					      : ev.purged ? ASLEEP_PURGED
 							  : ASLEEP_CLOSED,
@@ -428,7 +432,8 @@ static int make_room(const struct svc *s, const struct svc_call *call,
 		    e, c, root, key, (long long)time(NULL), &ev, &done, err);
 		if (ev.key[0])
 			session_audit(
-			    au, AUDIT_REAP, ev.tenant, ev.key, ev.runtime,
+			    au, AUDIT_REAP, ev.tenant, ev.key,
+			    svc_wire_id_of(root, ev.key, wid), ev.runtime,
 			    ev.container, t0,
 			    *err ? HIBERNATED_FAILED : HIBERNATED_DETAIL, err);
 		rc = *err ? -1 : rc;
@@ -872,8 +877,8 @@ int svc_session_open(const struct svc *s, const struct svc_call *call,
 	rt = find_runtime(req, res, err);
 	if (!rt) {
 		/* Refused before a key could be made: the row has none. */
-		session_audit(au, AUDIT_OPEN, call->tenant, "", req->runtime,
-			      req->runtime, started, NULL, err);
+		session_audit(au, AUDIT_OPEN, call->tenant, "", req->name,
+			      req->runtime, req->runtime, started, NULL, err);
 		svc_audit_close(call, au);
 		session_labels_release(&kept.labels);
 		return -1;
@@ -908,8 +913,8 @@ int svc_session_open(const struct svc *s, const struct svc_call *call,
 	res->doc = open_json(s, res);
 out:
 	session_keydir_unlock(ofd);
-	session_audit(au, AUDIT_OPEN, call->tenant, res->key, rt->alias,
-		      rt->alias, started,
+	session_audit(au, AUDIT_OPEN, call->tenant, res->key, req->name,
+		      rt->alias, rt->alias, started,
 		      *err ? NULL : session_outcome_name(res->outcome), err);
 	svc_audit_close(call, au);
 	free(image);
@@ -1238,6 +1243,8 @@ int svc_session_close(const struct svc *s, const struct svc_call *call,
 	struct engine engine = ENGINE_INIT;
 	struct session_record r = {0};
 	struct audit *au = NULL;
+	char wid[SESSION_WIRE_ID_MAX + 1];
+	const char *wire_id = NULL;
 	long long started = clock_now_ms();
 
 	memset(res, 0, sizeof(*res));
@@ -1248,6 +1255,8 @@ int svc_session_close(const struct svc *s, const struct svc_call *call,
 	if (svc_root_open(s, call, &root, err) < 0 ||
 	    session_find(&root, req->key, call->tenant, &r, err) < 0)
 		goto out;
+	/* Read before the close, which may delete the session's files. */
+	wire_id = svc_wire_id_of(&root, r.key, wid);
 	/* An ephemeral session keeps nothing once closed. */
 	res->purged = req->purge || r.durability == SESSION_EPHEMERAL;
 	if (svc_engine_open(s, call, &engine, err) < 0 ||
@@ -1261,7 +1270,8 @@ out:
 	/* A key not found is the target alone: the row is the caller's,
 	 * never on the key's chain. */
 	session_audit(au, AUDIT_CLOSE, r.key[0] ? r.tenant : call->tenant,
-		      r.key[0] ? r.key : "", r.runtime, req->key, started,
+		      r.key[0] ? r.key : "", wire_id, r.runtime, req->key,
+		      started,
 		      !res->purged ? res->container
 		      : req->purge ? "purged"
 				   : "purged: ephemeral",
@@ -1282,6 +1292,7 @@ int svc_session_touch(const struct svc *s, const struct svc_call *call,
 	struct session_root root = SESSION_ROOT_INIT;
 	struct session_record r = {0};
 	struct audit *au = NULL;
+	char wid[SESSION_WIRE_ID_MAX + 1];
 	long long started = clock_now_ms();
 
 	memset(res, 0, sizeof(*res));
@@ -1297,8 +1308,10 @@ int svc_session_touch(const struct svc *s, const struct svc_call *call,
 			      expires_json(s, res->last_activity));
 out:
 	session_audit(au, AUDIT_OPEN, r.key[0] ? r.tenant : call->tenant,
-		      r.key[0] ? r.key : "", r.runtime, req->key, started,
-		      *err ? NULL : "touched", err);
+		      r.key[0] ? r.key : "",
+		      r.key[0] ? svc_wire_id_of(&root, r.key, wid) : NULL,
+		      r.runtime, req->key, started, *err ? NULL : "touched",
+		      err);
 	svc_audit_close(call, au);
 	session_record_release(&r);
 	session_root_close(&root);

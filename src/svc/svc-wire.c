@@ -10,6 +10,7 @@
 
 #include <openssl/crypto.h>
 
+#include "audit/audit.h"
 #include "basic/alloc.h"
 #include "basic/base64.h"
 #include "basic/error.h"
@@ -21,6 +22,8 @@
 #include "svc/svc-wire.h"
 
 const char svc_wire_hibernated[] = SESSION_STATE_HIBERNATED;
+/* The wire record keeps the ids the audit takes. */
+_Static_assert(SESSION_WIRE_WHO_MAX == AUDIT_ID_MAX, "agent and run: bytes");
 
 const char *svc_wire_tenant(const char *tenant)
 {
@@ -99,6 +102,19 @@ static int find_id(const struct svc *s, const struct svc_call *call,
 			       SVC_WIRE_KEY_SCOPE, id, "", key, err) < 0)
 		return -1;
 	return find_at(root, call, key, ws, err);
+}
+
+const char *svc_wire_id_of(struct session_root *root, const char *key,
+			   char out[SESSION_WIRE_ID_MAX + 1])
+{
+	struct session_wire w;
+	struct sbx_error *err = NULL;
+
+	out[0] = '\0';
+	if (key && key[0] && session_wire_read(root, key, &w, &err) == 0)
+		memcpy(out, w.id, sizeof(w.id));
+	sbx_error_free(&err);
+	return out[0] ? out : NULL;
 }
 
 int svc_wire_find(const struct svc *s, const struct svc_call *call,
@@ -224,13 +240,16 @@ int svc_wire_open(const struct svc *s, const struct svc_call *call,
 	if (!session_wire_id_valid(req->id))
 		return sbx_error_set(err, SBX_E_INVALID, 0,
 				     "not a session id");
+	if ((req->agent && svc_id_check("agent", req->agent, err) < 0) ||
+	    (req->run && svc_id_check("run", req->run, err) < 0))
+		return -1;
 	if (open_before(s, call, req, &ws, res, &o.runtime, err) < 0 ||
 	    svc_session_open(s, call, &o, &res->open, err) < 0)
 		goto out;
 	svc_wire_token_new(res->token, hash);
 	if (svc_root_open(s, call, &root, err) < 0 ||
-	    session_wire_add_token(&root, res->open.key, req->id, hash, err) <
-		0)
+	    session_wire_add_token(&root, res->open.key, req->id, hash,
+				   req->agent, req->run, err) < 0)
 		goto out;
 	rc = 0;
 out:

@@ -57,6 +57,15 @@ bool svc_tenant_counted(const char *tenant);
  * [A-Za-z0-9][A-Za-z0-9._-]{0,63}. */
 bool svc_wire_name_valid(const char *s);
 
+/*
+ * The id on the wire of the session KEY (its wire.json's), in out, for
+ * its audit rows; NULL for a session the command line opened, or whose
+ * file cannot be read (the row is then written without it: an audit row
+ * is never lost for the want of it).
+ */
+const char *svc_wire_id_of(struct session_root *root, const char *key,
+			   char out[SESSION_WIRE_ID_MAX + 1]);
+
 /* A new token and its hash. */
 void svc_wire_token_new(char token[SVC_WIRE_TOKEN_LEN + 1],
 			char hash[SESSION_WIRE_HASH_HEX + 1]);
@@ -117,6 +126,11 @@ struct svc_wire_open_req {
 	/* The disk budget asked for (svc_session_open_req's). */
 	const char *disk_quota;
 	unsigned long long disk_inodes;
+	/* The agent and run the session's requests that name none take
+	 * (NULL: not given: a new open has none, a reuse keeps its own);
+	 * refused as svc_id_check refuses them, "agent: ..." or "run: ...".
+	 * The open's own row is call->agent's and call->run's. */
+	const char *agent, *run;
 };
 struct svc_wire_open_res {
 	struct svc_session_open_res open;
