@@ -11,6 +11,7 @@
 # with status 0.
 set -u
 : "${srcdir:?srcdir must name the source tree}"
+TAB=$(printf '\t')
 # shellcheck source=tests/tap.sh
 . "$srcdir/tests/tap.sh"
 # shellcheck source=tests/pgbed.sh
@@ -101,6 +102,10 @@ is "$?" 2 "tail -n 10001: usage error"
 "$W" write "$URL" acme hist a1 20 5 0 hist >/dev/null || bail_out "writer"
 ls_ids "$URL" >"$T/hist.ids"
 is "$(lines "$T/hist.ids")" 20 "20 rows of history"
+SBXCAT_DATABASE_URL=$URL timeout --preserve-status -s INT 3 "$SBXCAT" audit tail -n 2 --columns op,target >"$T/o" 2>&1
+is "$?:$(cat "$T/o")" "0:OP${TAB}TARGET
+write${TAB}hist/18
+read${TAB}hist/19" "tail -n 2 --columns op,target: the table's columns"
 follow all "$URL" audit ls --follow --json
 follow tail "$URL" audit tail -n 3 --json
 follow tail0 "$URL" audit tail -n 0 --json
