@@ -51,9 +51,9 @@ spooled() { cat "$SBXCAT_SPOOL_DIR"/audit.jsonl 2>/dev/null | wc -l | tr -d ' ';
 
 # -- Schema.
 sbx audit migrate
-is "$rc:$(out)" "0:applied 4 migrations (schema version 4)" "audit migrate: applies the schema"
+is "$rc:$(out)" "0:applied 5 migrations (schema version 5)" "audit migrate: applies the schema"
 sbx audit migrate
-is "$rc:$(out)" "0:schema is up to date (version 4)" "audit migrate again: nothing to do"
+is "$rc:$(out)" "0:schema is up to date (version 5)" "audit migrate again: nothing to do"
 
 # -- Session events and every fs verb: exactly one row each, right fields.
 n0=$(nrows)
@@ -298,7 +298,8 @@ sbx audit migrate --status
 is "$rc:$(cut -f1,2 "$T/out")" "0:1${TAB}audit tables
 2${TAB}hash version
 3${TAB}stat op
-4${TAB}wire id and remove op" "audit migrate --status: migrations 1 to 4, applied"
+4${TAB}wire id and remove op
+5${TAB}follow" "audit migrate --status: migrations 1 to 5, applied"
 like "$(out)" "applied 20" "... with when"
 sbx audit head --session "$K"
 is "$rc:$(cut -f1 "$T/out")" "0:$K" "audit head --session: the session's chain"

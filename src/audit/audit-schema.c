@@ -163,11 +163,48 @@ static const char *const migration_4_online[] = {
     NULL,
 };
 
+/*
+ * 5: what `audit ls --follow` reads (auditq-follow.c).  xact is the
+ * inserting transaction's id (pg_current_xact_id(), the top-level one,
+ * 64 bits so it never wraps), given by the column's default to every
+ * writer's row, whatever its version or host; a follower takes the rows
+ * whose transaction was still running in its last snapshot (xact at or
+ * past that snapshot's xmax, or among its xip), which is exactly the rows
+ * committed since, in whatever order their seqs were given.  The column
+ * is added without a default first, then given one: a volatile default
+ * in ADD COLUMN would rewrite the table; rows already there keep NULL
+ * (committed before any follower's first snapshot, so never new to one).
+ * The index serves that one question, built CONCURRENTLY after this
+ * commits (writers go on meanwhile).  The statement-level trigger sends
+ * one notification per inserting statement (COPY too), delivered at
+ * commit, so a follower wakes when rows are there to read; the payload is
+ * empty (PostgreSQL folds equal notifications of a transaction into one).
+ * Idempotent, as a migration with online statements must be.
+ */
+static const char migration_5[] =
+    "ALTER TABLE sandbox_operations ADD COLUMN IF NOT EXISTS xact xid8;\n"
+    "ALTER TABLE sandbox_operations\n"
+    "  ALTER COLUMN xact SET DEFAULT pg_current_xact_id();\n"
+    "CREATE OR REPLACE FUNCTION sbxcat_audit_notify() RETURNS trigger\n"
+    "  LANGUAGE plpgsql AS\n"
+    "  $$BEGIN PERFORM pg_notify('sbxcat_audit', ''); RETURN NULL; END$$;\n"
+    "DROP TRIGGER IF EXISTS sandbox_operations_notify ON sandbox_operations;\n"
+    "CREATE TRIGGER sandbox_operations_notify\n"
+    "  AFTER INSERT ON sandbox_operations\n"
+    "  FOR EACH STATEMENT EXECUTE FUNCTION sbxcat_audit_notify();\n";
+
+static const char *const migration_5_online[] = {
+    "CREATE INDEX CONCURRENTLY IF NOT EXISTS sandbox_operations_xact\n"
+    "  ON sandbox_operations (xact)",
+    NULL,
+};
+
 const struct auditdb_migration auditdb_migrations[] = {
     {1, "audit tables", migration_1, NULL},
     {2, "hash version", migration_2, NULL},
     {3, "stat op", migration_3, NULL},
     {4, "wire id and remove op", migration_4, migration_4_online},
+    {5, "follow", migration_5, migration_5_online},
 };
 
 const int auditdb_nmigrations =

@@ -310,6 +310,29 @@ void auditq_page_sql(const struct auditq_filter *f, unsigned long limit,
 	q->nparams = (int)b.n;
 }
 
+/* For auditq-follow.c: the row's JSON as the page makes it, and the
+ * filter's conditions (" WHERE ..." or nothing, ignoring after) with its
+ * parameters numbered after the caller's npre. */
+void auditq_row_json_sql(struct strbuf *sb)
+{
+	sql_row_json(sb);
+}
+
+void auditq_where_sql(const struct auditq_filter *f, int npre,
+		      struct auditq_sql *q)
+{
+	struct qb b = {.sql = STRBUF_INIT};
+
+	for (int i = 0; i < npre; i++) {
+		ALLOC_GROW(b.params, b.n + 1, b.alloc);
+		b.params[b.n++] = xstrdup("");
+	}
+	qb_where(&b, f, false);
+	q->sql = strbuf_detach(&b.sql, NULL);
+	q->params = b.params;
+	q->nparams = (int)b.n;
+}
+
 void auditq_sql_free(struct auditq_sql *q)
 {
 	free(q->sql);
@@ -349,6 +372,11 @@ static int check_filter(const struct auditq_filter *f, struct sbx_error **err)
 	if (f->has_after && (f->after_us < 0 || f->after_seq < 0))
 		die_bug("auditq: negative cursor");
 	return 0;
+}
+
+int auditq_check_filter(const struct auditq_filter *f, struct sbx_error **err)
+{
+	return check_filter(f, err);
 }
 
 /* -1 status 3 naming what failed and the server's message (escaped: it may

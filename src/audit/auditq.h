@@ -140,4 +140,14 @@ void auditq_page_sql(const struct auditq_filter *f, unsigned long limit,
 		     struct auditq_sql *q);
 void auditq_sql_free(struct auditq_sql *q);
 
+/* For the follower (auditq-follow.h): a row's JSON expression (the page's
+ * shape), and f's conditions (" WHERE ..." or "", after ignored) with
+ * npre empty parameters first, the filter's numbered from npre + 1. */
+struct strbuf;
+void auditq_row_json_sql(struct strbuf *sb);
+/* f's values checked as every query checks them (-1 status 2). */
+int auditq_check_filter(const struct auditq_filter *f, struct sbx_error **err);
+void auditq_where_sql(const struct auditq_filter *f, int npre,
+		      struct auditq_sql *q);
+
 #endif

@@ -51,6 +51,9 @@ DLSYM_DEFINE(PQconninfoFree);
 DLSYM_DEFINE(PQsendQueryParams);
 DLSYM_DEFINE(PQsetSingleRowMode);
 DLSYM_DEFINE(PQtransactionStatus);
+DLSYM_DEFINE(PQconsumeInput);
+DLSYM_DEFINE(PQnotifies);
+DLSYM_DEFINE(PQisBusy);
 DLSYM_DEFINE(PQenterPipelineMode);
 DLSYM_DEFINE(PQexitPipelineMode);
 DLSYM_DEFINE(PQpipelineSync);
@@ -94,6 +97,9 @@ static const struct dl_sym syms[] = {
     DLSYM_ENTRY(PQsendQueryParams),
     DLSYM_ENTRY(PQsetSingleRowMode),
     DLSYM_ENTRY(PQtransactionStatus),
+    DLSYM_ENTRY(PQconsumeInput),
+    DLSYM_ENTRY(PQnotifies),
+    DLSYM_ENTRY(PQisBusy),
     DLSYM_ENTRY(PQenterPipelineMode),
     DLSYM_ENTRY(PQexitPipelineMode),
     DLSYM_ENTRY(PQpipelineSync),

@@ -62,6 +62,10 @@ DLSYM_PROTOTYPE(PQconninfoFree);
 DLSYM_PROTOTYPE(PQsendQueryParams);
 DLSYM_PROTOTYPE(PQsetSingleRowMode);
 DLSYM_PROTOTYPE(PQtransactionStatus);
+/* Notifications (auditq-follow.c's LISTEN). */
+DLSYM_PROTOTYPE(PQconsumeInput);
+DLSYM_PROTOTYPE(PQnotifies);
+DLSYM_PROTOTYPE(PQisBusy);
 /* Pipeline mode (libpq 14 and later) and statements prepared in it: a
  * group's statements sent at once (auditdb.c's insert). */
 DLSYM_PROTOTYPE(PQenterPipelineMode);

@@ -56,6 +56,11 @@ int sig_exit_status(void)
 	return sig ? 128 + sig : 0;
 }
 
+void sig_forget(void)
+{
+	atomic_store(&caught, 0);
+}
+
 void sig_reraise(void)
 {
 	int sig = atomic_load(&caught);

@@ -33,6 +33,11 @@ const atomic_int *sig_flag(void);
 /* The status a shell reports for death by the caught signal (128 + N). */
 int sig_exit_status(void);
 
+/* Forget the caught signal: for a command whose ordinary end it is
+ * (`audit ls --follow`, as tail -f), which then exits 0 (the handler
+ * stays reset: a second one kills). */
+void sig_forget(void);
+
 /* Re-raise the caught signal with its default action; returns when none
  * was caught (or the signal did not kill). */
 void sig_reraise(void);

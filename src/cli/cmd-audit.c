@@ -21,6 +21,7 @@
 #include "basic/error.h"
 #include "basic/suggest.h"
 #include "basic/text.h"
+#include "cli/cmd-audit-follow.h"
 #include "cli/cmd.h"
 #include "cli/tty.h"
 #include "svc/svc-audit.h"
@@ -28,7 +29,7 @@
 extern const struct cmd_entry cmd_audit_migrate_entry, cmd_audit_status_entry,
     cmd_audit_flush_entry, cmd_audit_ls_entry, cmd_audit_export_entry,
     cmd_audit_stats_entry, cmd_audit_sweep_entry, cmd_audit_verify_entry,
-    cmd_audit_head_entry;
+    cmd_audit_head_entry, cmd_audit_tail_entry;
 
 /* The options of every verb (each verb's table names those it takes). */
 struct audit_opts {
@@ -43,6 +44,8 @@ struct audit_opts {
 	bool has_days;
 	const char *columns, *output, *color; /* ls: the table */
 	bool no_pager;			      /* ls */
+	bool follow;			      /* ls */
+	struct cmd_audit_lines lines;	      /* ls --follow, tail */
 };
 
 /* A text for a one-line message: escaped. */
@@ -151,6 +154,16 @@ static const struct cmd_option ls_options[] = {
     CMD_STRING("output", 'o', struct audit_opts, output, 0),
     CMD_STRING("color", 0, struct audit_opts, color, 0),
     CMD_FLAG("no-pager", 0, struct audit_opts, no_pager, 0),
+    CMD_FLAG("follow", 'f', struct audit_opts, follow, 0),
+    CMD_CALL_L("lines", 'n', struct audit_opts, lines, cmd_audit_opt_lines, 0),
+    CMD_OPTIONS_END,
+};
+static const struct cmd_option tail_options[] = {
+    FILTER_OPTIONS,
+    CMD_STRING("columns", 0, struct audit_opts, columns, 0),
+    CMD_STRING("output", 'o', struct audit_opts, output, 0),
+    CMD_STRING("color", 0, struct audit_opts, color, 0),
+    CMD_CALL_L("lines", 'n', struct audit_opts, lines, cmd_audit_opt_lines, 0),
     CMD_OPTIONS_END,
 };
 static const struct cmd_option export_options[] = {
@@ -569,6 +582,52 @@ static void fit(const struct table *t, size_t *w)
 	}
 }
 
+/* The header of t at widths w (aligned on a terminal), appended. */
+static void head_line(const struct table *t, const size_t *w,
+		      struct strbuf *line)
+{
+	for (size_t k = 0; k < t->n; k++) {
+		const char *h = head_of(t, k);
+
+		if (k == t->n - 1)
+			strbuf_addstr(line, h);
+		else if (t->width)
+			strbuf_addf(line, "%-*s  ", (int)w[k], h);
+		else
+			strbuf_addf(line, "%s\t", h);
+	}
+}
+
+/* Row r's line at widths w (its cells cut to them on a terminal), red
+ * when it failed and colour is on, appended. */
+static void row_line(const struct table *t, const size_t *w,
+		     struct strbuf *cell, json_t *r, struct strbuf *line)
+{
+	bool red = t->colour && !json_is_true(json_object_get(r, "ok"));
+
+	row_cells(t, r, cell);
+	if (red)
+		strbuf_addstr(line, TTY_RED);
+	for (size_t k = 0; k < t->n; k++) {
+		if (t->width && !t->wide)
+			cut_cell(&cell[k], w[k],
+				 (int)t->col[k]->cut != SVC_AUDIT_CUT_END);
+		strbuf_add(line, cell[k].buf, cell[k].len);
+		if (k == t->n - 1)
+			break;
+		if (t->width)
+			strbuf_addf(line, "%*s",
+				    (int)(w[k] -
+					  tty_width(cell[k].buf, cell[k].len) +
+					  2),
+				    "");
+		else
+			strbuf_addch(line, '\t');
+	}
+	if (red)
+		strbuf_addstr(line, TTY_RESET);
+}
+
 /*
  * Rows as a table (svc_audit_table_*: the audit's columns): on a
  * terminal aligned and fitted to its width (fit); otherwise a header and
@@ -605,45 +664,12 @@ static void print_table(json_t *rows, const struct table *t)
 		if (!t->wide)
 			fit(t, w);
 	}
-	for (size_t k = 0; k < t->n; k++) {
-		const char *h = head_of(t, k);
-
-		if (k == t->n - 1)
-			strbuf_addstr(&line, h);
-		else if (t->width)
-			strbuf_addf(&line, "%-*s  ", (int)w[k], h);
-		else
-			strbuf_addf(&line, "%s\t", h);
-	}
+	head_line(t, w, &line);
 	puts(line.buf);
 	json_array_foreach(rows, i, r)
 	{
-		bool red = t->colour && !json_is_true(json_object_get(r, "ok"));
-
 		strbuf_reset(&line);
-		row_cells(t, r, cell);
-		if (red)
-			strbuf_addstr(&line, TTY_RED);
-		for (size_t k = 0; k < t->n; k++) {
-			if (t->width && !t->wide)
-				cut_cell(&cell[k], w[k],
-					 (int)t->col[k]->cut !=
-					     SVC_AUDIT_CUT_END);
-			strbuf_add(&line, cell[k].buf, cell[k].len);
-			if (k == t->n - 1)
-				break;
-			if (t->width)
-				strbuf_addf(
-				    &line, "%*s",
-				    (int)(w[k] -
-					  tty_width(cell[k].buf, cell[k].len) +
-					  2),
-				    "");
-			else
-				strbuf_addch(&line, '\t');
-		}
-		if (red)
-			strbuf_addstr(&line, TTY_RESET);
+		row_line(t, w, cell, r, &line);
 		puts(line.buf);
 	}
 	for (size_t k = 0; k < t->n; k++)
@@ -674,6 +700,81 @@ static void say_spooled(unsigned long long n)
 			n, n == 1 ? "row" : "rows");
 }
 
+/* ---- ls --follow, tail ---- */
+
+/* The table one row at a time (cmd-audit-follow.c writes each line): the
+ * widths are the widest cells seen so far, fitted to the terminal, since
+ * the rows to come are not known. */
+struct follow_table {
+	const struct table *t;
+	size_t *w;
+	struct strbuf *cell;
+	bool head;
+};
+
+static void follow_line(void *arg, json_t *row, struct strbuf *line)
+{
+	struct follow_table *ft = arg;
+	const struct table *t = ft->t;
+
+	if (t->local)
+		local_time(row, "created_at");
+	if (t->width) {
+		row_cells(t, row, ft->cell);
+		for (size_t k = 0; k < t->n; k++) {
+			size_t n = tty_width(ft->cell[k].buf, ft->cell[k].len);
+
+			if (n > ft->w[k])
+				ft->w[k] = n;
+		}
+		if (!t->wide)
+			fit(t, ft->w);
+	}
+	if (!ft->head) {
+		head_line(t, ft->w, line);
+		strbuf_addch(line, '\n');
+		ft->head = true;
+	}
+	row_line(t, ft->w, ft->cell, row, line);
+	strbuf_addch(line, '\n');
+}
+
+/* Follow with o's filter in table t, the last tail rows first. */
+static int follow_run(struct sbx_ctx *ctx, const struct audit_opts *o,
+		      const struct table *t, unsigned long tail)
+{
+	struct follow_table ft = {.t = t};
+	int rc;
+
+	ft.w = xcalloc(t->n ? t->n : 1, sizeof(*ft.w));
+	ft.cell = xcalloc(t->n ? t->n : 1, sizeof(*ft.cell));
+	for (size_t k = 0; k < t->n; k++) {
+		strbuf_init(&ft.cell[k]);
+		ft.w[k] = strlen(head_of(t, k));
+	}
+	rc = cmd_audit_follow(ctx, &o->f, tail, report, follow_line, &ft);
+	for (size_t k = 0; k < t->n; k++)
+		strbuf_release(&ft.cell[k]);
+	free(ft.cell);
+	free(ft.w);
+	return rc;
+}
+
+static int ls_follow(struct sbx_ctx *ctx, const struct audit_opts *o,
+		     const struct table *t)
+{
+	if (o->follow && (o->has_limit || o->f.has_after))
+		return cmd_usage_error(&cmd_audit_ls_entry,
+				       "--follow does not take --%s (-n N: "
+				       "the last N rows first)",
+				       o->has_limit ? "limit" : "after");
+	if (!o->follow)
+		return cmd_usage_error(&cmd_audit_ls_entry,
+				       "-n/--lines goes with --follow (a page "
+				       "is --limit N)");
+	return follow_run(ctx, o, t, o->lines.n);
+}
+
 static int audit_ls(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 {
 	struct audit_opts *o = opts;
@@ -696,6 +797,10 @@ static int audit_ls(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 	if (rc) {
 		json_decref(rows);
 		return rc;
+	}
+	if (o->follow || o->lines.given) {
+		json_decref(rows);
+		return ls_follow(ctx, o, &t);
 	}
 	req.filter = o->f;
 	if (svc_audit_ls(&ctx->svc, &ctx->call, &req, &res, &err) < 0) {
@@ -722,6 +827,23 @@ static int audit_ls(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 	svc_audit_ls_res_release(&res);
 	json_decref(rows);
 	return 0;
+}
+
+/* tail: ls --follow with the last rows first, as tail -f. */
+static int audit_tail(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
+{
+	struct audit_opts *o = opts;
+	struct table t;
+	int rc = filter_from(ctx, &cmd_audit_tail_entry, o);
+
+	(void)nargs, (void)args;
+	if (!rc)
+		rc = table_from(&t, &cmd_audit_tail_entry, o);
+	if (rc)
+		return rc;
+	t.local = o->local;
+	return follow_run(ctx, o, &t,
+			  o->lines.given ? o->lines.n : CMD_AUDIT_TAIL_DEFAULT);
 }
 
 static int audit_export(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
@@ -969,10 +1091,19 @@ const struct cmd_entry cmd_audit_flush_entry = {
 };
 const struct cmd_entry cmd_audit_ls_entry = {
     VERB(ls),
-    .usage = FILTERS " [--limit N] [--after CURSOR] [--json]"
+    .usage = FILTERS " [--limit N] [--after CURSOR] [-f [-n N]] [--json]"
 		     " [--columns LIST | -o wide] [--color WHEN] [--no-pager]",
-    .summary = "operations, newest first, a page at a time",
+    .summary = "operations, newest first, a page at a time; -f: as they "
+	       "commit",
     .options = ls_options,
+};
+const struct cmd_entry cmd_audit_tail_entry = {
+    VERB(tail),
+    .usage = FILTERS " [-n N] [--json] [--columns LIST | -o wide] "
+		     "[--color WHEN]",
+    .summary = "the last N operations (10), then each as it commits, "
+	       "until Ctrl-C",
+    .options = tail_options,
 };
 const struct cmd_entry cmd_audit_export_entry = {
     VERB(export),
@@ -1008,13 +1139,15 @@ const struct cmd_entry cmd_audit_head_entry = {
 
 static const struct cmd_entry *const audit_verbs[] = {
     &cmd_audit_migrate_entry, &cmd_audit_status_entry, &cmd_audit_flush_entry,
-    &cmd_audit_ls_entry,      &cmd_audit_export_entry, &cmd_audit_stats_entry,
-    &cmd_audit_sweep_entry,   &cmd_audit_verify_entry, &cmd_audit_head_entry,
+    &cmd_audit_ls_entry,      &cmd_audit_tail_entry,   &cmd_audit_export_entry,
+    &cmd_audit_stats_entry,   &cmd_audit_sweep_entry,  &cmd_audit_verify_entry,
+    &cmd_audit_head_entry,
 };
 
 const struct cmd_entry cmd_audit_entry = {
     .name = "audit",
-    .usage = "migrate|status|flush|ls|export|stats|sweep|verify|head ...",
+    .usage = "migrate|status|flush|ls|tail|export|stats|sweep|verify|head "
+	     "...",
     .summary = "the operation audit in PostgreSQL",
     .verbs = audit_verbs,
     .nverbs = sizeof(audit_verbs) / sizeof(audit_verbs[0]),

@@ -6,12 +6,15 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "audit/audit-writer.h"
 #include "audit/audit.h"
 #include "audit/auditdb.h"
+#include "audit/auditq-follow.h"
 #include "basic/clock.h"
 #include "basic/util.h"
 #include "basic/xjson.h"
@@ -387,6 +390,125 @@ void svc_audit_ls_res_release(struct svc_audit_ls_res *res)
 	json_decref(res->doc);
 	res->cursor = NULL;
 	res->doc = NULL;
+}
+
+/* ---- follow ---- */
+
+static bool cancelled(const struct svc_call *call)
+{
+	return call->cancel && atomic_load(call->cancel);
+}
+
+static void warn(const struct svc_call *call, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void warn(const struct svc_call *call, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	if (!call->warn)
+		return;
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	call->warn(call->warn_arg, sb.buf);
+	strbuf_release(&sb);
+}
+
+/* Sleep ms, in slices, unless cancelled. */
+static void nap(const struct svc_call *call, long long ms)
+{
+	long long end = clock_now_ms() + ms, left;
+
+	while (!cancelled(call) && (left = end - clock_now_ms()) > 0) {
+		struct timespec ts = {0, (left < 100 ? left : 100) * 1000000L};
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* Connect again until it works, the retry budget is spent or the call is
+ * cancelled (0 with *db NULL). */
+static int reconnect(const struct svc *s, const struct svc_call *call,
+		     struct auditq_follow *fo, struct auditdb **db,
+		     struct sbx_error **err)
+{
+	long long first = clock_now_ms(), backoff = 100;
+	bool restarted;
+
+	for (;;) {
+		struct sbx_error *e = NULL;
+
+		if (cancelled(call))
+			return 0;
+		if (open_schema(s, db, &e) == 0 &&
+		    auditq_follow_resume(fo, *db, &restarted, &e) == 0) {
+			warn(call, "following the audit: reconnected%s",
+			     restarted ? " (the server restarted: reading "
+					 "what it committed since)"
+				       : "");
+			return 0;
+		}
+		close_db(s, *db);
+		*db = NULL;
+		if (clock_now_ms() - first >=
+		    SVC_AUDIT_FOLLOW_RETRY_S * 1000LL) {
+			*err = e;
+			return -1;
+		}
+		warn(call,
+		     "following the audit: %s; reconnecting in %lld.%lld s",
+		     e->msg, backoff / 1000, backoff % 1000 / 100);
+		sbx_error_free(&e);
+		nap(call, backoff);
+		backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
+	}
+}
+
+int svc_audit_follow(const struct svc *s, const struct svc_call *call,
+		     const struct svc_audit_follow_req *req,
+		     struct sbx_error **err)
+{
+	unsigned poll_ms =
+	    req->poll_ms ? req->poll_ms : SVC_AUDIT_FOLLOW_POLL_MS;
+	struct auditq_follow *fo = NULL;
+	struct auditdb *db = NULL;
+	unsigned long n;
+	int rc = -1;
+
+	if (req->tail > SVC_AUDIT_LS_MAX)
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "the last %lu rows: at most %d", req->tail,
+				     SVC_AUDIT_LS_MAX);
+	if (check_filter(&req->filter, err) < 0 || open_schema(s, &db, err) < 0)
+		goto out;
+	fo = auditq_follow_new(&req->filter);
+	if (auditq_follow_start(fo, db, req->tail, req->row, req->row_arg,
+				err) < 0)
+		goto out;
+	while (!cancelled(call)) {
+		if (auditq_follow_poll(fo, db, req->row, req->row_arg, &n,
+				       err) == 0 &&
+		    auditq_follow_wait(db, (int)poll_ms, call->cancel,
+				       req->out_fd, err) >= 0)
+			continue;
+		/* A lost connection is waited out; anything else (the
+		 * reader gone, a query refused) ends the call. */
+		if (!auditq_follow_lost(db))
+			goto out;
+		warn(call, "following the audit: the connection was lost: %s",
+		     (*err)->msg);
+		sbx_error_free(err);
+		close_db(s, db);
+		db = NULL;
+		if (reconnect(s, call, fo, &db, err) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	auditq_follow_free(fo);
+	close_db(s, db);
+	return rc;
 }
 
 /* auditq_export's writer: the request's sink; an errno value when it

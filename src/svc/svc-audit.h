@@ -145,6 +145,33 @@ int svc_audit_ls(const struct svc *s, const struct svc_call *call,
 		 struct svc_audit_ls_res *res, struct sbx_error **err);
 void svc_audit_ls_res_release(struct svc_audit_ls_res *res);
 
+/*
+ * follow: the rows filter matches as their transactions commit, each
+ * once, in the order they commit (auditq-follow.h), handed to row until
+ * *call->cancel is set (0) or row fails (-1 with its error); first the
+ * last tail of them (0: none; at most SVC_AUDIT_LS_MAX), oldest first.
+ * It reads on each notification of a commit, and every poll_ms (0:
+ * SVC_AUDIT_FOLLOW_POLL_MS) without one.  When the connection is lost it
+ * says so to call->warn and connects again, waiting 0.1 s, doubling to
+ * 5 s, between tries, for at most SVC_AUDIT_FOLLOW_RETRY_S seconds in a
+ * row (then -1, status 3, the last reason).  out_fd, when not -1, is
+ * where row writes: its reader gone (a pipe's POLLERR) ends the call
+ * while it waits, -1 with errnum EPIPE, as row's own EPIPE would.
+ */
+#define SVC_AUDIT_FOLLOW_POLL_MS 1000
+#define SVC_AUDIT_FOLLOW_RETRY_S 300
+struct svc_audit_follow_req {
+	struct auditq_filter filter;
+	unsigned long tail;
+	unsigned poll_ms;
+	int out_fd;
+	int (*row)(void *arg, json_t *row, struct sbx_error **err);
+	void *row_arg;
+};
+int svc_audit_follow(const struct svc *s, const struct svc_call *call,
+		     const struct svc_audit_follow_req *req,
+		     struct sbx_error **err);
+
 /* export: every row filter matches, newest first, streamed to out in
  * format (auditq.h).  A sink that fails stops it, -1 with the sink's
  * errnum (EPIPE: the reader left). */
