@@ -41,7 +41,7 @@ jn() { jq -s 'map(select(has("id"))) | length' "$1"; }
 jr() { jq -rs "map(select(has(\"id\"))) | $1" "$2"; }
 
 sbx audit migrate
-is "$rc:$(out)" "0:applied 4 migrations (schema version 4)" "the test's database migrated to schema 4"
+is "$rc:$(out)" "0:applied 5 migrations (schema version 5)" "the test's database migrated to schema 5"
 
 TOKEN=svc-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
