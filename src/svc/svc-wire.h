@@ -35,7 +35,7 @@
 #define SVC_WIRE_KEY_TENANT "sandboxd"
 #define SVC_WIRE_KEY_SCOPE "conversation"
 #define SVC_WIRE_TOKEN_LEN 43
-#define SVC_WIRE_ID_MAX SESSION_WIRE_ID_MAX /* a wire id's bytes */
+enum { SVC_WIRE_ID_MAX = SESSION_WIRE_ID_MAX }; /* a wire id's bytes */
 
 /*
  * The record's tenant of a session opened on the wire without one
