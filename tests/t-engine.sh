@@ -178,20 +178,24 @@ if [ -n "$PY" ] && fake old && fake notdocker && fake build && fake stall && fak
 	mkfifo many.fifo
 	exec 4<>many.fifo
 	dd if=/dev/zero bs=4096 count=16 >&4 2>/dev/null
-	DOCKER_HOST=unix://$T/many.sock "$S" -C cat.json prewarm >out 2>many.fifo &
+	DOCKER_HOST=unix://$T/many.sock "$S" -C cat.json prewarm >out 2>many.fifo 4>&- &
 	many=$!
+	# The stream is read through, and so all 1,000 steps queued, once
+	# the image is inspected after the build: wait for that request
+	# (not a fixed time: a loaded CI host once needed more than 3 s).
 	n=0
-	while ! grep -q 'POST .*/build' many/requests 2>/dev/null && [ $n -lt 100 ]; do
+	while [ "$(sed -n '/^POST .*\/build/,$p' many/requests 2>/dev/null |
+		grep -c '^[A-Z]')" -lt 2 ] && [ $n -lt 600 ]; do
 		sleep 0.1; n=$((n + 1))
 	done
-	# Time for sbxcat to read the 1,000 steps into its queue before the
-	# FIFO is drained (a loaded CI host once needed more than 1 s).
-	sleep 3
-	cat <&4 >many.err &
+	# A reader of its own (not fd 4, which also writes): it sees the end
+	# of the FIFO when sbxcat and this shell have both closed it, so
+	# every line sbxcat wrote is in many.err when it returns.
+	cat many.fifo >many.err 4>&- &
 	drain=$!
 	wait $many
 	exec 4>&-
-	sleep 0.2; kill $drain 2>/dev/null
+	wait $drain
 	grep -aEq '^prewarm: [0-9]+ progress lines not shown: standard error was not being read$' many.err
 	ok $? "a log that fell behind says how many progress lines it did not show"
 	grep -aq "^eng-one: step 1/1000 : RUN true$" many.err
