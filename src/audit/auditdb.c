@@ -25,6 +25,7 @@
 #include "basic/alloc.h"
 #include "audit/audit.h"
 #include "audit/auditdb.h"
+#include "audit/auditdb-pq.h"
 #include "basic/error.h"
 #include "basic/hash.h"
 #include "audit/pq-dl.h"
@@ -142,9 +143,49 @@ static char *clean_message(const char *m, const char *conninfo)
 	return strbuf_detach(&out, NULL);
 }
 
-char *auditdb_message(const char *m)
+int auditdb_pq_error(struct sbx_error **err, const char *what, const char *msg)
 {
-	return clean_message(m, NULL);
+	char *m = clean_message(msg, NULL);
+	int ret = sbx_error_set(err, SBX_E_UNAVAILABLE, 0, "%s: %s", what, m);
+
+	free(m);
+	return ret;
+}
+
+int auditdb_run(PGconn *c, const char *what, const char *sql, int n,
+		char *const *params, PGresult **res, struct sbx_error **err)
+{
+	PGresult *r = sym_PQexecParams(
+	    c, sql, n, NULL, (const char *const *)params, NULL, NULL, 0);
+	ExecStatusType st = sym_PQresultStatus(r);
+
+	if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
+		int ret = auditdb_pq_error(err, what,
+					   r ? sym_PQresultErrorMessage(r)
+					     : sym_PQerrorMessage(c));
+		sym_PQclear(r);
+		return ret;
+	}
+	if (res)
+		*res = r;
+	else
+		sym_PQclear(r);
+	return 0;
+}
+
+json_t *auditdb_row_object(const char *text, const char *what,
+			   struct sbx_error **err)
+{
+	json_error_t je;
+	json_t *j = json_loads(text, 0, &je);
+
+	if (!j || !json_is_object(j)) {
+		json_decref(j);
+		sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
+			      "%s: a row is not JSON: %s", what, je.text);
+		return NULL;
+	}
+	return j;
 }
 
 static void quiet_notice(void *arg, const char *message)

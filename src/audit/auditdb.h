@@ -37,10 +37,6 @@ struct audit_row;
 struct sbx_error;
 struct auditdb;
 
-/* A server's or libpq's message (which may quote a value) on one line,
- * escaped (text_add_escaped), newly allocated. */
-char *auditdb_message(const char *m);
-
 /*
  * Connect to conninfo (audit_config_db's; "" for libpq's own environment)
  * with libpq loaded first; connect_timeout in seconds (the configuration's

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit/auditdb-pq.h"
 #include "audit/auditdb.h"
 #include "audit/auditq-follow.h"
 #include "audit/auditq.h"
@@ -60,53 +61,18 @@ void auditq_follow_free(struct auditq_follow *fo)
 	free(fo);
 }
 
-static int pq_fail(struct sbx_error **err, const char *what, const char *msg)
+#define WHAT "following the audit"
+
+/* A statement with no parameters, as auditq.c runs its own. */
+static int exec(PGconn *c, const char *sql, PGresult **res,
+		struct sbx_error **err)
 {
-	char *m = auditdb_message(msg);
-	int ret = sbx_error_set(err, SBX_E_UNAVAILABLE, 0, "%s: %s", what, m);
-
-	free(m);
-	return ret;
-}
-
-static int exec(PGconn *c, const char *sql, int n, const char *const *p,
-		PGresult **res, struct sbx_error **err)
-{
-	PGresult *r = sym_PQexecParams(c, sql, n, NULL, p, NULL, NULL, 0);
-	ExecStatusType st = sym_PQresultStatus(r);
-
-	if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
-		int ret = pq_fail(err, "following the audit",
-				  r ? sym_PQresultErrorMessage(r)
-				    : sym_PQerrorMessage(c));
-		sym_PQclear(r);
-		return ret;
-	}
-	if (res)
-		*res = r;
-	else
-		sym_PQclear(r);
-	return 0;
-}
-
-static json_t *parse_row(const char *text, struct sbx_error **err)
-{
-	json_error_t je;
-	json_t *j = json_loads(text, 0, &je);
-
-	if (!j || !json_is_object(j)) {
-		json_decref(j);
-		sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
-			      "following the audit: a row is not JSON: %s",
-			      je.text);
-		return NULL;
-	}
-	return j;
+	return auditdb_run(c, WHAT, sql, 0, NULL, res, err);
 }
 
 static int listen_on(PGconn *c, struct sbx_error **err)
 {
-	return exec(c, "LISTEN sbxcat_audit", 0, NULL, NULL, err);
+	return exec(c, "LISTEN sbxcat_audit", NULL, err);
 }
 
 int auditq_follow_start(struct auditq_follow *fo, struct auditdb *db,
@@ -128,8 +94,8 @@ int auditq_follow_start(struct auditq_follow *fo, struct auditdb *db,
 	/* LISTEN first: a commit between the snapshot and the LISTEN would
 	 * otherwise wake no one until the fallback's poll. */
 	if (listen_on(c, err) ||
-	    exec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL,
-		 NULL, err))
+	    exec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", NULL,
+		 err))
 		return -1;
 	/* head_seq is each chain's last row's: their max is the highest
 	 * seq of the snapshot, without reading sandbox_operations. */
@@ -137,7 +103,7 @@ int auditq_follow_start(struct auditq_follow *fo, struct auditdb *db,
 		 "SELECT pg_current_snapshot()::text, coalesce((SELECT "
 		 "max(head_seq) FROM audit_chains), 0), "
 		 "pg_postmaster_start_time()::text",
-		 0, NULL, &r, err))
+		 &r, err))
 		goto rollback;
 	free(fo->base);
 	free(fo->started);
@@ -149,7 +115,7 @@ int auditq_follow_start(struct auditq_follow *fo, struct auditdb *db,
 	 * meet exactly. */
 	if (tail && auditq_page(db, fo->f, tail, &rows, &cursor, err))
 		goto rollback;
-	if (exec(c, "COMMIT", 0, NULL, NULL, err))
+	if (exec(c, "COMMIT", NULL, err))
 		goto out;
 	for (size_t i = json_array_size(rows); i-- > 0;)
 		if (row(arg, json_array_get(rows, i), err))
@@ -172,8 +138,7 @@ int auditq_follow_resume(struct auditq_follow *fo, struct auditdb *db,
 
 	*restarted = false;
 	if (listen_on(c, err) ||
-	    exec(c, "SELECT pg_postmaster_start_time()::text", 0, NULL, &r,
-		 err))
+	    exec(c, "SELECT pg_postmaster_start_time()::text", &r, err))
 		return -1;
 	if (strcmp(sym_PQgetvalue(r, 0, 0), fo->started)) {
 		*restarted = fo->restarted = true;
@@ -284,7 +249,7 @@ int auditq_follow_poll(struct auditq_follow *fo, struct auditdb *db,
 				   (const char *const *)where.params, NULL,
 				   NULL, 0) ||
 	    !sym_PQsetSingleRowMode(c)) {
-		pq_fail(err, "following the audit", sym_PQerrorMessage(c));
+		auditdb_pq_error(err, WHAT, sym_PQerrorMessage(c));
 		goto out;
 	}
 	while ((r = sym_PQgetResult(c))) {
@@ -299,8 +264,8 @@ int auditq_follow_poll(struct auditq_follow *fo, struct auditdb *db,
 			} else {
 				long long seq =
 				    strtoll(sym_PQgetvalue(r, 0, 0), NULL, 10);
-				json_t *j =
-				    parse_row(sym_PQgetvalue(r, 0, 3), err);
+				json_t *j = auditdb_row_object(
+				    sym_PQgetvalue(r, 0, 3), WHAT, err);
 
 				if (!j || row(arg, j, err)) {
 					json_decref(j);
@@ -314,14 +279,14 @@ int auditq_follow_poll(struct auditq_follow *fo, struct auditdb *db,
 			}
 		} else if (st != PGRES_SINGLE_TUPLE && st != PGRES_TUPLES_OK &&
 			   !stopped) {
-			pq_fail(err, "following the audit",
-				sym_PQresultErrorMessage(r));
+			auditdb_pq_error(err, WHAT,
+					 sym_PQresultErrorMessage(r));
 			stopped = true;
 		}
 		sym_PQclear(r);
 	}
 	if (!stopped && !snap) {
-		pq_fail(err, "following the audit", sym_PQerrorMessage(c));
+		auditdb_pq_error(err, WHAT, sym_PQerrorMessage(c));
 		stopped = true;
 	}
 	if (stopped) {
@@ -373,8 +338,8 @@ int auditq_follow_wait(struct auditdb *db, int timeout_ms,
 		int slice;
 
 		if (!sym_PQconsumeInput(c))
-			return pq_fail(err, "following the audit",
-				       sym_PQerrorMessage(c));
+			return auditdb_pq_error(err, WHAT,
+						sym_PQerrorMessage(c));
 		while ((n = sym_PQnotifies(c))) {
 			got = 1;
 			sym_PQfreemem(n);
@@ -386,8 +351,8 @@ int auditq_follow_wait(struct auditdb *db, int timeout_ms,
 		 * within one. */
 		slice = timeout_ms - waited < 200 ? timeout_ms - waited : 200;
 		if (pfd[0].fd < 0)
-			return pq_fail(err, "following the audit",
-				       "the connection has no socket");
+			return auditdb_pq_error(err, WHAT,
+						"the connection has no socket");
 		if (poll(pfd, out_fd >= 0 ? 2 : 1, slice) < 0 && errno != EINTR)
 			return sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
 					     "following the audit: poll");

@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "audit/audit.h"
+#include "audit/auditdb-pq.h"
 #include "audit/auditdb.h"
 #include "audit/auditq.h"
 #include "audit/pq-dl.h"
@@ -381,53 +382,6 @@ int auditq_check_filter(const struct auditq_filter *f, struct sbx_error **err)
 
 /* -1 status 3 naming what failed and the server's message (escaped: it may
  * quote a filter). */
-static int pq_error(struct sbx_error **err, const char *what, const char *msg)
-{
-	char *m = auditdb_message(msg);
-	int ret = sbx_error_set(err, SBX_E_UNAVAILABLE, 0, "%s: %s", what, m);
-
-	free(m);
-	return ret;
-}
-
-/* Run sql with params; 0 and *res on PGRES_TUPLES_OK or COMMAND_OK. */
-static int run(PGconn *c, const char *what, const char *sql, int n,
-	       char *const *params, PGresult **res, struct sbx_error **err)
-{
-	PGresult *r = sym_PQexecParams(c, sql, n, NULL,
-				       (const char *const *)params, NULL, NULL,
-				       0);
-	ExecStatusType st = sym_PQresultStatus(r);
-
-	if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
-		int ret = pq_error(err, what,
-				   r ? sym_PQresultErrorMessage(r)
-				     : sym_PQerrorMessage(c));
-		sym_PQclear(r);
-		return ret;
-	}
-	if (res)
-		*res = r;
-	else
-		sym_PQclear(r);
-	return 0;
-}
-
-static json_t *row_json(PGresult *r, int i, int col, struct sbx_error **err)
-{
-	json_error_t je;
-	json_t *j = json_loads(sym_PQgetvalue(r, i, col), 0, &je);
-
-	if (!j || !json_is_object(j)) {
-		json_decref(j);
-		sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
-			      "reading the audit: a row is not JSON: %s",
-			      je.text);
-		return NULL;
-	}
-	return j;
-}
-
 int auditq_page(struct auditdb *db, const struct auditq_filter *f,
 		unsigned long limit, json_t **rows, char **cursor,
 		struct sbx_error **err)
@@ -446,8 +400,8 @@ int auditq_page(struct auditdb *db, const struct auditq_filter *f,
 		return -1;
 	/* One row more than asked: a cursor only when a next page exists. */
 	auditq_page_sql(f, limit + 1, &q);
-	if (run(auditdb_conn(db), "listing the audit", q.sql, q.nparams,
-		q.params, &r, err)) {
+	if (auditdb_run(auditdb_conn(db), "listing the audit", q.sql, q.nparams,
+			q.params, &r, err)) {
 		auditq_sql_free(&q);
 		return -1;
 	}
@@ -455,7 +409,8 @@ int auditq_page(struct auditdb *db, const struct auditq_filter *f,
 	n = sym_PQntuples(r);
 	a = json_array();
 	for (int i = 0; i < n && (unsigned long)i < limit; i++) {
-		json_t *j = row_json(r, i, 2, err);
+		json_t *j = auditdb_row_object(sym_PQgetvalue(r, i, 2),
+					       "reading the audit", err);
 
 		if (!j) {
 			json_decref(a);
@@ -549,22 +504,22 @@ int auditq_export(struct auditdb *db, const struct auditq_filter *f,
 	if (fmt == AUDITQ_CSV)
 		strbuf_addstr(&b.sql, " WITH (FORMAT csv, HEADER)");
 	if (b.bad) {
-		ret = pq_error(err, "exporting the audit",
-			       sym_PQerrorMessage(c));
+		ret = auditdb_pq_error(err, "exporting the audit",
+				       sym_PQerrorMessage(c));
 		goto out;
 	}
 	/* However long the reader takes: statement_timeout is for ls. */
-	if (run(c, "exporting the audit", "BEGIN READ ONLY", 0, NULL, NULL,
-		err))
+	if (auditdb_run(c, "exporting the audit", "BEGIN READ ONLY", 0, NULL,
+			NULL, err))
 		goto out;
-	if (run(c, "exporting the audit", "SET LOCAL statement_timeout = 0", 0,
-		NULL, NULL, err))
+	if (auditdb_run(c, "exporting the audit",
+			"SET LOCAL statement_timeout = 0", 0, NULL, NULL, err))
 		goto rollback;
 	r = sym_PQexec(c, b.sql.buf);
 	if (sym_PQresultStatus(r) != PGRES_COPY_OUT) {
-		pq_error(err, "exporting the audit",
-			 r ? sym_PQresultErrorMessage(r)
-			   : sym_PQerrorMessage(c));
+		auditdb_pq_error(err, "exporting the audit",
+				 r ? sym_PQresultErrorMessage(r)
+				   : sym_PQerrorMessage(c));
 		sym_PQclear(r);
 		goto rollback;
 	}
@@ -590,9 +545,9 @@ int auditq_export(struct auditdb *db, const struct auditq_filter *f,
 	}
 	r = sym_PQgetResult(c);
 	if (n == -2 || sym_PQresultStatus(r) != PGRES_COMMAND_OK) {
-		pq_error(err, "exporting the audit",
-			 n == -2 ? sym_PQerrorMessage(c)
-				 : sym_PQresultErrorMessage(r));
+		auditdb_pq_error(err, "exporting the audit",
+				 n == -2 ? sym_PQerrorMessage(c)
+					 : sym_PQresultErrorMessage(r));
 		sym_PQclear(r);
 		while ((r = sym_PQgetResult(c)))
 			sym_PQclear(r);
@@ -612,7 +567,7 @@ int auditq_export(struct auditdb *db, const struct auditq_filter *f,
 			      "exporting the audit: writing the output");
 		goto rollback;
 	}
-	if (run(c, "exporting the audit", "COMMIT", 0, NULL, NULL, err))
+	if (auditdb_run(c, "exporting the audit", "COMMIT", 0, NULL, NULL, err))
 		goto out;
 	*count = fmt == AUDITQ_CSV && rows ? rows - 1 : rows;
 	ret = 0;
@@ -682,16 +637,16 @@ int auditq_stats(struct auditdb *db, const struct auditq_filter *f,
 		    "duration_ms), max(duration_ms) FROM sandbox_operations%s "
 		    "GROUP BY op ORDER BY op",
 		    where);
-	if (run(c, "counting the audit",
-		"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL,
-		NULL, err))
+	if (auditdb_run(c, "counting the audit",
+			"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0,
+			NULL, NULL, err))
 		goto out;
 	/* A month of a busy deployment takes longer than a page may. */
-	if (run(c, "counting the audit", "SET LOCAL statement_timeout = 0", 0,
-		NULL, NULL, err))
+	if (auditdb_run(c, "counting the audit",
+			"SET LOCAL statement_timeout = 0", 0, NULL, NULL, err))
 		goto rollback;
-	if (run(c, "counting the audit", b.sql.buf, (int)b.n, b.params, &r,
-		err))
+	if (auditdb_run(c, "counting the audit", b.sql.buf, (int)b.n, b.params,
+			&r, err))
 		goto rollback;
 	s = json_object();
 	ops = json_object();
@@ -723,19 +678,20 @@ int auditq_stats(struct auditdb *db, const struct auditq_filter *f,
 		    "::text FROM sandbox_operations%s ORDER BY duration_ms "
 		    "DESC, created_at DESC, seq DESC LIMIT 10",
 		    where);
-	if (run(c, "counting the audit", b.sql.buf, (int)b.n, b.params, &r,
-		err))
+	if (auditdb_run(c, "counting the audit", b.sql.buf, (int)b.n, b.params,
+			&r, err))
 		goto rollback;
 	slow = json_array();
 	json_object_set_new(s, "slowest", slow);
 	for (int i = 0; i < sym_PQntuples(r); i++) {
-		json_t *j = row_json(r, i, 2, err);
+		json_t *j = auditdb_row_object(sym_PQgetvalue(r, i, 2),
+					       "reading the audit", err);
 
 		if (!j)
 			goto rollback;
 		json_array_append_new(slow, j);
 	}
-	if (run(c, "counting the audit", "COMMIT", 0, NULL, NULL, err))
+	if (auditdb_run(c, "counting the audit", "COMMIT", 0, NULL, NULL, err))
 		goto out;
 	*stats = steal_pointer(&s);
 	ret = 0;
@@ -790,8 +746,8 @@ int auditq_events(struct auditdb *db, const struct auditq_events_req *q,
 	    "sandbox_operations WHERE session_key = $1::text AND seq > "
 	    "$2::bigint%s ORDER BY seq LIMIT %s) e ON true ORDER BY e.seq",
 	    tenant, tenant, limit);
-	ret = run(auditdb_conn(db), "reading the session's events", sql,
-		  q->tenant ? 3 : 2, (char *const *)p, &r, err);
+	ret = auditdb_run(auditdb_conn(db), "reading the session's events", sql,
+			  q->tenant ? 3 : 2, (char *const *)p, &r, err);
 	free(sql);
 	if (ret)
 		return -1;
@@ -802,7 +758,8 @@ int auditq_events(struct auditdb *db, const struct auditq_events_req *q,
 		*latest_seq = strtoll(sym_PQgetvalue(r, i, 0), NULL, 10);
 		if (sym_PQgetisnull(r, i, 1))
 			continue;
-		j = row_json(r, i, 1, err);
+		j = auditdb_row_object(sym_PQgetvalue(r, i, 1),
+				       "reading the audit", err);
 		if (!j) {
 			json_decref(a);
 			sym_PQclear(r);
