@@ -38,35 +38,21 @@ import re
 import sys
 import time
 
+import taplib
+from taplib import ok, diag, plan
+
 E = os.environ
 HOST, PORT, TOKEN = E["CONF_HOST"], int(E["CONF_PORT"]), E["CONF_TOKEN"]
 P = E.get("CONF_PREFIX", "xc-c%d-" % os.getpid())
-n = 0
 
 
 # --- TAP -------------------------------------------------------------------
-
-def ok(cond, name, extra=None):
-    global n
-    n += 1
-    print(("ok %d - %s" if cond else "not ok %d - %s") % (n, name))
-    if not cond and extra is not None:
-        for line in str(extra)[:3000].splitlines()[:20]:
-            print("#   " + line)
-    sys.stdout.flush()
-    return bool(cond)
-
-
-def diag(text):
-    for line in str(text).splitlines():
-        print("# " + line)
-    sys.stdout.flush()
 
 
 def finish():
     if "CONF_COUNT" in E:
         with open(E["CONF_COUNT"], "w") as f:
-            f.write("%d\n" % n)
+            f.write("%d\n" % taplib.n)
     sys.exit(0)
 
 

@@ -21,22 +21,11 @@ import threading
 import time
 
 import promcheck
+from taplib import ok, plan
 
 E = os.environ
 HOST, PORT = E["M_HOST"], int(E["M_PORT"])
 MODE = sys.argv[1]
-n = 0
-
-
-def ok(cond, name, extra=None):
-    global n
-    n += 1
-    print(("ok %d - %s" if cond else "not ok %d - %s") % (n, name))
-    if not cond and extra is not None:
-        for line in str(extra).splitlines()[:30]:
-            print("#   " + line)
-    sys.stdout.flush()
-    return cond
 
 
 class Client:
@@ -180,7 +169,7 @@ def mode_http():
     ok(hist_count(samples, '/odd\\"q/{x}', "GET") == odd and odd > 0,
        "a template holding a backslash and a double quote reads back as itself from the escaped label (%d)" % odd,
        [l for l in final.splitlines() if "odd" in l][:3])
-    print("1..%d" % n)
+    plan()
 
 
 def mode_serve():
@@ -192,7 +181,7 @@ def mode_serve():
         sid = "%sm%d" % (P, i)
         st, text = c.req("POST", "/sessions", {"session_id": sid}, xtoken(tok))
         if not ok(st == 200, "session %s opened" % sid, text):
-            print("1..%d" % n)
+            plan()
             return
         sids.append(sid)
         stoks.append(json.loads(text)["token"])
@@ -226,7 +215,7 @@ def mode_serve():
        "GET and DELETE /sessions/{id} too")
     for sid in sids:
         c.req("DELETE", "/sessions/" + sid, None, xtoken(tok))
-    print("1..%d" % n)
+    plan()
 
 
 {"http": mode_http, "serve": mode_serve}[MODE]()

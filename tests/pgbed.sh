@@ -203,6 +203,29 @@ pgbed_dropdb() {
 	pgbed_psql postgres -c "DROP DATABASE IF EXISTS $1 WITH (FORCE)" >/dev/null
 }
 
+# pgbed_own DIR PORT: write DIR/pgc.sh, a cluster of the test's own (a
+# database to stop, kill and restart without touching the shared
+# test-bed): pgbed's functions on DIR/pgc-run and DIR/pgc-data, with PORT
+# on its socket.  "sh DIR/pgc.sh start" starts it; "sh DIR/pgc.sh stop
+# [MODE]" stops it (pg_ctl's mode, immediate unless given).  Its conninfo:
+# host=DIR/pgc-run port=PORT user=sbxcat dbname=postgres.  A script, not
+# functions, so the test's helpers (Python, C) can stop and start it too.
+pgbed_own() {
+	cat >"$1/pgc.sh" <<SH
+SBXCAT_PGBED_RUN=$1/pgc-run SBXCAT_PGBED_DATA=$1/pgc-data
+export SBXCAT_PGBED_RUN SBXCAT_PGBED_DATA
+. "$srcdir/tests/pgbed.sh"
+pgc_base=\$(pgb_opts)
+pgb_opts() { printf '%s -p $2' "\$pgc_base"; }
+pgb_ready() { "\$PGB_BIN/pg_isready" -q -h "\$PGB_RUN" -p $2 -U sbxcat -d postgres -t 3 2>/dev/null; }
+case \$1 in
+start) mkdir -p "\$PGB_RUN" && pgb_start ;;
+stop) [ -f "\$PGB_DATA/data/postmaster.pid" ] || exit 0
+	pgb_as "\$(stat -c %U "\$PGB_DATA/data")" "\$PGB_BIN/pg_ctl" -D "\$PGB_DATA/data" -m "\${2:-immediate}" -w stop >/dev/null 2>&1 ;;
+esac
+SH
+}
+
 # As a script: start the cluster and print its conninfo, stop it, or say
 # whether it runs.
 case ${0##*/} in

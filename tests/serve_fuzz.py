@@ -29,6 +29,8 @@ import stat
 import sys
 import time
 import urllib.parse
+
+from taplib import ok, diag, plan
 from wirehost import key_of
 
 E = os.environ
@@ -42,27 +44,6 @@ rnd = random.Random(SEED)
 # An answer may echo a nested input (a 422's "input"), as deep as the body
 # sent (jansson takes 2048 levels); Python's parser recurses per level.
 sys.setrecursionlimit(20000)
-n = 0
-failed = 0
-
-
-
-def ok(cond, name, extra=None):
-    global n, failed
-    n += 1
-    print(("ok %d - %s" if cond else "not ok %d - %s") % (n, name))
-    if not cond:
-        failed += 1
-        if extra is not None:
-            for line in str(extra).splitlines()[:20]:
-                print("#   " + line)
-    sys.stdout.flush()
-    return cond
-
-
-def diag(msg):
-    print("# " + msg)
-    sys.stdout.flush()
 
 
 class Dead(Exception):
@@ -144,7 +125,7 @@ def call(method, path, body=None, token=None, **kw):
 FZ = P + "fz"
 st, doc = call("POST", "/sessions", {"session_id": FZ}, TOKEN)
 if not ok(st == 200, "a session to fill", doc):
-    print("1..%d" % n)
+    plan()
     sys.exit(1)
 TOK = doc["token"]
 st, info = call("GET", "/sessions/" + FZ, token=TOKEN)
@@ -158,7 +139,7 @@ except (OSError, ValueError, TypeError):
     pass
 WS = os.path.join(ROOT, wsrel) if wsrel else os.path.join(ROOT, KEY or "-", "workspace")
 if not ok(os.path.isdir(WS), "the session's workspace is found on the host (%s)" % WS):
-    print("1..%d" % n)
+    plan()
     sys.exit(1)
 WUID = os.stat(WS).st_uid
 WSB = os.fsencode(WS)
@@ -535,4 +516,4 @@ call("PUT", "/policy", {"max_sessions": 100, "max_sessions_per_tenant": 100, "ex
                         "max_read_bytes": 65536}, TOKEN)
 for s in [FZ] + SPARE:
     call("DELETE", "/sessions/%s?purge=true" % s, token=TOKEN)
-print("1..%d" % n)
+plan()

@@ -19,6 +19,9 @@ import sys
 import threading
 import time
 
+import taplib
+from taplib import ok, diag, plan
+
 E = os.environ
 HOST, PORT, TOKEN = E["SERVE_HOST"], int(E["SERVE_PORT"]), E["SERVE_TOKEN"]
 TA, TB = E["SERVE_TOKEN_A"], E["SERVE_TOKEN_B"]
@@ -26,26 +29,6 @@ PID = int(E["SERVE_PID"])
 P = E["SERVE_PREFIX"]
 MAX_WRITE = int(E["SERVE_MAX_WRITE"])
 MiB = 1 << 20
-n = 0
-failed = 0
-
-
-def ok(cond, name, extra=None):
-    global n, failed
-    n += 1
-    print(("ok %d - %s" if cond else "not ok %d - %s") % (n, name))
-    if not cond:
-        failed += 1
-        if extra is not None:
-            for line in str(extra).splitlines()[:20]:
-                print("#   " + line)
-    sys.stdout.flush()
-    return cond
-
-
-def diag(msg):
-    print("# " + msg)
-    sys.stdout.flush()
 
 
 def req(method, path, body=None, token=None, raw=None, timeout=300):
@@ -375,5 +358,5 @@ ok(st == 200, "the same path without it: 200 (%s)" % st, raw)
 
 for sid, tok in ((A, TOKA), (B, TOKB)):
     req("DELETE", "/sessions/%s?purge=true" % sid, token=tok)
-print("1..%d" % n)
-sys.exit(1 if failed else 0)
+plan()
+sys.exit(1 if taplib.failed else 0)

@@ -19,19 +19,10 @@ import sys
 import threading
 import time
 
+from taplib import ok, plan
+
 E = os.environ
 HOST, PORT, TOKEN, P = E["SERVE_HOST"], int(E["SERVE_PORT"]), E["SERVE_TOKEN"], E["SERVE_PREFIX"]
-n = 0
-
-
-def ok(cond, name, extra=None):
-    global n
-    n += 1
-    print(("ok %d - %s" if cond else "not ok %d - %s") % (n, name))
-    if not cond and extra is not None:
-        for line in str(extra).splitlines()[:20]:
-            print("#   " + line)
-    sys.stdout.flush()
 
 
 class Client:
@@ -168,4 +159,4 @@ def engine():
 
 
 main()
-print("1..%d" % n)
+plan()

@@ -19,23 +19,12 @@ import subprocess
 import sys
 import time
 
+from taplib import ok, plan
 from wirehost import key_of
 
 E = os.environ
 PORT, TOKEN, P = int(E["SERVE_PORT"]), E["SERVE_TOKEN"], E["SERVE_PREFIX"]
 AH, RH = "X-Sandbox-Agent", "X-Sandbox-Run"
-n = 0
-
-
-def ok(cond, name, extra=None):
-    global n
-    n += 1
-    print(("ok %d - %s" if cond else "not ok %d - %s") % (n, name))
-    if not cond and extra is not None:
-        for line in str(extra).splitlines()[:20]:
-            print("#   " + line)
-    sys.stdout.flush()
-    return cond
 
 
 def req(method, path, body=None, token=TOKEN, headers=None):
@@ -349,7 +338,7 @@ def phase2():
 
 def main():
     {"phase1": phase1, "fuzz": fuzz, "phase2": phase2}[sys.argv[1]]()
-    print("1..%d" % n)
+    plan()
 
 
 if __name__ == "__main__":

@@ -21,28 +21,13 @@ import threading
 import time
 import urllib.parse
 
+from taplib import ok, plan
 from wirehost import key_of
 
 E = os.environ
 HOST, PORT, TOKEN = E["SERVE_HOST"], int(E["SERVE_PORT"]), E["SERVE_TOKEN"]
 RT, RT2 = E["SERVE_RT"], E["SERVE_RT2"]
 P = E["SERVE_PREFIX"]
-n = 0
-failed = 0
-
-
-
-def ok(cond, name, extra=None):
-    global n, failed
-    n += 1
-    print(("ok %d - %s" if cond else "not ok %d - %s") % (n, name))
-    if not cond:
-        failed += 1
-        if extra is not None:
-            for line in str(extra).splitlines()[:20]:
-                print("#   " + line)
-    sys.stdout.flush()
-    return cond
 
 
 def req(method, path, body=None, token=None, raw=None, headers=None, timeout=120):
@@ -704,4 +689,4 @@ ok(st == 405, "a known route with another method: 405", doc)
 st, doc, text, r = req("GET", "/metrics", token=TOKEN)
 ok(st == 200 and b"sbxcat_http_requests_total" in text and b"sbxcat_engine_errors_total" in text,
    "metrics in Prometheus text", text[:300])
-print("1..%d" % n)
+plan()

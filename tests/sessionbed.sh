@@ -258,8 +258,6 @@ sb_serve_wait() {
 		sb_n=$((sb_n + 1))
 	done
 }
-# sb_wire METHOD PATH [BODY [TOKEN]]: a request to the service on $SOCK
-# with TOKEN ($TOKEN by default); the response body in $T/w, the status in
 # sb_wire_key ID: the key of the wire's session ID, as the host knows it
 # (ROOT/KEY/wire.json names the id): the wire never says it (issue 28).
 sb_wire_key() {
@@ -270,6 +268,8 @@ sb_wire_key() {
 	return 1
 }
 
+# sb_wire METHOD PATH [BODY [TOKEN]]: a request to the service on $SOCK
+# with TOKEN ($TOKEN by default); the response body in $T/w, the status in
 # $st.
 sb_wire() {
 	st=$(curl -s -o "$T/w" -w '%{http_code}' --unix-socket "$SOCK" -X "$1" \

@@ -12,51 +12,22 @@
 # shellcheck disable=SC2016
 set -u
 : "${srcdir:?srcdir must name the source tree}"
-# shellcheck source=tests/tap.sh
-. "$srcdir/tests/tap.sh"
-# shellcheck source=tests/testbed.sh
-. "$srcdir/tests/testbed.sh"
-# shellcheck source=tests/sessionbed.sh
-. "$srcdir/tests/sessionbed.sh"
-# shellcheck source=tests/pgbed.sh
-. "$srcdir/tests/pgbed.sh"
-command -v python3 >/dev/null || skip_all "python3 is missing"
-command -v curl >/dev/null || skip_all "curl is missing"
+# shellcheck source=tests/servebed.sh
+. "$srcdir/tests/servebed.sh"
 sb_init auditrec ar
-pgbed_start || skip_all "no PostgreSQL test-bed could be reached or started (reason above)"
-DB=t_audit_rec_$$
-URL=$(pgbed_newdb "$DB") || bail_out "the test-bed runs but cannot make a database (reason above)"
-SPID=""
-stop_server() {
-	[ -n "$SPID" ] && kill -KILL "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
-	SPID=""
-}
-trap 'stop_server; pgbed_dropdb "$DB" 2>/dev/null; sb_cleanup' EXIT
-SBXCAT_DATABASE_URL=$URL
-export SBXCAT_DATABASE_URL
-q() { pgbed_psql "$DB" -c "$1"; }
+sb_audit_db t_audit_rec_$$
 # jn FILE: how many rows audit ls --json printed (a JSON line each, then
 # the page's summary); jr FILTER FILE: FILTER over them as one array.
 jn() { jq -s 'map(select(has("id"))) | length' "$1"; }
 jr() { jq -rs "map(select(has(\"id\"))) | $1" "$2"; }
 
-sbx audit migrate
-is "$rc:$(out)" "0:applied 5 migrations (schema version 5)" "the test's database migrated to schema 5"
+is "$(out)" "applied 5 migrations (schema version 5)" "... to schema 5"
 
-TOKEN=svc-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+TOKEN=svc-$(sb_rand)
+PORT=$(sb_free_port)
 SANDBOXD_TOKEN=$TOKEN
 export SANDBOXD_TOKEN
-"$S" -C "$CAT" serve --listen "tcp:127.0.0.1:$PORT" 2>>"$T/log" &
-SPID=$!
-n=0
-until curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1; do
-	n=$((n + 1))
-	[ $n -lt 100 ] && kill -0 "$SPID" 2>/dev/null || { sed 's/^/# /' "$T/log"; bail_out "sbxcat serve did not start"; }
-	sleep 0.1
-done
-# api TOKEN PATH [BODY]: the service's answer.
-api() { curl -s -H "X-Sandbox-Token: $1" ${3:+-d "$3"} "http://127.0.0.1:$PORT$2"; }
+sb_serve_start || { sed 's/^/# /' "$T/log"; bail_out "sbxcat serve did not start"; }
 
 # -- A wire session: the platform's id, its ops through the wire.
 WID=xc-rc1
@@ -193,7 +164,7 @@ is "$rc:$(jr '[.[] | .op + " " + .target] | join(",")' "$T/out")" "0:write gone.
 WT2=$(api "$TOKEN" /sessions "{\"session_id\": \"xc-rc2\", \"runtime\": \"$RA\"}" | jq -r .token)
 K2=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import wirehost; print(wirehost.key_of(sys.argv[2], sys.argv[3]))' \
 	"$srcdir/tests" "$ROOT" xc-rc2)
-stop_server
+sb_serve_stop
 sbx reap --now $(($(date +%s) + 7200))
 is "$rc:$(q "SELECT concat_ws('|', count(*) > 0, bool_and(wire_id = 'xc-rc2')) FROM sandbox_operations
 	WHERE session_key = '$K2' AND op = 'reap'")" "0:t|t" "the reaper's row of a wire session: its wire id"

@@ -25,19 +25,7 @@ unset SBXCAT_DATABASE_URL PGHOST PGHOSTADDR PGPORT PGDATABASE PGUSER PGSERVICE \
 # The fault cluster: pgbed.sh's functions on a directory of our own, with
 # a port of our own on its socket.
 PORT=$((20000 + $$ % 20000))
-cat >"$T/pgc.sh" <<SH
-SBXCAT_PGBED_RUN=$T/pgc-run SBXCAT_PGBED_DATA=$T/pgc-data
-export SBXCAT_PGBED_RUN SBXCAT_PGBED_DATA
-. "$srcdir/tests/pgbed.sh"
-pgc_base=\$(pgb_opts)
-pgb_opts() { printf '%s -p $PORT' "\$pgc_base"; }
-pgb_ready() { "\$PGB_BIN/pg_isready" -q -h "\$PGB_RUN" -p $PORT -U sbxcat -d postgres -t 3 2>/dev/null; }
-case \$1 in
-start) mkdir -p "\$PGB_RUN" && pgb_start ;;
-stop) [ -f "\$PGB_DATA/data/postmaster.pid" ] || exit 0
-	pgb_as "\$(stat -c %U "\$PGB_DATA/data")" "\$PGB_BIN/pg_ctl" -D "\$PGB_DATA/data" -m "\${2:-immediate}" -w stop >/dev/null 2>&1 ;;
-esac
-SH
+pgbed_own "$T" "$PORT"
 T_AW_START="sh $T/pgc.sh start 2>>$T/pgc.err" T_AW_STOP="sh $T/pgc.sh stop"
 export T_AW_START T_AW_STOP
 trap 'sh "$T/pgc.sh" stop fast; pgbed_dropdb "$DB" 2>/dev/null; rm -rf "$T"' EXIT

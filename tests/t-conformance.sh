@@ -9,36 +9,16 @@
 # chains, and case 20 (a session the reaper took) on a second service.
 set -u
 : "${srcdir:?srcdir must name the source tree}"
-# shellcheck source=tests/tap.sh
-. "$srcdir/tests/tap.sh"
-# shellcheck source=tests/testbed.sh
-. "$srcdir/tests/testbed.sh"
-# shellcheck source=tests/sessionbed.sh
-. "$srcdir/tests/sessionbed.sh"
-# shellcheck source=tests/pgbed.sh
-. "$srcdir/tests/pgbed.sh"
-command -v python3 >/dev/null || skip_all "python3 is missing"
-command -v curl >/dev/null || skip_all "curl is missing"
+# shellcheck source=tests/servebed.sh
+. "$srcdir/tests/servebed.sh"
 sb_init conformance cf
-pgbed_start || skip_all "no PostgreSQL test-bed could be reached or started (reason above)"
-DB=t_conf_$$
-URL=$(pgbed_newdb "$DB") || bail_out "the test-bed runs but cannot make a database (reason above)"
-SPID=""
-stop_server() {
-	[ -n "$SPID" ] && kill -KILL "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
-	SPID=""
-}
-trap 'stop_server; pgbed_dropdb "$DB" 2>/dev/null; sb_cleanup' EXIT
-SBXCAT_DATABASE_URL=$URL
-export SBXCAT_DATABASE_URL
-sbx audit migrate
-is "$rc" 0 "the test's database migrated"
+sb_audit_db t_conf_$$
 
 # The deployment's settings where the walk depends on them; the write
 # limit and the work dir are left at their defaults (docs/serve.md), which
 # is what the platform runs with.
-TOKEN=svc-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+TOKEN=svc-$(sb_rand)
+PORT=$(sb_free_port)
 unset SANDBOXD_MAX_WRITE_BYTES SANDBOXD_WORK_DIR SANDBOXD_IDLE_TIMEOUT \
 	SANDBOXD_CLEANUP_INTERVAL SANDBOXD_EVICT_IDLE_AFTER SANDBOXD_MAX_OPEN_SESSIONS \
 	SANDBOXD_POLICY_OVERRIDES SBXCAT_SERVE_TENANT
@@ -47,21 +27,7 @@ SANDBOXD_MAX_SESSIONS_PER_TENANT=2 SBXCAT_SERVE_GRACE=5
 export SANDBOXD_TOKEN SANDBOXD_MAX_READ_BYTES SANDBOXD_EXECUTE_TIMEOUT \
 	SANDBOXD_MAX_SESSIONS_PER_TENANT SBXCAT_SERVE_GRACE
 
-# start_server: sbxcat serve in the background, its stderr (the access log)
-# appended to $T/log; waits until /healthz answers.
-start_server() {
-	"$S" -C "$CAT" serve --listen "tcp:127.0.0.1:$PORT" 2>>"$T/log" &
-	SPID=$!
-	n=0
-	while [ $n -lt 100 ]; do
-		curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && return 0
-		kill -0 "$SPID" 2>/dev/null || return 1
-		sleep 0.1
-		n=$((n + 1))
-	done
-	return 1
-}
-start_server
+sb_serve_start
 ok $? "sbxcat serve starts on the real engine and answers /healthz" ||
 	{ sed 's/^/# /' "$T/log"; bail_out "no service"; }
 PID0=$SPID
@@ -109,12 +75,12 @@ nrows=$(pgbed_psql "$DB" -c "SELECT count(*) FROM sandbox_operations")
 ok $((nrows < 30)) "the walk's operations have their audit rows ($nrows)"
 sbx audit verify
 is "$rc" 0 "the audit's chains verify"
-stop_server
+sb_serve_stop
 
 # Case 20: a service that reaps sessions idle 2 s, every second.
 SANDBOXD_IDLE_TIMEOUT=2 SANDBOXD_CLEANUP_INTERVAL=1
 export SANDBOXD_IDLE_TIMEOUT SANDBOXD_CLEANUP_INTERVAL
-start_server
+sb_serve_start
 ok $? "a service with a reaper every second" || tail -n 20 "$T/log" | sed 's/^/# /'
 RS=xc-$sfx-idle
 RT=$(curl -s -H "X-Sandbox-Token: $TOKEN" -H 'Content-Type: application/json' \
@@ -133,5 +99,5 @@ CONF_PHASE=reaped CONF_SID=$RS CONF_STOKEN=$RT
 export CONF_PHASE CONF_SID CONF_STOKEN
 conf
 is "$crc" 0 "case 20 ran to its end"
-stop_server
+sb_serve_stop
 sb_done

@@ -8,46 +8,17 @@
 # sets how many random requests (400).
 set -u
 : "${srcdir:?srcdir must name the source tree}"
-# shellcheck source=tests/tap.sh
-. "$srcdir/tests/tap.sh"
-# shellcheck source=tests/testbed.sh
-. "$srcdir/tests/testbed.sh"
-# shellcheck source=tests/sessionbed.sh
-. "$srcdir/tests/sessionbed.sh"
-# shellcheck source=tests/pgbed.sh
-. "$srcdir/tests/pgbed.sh"
-command -v python3 >/dev/null || skip_all "python3 is missing"
-command -v curl >/dev/null || skip_all "curl is missing"
+# shellcheck source=tests/servebed.sh
+. "$srcdir/tests/servebed.sh"
 sb_init sfuzz fz
-pgbed_start || skip_all "no PostgreSQL test-bed could be reached or started (reason above)"
-DB=t_serve_fuzz_$$
-URL=$(pgbed_newdb "$DB") || bail_out "the test-bed runs but cannot make a database (reason above)"
-SPID=""
-stop_server() {
-	[ -n "$SPID" ] && kill -KILL "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
-	SPID=""
-}
-trap 'stop_server; pgbed_dropdb "$DB" 2>/dev/null; sb_cleanup' EXIT
-SBXCAT_DATABASE_URL=$URL
-export SBXCAT_DATABASE_URL
-sbx audit migrate
-is "$rc" 0 "the test's database migrated"
+sb_audit_db t_serve_fuzz_$$
 
-TOKEN=svc-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+TOKEN=svc-$(sb_rand)
+PORT=$(sb_free_port)
 SANDBOXD_TOKEN=$TOKEN SANDBOXD_MAX_READ_BYTES=65536 SANDBOXD_EXECUTE_TIMEOUT=20
 export SANDBOXD_TOKEN SANDBOXD_MAX_READ_BYTES SANDBOXD_EXECUTE_TIMEOUT
 
-"$S" -C "$CAT" serve --listen "tcp:127.0.0.1:$PORT" 2>>"$T/log" &
-SPID=$!
-n=0
-while [ $n -lt 100 ]; do
-	curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break
-	kill -0 "$SPID" 2>/dev/null || break
-	sleep 0.1
-	n=$((n + 1))
-done
-curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1
+sb_serve_start
 ok $? "sbxcat serve starts and answers /healthz" || { sed 's/^/# /' "$T/log"; bail_out "no service"; }
 
 SEED=${SERVE_FUZZ_SEED:-$$}
@@ -73,5 +44,5 @@ ok $((! $?)) "its log holds no fatal error (nor a sanitizer's report)" ||
 is "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/healthz")" 200 "/healthz answers at the end"
 sbx audit verify
 is "$rc" 0 "the audit's chains verify after the fuzz" || err | head -5 | sed 's/^/# /'
-stop_server
+sb_serve_stop
 sb_done

@@ -8,35 +8,15 @@
 # clear 502s, recovery without a restart of the service).
 set -u
 : "${srcdir:?srcdir must name the source tree}"
-# shellcheck source=tests/tap.sh
-. "$srcdir/tests/tap.sh"
-# shellcheck source=tests/testbed.sh
-. "$srcdir/tests/testbed.sh"
-# shellcheck source=tests/sessionbed.sh
-. "$srcdir/tests/sessionbed.sh"
-# shellcheck source=tests/pgbed.sh
-. "$srcdir/tests/pgbed.sh"
-command -v python3 >/dev/null || skip_all "python3 is missing"
-command -v curl >/dev/null || skip_all "curl is missing"
+# shellcheck source=tests/servebed.sh
+. "$srcdir/tests/servebed.sh"
 sb_init serve-load sl
 pgbed_start || skip_all "no PostgreSQL test-bed could be reached or started (reason above)"
 
 # The fault cluster: pgbed.sh's functions on a directory of our own, with
 # a port of our own on its socket (as t-audit-writer.sh).
 PGPORT_OWN=$((20000 + ($$ + 7) % 20000))
-cat >"$T/pgc.sh" <<SH
-SBXCAT_PGBED_RUN=$T/pgc-run SBXCAT_PGBED_DATA=$T/pgc-data
-export SBXCAT_PGBED_RUN SBXCAT_PGBED_DATA
-. "$srcdir/tests/pgbed.sh"
-pgc_base=\$(pgb_opts)
-pgb_opts() { printf '%s -p $PGPORT_OWN' "\$pgc_base"; }
-pgb_ready() { "\$PGB_BIN/pg_isready" -q -h "\$PGB_RUN" -p $PGPORT_OWN -U sbxcat -d postgres -t 3 2>/dev/null; }
-case \$1 in
-start) mkdir -p "\$PGB_RUN" && pgb_start ;;
-stop) [ -f "\$PGB_DATA/data/postmaster.pid" ] || exit 0
-	pgb_as "\$(stat -c %U "\$PGB_DATA/data")" "\$PGB_BIN/pg_ctl" -D "\$PGB_DATA/data" -m "\${2:-immediate}" -w stop >/dev/null 2>&1 ;;
-esac
-SH
+pgbed_own "$T" "$PGPORT_OWN"
 chmod 711 "$T"
 sh "$T/pgc.sh" start 2>"$T/pgc.err" || skip_all "the test's own PostgreSQL did not start: $(cat "$T/pgc.err")"
 SPID="" PXPID=""
@@ -60,8 +40,8 @@ proxy_start() {
 proxy_stop() { kill -TERM "$PXPID" 2>/dev/null; wait "$PXPID" 2>/dev/null; PXPID=""; }
 proxy_start
 
-TOKEN=svc-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+TOKEN=svc-$(sb_rand)
+PORT=$(sb_free_port)
 SANDBOXD_TOKEN=$TOKEN
 export SANDBOXD_TOKEN
 # The service alone reaches the engine through the proxy; the test's own

@@ -12,39 +12,23 @@
 # rotated by a SIGHUP.
 set -u
 : "${srcdir:?srcdir must name the source tree}"
-# shellcheck source=tests/tap.sh
-. "$srcdir/tests/tap.sh"
-# shellcheck source=tests/testbed.sh
-. "$srcdir/tests/testbed.sh"
-# shellcheck source=tests/sessionbed.sh
-. "$srcdir/tests/sessionbed.sh"
-# shellcheck source=tests/pgbed.sh
-. "$srcdir/tests/pgbed.sh"
-command -v python3 >/dev/null || skip_all "python3 is missing"
-command -v curl >/dev/null || skip_all "curl is missing"
+# shellcheck source=tests/servebed.sh
+. "$srcdir/tests/servebed.sh"
 readers=$(cd "$srcdir/tests" && python3 -c 'import promcheck; print(" ".join(promcheck.readers()))')
 [ -n "$readers" ] || skip_all "no reader of Prometheus' text format: neither promtool (Debian's prometheus, or SBXCAT_PROMTOOL) nor python3-prometheus-client (scripts/deps.sh test installs it)"
 sb_init serve-metrics sm
-pgbed_start || skip_all "no PostgreSQL test-bed could be reached or started (reason above)"
 diag "readers: $readers"
-DB=t_serve_metrics_$$
-URL=$(pgbed_newdb "$DB") || bail_out "the test-bed runs but cannot make a database (reason above)"
-SPID=""
-trap 'kill -KILL $SPID 2>/dev/null; pgbed_dropdb "$DB" 2>/dev/null; sb_cleanup' EXIT
-SBXCAT_DATABASE_URL=$URL
-export SBXCAT_DATABASE_URL
-sbx audit migrate
-is "$rc" 0 "the test's database migrated"
+sb_audit_db t_serve_metrics_$$
 
-rand() { od -An -N16 -tx1 /dev/urandom | tr -d ' \n'; }
-TOKEN=svc-$(rand) TA=ta-$(rand) SCRAPE=scr-$(rand)
+TOKEN=svc-$(sb_rand) TA=ta-$(sb_rand) SCRAPE=scr-$(sb_rand)
 printf 'acme %s\n' "$TA" >"$T/tenants"
 printf '%s\n' "$SCRAPE" >"$T/scrape"
 chmod 600 "$T/tenants" "$T/scrape"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$(sb_free_port)
 SANDBOXD_TOKEN=$TOKEN
 export SANDBOXD_TOKEN
-cp "$CAT" "$T/serve-cat.json"
+SERVE_CAT=$T/serve-cat.json
+cp "$CAT" "$SERVE_CAT"
 B="http://127.0.0.1:$PORT"
 
 # The metrics token file's rules, at start: refused, saying why, nothing
@@ -69,15 +53,8 @@ timeout 10 "$S" -C "$CAT" serve --listen "unix:$T/no.sock" --metrics-token-file 
 ok $(($? == 0)) "a metrics token file that is a symbolic link is refused"
 
 t0=$(date +%s)
-"$S" -C "$T/serve-cat.json" serve --listen "tcp:127.0.0.1:$PORT" --tenants "$T/tenants" \
-	--metrics-token-file "$T/scrape" 2>>"$T/log" &
-SPID=$!
-n=0
-until curl -sf "$B/healthz" >/dev/null 2>&1; do
-	[ $n -lt 100 ] && kill -0 "$SPID" 2>/dev/null || bail_out "the service did not start: $(tail -3 "$T/log")"
-	sleep 0.1
-	n=$((n + 1))
-done
+sb_serve_start --tenants "$T/tenants" --metrics-token-file "$T/scrape" ||
+	bail_out "the service did not start: $(tail -3 "$T/log")"
 t1=$(date +%s)
 ok 0 "sbxcat serve starts with --metrics-token-file"
 
@@ -109,7 +86,7 @@ done
 
 # Bearer, the scrape token, and who may read what.
 is "$(code "$B/metrics")" 401 "/metrics without a token: 401"
-is "$(code -H "Authorization: Bearer wrong-$(rand)" "$B/metrics")" 401 "... with a wrong Bearer token: 401"
+is "$(code -H "Authorization: Bearer wrong-$(sb_rand)" "$B/metrics")" 401 "... with a wrong Bearer token: 401"
 is "$(code -H "Authorization: Bearer $TOKEN" "$B/metrics")" 200 "... the service token in Authorization: Bearer: 200"
 is "$(code -H "X-Sandbox-Token: $TOKEN" "$B/metrics")" 200 "... the service token in X-Sandbox-Token: 200"
 is "$(code -H "Authorization: Bearer $SCRAPE" "$B/metrics")" 200 "... the scrape token in Authorization: Bearer: 200"
@@ -119,7 +96,7 @@ is "$(code -H "X-Sandbox-Token: $TA" "$B/metrics")" 403 "... a tenant's token: 4
 is "$(code -H "Authorization: Basic $TOKEN" "$B/metrics")" 401 "... the service token under another scheme: 401"
 is "$(code -H "Authorization: Bearer$TOKEN" "$B/metrics")" 401 "... Bearer with no space before the token: 401"
 is "$(code -H "Authorization: Bearer" "$B/metrics")" 401 "... Bearer and no token: 401"
-is "$(code -H "X-Sandbox-Token: wrong-$(rand)" -H "Authorization: Bearer $TOKEN" "$B/metrics")" 401 \
+is "$(code -H "X-Sandbox-Token: wrong-$(sb_rand)" -H "Authorization: Bearer $TOKEN" "$B/metrics")" 401 \
 	"... X-Sandbox-Token wins over Authorization: a wrong one is 401 whatever Bearer says"
 is "$(code -H "Authorization: Bearer $TOKEN" "$B/sessions")" 200 "the service token in Bearer lists sessions"
 is "$(code -H "Authorization: Bearer $TA" "$B/policy")" 200 "a tenant's token in Bearer reads the policy"
@@ -188,7 +165,7 @@ is "$(date -u -d "$(curl -s "$B/healthz" | jq -r '.reload.last_success_at')" +%s
 	"... its last_success_at is the metric's time"
 
 # The scrape token read again at a reload.
-NEW=scr2-$(rand)
+NEW=scr2-$(sb_rand)
 printf '%s\n' "$NEW" >"$T/scrape"
 kill -HUP "$SPID"
 n=0

@@ -9,32 +9,13 @@
 # never bring the service down.  The HTTP side is tests/serve_who.py.
 set -u
 : "${srcdir:?srcdir must name the source tree}"
-# shellcheck source=tests/tap.sh
-. "$srcdir/tests/tap.sh"
-# shellcheck source=tests/testbed.sh
-. "$srcdir/tests/testbed.sh"
-# shellcheck source=tests/sessionbed.sh
-. "$srcdir/tests/sessionbed.sh"
-# shellcheck source=tests/pgbed.sh
-. "$srcdir/tests/pgbed.sh"
-command -v python3 >/dev/null || skip_all "python3 is missing"
+# shellcheck source=tests/servebed.sh
+. "$srcdir/tests/servebed.sh"
 sb_init serve-who sw
-pgbed_start || skip_all "no PostgreSQL test-bed could be reached or started (reason above)"
-DB=t_serve_who_$$
-URL=$(pgbed_newdb "$DB") || bail_out "the test-bed runs but cannot make a database (reason above)"
-SPID=""
-stop_server() {
-	[ -n "$SPID" ] && kill -KILL "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
-	SPID=""
-}
-trap 'stop_server; pgbed_dropdb "$DB" 2>/dev/null; sb_cleanup' EXIT
-SBXCAT_DATABASE_URL=$URL
-export SBXCAT_DATABASE_URL
-sbx audit migrate
-is "$rc" 0 "the test's database migrated"
+sb_audit_db t_serve_who_$$
 
-TOKEN=svc-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+TOKEN=svc-$(sb_rand)
+PORT=$(sb_free_port)
 SANDBOXD_TOKEN=$TOKEN SANDBOXD_CLEANUP_INTERVAL=0
 export SANDBOXD_TOKEN SANDBOXD_CLEANUP_INTERVAL
 
@@ -51,19 +32,6 @@ is "$?" 2 "a bad SBXCAT_AGENT_ID is refused by serve too"
 grep -q "SBXCAT_AGENT_ID: an id" "$T/o"
 ok $? "... naming it"
 
-# start_server [OPTIONS...]: in the background, until /healthz answers.
-start_server() {
-	"$S" -C "$CAT" serve --listen "tcp:127.0.0.1:$PORT" "$@" 2>>"$T/log" &
-	SPID=$!
-	n=0
-	while [ $n -lt 100 ]; do
-		python3 -c "import http.client,sys; c=http.client.HTTPConnection('127.0.0.1',$PORT,timeout=2); c.request('GET','/healthz'); sys.exit(c.getresponse().status!=200)" 2>/dev/null && return 0
-		kill -0 "$SPID" 2>/dev/null || return 1
-		sleep 0.1
-		n=$((n + 1))
-	done
-	return 1
-}
 cat >"$T/sql" <<EOF
 #!/bin/sh
 . "$srcdir/tests/pgbed.sh"
@@ -88,7 +56,7 @@ phase() {
 	ok $((np < 1)) "the $1 phase's cases ran ($np of them)"
 }
 
-start_server --agent serve-agent --run serve-run
+sb_serve_start --agent serve-agent --run serve-run
 ok $? "sbxcat serve --agent --run starts" || { sed 's/^/# /' "$T/log"; bail_out "no service"; }
 phase phase1
 phase fuzz
@@ -98,8 +66,8 @@ kill -TERM "$SPID"
 wait "$SPID"
 is "$?" 0 "the service stops with status 0"
 SPID=""
-start_server
+sb_serve_start
 ok $? "the service starts again, without --agent and --run"
 phase phase2
-stop_server
+sb_serve_stop
 sb_done

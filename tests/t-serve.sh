@@ -7,61 +7,25 @@
 # SIGKILL and a restart that finds its sessions and tokens.
 set -u
 : "${srcdir:?srcdir must name the source tree}"
-# shellcheck source=tests/tap.sh
-. "$srcdir/tests/tap.sh"
-# shellcheck source=tests/testbed.sh
-. "$srcdir/tests/testbed.sh"
-# shellcheck source=tests/sessionbed.sh
-. "$srcdir/tests/sessionbed.sh"
-# shellcheck source=tests/pgbed.sh
-. "$srcdir/tests/pgbed.sh"
-command -v python3 >/dev/null || skip_all "python3 is missing"
-command -v curl >/dev/null || skip_all "curl is missing"
+# shellcheck source=tests/servebed.sh
+. "$srcdir/tests/servebed.sh"
 sb_init serve sv
-pgbed_start || skip_all "no PostgreSQL test-bed could be reached or started (reason above)"
-DB=t_serve_$$
-URL=$(pgbed_newdb "$DB") || bail_out "the test-bed runs but cannot make a database (reason above)"
-SPID=""
-# stop_server: killed and waited for, so its port is free for the next.
-stop_server() {
-	[ -n "$SPID" ] && kill -KILL "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
-	SPID=""
-}
-trap 'stop_server; pgbed_dropdb "$DB" 2>/dev/null; sb_cleanup' EXIT
-SBXCAT_DATABASE_URL=$URL
-export SBXCAT_DATABASE_URL
-q() { pgbed_psql "$DB" -c "$1"; }
-sbx audit migrate
-is "$rc" 0 "the test's database migrated"
+sb_audit_db t_serve_$$
 
-TOKEN=svc-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-TA=ta-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-TB=tb-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+TOKEN=svc-$(sb_rand) TA=ta-$(sb_rand) TB=tb-$(sb_rand)
 printf 'acme %s\nbeta %s\n' "$TA" "$TB" >"$T/tenants"
 chmod 600 "$T/tenants"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$(sb_free_port)
 SOCK=$T/serve.sock
 SANDBOXD_TOKEN=$TOKEN SANDBOXD_MAX_READ_BYTES=65536 SANDBOXD_EXECUTE_TIMEOUT=60
 SANDBOXD_POLICY_OVERRIDES=$T/policy.json SBXCAT_SERVE_GRACE=10
 export SANDBOXD_TOKEN SANDBOXD_MAX_READ_BYTES SANDBOXD_EXECUTE_TIMEOUT \
 	SANDBOXD_POLICY_OVERRIDES SBXCAT_SERVE_GRACE
-cp "$CAT" "$T/serve-cat.json"
+SERVE_CAT=$T/serve-cat.json
+cp "$CAT" "$SERVE_CAT"
 
-# start_server: sbxcat serve in the background, its stderr (the access log)
-# appended to $T/log; waits until /healthz answers.
-start_server() {
-	"$S" -C "$T/serve-cat.json" serve --listen "tcp:127.0.0.1:$PORT" \
-		--listen "unix:$SOCK" --tenants "$T/tenants" 2>>"$T/log" &
-	SPID=$!
-	n=0
-	while [ $n -lt 100 ]; do
-		curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && return 0
-		kill -0 "$SPID" 2>/dev/null || return 1
-		sleep 0.1
-		n=$((n + 1))
-	done
-	return 1
-}
+# start_server: the service on TCP and the unix socket, with the tenants.
+start_server() { sb_serve_start --listen "unix:$SOCK" --tenants "$T/tenants"; }
 start_server
 ok $? "sbxcat serve starts and answers /healthz" || { sed 's/^/# /' "$T/log"; bail_out "no service"; }
 
@@ -206,7 +170,7 @@ st=$(curl -s -o "$T/o" -w '%{http_code}' -H "X-Sandbox-Token: $LT" -d '{"command
 is "$st" 200 "the session's token still works after SIGKILL and a restart"
 is "$(jq -r .output "$T/o" | tr -d '\n')" alive "... on the same session"
 curl -s -X DELETE -H "X-Sandbox-Token: $LT" "http://127.0.0.1:$PORT/sessions/life?purge=true" >/dev/null
-stop_server
+sb_serve_stop
 
 # The reaper inside (case 20), and SIGTERM past the grace: a service whose
 # sessions are idle after 2 s, reaped every second, with a grace of 1 s.
@@ -214,7 +178,6 @@ SANDBOXD_IDLE_TIMEOUT=2 SANDBOXD_CLEANUP_INTERVAL=1 SBXCAT_SERVE_GRACE=1
 export SANDBOXD_IDLE_TIMEOUT SANDBOXD_CLEANUP_INTERVAL SBXCAT_SERVE_GRACE
 start_server
 ok $? "a service with a reaper every second" || tail -n 20 "$T/log" | sed 's/^/# /'
-api() { curl -s -H "X-Sandbox-Token: $1" ${3:+-d "$3"} "http://127.0.0.1:$PORT$2"; }
 IT=$(api "$TOKEN" /sessions '{"session_id": "idle1"}' | jq -r .token)
 api "$IT" /sessions/idle1/write '{"path": "kept.txt", "content_b64": "a2VwdAo="}' >/dev/null
 n=0

@@ -13,16 +13,8 @@
 # shellcheck disable=SC2016
 set -u
 : "${srcdir:?srcdir must name the source tree}"
-# shellcheck source=tests/tap.sh
-. "$srcdir/tests/tap.sh"
-# shellcheck source=tests/testbed.sh
-. "$srcdir/tests/testbed.sh"
-# shellcheck source=tests/sessionbed.sh
-. "$srcdir/tests/sessionbed.sh"
-# shellcheck source=tests/pgbed.sh
-. "$srcdir/tests/pgbed.sh"
-command -v python3 >/dev/null || skip_all "python3 is missing"
-command -v curl >/dev/null || skip_all "curl is missing"
+# shellcheck source=tests/servebed.sh
+. "$srcdir/tests/servebed.sh"
 sb_init t-workdir wd
 DB=""
 if pgbed_start >/dev/null 2>&1; then
@@ -58,8 +50,8 @@ fi
 SANDBOXD_PAUSE_AFTER=0
 export SANDBOXD_PAUSE_AFTER
 
-TOKEN=svc-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+TOKEN=svc-$(sb_rand)
+PORT=$(sb_free_port)
 SOCK=$T/serve.sock
 SANDBOXD_TOKEN=$TOKEN
 export SANDBOXD_TOKEN
