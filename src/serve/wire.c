@@ -721,27 +721,15 @@ static bool open_who(struct wire_req *w, struct svc_wire_open_req *o)
 	return true;
 }
 
-/* The open's own agent and run: the header's, else the body's, else
- * (a reuse) the session's defaults, else the service's. */
-static void open_who_call(struct wire_req *w, const struct svc_wire_open_req *o)
+/* The open's own agent and run: the header's, else the body's; where
+ * neither names one, svc_wire_open takes a reused session's defaults
+ * (from the record it reads anyway), else the service's. */
+static void open_who_call(struct wire_req *w, struct svc_wire_open_req *o)
 {
-	struct svc_wire_session ws = {0};
-	struct sbx_error *err = NULL;
-	const char *agent = w->hdr_agent ? w->hdr_agent : o->agent;
-	const char *run = w->hdr_run ? w->hdr_run : o->run;
-
-	if ((!agent || !run) && (o->reuse || o->attach) &&
-	    svc_wire_find(&w->snap->svc, &w->call, o->id, &ws, &err) == 0 &&
-	    ws.open) {
-		/* Copied into the request's own ws: the call borrows them
-		 * until wire_end. */
-		memcpy(w->ws.wire.agent, ws.wire.agent, sizeof(ws.wire.agent));
-		memcpy(w->ws.wire.run, ws.wire.run, sizeof(ws.wire.run));
-	}
-	svc_wire_session_release(&ws);
-	sbx_error_free(&err);
-	w->call.agent = who_of(agent, w->ws.wire.agent, w->sv->default_agent);
-	w->call.run = who_of(run, w->ws.wire.run, w->sv->default_run);
+	w->call.agent = w->hdr_agent ? w->hdr_agent : o->agent;
+	w->call.run = w->hdr_run ? w->hdr_run : o->run;
+	o->default_agent = w->sv->default_agent;
+	o->default_run = w->sv->default_run;
 }
 
 /* The fields of an open, checked: false once answered. */

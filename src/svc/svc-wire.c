@@ -256,6 +256,7 @@ int svc_wire_open(const struct svc *s, const struct svc_call *call,
 	    .disk_inodes = req->disk_inodes,
 	};
 	struct session_root root = SESSION_ROOT_INIT;
+	struct svc_call c = *call;
 	char hash[SESSION_WIRE_HASH_HEX + 1];
 	int rc = -1;
 
@@ -266,8 +267,19 @@ int svc_wire_open(const struct svc *s, const struct svc_call *call,
 	if ((req->agent && svc_id_check("agent", req->agent, err) < 0) ||
 	    (req->run && svc_id_check("run", req->run, err) < 0))
 		return -1;
-	if (open_before(s, call, req, &ws, res, &o.runtime, err) < 0 ||
-	    svc_session_open(s, call, &o, &res->open, err) < 0)
+	/* Who opens: the call's, else the reused session's defaults (its
+	 * record, read once here), else the service's. */
+	if (!c.agent)
+		c.agent = req->default_agent;
+	if (!c.run)
+		c.run = req->default_run;
+	if (open_before(s, &c, req, &ws, res, &o.runtime, err) < 0)
+		goto out;
+	if (ws.open && !call->agent && ws.wire.agent[0])
+		c.agent = ws.wire.agent;
+	if (ws.open && !call->run && ws.wire.run[0])
+		c.run = ws.wire.run;
+	if (svc_session_open(s, &c, &o, &res->open, err) < 0)
 		goto out;
 	svc_wire_token_new(res->token, hash);
 	if (svc_root_open(s, call, &root, err) < 0 ||

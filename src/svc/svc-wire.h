@@ -140,8 +140,11 @@ struct svc_wire_open_req {
 	/* The agent and run the session's requests that name none take
 	 * (NULL: not given: a new open has none, a reuse keeps its own);
 	 * refused as svc_id_check refuses them, "agent: ..." or "run: ...".
-	 * The open's own row is call->agent's and call->run's. */
+	 * The open's own row is call->agent's and call->run's; where the
+	 * call names none, a reused session's defaults, else these
+	 * defaults (the service's: serve --agent/--run; NULL: none). */
 	const char *agent, *run;
+	const char *default_agent, *default_run;
 };
 struct svc_wire_open_res {
 	struct svc_session_open_res open;
