@@ -69,6 +69,12 @@ struct http_req {
 	atomic_int gone;
 	_Atomic enum http_req_state state;
 	struct http_response res;
+	/* A streamed response (http_stream_start): its status and type,
+	 * and the bytes written and not yet sent. */
+	bool streamed;
+	int stream_status;
+	const char *stream_type;
+	struct strbuf stream;
 	int status; /* what was queued; 0: none */
 	long long start_ms;
 	struct http_req *hnext, *hprev; /* srv->handed */

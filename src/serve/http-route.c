@@ -11,6 +11,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <string.h>
 #include <strings.h>
@@ -143,7 +144,65 @@ void http_req_free(struct http_req *r)
 	free(r->path);
 	free(r->segs);
 	free(r->res.body);
+	for (size_t i = 0; i < r->res.nheaders; i++)
+		free(r->res.headers[i]);
+	strbuf_release(&r->stream);
 	free(r);
+}
+
+int http_response_header(struct http_response *res, const char *name,
+			 const char *value)
+{
+	static const char tchar[] = "!#$%&'*+-.^_`|~";
+
+	if (res->nheaders >= HTTP_RESPONSE_HEADERS || !*name)
+		return -1;
+	for (const char *p = name; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr(tchar, *p))
+			return -1;
+	for (const char *p = value; *p; p++)
+		if (*p < 0x20 || *p > 0x7e)
+			return -1;
+	res->headers[res->nheaders++] = xasprintf("%s: %s", name, value);
+	return 0;
+}
+
+/* The most a streamed response holds before it is sent: the stand-in
+ * answers it whole when the handler returns. */
+#define STREAM_HELD_MAX (64u << 20)
+
+int http_stream_start(struct http_request *req, int status,
+		      const char *content_type)
+{
+	struct http_req *r = req->priv;
+
+	if (r->streamed)
+		return -1;
+	r->streamed = true;
+	r->stream_status = status;
+	r->stream_type = content_type;
+	return 0;
+}
+
+int http_stream_write(struct http_request *req, const void *buf, size_t len)
+{
+	struct http_req *r = req->priv;
+
+	if (!r->streamed || atomic_load(&r->gone))
+		return -1;
+	if (len > STREAM_HELD_MAX - r->stream.len) {
+		http_gone_raise(&r->gone, HTTP_GONE_CLIENT);
+		return -1;
+	}
+	strbuf_add(&r->stream, buf, len);
+	return 0;
+}
+
+bool http_streaming(const struct http_request *req)
+{
+	const struct http_req *r = req->priv;
+
+	return r->streamed;
 }
 
 const char *http_header(const struct http_request *req, const char *name)

@@ -71,6 +71,13 @@ static enum MHD_Result answer(struct http_req *r, int status, char *body,
 		return MHD_NO;
 	if (retry_after)
 		sym_MHD_add_response_header(mr, "Retry-After", retry_after);
+	for (size_t i = 0; i < r->res.nheaders; i++) {
+		char *h = r->res.headers[i], *colon = strchr(h, ':');
+
+		*colon = '\0';
+		sym_MHD_add_response_header(mr, h, colon + 2);
+		*colon = ':';
+	}
 	if (r->close || atomic_load(&r->srv->stopping))
 		sym_MHD_add_response_header(mr, "Connection", "close");
 	ok = sym_MHD_queue_response(r->mhd, status, mr);
@@ -386,6 +393,14 @@ void http_req_run(struct http_req *r)
 	if (atomic_load(&srv->cancel_all))
 		http_gone_raise(&r->gone, HTTP_GONE_SHUTDOWN);
 	r->route->handler(srv->cfg.arg, &r->pub, &r->res);
+	if (r->streamed) {
+		/* The stand-in for a streamed response: what the handler
+		 * wrote, answered whole once it returns. */
+		free(r->res.body);
+		r->res.status = r->stream_status;
+		r->res.content_type = r->stream_type;
+		r->res.body = strbuf_detach(&r->stream, &r->res.body_len);
+	}
 	if (r->conn)
 		http_watch_running(r->conn, NULL);
 	handed_unlink(r);

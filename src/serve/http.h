@@ -111,7 +111,40 @@ struct http_response {
 	const char *content_type; /* static; NULL: application/json */
 	/* Extra headers, static strings: Retry-After etc. NULL: none. */
 	const char *retry_after;
+	/* More headers (http_response_header), copied: names and values
+	 * as "Name: value" strings, at most HTTP_RESPONSE_HEADERS. */
+	char *headers[8];
+	size_t nheaders;
 };
+#define HTTP_RESPONSE_HEADERS 8
+
+/*
+ * Add a header to res (both copied): its name a token of RFC 9110's
+ * tchar, its value printable ASCII and spaces (a value from a client is
+ * checked here: a CR or LF never reaches the wire).  -1 (nothing added)
+ * for a bad name or value, or past HTTP_RESPONSE_HEADERS.
+ */
+int http_response_header(struct http_response *res, const char *name,
+			 const char *value);
+
+/*
+ * A streamed response: instead of filling res's body, a handler calls
+ * http_stream_start once (the status, the type and res's headers so
+ * far), then http_stream_write as its bytes come; the response ends when
+ * the handler returns.  The bytes go out as the client takes them
+ * (chunked for HTTP/1.1); a write waits while the client is slow, at
+ * most the server's write timeout, and returns -1 when the client is
+ * gone, or did not take the bytes in time (req->gone is raised then:
+ * the handler stops what it runs and returns).  A handler that never
+ * calls http_stream_start answers with res as before.
+ *
+ * Thread rule: the handler's own calls, on its worker.
+ */
+int http_stream_start(struct http_request *req, int status,
+		      const char *content_type);
+int http_stream_write(struct http_request *req, const void *buf, size_t len);
+/* Whether req's response is streamed (http_stream_start was called). */
+bool http_streaming(const struct http_request *req);
 
 /*
  * One route: method, template (segments, "{name}" matching one

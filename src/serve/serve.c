@@ -22,6 +22,7 @@
 #include "basic/hash.h"
 #include "basic/size.h"
 #include "basic/util.h"
+#include "serve/e2b.h"
 #include "serve/serve-int.h"
 #include "serve/wire.h"
 #include "svc/svc-audit.h"
@@ -866,7 +867,7 @@ static int start_http(struct serve *sv, const struct serve_config *c,
 	struct http_config hc = {
 	    .listen = ls,
 	    .nlisten = c->nlisten,
-	    .nroutes = serve_nroutes,
+	    .nroutes = serve_nroutes + e2b_nroutes(),
 	    .arg = sv,
 	    .admit = wire_admit,
 	    /* What a path no route matches may send, dropped. */
@@ -881,8 +882,11 @@ static int start_http(struct serve *sv, const struct serve_config *c,
 
 	/* The table with write's cap: base64 of SANDBOXD_MAX_WRITE_BYTES
 	 * (read once, at start, as every setting). */
-	sv->routes = xcalloc(serve_nroutes, sizeof(*sv->routes));
+	sv->routes =
+	    xcalloc(serve_nroutes + e2b_nroutes(), sizeof(*sv->routes));
 	memcpy(sv->routes, serve_routes, serve_nroutes * sizeof(*sv->routes));
+	/* E2B's routes after sandboxd's (serve/e2b.h): no path is both. */
+	e2b_routes_copy(sv->routes + serve_nroutes);
 	for (size_t i = 0; i < serve_nroutes; i++) {
 		const struct wire_needs *n = sv->routes[i].needs;
 

@@ -19,6 +19,7 @@
 #include "basic/hash.h"
 #include "basic/util.h"
 #include "basic/xjson.h"
+#include "serve/e2b.h"
 #include "serve/wire-status.h"
 #include "serve/wire.h"
 #include "svc/svc-audit.h"
@@ -47,7 +48,7 @@ _Static_assert(HTTP_GONE_SHUTDOWN == SVC_CANCEL_SHUTDOWN, "gone: shutdown");
  * the platform's requests then changes nothing.  The admit hook and the
  * worker read it through here alike, so they cannot disagree.
  */
-static const char *wire_token(const struct http_request *req)
+const char *wire_token(const struct http_request *req)
 {
 	const char *t = http_header(req, TOKEN_HEADER);
 	const char *a;
@@ -72,13 +73,13 @@ static bool metrics_guarded(const struct serve *sv)
 
 /* A token that authenticates as the service or a tenant (the scrape
  * token reads /metrics alone). */
-static bool who_acts(enum serve_who who)
+bool wire_who_acts(enum serve_who who)
 {
 	return who == SERVE_SERVICE || who == SERVE_TENANT;
 }
 
-static void wire_begin(struct wire_req *w, void *arg, struct http_request *req,
-		       struct http_response *res)
+void wire_begin(struct wire_req *w, void *arg, struct http_request *req,
+		struct http_response *res)
 {
 	memset(w, 0, sizeof(*w));
 	w->sv = arg;
@@ -97,7 +98,7 @@ static void wire_begin(struct wire_req *w, void *arg, struct http_request *req,
  * The bytes are bounded by the route's cap, so the strings' total is.
  * 0, or the status to refuse with: 422 too deep, 413 too many values.
  */
-static int json_shape(const char *p, size_t n)
+int wire_json_shape(const char *p, size_t n)
 {
 	size_t nodes = 1;
 	unsigned depth = 0;
@@ -137,7 +138,7 @@ static bool wire_body(struct wire_req *w)
 {
 	const char *body = w->req->body ? w->req->body : "";
 	json_error_t jerr;
-	int status = json_shape(body, w->req->body_len);
+	int status = wire_json_shape(body, w->req->body_len);
 	char msg[64];
 
 	if (status == 413) {
@@ -162,7 +163,7 @@ static bool wire_body(struct wire_req *w)
 	return true;
 }
 
-static void wire_end(struct wire_req *w)
+void wire_end(struct wire_req *w)
 {
 	if (w->ws.key[0]) {
 		snprintf(w->req->session, sizeof(w->req->session), "%s",
@@ -373,29 +374,27 @@ bool wire_auth_service(struct wire_req *w, bool tenant_ok)
  * naming the header, its value not echoed (it may not be UTF-8), and
  * false.
  */
-static bool who_header(struct wire_req *w, const char *name, const char **out)
+/* One of the who headers: *out its value (NULL: absent); -1 with *why
+ * (static, or err's text in *err) when it is bad. */
+static int who_header(struct wire_req *w, const char *name, const char **out,
+		      const char **why, struct sbx_error **err)
 {
 	const char *v = http_header_at(w->req, name, 0), *again;
-	struct sbx_error *err = NULL;
 
 	*out = NULL;
 	if (!v)
-		return true;
+		return 0;
 	for (size_t i = 1; (again = http_header_at(w->req, name, i)); i++)
 		if (strcmp(again, v) != 0) {
-			wire_invalid_input(w, "header", name, "value_error",
-					   "sent twice with different values",
-					   NULL);
-			return false;
+			*why = "sent twice with different values";
+			return -1;
 		}
-	if (svc_id_check(name, v, &err) < 0) {
-		wire_invalid_input(w, "header", name, "value_error", err->msg,
-				   NULL);
-		sbx_error_free(&err);
-		return false;
+	if (svc_id_check(name, v, err) < 0) {
+		*why = (*err)->msg;
+		return -1;
 	}
 	*out = v;
-	return true;
+	return 0;
 }
 
 /* The one of an agent or run that counts: the header's, else the
@@ -407,17 +406,34 @@ static const char *who_of(const char *hdr, const char *session,
 	return hdr ? hdr : session && session[0] ? session : service;
 }
 
+int wire_who_read(struct wire_req *w, const char **bad, const char **why,
+		  struct sbx_error **err)
+{
+	*bad = AGENT_HEADER;
+	if (who_header(w, AGENT_HEADER, &w->hdr_agent, why, err) < 0)
+		return -1;
+	*bad = RUN_HEADER;
+	if (who_header(w, RUN_HEADER, &w->hdr_run, why, err) < 0)
+		return -1;
+	*bad = NULL;
+	w->call.agent =
+	    who_of(w->hdr_agent, w->ws.wire.agent, w->sv->default_agent);
+	w->call.run = who_of(w->hdr_run, w->ws.wire.run, w->sv->default_run);
+	return 0;
+}
+
 /* The call's agent and run from the headers, the session's defaults
  * and the service's: false once answered (422). */
 static bool wire_who(struct wire_req *w)
 {
-	if (!who_header(w, AGENT_HEADER, &w->hdr_agent) ||
-	    !who_header(w, RUN_HEADER, &w->hdr_run))
-		return false;
-	w->call.agent =
-	    who_of(w->hdr_agent, w->ws.wire.agent, w->sv->default_agent);
-	w->call.run = who_of(w->hdr_run, w->ws.wire.run, w->sv->default_run);
-	return true;
+	const char *bad, *why;
+	struct sbx_error *err = NULL;
+
+	if (wire_who_read(w, &bad, &why, &err) == 0)
+		return true;
+	wire_invalid_input(w, "header", bad, "value_error", why, NULL);
+	sbx_error_free(&err);
+	return false;
 }
 
 /* The session id of the path, found as the caller may see it. */
@@ -453,7 +469,7 @@ bool wire_session(struct wire_req *w, bool open_only, const char *missing)
 
 	if (!missing)
 		missing = "No such session";
-	if (who_acts(w->auth.who))
+	if (wire_who_acts(w->auth.who))
 		return find_session(w, id, open_only, missing);
 	if (w->auth.who == SERVE_METRICS) {
 		wire_detail(w, 403, "%s", METRICS_ONLY);
@@ -1324,6 +1340,10 @@ void wire_admit(void *arg, const struct http_route *rt,
 
 	if (!n)
 		return;
+	if (rt->handler != wire_handle) {
+		e2b_admit(arg, rt, req, a);
+		return;
+	}
 	serve_auth(sv, token, &au);
 	a->who = (int)au.who;
 	caller_of(n, req, &au, a);
@@ -1346,11 +1366,11 @@ void wire_admit(void *arg, const struct http_route *rt,
 			return;
 		break;
 	case WIRE_TOKEN_TENANT:
-		if (who_acts(au.who))
+		if (wire_who_acts(au.who))
 			return;
 		break;
 	case WIRE_TOKEN_SESSION:
-		if (who_acts(au.who))
+		if (wire_who_acts(au.who))
 			return;
 		if (!token || !req->nparams || au.who == SERVE_METRICS)
 			break;
@@ -1396,7 +1416,7 @@ static bool prepare(struct wire_req *w, const struct wire_needs *n)
 		if (!wire_query_bool(w, "purge", &w->purge))
 			return false;
 		/* A kept workspace may be purged with the service's token. */
-		open_only = !(w->purge && who_acts(w->auth.who));
+		open_only = !(w->purge && wire_who_acts(w->auth.who));
 		/* fall through */
 	case WIRE_LOOKUP_OPEN:
 	case WIRE_LOOKUP_KEPT:
@@ -1406,7 +1426,7 @@ static bool prepare(struct wire_req *w, const struct wire_needs *n)
 		 * and the tenants' tokens may use it; a session's own token
 		 * came with the id (and the admit hook checked it by the
 		 * path, on the listener's thread, with no lookup). */
-		if (n->key_alias && who_acts(w->auth.who))
+		if (n->key_alias && wire_who_acts(w->auth.who))
 			w->path_id = svc_wire_alias(&w->snap->svc, &w->call,
 						    w->req->params[0], w->alias);
 		if (!wire_session(w, open_only, n->missing))

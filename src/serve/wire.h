@@ -83,6 +83,25 @@ struct wire_needs {
 /* The body a write of max_write bytes takes: its base64 and the fields. */
 size_t wire_write_cap(unsigned long long max_write);
 
+/* What every front shares (the E2B front too, serve/e2b.c): a request's
+ * begin (the snapshot held, the token's who, the cancel flag) and end
+ * (the access log's tenant and session, everything released). */
+void wire_begin(struct wire_req *w, void *arg, struct http_request *req,
+		struct http_response *res);
+void wire_end(struct wire_req *w);
+/* X-Sandbox-Token, else Authorization: Bearer's credentials, or NULL. */
+const char *wire_token(const struct http_request *req);
+/* The service or a tenant (not nobody, not the scrape token). */
+bool wire_who_acts(enum serve_who who);
+/* What parsing a body may cost, before jansson does: 0, or 413 (more
+ * than WIRE_JSON_NODES values), 422 (deeper than WIRE_JSON_DEPTH). */
+int wire_json_shape(const char *p, size_t n);
+/* The call's agent and run (X-Sandbox-Agent, X-Sandbox-Run, then
+ * w->ws's defaults, then the service's): 0, or -1 with *bad the header
+ * and *why what is wrong with it (err's text, freed by the caller). */
+int wire_who_read(struct wire_req *w, const char **bad, const char **why,
+		  struct sbx_error **err);
+
 /* The admit hook of the HTTP server (http.h): who a request is, from
  * its headers alone, and whether its route lets it in. */
 void wire_admit(void *arg, const struct http_route *rt,
