@@ -287,7 +287,7 @@ static int cannot_run(struct run *r, struct sbx_error **err)
 static int resolve_cwd(struct run *r, const char *cwd, struct sbx_error **err)
 {
 	const struct session_config *cfg = &r->s->cfg.session;
-	const char *wd = cfg->work_dir;
+	const char *wd = session_work_dir(cfg, &r->rec);
 	char *ws = session_workspace_path(&r->root, &r->rec);
 	const char *rel = cwd;
 	struct workspace w;
@@ -387,7 +387,7 @@ static int exec_prepare(struct run *r, struct sbx_error **err)
 					      xjson_string(req->argv[i]));
 	}
 	/* The work dir, where the container binds the workspace. */
-	ws = r->cwd ? r->cwd : cfg->session.work_dir;
+	ws = r->cwd ? r->cwd : session_work_dir(&cfg->session, &r->rec);
 	user = json_string_value(
 	    json_object_get(json_object_get(r->inspect, "Config"), "User"));
 	body = xjson_pack("{s:b, s:b, s:b, s:b, s:o, s:s, s:s, s:b}",
