@@ -26,6 +26,7 @@
 #include "session/runs.h"
 #include "session/session-engine.h"
 #include "session/session.h"
+#include "svc/svc-exec-int.h"
 #include "svc/svc-exec.h"
 #include "svc/svc-wire.h"
 #include "workspace/workspace.h"
@@ -721,6 +722,13 @@ int svc_exec(const struct svc *s, const struct svc_call *call,
 	     const struct svc_exec_req *req, struct svc_exec_res *res,
 	     struct sbx_error **err)
 {
+	return svc_exec_run(s, call, req, res, true, err);
+}
+
+int svc_exec_run(const struct svc *s, const struct svc_call *call,
+		 const struct svc_exec_req *req, struct svc_exec_res *res,
+		 bool row, struct sbx_error **err)
+{
 	struct run r = {
 	    .s = s,
 	    .call = call,
@@ -758,7 +766,7 @@ int svc_exec(const struct svc *s, const struct svc_call *call,
 	if (r.exec_id && r.rec.key[0] &&
 	    session_record_touch(&r.root, r.rec.key, &aerr) < 0)
 		sbx_error_free(&aerr);
-	if (!r.unrecorded && exec_record(&r, &aerr) < 0) {
+	if (row && !r.unrecorded && exec_record(&r, &aerr) < 0) {
 		/* The command's own failure, if any, is said first. */
 		sbx_error_chain(&aerr, err);
 		*err = aerr;
