@@ -19,8 +19,11 @@ sb_audit_db t_e2b_fs_$$
 TOKEN=svc-$(sb_rand)
 PORT=$(sb_free_port)
 # A small write limit, so the limit and one byte over are cheap.
+# E2B's home is the sandbox's work dir: sessions of the sandboxd front
+# get the service's.
 SANDBOXD_TOKEN=$TOKEN SANDBOXD_CLEANUP_INTERVAL=0 SANDBOXD_MAX_WRITE_BYTES=65536
-export SANDBOXD_TOKEN SANDBOXD_CLEANUP_INTERVAL SANDBOXD_MAX_WRITE_BYTES
+SANDBOXD_WORK_DIR=/home/user
+export SANDBOXD_TOKEN SANDBOXD_CLEANUP_INTERVAL SANDBOXD_MAX_WRITE_BYTES SANDBOXD_WORK_DIR
 sb_serve_start
 ok $? "sbxcat serve starts" || { sed 's/^/# /' "$T/log"; bail_out "no service"; }
 
@@ -171,10 +174,47 @@ st, _, body = read("/home/user/host-link")
 ok(st != 200, "a symlink to a host file is not followed on the host (%d)" % st, body)
 st, _, body = read("/home/user/etc-link/passwd")
 ok(st != 200 and b"root:" not in body, "a path through a symlink out of the workspace is not followed (%d)" % st, body)
+with open("/etc/passwd", "rb") as f:
+    host_passwd = f.read()
+st, _, inner = read("/etc/passwd")
+ok(st == 200 and b"root:" in inner and inner != host_passwd,
+   "a path outside the home is the container's, not the host's", (st, inner[:200]))
 st, _, body = read("/home/user/../../etc/passwd")
-ok(st != 200 and b"root:" not in body, "'..' out of the home is not a host path (%d)" % st, body)
-st, _, body = read("/etc/passwd")
-ok(st == 501 and b"outside" in body, "a path outside the home: the container's (501 in this build)", (st, body))
+ok(st == 200 and body == inner, "'..' out of the home is the container's path too", (st, body[:200]))
+
+# ---- the container's paths: write, read, stat, list, mkdir, move, remove ----
+data = bytes(range(256)) + b"\0inside"
+st, _, body = req("POST", "/files?path=/tmp/e2b-fs/deep/in.bin", data, {"Content-Type": "application/octet-stream"})
+ok(st == 200 and json.loads(body) == [{"name": "in.bin", "type": "file", "path": "/tmp/e2b-fs/deep/in.bin"}]
+   and not os.path.exists("/tmp/e2b-fs"), "an upload to /tmp: the container's, its parents made", (st, body))
+st, _, got = read("/tmp/e2b-fs/deep/in.bin")
+ok(st == 200 and got == data, "... read back exactly from the container", (st, len(got)))
+st, _, body = upload([("file", "/tmp/e2b-fs/mp.txt", b"multi")])
+ok(st == 200 and read("/tmp/e2b-fs/mp.txt")[2] == b"multi", "a multipart upload to /tmp", (st, body))
+st, doc = connect("Stat", {"path": "/tmp/e2b-fs/deep/in.bin"})
+ok(st == 200 and doc["entry"]["type"] == "FILE_TYPE_FILE" and int(doc["entry"]["size"]) == len(data)
+   and doc["entry"]["path"] == "/tmp/e2b-fs/deep/in.bin" and doc["entry"]["owner"],
+   "Stat in the container", (st, doc))
+st, doc = connect("ListDir", {"path": "/"})
+names = [e["name"] for e in doc.get("entries", [])] if st == 200 else []
+ok(st == 200 and "tmp" in names and "etc" in names, "ListDir of / lists the container's root", (st, str(doc)[:300]))
+st, doc = connect("ListDir", {"path": "/tmp/e2b-fs", "depth": 2})
+paths = sorted(e["path"] for e in doc.get("entries", [])) if st == 200 else []
+ok(paths == ["/tmp/e2b-fs/deep", "/tmp/e2b-fs/deep/in.bin", "/tmp/e2b-fs/mp.txt"], "ListDir depth 2 in the container", (st, doc))
+st, doc = connect("MakeDir", {"path": "/tmp/e2b-fs/made/sub"})
+ok(st == 200 and doc["entry"]["type"] == "FILE_TYPE_DIRECTORY", "MakeDir in the container", (st, doc))
+st, doc = connect("MakeDir", {"path": "/tmp/e2b-fs/made/sub"})
+ok(st == 409 and doc.get("code") == "already_exists", "... again: already_exists", (st, doc))
+st, doc = connect("Move", {"source": "/tmp/e2b-fs/mp.txt", "destination": "/home/user/from-tmp.txt"})
+ok(st == 200 and doc["entry"]["path"] == "/home/user/from-tmp.txt"
+   and open(os.path.join(WS, "from-tmp.txt"), "rb").read() == b"multi",
+   "Move from /tmp into the home: the container moves it, the workspace has it", (st, doc))
+st, doc = connect("Remove", {"path": "/tmp/e2b-fs"})
+ok(st == 200 and read("/tmp/e2b-fs/deep/in.bin")[0] == 404, "Remove in the container", (st, doc))
+st, _, body = read("/tmp/e2b-fs/none")
+ok(st == 404 and json.loads(body)["code"] == 404, "a missing container's file: 404", (st, body))
+st, _, body = read("/tmp")
+ok(st == 400, "a container's directory: 400", (st, body))
 
 # ---- users ----
 st, _, body = req("GET", "/files?path=q.txt&username=root")
@@ -238,8 +278,6 @@ st, doc = connect("ListDir", {"path": "w/bin.dat"})
 ok(st != 200 or doc.get("entries") is not None, "ListDir of a file answers (%d)" % st, doc)
 st, doc = connect("ListDir", {"path": "nowhere"})
 ok(st == 404 and doc.get("code") == "not_found", "ListDir of a missing directory: not_found", (st, doc))
-st, doc = connect("ListDir", {"path": "/"})
-ok(st == 501 and doc.get("code") == "unimplemented", "ListDir of / is the container's (unimplemented here)", (st, doc))
 st, doc = connect("ListDir", {"path": "etc-link"})
 ok(st != 200 or not any(e["name"] == "passwd" for e in doc.get("entries", [])),
    "ListDir through a symlink out of the workspace shows nothing of the host", (st, doc))
@@ -286,7 +324,8 @@ st, doc = connect("Move", {"source": "host-link", "destination": "hl2"})
 ok(st == 200 and doc["entry"]["type"] == "FILE_TYPE_SYMLINK" and os.path.exists("/etc/hostname"),
    "Move of a symlink moves the link", (st, doc))
 st, doc = connect("Move", {"source": "moved-dir", "destination": "/tmp/out"})
-ok(st == 501 and not os.path.exists("/tmp/out"), "Move out of the home: the container's, never the host's", (st, doc))
+ok(st == 200 and not os.path.exists("/tmp/out") and not os.path.exists(os.path.join(WS, "moved-dir"))
+   and read("/tmp/out/q2.txt")[2] == b"Q", "Move out of the home: the container's /tmp, never the host's", (st, doc))
 st, doc = connect("Move", {"source": "moved-dir"})
 ok(st == 400 and doc.get("code") == "invalid_argument", "Move without a destination: invalid_argument", (st, doc))
 st, doc = connect("MakeDir", {})
@@ -353,8 +392,9 @@ st, _, ans = raw_upload(body)
 ok(st == 200 and read("t/x.txt")[2] == b"a--" + B.encode() + b"--b", "the boundary inside a part's bytes is content", (st, ans))
 # '../' in a filename: a path out of the home, never the host's.
 st, _, ans = upload([("file", "../../../../tmp/sbxcat-e2b-fs-escape", b"E")])
-ok(st != 200 and not os.path.exists("/tmp/sbxcat-e2b-fs-escape"),
-   "a filename with ../ does not write on the host (%d)" % st, ans)
+ok(st == 200 and not os.path.exists("/tmp/sbxcat-e2b-fs-escape")
+   and read("/tmp/sbxcat-e2b-fs-escape")[2] == b"E",
+   "a filename with ../ climbing out of the home writes the container's /tmp, never the host's", (st, ans))
 
 # Random mutations of a good body: any answer but a 5xx, the service alive.
 random.seed(int(os.environ.get("E2B_FS_SEED", "30")))
@@ -372,7 +412,7 @@ for i in range(300):
         else:
             b[at:at] = random.choice([b"\r\n", b"--", b"--" + B.encode(), b"\0", b'"', b";", b"\n", b"../"])
     st, _, ans = req("POST", "/files", bytes(b), {"Content-Type": ct})
-    if st >= 500 or st not in (200, 400, 404, 413, 501):
+    if st >= 500 or st not in (200, 400, 403, 404, 409, 413):
         bad5 += 1
         diag("mutation %d: %d %r" % (i, st, ans[:200]))
 ok(bad5 == 0, "300 mutated multipart bodies: none a 5xx or an odd status")
@@ -408,6 +448,11 @@ n=$(q "SELECT count(*) FROM sandbox_operations WHERE wire_id = '$SID' AND op = '
 is "$n" 0 "a write refused before it ran (over the limit) wrote no row"
 n=$(q "SELECT count(*) FROM sandbox_operations WHERE wire_id = '$SID' AND op = 'read_bytes' AND target = 'nope.txt' AND NOT ok")
 ok "$([ "${n:-0}" -ge 1 ]; echo $?)" "a read of a missing file has its refused row ($n)"
+# The container's paths: the rows name the sandbox's path.
+for spec in "write /tmp/e2b-fs/deep/in.bin" "stat /tmp/e2b-fs/deep/in.bin" "remove /tmp/e2b-fs"; do
+	n=$(rows "${spec%% *}" "${spec#* }")
+	ok "$([ "${n:-0}" -ge 1 ]; echo $?)" "the audit has a ${spec%% *} row of ${spec#* } ($n)"
+done
 kill -0 "$SPID" 2>/dev/null
 ok $? "sbxcat serve is still running"
 sb_done

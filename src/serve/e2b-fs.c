@@ -12,7 +12,8 @@
  * never followed out of it).  Any other path, and any path
  * with a ".." component (which the sandbox's kernel, not a string
  * operation, must resolve: a symlink before it may lead anywhere), is
- * the container's own and served inside it (inside(), below).
+ * the container's own and served inside it by svc-inside.h's operations
+ * (one exec of a fixed script as the sandbox's user, each its own row).
  *
  * Who acts: sbxcat runs every operation as the sandbox's one user.  The
  * user a request names (?username= on /files, Authorization: Basic
@@ -39,6 +40,7 @@
 #include "basic/xjson.h"
 #include "serve/e2b.h"
 #include "svc/svc-fs.h"
+#include "svc/svc-inside.h"
 
 /* ListDir's depth and entries: E2B bounds neither; a listing past
  * these is refused (resource_exhausted), never cut short silently. */
@@ -200,26 +202,6 @@ static bool field_place(struct e2b_req *e, const char *json_name,
 	return true;
 }
 
-/*
- * A path outside the home: the container's, served by running the
- * operation inside it.  This build has no such operation (the engine's
- * exec of a fixed program is the work dir's module, svc-inside.h), so it
- * says so, in the route's dialect, and names the home that is served.
- */
-static void inside(struct e2b_req *e, const struct place *p)
-{
-	if (e->n->dialect == E2B_CONNECT)
-		e2b_connect_error(e, "unimplemented",
-				  "'%s' is outside %s: paths outside the "
-				  "home are not served by this sbxcat",
-				  p->abs, e2b_home(e));
-	else
-		e2b_rest_error(e, 501,
-			       "'%s' is outside %s: paths outside the home "
-			       "are not served by this sbxcat",
-			       p->abs, e2b_home(e));
-}
-
 /* ---- EntryInfo ---- */
 
 static const char *type_name(enum svc_fs_type t)
@@ -257,14 +239,18 @@ static const char *owner_name(const struct e2b_req *e, unsigned long id)
 }
 
 /* An EntryInfo: name, type, path, size, mode, permissions, owner,
- * group, modifiedTime, symlinkTarget when there is one. */
-static json_t *entry_info(const struct e2b_req *e, const char *abs,
-			  enum svc_fs_type type, unsigned long long size,
-			  unsigned mode, unsigned long uid, unsigned long gid,
-			  long long mtime, const char *target)
+ * group (the names given, else from the ids), modifiedTime,
+ * symlinkTarget when there is one. */
+static json_t *entry_info_named(const struct e2b_req *e, const char *abs,
+				enum svc_fs_type type, unsigned long long size,
+				unsigned mode, unsigned long uid,
+				unsigned long gid, const char *oname,
+				const char *gname, long long mtime,
+				const char *target)
 {
 	const char *slash = strrchr(abs, '/');
-	const char *owner = owner_name(e, uid), *group = owner_name(e, gid);
+	const char *owner = oname ? oname : owner_name(e, uid);
+	const char *group = gname ? gname : owner_name(e, gid);
 	char perms[11], when[32], ubuf[24], gbuf[24], size_s[24];
 	json_t *o;
 
@@ -297,6 +283,16 @@ static json_t *entry_info(const struct e2b_req *e, const char *abs,
 	return o;
 }
 
+/* An EntryInfo: name, type, path, size, mode, permissions, owner,
+ * group, modifiedTime, symlinkTarget when there is one. */
+static json_t *entry_info(const struct e2b_req *e, const char *abs,
+			  enum svc_fs_type type, unsigned long long size,
+			  unsigned mode, unsigned long uid, unsigned long gid,
+			  long long mtime, const char *target)
+{
+	return entry_info_named(e, abs, type, size, mode, uid, gid, NULL, NULL,
+				mtime, target);
+}
 /* The joined path of a workspace path under home. */
 static char *home_abs(const struct e2b_req *e, const char *rel)
 {
@@ -361,6 +357,59 @@ static int home_stat(struct e2b_req *e, const struct place *p, json_t **info,
 	return rc;
 }
 
+/* ---- the container's paths (svc-inside.h) ---- */
+
+static json_t *inside_info(const struct e2b_req *e,
+			   const struct svc_inside_entry *en)
+{
+	return entry_info_named(e, en->path, stat_type(en->type), en->size,
+				en->mode, en->uid, en->gid, en->owner,
+				en->group, en->mtime, en->target);
+}
+
+static int inside_stat(struct e2b_req *e, const struct place *p, json_t **info,
+		       struct sbx_error **err)
+{
+	struct svc_inside_stat_req r = {.key = e->w.ws.key, .path = p->abs};
+	struct svc_inside_stat_res sr = {0};
+	int rc = svc_inside_stat(&e->w.snap->svc, &e->w.call, &r, &sr, err);
+
+	if (rc == 0)
+		*info = inside_info(e, &sr.e);
+	svc_inside_stat_res_release(&sr);
+	return rc;
+}
+
+/* ListDir of a container's path: the answer given. */
+static void inside_list(struct e2b_req *e, const struct place *p,
+			unsigned depth)
+{
+	struct svc_inside_ls_req r = {.key = e->w.ws.key,
+				      .path = p->abs,
+				      .depth = depth,
+				      .max_entries = LIST_ENTRIES_MAX};
+	struct svc_inside_ls_res lr = {0};
+	struct sbx_error *err = NULL;
+
+	if (svc_inside_ls(&e->w.snap->svc, &e->w.call, &r, &lr, &err) < 0) {
+		e2b_error(e, err);
+	} else if (lr.truncated) {
+		e2b_connect_error(e, "resource_exhausted",
+				  "'%s' holds more than this sbxcat lists (%s "
+				  "bound): list a smaller tree",
+				  p->abs, lr.why ? lr.why : "a");
+	} else {
+		json_t *a = json_array();
+
+		for (size_t i = 0; i < lr.n; i++)
+			json_array_append_new(a,
+					      inside_info(e, &lr.entries[i]));
+		e2b_connect_reply(e, xjson_pack("{s:o}", "entries", a));
+	}
+	sbx_error_free(&err);
+	svc_inside_ls_res_release(&lr);
+}
+
 /* ---- Connect: filesystem.Filesystem ---- */
 
 static void fs_stat(struct e2b_req *e)
@@ -371,9 +420,8 @@ static void fs_stat(struct e2b_req *e)
 
 	if (!connect_user(e) || !field_place(e, "path", NULL, false, &p))
 		return;
-	if (p.inside)
-		inside(e, &p);
-	else if (home_stat(e, &p, &info, &err) == 0)
+	if ((p.inside ? inside_stat(e, &p, &info, &err)
+		      : home_stat(e, &p, &info, &err)) == 0)
 		e2b_connect_reply(e, xjson_pack("{s:o}", "entry", info));
 	else
 		e2b_error(e, err);
@@ -443,7 +491,7 @@ static void fs_list(struct e2b_req *e)
 	if (!connect_user(e) || !field_place(e, "path", NULL, false, &p))
 		return;
 	if (p.inside) {
-		inside(e, &p);
+		inside_list(e, &p, (unsigned)depth);
 		goto out;
 	}
 	l.entries = json_array();
@@ -486,9 +534,15 @@ static void fs_remove(struct e2b_req *e)
 		return;
 	r.key = e->w.ws.key;
 	r.path = p.rel;
-	if (p.inside)
-		inside(e, &p);
-	else if (!strcmp(p.rel, "."))
+	if (p.inside) {
+		struct svc_inside_rm_req ir = {.key = e->w.ws.key,
+					       .path = p.abs};
+
+		if (svc_inside_rm(&e->w.snap->svc, &e->w.call, &ir, &err) == 0)
+			e2b_connect_reply(e, json_object());
+		else
+			e2b_error(e, err);
+	} else if (!strcmp(p.rel, "."))
 		e2b_connect_error(e, "invalid_argument",
 				  "'%s' is the home itself: not removed",
 				  p.abs);
@@ -526,9 +580,23 @@ static void fs_make_dir(struct e2b_req *e)
 		return;
 	r.key = e->w.ws.key;
 	r.path = p.rel;
-	if (p.inside)
-		inside(e, &p);
-	else if (!strcmp(p.rel, "."))
+	if (p.inside) {
+		struct svc_inside_mkdir_req ir = {.key = e->w.ws.key,
+						  .path = p.abs};
+		struct svc_inside_mkdir_res imr = {0};
+
+		if (svc_inside_mkdir(&e->w.snap->svc, &e->w.call, &ir, &imr,
+				     &err) < 0)
+			e2b_error(e, err);
+		else if (!imr.created)
+			e2b_connect_error(e, "already_exists",
+					  "'%s' exists already", p.abs);
+		else
+			e2b_connect_reply(e,
+					  xjson_pack("{s:o}", "entry",
+						     inside_info(e, &imr.e)));
+		svc_inside_mkdir_res_release(&imr);
+	} else if (!strcmp(p.rel, "."))
 		e2b_connect_error(e, "already_exists", "'%s' exists already",
 				  p.abs);
 	else if (svc_fs_mkdir(&e->w.snap->svc, &e->w.call, &r, &mr, &err) < 0)
@@ -560,9 +628,20 @@ static void fs_move(struct e2b_req *e)
 	r.from = src.rel;
 	r.to = dst.rel;
 	/* One side outside: the container sees both. */
-	if (src.inside || dst.inside)
-		inside(e, src.inside ? &src : &dst);
-	else if (!strcmp(src.rel, ".") || !strcmp(dst.rel, "."))
+	if (src.inside || dst.inside) {
+		struct svc_inside_rename_req ir = {
+		    .key = e->w.ws.key, .from = src.abs, .to = dst.abs};
+		struct svc_inside_rename_res irr = {0};
+
+		if (svc_inside_rename(&e->w.snap->svc, &e->w.call, &ir, &irr,
+				      &err) < 0)
+			e2b_error(e, err);
+		else
+			e2b_connect_reply(e,
+					  xjson_pack("{s:o}", "entry",
+						     inside_info(e, &irr.e)));
+		svc_inside_rename_res_release(&irr);
+	} else if (!strcmp(src.rel, ".") || !strcmp(dst.rel, "."))
 		e2b_connect_error(e, "invalid_argument",
 				  "The home itself is not moved, nor moved "
 				  "onto");
@@ -629,6 +708,10 @@ static void files_error(struct e2b_req *e, const struct place *p,
 			       "'%s' is %llu bytes, over the read limit of "
 			       "%llu (SANDBOXD_MAX_READ_BYTES)",
 			       p->abs, err->n, err->max);
+	else if (err->errnum == EFBIG)
+		e2b_rest_error(e, 413, "'%s' is over the write limit", p->abs);
+	else if (err->errnum == EACCES)
+		e2b_rest_error(e, 403, "'%s': permission denied", p->abs);
 	else if (err->errnum == ENOSPC || err->errnum == EDQUOT)
 		e2b_rest_error(e, 507, "Not enough disk space for '%s'",
 			       p->abs);
@@ -653,6 +736,18 @@ static int collect_out(void *arg, const void *buf, size_t len,
 	return 0;
 }
 
+/* 200 with *data's len bytes (taken: *data NULL after). */
+static void bytes_answer(struct e2b_req *e, char **data, size_t len)
+{
+	e->w.answered = true;
+	e->w.res->status = 200;
+	e->w.res->content_type = "application/octet-stream";
+	free(e->w.res->body);
+	e->w.res->body = *data;
+	e->w.res->body_len = len;
+	*data = NULL;
+}
+
 static void files_get(struct e2b_req *e)
 {
 	const char *given = http_query(e->w.req, "path");
@@ -674,15 +769,23 @@ static void files_get(struct e2b_req *e)
 	r.key = e->w.ws.key;
 	r.path = p.rel;
 	if (p.inside) {
-		inside(e, &p);
+		struct svc_inside_read_req ir = {.key = e->w.ws.key,
+						 .path = p.abs};
+		struct svc_inside_read_res irr = {0};
+
+		if (svc_inside_read(&e->w.snap->svc, &e->w.call, &ir, &irr,
+				    &err) == 0)
+			bytes_answer(e, &irr.data, irr.len);
+		else
+			files_error(e, &p, err);
+		svc_inside_read_res_release(&irr);
 	} else if (svc_fs_read_bytes(&e->w.snap->svc, &e->w.call, &r, &res,
 				     &err) == 0) {
-		e->w.answered = true;
-		e->w.res->status = 200;
-		e->w.res->content_type = "application/octet-stream";
-		free(e->w.res->body);
-		e->w.res->body_len = c.sb.len;
-		e->w.res->body = strbuf_detach(&c.sb, NULL);
+		size_t len = c.sb.len;
+		char *data = strbuf_detach(&c.sb, NULL);
+
+		bytes_answer(e, &data, len);
+		free(data);
 	} else {
 		files_error(e, &p, err);
 	}
@@ -699,6 +802,59 @@ struct upload {
 	size_t len;
 };
 
+/* The directory of an absolute path (a new string; "/" for a top one). */
+static char *dir_of(const char *abs)
+{
+	const char *slash = strrchr(abs, '/');
+
+	return slash && slash != abs ? xstrndup(abs, (size_t)(slash - abs))
+				     : xstrdup("/");
+}
+
+/* Write one container's file: its parents made first when missing (as
+ * envd makes them), each step its own row. */
+static int upload_inside(struct e2b_req *e, struct upload *u, json_t *done)
+{
+	struct svc_inside_write_req r = {.key = e->w.ws.key,
+					 .path = u->p.abs,
+					 .data = u->data,
+					 .len = u->len};
+	struct svc_inside_write_res wr = {0};
+	struct sbx_error *err = NULL;
+	int rc = svc_inside_write(&e->w.snap->svc, &e->w.call, &r, &wr, &err);
+
+	if (rc < 0 && err->why == SBX_R_NOT_FOUND) {
+		cleanup_free char *dir = dir_of(u->p.abs);
+		struct svc_inside_mkdir_req mr = {.key = e->w.ws.key,
+						  .path = dir};
+		struct svc_inside_mkdir_res mres = {0};
+
+		sbx_error_free(&err);
+		rc = svc_inside_mkdir(&e->w.snap->svc, &e->w.call, &mr, &mres,
+				      &err);
+		svc_inside_mkdir_res_release(&mres);
+		if (rc == 0) {
+			svc_inside_write_res_release(&wr);
+			rc = svc_inside_write(&e->w.snap->svc, &e->w.call, &r,
+					      &wr, &err);
+		}
+	}
+	if (rc < 0) {
+		files_error(e, &u->p, err);
+	} else {
+		const char *slash = strrchr(u->p.abs, '/');
+
+		json_array_append_new(
+		    done,
+		    xjson_pack("{s:o, s:s, s:o}", "name",
+			       xjson_text(slash ? slash + 1 : u->p.abs), "type",
+			       "file", "path", xjson_text(u->p.abs)));
+	}
+	sbx_error_free(&err);
+	svc_inside_write_res_release(&wr);
+	return rc;
+}
+
 /* Write one file: 0 with its entry appended, or -1 answered. */
 static int upload_one(struct e2b_req *e, struct upload *u, json_t *done)
 {
@@ -707,6 +863,8 @@ static int upload_one(struct e2b_req *e, struct upload *u, json_t *done)
 	struct sbx_error *err = NULL;
 	int rc = -1;
 
+	if (u->p.inside)
+		return upload_inside(e, u, done);
 	r.in_fd = memfd_create("sbxcat-upload", MFD_CLOEXEC);
 	if (r.in_fd < 0 || write_all(r.in_fd, u->data, u->len) < 0 ||
 	    lseek(r.in_fd, 0, SEEK_SET) < 0) {
@@ -836,11 +994,7 @@ static void files_post(struct e2b_req *e)
 			    v[i].p.abs, v[i].len, max);
 			goto out;
 		}
-		if (v[i].p.inside) {
-			inside(e, &v[i].p);
-			goto out;
-		}
-		if (!strcmp(v[i].p.rel, ".")) {
+		if (!v[i].p.inside && !strcmp(v[i].p.rel, ".")) {
 			e2b_rest_error(e, 400,
 				       "Invalid path: '%s' is the home "
 				       "directory",
