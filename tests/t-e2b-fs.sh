@@ -285,7 +285,7 @@ os.makedirs(os.path.join(WS, "big"))
 for i in range(10001):
     open(os.path.join(WS, "big", "f%05d" % i), "w").close()
 st, doc = connect("ListDir", {"path": "big"})
-ok(st == 429 and doc.get("code") == "resource_exhausted", "more than 10000 entries: resource_exhausted", (st, str(doc)[:300]))
+ok(st == 400 and doc.get("code") == "out_of_range", "more than 10000 entries: out_of_range", (st, str(doc)[:300]))
 
 # ---- Remove, MakeDir, Move, watchers ----
 st, doc = connect("Remove", {"path": "tree/d0"})

@@ -43,7 +43,8 @@
 #include "svc/svc-inside.h"
 
 /* ListDir's depth and entries: E2B bounds neither; a listing past
- * these is refused (resource_exhausted), never cut short silently. */
+ * these is refused (out_of_range: not resource_exhausted, which the SDK
+ * reads as a rate limit to wait out), never cut short silently. */
 #define LIST_DEPTH_MAX 10
 #define LIST_ENTRIES_MAX 10000
 /* Files one upload writes (each its own write and audit row). */
@@ -394,7 +395,7 @@ static void inside_list(struct e2b_req *e, const struct place *p,
 	if (svc_inside_ls(&e->w.snap->svc, &e->w.call, &r, &lr, &err) < 0) {
 		e2b_error(e, err);
 	} else if (lr.truncated) {
-		e2b_connect_error(e, "resource_exhausted",
+		e2b_connect_error(e, "out_of_range",
 				  "'%s' holds more than this sbxcat lists (%s "
 				  "bound): list a smaller tree",
 				  p->abs, lr.why ? lr.why : "a");
@@ -506,7 +507,7 @@ static void fs_list(struct e2b_req *e)
 	if (svc_fs_ls(&e->w.snap->svc, &e->w.call, &r, &lr, &err) < 0)
 		e2b_error(e, err);
 	else if (lr.l.truncated && lr.l.why && !strcmp(lr.l.why, "entries"))
-		e2b_connect_error(e, "resource_exhausted",
+		e2b_connect_error(e, "out_of_range",
 				  "'%s' holds more than %d entries: list a "
 				  "smaller tree",
 				  p.abs, LIST_ENTRIES_MAX);
