@@ -226,6 +226,12 @@ ok(st == 400, "another user: 400", (st, body))
 root = {"Authorization": "Basic " + base64.b64encode(b"root:").decode()}
 st, doc = connect("Stat", {"path": "q.txt"}, root)
 ok(st == 403 and doc.get("code") == "permission_denied", "Connect as root: permission_denied", (st, doc))
+st, doc = connect("Stat", {"path": "q.txt"}, {"Authorization": "Basic !!not base64"})
+ok(st == 400 and doc.get("code") == "invalid_argument", "Authorization: Basic that is not base64: invalid_argument", (st, doc))
+st, doc = connect("Stat", {"path": "q.txt"}, {"Authorization": "Basic " + base64.b64encode(b"sandbox:").decode()})
+ok(st == 200, "Connect as the runtime's user: served", (st, doc))
+st, _, body = req("POST", "/files?path=gz.txt", b"\x1f\x8b", {"Content-Type": "application/octet-stream", "Content-Encoding": "gzip"})
+ok(st == 415 and not os.path.exists(os.path.join(WS, "gz.txt")), "a gzip upload: 415, nothing written", (st, body))
 user = {"Authorization": "Basic " + base64.b64encode(b"user:").decode()}
 st, doc = connect("Stat", {"path": "q.txt"}, user)
 ok(st == 200, "Connect as user: served", (st, doc))
