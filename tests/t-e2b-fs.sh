@@ -322,6 +322,12 @@ ok(st == 200 and doc["entry"]["path"] == "/home/user/newdir/q2.txt" and doc["ent
 st, doc = connect("Move", {"source": "newdir", "destination": "moved-dir"})
 ok(st == 200 and doc["entry"]["type"] == "FILE_TYPE_DIRECTORY" and read("moved-dir/q2.txt")[2] == b"Q",
    "Move of a directory", (st, doc))
+st, doc = connect("Move", {"source": "moved-dir/q2.txt", "destination": "etc-link2/sbxcat-e2b-moved"})
+ok(st != 200 and not os.path.exists("/etc/sbxcat-e2b-moved") and read("moved-dir/q2.txt")[2] == b"Q",
+   "Move into a symlink out of the workspace: refused, never on the host (%d)" % st, doc)
+st, doc = connect("Move", {"source": "etc-link2/hostname", "destination": "stolen"})
+ok(st != 200 and not os.path.exists(os.path.join(WS, "stolen")),
+   "Move out of a symlink leading out: refused (%d)" % st, doc)
 st, doc = connect("Move", {"source": "none", "destination": "x"})
 ok(st == 404 and doc.get("code") == "not_found", "Move of a missing path: not_found", (st, doc))
 st, doc = connect("Move", {"source": "moved-dir", "destination": "nodir/x"})
