@@ -160,6 +160,9 @@ extern const struct http_route e2b_api_routes[], e2b_process_routes[],
 extern const size_t e2b_api_nroutes, e2b_process_nroutes, e2b_fs_nroutes,
     e2b_code_nroutes;
 size_t e2b_nroutes(void);
+/* envd's upload route's body cap: max_write and what its multipart
+ * framing may add (e2b-fs.c; serve.c calls it at start). */
+void e2b_fs_caps(struct http_route *rt, size_t n, unsigned long long max_write);
 void e2b_routes_copy(struct http_route *out);
 
 /* The admit hook's and the handler's part for the E2B routes (wire.c's

@@ -887,6 +887,8 @@ static int start_http(struct serve *sv, const struct serve_config *c,
 	memcpy(sv->routes, serve_routes, serve_nroutes * sizeof(*sv->routes));
 	/* E2B's routes after sandboxd's (serve/e2b.h): no path is both. */
 	e2b_routes_copy(sv->routes + serve_nroutes);
+	e2b_fs_caps(sv->routes + serve_nroutes, e2b_nroutes(),
+		    sv->snap->svc.cfg.session.max_write);
 	for (size_t i = 0; i < serve_nroutes; i++) {
 		const struct wire_needs *n = sv->routes[i].needs;
 

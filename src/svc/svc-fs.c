@@ -1133,3 +1133,78 @@ void svc_fs_rm_res_release(struct svc_fs_rm_res *res)
 	json_decref(res->doc);
 	memset(res, 0, sizeof(*res));
 }
+
+/* ---- mkdir, move ---- */
+
+/* What rel is after a change, for the answer (the operation's own
+ * look: no row of its own); a failure leaves st's type NULL. */
+static void after(struct fs_op *o, const char *rel, struct svc_fs_stat_res *st)
+{
+	struct sbx_error *e = NULL;
+	struct stat sb;
+
+	if (workspace_stat(&o->ws, rel, rel, &sb, &st->target, &e) == 0)
+		stat_res(rel, &sb, st);
+	sbx_error_free(&e);
+}
+
+/*
+ * Both are changes to the tree that the audit's ops do not name apart
+ * yet: recorded as write (as remove was before it had its op), the
+ * detail saying which.
+ */
+int svc_fs_mkdir(const struct svc *s, const struct svc_call *call,
+		 const struct svc_fs_mkdir_req *req,
+		 struct svc_fs_mkdir_res *res, struct sbx_error **err)
+{
+	struct fs_op o;
+
+	memset(res, 0, sizeof(*res));
+	if (fs_begin(&o, s, call, req->key, AUDIT_WRITE, need(req->path), false,
+		     need(req->path), false, err) == 0 &&
+	    workspace_mkdir(&o.ws, o.rel, need(req->path), &res->created,
+			    err) == 0) {
+		o.detail =
+		    res->created ? "directory made" : "directory there already";
+		res->path = xstrdup(o.rel);
+		after(&o, o.rel, &res->st);
+	}
+	return fs_end(&o, err);
+}
+
+void svc_fs_mkdir_res_release(struct svc_fs_mkdir_res *res)
+{
+	svc_fs_stat_res_release(&res->st);
+	free(res->path);
+	memset(res, 0, sizeof(*res));
+}
+
+int svc_fs_move(const struct svc *s, const struct svc_call *call,
+		const struct svc_fs_move_req *req, struct svc_fs_move_res *res,
+		struct sbx_error **err)
+{
+	cleanup_free char *from = workspace_path_shown(need(req->from));
+	cleanup_free char *to = workspace_path_shown(need(req->to));
+	cleanup_free char *target = xasprintf("%s -> %s", from, to);
+	struct fs_op o;
+
+	memset(res, 0, sizeof(*res));
+	if (fs_begin(&o, s, call, req->key, AUDIT_WRITE, target, true,
+		     need(req->from), false, err) == 0 &&
+	    workspace_path_check(need(req->to), false, &res->to, err) == 0 &&
+	    workspace_move(&o.ws, o.rel, need(req->from), res->to,
+			   need(req->to), err) == 0) {
+		o.detail = "moved";
+		res->from = xstrdup(o.rel);
+		after(&o, res->to, &res->st);
+	}
+	return fs_end(&o, err);
+}
+
+void svc_fs_move_res_release(struct svc_fs_move_res *res)
+{
+	svc_fs_stat_res_release(&res->st);
+	free(res->from);
+	free(res->to);
+	memset(res, 0, sizeof(*res));
+}

@@ -279,4 +279,33 @@ int svc_fs_rm(const struct svc *s, const struct svc_call *call,
 	      struct sbx_error **err);
 void svc_fs_rm_res_release(struct svc_fs_rm_res *res);
 
+/* ---- mkdir: a directory and its parents (E2B's MakeDir) ---- */
+struct svc_fs_mkdir_req {
+	const char *key, *path;
+};
+struct svc_fs_mkdir_res {
+	char *path;
+	bool created; /* false: it was a directory already */
+	/* The directory's stat after (type NULL: it could not be read). */
+	struct svc_fs_stat_res st;
+};
+int svc_fs_mkdir(const struct svc *s, const struct svc_call *call,
+		 const struct svc_fs_mkdir_req *req,
+		 struct svc_fs_mkdir_res *res, struct sbx_error **err);
+void svc_fs_mkdir_res_release(struct svc_fs_mkdir_res *res);
+
+/* ---- move: a rename within the workspace (E2B's Move) ---- */
+struct svc_fs_move_req {
+	const char *key, *from, *to;
+};
+struct svc_fs_move_res {
+	char *from, *to; /* normalised */
+	/* What is at to after (lstat; type NULL: it could not be read). */
+	struct svc_fs_stat_res st;
+};
+int svc_fs_move(const struct svc *s, const struct svc_call *call,
+		const struct svc_fs_move_req *req, struct svc_fs_move_res *res,
+		struct sbx_error **err);
+void svc_fs_move_res_release(struct svc_fs_move_res *res);
+
 #endif

@@ -1671,3 +1671,92 @@ int workspace_rm(const struct workspace *w, const char *rel, const char *shown,
 	close(pfd);
 	return rc;
 }
+
+int workspace_mkdir(const struct workspace *w, const char *rel,
+		    const char *shown, bool *created, struct sbx_error **err)
+{
+	cleanup_free char *norm = NULL;
+	size_t made_from = NOTHING_MADE;
+	int fd;
+
+	*created = false;
+	if (check_path(rel, shown, false, &norm, err) < 0)
+		return -1;
+	fd = beneath(w->fd, norm, O_RDONLY | O_DIRECTORY, 0, 0);
+	if (fd < 0 && errno != ENOENT)
+		return open_error(errno, shown, err);
+	if (fd < 0)
+		fd = make_dirs(w, norm, shown, &made_from, err);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	*created = made_from != NOTHING_MADE;
+	return 0;
+}
+
+/* rename(2)'s refusals in the workspace's words. */
+static int move_error(int e, const char *shown, struct sbx_error **err)
+{
+	switch (e) {
+	case EXDEV:
+	case EBUSY:
+		return refuse_r(err, "a mount point", shown,
+				"is on or is another mount; it is not moved");
+	case EINVAL:
+		return refuse_r(err, "into itself", shown,
+				"cannot be moved into itself");
+	case ENOTEMPTY:
+	case EEXIST:
+		return refuse_why(err, SBX_R_DIR_NOT_EMPTY, 0, 0, shown,
+				  "is a directory that is not empty");
+	default:
+		return open_error(e, shown, err);
+	}
+}
+
+int workspace_move(const struct workspace *w, const char *from,
+		   const char *shown_from, const char *to, const char *shown_to,
+		   struct sbx_error **err)
+{
+	cleanup_free char *nfrom = NULL, *nto = NULL;
+	const char *sname, *dname;
+	struct as_sandbox saved;
+	int sfd, dfd = -1, rc = -1, e;
+
+	if (check_path(from, shown_from, false, &nfrom, err) < 0 ||
+	    check_path(to, shown_to, false, &nto, err) < 0)
+		return -1;
+	sfd = open_parent(w, nfrom, shown_from, NULL, &sname, err);
+	if (sfd < 0)
+		return -1;
+	dfd = open_parent(w, nto, shown_to, NULL, &dname, err);
+	if (dfd < 0)
+		goto out;
+	if (as_sandbox(w, &saved, shown_from, err) < 0)
+		goto out;
+	rc = renameat(sfd, sname, dfd, dname);
+	e = errno;
+	as_self(&saved);
+	if (rc < 0) {
+		struct stat st;
+
+		/* Which side a missing or bad name is. */
+		rc = move_error(e,
+				e == ENOENT && fstatat(sfd, sname, &st,
+						       AT_SYMLINK_NOFOLLOW) == 0
+				    ? shown_to
+				: e == ENOTEMPTY || e == EEXIST || e == EISDIR
+				    ? shown_to
+				    : shown_from,
+				err);
+	} else {
+		(void)fsync(dfd);
+		if (sfd != dfd)
+			(void)fsync(sfd);
+	}
+out:
+	close(sfd);
+	if (dfd >= 0)
+		close(dfd);
+	return rc;
+}

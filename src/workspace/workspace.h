@@ -283,4 +283,23 @@ int workspace_rm(const struct workspace *w, const char *rel,
 		 const char *shown, bool recursive, unsigned long long *removed,
 		 struct sbx_error **err);
 
+/*
+ * mkdir: rel and every missing directory above it made, as write makes
+ * its parents (the uid's, 0755, each resolved beneath the held
+ * workspace); *created false when rel was a directory already (not an
+ * error: the caller says which).
+ */
+int workspace_mkdir(const struct workspace *w, const char *rel,
+		    const char *shown, bool *created, struct sbx_error **err);
+
+/*
+ * move: from renamed to to, as rename(2) does (a file or an empty
+ * directory at to replaced; to's directory must exist), both parents
+ * resolved beneath the held workspace, as the sandbox (its permissions
+ * apply), never crossing a mount; the last components are not followed.
+ */
+int workspace_move(const struct workspace *w, const char *from,
+		   const char *shown_from, const char *to, const char *shown_to,
+		   struct sbx_error **err);
+
 #endif
