@@ -14,7 +14,7 @@
  * forms both take: test, printf (a shell builtin in ash and dash), find
  * -mindepth/-maxdepth/-print0, xargs -0, stat -c, head -c, readlink,
  * mktemp, chmod, cat, mv -f, rm -rf, mkdir -p.  They say how they ended
- * by their exit status (the X_* below), never by text another program
+ * by their exit status (the SX_* below), never by text another program
  * printed, so a container's own "stat" cannot make one path look like
  * another's error.
  *
