@@ -67,10 +67,11 @@ enum {
 /* Each operation's deadline: a stat is milliseconds, a listing of the
  * bound's entries a few seconds on a slow disk. */
 #define INSIDE_TIMEOUT_MS 60000ULL
-/* A listing's streams at most: names are paths (a few tens of bytes
- * each, PATH_MAX at worst), so SVC_INSIDE_LIST_MAX of them fit many
- * times over; past it the listing says "output". */
-#define LIST_BYTES (16ULL << 20)
+/* A listing's paths at most (its stat lines: twice that): paths are a
+ * few tens of bytes each, so SVC_INSIDE_LIST_MAX of them fit many times
+ * over, and a call holds 12 MiB at worst; past it the listing says
+ * "output". */
+#define LIST_BYTES (4ULL << 20)
 /* What a script that answers one entry may print. */
 #define ONE_BYTES (64ULL << 10)
 /* How many paths ahead a record may be matched (the paths between had
