@@ -50,9 +50,10 @@ static bool entry_current(const struct svc *s, const struct catalog *cat,
 	char *tag;
 
 	for (size_t i = 0; i < c->npool; i++)
-		wanted |= strcmp(c->pool[i].alias, e->runtime) == 0 &&
-			  session_work_dir_same(c->pool[i].work_dir, e->work_dir) &&
-			  c->pool[i].count > 0;
+		wanted |=
+		    strcmp(c->pool[i].alias, e->runtime) == 0 &&
+		    session_work_dir_same(c->pool[i].work_dir, e->work_dir) &&
+		    c->pool[i].count > 0;
 	if (!rt || !wanted)
 		return false;
 	tag = current_tag(s, rt);
