@@ -29,12 +29,11 @@
 
 static int fail(struct sbx_error *err)
 {
-	json_t *j = xjson_pack("{s:s, s:i, s:o, s:o}", "error",
-			       sbx_kind_name(err->kind), "errnum", err->errnum,
-			       "reason",
-			       err->reason ? json_string(err->reason)
-					   : json_null(),
-			       "message", xjson_string(err->msg));
+	json_t *j = xjson_pack(
+	    "{s:s, s:i, s:o, s:o}", "error", sbx_kind_name(err->kind), "errnum",
+	    err->errnum, "reason",
+	    err->reason ? json_string(err->reason) : json_null(), "message",
+	    xjson_string(err->msg));
 
 	json_dumpf(j, stdout, JSON_COMPACT);
 	putchar('\n');
@@ -83,10 +82,8 @@ int main(int argc, char **argv)
 			 : print(svc_inside_entry_json(&r.e));
 		svc_inside_stat_res_release(&r);
 	} else if (strcmp(op, "ls") == 0) {
-		struct svc_inside_ls_req q = {key, path,
-					      argc > 5 ? (unsigned)atoi(argv[5])
-						       : 0,
-					      0};
+		struct svc_inside_ls_req q = {
+		    key, path, argc > 5 ? (unsigned)atoi(argv[5]) : 0, 0};
 		struct svc_inside_ls_res r;
 
 		if (svc_inside_ls(&s, &call, &q, &r, &err) < 0) {
@@ -98,10 +95,10 @@ int main(int argc, char **argv)
 				json_array_append_new(
 				    a, svc_inside_entry_json(&r.entries[i]));
 			rc = print(xjson_pack(
-			    "{s:o, s:I, s:b, s:o, s:I, s:I}", "entries", a,
-			    "n", (json_int_t)r.n, "truncated", r.truncated,
-			    "why", r.why ? json_string(r.why) : json_null(),
-			    "skipped", (json_int_t)r.skipped, "max_entries",
+			    "{s:o, s:I, s:b, s:o, s:I, s:I}", "entries", a, "n",
+			    (json_int_t)r.n, "truncated", r.truncated, "why",
+			    r.why ? json_string(r.why) : json_null(), "skipped",
+			    (json_int_t)r.skipped, "max_entries",
 			    (json_int_t)r.max_entries));
 		}
 		svc_inside_ls_res_release(&r);

@@ -83,6 +83,8 @@ d read /etc
 is "$rc:$(j .error):$(j .errnum)" "1:conflict:21" "read of a directory: EISDIR"
 d read /dev/null
 is "$rc:$(j .error)" "1:conflict" "read of a device: not a regular file"
+d read /proc/version
+is "$rc:$(head -c 5 "$T/out")" "0:Linux" "read of /proc/version (its size says 0): its text"
 
 # -- write, read back, mkdir -p, rename, remove.
 printf 'one\ntwo\n' >"$T/in"
@@ -150,6 +152,8 @@ is "$rc:$(j .errnum)" "1:13" "ls of a root-only directory: permission denied"
 if tb_docker exec "$(ctr "$K")" test -e /etc/shadow; then
 	d read /etc/shadow
 	is "$rc:$(j .errnum)" "1:13" "read /etc/shadow: permission denied"
+else
+	skip "the image has no /etc/shadow" "read /etc/shadow: permission denied"
 fi
 
 # -- names: newlines, spaces, UTF-8 round-trip; latin-1 left out, counted.
@@ -210,6 +214,73 @@ t1=$(now)
 is "$rc:$(j .error)" "1:refused" "a 100 MB file is refused"
 grep -q "over the read limit" "$T/out"; ok $? "... at the read limit ($(j .message))"
 lt "$(elapsed "$t0" "$t1")" 10; ok $? "... without reading it ($(elapsed "$t0" "$t1") s)"
+
+# -- the same on GNU coreutils, findutils and dash (the host's own, with
+# their libraries, in an image of their own): no busybox in it.
+cu_image() {
+	cu=$T/cu
+	mkdir -p "$cu/bin" "$cu/etc" "$cu/tmp" "$cu/home" "$cu/proc" "$cu/dev" "$cu/sys" || return 1
+	for b in dash stat find xargs head readlink mktemp chmod cat mv rm mkdir sleep id ls touch seq truncate; do
+		p=$(command -v "$b") || return 1
+		cp "$p" "$cu/bin/" || return 1
+		for l in $(ldd "$p" | awk '/=> \// { print $3 } /^\t\// { print $1 }'); do
+			mkdir -p "$cu$(dirname "$l")" && cp -L "$l" "$cu$l" || return 1
+		done
+	done
+	ln -s dash "$cu/bin/sh"
+	printf 'root:x:0:0:root:/root:/bin/sh\nsandbox:x:10001:10001::/home/user:/bin/sh\n' >"$cu/etc/passwd"
+	printf 'root:x:0:\nsandbox:x:10001:\n' >"$cu/etc/group"
+	chmod 1777 "$cu/tmp"
+	tar -C "$cu" --owner=0 --group=0 --numeric-owner -c . | tb_docker import - "sbxcat/ti-cu-$sfx:1" >/dev/null
+}
+if command -v ldd >/dev/null && cu_image; then
+	RCU=ti-cu-$sfx
+	jq --arg a "$RCU" --arg i "sbxcat/ti-cu-$sfx:1" '. + [{"alias": $a, "description": "GNU coreutils, no busybox", "image": $i}]' \
+		"$CAT" >"$CAT.new" && mv "$CAT.new" "$CAT"
+	open_s acme run inside-cu --runtime "$RCU" --work-dir /home/user
+	is "$rc" 0 "a session on the coreutils image ($(err))"
+	KB=$K
+	K=$key
+	is "$(bounded exec "$K" -- sh -c 'id -u; stat --version | head -1')" \
+		"$(printf '10001\n%s' "$(stat --version | head -1)")" "... as the sandbox uid, with GNU stat"
+	d stat /
+	is "$rc:$(j .type)" "0:dir" "coreutils: stat /"
+	d ls /
+	is "$rc:$(j '[.entries[] | select(.path == "/bin" or .path == "/etc" or .path == "/proc") | .type] | join(",")')" \
+		"0:dir,dir,dir" "coreutils: ls / lists bin, etc, proc"
+	d stat /bin/sh
+	is "$rc:$(j .type):$(j .target):$(j .owner)" "0:symlink:dash:root" "coreutils: a symlink, its target, its owner's name"
+	d read /etc/hostname
+	is "$rc:$(cat "$T/out")" "0:$(tb_docker exec "$(ctr "$K")" cat /etc/hostname)" "coreutils: read /etc/hostname"
+	printf 'cu\n' >"$T/in"
+	d write /tmp/x <"$T/in"
+	is "$rc:$(j .created):$(j .size):$(j .mode)" "0:true:3:420" "coreutils: write /tmp/x (0644)"
+	d read /tmp/x
+	is "$rc:$(cat "$T/out")" "0:cu" "coreutils: read it back"
+	d mkdir /tmp/a/b
+	is "$rc:$(j .created)" "0:true" "coreutils: mkdir -p"
+	d rename /tmp/x /tmp/a/b/y
+	is "$rc:$(j .path)" "0:/tmp/a/b/y" "coreutils: rename"
+	d rm /tmp/a
+	is "$rc" 0 "coreutils: rm -r"
+	d stat /tmp/a
+	is "$rc:$(j .error)" "1:not found" "coreutils: ... gone"
+	tb_docker exec -u 0 "$(ctr "$K")" sh -c 'echo s >/tmp/ro; chmod 600 /tmp/ro'
+	d read /tmp/ro
+	is "$rc:$(j .errnum)" "1:13" "coreutils: a root-only file is permission denied"
+	tb_docker exec -u 10001 "$(ctr "$K")" sh -c 'mkdir /tmp/n && cd /tmp/n &&
+		printf a >"$(printf "new\nline")" && printf bb >"with space" && printf ccc >"ünï€ode" &&
+		printf dddd >"$(printf "lat\351n")" && printf ff >"$(printf "zz\n81a4 9 0 0 0 root root zz")"'
+	d ls /tmp/n
+	is "$rc:$(j .n):$(j .skipped):$(j '[.entries[].size] | sort | map(tostring) | join(",")')" "0:4:1:1,2,2,3" \
+		"coreutils: hostile names listed with their own sizes, latin-1 counted"
+	tb_docker exec -u 10001 "$(ctr "$K")" truncate -s 100M /tmp/big
+	d read /tmp/big
+	is "$rc:$(j .error)" "1:refused" "coreutils: a 100 MB file refused at the limit"
+	K=$KB
+else
+	skip "no host coreutils image could be made (ldd, tar)" "the coreutils half"
+fi
 
 # -- the rows.
 sql "SELECT op || ' ' || ok || ' ' || target FROM sandbox_operations WHERE session_key = '$K' ORDER BY created_at, seq" >"$T/rows"

@@ -369,12 +369,6 @@ static int work_dir_from_env(const struct sbx_env *e,
 	return 0;
 }
 
-/* Are two pools' work dirs (NULL: the configuration's) the same? */
-static bool same_work_dir(const char *a, const char *b)
-{
-	return a == b || (a && b && strcmp(a, b) == 0);
-}
-
 /*
  * One "ALIAS=N" or "ALIAS@WORK_DIR=N" of SBXCAT_WARM_POOL into c->pool,
  * or why not.  A work dir that is the configuration's is none (the
@@ -412,7 +406,7 @@ static const char *pool_one(struct session_config *c, const char *item,
 	}
 	for (size_t i = 0; !why && i < c->npool; i++)
 		if (strcmp(c->pool[i].alias, alias) == 0 &&
-		    same_work_dir(c->pool[i].work_dir, wd))
+		    session_work_dir_same(c->pool[i].work_dir, wd))
 			why = "a runtime is named twice for one work dir";
 	if (why) {
 		free(alias);

@@ -636,13 +636,6 @@ static int create_new(struct engine *e, struct session_spec *s, char **id,
 	return rc;
 }
 
-/* Two work dirs as labels and specs give them (NULL: the
- * configuration's): the same? */
-static bool same_work_dir(const char *a, const char *b)
-{
-	return a == b || (a && b && strcmp(a, b) == 0);
-}
-
 int session_engine_adopt(struct engine *e, struct session_spec *s,
 			 enum session_outcome *outcome, char **id,
 			 bool *adopted, struct sbx_error **err)
@@ -675,7 +668,7 @@ int session_engine_adopt(struct engine *e, struct session_spec *s,
 	*id = xstrdup(json_string_value(json_object_get(j, "Id")));
 	state = session_state(j);
 	if (!session_container_current(s->cfg, j) ||
-	    !same_work_dir(session_container_work_dir(j), s->work_dir))
+	    !session_work_dir_same(session_container_work_dir(j), s->work_dir))
 		/* An older sbxcat's (the workspace at its host path) or
 		 * another work dir's: removed below, and a new one made as
 		 * for a session without one (its slot counted again); the
@@ -788,7 +781,7 @@ int session_engine_claim(struct engine *e, const struct session_config *c,
 	 * taken (its caller discards it and opens cold). */
 	if (!got || strcmp(got, pool_id) != 0 ||
 	    !session_container_current(c, j) ||
-	    !same_work_dir(session_container_work_dir(j), work_dir) ||
+	    !session_work_dir_same(session_container_work_dir(j), work_dir) ||
 	    strcmp(state, "running") != 0 ||
 	    json_is_true(
 		json_object_get(json_object_get(j, "State"), "Paused")))

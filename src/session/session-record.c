@@ -59,6 +59,11 @@ const char *session_work_dir(const struct session_config *c,
 	return rec && rec->work_dir ? rec->work_dir : c->work_dir;
 }
 
+bool session_work_dir_same(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
 int session_durability_parse(const char *s, enum session_durability *d)
 {
 	if (strcmp(s, "persistent") == 0)

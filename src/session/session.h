@@ -222,6 +222,9 @@ struct session_record {
 /* rec's work dir: its own, else the configuration's. */
 const char *session_work_dir(const struct session_config *c,
 			     const struct session_record *rec);
+/* Two work dirs as records, pools and labels keep them (NULL: the
+ * configuration's): the same? */
+bool session_work_dir_same(const char *a, const char *b);
 void session_record_release(struct session_record *r);
 
 /* The held workspace root; SESSION_ROOT_INIT before it is opened, so

@@ -14,7 +14,7 @@
  * forms both take: test, printf (a shell builtin in ash and dash), find
  * -mindepth/-maxdepth/-print0, xargs -0, stat -c, head -c, readlink,
  * mktemp, chmod, cat, mv -f, rm -rf, mkdir -p.  They say how they ended
- * by their exit status (the X_* below), never by text another program
+ * by their exit status (the SX_* below), never by text another program
  * printed, so a container's own "stat" cannot make one path look like
  * another's error.
  *
@@ -67,16 +67,19 @@ enum {
 /* Each operation's deadline: a stat is milliseconds, a listing of the
  * bound's entries a few seconds on a slow disk. */
 #define INSIDE_TIMEOUT_MS 60000ULL
-/* A listing's streams at most: names are paths (a few tens of bytes
- * each, PATH_MAX at worst), so SVC_INSIDE_LIST_MAX of them fit many
- * times over; past it the listing says "output". */
-#define LIST_BYTES (16ULL << 20)
+/* A listing's paths at most (its stat lines: twice that): paths are a
+ * few tens of bytes each, so SVC_INSIDE_LIST_MAX of them fit many times
+ * over, and a call holds 12 MiB at worst; past it the listing says
+ * "output". */
+#define LIST_BYTES (4ULL << 20)
 /* What a script that answers one entry may print. */
 #define ONE_BYTES (64ULL << 10)
 /* How many paths ahead a record may be matched (the paths between had
  * none: they went while listed). */
 #define LOOK_AHEAD 16
 
+/* The scripts are shell text, laid out as such. */
+/* clang-format off */
 /*
  * What every script starts with.  why PATH: PATH does not exist as test
  * sees it; the nearest ancestor that does says why (not a directory, not
@@ -85,24 +88,24 @@ enum {
  */
 #define PRELUDE                                                                \
 	"why() {\n"                                                            \
-	"	a=$1\n"                                                        \
-	"	while :; do\n"                                                 \
-	"		a=${a%/*}; [ -n \"$a\" ] || a=/\n"                     \
-	"		if [ -e \"$a\" ]; then\n"                              \
-	"			[ -d \"$a\" ] || exit 13\n"                    \
-	"			[ -x \"$a\" ] || exit 11\n"                    \
-	"			exit 10\n"                                     \
-	"		fi\n"                                                  \
-	"		[ \"$a\" != / ] || exit 10\n"                          \
-	"	done\n"                                                        \
+	"  a=$1\n"                                                             \
+	"  while :; do\n"                                                      \
+	"    a=${a%/*}; [ -n \"$a\" ] || a=/\n"                                \
+	"    if [ -e \"$a\" ]; then\n"                                         \
+	"      [ -d \"$a\" ] || exit 13\n"                                     \
+	"      [ -x \"$a\" ] || exit 11\n"                                     \
+	"      exit 10\n"                                                      \
+	"    fi\n"                                                             \
+	"    [ \"$a\" != / ] || exit 10\n"                                     \
+	"  done\n"                                                             \
 	"}\n"                                                                  \
 	"E='[ $# -gt 0 ] || exit 0\n"                                          \
 	"for f; do\n"                                                          \
-	"	if [ -L \"$f\" ]; then\n"                                      \
-	"		printf \"%s\\0%s\\0\" \"$f\" \"$(readlink -- \"$f\")\"\n"  \
-	"	else\n"                                                        \
-	"		printf \"%s\\0\\0\" \"$f\"\n"                          \
-	"	fi\n"                                                          \
+	"  if [ -L \"$f\" ]; then\n"                                           \
+	"    printf \"%s\\0%s\\0\" \"$f\" \"$(readlink -- \"$f\")\"\n"         \
+	"  else\n"                                                             \
+	"    printf \"%s\\0\\0\" \"$f\"\n"                                     \
+	"  fi\n"                                                               \
 	"done\n"                                                               \
 	"stat -c \"%f %s %u %g %Y %U %G %n\" -- \"$@\" 3>&2 2>/dev/null >&3'\n" \
 	"emit() { sh -c \"$E\" sh \"$@\"; }\n"
@@ -119,7 +122,7 @@ static const char script_ls[] = PRELUDE
     "[ -d \"$p\" ] || exit 13\n"
     "[ -r \"$p\" ] && [ -x \"$p\" ] || exit 11\n"
     "find \"$p\" -mindepth 1 -maxdepth \"$2\" -print0 2>/dev/null |\n"
-    "	head -c \"$3\" | xargs -0 sh -c \"$E\" sh\n"
+    "  head -c \"$3\" | xargs -0 sh -c \"$E\" sh\n"
     "exit 0\n";
 
 /* $1 the file, $2 the read limit: its size checked first, and never more
@@ -149,18 +152,18 @@ static const char script_write[] = PRELUDE
     "fi\n"
     "t=\n"
     "if [ ! -L \"$p\" ] && [ -w \"$d\" ] && [ -x \"$d\" ]; then\n"
-    "	t=$(mktemp \"$d/.sbxcat-XXXXXXXX\" 2>/dev/null) || t=\n"
+    "  t=$(mktemp \"$d/.sbxcat-XXXXXXXX\" 2>/dev/null) || t=\n"
     "fi\n"
     "if [ -n \"$t\" ]; then\n"
-    "	if [ $c = 0 ]; then m=$(stat -c %a -- \"$p\" 2>/dev/null) || m=644\n"
-    "	else m=644; fi\n"
-    "	chmod \"$m\" \"$t\" 2>/dev/null\n"
-    "	if cat >\"$t\" && mv -f -- \"$t\" \"$p\" 2>/dev/null; then :; else\n"
-    "		rm -f -- \"$t\"; exit 20\n"
-    "	fi\n"
+    "  if [ $c = 0 ]; then m=$(stat -c %a -- \"$p\" 2>/dev/null) || m=644\n"
+    "  else m=644; fi\n"
+    "  chmod \"$m\" \"$t\" 2>/dev/null\n"
+    "  if cat >\"$t\" && mv -f -- \"$t\" \"$p\" 2>/dev/null; then :; else\n"
+    "    rm -f -- \"$t\"; exit 20\n"
+    "  fi\n"
     "else\n"
-    "	[ $c = 0 ] || exit 11\n"
-    "	cat >\"$p\" 2>/dev/null || exit 20\n"
+    "  [ $c = 0 ] || exit 11\n"
+    "  cat >\"$p\" 2>/dev/null || exit 20\n"
     "fi\n"
     "emit \"$p\"\n"
     "exit $c\n";
@@ -170,7 +173,7 @@ static const char script_mkdir[] = PRELUDE
     "if [ -d \"$p\" ]; then emit \"$p\"; exit 3; fi\n"
     "a=$p\n"
     "while [ ! -e \"$a\" ] && [ ! -L \"$a\" ]; do\n"
-    "	a=${a%/*}; [ -n \"$a\" ] || a=/\n"
+    "  a=${a%/*}; [ -n \"$a\" ] || a=/\n"
     "done\n"
     "[ \"$a\" = \"$p\" ] && exit 14\n"
     "[ -d \"$a\" ] || exit 13\n"
@@ -199,6 +202,7 @@ static const char script_rename[] = PRELUDE
     "exit 11\n"
     "mv -f -- \"$a\" \"$b\" 2>/dev/null || exit 20\n"
     "emit \"$b\"\n";
+/* clang-format on */
 
 /* ---- paths ---- */
 
@@ -211,7 +215,8 @@ int svc_inside_path(const char *path, char **norm, struct sbx_error **err)
 
 	*norm = NULL;
 	if (!path || !*path)
-		return sbx_error_set(err, SBX_E_INVALID, 0, "a path is required");
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "a path is required");
 	len = strlen(path);
 	if (path[0] != '/')
 		why = "must be absolute";
@@ -243,7 +248,8 @@ int svc_inside_path(const char *path, char **norm, struct sbx_error **err)
 		if (n == 2 && p[0] == '.' && p[1] == '.') {
 			char *slash = sb.len ? strrchr(sb.buf, '/') : NULL;
 
-			strbuf_setlen(&sb, slash ? (size_t)(slash - sb.buf) : 0);
+			strbuf_setlen(&sb,
+				      slash ? (size_t)(slash - sb.buf) : 0);
 		} else {
 			strbuf_addch(&sb, '/');
 			strbuf_add(&sb, p, n);
@@ -343,7 +349,8 @@ static bool number(const char *t, size_t n, int base, unsigned long long max,
 			d = t[i] - 'a' + 10;
 		else
 			return false;
-		if (x > (max - (unsigned long long)d) / (unsigned long long)base)
+		if (x >
+		    (max - (unsigned long long)d) / (unsigned long long)base)
 			return false;
 		x = x * (unsigned long long)base + (unsigned long long)d;
 	}
@@ -461,8 +468,8 @@ static void entries_parse(const struct strbuf *names, const struct strbuf *recs,
 			if (later) {
 				k++;
 			} else {
-				const char *nl = memchr(r, '\n',
-							(size_t)(rend - r));
+				const char *nl =
+				    memchr(r, '\n', (size_t)(rend - r));
 				r = nl ? nl + 1 : rend;
 			}
 			continue;
@@ -482,8 +489,8 @@ static void entries_parse(const struct strbuf *names, const struct strbuf *recs,
 		e.path = xstrndup(nv[k].path, nv[k].plen);
 		slash = strrchr(e.path, '/');
 		e.name = xstrdup(slash && slash[1] ? slash + 1 : e.path);
-		if (nv[k].tlen && utf8_first_invalid(nv[k].target,
-						     nv[k].tlen) < 0)
+		if (nv[k].tlen &&
+		    utf8_first_invalid(nv[k].target, nv[k].tlen) < 0)
 			e.target = xstrndup(nv[k].target, nv[k].tlen);
 		ALLOC_GROW(*v, *n + 1, valloc);
 		(*v)[(*n)++] = e;
@@ -670,10 +677,11 @@ static int run_script(struct inside_op *o, const char *script,
 				   "for a file operation",
 				   o->rec.key);
 	else if (rc == 0 && res.ended && res.end == SVC_EXEC_TIMED_OUT)
-		rc = sbx_error_set(err, SBX_E_TIMEOUT, 0,
-				   "the file operation in '%s' took longer than "
-				   "%llu s",
-				   o->rec.key, INSIDE_TIMEOUT_MS / 1000);
+		rc =
+		    sbx_error_set(err, SBX_E_TIMEOUT, 0,
+				  "the file operation in '%s' took longer than "
+				  "%llu s",
+				  o->rec.key, INSIDE_TIMEOUT_MS / 1000);
 	else if (rc == 0 && res.ended && res.end != SVC_EXEC_EXITED)
 		rc = sbx_error_set(err, SBX_E_CANCELLED, 0,
 				   "the file operation in '%s' was stopped",
@@ -698,9 +706,9 @@ static int refusal(int code, const char *what, struct sbx_error **err)
 	text_add_escaped(&shown, what, strlen(what));
 	switch (code) {
 	case SX_NOENT:
-		rc = sbx_error_set(err, SBX_E_NOT_FOUND, 0,
-				   "'%s': no such file or directory",
-				   shown.buf);
+		rc =
+		    sbx_error_set(err, SBX_E_NOT_FOUND, 0,
+				  "'%s': no such file or directory", shown.buf);
 		(*err)->errnum = ENOENT;
 		sbx_error_why(*err, SBX_R_NOT_FOUND, 0, 0);
 		break;
@@ -808,18 +816,17 @@ int svc_inside_ls(const struct svc *s, const struct svc_call *call,
 
 	memset(res, 0, sizeof(*res));
 	res->depth = req->depth ? req->depth : 1;
-	res->max_entries = req->max_entries && req->max_entries <
-						   SVC_INSIDE_LIST_MAX
-			       ? req->max_entries
-			       : SVC_INSIDE_LIST_MAX;
-	if (op_begin(&o, s, call, req->key, AUDIT_LS_INFO, req->path,
-		     req->path, NULL, err) < 0)
+	res->max_entries =
+	    req->max_entries && req->max_entries < SVC_INSIDE_LIST_MAX
+		? req->max_entries
+		: SVC_INSIDE_LIST_MAX;
+	if (op_begin(&o, s, call, req->key, AUDIT_LS_INFO, req->path, req->path,
+		     NULL, err) < 0)
 		return op_end(&o, err);
 	o.target = o.norm;
 	if (res->depth > SVC_INSIDE_DEPTH_MAX) {
-		sbx_error_set(err, SBX_E_INVALID, 0,
-			      "depth %u is over %d", res->depth,
-			      SVC_INSIDE_DEPTH_MAX);
+		sbx_error_set(err, SBX_E_INVALID, 0, "depth %u is over %d",
+			      res->depth, SVC_INSIDE_DEPTH_MAX);
 		return op_end(&o, err);
 	}
 	snprintf(depth, sizeof(depth), "%u", res->depth);
@@ -875,7 +882,8 @@ int svc_inside_read(const struct svc *s, const struct svc_call *call,
 	snprintf(lim, sizeof(lim), "%llu", max);
 	if (run_script(&o, script_read, (const char *const[]){o.norm, lim}, 2,
 		       -1, (size_t)max + 1, ONE_BYTES, &r, err) == 0) {
-		if (r.code == SX_TOOBIG || (r.code == SX_OK && r.out.sb.len > max)) {
+		if (r.code == SX_TOOBIG ||
+		    (r.code == SX_OK && r.out.sb.len > max)) {
 			if (r.code == SX_TOOBIG &&
 			    !number(r.err.sb.buf, r.err.sb.len, 10,
 				    (unsigned long long)INT64_MAX, &size))
@@ -1017,8 +1025,7 @@ int svc_inside_rm(const struct svc *s, const struct svc_call *call,
 
 int svc_inside_rename(const struct svc *s, const struct svc_call *call,
 		      const struct svc_inside_rename_req *req,
-		      struct svc_inside_rename_res *res,
-		      struct sbx_error **err)
+		      struct svc_inside_rename_res *res, struct sbx_error **err)
 {
 	struct inside_op o;
 	struct ran r = {0};

@@ -105,11 +105,11 @@ struct svc_inside_ls_req {
 struct svc_inside_ls_res {
 	struct svc_inside_entry *entries; /* in find's order */
 	size_t n;
-	bool truncated;	     /* a bound stopped it: why says which */
-	const char *why;     /* "entries", "output", "time" or NULL */
-	size_t skipped;	     /* names left out: not valid UTF-8 */
-	size_t max_entries;  /* the bound that applied */
-	unsigned depth;	     /* the depth that applied */
+	bool truncated;	    /* a bound stopped it: why says which */
+	const char *why;    /* "entries", "output", "time" or NULL */
+	size_t skipped;	    /* names left out: not valid UTF-8 */
+	size_t max_entries; /* the bound that applied */
+	unsigned depth;	    /* the depth that applied */
 };
 int svc_inside_ls(const struct svc *s, const struct svc_call *call,
 		  const struct svc_inside_ls_req *req,

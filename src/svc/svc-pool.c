@@ -39,12 +39,6 @@ static char *current_tag(const struct svc *s, const struct runtime *rt)
 	return recipe_tag(rt, &s->cfg.recipe);
 }
 
-/* Two pools' work dirs (NULL: the configuration's): the same? */
-static bool same_work_dir(const char *a, const char *b)
-{
-	return a == b || (a && b && strcmp(a, b) == 0);
-}
-
 /* Is e's runtime and work dir one the pool keeps, of the tag it has
  * now? */
 static bool entry_current(const struct svc *s, const struct catalog *cat,
@@ -56,9 +50,10 @@ static bool entry_current(const struct svc *s, const struct catalog *cat,
 	char *tag;
 
 	for (size_t i = 0; i < c->npool; i++)
-		wanted |= strcmp(c->pool[i].alias, e->runtime) == 0 &&
-			  same_work_dir(c->pool[i].work_dir, e->work_dir) &&
-			  c->pool[i].count > 0;
+		wanted |=
+		    strcmp(c->pool[i].alias, e->runtime) == 0 &&
+		    session_work_dir_same(c->pool[i].work_dir, e->work_dir) &&
+		    c->pool[i].count > 0;
 	if (!rt || !wanted)
 		return false;
 	tag = current_tag(s, rt);
@@ -279,7 +274,7 @@ static unsigned have(struct session_root *root, const char *alias,
 		return 0;
 	for (size_t i = 0; i < n; i++)
 		k += strcmp(v[i].runtime, alias) == 0 &&
-		     same_work_dir(v[i].work_dir, work_dir);
+		     session_work_dir_same(v[i].work_dir, work_dir);
 	session_pool_list_free(v, n);
 	return k;
 }
