@@ -127,7 +127,7 @@ def run(cmd, **kw):
     for k in ("envs", "cwd"):
         if k in kw:
             body["process"][k] = kw.pop(k)
-    body.update(kw.pop("extra", {}))
+    body.update(kw.pop("fields", {}))
     return start(body, **kw)
 
 
@@ -233,6 +233,24 @@ def basics():
     sizes = [len(base64.b64decode(e["data"]["stdout"])) for e in evs or [] if "data" in e]
     ok(sum(sizes) == 300000 and max(sizes) <= 65536 and len(sizes) >= 5,
        "300000 bytes of stdout come whole, in data events of at most 64 KiB", sizes[:10])
+
+
+def limits():
+    st, fr, _ = run("head -c 500000 /dev/zero; echo e >&2")
+    evs, last = events(fr)
+    end = end_of(evs or [])
+    ok(len(output(evs or [], "stdout")) == 400000 and output(evs or [], "stderr") == b"e\n",
+       "output past SANDBOXD_MAX_OUTPUT_BYTES is cut per stream (400000 of 500000)",
+       str(fr)[:300])
+    ok(end and end["exitCode"] == 0 and "output cut at 400000 bytes per stream" in end.get("error", "")
+       and "stdout wrote 500000 bytes" in end["error"],
+       "... and the end event's error says so", end)
+    st, fr, _ = run("sleep 2.5; echo woke", extra={"Keepalive-Ping-Interval": "1"})
+    evs, last = events(fr)
+    kinds = [list(e)[0] for e in evs or []]
+    ok(kinds.count("keepalive") >= 1 and kinds[0] == "start" and kinds[-1] == "end"
+       and all(e["keepalive"] == {} for e in evs if "keepalive" in e),
+       "a silent command's stream carries keepalive events {} (Keepalive-Ping-Interval: 1)", kinds)
 
 
 def deadline():
@@ -510,6 +528,7 @@ def audit():
 
 def main():
     basics()
+    limits()
     deadline()
     interactive()
     client_gone()

@@ -16,8 +16,8 @@ sb_audit_db t_e2b_process_$$
 
 TOKEN=svc-$(sb_rand)
 PORT=$(sb_free_port)
-SANDBOXD_TOKEN=$TOKEN SANDBOXD_CLEANUP_INTERVAL=0
-export SANDBOXD_TOKEN SANDBOXD_CLEANUP_INTERVAL
+SANDBOXD_TOKEN=$TOKEN SANDBOXD_CLEANUP_INTERVAL=0 SANDBOXD_MAX_OUTPUT_BYTES=400000
+export SANDBOXD_TOKEN SANDBOXD_CLEANUP_INTERVAL SANDBOXD_MAX_OUTPUT_BYTES
 
 sb_serve_start
 ok $? "sbxcat serve starts" || { sed 's/^/# /' "$T/log"; bail_out "no service"; }

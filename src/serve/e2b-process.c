@@ -482,6 +482,13 @@ static void start_answer(struct e2b_req *e, struct start *st, bool gone,
 
 	if (gone)
 		return;
+	/* Signalled before its exec began: killed all the same. */
+	if (st->rc < 0 && !r->ended &&
+	    atomic_load(&st->p->stop) == SVC_CANCEL_STOP && !late) {
+		e2b_stream_msg(e, end_event(st, true));
+		e2b_stream_end(e, NULL, NULL);
+		return;
+	}
 	if (st->rc < 0) {
 		e2b_error(e, st->err);
 		return;
