@@ -339,6 +339,55 @@ def interactive():
        "SendSignal (as the number 15) to it now: not_found (the SDK's kill false)", (st, doc))
 
 
+def read_frame(r):
+    """One envelope off a streamed response: (flags, obj)."""
+    head = r.read(5)
+    n = int.from_bytes(head[1:5], "big")
+    return head[0], json.loads(r.read(n))
+
+
+def streaming():
+    m = "m6%d" % random.randint(100, 999)
+    c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=60)
+    t0 = time.time()
+    c.request("POST", SVC + "Start", body=envelope(
+        {"process": {"cmd": "/bin/sh", "args": ["-c", "echo early; sleep 6; echo late # " + m]}}),
+        headers=headers("application/connect+json"))
+    r = c.getresponse()
+    f1 = read_frame(r)
+    t1 = time.time() - t0
+    f2 = read_frame(r)
+    t2 = time.time() - t0
+    ok(r.status == 200 and "start" in f1[1]["event"] and t1 < 3,
+       "the start event arrives while the command runs (%.1f s)" % t1, f1)
+    ok(f2[1]["event"].get("data", {}).get("stdout") == b64("early\n") and t2 < 3,
+       "... and its first output as it comes (%.1f s)" % t2, f2)
+    ok(engine_procs(m), "... the command still running", m)
+    rest = frames(r.read())
+    t3 = time.time() - t0
+    evs = [f[1]["event"] for f in rest[:-1]]
+    ok(output(evs, "stdout") == b"late\n" and end_of(evs)["exitCode"] == 0 and rest[-1] == (2, {})
+       and t3 > 6, "the rest once it ends (%.1f s): 'late', end, the end-stream frame" % t3, rest)
+    c.close()
+
+    # A client that leaves mid-stream, after the start event.
+    m = "sleep 7%d" % random.randint(100, 999)
+    c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=60)
+    c.request("POST", SVC + "Start", body=envelope(
+        {"process": {"cmd": "/bin/sh", "args": ["-c", m]}}),
+        headers=headers("application/connect+json"))
+    r = c.getresponse()
+    f1 = read_frame(r)
+    end = time.time() + 20
+    while not engine_procs(m) and time.time() < end:
+        time.sleep(0.2)
+    ok("start" in f1[1]["event"] and engine_procs(m), "a streamed command runs, its start event read", f1)
+    c.sock.shutdown(socket.SHUT_RDWR)
+    c.close()
+    ok(gone_within(m, 10), "its client gone mid-stream, everything it started is stopped",
+       engine_procs(m))
+
+
 def client_gone():
     m = "sleep 5%d" % random.randint(100, 999)
     s = socket.create_connection(("127.0.0.1", PORT), timeout=30)
@@ -522,6 +571,8 @@ def audit():
     ok(k and "stopped by request" in k[-1][4], "the killed command's row: stopped by request", k)
     g = [r for r in rows if "sleep 5" in r[1]]
     ok(g and "the client went away" in g[-1][4], "the abandoned command's row: the client went away", g)
+    g = [r for r in rows if "sleep 7" in r[1]]
+    ok(g and "the client went away" in g[-1][4], "the command left mid-stream: its row says the client went away", g)
     ok(not [r for r in rows if "V199" in r[1] or "BIG" in r[1]],
        "refused requests wrote no row")
 
@@ -531,6 +582,7 @@ def main():
     limits()
     deadline()
     interactive()
+    streaming()
     client_gone()
     hostile()
     fuzz()
