@@ -227,6 +227,17 @@ def basics():
     evs, _ = events(fr)
     ok(output(evs or [], "stdout") == b"x", "cmd and args are argv, no shell between", fr)
 
+    st, fr, _ = start({"process": {"cmd": "/no/such/program"}})
+    evs, last = events(fr)
+    end = end_of(evs or [])
+    ok(end and end["exitCode"] == 127 and end["exited"] is False and end["status"] == "not started"
+       and "could not be started" in end.get("error", "") and last == {},
+       "a program that is not there: exitCode 127, 'not started', the reason in error", fr)
+    st, fr, _ = run("true", cwd="/home/user/no/such/dir")
+    evs, last = events(fr)
+    ok(code_of(st, fr) == "invalid_argument" and evs and "start" in evs[0],
+       "a cwd that is not a directory: the stream ends invalid_argument", fr)
+
     # Large output: more than one data event, bounded in size.
     st, fr, _ = run("head -c 300000 /dev/zero")
     evs, _ = events(fr)
@@ -316,6 +327,11 @@ def interactive():
     st, doc = unary("SendInput", {"process": {"pid": pid}, "input": {"stdin": "YQ=="}})
     ok(st == 404 and doc.get("code") == "not_found", "SendInput to it now: not_found", (st, doc))
 
+    st, fr, secs = start({"process": {"cmd": "/bin/sh", "args": ["-c", "echo hi"]}, "stdin": True})
+    evs, last = events(fr)
+    ok(evs and output(evs, "stdout") == b"hi\n" and end_of(evs)["exitCode"] == 0 and secs < 10,
+       "stdin given but never closed: a command that does not read it ends all the same", fr)
+
     # Started without stdin.
     m = "sleep 4%d" % random.randint(100, 999)
     bg = background({"process": {"cmd": "/bin/sh", "args": ["-c", m]}, "tag": "nostdin"})
@@ -386,6 +402,33 @@ def streaming():
     c.close()
     ok(gone_within(m, 10), "its client gone mid-stream, everything it started is stopped",
        engine_procs(m))
+
+
+def table_full():
+    """64 processes at once in a sandbox; the 65th refused."""
+    m = "mfull%d" % random.randint(100, 999)
+    body = {"process": {"cmd": "/bin/sh", "args": ["-c", "sleep 120 # " + m]}}
+    bgs = [background(body, deadline_ms=150000) for _ in range(64)]
+    mine = lambda: [p for p in unary("List", {})[1]["processes"]
+                    if m in " ".join(p["config"]["args"])]
+    end = time.time() + 120
+    while len(mine()) < 64 and time.time() < end:
+        time.sleep(0.5)
+    ok(len(mine()) == 64, "64 processes run in one sandbox at once", len(mine()))
+    st, fr, _ = start(body)
+    evs, last = events(fr)
+    ok(code_of(st, fr) == "resource_exhausted" and evs == [],
+       "the 65th Start: resource_exhausted, no start event", fr)
+    pids = sorted(p["pid"] for p in mine())
+    ok(len(set(pids)) == 64, "... their pids all differ", pids[:5])
+    for pid in pids:
+        unary("SendSignal", {"process": {"pid": pid}, "signal": "SIGNAL_SIGTERM"})
+    for bg in bgs:
+        bg["t"].join(120)
+    ends = [end_of(events(bg["r"][1])[0] or []) for bg in bgs]
+    ok(all(e and e["status"] == "signal: killed" for e in ends),
+       "SIGNAL_SIGTERM stops each of them: 'signal: killed'", ends[:3])
+    ok(not mine() and gone_within(m, 10), "... none listed, none left in the container")
 
 
 def client_gone():
@@ -585,6 +628,7 @@ def main():
     streaming()
     client_gone()
     hostile()
+    table_full()
     fuzz()
     audit()
     plan()

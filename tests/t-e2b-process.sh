@@ -16,8 +16,8 @@ sb_audit_db t_e2b_process_$$
 
 TOKEN=svc-$(sb_rand)
 PORT=$(sb_free_port)
-SANDBOXD_TOKEN=$TOKEN SANDBOXD_CLEANUP_INTERVAL=0 SANDBOXD_MAX_OUTPUT_BYTES=400000
-export SANDBOXD_TOKEN SANDBOXD_CLEANUP_INTERVAL SANDBOXD_MAX_OUTPUT_BYTES
+SANDBOXD_TOKEN=$TOKEN SANDBOXD_CLEANUP_INTERVAL=0 SANDBOXD_MAX_OUTPUT_BYTES=400000 SANDBOXD_MAX_WORKERS=140
+export SANDBOXD_TOKEN SANDBOXD_CLEANUP_INTERVAL SANDBOXD_MAX_OUTPUT_BYTES SANDBOXD_MAX_WORKERS
 
 sb_serve_start
 ok $? "sbxcat serve starts" || { sed 's/^/# /' "$T/log"; bail_out "no service"; }
@@ -50,10 +50,9 @@ export SERVE_PORT SANDBOX_ID ACCESS_TOKEN SERVE_ROOT CONTAINER DOCKER E2B_SQL SE
 timeout -s KILL 600 python3 "$srcdir/tests/e2b_process.py" >"$T/py.tap" 2>"$T/py.err"
 is "$?" 0 "the Connect side ran to its end"
 sed 's/^/# /' "$T/py.err" | head -20
-grep '^# fuzz' "$T/py.tap" | while read -r line; do diag "${line#\# }"; done
+sed 's/^/# /' "$T/py.tap"
 np=$(grep -c '^ok ' "$T/py.tap")
 nf=$(grep -c '^not ok ' "$T/py.tap")
-grep -A20 '^not ok' "$T/py.tap" | head -120 | sed 's/^/# /'
 is "$nf" 0 "every case of the Connect side passed ($np passed)"
 ok $((np < 60)) "its cases ran ($np of them)"
 kill -0 "$SPID" 2>/dev/null

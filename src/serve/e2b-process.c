@@ -482,23 +482,25 @@ static void start_answer(struct e2b_req *e, struct start *st, bool gone,
 
 	if (gone)
 		return;
+	if (late || (st->rc == 0 && r->end == SVC_EXEC_TIMED_OUT)) {
+		e2b_stream_end(
+		    e, "deadline_exceeded",
+		    "the command ran past its deadline of %s s: "
+		    "everything it started was stopped (%zu "
+		    "processes)",
+		    svc_exec_seconds(secs, late ? e->deadline_ms : r->limit_ms),
+		    r->stopped);
+		return;
+	}
 	/* Signalled before its exec began: killed all the same. */
 	if (st->rc < 0 && !r->ended &&
-	    atomic_load(&st->p->stop) == SVC_CANCEL_STOP && !late) {
+	    atomic_load(&st->p->stop) == SVC_CANCEL_STOP) {
 		e2b_stream_msg(e, end_event(st, true));
 		e2b_stream_end(e, NULL, NULL);
 		return;
 	}
 	if (st->rc < 0) {
 		e2b_error(e, st->err);
-		return;
-	}
-	if (r->end == SVC_EXEC_TIMED_OUT || late) {
-		e2b_stream_end(e, "deadline_exceeded",
-			       "the command ran past its deadline of %s s: "
-			       "everything it started was stopped (%zu "
-			       "processes)",
-			       svc_exec_seconds(secs, r->limit_ms), r->stopped);
 		return;
 	}
 	switch (r->end) {
