@@ -150,6 +150,10 @@ json_t *e2b_sandbox_envs(struct e2b_req *e);
 #define E2B_HOME "/home/user"
 const char *e2b_home(const struct e2b_req *e);
 
+/* Stop every interpreter of the code routes (e2b-code.c): the service's
+ * stop, once no request runs. */
+void e2b_code_stop(void);
+
 /* The routes of each module, and all of them (serve.c). */
 extern const struct http_route e2b_api_routes[], e2b_process_routes[],
     e2b_fs_routes[], e2b_code_routes[];

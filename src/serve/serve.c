@@ -1070,6 +1070,7 @@ void serve_stop(struct serve *sv, unsigned grace_ms)
 	if (!sv)
 		return;
 	http_server_stop(sv->http, grace_ms);
+	e2b_code_stop();
 	pthread_mutex_lock(&sv->lock);
 	sv->stopping = true;
 	pthread_cond_broadcast(&sv->wake);

@@ -343,7 +343,7 @@ static int exec_prepare(struct run *r, struct sbx_error **err)
 	size_t killed = 0, busy = 0;
 	json_t *body, *cmdv;
 	const char *user, *cid, *ws;
-	long long limit_ms, started;
+	long long limit_ms, started, start_s, deadline_s;
 	int rc;
 
 	if (svc_root_open(r->s, r->call, &r->root, err) < 0 ||
@@ -402,7 +402,8 @@ static int exec_prepare(struct run *r, struct sbx_error **err)
 		json_object_set_new(body, "Env", env);
 	}
 	limit_ms = cfg->session.execute_timeout_s * 1000;
-	if (req->timeout_ms && (long long)req->timeout_ms < limit_ms)
+	if (req->timeout_ms &&
+	    (req->outlive || (long long)req->timeout_ms < limit_ms))
 		limit_ms = (long long)req->timeout_ms;
 	r->res->limit_ms = limit_ms;
 	cid = json_string_value(json_object_get(r->inspect, "Id"));
@@ -417,9 +418,14 @@ static int exec_prepare(struct run *r, struct sbx_error **err)
 	r->io.deadline_ms = started + limit_ms;
 	/* The name's deadline a second late rather than early: whoever
 	 * reads it must not stop the command before this exec would. */
-	rc = procs_group_create(
-	    r->init_pid, 0, (long long)time(NULL),
-	    (long long)time(NULL) + (limit_ms + 999) / 1000 + 1, &r->grp, err);
+	deadline_s = (long long)time(NULL) + (limit_ms + 999) / 1000 + 1;
+	/* The expiry stops a group at its start plus the configured
+	 * deadline when that is sooner: an outliving one's start is named
+	 * so that it is not. */
+	start_s = req->outlive ? deadline_s - cfg->session.execute_timeout_s
+			       : (long long)time(NULL);
+	rc = procs_group_create(r->init_pid, 0, start_s, deadline_s, &r->grp,
+				err);
 	if (rc == 0)
 		rc = engine_exec_create(&r->engine, cid, body, &r->exec_id,
 					err);

@@ -36,6 +36,11 @@ struct svc_exec_req {
 	 * so one whose reader can stall must bound its own wait. */
 	struct svc_sink out, err;
 	unsigned long long timeout_ms; /* 0: the configured; else the less */
+	/* timeout_ms even past the configured deadline, and a group that
+	 * another exec's expiry and the reaper leave alone until then: a
+	 * process that serves many requests (svc-interp.h), which bounds
+	 * its own life. */
+	bool outlive;
 	unsigned long long max_output; /* per stream; 0: the configured */
 	/* Its environment besides the container's: nenv "NAME=VALUE"
 	 * (svc_exec_env_check's rules), given to the engine's exec and to
