@@ -19,6 +19,14 @@
  *                          401 "No key", the body never read): echo
  *   GET /odd\"q/{x}        quick: echo (a route label with a backslash
  *                          and a double quote, for /metrics' escaping)
+ *   GET /stream/{bytes}    slow: a streamed response (text/plain):
+ *                          "first\n"; then, with X-Release: FILE, waits
+ *                          (up to 10 s, or until gone) for FILE to exist
+ *                          and writes "released\n" (or "timeout\n");
+ *                          then bytes bytes of 'a' + i % 26 in pieces of
+ *                          X-Piece bytes (64 KiB), then "end\n"; says on
+ *                          stderr what it saw ("stream: rc=RC wrote=N
+ *                          gone=WHY after=MS")
  *
  * The admit hook: every request's caller is its X-Caller header (none:
  * no caller); ?slow=1 sends a quick route to the slow pool; /keyed's
@@ -27,6 +35,7 @@
  *   t-http [-u PATH] [-t HOST:PORT]... [-p PORTFILE] [-l LOGFILE]
  *          [-b BODY] [-H HEADERS] [-c CONNS] [-i IDLE_S] [-r REQUEST_S]
  *          [-q QUICK] [-s SLOW] [-Q DEPTH] [-g GRACE_MS] [-n NOFILE]
+ *          [-w WRITE_S]
  *
  * Serves until SIGTERM or SIGINT, then stops with the grace and exits 0.
  * PORTFILE gets the bound port of each -t, one a line, once it serves.
@@ -100,6 +109,63 @@ static void sleep_handler(void *arg, struct http_request *req,
 				     (json_int_t)(clock_now_ms() - start)));
 }
 
+static bool released(struct http_request *req)
+{
+	const char *file = http_header(req, "X-Release");
+	long long end = clock_now_ms() + 10000;
+	struct timespec ten = {0, 10 * 1000000L};
+
+	if (!file)
+		return true;
+	while (clock_now_ms() < end && !atomic_load(req->gone)) {
+		if (!access(file, F_OK))
+			return true;
+		nanosleep(&ten, NULL);
+	}
+	return false;
+}
+
+static void stream(void *arg, struct http_request *req,
+		   struct http_response *res)
+{
+	size_t n = strtoull(req->params[0], NULL, 10), wrote = 0;
+	const char *piece_h = http_header(req, "X-Piece");
+	size_t piece = piece_h ? strtoull(piece_h, NULL, 10) : 64 << 10;
+	long long start = clock_now_ms();
+	char *buf;
+	int rc;
+
+	if (!piece)
+		piece = 1;
+	http_response_header(res, "X-Streamed", "yes");
+	if (http_stream_start(req, 200, "text/plain") < 0 ||
+	    http_stream_start(req, 200, "text/plain") == 0) {
+		fprintf(stderr, "stream: http_stream_start misbehaved\n");
+		return;
+	}
+	rc = http_stream_write(req, "first\n", 6);
+	if (!rc && http_header(req, "X-Release")) {
+		const char *s = released(req) ? "released\n" : "timeout\n";
+		if (!atomic_load(req->gone))
+			rc = http_stream_write(req, s, strlen(s));
+	}
+	buf = xmalloc(piece);
+	while (!rc && wrote < n) {
+		size_t k = n - wrote < piece ? n - wrote : piece;
+
+		for (size_t i = 0; i < k; i++)
+			buf[i] = 'a' + (wrote + i) % 26;
+		rc = http_stream_write(req, buf, k);
+		if (!rc)
+			wrote += k;
+	}
+	free(buf);
+	if (!rc && !atomic_load(req->gone))
+		rc = http_stream_write(req, "end\n", 4);
+	fprintf(stderr, "stream: rc=%d wrote=%zu gone=%d after=%lld\n", rc,
+		wrote, atomic_load(req->gone), clock_now_ms() - start);
+}
+
 static void big(void *arg, struct http_request *req, struct http_response *res)
 {
 	size_t n = strtoull(req->params[0], NULL, 10);
@@ -153,6 +219,7 @@ static const struct http_route ROUTES[] = {
     {"POST", "/keyed/{x}", echo, HTTP_POOL_QUICK, 0, NEED_KEY},
     /* A template whose label needs the text format's escapes. */
     {"GET", "/odd\\\"q/{x}", echo, HTTP_POOL_QUICK, 0, NULL},
+    {"GET", "/stream/{bytes}", stream, HTTP_POOL_SLOW, 0, NULL},
 };
 
 /* Who asks (http.h's admit hook), from the headers alone. */
@@ -225,7 +292,7 @@ int main(int argc, char **argv)
 	int opt, sig;
 
 	xjson_init();
-	while ((opt = getopt(argc, argv, "u:t:p:l:b:H:c:i:r:q:s:Q:g:n:")) !=
+	while ((opt = getopt(argc, argv, "u:t:p:l:b:H:c:i:r:q:s:Q:g:n:w:")) !=
 	       -1) {
 		char *spec = NULL;
 		switch (opt) {
@@ -266,6 +333,9 @@ int main(int argc, char **argv)
 			break;
 		case 'Q':
 			c.queue_depth = atoi(optarg);
+			break;
+		case 'w':
+			c.write_timeout_s = atoi(optarg);
 			break;
 		case 'g':
 			grace = atoi(optarg);

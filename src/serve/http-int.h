@@ -8,7 +8,12 @@
  * Thread rule: a struct http_req is the MHD thread's until it is handed
  * to a pool (http_req.state HANDED), the worker's until it stores DONE
  * (release) and resumes the connection, then the MHD thread's again
- * (acquire).  struct http_conn's deadline and running are under
+ * (acquire).  A streamed response (http-stream.c) is shared instead from
+ * the worker's STREAMING (release, the connection resumed) on: the MHD
+ * thread queues the response and reads its bytes, the worker writes them,
+ * both under http_stream.lock; the request is freed by whichever of
+ * on_completed and the worker's end comes last (http_stream.worker,
+ * .closed).  struct http_conn's deadline and running are under
  * http_watch.lock, which the close notification also takes: the watcher
  * never touches the descriptor of a connection that has gone.
  */
@@ -39,7 +44,36 @@ struct http_conn {
 	struct http_conn *prev, *next;
 };
 
-enum http_req_state { REQ_READ, REQ_HANDED, REQ_DONE, REQ_ANSWERED };
+enum http_req_state {
+	REQ_READ,
+	REQ_HANDED,
+	REQ_STREAMING, /* the handler started a streamed response */
+	REQ_DONE,
+	REQ_ANSWERED
+};
+
+/*
+ * A streamed response's bytes between the worker that writes them and
+ * libmicrohttpd's thread that sends them: a ring of HTTP_STREAM_BUF
+ * bytes.  Lock order: http_stream.lock, then libmicrohttpd's own (suspend
+ * and resume take its cleanup mutex), then http_watch.lock or
+ * http_server.lock; libmicrohttpd calls the reader under its response's
+ * mutex, before ours.
+ */
+#define HTTP_STREAM_BUF (256u << 10)
+struct http_stream {
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* room made, or the connection gone */
+	char *buf;
+	size_t rd, n; /* the bytes held: n from buf[rd], wrapping */
+	int status;
+	const char *type;
+	bool suspended; /* the reader found nothing and suspended */
+	bool ended;	/* the handler returned */
+	bool abort;	/* end with an error: the client is gone or slow */
+	bool closed;	/* on_completed ran: mhd and conn are no more */
+	bool worker;	/* the handler has not returned yet */
+};
 
 /* A header or query argument, copied out of libmicrohttpd's pool. */
 struct http_kv {
@@ -69,12 +103,8 @@ struct http_req {
 	atomic_int gone;
 	_Atomic enum http_req_state state;
 	struct http_response res;
-	/* A streamed response (http_stream_start): its status and type,
-	 * and the bytes written and not yet sent. */
-	bool streamed;
-	int stream_status;
-	const char *stream_type;
-	struct strbuf stream;
+	/* A streamed response (http_stream_start); NULL: none. */
+	struct http_stream *st;
 	int status; /* what was queued; 0: none */
 	long long start_ms;
 	struct http_req *hnext, *hprev; /* srv->handed */
@@ -200,6 +230,18 @@ void http_watch_deadline(struct http_conn *c, long long ms, bool earlier);
 void http_watch_running(struct http_conn *c, struct http_req *r);
 /* Whether the watcher cut the connection at its deadline. */
 bool http_watch_timed_out(struct http_conn *c);
+
+/* http-stream.c */
+/* The response of a request in REQ_STREAMING, for the MHD thread to
+ * queue (NULL: out of memory). */
+struct MHD_Response *http_stream_response(struct http_req *r);
+/* The handler returned: the connection woken to send the rest.  true
+ * when on_completed has run already: the caller then finishes r. */
+bool http_stream_end(struct http_req *r);
+/* on_completed of a streamed request: true when its handler still runs
+ * (the stream is cut, the worker is woken and will finish r). */
+bool http_stream_completed(struct http_req *r);
+void http_stream_release(struct http_req *r);
 
 /* http-route.c */
 /* Match method and path: the route (params filled in r), or NULL with

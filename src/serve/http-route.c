@@ -146,7 +146,7 @@ void http_req_free(struct http_req *r)
 	free(r->res.body);
 	for (size_t i = 0; i < r->res.nheaders; i++)
 		free(r->res.headers[i]);
-	strbuf_release(&r->stream);
+	http_stream_release(r);
 	free(r);
 }
 
@@ -165,44 +165,6 @@ int http_response_header(struct http_response *res, const char *name,
 			return -1;
 	res->headers[res->nheaders++] = xasprintf("%s: %s", name, value);
 	return 0;
-}
-
-/* The most a streamed response holds before it is sent: the stand-in
- * answers it whole when the handler returns. */
-#define STREAM_HELD_MAX (64u << 20)
-
-int http_stream_start(struct http_request *req, int status,
-		      const char *content_type)
-{
-	struct http_req *r = req->priv;
-
-	if (r->streamed)
-		return -1;
-	r->streamed = true;
-	r->stream_status = status;
-	r->stream_type = content_type;
-	return 0;
-}
-
-int http_stream_write(struct http_request *req, const void *buf, size_t len)
-{
-	struct http_req *r = req->priv;
-
-	if (!r->streamed || atomic_load(&r->gone))
-		return -1;
-	if (len > STREAM_HELD_MAX - r->stream.len) {
-		http_gone_raise(&r->gone, HTTP_GONE_CLIENT);
-		return -1;
-	}
-	strbuf_add(&r->stream, buf, len);
-	return 0;
-}
-
-bool http_streaming(const struct http_request *req)
-{
-	const struct http_req *r = req->priv;
-
-	return r->streamed;
 }
 
 const char *http_header(const struct http_request *req, const char *name)

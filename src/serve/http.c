@@ -15,7 +15,9 @@
  *   last access call    a place in the pool taken (or 503, or 429 over
  *                       the caller's share), the connection suspended,
  *                       the request handed over;
- *   after resume        the handler's response queued;
+ *   after resume        the handler's response queued (or, when it
+ *                       started a streamed one, that response, fed
+ *                       from the worker while it runs: http-stream.c);
  *   completed callback  the access-log line, the counters, the request
  *                       freed.
  * On a worker: the handler, with the socket watched for the client going.
@@ -59,12 +61,10 @@ static struct MHD_Response *make_response(char *body, size_t len,
 	return mr;
 }
 
-/* Queue r's response (the handler's, or the early one), consuming it. */
-static enum MHD_Result answer(struct http_req *r, int status, char *body,
-			      size_t len, const char *type,
-			      const char *retry_after)
+/* Queue mr as r's response with its headers, consuming it. */
+static enum MHD_Result queue(struct http_req *r, int status,
+			     struct MHD_Response *mr, const char *retry_after)
 {
-	struct MHD_Response *mr = make_response(body, len, type);
 	enum MHD_Result ok;
 
 	if (!mr)
@@ -85,6 +85,26 @@ static enum MHD_Result answer(struct http_req *r, int status, char *body,
 	r->status = status;
 	atomic_store(&r->state, REQ_ANSWERED);
 	return ok;
+}
+
+/* Queue r's response (the handler's, or the early one), consuming it. */
+static enum MHD_Result answer(struct http_req *r, int status, char *body,
+			      size_t len, const char *type,
+			      const char *retry_after)
+{
+	return queue(r, status, make_response(body, len, type), retry_after);
+}
+
+/* The handler started a streamed response: queue it (http-stream.c). */
+static enum MHD_Result answer_stream(struct http_req *r)
+{
+	struct MHD_Response *mr = http_stream_response(r);
+
+	if (mr)
+		sym_MHD_add_response_header(mr, "Content-Type",
+					    r->st->type ? r->st->type
+							: "application/json");
+	return queue(r, r->st->status, mr, NULL);
 }
 
 static enum MHD_Result answer_detail(struct http_req *r, int status,
@@ -359,6 +379,8 @@ static enum MHD_Result last_call(struct http_req *r)
 			      res->body_len, res->content_type,
 			      res->retry_after);
 	}
+	case REQ_STREAMING:
+		return answer_stream(r);
 	default:
 		return MHD_YES;
 	}
@@ -385,42 +407,14 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *mc,
 	return last_call(r);
 }
 
-void http_req_run(struct http_req *r)
+/* The request is over: its access-log line, its counts, freed.  On
+ * libmicrohttpd's thread (on_completed), or on the worker of a stream
+ * whose connection went before its handler returned. */
+static void finish(struct http_server *srv, struct http_req *r,
+		   enum MHD_RequestTerminationCode toe)
 {
-	struct http_server *srv = r->srv;
-	struct MHD_Connection *mc = r->mhd;
+	long long dur = clock_now_ms() - r->start_ms;
 
-	if (atomic_load(&srv->cancel_all))
-		http_gone_raise(&r->gone, HTTP_GONE_SHUTDOWN);
-	r->route->handler(srv->cfg.arg, &r->pub, &r->res);
-	if (r->streamed) {
-		/* The stand-in for a streamed response: what the handler
-		 * wrote, answered whole once it returns. */
-		free(r->res.body);
-		r->res.status = r->stream_status;
-		r->res.content_type = r->stream_type;
-		r->res.body = strbuf_detach(&r->stream, &r->res.body_len);
-	}
-	if (r->conn)
-		http_watch_running(r->conn, NULL);
-	handed_unlink(r);
-	atomic_store_explicit(&r->state, REQ_DONE, memory_order_release);
-	/* r may be freed by libmicrohttpd's thread from here on. */
-	sym_MHD_resume_connection(mc);
-}
-
-static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
-			 enum MHD_RequestTerminationCode toe)
-{
-	struct http_server *srv = cls;
-	struct http_req *r = *con_cls;
-	long long dur;
-
-	(void)mc;
-	if (!r)
-		return;
-	*con_cls = NULL;
-	dur = clock_now_ms() - r->start_ms;
 	if (r->conn && !r->status && http_watch_timed_out(r->conn)) {
 		r->status = 408;
 		r->conn->timeout_logged = true;
@@ -448,6 +442,46 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
 			1000LL,
 		    false);
 	http_req_free(r);
+}
+
+void http_req_run(struct http_req *r)
+{
+	struct http_server *srv = r->srv;
+	struct MHD_Connection *mc = r->mhd;
+
+	if (atomic_load(&srv->cancel_all))
+		http_gone_raise(&r->gone, HTTP_GONE_SHUTDOWN);
+	r->route->handler(srv->cfg.arg, &r->pub, &r->res);
+	if (r->st) {
+		/* Streamed: the response is queued already (or about to
+		 * be); its end is sent when the reader finds the ring empty
+		 * (http-stream.c). */
+		handed_unlink(r);
+		if (http_stream_end(r))
+			finish(srv, r, MHD_REQUEST_TERMINATED_WITH_ERROR);
+		return;
+	}
+	if (r->conn)
+		http_watch_running(r->conn, NULL);
+	handed_unlink(r);
+	atomic_store_explicit(&r->state, REQ_DONE, memory_order_release);
+	/* r may be freed by libmicrohttpd's thread from here on. */
+	sym_MHD_resume_connection(mc);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct http_req *r = *con_cls;
+
+	(void)mc;
+	if (!r)
+		return;
+	*con_cls = NULL;
+	/* A stream whose handler still runs: the worker finishes it. */
+	if (r->st && http_stream_completed(r))
+		return;
+	finish(cls, r, toe);
 }
 
 static void on_connection(void *cls, struct MHD_Connection *mc, void **ctx,
@@ -498,6 +532,8 @@ static void fill_defaults(struct http_config *c)
 		c->idle_timeout_s = 60;
 	if (!c->request_timeout_s)
 		c->request_timeout_s = 30;
+	if (!c->write_timeout_s)
+		c->write_timeout_s = c->idle_timeout_s;
 	if (!c->quick_workers)
 		c->quick_workers = 8;
 	if (!c->slow_workers)

@@ -213,6 +213,9 @@ struct http_config {
 	unsigned max_connections;  /* 0: 1024 */
 	unsigned idle_timeout_s;   /* 0: 60 */
 	unsigned request_timeout_s; /* 0: 30: headers and body whole */
+	/* How long http_stream_write waits for a client that takes none of
+	 * a streamed response's bytes (0: idle_timeout_s). */
+	unsigned write_timeout_s;
 	unsigned quick_workers;	   /* 0: 8 */
 	unsigned slow_workers;	   /* 0: 32 */
 	/* Requests waiting for a worker, per pool, past which a request is
