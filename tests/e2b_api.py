@@ -303,6 +303,18 @@ def phase_shapes():
        "envd on a paused sandbox: 502, as E2B's proxy", b)
     ok(engine_state(a) == "paused", "... and it stays paused",
        engine_state(a))
+    c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=120)
+    c.request("POST", "/sessions/%s/exec" % a,
+              body=json.dumps({"command": "echo hi"}),
+              headers={"X-Sandbox-Token": TOKEN,
+                       "Content-Type": "application/json"})
+    r = c.getresponse()
+    xb = r.read()
+    xj = json.loads(xb) if xb[:1] == b"{" else {}
+    ok(xj.get("exit_code") != 0 and "hi" not in xj.get("output", "hi"),
+       "sandboxd's exec on it does not run (%d)" % r.status, xb)
+    ok(engine_state(a) == "paused", "... nor wake it: still paused",
+       engine_state(a))
     st, j, _, b = req("POST", "/v2/sandboxes/%s/connect" % a, {"timeout": 900})
     ok(st == 201 and shape(j, SANDBOX), "connect a paused one: 201 Sandbox", b)
     tb = j["envdAccessToken"] if j else ""

@@ -248,6 +248,31 @@ out:
 	return rc;
 }
 
+int svc_e2b_wake_check(struct session_root *root, const char *key,
+		       struct sbx_error **err)
+{
+	struct svc_e2b e;
+	int kfd = session_keydir_lock(root, key, err), rc;
+
+	if (kfd < 0)
+		return -1;
+	rc = read_at(kfd, key, &e, err);
+	session_keydir_unlock(kfd);
+	if (rc < 0) {
+		if ((*err)->errnum != ENOENT)
+			return -1;
+		sbx_error_free(err);
+		return 0; /* no E2B sandbox */
+	}
+	rc = e.paused ? sbx_error_set(err, SBX_E_CONFLICT, 0,
+				      "session '%s' is paused by its E2B "
+				      "client: connect resumes it",
+				      key)
+		      : 0;
+	svc_e2b_release(&e);
+	return rc;
+}
+
 /*
  * Change key's record under ROOT/KEY's flock: read, change (which may
  * refuse: -1), write.  e gets what was written.

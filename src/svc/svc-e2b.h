@@ -155,6 +155,16 @@ int svc_e2b_kill(const struct svc *s, const struct svc_call *call,
 		 struct svc_e2b_sandbox *sb, struct sbx_error **err);
 
 /*
+ * What an exec checks before it wakes a session's container (svc-exec.c):
+ * a sandbox its E2B client paused stays paused until its client connects
+ * (no front's auto-wake unpauses it): refused (conflict) then; 0 for
+ * every other session.  root is the caller's, open.
+ */
+struct session_root;
+int svc_e2b_wake_check(struct session_root *root, const char *key,
+		       struct sbx_error **err);
+
+/*
  * The reaper's step (svc_reap calls it before its pass, not dry): every
  * E2B sandbox past its endAt killed, or paused (autoPause: its row op
  * reap, detail "e2b timeout: paused"); every paused one past its hold
