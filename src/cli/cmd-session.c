@@ -32,6 +32,7 @@ struct open_opts {
 	const char *label[SVC_SESSION_LABELS_MAX];
 	size_t nlabel;
 	const char *disk_quota, *disk_inodes;
+	const char *work_dir;
 };
 
 static int opt_label(const struct cmd_entry *cmd, const char *name,
@@ -59,6 +60,7 @@ static const struct cmd_option open_options[] = {
     CMD_STRING("host", 0, struct open_opts, host, 0),
     CMD_STRING("disk-quota", 0, struct open_opts, disk_quota, 0),
     CMD_STRING("disk-inodes", 0, struct open_opts, disk_inodes, 0),
+    CMD_STRING("work-dir", 0, struct open_opts, work_dir, 0),
     CMD_OPTIONS_END,
 };
 
@@ -120,6 +122,7 @@ static int session_open(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 	req.nlabels = o->nlabel;
 	req.durability = o->durability;
 	req.disk_quota = o->disk_quota;
+	req.work_dir = o->work_dir;
 	if (o->disk_inodes &&
 	    (!text_parse_uint(o->disk_inodes, ~0ull, &req.disk_inodes) ||
 	     !req.disk_inodes))
@@ -322,7 +325,7 @@ const struct cmd_entry cmd_session_open_entry = {
     .usage = "--tenant ORG --scope SCOPE --subject ID [--runtime ALIAS] "
 	     "[--host NAME] [--label KEY=VALUE]... "
 	     "[--durability ephemeral|persistent] [--disk-quota SIZE] "
-	     "[--disk-inodes N] [--json]",
+	     "[--disk-inodes N] [--work-dir PATH] [--json]",
     .summary = "open (or adopt) the session of a subject; print its key",
     .options = open_options,
     .opts_size = sizeof(struct open_opts),

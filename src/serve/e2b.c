@@ -64,7 +64,10 @@ void e2b_id_new(char id[E2B_ID_LEN + 1])
 
 const char *e2b_home(const struct e2b_req *e)
 {
-	(void)e;
+	/* The session's own (its create asks for E2B_HOME: e2b-api.c); one
+	 * opened otherwise says where its workspace really is. */
+	if (e && e->w.ws.key[0])
+		return svc_session_work_dir(&e->w.snap->svc, &e->w.ws.rec);
 	return E2B_HOME;
 }
 

@@ -305,7 +305,9 @@ void wire_log_error(const struct wire_req *w, const struct sbx_error *err)
 
 char *wire_said(const struct wire_req *w, const char *msg)
 {
-	const char *wd = w->snap->svc.cfg.session.work_dir;
+	const char *wd = w->ws.key[0]
+			     ? svc_session_work_dir(&w->snap->svc, &w->ws.rec)
+			     : w->snap->svc.cfg.session.work_dir;
 	const char *root = w->snap->svc.cfg.session.root;
 	size_t nroot = root ? strlen(root) : 0;
 	cleanup_free char *ws = NULL;

@@ -578,6 +578,14 @@ static const char *strip_prefix(const char *path, const char *dir)
 	return path + n + strspn(path + n, "/");
 }
 
+/* The work dir of the request's session (the configuration's without
+ * one): where its sandbox sees its workspace. */
+static const char *session_wd(const struct wire_req *w)
+{
+	return w->ws.key[0] ? svc_session_work_dir(&w->snap->svc, &w->ws.rec)
+			    : w->snap->svc.cfg.session.work_dir;
+}
+
 char *wire_path(const struct wire_req *w, const char *path, const char **why)
 {
 	const char *rel = path;
@@ -587,7 +595,7 @@ char *wire_path(const struct wire_req *w, const char *path, const char **why)
 		/* The sandbox's path of the workspace, the work dir (the
 		 * host's is not the sandbox's: it is outside, as any other
 		 * absolute path). */
-		rel = strip_prefix(path, w->snap->svc.cfg.session.work_dir);
+		rel = strip_prefix(path, session_wd(w));
 		if (!rel) {
 			*why = "outside the workspace";
 			return NULL;
@@ -600,7 +608,7 @@ char *wire_path(const struct wire_req *w, const char *path, const char **why)
 
 char *wire_abs_path(const struct wire_req *w, const char *rel)
 {
-	const char *wd = w->snap->svc.cfg.session.work_dir;
+	const char *wd = session_wd(w);
 
 	if (!*rel || strcmp(rel, ".") == 0)
 		return xstrdup(wd);

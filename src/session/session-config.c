@@ -321,7 +321,7 @@ static int spill_from_env(const struct sbx_env *e, struct session_config *c,
  * container gets besides its workspace (/tmp, its tmpfs) or from the
  * kernel (/proc, /sys, /dev), where a bind would hide or be hidden.
  */
-static const char *work_dir_why(const char *v)
+const char *session_check_work_dir(const char *v)
 {
 	static const char *const theirs[] = {"/tmp", "/proc", "/sys", "/dev"};
 	const char *p;
@@ -362,43 +362,66 @@ static int work_dir_from_env(const struct sbx_env *e,
 
 	if (!v)
 		v = SESSION_WORK_DIR_DEFAULT;
-	why = work_dir_why(v);
+	why = session_check_work_dir(v);
 	if (why)
 		return bad_value(err, "SANDBOXD_WORK_DIR", v, why);
 	c->work_dir = xstrdup(v);
 	return 0;
 }
 
-/* One "ALIAS=N" of SBXCAT_WARM_POOL into c->pool, or why not. */
+/* Are two pools' work dirs (NULL: the configuration's) the same? */
+static bool same_work_dir(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/*
+ * One "ALIAS=N" or "ALIAS@WORK_DIR=N" of SBXCAT_WARM_POOL into c->pool,
+ * or why not.  A work dir that is the configuration's is none (the
+ * sessions that ask for it adopt the plain pool's).  The work dir is
+ * before the last '=': a work dir may hold '=' (and '@'), never ','.
+ */
 static const char *pool_one(struct session_config *c, const char *item,
 			    size_t len, size_t *alloc)
 {
-	const char *eq = memchr(item, '=', len);
+	const char *eq = memrchr(item, '=', len);
+	const char *at = eq ? memchr(item, '@', (size_t)(eq - item)) : NULL;
+	const char *why = NULL;
 	unsigned long long n;
-	char *alias, *num, *msg;
+	char *alias, *num, *msg, *wd = NULL;
 
 	if (!eq)
-		return "expected ALIAS=COUNT, comma-separated";
-	alias = xstrndup(item, (size_t)(eq - item));
+		return "expected ALIAS=COUNT or ALIAS@WORK_DIR=COUNT, "
+		       "comma-separated";
+	alias = xstrndup(item, (size_t)((at ? at : eq) - item));
 	num = xstrndup(eq + 1, len - (size_t)(eq - item) - 1);
+	if (at)
+		wd = xstrndup(at + 1, (size_t)(eq - at - 1));
 	msg = catalog_check_alias(alias);
-	if (msg || !text_parse_uint(num, SESSION_POOL_MAX, &n)) {
-		bool bad_alias = msg != NULL;
-
-		free(msg);
-		free(alias);
-		free(num);
-		return bad_alias ? "an alias is not a runtime alias"
-				 : "a count is not a whole number from 0 to 64";
-	}
+	if (msg)
+		why = "an alias is not a runtime alias";
+	else if (!text_parse_uint(num, SESSION_POOL_MAX, &n))
+		why = "a count is not a whole number from 0 to 64";
+	else if (wd && session_check_work_dir(wd))
+		why = "a work dir is not one SANDBOXD_WORK_DIR could be";
+	free(msg);
 	free(num);
-	for (size_t i = 0; i < c->npool; i++)
-		if (strcmp(c->pool[i].alias, alias) == 0) {
-			free(alias);
-			return "a runtime is named twice";
-		}
+	if (!why && wd && c->work_dir && strcmp(wd, c->work_dir) == 0) {
+		free(wd);
+		wd = NULL;
+	}
+	for (size_t i = 0; !why && i < c->npool; i++)
+		if (strcmp(c->pool[i].alias, alias) == 0 &&
+		    same_work_dir(c->pool[i].work_dir, wd))
+			why = "a runtime is named twice for one work dir";
+	if (why) {
+		free(alias);
+		free(wd);
+		return why;
+	}
 	ALLOC_GROW(c->pool, c->npool + 1, *alloc);
 	c->pool[c->npool].alias = alias;
+	c->pool[c->npool].work_dir = wd;
 	c->pool[c->npool++].count = (unsigned)n;
 	return NULL;
 }
@@ -513,8 +536,10 @@ void session_config_release(struct session_config *c)
 	free(c->deployment);
 	free(c->spill);
 	free(c->work_dir);
-	for (size_t i = 0; i < c->npool; i++)
+	for (size_t i = 0; i < c->npool; i++) {
 		free(c->pool[i].alias);
+		free(c->pool[i].work_dir);
+	}
 	free(c->pool);
 	if (c->secret)
 		OPENSSL_cleanse(c->secret, c->secret_len);

@@ -64,6 +64,7 @@ json_t *session_container_body(const struct session_spec *s)
 {
 	json_t *env = json_array(), *labels, *host, *mount;
 	unsigned long long mem = mem_limit(s);
+	const char *wd = s->work_dir ? s->work_dir : s->cfg->work_dir;
 	char created[32];
 
 	cleanup_free char *user =
@@ -75,6 +76,12 @@ json_t *session_container_body(const struct session_spec *s)
 		cleanup_free char *kv = xasprintf("%s=%s", s->rt->env[i].name,
 						  s->rt->env[i].value);
 		json_array_append_new(env, xjson_string(kv));
+	}
+	/* A work dir asked for at open is the sandbox's home too (E2B's
+	 * /home/user): after the runtime's, so it wins over theirs. */
+	if (s->work_dir) {
+		cleanup_free char *home = xasprintf("HOME=%s", s->work_dir);
+		json_array_append_new(env, xjson_string(home));
 	}
 	snprintf(created, sizeof(created), "%lld", s->created);
 	/* A pooled container is made before any key or tenant asks; its
@@ -92,12 +99,14 @@ json_t *session_container_body(const struct session_spec *s)
 		    s->cfg->deployment, SESSION_LABEL_TENANT, s->tenant,
 		    SESSION_LABEL_KEY, s->key, SESSION_LABEL_RUNTIME,
 		    s->rt->alias, SESSION_LABEL_CREATED, created);
+	if (s->work_dir)
+		json_object_set_new(labels, SESSION_LABEL_WORK_DIR,
+				    xjson_string(s->work_dir));
 	/* The workspace at the work dir, never at its host path: a
 	 * sandbox learns nothing of ROOT or its key (session.h). */
 	mount = xjson_pack("{s:s, s:s, s:s, s:b, s:{s:s}}", "Type", "bind",
-			   "Source", s->workspace, "Target", s->cfg->work_dir,
-			   "ReadOnly", 0, "BindOptions", "Propagation",
-			   "rprivate");
+			   "Source", s->workspace, "Target", wd, "ReadOnly", 0,
+			   "BindOptions", "Propagation", "rprivate");
 	host = xjson_pack(
 	    "{s:b, s:[s], s:[s], s:I, s:I, s:I, s:I, s:{s:s}, s:s, s:[o], "
 	    "s:b, s:b, s:s, s:s, s:{s:s}, s:b, s:[], s:[]}",
@@ -112,12 +121,10 @@ json_t *session_container_body(const struct session_spec *s)
 	return xjson_pack(
 	    "{s:s, s:s, s:[s], s:[s], s:s, s:o, s:o, s:b, s:b, s:b, s:b, "
 	    "s:o, s:s}",
-	    "Image", s->image, "User",
-	    user,
-	    "Entrypoint", s->sleep, "Cmd", SESSION_IDLE_SECONDS, "WorkingDir",
-	    s->cfg->work_dir, "Env", env, "Labels", labels, "Tty", 0,
-	    "OpenStdin", 0, "AttachStdout", 0, "AttachStderr", 0,
-	    "HostConfig", host, "StopSignal", "SIGKILL");
+	    "Image", s->image, "User", user, "Entrypoint", s->sleep, "Cmd",
+	    SESSION_IDLE_SECONDS, "WorkingDir", wd, "Env", env, "Labels",
+	    labels, "Tty", 0, "OpenStdin", 0, "AttachStdout", 0, "AttachStderr",
+	    0, "HostConfig", host, "StopSignal", "SIGKILL");
 }
 
 static const char *label_of(json_t *labels, const char *key)
@@ -125,18 +132,33 @@ static const char *label_of(json_t *labels, const char *key)
 	return json_string_value(json_object_get(labels, key));
 }
 
+const char *session_container_work_dir(json_t *inspect)
+{
+	/* An inspect has them in Config, a list's summary at its top. */
+	json_t *labels =
+	    json_object_get(json_object_get(inspect, "Config"), "Labels");
+
+	if (!labels)
+		labels = json_object_get(inspect, "Labels");
+	return json_string_value(
+	    json_object_get(labels, SESSION_LABEL_WORK_DIR));
+}
+
 bool session_container_current(const struct session_config *c,
 			       json_t *inspect)
 {
+	const char *wd = session_container_work_dir(inspect);
 	json_t *m;
 	size_t i;
 
+	if (!wd)
+		wd = c->work_dir;
 	json_array_foreach(json_object_get(inspect, "Mounts"), i, m)
 	{
 		const char *d =
 		    json_string_value(json_object_get(m, "Destination"));
 
-		if (d && strcmp(d, c->work_dir) == 0)
+		if (d && strcmp(d, wd) == 0)
 			return true;
 	}
 	return false;
@@ -614,6 +636,13 @@ static int create_new(struct engine *e, struct session_spec *s, char **id,
 	return rc;
 }
 
+/* Two work dirs as labels and specs give them (NULL: the
+ * configuration's): the same? */
+static bool same_work_dir(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
 int session_engine_adopt(struct engine *e, struct session_spec *s,
 			 enum session_outcome *outcome, char **id,
 			 bool *adopted, struct sbx_error **err)
@@ -645,7 +674,8 @@ int session_engine_adopt(struct engine *e, struct session_spec *s,
 	}
 	*id = xstrdup(json_string_value(json_object_get(j, "Id")));
 	state = session_state(j);
-	if (!session_container_current(s->cfg, j))
+	if (!session_container_current(s->cfg, j) ||
+	    !same_work_dir(session_container_work_dir(j), s->work_dir))
 		/* An older sbxcat's (the workspace at its host path) or
 		 * another work dir's: removed below, and a new one made as
 		 * for a session without one (its slot counted again); the
@@ -739,7 +769,8 @@ int session_engine_pool_make(struct engine *e, struct session_spec *s,
 }
 
 int session_engine_claim(struct engine *e, const struct session_config *c,
-			 const char *id, const char *pool_id, const char *key,
+			 const char *id, const char *pool_id,
+			 const char *work_dir, const char *key,
 			 struct sbx_error **err)
 {
 	cleanup_free char *name = session_container_name(c, key);
@@ -757,6 +788,7 @@ int session_engine_claim(struct engine *e, const struct session_config *c,
 	 * taken (its caller discards it and opens cold). */
 	if (!got || strcmp(got, pool_id) != 0 ||
 	    !session_container_current(c, j) ||
+	    !same_work_dir(session_container_work_dir(j), work_dir) ||
 	    strcmp(state, "running") != 0 ||
 	    json_is_true(
 		json_object_get(json_object_get(j, "State"), "Paused")))

@@ -59,13 +59,17 @@ bool session_container_key_of(const struct session_config *c, json_t *labels,
 
 /*
  * Whether a container (its inspect, or its summary in a list) binds a
- * workspace at c->work_dir.  One that does not was made by an sbxcat
- * before the work dir (it bound the workspace at its host path) or
- * under another SANDBOXD_WORK_DIR: an open, and an operation's heal,
- * make it again (session_engine_adopt); the files are the host's.
+ * workspace at its work dir: its label's (SESSION_LABEL_WORK_DIR), else
+ * c->work_dir.  One that does not was made by an sbxcat before the work
+ * dir (it bound the workspace at its host path) or under another
+ * SANDBOXD_WORK_DIR: an open, and an operation's heal, make it again
+ * (session_engine_adopt); the files are the host's.
  */
 bool session_container_current(const struct session_config *c,
 			       json_t *inspect);
+/* A container's work dir as its label says (NULL: the configuration's;
+ * borrowed from inspect). */
+const char *session_container_work_dir(json_t *inspect);
 
 /* What a new session is made of. */
 struct session_spec {
@@ -73,6 +77,11 @@ struct session_spec {
 	const struct runtime *rt;
 	const char *image; /* the runtime's content tag, or its image */
 	const char *key, *tenant, *scope, *workspace;
+	/* Where the container binds the workspace and starts, and its HOME:
+	 * NULL, cfg->work_dir (no HOME set: the image's); else labelled
+	 * (SESSION_LABEL_WORK_DIR) and adopted or claimed only by an open
+	 * of the same. */
+	const char *work_dir;
 	unsigned long uid; /* 0: the image's own user */
 	const char *sleep; /* the idle program's path in the image */
 	/* A pooled container's ID (session_pool_new_id), made before any
@@ -161,7 +170,8 @@ int session_open_refuse(const struct session_config *c,
 int session_engine_pool_make(struct engine *e, struct session_spec *spec,
 			     char **id, struct sbx_error **err);
 int session_engine_claim(struct engine *e, const struct session_config *c,
-			 const char *id, const char *pool_id, const char *key,
+			 const char *id, const char *pool_id,
+			 const char *work_dir, const char *key,
 			 struct sbx_error **err);
 
 /*

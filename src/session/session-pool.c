@@ -37,6 +37,7 @@ void session_pool_entry_release(struct session_pool_entry *e)
 	free(e->runtime);
 	free(e->image);
 	free(e->container);
+	free(e->work_dir);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -251,16 +252,19 @@ static int entry_parse(const char *data, size_t len, const char *id,
 {
 	json_t *j = json_loadb(data, len, JSON_REJECT_DUPLICATES, NULL);
 	const char *rid = NULL, *rt = NULL, *img = NULL, *ctr = NULL;
+	const char *wd = NULL;
 	json_int_t version = 0, created = -1;
 	char *msg = NULL;
 	int rc = -1;
 
 	memset(e, 0, sizeof(*e));
 	if (j &&
-	    json_unpack(j, "{s:I, s:s, s:s, s:s, s:s, s:I !}", "version",
+	    json_unpack(j, "{s:I, s:s, s:s, s:s, s:s, s:I, s?s !}", "version",
 			&version, "id", &rid, "runtime", &rt, "image", &img,
-			"container", &ctr, "created", &created) == 0 &&
+			"container", &ctr, "created", &created, "work_dir",
+			&wd) == 0 &&
 	    version == 1 && strcmp(rid, id) == 0 &&
+	    (!wd || !session_check_work_dir(wd)) &&
 	    !(msg = catalog_check_alias(rt)) &&
 	    !(msg = catalog_check_image_ref(img)) && is_container_id(ctr) &&
 	    created >= 0) {
@@ -268,6 +272,7 @@ static int entry_parse(const char *data, size_t len, const char *id,
 		e->runtime = xstrdup(rt);
 		e->image = xstrdup(img);
 		e->container = xstrdup(ctr);
+		e->work_dir = wd ? xstrdup(wd) : NULL;
 		e->created = created;
 		rc = 0;
 	}
@@ -291,6 +296,10 @@ int session_pool_add(struct session_root *r, const struct session_pool_entry *e,
 		       e->id, "runtime", e->runtime, "image", e->image,
 		       "container", e->container, "created",
 		       (json_int_t)e->created);
+	/* Only when not the configuration's: an older sbxcat reads the
+	 * others still. */
+	if (e->work_dir)
+		json_object_set_new(j, "work_dir", xjson_string(e->work_dir));
 	text = json_dumps(j, JSON_SORT_KEYS);
 	json_decref(j);
 	if (!text)
@@ -390,8 +399,9 @@ int session_pool_drop(struct session_root *r, const char *id,
 }
 
 int session_pool_take(struct session_root *r, const char *runtime,
-		      const char *image, struct session_pool_entry *out,
-		      bool *found, struct sbx_error **err)
+		      const char *image, const char *work_dir,
+		      struct session_pool_entry *out, bool *found,
+		      struct sbx_error **err)
 {
 	struct session_pool_entry *v = NULL;
 	size_t n = 0, best = 0;
@@ -405,6 +415,9 @@ int session_pool_take(struct session_root *r, const char *runtime,
 	for (size_t i = 0; i < n; i++)
 		if ((!runtime || strcmp(v[i].runtime, runtime) == 0) &&
 		    (!image || strcmp(v[i].image, image) == 0) &&
+		    (!runtime || (!work_dir && !v[i].work_dir) ||
+		     (work_dir && v[i].work_dir &&
+		      strcmp(work_dir, v[i].work_dir) == 0)) &&
 		    (!*found || v[i].created < v[best].created)) {
 			best = i;
 			*found = true;

@@ -26,8 +26,10 @@
 
 #define RECORD_MAX (64 * 1024)
 /* Version 1 had no workspace member: its workspace is KEY/workspace.
- * Version 2 had no labels nor durability: none, and persistent. */
-#define RECORD_VERSION 3
+ * Version 2 had no labels nor durability: none, and persistent.
+ * Version 4 is 3 with a work_dir member: a record without one is still
+ * written as version 3, so an older sbxcat reads it. */
+#define RECORD_VERSION 4
 /* Year 9999: a time past it in a record is not a time. */
 #define TIME_MAX 253402300799LL
 
@@ -41,6 +43,7 @@ void session_record_release(struct session_record *r)
 	free(r->image);
 	free(r->container);
 	free(r->workspace);
+	free(r->work_dir);
 	session_labels_release(&r->labels);
 	memset(r, 0, sizeof(*r));
 }
@@ -48,6 +51,12 @@ void session_record_release(struct session_record *r)
 const char *session_durability_name(enum session_durability d)
 {
 	return d == SESSION_EPHEMERAL ? "ephemeral" : "persistent";
+}
+
+const char *session_work_dir(const struct session_config *c,
+			     const struct session_record *rec)
+{
+	return rec && rec->work_dir ? rec->work_dir : c->work_dir;
 }
 
 int session_durability_parse(const char *s, enum session_durability *d)
@@ -89,6 +98,8 @@ static const char *record_problem(const struct session_record *rec, char **msg)
 	if (rec->created < 0 || rec->created > TIME_MAX ||
 	    rec->last_activity < 0 || rec->last_activity > TIME_MAX)
 		return "'created' or 'last_activity' is not a time";
+	if (rec->work_dir && session_check_work_dir(rec->work_dir))
+		return "'work_dir' is not a work dir";
 	return NULL;
 }
 
@@ -135,6 +146,8 @@ static int record_parse(const char *data, size_t len, const char *key,
 			str = &rec->container;
 		else if (strcmp(name, "workspace") == 0)
 			str = &rec->workspace;
+		else if (strcmp(name, "work_dir") == 0)
+			str = &rec->work_dir;
 		else if (strcmp(name, "created") == 0)
 			num = &rec->created;
 		else if (strcmp(name, "last_activity") == 0)
@@ -174,13 +187,15 @@ static int record_parse(const char *data, size_t len, const char *key,
 			*num = json_integer_value(v);
 		}
 	}
-	*why = "not of version 1, 2 or 3";
+	*why = "not of version 1, 2, 3 or 4";
 	if (version < 1 || version > RECORD_VERSION)
 		goto fail;
 	*why = "missing a member";
 	if (seen != (version == 1   ? 9u
 		     : version == 2 ? 10u
-				    : 12u) ||
+		     : version == 3 ? 12u
+				    : 13u) ||
+	    (version >= 4) != (rec->work_dir != NULL) ||
 	    (version >= 2) != (rec->workspace != NULL) ||
 	    (version >= 3) != has_labels || (version >= 3) != has_durability)
 		goto fail;
@@ -263,17 +278,19 @@ static int record_write_at(struct session_root *r, int kfd,
 	cleanup_free char *ws = rec->workspace
 				    ? xstrdup(rec->workspace)
 				    : xasprintf("%s/" WORKSPACE_NAME, rec->key);
-	j = xjson_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:s, "
-		       "s:o, s:s}",
-		       "version", RECORD_VERSION, "key", rec->key, "tenant",
-		       rec->tenant, "scope", rec->scope, "runtime",
-		       rec->runtime, "image", rec->image, "container",
-		       rec->container ? xjson_string(rec->container)
-				      : json_null(),
-		       "created", (json_int_t)rec->created, "last_activity",
-		       (json_int_t)rec->last_activity, "workspace", ws,
-		       "labels", session_labels_json(&rec->labels),
-		       "durability", session_durability_name(rec->durability));
+	j = xjson_pack(
+	    "{s:i, s:s, s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:s, "
+	    "s:o, s:s}",
+	    "version", rec->work_dir ? RECORD_VERSION : 3, "key", rec->key,
+	    "tenant", rec->tenant, "scope", rec->scope, "runtime", rec->runtime,
+	    "image", rec->image, "container",
+	    rec->container ? xjson_string(rec->container) : json_null(),
+	    "created", (json_int_t)rec->created, "last_activity",
+	    (json_int_t)rec->last_activity, "workspace", ws, "labels",
+	    session_labels_json(&rec->labels), "durability",
+	    session_durability_name(rec->durability));
+	if (rec->work_dir)
+		json_object_set_new(j, "work_dir", xjson_string(rec->work_dir));
 	text = json_dumps(j, JSON_SORT_KEYS);
 	json_decref(j);
 	if (!text)

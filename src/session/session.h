@@ -84,6 +84,10 @@ struct sbx_error;
 #define SESSION_SUBJECT_MAX 1024
 #define SESSION_HOST_MAX 253
 #define SESSION_LABEL_POOL "io.sbxcat.pool"
+/* A container made with a work dir other than the configuration's
+ * (session_work_dir) carries it here; one without it binds at the
+ * configuration's. */
+#define SESSION_LABEL_WORK_DIR "io.sbxcat.work-dir"
 /* A pooled container's ID: 26 of [a-z2-7] (130 random bits). */
 #define SESSION_POOL_ID_LEN 26
 /* The most containers SBXCAT_WARM_POOL keeps ready for one runtime. */
@@ -119,6 +123,9 @@ struct session_config {
 	 * runtime (docs/sessions.md); none by default. */
 	struct session_pool_want {
 		char *alias;
+		/* "ALIAS@/home/user=N": containers for sessions with that
+		 * work dir; NULL: the configuration's. */
+		char *work_dir;
 		unsigned count; /* 0 to SESSION_POOL_MAX */
 	} * pool;
 	size_t npool;
@@ -164,6 +171,10 @@ const char *session_check_scope(const char *s);
 const char *session_check_tenant(const char *s);
 const char *session_check_subject(const char *s);
 const char *session_check_host(const char *s);
+/* A work dir, SANDBOXD_WORK_DIR's rule (an absolute path other than /,
+ * written once, at most SESSION_WORK_DIR_MAX bytes of text, outside /tmp,
+ * /proc, /sys and /dev). */
+const char *session_check_work_dir(const char *s);
 /* A string of the key's shape: [a-z0-9][a-z0-9-]*, at most 64. */
 bool session_key_valid(const char *s);
 
@@ -202,7 +213,15 @@ struct session_record {
 	 * record of version 1 or 2: none, persistent). */
 	struct session_labels labels;
 	enum session_durability durability;
+	/* Where the sandbox sees its workspace, its commands' start and
+	 * (not the configuration's) its HOME, when the open asked for one
+	 * other than the configuration's (record version 4); NULL: the
+	 * configuration's (session_work_dir). */
+	char *work_dir;
 };
+/* rec's work dir: its own, else the configuration's. */
+const char *session_work_dir(const struct session_config *c,
+			     const struct session_record *rec);
 void session_record_release(struct session_record *r);
 
 /* The held workspace root; SESSION_ROOT_INIT before it is opened, so
@@ -486,6 +505,7 @@ int session_hibernate_clear(struct session_root *r, const char *key,
 struct session_pool_entry {
 	char id[SESSION_POOL_ID_LEN + 1];
 	char *runtime, *image, *container;
+	char *work_dir; /* the container's, NULL: the configuration's */
 	long long created;
 };
 void session_pool_entry_release(struct session_pool_entry *e);
@@ -513,11 +533,13 @@ void session_pool_list_free(struct session_pool_entry *v, size_t n);
 int session_pool_drop(struct session_root *r, const char *id,
 		      struct sbx_error **err);
 /* With the quota lock held: the oldest entry of runtime made from image
- * (NULL: any) taken out of the pool into *out (*found false when there
- * is none). */
+ * for work_dir (NULL: the configuration's) taken out of the pool into
+ * *out (*found false when there is none); runtime NULL: any entry at
+ * all, whatever its image and work dir. */
 int session_pool_take(struct session_root *r, const char *runtime,
-		      const char *image, struct session_pool_entry *out,
-		      bool *found, struct sbx_error **err);
+		      const char *image, const char *work_dir,
+		      struct session_pool_entry *out, bool *found,
+		      struct sbx_error **err);
 
 /* Bytes used by the workspace rec names (st_blocks * 512, not following
  * symlinks, not crossing mounts); entries counted into *files. */

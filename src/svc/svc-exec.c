@@ -27,6 +27,7 @@
 #include "session/session-engine.h"
 #include "session/session.h"
 #include "svc/svc-e2b.h"
+#include "svc/svc-exec-int.h"
 #include "svc/svc-exec.h"
 #include "svc/svc-wire.h"
 #include "workspace/workspace.h"
@@ -288,7 +289,7 @@ static int cannot_run(struct run *r, struct sbx_error **err)
 static int resolve_cwd(struct run *r, const char *cwd, struct sbx_error **err)
 {
 	const struct session_config *cfg = &r->s->cfg.session;
-	const char *wd = cfg->work_dir;
+	const char *wd = session_work_dir(cfg, &r->rec);
 	char *ws = session_workspace_path(&r->root, &r->rec);
 	const char *rel = cwd;
 	struct workspace w;
@@ -390,7 +391,7 @@ static int exec_prepare(struct run *r, struct sbx_error **err)
 					      xjson_string(req->argv[i]));
 	}
 	/* The work dir, where the container binds the workspace. */
-	ws = r->cwd ? r->cwd : cfg->session.work_dir;
+	ws = r->cwd ? r->cwd : session_work_dir(&cfg->session, &r->rec);
 	user = json_string_value(
 	    json_object_get(json_object_get(r->inspect, "Config"), "User"));
 	body = xjson_pack("{s:b, s:b, s:b, s:b, s:o, s:s, s:s, s:b}",
@@ -724,6 +725,13 @@ int svc_exec(const struct svc *s, const struct svc_call *call,
 	     const struct svc_exec_req *req, struct svc_exec_res *res,
 	     struct sbx_error **err)
 {
+	return svc_exec_run(s, call, req, res, true, err);
+}
+
+int svc_exec_run(const struct svc *s, const struct svc_call *call,
+		 const struct svc_exec_req *req, struct svc_exec_res *res,
+		 bool row, struct sbx_error **err)
+{
 	struct run r = {
 	    .s = s,
 	    .call = call,
@@ -761,7 +769,7 @@ int svc_exec(const struct svc *s, const struct svc_call *call,
 	if (r.exec_id && r.rec.key[0] &&
 	    session_record_touch(&r.root, r.rec.key, &aerr) < 0)
 		sbx_error_free(&aerr);
-	if (!r.unrecorded && exec_record(&r, &aerr) < 0) {
+	if (row && !r.unrecorded && exec_record(&r, &aerr) < 0) {
 		/* The command's own failure, if any, is said first. */
 		sbx_error_chain(&aerr, err);
 		*err = aerr;

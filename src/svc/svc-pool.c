@@ -39,7 +39,14 @@ static char *current_tag(const struct svc *s, const struct runtime *rt)
 	return recipe_tag(rt, &s->cfg.recipe);
 }
 
-/* Is e's runtime one the pool keeps, of the tag it has now? */
+/* Two pools' work dirs (NULL: the configuration's): the same? */
+static bool same_work_dir(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* Is e's runtime and work dir one the pool keeps, of the tag it has
+ * now? */
 static bool entry_current(const struct svc *s, const struct catalog *cat,
 			  const struct session_pool_entry *e)
 {
@@ -50,6 +57,7 @@ static bool entry_current(const struct svc *s, const struct catalog *cat,
 
 	for (size_t i = 0; i < c->npool; i++)
 		wanted |= strcmp(c->pool[i].alias, e->runtime) == 0 &&
+			  same_work_dir(c->pool[i].work_dir, e->work_dir) &&
 			  c->pool[i].count > 0;
 	if (!rt || !wanted)
 		return false;
@@ -259,9 +267,9 @@ static int tidy(const struct svc *s, const struct svc_call *call,
 	return rc;
 }
 
-/* How many entries rt has now. */
+/* How many entries rt has now for work_dir. */
 static unsigned have(struct session_root *root, const char *alias,
-		     struct sbx_error **err)
+		     const char *work_dir, struct sbx_error **err)
 {
 	struct session_pool_entry *v = NULL;
 	size_t n = 0;
@@ -270,7 +278,8 @@ static unsigned have(struct session_root *root, const char *alias,
 	if (session_pool_list(root, &v, &n, err) < 0)
 		return 0;
 	for (size_t i = 0; i < n; i++)
-		k += strcmp(v[i].runtime, alias) == 0;
+		k += strcmp(v[i].runtime, alias) == 0 &&
+		     same_work_dir(v[i].work_dir, work_dir);
 	session_pool_list_free(v, n);
 	return k;
 }
@@ -281,7 +290,7 @@ static unsigned have(struct session_root *root, const char *alias,
 static int pool_budget(const struct svc *s, struct engine *e,
 		       struct session_root *root, const char *id,
 		       const char *container, unsigned long uid,
-		       struct sbx_error **err)
+		       const char *work_dir, struct sbx_error **err)
 {
 	const struct session_config *c = &s->cfg.session;
 	struct session_budget b = {c->disk_quota, c->disk_inodes};
@@ -296,8 +305,8 @@ static int pool_budget(const struct svc *s, struct engine *e,
 	if (!e)
 		return session_budget_make(root, &rec, &b, c->mkfs, uid, &made,
 					   &unbudgeted, err);
-	return session_budget_seen(e, root, &rec, container, c->work_dir,
-				   err);
+	return session_budget_seen(e, root, &rec, container,
+				   work_dir ? work_dir : c->work_dir, err);
 }
 
 /*
@@ -308,7 +317,7 @@ static int pool_budget(const struct svc *s, struct engine *e,
 static int make_one(const struct svc *s, const struct svc_call *call,
 		    struct engine *e, struct session_root *root,
 		    const struct runtime *rt, const char *image,
-		    struct sbx_error **err)
+		    const char *work_dir, struct sbx_error **err)
 {
 	struct session_pool_entry ent = {0};
 	struct session_reservation slot;
@@ -338,19 +347,22 @@ static int make_one(const struct svc *s, const struct svc_call *call,
 	spec.image = image;
 	spec.pool_id = ent.id;
 	spec.workspace = ws;
+	spec.work_dir = work_dir;
 	spec.uid = s->cfg.recipe.sandbox_uid;
 	spec.created = (long long)time(NULL);
 	rc = session_pool_ws_make(root, spec.uid, ent.id, err);
 	if (rc == 0)
-		rc = pool_budget(s, NULL, root, ent.id, NULL, spec.uid, err);
+		rc = pool_budget(s, NULL, root, ent.id, NULL, spec.uid,
+				 work_dir, err);
 	if (rc == 0)
 		rc = session_engine_pool_make(e, &spec, &ent.container, err);
 	if (rc == 0)
 		rc = pool_budget(s, e, root, ent.id, ent.container, spec.uid,
-				 err);
+				 work_dir, err);
 	if (rc == 0) {
 		ent.runtime = xstrdup(rt->alias);
 		ent.image = xstrdup(image);
+		ent.work_dir = work_dir ? xstrdup(work_dir) : NULL;
 		ent.created = spec.created;
 		rc = session_pool_add(root, &ent, err);
 	}
@@ -371,17 +383,18 @@ static int make_one(const struct svc *s, const struct svc_call *call,
 	return rc < 0 ? -1 : 1;
 }
 
-/* Fill rt's pool to want; the image must be in the engine already (the
- * pool never builds: that is prewarm's). */
+/* Fill rt's pool for want->work_dir to want->count; the image must be
+ * in the engine already (the pool never builds: that is prewarm's). */
 static int fill_one(const struct svc *s, const struct svc_call *call,
 		    struct engine *e, struct session_root *root,
-		    const struct runtime *rt, unsigned want,
+		    const struct runtime *rt,
+		    const struct session_pool_want *want,
 		    struct svc_pool_res *res, struct sbx_error **err)
 {
 	char *image = current_tag(s, rt);
 	bool present = false;
 	int rc = engine_image_inspect(e, image, &present, NULL, err);
-	unsigned k = rc == 0 ? have(root, rt->alias, err) : 0;
+	unsigned k = rc == 0 ? have(root, rt->alias, want->work_dir, err) : 0;
 
 	if (rc == 0 && !*err && !present) {
 		svc_warn(call,
@@ -390,8 +403,8 @@ static int fill_one(const struct svc *s, const struct svc_call *call,
 			 rt->alias, image);
 		res->missing++;
 	}
-	while (rc == 0 && !*err && present && k < want) {
-		rc = make_one(s, call, e, root, rt, image, err);
+	while (rc == 0 && !*err && present && k < want->count) {
+		rc = make_one(s, call, e, root, rt, image, want->work_dir, err);
 		if (rc <= 0) {
 			res->full |= rc == 0;
 			break;
@@ -429,8 +442,8 @@ int svc_pool_fill(const struct svc *s, const struct svc_call *call,
 				 c->pool[i].alias);
 			continue;
 		}
-		rc = fill_one(s, call, &engine, &root, rt, c->pool[i].count,
-			      res, err);
+		rc = fill_one(s, call, &engine, &root, rt, &c->pool[i], res,
+			      err);
 	}
 out:
 	svc_engine_close(s, &engine);

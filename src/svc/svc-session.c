@@ -98,8 +98,29 @@ const char *svc_session_open_check(const char *tenant,
 		if (!f[i].value || *why)
 			return f[i].name;
 	}
+	*value = req->work_dir;
+	*why = req->work_dir ? session_check_work_dir(req->work_dir) : NULL;
+	if (*why)
+		return "work_dir";
 	*value = *why = NULL;
 	return NULL;
+}
+
+const char *svc_session_work_dir(const struct svc *s,
+				 const struct session_record *rec)
+{
+	return session_work_dir(&s->cfg.session, rec);
+}
+
+/* The work dir an open asks for as the record keeps it: NULL for the
+ * configuration's. */
+static const char *open_work_dir(const struct svc *s,
+				 const struct svc_session_open_req *req)
+{
+	if (!req->work_dir ||
+	    strcmp(req->work_dir, s->cfg.session.work_dir) == 0)
+		return NULL;
+	return req->work_dir;
 }
 
 /* The fields, checked: invalid, naming the field. */
@@ -477,8 +498,9 @@ static int kept_refuse(const struct session_config *c, const char *tenant,
 static int reserve_slot(const struct svc *s, const struct svc_call *call,
 			struct engine *e, struct session_root *root,
 			struct audit *au, const char *key, const char *runtime,
-			const char *image, bool may_claim, bool waking,
-			bool new_budget, struct session_reservation *v,
+			const char *image, const char *work_dir, bool may_claim,
+			bool waking, bool new_budget,
+			struct session_reservation *v,
 			struct session_pool_entry *claim, bool *claimed,
 			struct session_pool_entry *evict, bool *evicted,
 			struct sbx_error **err)
@@ -501,13 +523,14 @@ static int reserve_slot(const struct svc *s, const struct svc_call *call,
 	    n.kept >= c->max_kept_budgets)
 		rc = kept_refuse(c, call->tenant, n.kept, err);
 	if (rc == 0 && may_claim && n.pooled)
-		rc = session_pool_take(root, runtime, image, claim, claimed,
-				       err);
+		rc = session_pool_take(root, runtime, image, work_dir, claim,
+				       claimed, err);
 	if (rc == 0 && *claimed)
 		n.all--;
 	else if (rc == 0 && n.pooled && n.all == c->max_sessions &&
 		 n.mine < c->max_per_tenant)
-		rc = session_pool_take(root, NULL, NULL, evict, evicted, err);
+		rc = session_pool_take(root, NULL, NULL, NULL, evict, evicted,
+				       err);
 	if (rc == 0 && *evicted)
 		n.all--;
 	if (rc == 0)
@@ -556,8 +579,8 @@ static bool claim_pooled(const struct svc *s, const struct svc_call *call,
 
 	if (session_pool_ws_fresh(root, p->id, s->cfg.recipe.sandbox_uid,
 				  &err) == 0 &&
-	    session_engine_claim(e, &s->cfg.session, p->container, p->id, key,
-				 &err) == 0)
+	    session_engine_claim(e, &s->cfg.session, p->container, p->id,
+				 p->work_dir, key, &err) == 0)
 		return true;
 	svc_warn(call, "a pooled container was not taken: %s", err->msg);
 	sbx_error_free(&err);
@@ -655,7 +678,8 @@ static int budget_seen(const struct svc *s, const struct svc_call *call,
 	struct sbx_error *e2 = NULL;
 
 	if (session_budget_seen(e, root, rec, container,
-				s->cfg.session.work_dir, err) == 0)
+				session_work_dir(&s->cfg.session, rec),
+				err) == 0)
 		return 0;
 	if (engine_container_remove(e, container, true, NULL, &e2) < 0)
 		svc_warn(call, "%s", e2->msg);
@@ -715,6 +739,21 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 		sbx_error_why(*err, SBX_R_DURABILITY_DIFFERS, 0, 0);
 		goto out;
 	}
+	if (old.key[0] && req->work_dir &&
+	    strcmp(session_work_dir(c, &old), req->work_dir) != 0) {
+		/* Where the sandbox's files are is its promise too: its
+		 * programs and paths name it. */
+		struct strbuf sb = STRBUF_INIT;
+
+		text_add_escaped(&sb, session_work_dir(c, &old),
+				 strlen(session_work_dir(c, &old)));
+		sbx_error_set(err, SBX_E_CONFLICT, 0,
+			      "session '%s' has its work dir at '%s'; close "
+			      "it with --purge to open it at another",
+			      res->key, strbuf_str(&sb));
+		strbuf_release(&sb);
+		goto out;
+	}
 	if (old.key[0] && req->disk_quota &&
 	    budget_kept(root, &old, b->bytes, err) < 0)
 		goto out;
@@ -723,6 +762,10 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 		goto out;
 	memcpy(rec.key, res->key, sizeof(rec.key));
 	rec.workspace = old.workspace ? xstrdup(old.workspace) : NULL;
+	rec.work_dir =
+	    old.key[0] ? (old.work_dir ? xstrdup(old.work_dir) : NULL)
+		       : (open_work_dir(s, req) ? xstrdup(open_work_dir(s, req))
+						: NULL);
 	res->workspace = session_workspace_path(root, &rec);
 
 	spec.cfg = &s->cfg.session;
@@ -732,6 +775,7 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 	spec.tenant = call->tenant;
 	spec.scope = req->scope;
 	spec.workspace = res->workspace;
+	spec.work_dir = rec.work_dir;
 	spec.uid = s->cfg.recipe.sandbox_uid;
 	spec.created = old.created ? old.created : (long long)time(NULL);
 	if (session_engine_adopt(e, &spec, &res->outcome, &res->container,
@@ -742,13 +786,13 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 	waking = !adopted && res->container &&
 		 session_hibernated(root, res->key, NULL, NULL) > 0;
 	if (!adopted &&
-	    (reserve_slot(s, call, e, root, au, res->key, rt->alias, image,
-			  !old.key[0] && !res->container &&
-			      !session_workspace_has_files(root, res->key) &&
-			      b->bytes == c->disk_quota &&
-			      b->inodes == c->disk_inodes,
-			  waking, b->bytes && !old_image, &slot, &pool,
-			  &claimed, &evict, &evicted, err) < 0))
+	    (reserve_slot(
+		 s, call, e, root, au, res->key, rt->alias, image, rec.work_dir,
+		 !old.key[0] && !res->container &&
+		     !session_workspace_has_files(root, res->key) &&
+		     b->bytes == c->disk_quota && b->inodes == c->disk_inodes,
+		 waking, b->bytes && !old_image, &slot, &pool, &claimed, &evict,
+		 &evicted, err) < 0))
 		goto out;
 	if (evicted)
 		pool_discard(call, e, root, &evict);
@@ -805,6 +849,7 @@ static int open_key(const struct svc *s, const struct svc_call *call,
 	res->labels = rec.labels;
 	session_labels_init(&rec.labels);
 	res->durability = rec.durability;
+	res->work_dir = xstrdup(session_work_dir(c, &rec));
 	rc = 0;
 out:
 	session_pool_entry_release(&pool);
@@ -847,6 +892,9 @@ static json_t *open_json(const struct svc *s,
 		       "outcome", session_outcome_name(res->outcome));
 
 	xjson_set_path(doc, "workspace", res->workspace);
+	if (res->work_dir &&
+	    strcmp(res->work_dir, s->cfg.session.work_dir) != 0)
+		xjson_set_path(doc, "work_dir", res->work_dir);
 	svc_session_add_kept(s, doc, &res->labels, res->durability,
 			     res->last_activity);
 	return doc;
@@ -930,6 +978,7 @@ void svc_session_open_res_release(struct svc_session_open_res *res)
 	free(res->name);
 	free(res->image);
 	free(res->workspace);
+	free(res->work_dir);
 	session_labels_release(&res->labels);
 	json_decref(res->doc);
 	memset(res, 0, sizeof(*res));

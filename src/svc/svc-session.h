@@ -73,6 +73,12 @@ struct svc_session_open_req {
 	 * session-budget.h. */
 	const char *disk_quota;
 	unsigned long long disk_inodes;
+	/* Where the sandbox sees its workspace and its commands start, and
+	 * its HOME (E2B's /home/user): checked as SANDBOXD_WORK_DIR is
+	 * (invalid, field "work_dir"); NULL or the configuration's: the
+	 * configuration's (no HOME set).  A new session's; a reopen keeps
+	 * its own, and one asking another is a conflict. */
+	const char *work_dir;
 };
 /* The open's refusals say why (error.h): SBX_R_DURABILITY_DIFFERS,
  * SBX_R_BUDGET_DIFFERS (a reopen asking another disk budget than the
@@ -91,8 +97,10 @@ struct svc_session_open_res {
 	enum session_outcome outcome;
 	struct session_labels labels; /* as recorded */
 	enum session_durability durability;
+	char *work_dir; /* the session's (svc_session_work_dir) */
 	/* {key, container, name, runtime, image, created, outcome,
-	 * workspace, labels, durability, expires_at} */
+	 * workspace, labels, durability, expires_at; work_dir when not the
+	 * configuration's} */
 	json_t *doc;
 	/* Failed: the catalogue had diagnostics (cat->diags), the caller's
 	 * to show before the error. */
@@ -113,6 +121,11 @@ int svc_session_key_of(const struct svc *s, struct session_root *root,
 		       const char *tenant, const char *scope,
 		       const char *subject, const char *host,
 		       char key[SESSION_KEY_MAX + 1], struct sbx_error **err);
+/* The work dir of the session rec records (as svc_wire_find and the
+ * others read it): where its sandbox sees its workspace; borrowed from
+ * rec or the configuration. */
+const char *svc_session_work_dir(const struct svc *s,
+				 const struct session_record *rec);
 int svc_session_open(const struct svc *s, const struct svc_call *call,
 		     const struct svc_session_open_req *req,
 		     struct svc_session_open_res *res, struct sbx_error **err);

@@ -254,6 +254,7 @@ int svc_wire_open(const struct svc *s, const struct svc_call *call,
 	    .durability = req->durability,
 	    .disk_quota = req->disk_quota,
 	    .disk_inodes = req->disk_inodes,
+	    .work_dir = req->work_dir,
 	};
 	struct session_root root = SESSION_ROOT_INIT;
 	struct svc_call c = *call;

@@ -137,6 +137,9 @@ struct svc_wire_open_req {
 	/* The disk budget asked for (svc_session_open_req's). */
 	const char *disk_quota;
 	unsigned long long disk_inodes;
+	/* The session's work dir (svc_session_open_req's: NULL, the
+	 * configuration's; a reuse asking another is a conflict). */
+	const char *work_dir;
 	/* The agent and run the session's requests that name none take
 	 * (NULL: not given: a new open has none, a reuse keeps its own);
 	 * refused as svc_id_check refuses them, "agent: ..." or "run: ...".
