@@ -278,6 +278,13 @@ def phase_shapes():
     st, _, _, b = envd("w" + TAG, wtok)
     ok(st == 404, "envd on a sandboxd session, its own token: 404", b)
 
+    p = subprocess.run(["docker", "inspect", "-f",
+                        "{{.Config.WorkingDir}} {{range .Config.Env}}{{.}} {{end}}",
+                        "sbxcat-%s-%s" % (DEP, key_of(a))],
+                       capture_output=True, text=True)
+    ok(p.stdout.startswith("/home/user ") and " HOME=/home/user " in
+       " " + p.stdout, "the sandbox works in /home/user, its HOME", p.stdout)
+
     # Pause and connect.
     st, _, _, b = envd(a, ta)
     ok(st not in (401, 502), "envd reaches a running sandbox (%d)" % st, b)

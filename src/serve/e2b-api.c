@@ -380,6 +380,8 @@ static void create(struct e2b_req *e, long long def_timeout)
 	c.cat = &e->w.snap->cat;
 	c.default_agent = e->w.sv->default_agent;
 	c.default_run = e->w.sv->default_run;
+	/* E2B's sandboxes see their workspace at /home/user, their HOME. */
+	c.work_dir = E2B_HOME;
 	tenant = e->w.auth.tenant	   ? e->w.auth.tenant
 		 : e->w.sv->default_tenant ? e->w.sv->default_tenant
 					   : SVC_WIRE_NO_TENANT;

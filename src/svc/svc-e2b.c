@@ -427,6 +427,7 @@ int svc_e2b_create(const struct svc *s, const struct svc_call *call,
 	    .cat_err = req->cat_err,
 	    .default_agent = req->default_agent,
 	    .default_run = req->default_run,
+	    .work_dir = req->work_dir,
 	};
 	struct session_root root = SESSION_ROOT_INIT;
 	struct svc_e2b *e = &res->e;
