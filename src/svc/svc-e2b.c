@@ -230,20 +230,52 @@ static int write_at(struct session_root *root, int kfd, const char *key,
 	return rc;
 }
 
+/*
+ * ROOT/KEY for a read, without its flock: the record is replaced
+ * atomically, so a read sees one whole version (as the reaper reads
+ * session.json), and a reader never waits behind the reaper's or an
+ * open's hold of the lock.  Never through a symlink; ROOT is root's and
+ * closed to others (session_root_open), so what is in it is root's.
+ */
+static int keydir_read_open(struct session_root *root, const char *key,
+			    struct sbx_error **err)
+{
+	int fd;
+
+	if (!session_key_valid(key))
+		return sbx_error_set(err, SBX_E_NOT_FOUND, ENOENT,
+				     "no session '%s'", key);
+	fd = openat(root->fd, key,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return sbx_error_set(
+		    err, errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_UNAVAILABLE,
+		    errno, "no session '%s'", key);
+	return fd;
+}
+
+static int read_root(struct session_root *root, const char *key,
+		     struct svc_e2b *e, struct sbx_error **err)
+{
+	int kfd = keydir_read_open(root, key, err), rc;
+
+	memset(e, 0, sizeof(*e));
+	if (kfd < 0)
+		return -1;
+	rc = read_at(kfd, key, e, err);
+	close(kfd);
+	return rc;
+}
+
 int svc_e2b_read(const struct svc *s, const struct svc_call *call,
 		 const char *key, struct svc_e2b *e, struct sbx_error **err)
 {
 	struct session_root root = SESSION_ROOT_INIT;
-	int kfd = -1, rc = -1;
+	int rc = -1;
 
 	memset(e, 0, sizeof(*e));
-	if (svc_root_open(s, call, &root, err) < 0 ||
-	    (kfd = session_keydir_lock(&root, key, err)) < 0)
-		goto out;
-	rc = read_at(kfd, key, e, err);
-out:
-	if (kfd >= 0)
-		session_keydir_unlock(kfd);
+	if (svc_root_open(s, call, &root, err) == 0)
+		rc = read_root(&root, key, e, err);
 	session_root_close(&root);
 	return rc;
 }
@@ -252,12 +284,8 @@ int svc_e2b_wake_check(struct session_root *root, const char *key,
 		       struct sbx_error **err)
 {
 	struct svc_e2b e;
-	int kfd = session_keydir_lock(root, key, err), rc;
+	int rc = read_root(root, key, &e, err);
 
-	if (kfd < 0)
-		return -1;
-	rc = read_at(kfd, key, &e, err);
-	session_keydir_unlock(kfd);
 	if (rc < 0) {
 		if ((*err)->errnum != ENOENT)
 			return -1;
@@ -756,7 +784,7 @@ static int reap_one(const struct svc *s, const struct svc_call *call,
 	bool already;
 
 	any.tenant = NULL;
-	if (svc_e2b_read(s, &any, key, &sb.e, &err) < 0) {
+	if (read_root(root, key, &sb.e, &err) < 0) {
 		if (err->errnum != ENOENT)
 			svc_warn(call, "%s", err->msg);
 		goto out;
