@@ -74,6 +74,18 @@ PID0=$SPID
 phase shapes
 phase lifecycle
 phase fuzz
+# The real SDK, when one is given (the conformance driver installs its own
+# from the registry; this is the control plane's quick check).
+if [ -n "${E2B_SDK_NODE_PATH:-}" ] && command -v node >/dev/null; then
+	E2B_API_URL=http://127.0.0.1:$PORT E2B_SANDBOX_URL=http://127.0.0.1:$PORT \
+		NODE_PATH=$E2B_SDK_NODE_PATH timeout -s KILL 300 \
+		node "$srcdir/tests/e2b_api_sdk.js" >"$T/sdk.tap" 2>"$T/sdk.err"
+	is "$?" 0 "the real SDK's calls pass ($(grep -c '^ok' "$T/sdk.tap") of them)"
+	grep -A2 '^not ok' "$T/sdk.tap" | head -30 | sed 's/^/# /'
+	head -5 "$T/sdk.err" | sed 's/^/# /'
+else
+	skip "E2B_SDK_NODE_PATH names no node_modules with the e2b SDK" "the real SDK's calls"
+fi
 kill -0 "$SPID" 2>/dev/null
 ok $? "the service is still running after all of it"
 is "$SPID" "$PID0" "... the same process"
