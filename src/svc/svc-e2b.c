@@ -467,8 +467,10 @@ int svc_e2b_create(const struct svc *s, const struct svc_call *call,
 		return sbx_error_set(err, SBX_E_INVALID, 0,
 				     "template id over %d bytes",
 				     SVC_E2B_TEMPLATE_MAX);
-	if (svc_wire_open(s, call, &o, &res->open, err) < 0)
+	if (svc_wire_open(s, call, &o, &res->open, err) < 0) {
+		svc_e2b_create_res_release(res);
 		return -1;
+	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	snprintf(e->template_id, sizeof(e->template_id), "%s",
 		 req->template_id);
@@ -720,7 +722,9 @@ int svc_e2b_connect(const struct svc *s, const struct svc_call *call,
 					    hash, NULL, NULL, err);
 	session_root_close(&root);
 	explicit_bzero(hash, sizeof(hash));
-	if (rc < 0 || (sb->e.paused && thaw(s, call, sb, cat, err) < 0) ||
+	/* Whatever stopped it (a client's pause, hibernation under
+	 * pressure, the reaper's idle pause), connect gives it back. */
+	if (rc < 0 || thaw(s, call, sb, cat, err) < 0 ||
 	    record_update(s, call, sb->ws.key, connect_change, &a, &sb->e,
 			  err) < 0) {
 		explicit_bzero(token, SVC_WIRE_TOKEN_LEN + 1);
