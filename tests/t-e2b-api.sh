@@ -87,7 +87,8 @@ else
 	skip "E2B_SDK_NODE_PATH names no node_modules with the e2b SDK" "the real SDK's calls"
 fi
 kill -0 "$SPID" 2>/dev/null
-ok $? "the service is still running after all of it"
+ok $? "the service is still running after all of it" ||
+	grep -A40 'Sanitizer\|runtime error' "$T/log" | head -80 | sed 's/^/# /'
 is "$SPID" "$PID0" "... the same process"
 sb_serve_stop
 sb_done

@@ -793,7 +793,7 @@ static int reap_one(const struct svc *s, const struct svc_call *call,
 			svc_warn(call, "%s", err->msg);
 		goto out;
 	}
-	memcpy(sb.ws.key, key, sizeof(sb.ws.key));
+	snprintf(sb.ws.key, sizeof(sb.ws.key), "%s", key);
 	if (session_find(root, key, NULL, &sb.ws.rec, &err) < 0 ||
 	    session_wire_read(root, key, &sb.ws.wire, &err) < 0) {
 		if (err->errnum != ENOENT)
