@@ -414,6 +414,9 @@ def phase_lifecycle():
     k = j["sandboxID"] if st == 201 else ""
     st, j, _, b = create({"tag": TAG, "life": "pause"}, 2, autoPause=True)
     p = j["sandboxID"] if st == 201 else ""
+    st, j, _, b = create({"tag": TAG, "life": "hib"}, 2, autoPause=True,
+                         autoPauseMemory=False)
+    hib = j["sandboxID"] if st == 201 else ""
     st, j, _, b = create({"tag": TAG, "life": "held"}, 600)
     h = j["sandboxID"] if st == 201 else ""
     st, j, _, b = create({"tag": TAG, "life": "idle"}, 600)
@@ -428,6 +431,13 @@ def phase_lifecycle():
         "state") == "paused", 15), "with autoPause, it is paused instead")
     ok(engine_state(p) == "paused", "... its container paused",
        engine_state(p))
+    ok(wait_for(lambda: (req("GET", "/sandboxes/" + hib)[1] or {}).get(
+        "state") == "paused" and engine_state(hib) == "exited", 15),
+       "with autoPauseMemory false, paused by hibernation (stopped)",
+       engine_state(hib))
+    st, j, _, b = req("POST", "/sandboxes/%s/connect" % hib, {"timeout": 60})
+    ok(st == 201 and engine_state(hib) == "running",
+       "... and connect wakes it", b)
     time.sleep(max(0, IDLE * 2 + 2 - (time.time() - held_at)))
     ok(time.time() - held_at < RETENTION, "(still within the retention)")
     st, d, _, b = req("GET", "/sandboxes/" + h)
@@ -451,7 +461,7 @@ def phase_lifecycle():
        rows)
     rows = sql("select op from sandbox_operations where wire_id = '%s'" % k)
     ok("close" in rows.split(), "audit: the deadline's close row", rows)
-    for x in (p, i):
+    for x in (p, i, hib):
         req("DELETE", "/sandboxes/" + x)
 
 

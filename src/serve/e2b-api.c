@@ -376,6 +376,7 @@ static void create(struct e2b_req *e, long long def_timeout)
 	c.metadata = json_is_object(m) ? m : NULL;
 	c.envs = json_is_object(v) ? v : NULL;
 	c.allow_internet = ai_given ? ai : -1;
+	c.auto_pause_memory = memory;
 	c.retention = e->w.sv->e2b_retention;
 	c.cat = &e->w.snap->cat;
 	c.default_agent = e->w.sv->default_agent;

@@ -118,7 +118,7 @@ int svc_e2b_envs_check(const json_t *m, struct sbx_error **err)
 
 static json_t *record_json(const struct svc_e2b *e)
 {
-	return xjson_pack(
+	json_t *j = xjson_pack(
 	    "{s:i, s:s, s:O, s:O, s:b, s:i, s:I, s:I, s:b, s:b, s:I, s:I, s:I}",
 	    "version", RECORD_VERSION, "template", e->template_id, "metadata",
 	    e->metadata, "envVars", e->envs, "autoPause", e->auto_pause,
@@ -127,6 +127,11 @@ static json_t *record_json(const struct svc_e2b *e)
 	    e->paused, "hibernated", e->hibernated, "pausedAt",
 	    (json_int_t)e->paused_at, "heldUntil", (json_int_t)e->held_until,
 	    "retention", (json_int_t)e->retention);
+
+	/* Absent: true (the record's first form). */
+	if (!e->auto_pause_memory)
+		json_object_set_new(j, "autoPauseMemory", json_false());
+	return j;
 }
 
 static bool int_of(json_t *j, const char *name, long long *out)
@@ -171,6 +176,8 @@ static int record_parse(const char *data, size_t len, struct svc_e2b *e)
 	e->envs = json_incref(v);
 	e->allow_internet = (int)ai;
 	e->auto_pause = json_is_true(json_object_get(j, "autoPause"));
+	e->auto_pause_memory =
+	    !json_is_false(json_object_get(j, "autoPauseMemory"));
 	e->paused = json_is_true(json_object_get(j, "paused"));
 	e->hibernated = json_is_true(json_object_get(j, "hibernated"));
 	rc = 0;
@@ -480,6 +487,7 @@ int svc_e2b_create(const struct svc *s, const struct svc_call *call,
 	if (!e->metadata || !e->envs)
 		die_oom();
 	e->auto_pause = req->auto_pause;
+	e->auto_pause_memory = req->auto_pause_memory;
 	e->allow_internet = req->allow_internet;
 	e->started_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 	e->end_at = (long long)ts.tv_sec + req->timeout_s;
@@ -813,8 +821,12 @@ static int reap_one(const struct svc *s, const struct svc_call *call,
 
 		acted = 1;
 		if (audit_check(s, &any, &err) == 0) {
-			pause_do(s, &any, &sb, true, now, &already, &err);
-			row(s, &any, &sb, AUDIT_REAP, "e2b timeout: paused",
+			pause_do(s, &any, &sb, sb.e.auto_pause_memory, now,
+				 &already, &err);
+			row(s, &any, &sb, AUDIT_REAP,
+			    sb.e.auto_pause_memory
+				? "e2b timeout: paused"
+				: "e2b timeout: paused, memory dropped",
 			    started, &err);
 		}
 	} else if (hold && now - sb.ws.rec.last_activity >= hold) {

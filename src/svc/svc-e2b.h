@@ -50,6 +50,7 @@ struct svc_e2b {
 	json_t *metadata; /* an object of strings, never NULL once read */
 	json_t *envs;	  /* an object of strings, never NULL once read */
 	bool auto_pause;
+	bool auto_pause_memory; /* autoPause keeps memory (else hibernates) */
 	int allow_internet; /* as asked: 1, 0, -1 not given */
 	long long started_ms, end_at;
 	/* Paused by its client, or by its deadline with autoPause; held
@@ -99,7 +100,7 @@ struct svc_e2b_create_req {
 	const struct catalog *cat;
 	const struct sbx_error *cat_err;
 	const json_t *metadata, *envs;
-	bool auto_pause;
+	bool auto_pause, auto_pause_memory;
 	int allow_internet;
 	long long timeout_s, retention;
 	const char *default_agent, *default_run;
