@@ -598,6 +598,7 @@ void e2b_handle(void *arg, struct http_request *req, struct http_response *res)
 		e.n->op(&e);
 	if (!e.w.answered)
 		refuse(&e, 500, "The route gave no answer");
+	json_decref(e.envs);
 	wire_end(&e.w);
 }
 

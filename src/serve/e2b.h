@@ -81,6 +81,9 @@ struct e2b_req {
 	bool connect_stream;
 	long long deadline_ms;
 	bool stream_open; /* e2b_stream_begin was called */
+	/* An ENVD route's sandbox's envVars (e2b_sandbox_envs), held for
+	 * the request: e2b_handle releases it. */
+	json_t *envs;
 };
 
 /* An id of E2B's shape: one DNS label of [a-z0-9], 1 to E2B_ID_MAX. */

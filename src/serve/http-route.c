@@ -198,6 +198,17 @@ const char *http_query(const struct http_request *req, const char *name)
 	return NULL;
 }
 
+const char *http_query_at(const struct http_request *req, const char *name,
+			  size_t n)
+{
+	const struct http_req *r = req->priv;
+
+	for (size_t i = 0; i < r->nquery; i++)
+		if (!strcmp(r->query[i].name, name) && n-- == 0)
+			return r->query[i].value;
+	return NULL;
+}
+
 void http_respond_json(struct http_response *res, int status, json_t *doc)
 {
 	char *s = json_dumps(doc, JSON_COMPACT);

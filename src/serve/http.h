@@ -103,6 +103,10 @@ const char *http_header(const struct http_request *req, const char *name);
 const char *http_header_at(const struct http_request *req, const char *name,
 			   size_t n);
 const char *http_query(const struct http_request *req, const char *name);
+/* The n-th (from 0) query argument of that name, or NULL (a list sent
+ * as name=a&name=b). */
+const char *http_query_at(const struct http_request *req, const char *name,
+			  size_t n);
 
 struct http_response {
 	int status;	    /* 0 when the handler set none: 500 */

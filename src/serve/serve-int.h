@@ -123,6 +123,18 @@ struct serve {
 	double reload_ok_at;
 	double started_at; /* Unix seconds, at serve_start */
 
+	/* The E2B front's settings (docs/e2b.md), read once at start:
+	 * SBXCAT_E2B_TEMPLATES "NAME=ALIAS,..." (templates naming
+	 * runtimes), SBXCAT_E2B_MAX_TIMEOUT and
+	 * SBXCAT_E2B_PAUSED_RETENTION (seconds), SBXCAT_E2B_DOMAIN (the
+	 * Sandbox's domain; NULL: null). */
+	struct serve_e2b_template {
+		char *name, *runtime;
+	} * e2b_templates;
+	size_t ne2b_templates;
+	long long e2b_max_timeout, e2b_retention;
+	char *e2b_domain;
+
 	/* Counters for /metrics. */
 	atomic_ullong engine_errors, reaps, reap_failures, opens, closes;
 };

@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 
 #include "basic/alloc.h"
 #include "basic/clock.h"
+#include "basic/env.h"
 #include "basic/error.h"
 #include "basic/fileio.h"
 #include "basic/hash.h"
@@ -835,6 +837,12 @@ static void serve_free(struct serve *sv)
 	free(sv->metrics_token_file);
 	free(sv->default_agent);
 	free(sv->default_run);
+	for (size_t i = 0; i < sv->ne2b_templates; i++) {
+		free(sv->e2b_templates[i].name);
+		free(sv->e2b_templates[i].runtime);
+	}
+	free(sv->e2b_templates);
+	free(sv->e2b_domain);
 	pthread_mutex_destroy(&sv->lock);
 	pthread_cond_destroy(&sv->wake);
 	pthread_cond_destroy(&sv->pool_wake);
@@ -904,6 +912,85 @@ static int start_http(struct serve *sv, const struct serve_config *c,
 	return rc;
 }
 
+/* ---- the E2B front's settings ---- */
+
+#define E2B_MAX_TIMEOUT_DEFAULT 86400
+#define E2B_RETENTION_DEFAULT (7 * 86400)
+/* A template's name: what E2B's aliases are, bounded. */
+#define E2B_TEMPLATE_NAME_MAX 64
+
+static bool template_name_valid(const char *s, size_t n)
+{
+	if (!n || n > E2B_TEMPLATE_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!(isalnum((unsigned char)s[i]) || s[i] == '-' ||
+		      s[i] == '_' || s[i] == '.'))
+			return false;
+	return true;
+}
+
+/* SECONDS of NAME: digits, 1 to max; def when unset. */
+static int e2b_seconds(struct serve *sv, const char *name, long long def,
+		       long long max, long long *out, struct sbx_error **err)
+{
+	const char *v = sbx_env_get(sv->env, name);
+	char *end;
+
+	*out = def;
+	if (!v)
+		return 0;
+	errno = 0;
+	*out = strtoll(v, &end, 10);
+	if (!isdigit((unsigned char)*v) || *end || errno || *out < 1 ||
+	    *out > max)
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "%s: not a number of seconds from 1 to "
+				     "%lld",
+				     name, max);
+	return 0;
+}
+
+/* SBXCAT_E2B_TEMPLATES: "NAME=ALIAS[,NAME=ALIAS...]"; an alias the
+ * catalogue lacks is refused at create, naming what exists (the
+ * catalogue may change at a reload). */
+static int e2b_config(struct serve *sv, struct sbx_error **err)
+{
+	const char *t = sbx_env_get(sv->env, "SBXCAT_E2B_TEMPLATES");
+	const char *d = sbx_env_get(sv->env, "SBXCAT_E2B_DOMAIN");
+	size_t alloc = 0;
+
+	if (e2b_seconds(sv, "SBXCAT_E2B_MAX_TIMEOUT", E2B_MAX_TIMEOUT_DEFAULT,
+			365LL * 86400, &sv->e2b_max_timeout, err) < 0 ||
+	    e2b_seconds(sv, "SBXCAT_E2B_PAUSED_RETENTION",
+			E2B_RETENTION_DEFAULT, 3650LL * 86400,
+			&sv->e2b_retention, err) < 0)
+		return -1;
+	if (d && *d) {
+		if (strlen(d) > 253 || strspn(d, "abcdefghijklmnopqrstuvwxyz"
+						 "0123456789.-:") != strlen(d))
+			return sbx_error_set(err, SBX_E_INVALID, 0,
+					     "SBXCAT_E2B_DOMAIN: not a host "
+					     "name");
+		sv->e2b_domain = xstrdup(d);
+	}
+	while (t && *t) {
+		size_t n = strcspn(t, ","), eq = strcspn(t, "=");
+
+		if (eq >= n || !template_name_valid(t, eq) ||
+		    !template_name_valid(t + eq + 1, n - eq - 1))
+			return sbx_error_set(err, SBX_E_INVALID, 0,
+					     "SBXCAT_E2B_TEMPLATES: not "
+					     "NAME=ALIAS[,NAME=ALIAS...]");
+		ALLOC_GROW(sv->e2b_templates, sv->ne2b_templates + 1, alloc);
+		sv->e2b_templates[sv->ne2b_templates].name = xstrndup(t, eq);
+		sv->e2b_templates[sv->ne2b_templates++].runtime =
+		    xstrndup(t + eq + 1, n - eq - 1);
+		t += n + (t[n] == ',');
+	}
+	return 0;
+}
+
 int serve_start(struct serve **out, const struct serve_config *c,
 		struct sbx_error **err)
 {
@@ -942,7 +1029,7 @@ int serve_start(struct serve **out, const struct serve_config *c,
 	    (sv->default_run &&
 	     svc_id_check("the default run", sv->default_run, err) < 0))
 		goto fail;
-	if (set_service_token(sv, c, err) < 0 ||
+	if (e2b_config(sv, err) < 0 || set_service_token(sv, c, err) < 0 ||
 	    load_tenants(sv, c->tenants_file, err) < 0 ||
 	    (sv->metrics_token_file &&
 	     read_metrics_token(sv, sv->metrics_hash, err) < 0) ||

@@ -26,6 +26,7 @@
 #include "session/runs.h"
 #include "session/session-engine.h"
 #include "session/session.h"
+#include "svc/svc-e2b.h"
 #include "svc/svc-exec-int.h"
 #include "svc/svc-exec.h"
 #include "svc/svc-wire.h"
@@ -350,6 +351,8 @@ static int exec_prepare(struct run *r, struct sbx_error **err)
 	if (svc_root_open(r->s, r->call, &r->root, err) < 0 ||
 	    session_find(&r->root, req->key, r->call->tenant, &r->rec, err) <
 		0 ||
+	    /* A sandbox its E2B client paused is not woken by an exec. */
+	    svc_e2b_wake_check(&r->root, r->rec.key, err) < 0 ||
 	    (req->cwd && resolve_cwd(r, req->cwd, err) < 0) ||
 	    (req->run_id &&
 	     (r->run_fd = session_run_begin(&r->root, r->rec.key, req->run_id,

@@ -12,6 +12,7 @@
 #include "engine/engine.h"
 #include "session/session-budget.h"
 #include "session/session.h"
+#include "svc/svc-e2b.h"
 #include "svc/svc-reap.h"
 
 _Static_assert(SVC_REAP_PAUSE == REAP_PAUSE && SVC_REAP_STOP == REAP_STOP &&
@@ -126,11 +127,21 @@ int svc_reap(const struct svc *s, const struct svc_call *call,
 		res->pass.acted_arg = &rec;
 	}
 	/* Nothing is reaped that could not be recorded. */
-	if ((rec.au && audit_ready(rec.au, err) < 0) ||
-	    svc_root_open(s, call, &root, err) < 0 ||
+	if (rec.au && audit_ready(rec.au, err) < 0)
+		goto out;
+	/* E2B's deadlines first (svc-e2b.h): a sandbox past its endAt is
+	 * ended by it, the others kept out of the idle rules below. */
+	if (!req->dry_run) {
+		struct sbx_error *e2 = NULL;
+
+		if (svc_e2b_reap(s, call, req->now, req->limit, &e2) < 0)
+			svc_warn(call, "%s", e2->msg);
+		sbx_error_free(&e2);
+	}
+	if (svc_root_open(s, call, &root, err) < 0 ||
 	    svc_engine_open(s, call, &engine, err) < 0 ||
-	    reap_pass_run(&engine, &s->cfg.session, &root, req->now,
-			  req->limit, req->dry_run, &res->pass, err) < 0)
+	    reap_pass_run(&engine, &s->cfg.session, &root, req->now, req->limit,
+			  req->dry_run, &res->pass, err) < 0)
 		goto out;
 	for (size_t i = 0; i < res->pass.nwarnings; i++)
 		svc_warn(call, "%s", res->pass.warnings[i]);
