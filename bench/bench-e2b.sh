@@ -9,9 +9,9 @@
 #      beside POST /sessions/ID/exec `true` through sandboxd's front of
 #      the same service, alternately (target: ratio <= 1.1);
 #  (2) Sandbox.create() then commands.run("true") through a service with
-#      a warm pool (SBXCAT_WARM_POOL=RUNTIME=4) beside `docker run -d` +
-#      `docker exec NAME true` with bench-session.sh's flags (target <=
-#      0.3).
+#      a warm pool (SBXCAT_WARM_POOL=RUNTIME@/home/user=4: E2B's work
+#      dir) beside `docker run -d` + `docker exec NAME true` with
+#      bench-session.sh's flags (target <= 0.3).
 # The runtime is tests/e2b/image.sh's image (busybox, bash, python3).  A
 # missed target exits 1; so does a failure.  When node is missing or the
 # npm registry cannot be reached, it says so and measures nothing (exit
@@ -115,9 +115,10 @@ compare "(1) a command, true" 'commands.run("true") (E2B front)' exec.e2b \
 stop
 
 # (2) create -> first command with a warm pool.
-serve SBXCAT_WARM_POOL="$RT=$POOL" SBXCAT_SPOOL_DIR="$T/spool-2"
+# An E2B sandbox's work dir is /home/user: the pool's containers are made there.
+serve SBXCAT_WARM_POOL="$RT@/home/user=$POOL" SBXCAT_SPOOL_DIR="$T/spool-2"
 drive first "$N" "$POOL"
-compare "(2) create -> first command (SBXCAT_WARM_POOL=$RT=$POOL)" \
+compare "(2) create -> first command (SBXCAT_WARM_POOL=$RT@/home/user=$POOL)" \
 	"Sandbox.create + commands.run" first.e2b "docker run -d + docker exec" first.docker "<=" 0.3
 if grep -q '^# gauge 1' "$T/drive.out"; then
 	echo "    sbxcat_pool_ready seen: runs waited for it to be $POOL again ($(sed -n 's/^# refill_timeouts //p' "$T/drive.out") waits cut at 15 s)"
