@@ -194,6 +194,36 @@ await need("files.write then files.read (bytes, every byte value)", async () => 
 	const got = await sbx.files.read("/home/user/b.bin", { format: "bytes" });
 	eq(Array.from(got), Array.from(bytes), "bytes");
 });
+// The SDK uploads as multipart/form-data unless told otherwise; with
+// useOctetStream, or data that is a stream, as application/octet-stream.
+await need("files.write with useOctetStream (application/octet-stream)", async () => {
+	await sbx.files.write("/home/user/o.bin", bytes, { useOctetStream: true });
+	eq(Array.from(await sbx.files.read("/home/user/o.bin", { format: "bytes" })), Array.from(bytes), "bytes");
+});
+await need("files.write of a ReadableStream", async () => {
+	const rs = new ReadableStream({
+		start(c) {
+			c.enqueue(new TextEncoder().encode("streamed "));
+			c.enqueue(new TextEncoder().encode("data"));
+			c.close();
+		},
+	});
+	await sbx.files.write("/home/user/s.txt", rs);
+	eq(await sbx.files.read("/home/user/s.txt"), "streamed data", "read");
+});
+// gzip (Content-Encoding: gzip) either round-trips or is refused: never
+// a file that holds the compressed bytes.
+await need("files.write with gzip: the content, or a refusal", async () => {
+	let wrote = true;
+	try {
+		await sbx.files.write("/home/user/g.txt", "gzipped text", { gzip: true });
+	} catch (e) {
+		wrote = false;
+		diag(`refused: ${describe(e)}`);
+	}
+	if (wrote) eq(await sbx.files.read("/home/user/g.txt"), "gzipped text", "read");
+	else eq(await sbx.files.exists("/home/user/g.txt"), false, "no file after the refusal");
+});
 await need("files.write of a relative path lands under /home/user", async () => {
 	await sbx.files.write("rel.txt", "r");
 	eq(await sbx.files.read("/home/user/rel.txt"), "r", "read back");
