@@ -90,9 +90,15 @@ ok $? "sbxcat serve starts" || { sed 's/^/# /' "$T/log" | tail -20; bail_out "no
 # drive NAME SDK CODE [ENV=VALUE...]: seizu.mjs on package SDK (CODE 1: the
 # code interpreter too), its TAP folded in as one check per case, in the
 # environment given (nothing else of E2B's).
+# T_E2B_SDK_RUNS picks runs by name (a developer's shortcut; all of them
+# by default).
 drive() {
 	d_name=$1 d_sdk=$2 d_code=$3
 	shift 3
+	case " ${T_E2B_SDK_RUNS:-$d_name} " in
+	*" $d_name "*) ;;
+	*) skip "not in T_E2B_SDK_RUNS" "$d_name: the SDK's Seizu sequence"; return ;;
+	esac
 	if ! e2b_sdk_usable "$E2B_DIR" "$d_sdk"; then
 		skip "$E2B_SDK_WHY" "$d_name: the SDK's Seizu sequence"
 		return
