@@ -7,7 +7,9 @@
 #  (1) commands.run("true") through the E2B front (a Connect stream of
 #      process.Process/Start, `/bin/bash -l -c true` as the SDK sends it)
 #      beside POST /sessions/ID/exec `true` through sandboxd's front of
-#      the same service, alternately (target: ratio <= 1.1);
+#      the same service, alternately (target: ratio <= 1.1); beside them,
+#      held to no target, the command the SDK sends through sandboxd's
+#      front, for where the time goes;
 #  (2) Sandbox.create() then commands.run("true") through a service with
 #      a warm pool (SBXCAT_WARM_POOL=RUNTIME@/home/user=4: E2B's work
 #      dir) beside `docker run -d` + `docker exec NAME true` with
@@ -112,6 +114,8 @@ serve SBXCAT_SPOOL_DIR="$T/spool-1"
 drive exec "$N"
 compare "(1) a command, true" 'commands.run("true") (E2B front)' exec.e2b \
 	"POST /sessions/ID/exec (sandboxd's front)" exec.wire "<=" 1.1
+printf '    where the time goes: the command the SDK sends, /bin/bash -l -c true, through sandboxd'"'"'s front: median %s s p95 %s s (E2B front / it: %s)\n' \
+	"$(med exec.wirebash)" "$(p95 exec.wirebash)" "$(ratio "$(med exec.e2b)" "$(med exec.wirebash)")"
 stop
 
 # (2) create -> first command with a warm pool.

@@ -5,7 +5,10 @@
 //            POST /sessions/ID/exec {"command": "true"} through sandboxd's
 //            front of the same service (exec.wire), alternately, each on
 //            a client that keeps its connection (the SDK's undici agent;
-//            node's fetch), after two rounds of warming up;
+//            node's fetch), after two rounds of warming up; and beside
+//            them, for where the time goes, the command the SDK sends
+//            (`/bin/bash -l -c true`) through sandboxd's front
+//            (exec.wirebash);
 //   first N POOL  Sandbox.create() then commands.run("true") (first.e2b)
 //            against a service with a warm pool of POOL, and `docker run
 //            -d` + `docker exec NAME true` with bench-session.sh's flags
@@ -45,6 +48,7 @@ async function modeExec() {
 	const sid = open.session.session_id;
 	const te = [];
 	const tw = [];
+	const tb = [];
 	for (let i = 0; i < N + 2; i++) {
 		const t0 = now();
 		const r = await sbx.commands.run("true");
@@ -53,13 +57,19 @@ async function modeExec() {
 		const d = await wire(`/sessions/${sid}/exec`, { command: "true" }, open.token);
 		const t2 = now();
 		if (d.exit_code !== 0) throw new Error(`exec true: ${JSON.stringify(d)}`);
+		// What the SDK runs, through sandboxd's front: where the time goes.
+		const b = await wire(`/sessions/${sid}/exec`, { command: "/bin/bash -l -c true" }, open.token);
+		const t3 = now();
+		if (b.exit_code !== 0) throw new Error(`exec bash -l -c true: ${JSON.stringify(b)}`);
 		if (i >= 2) {
 			te.push(t1 - t0);
 			tw.push(t2 - t1);
+			tb.push(t3 - t2);
 		}
 	}
 	write("exec.e2b", te);
 	write("exec.wire", tw);
+	write("exec.wirebash", tb);
 	await sbx.kill();
 	await fetch(`${E.SERVE_URL}/sessions/${sid}`, { method: "DELETE", headers: { "X-Sandbox-Token": E.E2B_API_KEY } });
 }
