@@ -16,6 +16,7 @@
 //   E2B_TEMPLATES the catalogue's aliases, comma-separated (the first is
 //                 the default runtime)
 //   SEIZU_RUN     a tag unique to this run, put in every sandbox's metadata
+import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 
@@ -287,6 +288,40 @@ await need("files.write and read under /tmp (outside /home/user)", async () => {
 	await sbx.files.write("/tmp/seizu.txt", "in tmp");
 	eq(await sbx.files.read("/tmp/seizu.txt"), "in tmp", "read");
 	eq((await sbx.commands.run("cat /tmp/seizu.txt")).stdout, "in tmp", "cat");
+});
+
+// Paths that climb out of /home/user, by .. or by a symlink the sandbox
+// made, reach the container's files, never the host's (this driver runs
+// on the service's host, so it can look).
+await need("a path climbing out of /home/user by .. stays in the container", async () => {
+	const probe = `/tmp/seizu-probe-${RUN}`;
+	let wrote = true;
+	try {
+		await sbx.files.write(`/home/user/../../..${probe}`, "p");
+	} catch (e) {
+		wrote = false;
+		diag(`refused: ${describe(e)}`);
+	}
+	expect(!existsSync(probe), `${probe} not on the host`);
+	if (wrote) eq((await sbx.commands.run(`cat ${probe}`)).stdout, "p", "in the container");
+});
+await need("a symlink to / made in the sandbox leads to the container's root", async () => {
+	await sbx.commands.run("ln -s / /home/user/root-link");
+	const probe = `/tmp/seizu-link-${RUN}`;
+	let got = null;
+	try {
+		got = await sbx.files.read("/home/user/root-link/etc/hostname");
+	} catch (e) {
+		diag(`read refused: ${describe(e)}`);
+	}
+	if (got !== null) eq(got, (await sbx.commands.run("cat /etc/hostname")).stdout, "the container's hostname");
+	try {
+		await sbx.files.write(`/home/user/root-link${probe}`, "l");
+	} catch (e) {
+		diag(`write refused: ${describe(e)}`);
+	}
+	expect(!existsSync(probe), `${probe} not on the host`);
+	await sbx.commands.run("rm /home/user/root-link");
 });
 
 // ---- code ----
