@@ -128,6 +128,17 @@ drive() {
 	done <"$T/$d_name.tap"
 	grep -q '^1\.\.[0-9]' "$T/$d_name.tap"
 	ok $? "$d_name: the driver ran to its end (exit $d_rc)"
+	# The second sandbox's create and pause carried X-Sandbox-Agent and
+	# -Run through the SDK's headers option.
+	# The audit's writer commits in groups: wait for the rows (10 s).
+	d_n=0
+	while :; do
+		d_who=$(q "SELECT count(*) FROM sandbox_operations WHERE tenant = 'ta' AND agent_id = 'seizu' AND run_id = '$d_name-$sfx'")
+		[ "${d_who:-0}" -ge 2 ] || [ $d_n -ge 100 ] && break
+		sleep 0.1
+		d_n=$((d_n + 1))
+	done
+	ok "$([ "${d_who:-0}" -ge 2 ]; echo $?)" "$d_name: the audit names the agent and run the SDK's headers gave ($d_who rows)"
 }
 
 URL_PLAIN=http://127.0.0.1:$PORT

@@ -391,11 +391,14 @@ await need("getInfo of a paused sandbox: state paused", async () => {
 	eq((await Sandbox.getInfo(sbx.sandboxId)).state, "paused", "state");
 });
 await check("a second sandbox with the same metadata, paused", async () => {
-	sbx2 = await Sandbox.create({ metadata: { seizu: RUN, user: "u-43" }, timeoutMs: 300000 });
+	// Who acts, for the audit: the SDK's headers option (sent on the
+	// control plane's calls) carries sbxcat's agent and run headers.
+	const who = { "X-Sandbox-Agent": "seizu", "X-Sandbox-Run": RUN };
+	sbx2 = await Sandbox.create({ metadata: { seizu: RUN, user: "u-43" }, timeoutMs: 300000, headers: who });
 	made.push(sbx2.sandboxId);
 	diag(`sandbox ${sbx2.sandboxId}`);
 	expect(sbx2.sandboxId !== sbx?.sandboxId, "a new id");
-	eq(await pause(sbx2), true, "pause");
+	eq(await (typeof sbx2.pause === "function" ? sbx2.pause({ headers: who }) : sbx2.betaPause({ headers: who })), true, "pause");
 });
 await need("list({query: {metadata, state: ['paused']}, limit: 1}) pages with nextItems()", async () => {
 	const p = Sandbox.list({ query: { metadata: { seizu: RUN }, state: ["paused"] }, limit: 1 });
