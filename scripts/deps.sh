@@ -31,6 +31,10 @@ test="$build $engine busybox-static docker-compose jq python3-jsonschema strace
 # setup: what the main job uses besides the build: an engine to prewarm on,
 # and e2fsprogs for disk budgets (SANDBOXD_WORKSPACE_QUOTA).
 setup="$build $engine e2fsprogs"
+# t-e2b-sdk.sh runs the real E2B SDK from npm on node: Debian's nodejs
+# and npm when the machine has no node at all (a node of its own, as
+# nodesource's, is kept: it brings its npm, which Debian's would conflict with).
+command -v node >/dev/null || test="$test nodejs npm"
 case "${1:-build}" in
 build) want=$build ;;
 setup) want=$setup ;;
