@@ -7,7 +7,6 @@ import json
 import os
 import random
 import socket
-import string
 import subprocess
 import time
 import urllib.parse
@@ -18,10 +17,6 @@ E = os.environ
 PORT, TOKEN = int(E["SERVE_PORT"]), E["SERVE_TOKEN"]
 
 
-def sid_new():
-    return "".join(random.choice(string.ascii_lowercase + string.digits) for _ in range(20))
-
-
 def raw(method, path, body, headers, timeout=60):
     c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=timeout)
     c.request(method, path, body=body, headers=headers)
@@ -30,11 +25,12 @@ def raw(method, path, body, headers, timeout=60):
 
 
 def open_session(runtime):
-    sid = sid_new()
-    r = raw("POST", "/sessions", json.dumps({"session_id": sid, "runtime": runtime}),
-            {"X-Sandbox-Token": TOKEN, "Content-Type": "application/json"}, 120)
-    doc = json.loads(r.read() or b"null")
-    return sid, (doc or {}).get("token", "") if r.status == 200 else None
+    r = raw("POST", "/v2/sandboxes", json.dumps({"templateID": runtime, "timeout": 3600}),
+            {"X-API-KEY": TOKEN, "Content-Type": "application/json"}, 120)
+    doc = json.loads(r.read() or b"null") or {}
+    if r.status != 201:
+        return doc.get("message", ""), None
+    return doc.get("sandboxID", ""), doc.get("envdAccessToken", "")
 
 
 def hdrs(sid, tok):

@@ -72,3 +72,17 @@ sb_serve_start() {
 }
 # api TOKEN PATH [BODY]: the service's answer on $PORT (a POST with BODY).
 api() { curl -s -H "X-Sandbox-Token: $1" ${3:+-d "$3"} "http://127.0.0.1:$PORT$2"; }
+# sb_e2b_create KEY [TEMPLATE]: an E2B sandbox made through the E2B
+# front's control plane with API key KEY (POST /v2/sandboxes; TEMPLATE a
+# runtime's alias, else "base": the default runtime), for an hour: its id in E2B_SID,
+# its envdAccessToken in E2B_TOK; 1 (the answer on stderr) when none.
+sb_e2b_create() {
+	sb_doc=$(curl -s -H "X-API-KEY: $1" -H 'Content-Type: application/json' \
+		-d "{\"timeout\": 3600, \"templateID\": \"${2:-base}\"}" \
+		"http://127.0.0.1:$PORT/v2/sandboxes")
+	E2B_SID=$(printf '%s' "$sb_doc" | jq -r '.sandboxID // empty')
+	E2B_TOK=$(printf '%s' "$sb_doc" | jq -r '.envdAccessToken // empty')
+	[ -n "$E2B_SID" ] && [ -n "$E2B_TOK" ] && return 0
+	printf '%s\n' "$sb_doc" >&2
+	return 1
+}

@@ -19,18 +19,14 @@ sb_audit_db t_e2b_fs_$$
 TOKEN=svc-$(sb_rand)
 PORT=$(sb_free_port)
 # A small write limit, so the limit and one byte over are cheap.
-# E2B's home is the sandbox's work dir: sessions of the sandboxd front
-# get the service's.
 SANDBOXD_TOKEN=$TOKEN SANDBOXD_CLEANUP_INTERVAL=0 SANDBOXD_MAX_WRITE_BYTES=65536
-SANDBOXD_WORK_DIR=/home/user
-export SANDBOXD_TOKEN SANDBOXD_CLEANUP_INTERVAL SANDBOXD_MAX_WRITE_BYTES SANDBOXD_WORK_DIR
+export SANDBOXD_TOKEN SANDBOXD_CLEANUP_INTERVAL SANDBOXD_MAX_WRITE_BYTES
 sb_serve_start
 ok $? "sbxcat serve starts" || { sed 's/^/# /' "$T/log"; bail_out "no service"; }
 
-SID=$(od -An -N10 -tx1 /dev/urandom | tr -d ' \n' | tr '0-9a-f' 'a-p' | cut -c1-20)
-doc=$(api "$TOKEN" /sessions "{\"session_id\": \"$SID\", \"runtime\": \"$RSMALL\"}")
-ATOK=$(printf '%s' "$doc" | jq -r '.token // empty')
-ok "$([ -n "$ATOK" ]; echo $?)" "a sandbox opened through the sandboxd front" || diag "$doc"
+sb_e2b_create "$TOKEN" "$RSMALL" 2>"$T/open.err"
+ok $? "a sandbox made through the control plane" || diag "$(cat "$T/open.err")"
+SID=$E2B_SID ATOK=$E2B_TOK
 KEY=$(PYTHONPATH=$srcdir/tests python3 -c "import wirehost,sys; print(wirehost.key_of(sys.argv[1], sys.argv[2]))" "$ROOT" "$SID")
 WS=$ROOT/$KEY/workspace
 ok "$([ -d "$WS" ]; echo $?)" "its workspace is on the host"

@@ -22,15 +22,10 @@ export SANDBOXD_TOKEN SANDBOXD_CLEANUP_INTERVAL SANDBOXD_MAX_OUTPUT_BYTES SANDBO
 sb_serve_start
 ok $? "sbxcat serve starts" || { sed 's/^/# /' "$T/log"; bail_out "no service"; }
 
-# The sandbox: a session opened on sandboxd's wire (its id of E2B's
-# shape, its token the X-Access-Token) until the control plane serves
-# POST /sandboxes.
-SID=$(od -An -N64 -tu1 /dev/urandom | tr -s ' ' '\n' | grep . |
-	awk '{ printf "%c", substr("abcdefghijklmnopqrstuvwxyz0123456789", $1 % 36 + 1, 1) }' | cut -c1-20)
-api "$TOKEN" /sessions "{\"session_id\": \"$SID\"}" >"$T/open.json"
-ATOK=$(jq -r '.token // empty' "$T/open.json")
-[ -n "$ATOK" ]
-ok $? "a sandbox $SID is opened" || { sed 's/^/# /' "$T/open.json"; bail_out "no sandbox"; }
+# The sandbox: made through the control plane (POST /v2/sandboxes).
+sb_e2b_create "$TOKEN" 2>"$T/open.json"
+ok $? "a sandbox is made" || { sed 's/^/# /' "$T/open.json"; bail_out "no sandbox"; }
+SID=$E2B_SID ATOK=$E2B_TOK
 KEY=$(sb_wire_key "$SID")
 CTR=$(ctr "$KEY")
 [ "$(state "$KEY")" = running ]
