@@ -528,7 +528,8 @@ int serve_token_check(struct serve *sv, const char *id, const char *token)
 	long long now = clock_now_ms();
 	int rc;
 
-	if (strlen(id) >= sizeof(e->id))
+	/* No X-Access-Token: refused (strlen(NULL) took the process). */
+	if (!token || strlen(id) >= sizeof(e->id))
 		return 0;
 	sha256_hex(token, strlen(token), hash);
 	pthread_mutex_lock(&sv->lock);
