@@ -398,6 +398,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "t-http: %s\n", err->msg);
 		sbx_error_free(&err);
 		free_specs(ls, c.nlisten);
+		free(cert);
+		free(key);
 		return 1;
 	}
 	atomic_store(&SRV, srv);
