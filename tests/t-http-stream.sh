@@ -11,19 +11,8 @@
 # at once, read at random speeds, arrive whole.
 set -u
 : "${srcdir:?srcdir must name the source tree}"
-# shellcheck source=tests/tap.sh
-. "$srcdir/tests/tap.sh"
-BIN=$PWD/tests/t-http
-[ -x "$BIN" ] || skip_all "tests/t-http is not built"
-command -v curl >/dev/null || skip_all "no curl (apt-get install curl)"
-command -v python3 >/dev/null || skip_all "no python3"
-T=$(mktemp -d)
-SERVERS=""
-cleanup() {
-	for p in $SERVERS; do kill "$p" 2>/dev/null; done
-	rm -rf "$T"
-}
-trap cleanup EXIT
+# shellcheck source=tests/httpbed.sh
+. "$srcdir/tests/httpbed.sh"
 
 cat >"$T/c.py" <<'PY'
 import http.client, os, random, socket, sys, threading, time
@@ -146,19 +135,6 @@ elif cmd == "stop":
 PY
 c() { python3 "$T/c.py" "$@"; }
 
-start() {
-	name=$1
-	shift
-	rm -f "$T/$name.ports"
-	"$BIN" -p "$T/$name.ports" -l "$T/$name.log" "$@" 2>"$T/$name.err" &
-	PID=$!
-	SERVERS="$SERVERS $PID"
-	i=0
-	while [ ! -s "$T/$name.ports" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-	[ -s "$T/$name.ports" ] || bail_out "t-http $name did not start: $(cat "$T/$name.err")"
-	PORT=$(head -1 "$T/$name.ports")
-}
-stop() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
 
 # --- the bytes go out as they are written --------------------------------
 start a -t 127.0.0.1:0 -s 4 -i 30

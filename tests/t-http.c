@@ -35,10 +35,15 @@
  *   t-http [-u PATH] [-t HOST:PORT]... [-p PORTFILE] [-l LOGFILE]
  *          [-b BODY] [-H HEADERS] [-c CONNS] [-i IDLE_S] [-r REQUEST_S]
  *          [-q QUICK] [-s SLOW] [-Q DEPTH] [-g GRACE_MS] [-n NOFILE]
- *          [-w WRITE_S]
+ *          [-w WRITE_S] [-S HOST:PORT -C CERT -K KEY]
+ *
+ * -S listens on https:HOST:PORT with the PEM files CERT and KEY; SIGHUP
+ * reads them again (http_server_tls_reload) and says on stderr
+ * "t-http: reload ok" or "t-http: reload failed: WHY".
  *
  * Serves until SIGTERM or SIGINT, then stops with the grace and exits 0.
- * PORTFILE gets the bound port of each -t, one a line, once it serves.
+ * PORTFILE gets the bound port of each -t and -S, one a line, once it
+ * serves.
  */
 #include "config.h"
 
@@ -56,6 +61,7 @@
 #include "basic/alloc.h"
 #include "basic/clock.h"
 #include "basic/error.h"
+#include "basic/fileio.h"
 #include "basic/xjson.h"
 #include "serve/http.h"
 
@@ -251,7 +257,7 @@ static void write_ports(const char *file, struct http_server *srv,
 		exit(2);
 	}
 	for (size_t i = 0; i < n; i++)
-		if (!strncmp(ls[i].spec, "tcp:", 4))
+		if (strncmp(ls[i].spec, "unix:", 5))
 			fprintf(f, "%u\n", http_server_port(srv, i));
 	if (fclose(f) || rename(tmp, file)) {
 		perror(file);
@@ -264,6 +270,25 @@ static void free_specs(struct http_listen *ls, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		free((char *)ls[i].spec);
+}
+
+static int read_pem(const char *cert_file, const char *key_file, char **cert,
+		    char **key)
+{
+	struct sbx_error *err = NULL;
+	size_t len;
+
+	*cert = *key = NULL;
+	if (!cert_file || !key_file ||
+	    read_file_limited(cert_file, 1 << 20, cert, &len, &err) < 0 ||
+	    read_file_limited(key_file, 1 << 20, key, &len, &err) < 0) {
+		fprintf(stderr, "t-http: reload failed: %s\n",
+			err ? err->msg : "-C and -K are both needed");
+		sbx_error_free(&err);
+		free(*cert);
+		return -1;
+	}
+	return 0;
 }
 
 static void raise_nofile(rlim_t want)
@@ -284,7 +309,8 @@ int main(int argc, char **argv)
 				.listen = ls,
 				.admit = admit,
 				.log_fd = -1};
-	const char *portfile = NULL;
+	const char *portfile = NULL, *cert_file = NULL, *key_file = NULL;
+	char *cert = NULL, *key = NULL;
 	unsigned grace = 5000;
 	struct sbx_error *err = NULL;
 	struct http_server *srv;
@@ -292,8 +318,8 @@ int main(int argc, char **argv)
 	int opt, sig;
 
 	xjson_init();
-	while ((opt = getopt(argc, argv, "u:t:p:l:b:H:c:i:r:q:s:Q:g:n:w:")) !=
-	       -1) {
+	while ((opt = getopt(argc, argv,
+			     "u:t:S:C:K:p:l:b:H:c:i:r:q:s:Q:g:n:w:")) != -1) {
 		char *spec = NULL;
 		switch (opt) {
 		case 'u':
@@ -301,6 +327,15 @@ int main(int argc, char **argv)
 			break;
 		case 't':
 			spec = xasprintf("tcp:%s", optarg);
+			break;
+		case 'S':
+			spec = xasprintf("https:%s", optarg);
+			break;
+		case 'C':
+			cert_file = optarg;
+			break;
+		case 'K':
+			key_file = optarg;
 			break;
 		case 'p':
 			portfile = optarg;
@@ -353,18 +388,39 @@ int main(int argc, char **argv)
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL); /* every thread inherits it */
+	if (cert_file && read_pem(cert_file, key_file, &cert, &key) < 0)
+		return 1;
+	c.tls_cert_pem = cert;
+	c.tls_key_pem = key;
 	if (http_server_start(&srv, &c, &err) < 0) {
 		fprintf(stderr, "t-http: %s\n", err->msg);
 		sbx_error_free(&err);
 		free_specs(ls, c.nlisten);
+		free(cert);
+		free(key);
 		return 1;
 	}
 	atomic_store(&SRV, srv);
 	if (portfile)
 		write_ports(portfile, srv, ls, c.nlisten);
 	fprintf(stderr, "t-http: serving\n");
-	sigwait(&set, &sig);
+	free(cert);
+	free(key);
+	while (!sigwait(&set, &sig) && sig == SIGHUP) {
+		if (read_pem(cert_file, key_file, &cert, &key) < 0)
+			continue;
+		if (http_server_tls_reload(srv, cert, key, &err) < 0) {
+			fprintf(stderr, "t-http: reload failed: %s\n",
+				err->msg);
+			sbx_error_free(&err);
+		} else {
+			fprintf(stderr, "t-http: reload ok\n");
+		}
+		free(cert);
+		free(key);
+	}
 	fprintf(stderr, "t-http: stopping (%u in flight)\n",
 		http_server_inflight(srv));
 	http_server_stop(srv, grace);

@@ -10,19 +10,8 @@
 # cap), one caller's fair share of a pool, and paths no template holds.
 set -u
 : "${srcdir:?srcdir must name the source tree}"
-# shellcheck source=tests/tap.sh
-. "$srcdir/tests/tap.sh"
-BIN=$PWD/tests/t-http
-[ -x "$BIN" ] || skip_all "tests/t-http is not built"
-command -v curl >/dev/null || skip_all "no curl (apt-get install curl)"
-command -v python3 >/dev/null || skip_all "no python3"
-T=$(mktemp -d)
-SERVERS=""
-cleanup() {
-	for p in $SERVERS; do kill "$p" 2>/dev/null; done
-	rm -rf "$T"
-}
-trap cleanup EXIT
+# shellcheck source=tests/httpbed.sh
+. "$srcdir/tests/httpbed.sh"
 
 # The client side, in Python: each command prints one line to compare.
 cat >"$T/c.py" <<'PY'
@@ -226,21 +215,6 @@ elif cmd == "get":
 PY
 c() { python3 "$T/c.py" "$@"; }
 
-# start NAME OPTIONS...: a t-http in the background, waiting until it
-# serves; $PID, $PORT (its first TCP port).
-start() {
-	name=$1
-	shift
-	rm -f "$T/$name.ports"
-	"$BIN" -p "$T/$name.ports" -l "$T/$name.log" "$@" 2>"$T/$name.err" &
-	PID=$!
-	SERVERS="$SERVERS $PID"
-	i=0
-	while [ ! -s "$T/$name.ports" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-	[ -s "$T/$name.ports" ] || bail_out "t-http $name did not start: $(cat "$T/$name.err")"
-	PORT=$(head -1 "$T/$name.ports")
-}
-stop() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
 
 # --- A: routing, the listeners, the body and header limits ------------------
 start a -u "$T/a.sock" -t 127.0.0.1:0 -t '[::1]:0' -b 4096 -H 4096 -q 2 -s 2 -Q 2 -i 3 -r 2

@@ -19,6 +19,7 @@
 #include "basic/error.h"
 #include "basic/text.h"
 #include "cli/cmd.h"
+#include "serve/http.h"
 #include "serve/serve.h"
 
 #define LISTEN_MAX 8
@@ -27,6 +28,7 @@ struct serve_opts {
 	const char *listen[LISTEN_MAX];
 	size_t nlisten;
 	const char *token_file, *tenants, *grace, *metrics_token_file;
+	const char *tls_cert, *tls_key;
 };
 
 static int opt_listen(const struct cmd_entry *cmd, const char *name,
@@ -36,10 +38,11 @@ static int opt_listen(const struct cmd_entry *cmd, const char *name,
 	    (struct serve_opts *)((char *)field - offsetof(struct serve_opts,
 							   listen));
 
-	if (strncmp(arg, "unix:", 5) != 0 && strncmp(arg, "tcp:", 4) != 0)
+	if (strncmp(arg, "unix:", 5) != 0 && strncmp(arg, "tcp:", 4) != 0 &&
+	    !http_listen_is_tls(arg))
 		return cmd_usage_error(cmd,
-				       "--listen '%s': expected unix:PATH or "
-				       "tcp:HOST:PORT",
+				       "--listen '%s': expected unix:PATH, "
+				       "tcp:HOST:PORT or https:HOST:PORT",
 				       arg);
 	if (o->nlisten == LISTEN_MAX)
 		return cmd_usage_error(cmd, "at most %d --listen", LISTEN_MAX);
@@ -54,6 +57,8 @@ static const struct cmd_option serve_options[] = {
     CMD_STRING("metrics-token-file", 0, struct serve_opts, metrics_token_file,
 	       0),
     CMD_STRING("grace", 0, struct serve_opts, grace, 0),
+    CMD_STRING("tls-cert", 0, struct serve_opts, tls_cert, 0),
+    CMD_STRING("tls-key", 0, struct serve_opts, tls_key, 0),
     CMD_OPTIONS_END,
 };
 
@@ -147,6 +152,28 @@ static void wait_for_signals(struct serve *sv)
 	}
 }
 
+/* https: listeners and the certificate and key: each needs the other. */
+static int check_tls(const struct serve_config *c)
+{
+	const char *https = NULL;
+
+	for (size_t i = 0; i < c->nlisten; i++)
+		if (http_listen_is_tls(c->listen[i]))
+			https = c->listen[i];
+	if (https && (!c->tls_cert_file || !c->tls_key_file))
+		return cmd_usage_error(&cmd_serve_entry,
+				       "--listen %s needs --tls-cert and "
+				       "--tls-key (SBXCAT_TLS_CERT, "
+				       "SBXCAT_TLS_KEY)",
+				       https);
+	if (!https && (c->tls_cert_file || c->tls_key_file))
+		return cmd_usage_error(&cmd_serve_entry,
+				       "--tls-cert and --tls-key "
+				       "(SBXCAT_TLS_CERT, SBXCAT_TLS_KEY) need "
+				       "a --listen https:HOST:PORT");
+	return 0;
+}
+
 /* The service's settings from the options and the environment: the
  * exit status of a bad one, or 0. */
 static int settings(struct sbx_ctx *ctx, const struct serve_opts *o,
@@ -156,6 +183,7 @@ static int settings(struct sbx_ctx *ctx, const struct serve_opts *o,
 	long long interval = env_seconds(env, "SANDBOXD_CLEANUP_INTERVAL", 300);
 	long long workers = env_seconds(env, "SANDBOXD_MAX_WORKERS", 32);
 	const char *token = sbx_env_nonempty(env, "SANDBOXD_TOKEN");
+	int rc;
 
 	*grace = env_seconds(env, "SBXCAT_SERVE_GRACE", 30);
 	if (interval < 0 || *grace < 0 || workers < 0)
@@ -187,6 +215,14 @@ static int settings(struct sbx_ctx *ctx, const struct serve_opts *o,
 		? o->metrics_token_file
 		: sbx_env_nonempty(env, "SBXCAT_SERVE_METRICS_TOKEN_FILE");
 	c->policy_file = sbx_env_nonempty(env, "SANDBOXD_POLICY_OVERRIDES");
+	c->tls_cert_file = o->tls_cert
+			       ? o->tls_cert
+			       : sbx_env_nonempty(env, "SBXCAT_TLS_CERT");
+	c->tls_key_file =
+	    o->tls_key ? o->tls_key : sbx_env_nonempty(env, "SBXCAT_TLS_KEY");
+	rc = check_tls(c);
+	if (rc)
+		return rc;
 	c->default_tenant = sbx_env_nonempty(env, "SBXCAT_SERVE_TENANT");
 	/* --agent/--run (SBXCAT_AGENT_ID, SBXCAT_RUN_ID), checked by
 	 * cmd_setup (CMD_NEEDS_CALL): the agent and run of a request that
@@ -234,7 +270,8 @@ static int cmd_serve(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 
 const struct cmd_entry cmd_serve_entry = {
     .name = "serve",
-    .usage = "[--listen unix:PATH|tcp:HOST:PORT]... [--token-file FILE] "
+    .usage = "[--listen unix:PATH|tcp:HOST:PORT|https:HOST:PORT]... "
+	     "[--tls-cert FILE --tls-key FILE] [--token-file FILE] "
 	     "[--tenants FILE] [--metrics-token-file FILE] [--grace SECONDS]",
     .summary = "the sandbox service: sandboxd's HTTP wire",
     .options = serve_options,
@@ -251,7 +288,10 @@ const struct cmd_entry cmd_serve_entry = {
 	      "Authorization: Bearer. The audit's agent and run of a request: "
 	      "its X-Sandbox-Agent and X-Sandbox-Run headers, else its "
 	      "session's (POST /sessions' agent and run), else --agent and "
-	      "--run. SIGTERM drains and stops, SIGHUP reloads the catalogue, "
-	      "the policy and the metrics token. See docs/serve.md and "
+	      "--run. https:HOST:PORT serves TLS with --tls-cert (PEM, the "
+	      "chain after the certificate) and --tls-key (PEM, mode 600), "
+	      "or SBXCAT_TLS_CERT and SBXCAT_TLS_KEY. SIGTERM drains and "
+	      "stops, SIGHUP reloads the catalogue, the policy, the metrics "
+	      "token and the TLS certificate and key. See docs/serve.md and "
 	      "sbxcat(1).",
 };

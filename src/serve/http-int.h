@@ -180,7 +180,23 @@ struct http_listener {
 	int fd;
 	char *unix_path; /* to remove at stop; NULL for TCP */
 	unsigned port;
+	bool tls; /* https: */
 	struct MHD_Daemon *mhd;
+	char *cert, *key; /* the PEM its daemon was started with */
+};
+
+/* A daemon replaced at a TLS reload, quiesced (it accepts no more): a
+ * thread of its own stops it once its connections are done, or once the
+ * server stops (after its workers: none of its connections is suspended
+ * then). */
+struct http_retired {
+	struct http_server *srv;
+	struct MHD_Daemon *mhd;
+	char *cert, *key; /* the PEM it was started with */
+	pthread_t thread;
+	bool threaded; /* thread runs (else: stopped with the server) */
+	bool done;     /* stopped (under http_server.lock) */
+	struct http_retired *next;
 };
 
 struct http_server {
@@ -197,6 +213,10 @@ struct http_server {
 	pthread_cond_t cond;
 	unsigned active; /* requests seen and not yet completed */
 	struct http_req *handed;
+	/* TLS: the daemons replaced at reloads (under lock; retire_stop:
+	 * stop them now). */
+	struct http_retired *retired;
+	bool retire_stop;
 };
 
 /* http-pool.c */
@@ -231,6 +251,16 @@ void http_watch_running(struct http_conn *c, struct http_req *r);
 /* Whether the watcher cut the connection at its deadline. */
 bool http_watch_timed_out(struct http_conn *c);
 
+/* http-tls.c */
+/* Stop the retired daemons (their threads joined): at the server's
+ * stop, after its workers. */
+void http_tls_retired_stop(struct http_server *srv);
+/* Start l's daemon with the TLS of cert and key (NULL: plain HTTP);
+ * http.c's. */
+struct MHD_Daemon *http_daemon_start(struct http_server *srv,
+				     struct http_listener *l, const char *cert,
+				     const char *key);
+
 /* http-stream.c */
 /* The response of a request in REQ_STREAMING, for the MHD thread to
  * queue (NULL: out of memory). */
@@ -253,7 +283,7 @@ void http_req_copy(struct http_req *r, struct MHD_Connection *mc);
 void http_req_free(struct http_req *r);
 
 /* http-listen.c: the listener's socket, or -1 with *err; close
- * removes a unix socket's path. */
+ * removes a unix socket's path.  https: is TCP with l->tls set. */
 int http_listen_open(struct http_listener *l, struct sbx_error **err);
 void http_listen_close(struct http_listener *l);
 

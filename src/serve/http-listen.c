@@ -1,7 +1,7 @@
 /*
- * http-listen.c - the listening sockets of the server: "unix:PATH" and
- * "tcp:HOST:PORT" (see http.h), made here and handed to libmicrohttpd
- * (MHD_OPTION_LISTEN_SOCKET), one daemon each.
+ * http-listen.c - the listening sockets of the server: "unix:PATH",
+ * "tcp:HOST:PORT" and "https:HOST:PORT" (TCP too; see http.h), made here
+ * and handed to libmicrohttpd (MHD_OPTION_LISTEN_SOCKET), one daemon each.
  *
  * A unix socket is made with mode 0660 (fchmod before bind: Linux takes
  * the new file's mode from the socket's inode, less the umask, so no
@@ -156,7 +156,8 @@ static int listen_tcp(struct http_listener *l, const char *hostport,
 	if (split_hostport(hostport, &host, &port) < 0 || atol(port) > 65535)
 		return sbx_error_set(err, SBX_E_INVALID, 0,
 				     "cannot listen on '%s': not "
-				     "tcp:HOST:PORT or tcp:[V6]:PORT",
+				     "tcp:HOST:PORT or tcp:[V6]:PORT (or "
+				     "https:)",
 				     l->spec);
 	rc = getaddrinfo(host, port, &hints, &res);
 	if (rc)
@@ -175,9 +176,11 @@ int http_listen_open(struct http_listener *l, struct sbx_error **err)
 		return listen_unix(l, l->spec + 5, err);
 	if (!strncmp(l->spec, "tcp:", 4))
 		return listen_tcp(l, l->spec + 4, err);
+	if (http_listen_is_tls(l->spec))
+		return listen_tcp(l, l->spec + 6, err);
 	return sbx_error_set(err, SBX_E_INVALID, 0,
-			     "cannot listen on '%s': not unix:PATH or "
-			     "tcp:HOST:PORT",
+			     "cannot listen on '%s': not unix:PATH, "
+			     "tcp:HOST:PORT or https:HOST:PORT",
 			     l->spec);
 }
 

@@ -540,27 +540,83 @@ static void fill_defaults(struct http_config *c)
 		c->slow_workers = 32;
 }
 
-static int start_daemon(struct http_server *srv, struct http_listener *l,
-			struct sbx_error **err)
+/* GnuTLS' priorities: TLS 1.2 and 1.3 only, its NORMAL ciphers. */
+#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
+struct MHD_Daemon *http_daemon_start(struct http_server *srv,
+				     struct http_listener *l, const char *cert,
+				     const char *key)
 {
 	const struct http_config *c = &srv->cfg;
 	/* libmicrohttpd's own cap, above ours so that ours answers 503. */
 	unsigned hard = c->max_connections + 16 + c->max_connections / 8;
 	size_t pool = st_add(st_mult(c->max_header_bytes, 2), POOL_HEADROOM);
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+			 MHD_ALLOW_SUSPEND_RESUME;
+	struct MHD_OptionItem tls[] = {
+	    {MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)cert},
+	    {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)key},
+	    {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLS_PRIORITIES},
+	    {MHD_OPTION_END, 0, NULL},
+	};
 
-	l->mhd = sym_MHD_start_daemon(
-	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-		MHD_ALLOW_SUSPEND_RESUME,
-	    0, NULL, NULL, on_access, srv, MHD_OPTION_LISTEN_SOCKET,
+	if (cert)
+		flags |= MHD_USE_TLS;
+	return sym_MHD_start_daemon(
+	    flags, 0, NULL, NULL, on_access, srv, MHD_OPTION_LISTEN_SOCKET,
 	    (MHD_socket)l->fd, MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool,
 	    MHD_OPTION_CONNECTION_LIMIT, hard, MHD_OPTION_CONNECTION_TIMEOUT,
 	    c->idle_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
 	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
-	    MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_END);
+	    MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_ARRAY,
+	    cert ? tls : tls + 3, MHD_OPTION_END);
+}
+
+static int start_daemon(struct http_server *srv, struct http_listener *l,
+			struct sbx_error **err)
+{
+	if (l->tls) {
+		l->cert = xstrdup(srv->cfg.tls_cert_pem);
+		l->key = xstrdup(srv->cfg.tls_key_pem);
+	}
+	l->mhd = http_daemon_start(srv, l, l->cert, l->key);
 	if (!l->mhd)
 		return sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
-				     "cannot serve on '%s'", l->spec);
+				     "cannot serve on '%s'%s", l->spec,
+				     l->tls ? " (TLS: libmicrohttpd refused "
+					      "the certificate or key)"
+					    : "");
 	return 0;
+}
+
+/* The TLS settings against the listeners: both PEM or neither, an
+ * https: listener for them, a library that has TLS, a good pair. */
+static int check_tls(struct http_server *srv, struct sbx_error **err)
+{
+	const struct http_config *c = &srv->cfg;
+	const char *https = NULL;
+
+	for (size_t i = 0; i < srv->nls; i++)
+		if (srv->ls[i].tls)
+			https = srv->ls[i].spec;
+	if (!https && !c->tls_cert_pem && !c->tls_key_pem)
+		return 0;
+	if (!https)
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "a TLS certificate and key but no "
+				     "https: listener to serve them");
+	if (!c->tls_cert_pem || !c->tls_key_pem)
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "cannot listen on '%s' without a TLS "
+				     "certificate and its key",
+				     https);
+	if (sym_MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+		return sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
+				     "cannot listen on '%s': this "
+				     "libmicrohttpd was built without TLS "
+				     "(GnuTLS)",
+				     https);
+	return http_tls_check(c->tls_cert_pem, c->tls_key_pem, NULL, err);
 }
 
 static int start_all(struct http_server *srv, struct sbx_error **err)
@@ -568,6 +624,8 @@ static int start_all(struct http_server *srv, struct sbx_error **err)
 	const struct http_config *c = &srv->cfg;
 	size_t qdepth = c->queue_depth;
 
+	if (check_tls(srv, err) < 0)
+		return -1;
 	for (size_t i = 0; i < srv->nls; i++)
 		if (http_listen_open(&srv->ls[i], err) < 0)
 			return -1;
@@ -607,6 +665,7 @@ int http_server_start(struct http_server **out, const struct http_config *c,
 	for (size_t i = 0; i < srv->nls; i++) {
 		srv->ls[i].spec = xstrdup(c->listen[i].spec);
 		srv->ls[i].fd = -1;
+		srv->ls[i].tls = http_listen_is_tls(srv->ls[i].spec);
 	}
 	/* Set before any thread starts: a handler may read *out (the
 	 * service's metrics read it from the first request on). */
@@ -654,10 +713,15 @@ void http_server_stop(struct http_server *srv, unsigned grace_ms)
 	http_pool_stop(&srv->pools[0]);
 	http_pool_stop(&srv->pools[1]);
 	wait_active(srv, FLUSH_MS);
+	http_tls_retired_stop(srv);
 	for (size_t i = 0; i < srv->nls; i++) {
 		if (srv->ls[i].mhd)
 			sym_MHD_stop_daemon(srv->ls[i].mhd);
 		free(srv->ls[i].spec);
+		free(srv->ls[i].cert);
+		if (srv->ls[i].key)
+			explicit_bzero(srv->ls[i].key, strlen(srv->ls[i].key));
+		free(srv->ls[i].key);
 	}
 	http_watch_stop(srv);
 	http_stats_release(&srv->stats);

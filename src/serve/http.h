@@ -194,8 +194,9 @@ struct http_admit {
 	int who;
 };
 
-/* Where to listen: "unix:/path" or "tcp:HOST:PORT" (HOST an address or
- * a name; [v6] in brackets). */
+/* Where to listen: "unix:/path", "tcp:HOST:PORT" (HOST an address or
+ * a name; [v6] in brackets) or "https:HOST:PORT" (TCP with TLS: the
+ * config's tls_cert_pem and tls_key_pem). */
 struct http_listen {
 	const char *spec;
 };
@@ -233,6 +234,11 @@ struct http_config {
 	/* The access log: one line per request, to this descriptor (-1:
 	 * none). */
 	int log_fd;
+	/* The https: listeners' certificate (PEM: the server's first, then
+	 * its chain) and its key (PEM, not encrypted); copied at start.
+	 * Both are needed when an https: listener is, and refused when
+	 * none is. */
+	const char *tls_cert_pem, *tls_key_pem;
 };
 
 struct http_server;
@@ -247,6 +253,29 @@ int http_server_start(struct http_server **srv, const struct http_config *c,
  * gone flags are raised (their commands stopped) and they are waited for.
  * Then everything is freed. */
 void http_server_stop(struct http_server *srv, unsigned grace_ms);
+/*
+ * A certificate and its key checked (http_config.tls_*): the PEM parses
+ * (the certificate first, a chain after it), the key is not encrypted and
+ * is the certificate's.  0, or -1 with *err saying which; serial, when
+ * not NULL, gets the certificate's serial number in hex (80 bytes).
+ * Neither the dates, the names nor the chain are checked.
+ */
+int http_tls_check(const char *cert_pem, const char *key_pem, char *serial,
+		   struct sbx_error **err);
+/*
+ * SIGHUP: serve a new certificate and key on every https: listener.
+ * Each gets a new daemon on the same listening socket (the old one, given
+ * the socket back, accepts no more and is stopped once its connections
+ * are done: requests in flight finish on the old certificate).  -1 with
+ * *err when the pair is bad or a daemon cannot start: the old
+ * certificate is still served everywhere.  Called by the thread that
+ * starts and stops the server.
+ */
+int http_server_tls_reload(struct http_server *srv, const char *cert_pem,
+			   const char *key_pem, struct sbx_error **err);
+/* Whether listen spec s is an https: one. */
+bool http_listen_is_tls(const char *spec);
+
 /* Requests being handled now (queued for a worker or running). */
 unsigned http_server_inflight(struct http_server *srv);
 /* The port listen[i] is bound to (a tcp: port 0 gets one from the

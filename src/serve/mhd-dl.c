@@ -23,6 +23,7 @@ DLSYM_DEFINE(MHD_queue_response);
 DLSYM_DEFINE(MHD_create_response_from_buffer);
 DLSYM_DEFINE(MHD_create_response_from_callback);
 DLSYM_DEFINE(MHD_is_feature_supported);
+DLSYM_DEFINE(MHD_get_daemon_info);
 DLSYM_DEFINE(MHD_add_response_header);
 DLSYM_DEFINE(MHD_destroy_response);
 
@@ -39,6 +40,7 @@ static const struct dl_sym syms[] = {
     DLSYM_ENTRY(MHD_create_response_from_buffer),
     DLSYM_ENTRY(MHD_create_response_from_callback),
     DLSYM_ENTRY(MHD_is_feature_supported),
+    DLSYM_ENTRY(MHD_get_daemon_info),
     DLSYM_ENTRY(MHD_add_response_header),
     DLSYM_ENTRY(MHD_destroy_response),
 };

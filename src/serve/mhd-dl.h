@@ -43,6 +43,7 @@ DLSYM_PROTOTYPE(MHD_queue_response);
 DLSYM_PROTOTYPE(MHD_create_response_from_buffer);
 DLSYM_PROTOTYPE(MHD_create_response_from_callback);
 DLSYM_PROTOTYPE(MHD_is_feature_supported);
+DLSYM_PROTOTYPE(MHD_get_daemon_info);
 DLSYM_PROTOTYPE(MHD_add_response_header);
 DLSYM_PROTOTYPE(MHD_destroy_response);
 

@@ -66,6 +66,7 @@ struct serve {
 	const struct sbx_env *env;
 	char *catalog_path, *policy_file, *default_tenant;
 	char *metrics_token_file; /* NULL: no scrape-only token */
+	char *tls_cert_file, *tls_key_file; /* NULL: no https: */
 	char service_hash[65];	  /* "" when no service token */
 	char *default_agent, *default_run; /* serve_config's, or NULL */
 	struct serve_tenant *tenants;

@@ -530,7 +530,8 @@ int serve_token_check(struct serve *sv, const char *id, const char *token)
 	long long now = clock_now_ms();
 	int rc;
 
-	if (strlen(id) >= sizeof(e->id))
+	/* No X-Access-Token: refused (strlen(NULL) took the process). */
+	if (!token || strlen(id) >= sizeof(e->id))
 		return 0;
 	sha256_hex(token, strlen(token), hash);
 	pthread_mutex_lock(&sv->lock);
@@ -835,6 +836,8 @@ static void serve_free(struct serve *sv)
 	free(sv->policy_file);
 	free(sv->default_tenant);
 	free(sv->metrics_token_file);
+	free(sv->tls_cert_file);
+	free(sv->tls_key_file);
 	free(sv->default_agent);
 	free(sv->default_run);
 	for (size_t i = 0; i < sv->ne2b_templates; i++) {
@@ -851,11 +854,39 @@ static void serve_free(struct serve *sv)
 	free(sv);
 }
 
+/* The TLS certificate and key files read (the key as a secret): a
+ * certificate chain is a few KiB. */
+#define TLS_FILE_MAX (1 << 20)
+static int read_tls(const struct serve *sv, char **cert, char **key,
+		    struct sbx_error **err)
+{
+	size_t len;
+
+	*cert = *key = NULL;
+	if (read_file_limited(sv->tls_cert_file, TLS_FILE_MAX, cert, &len,
+			      err) < 0 ||
+	    read_secret_file(sv->tls_key_file, TLS_FILE_MAX, key, err) < 0) {
+		free(*cert);
+		*cert = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+static void tls_free(char *cert, char *key)
+{
+	free(cert);
+	if (key)
+		explicit_bzero(key, strlen(key));
+	free(key);
+}
+
 static int check_listen(const struct serve *sv, const struct serve_config *c,
 			struct sbx_error **err)
 {
 	for (size_t i = 0; i < c->nlisten; i++)
-		if (strncmp(c->listen[i], "tcp:", 4) == 0 &&
+		if ((strncmp(c->listen[i], "tcp:", 4) == 0 ||
+		     http_listen_is_tls(c->listen[i])) &&
 		    !sv->service_hash[0])
 			return sbx_error_set(
 			    err, SBX_E_REFUSED, 0,
@@ -886,6 +917,7 @@ static int start_http(struct serve *sv, const struct serve_config *c,
 	    .slow_workers = c->workers,
 	    .log_fd = c->log_fd,
 	};
+	char *cert = NULL, *key = NULL;
 	int rc;
 
 	/* The table with write's cap: base64 of SANDBOXD_MAX_WRITE_BYTES
@@ -907,7 +939,14 @@ static int start_http(struct serve *sv, const struct serve_config *c,
 	hc.routes = sv->routes;
 	for (size_t i = 0; i < c->nlisten; i++)
 		ls[i].spec = c->listen[i];
+	if (sv->tls_cert_file && read_tls(sv, &cert, &key, err) < 0) {
+		free(ls);
+		return -1;
+	}
+	hc.tls_cert_pem = cert;
+	hc.tls_key_pem = key;
 	rc = http_server_start(&sv->http, &hc, err);
+	tls_free(cert, key);
 	free(ls);
 	return rc;
 }
@@ -1007,6 +1046,8 @@ int serve_start(struct serve **out, const struct serve_config *c,
 	    c->default_tenant ? xstrdup(c->default_tenant) : NULL;
 	sv->metrics_token_file =
 	    c->metrics_token_file ? xstrdup(c->metrics_token_file) : NULL;
+	sv->tls_cert_file = c->tls_cert_file ? xstrdup(c->tls_cert_file) : NULL;
+	sv->tls_key_file = c->tls_key_file ? xstrdup(c->tls_key_file) : NULL;
 	sv->default_agent = c->default_agent ? xstrdup(c->default_agent) : NULL;
 	sv->default_run = c->default_run ? xstrdup(c->default_run) : NULL;
 	sv->interval_s = c->cleanup_interval_s;
@@ -1099,12 +1140,32 @@ static int reload_metrics_token(struct serve *sv, struct sbx_error **err)
 	return 0;
 }
 
+/* The TLS certificate and key read again and served on every https:
+ * listener; a bad pair keeps the one in use. */
+static int reload_tls(struct serve *sv, struct sbx_error **err)
+{
+	char *cert, *key;
+	int rc;
+
+	if (!sv->tls_cert_file)
+		return 0;
+	if (read_tls(sv, &cert, &key, err) < 0)
+		rc = -1;
+	else
+		rc = http_server_tls_reload(sv->http, cert, key, err);
+	tls_free(cert, key);
+	if (rc < 0)
+		sbx_error_wrap(err, "the TLS certificate is kept as it was");
+	return rc;
+}
+
 int serve_reload(struct serve *sv, struct sbx_error **err)
 {
 	struct serve_snap *snap, *cur = serve_snap_get(sv);
-	struct sbx_error *pol_err = NULL, *tok_err = NULL;
+	struct sbx_error *pol_err = NULL, *tok_err = NULL, *tls_err = NULL;
 	json_t *pol = load_policy(sv->policy_file, &pol_err);
 	int rc = -1, tok_rc = reload_metrics_token(sv, &tok_err);
+	int tls_rc = reload_tls(sv, &tls_err);
 
 	/* A policy file that is missing or cannot be read: the policy in
 	 * use stays (the catalogue is read again all the same). */
@@ -1142,6 +1203,13 @@ out:
 			sbx_error_chain(err, &tok_err);
 		else
 			*err = steal_pointer(&tok_err);
+		rc = -1;
+	}
+	if (tls_rc < 0) {
+		if (*err)
+			sbx_error_chain(err, &tls_err);
+		else
+			*err = steal_pointer(&tls_err);
 		rc = -1;
 	}
 	pthread_mutex_lock(&sv->lock);

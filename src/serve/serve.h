@@ -30,7 +30,8 @@ struct sbx_error;
 struct serve_config {
 	const struct sbx_env *env;
 	const char *catalog_path;
-	const char *const *listen; /* "unix:PATH", "tcp:HOST:PORT" */
+	/* "unix:PATH", "tcp:HOST:PORT", "https:HOST:PORT" */
+	const char *const *listen;
 	size_t nlisten;
 	/* The service token itself, or the file that holds it (its first
 	 * line; refused when group or others may read it).  Neither: no
@@ -41,6 +42,10 @@ struct serve_config {
 	 * start and at every reload; NULL: none. */
 	const char *metrics_token_file;
 	const char *policy_file;  /* SANDBOXD_POLICY_OVERRIDES, or NULL */
+	/* The https: listeners' certificate (PEM, its chain after it) and
+	 * key (PEM, not encrypted, a file neither group nor others may
+	 * read), read at start and at every reload; NULL: none. */
+	const char *tls_cert_file, *tls_key_file;
 	/* SBXCAT_SERVE_TENANT: the tenant of an open naming none; NULL:
 	 * such an open is no tenant's (SVC_WIRE_NO_TENANT). */
 	const char *default_tenant;
@@ -63,7 +68,8 @@ struct serve;
  * *err saying what (nothing then listens). */
 int serve_start(struct serve **sv, const struct serve_config *c,
 		struct sbx_error **err);
-/* SIGHUP: the catalogue, the policy and the metrics token read again;
+/* SIGHUP: the catalogue, the policy, the metrics token and the TLS
+ * certificate and key read again;
  * what cannot be read keeps the one in use: -1 with *err saying why
  * (and /metrics and /healthz say the reload failed). */
 int serve_reload(struct serve *sv, struct sbx_error **err);
