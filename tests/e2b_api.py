@@ -156,8 +156,9 @@ def phase_shapes():
     ok(st == 201 and shape(j, SANDBOX), "POST /v2/sandboxes: 201 Sandbox "
        "with every required field", b)
     ok(j and "domain" in j and j.get("alias") == TEMPLATE and
-       j.get("trafficAccessToken") is None,
-       "... domain, alias and trafficAccessToken as the model has them", b)
+       j.get("trafficAccessToken") == j.get("envdAccessToken"),
+       "... domain and alias as the model has them; trafficAccessToken "
+       "the access token (the code interpreter's /contexts send it alone)", b)
     a = j["sandboxID"] if j else ""
     ta = j["envdAccessToken"] if j else ""
     ok(len(a) == 20 and a.isalnum() and a == a.lower(),

@@ -133,6 +133,15 @@ r = raw("GET", "/contexts", None, hdrs(sid, tok))
 lst = json.loads(r.read() or b"null")
 ok(r.status == 200 and sorted(c["id"] for c in lst) == sorted(["default", cid]),
    "GET /contexts: the default and the one made", lst)
+# The code interpreter's SDK sends its context calls with the create's
+# trafficAccessToken alone (the same token), never X-Access-Token.
+th = {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49999", "E2B-Traffic-Access-Token": tok}
+r = raw("GET", "/contexts", None, th)
+r.read()
+ok(r.status == 200, "GET /contexts with E2B-Traffic-Access-Token alone: 200", r.status)
+r = raw("GET", "/contexts", None, dict(th, **{"E2B-Traffic-Access-Token": "x" + tok}))
+r.read()
+ok(r.status == 401, "... and a wrong one: 401", r.status)
 r = raw("POST", "/contexts/%s/restart" % cid, None, hdrs(sid, tok))
 r.read()
 st, l, _ = execute(sid, tok, "x", context_id=cid)

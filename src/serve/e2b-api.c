@@ -114,11 +114,13 @@ static json_t *domain_json(struct e2b_req *e)
 static json_t *sandbox_json(struct e2b_req *e, const char *id,
 			    const char *template_id, const char *token)
 {
-	return xjson_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:n}",
+	/* trafficAccessToken is the same token: the code interpreter's
+	 * context calls send it alone (E2B-Traffic-Access-Token, e2b.c). */
+	return xjson_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:s}",
 			  "sandboxID", id, "templateID", template_id, "alias",
 			  template_id, "clientID", CLIENT_ID, "envdVersion",
 			  ENVD_VERSION, "envdAccessToken", token, "domain",
-			  domain_json(e), "trafficAccessToken");
+			  domain_json(e), "trafficAccessToken", token);
 }
 
 static long long mib(unsigned long long bytes)

@@ -21,6 +21,9 @@
 
 #define API_KEY_HEADER "X-API-KEY"
 #define ACCESS_HEADER "X-Access-Token"
+/* What the code interpreter's SDK sends alone on its /contexts calls:
+ * the create's trafficAccessToken, which is the same token. */
+#define TRAFFIC_HEADER "E2B-Traffic-Access-Token"
 #define ID_HEADER "E2b-Sandbox-Id"
 #define PORT_HEADER "E2b-Sandbox-Port"
 /* Connect's deadline: at most 10 digits (its spec). */
@@ -140,6 +143,14 @@ static int sandbox_of(const struct http_request *req, char id[E2B_ID_MAX + 1],
 	return 0;
 }
 
+/* The sandbox's token a daemon's request carries, or NULL. */
+static const char *access_token(const struct http_request *req)
+{
+	const char *t = http_header(req, ACCESS_HEADER);
+
+	return t ? t : http_header(req, TRAFFIC_HEADER);
+}
+
 /* ---- admission (libmicrohttpd's thread: memory only) ---- */
 
 void e2b_admit(void *arg, const struct http_route *rt,
@@ -178,8 +189,7 @@ void e2b_admit(void *arg, const struct http_route *rt,
 			return;
 		}
 		snprintf(a->caller, sizeof(a->caller), "s:%s", id);
-		switch (serve_token_check(sv, id,
-					  http_header(req, ACCESS_HEADER))) {
+		switch (serve_token_check(sv, id, access_token(req))) {
 		case 1:
 			return;
 		case -1:
@@ -435,6 +445,60 @@ json_t *e2b_field(json_t *obj, const char *json_name, const char *proto_name)
 	return v;
 }
 
+/* The paths of E2B's API that a client of it may send: the control
+ * plane's and the daemon's, served or not. */
+static bool e2b_path(const char *path)
+{
+	static const char *const prefixes[] = {
+	    "/sandboxes", "/v1/",      "/v2/",	       "/v3/",	 "/templates",
+	    "/snapshots", "/volumes",  "/teams",       "/files", "/execute",
+	    "/contexts",  "/process.", "/filesystem.", "/envs",	 "/init",
+	};
+
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(*prefixes); i++)
+		if (!strncmp(path, prefixes[i], strlen(prefixes[i])))
+			return true;
+	return false;
+}
+
+char *e2b_refusal(void *arg, const struct http_route *rt, const char *path,
+		  int status, const char *detail)
+{
+	const struct e2b_needs *n =
+	    rt && rt->handler == e2b_handle ? rt->needs : NULL;
+	bool connect;
+	json_t *doc;
+	char *msg, *s;
+
+	(void)arg;
+	if (!n && (rt || !path || !e2b_path(path)))
+		return NULL;
+	connect = n ? n->dialect == E2B_CONNECT
+		    : !strncmp(path, "/process.", 9) ||
+			  !strncmp(path, "/filesystem.", 12);
+	if (!n && status == 404)
+		msg = xasprintf("%s is not served by sbxcat", path);
+	else if (!n && status == 405)
+		msg = xasprintf("%s is not served by sbxcat with this method",
+				path);
+	else
+		msg = xstrdup(detail);
+	if (connect)
+		doc = connect_error_doc(status == 404 && !n
+					    ? "unimplemented"
+					    : connect_code_of(status),
+					msg);
+	else
+		doc = xjson_pack("{s:i, s:o}", "code", status, "message",
+				 xjson_text(msg));
+	free(msg);
+	s = json_dumps(doc, JSON_COMPACT);
+	json_decref(doc);
+	if (!s)
+		die_oom();
+	return s;
+}
+
 /* ---- a request's way ---- */
 
 /* Who asks: false once answered. */
@@ -463,8 +527,7 @@ static bool auth(struct e2b_req *e)
 			return false;
 		}
 		if (svc_wire_auth(&w->snap->svc, &w->call, e->id,
-				  http_header(w->req, ACCESS_HEADER), &w->ws,
-				  &err) == 0) {
+				  access_token(w->req), &w->ws, &err) == 0) {
 			w->call.tenant = w->ws.rec.tenant;
 			return e2b_envd_ready(e);
 		}

@@ -173,6 +173,12 @@ void e2b_routes_copy(struct http_route *out);
 void e2b_admit(void *arg, const struct http_route *rt,
 	       const struct http_request *req, struct http_admit *a);
 void e2b_handle(void *arg, struct http_request *req, struct http_response *res);
+/* The HTTP server's refusal hook (http_config.refusal): a refusal of an
+ * E2B route, or of a path of E2B's API no route serves, in E2B's shape
+ * (REST {"code": STATUS, "message"}, Connect {"code", "message"}); NULL
+ * for sandboxd's paths. */
+char *e2b_refusal(void *arg, const struct http_route *rt, const char *path,
+		  int status, const char *detail);
 
 /* A route of this front: method, path, pool, body cap, op, who, dialect,
  * then e2b_needs' other fields by name. */

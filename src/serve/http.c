@@ -111,7 +111,14 @@ static enum MHD_Result answer_detail(struct http_req *r, int status,
 				     const char *detail,
 				     const char *retry_after)
 {
-	char *body = xasprintf("{\"detail\":\"%s\"}", detail);
+	struct http_server *srv = r->srv;
+	char *body = NULL;
+
+	if (srv->cfg.refusal)
+		body = srv->cfg.refusal(srv->cfg.arg, r->route, r->path, status,
+					detail);
+	if (!body)
+		body = xasprintf("{\"detail\":\"%s\"}", detail);
 
 	return answer(r, status, body, strlen(body), NULL, retry_after);
 }

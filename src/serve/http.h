@@ -213,6 +213,14 @@ struct http_config {
 	/* Called for a request no route matches: NULL gives 404
 	 * {"detail":"Not Found"}; a path that matches but not its method:
 	 * 405 {"detail":"Method Not Allowed"}. */
+	/* The body of a refusal the server answers itself (404, 405, 413,
+	 * 431, 429, 503, the admit hook's), for a front whose clients read
+	 * another shape: a malloc'd JSON document, or NULL for sandboxd's
+	 * {"detail": detail}.  rt is the matched route (NULL: none), path
+	 * the request's.  Called on libmicrohttpd's thread: memory only.
+	 * NULL hook: {"detail"} always. */
+	char *(*refusal)(void *arg, const struct http_route *rt,
+			 const char *path, int status, const char *detail);
 	size_t max_body_bytes;	   /* 0: 12 MiB; a route's own cap first */
 	size_t max_header_bytes;   /* 0: 32 KiB */
 	unsigned max_connections;  /* 0: 1024 */

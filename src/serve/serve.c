@@ -909,6 +909,7 @@ static int start_http(struct serve *sv, const struct serve_config *c,
 	    .nroutes = serve_nroutes + e2b_nroutes(),
 	    .arg = sv,
 	    .admit = wire_admit,
+	    .refusal = e2b_refusal,
 	    /* What a path no route matches may send, dropped. */
 	    .max_body_bytes = c->max_body_bytes ? c->max_body_bytes : 4096,
 	    .max_connections = c->max_connections,

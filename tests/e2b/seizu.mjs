@@ -377,6 +377,21 @@ if (withCode) {
 		eq(r.logs.stderr, [], "logs.stderr");
 		if (r.logs.stdout.length > 1) diag(`stdout came in ${r.logs.stdout.length} chunks: ${JSON.stringify(r.logs.stdout)}`);
 	});
+	await need("createCodeContext, runCode in it, listCodeContexts, removeCodeContext", async () => {
+		// The SDK sends these with the create's trafficAccessToken alone.
+		const ctx = await sbx.createCodeContext({ language: "python" });
+		expect(ctx && typeof ctx.id === "string" && ctx.id.length > 0, "a context id");
+		await sbx.runCode("y = 'in ctx'", { context: ctx });
+		const r = await sbx.runCode("y", { context: ctx });
+		eq(r.text, "in ctx", "the context's own variable");
+		const d = await sbx.runCode("'y' in dir()");
+		eq(d.text, "False", "the default context does not see it");
+		const all = await sbx.listCodeContexts();
+		expect(all.some((c) => c.id === ctx.id), "listCodeContexts has it");
+		await sbx.removeCodeContext(ctx.id);
+		const after = await sbx.listCodeContexts();
+		expect(!after.some((c) => c.id === ctx.id), "removed");
+	});
 	await need("runCode('1/0'): execution.error ZeroDivisionError", async () => {
 		const r = await sbx.runCode("1/0");
 		expect(r.error, "an error");
