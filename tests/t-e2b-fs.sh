@@ -1,6 +1,6 @@
 #!/bin/sh
 # t-e2b-fs.sh - envd's filesystem through the E2B front of a real
-# `sbxcat serve` (docs/e2b-fs.md), on the real engine and PostgreSQL:
+# `sbxcat serve` (docs/e2b.md, "Files"), on the real engine and PostgreSQL:
 # GET/POST /files (multipart, several parts, octet-stream; bytes back
 # exactly: NULs, latin-1, empty, the write limit and one byte over),
 # filesystem.Filesystem's Stat, ListDir (depth), MakeDir, Move, Remove

@@ -1,7 +1,7 @@
 #!/bin/sh
 # t-inside.sh - file operations on paths outside the workspace, served from
 # inside the container as the session's user (issue 30, svc-inside.h,
-# docs/e2b-files-inside.md), on the real engine and the real PostgreSQL,
+# docs/e2b.md, "Where files are"), on the real engine and the real PostgreSQL,
 # through tests/inside-drv (the svc functions, one per run): stat and list
 # "/" (bin, etc, proc), read /etc/hostname, write/read /tmp/x, mkdir -p,
 # rename, remove; a file only root can read is a clear permission error for

@@ -1,5 +1,5 @@
 #!/bin/sh
-# t-workdir-session.sh - a session's own work dir (issue 30, docs/e2b-files-inside.md)
+# t-workdir-session.sh - a session's own work dir (issue 30, docs/e2b.md, "Where files are")
 # on the real engine: `session open --work-dir /home/user` binds the
 # workspace there, starts commands there and sets HOME to it; /workspace is
 # not its mount; the default stays /workspace (no HOME set); a reopen keeps

@@ -2,7 +2,7 @@
  * e2b-fs.c - envd's filesystem service over Connect (Stat, ListDir,
  * MakeDir, Move, Remove; the watchers answered unimplemented) and its
  * REST routes, GET and POST /files and GET /health (e2b.h,
- * docs/e2b-fs.md).
+ * docs/e2b.md, "Files").
  *
  * Where a path is served: the sandbox sees its workspace at its home
  * (e2b_home, /home/user).  A path under it, absolute or relative to it,

@@ -1,6 +1,6 @@
 /*
  * svc-inside.c - file operations served from inside a session's
- * container (svc-inside.h, docs/e2b-files-inside.md): each one a fixed
+ * container (svc-inside.h, docs/e2b.md, "Where files are"): each one a fixed
  * /bin/sh script run by exec as the session's user, its paths as
  * arguments, its answer parsed as hostile.
  *

@@ -1,7 +1,7 @@
 /*
  * svc-inside.h - file operations on paths OUTSIDE a session's workspace
  * ("/", /tmp/x, /etc/os-release), served from inside its container
- * (docs/e2b-files-inside.md).  The E2B front calls them for paths that
+ * (docs/e2b.md, "Where files are").  The E2B front calls them for paths that
  * are not under the sandbox's work dir; what is under it stays the
  * host-side workspace's (svc-fs.h).
  *
