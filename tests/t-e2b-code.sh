@@ -70,7 +70,8 @@ kill -0 "$SPID" 2>/dev/null
 ok $? "the service is still running"
 kill -TERM "$SPID"
 wait "$SPID"
-is "$?" 0 "the service stops with status 0"
+is "$?" 0 "the service stops with status 0" ||
+	grep -B2 -A40 'Sanitizer\|runtime error\|Assertion\|ERROR' "$T/log" | head -80 | sed 's/^/# /'
 SPID=""
 n=$(tb_docker ps -q --filter "label=io.sbxcat.deployment=$DEP" | while read -r c; do
 	tb_docker top "$c" -eo args 2>/dev/null | grep -c '[p]ython3 -u -c'

@@ -63,7 +63,7 @@ ok $((! $?)) "plain HTTP to serve's https: port fails"
 ID=aaaaaaaaaaaaaaaaaaaa
 is "$(curl -s --cacert "$H/ca.pem" --resolve "49999-$ID.e2b.test:$HPORT:127.0.0.1" -w ' %{http_code}' \
 	-d '{"code": "1"}' "https://49999-$ID.e2b.test:$HPORT/execute")" \
-	'{"detail":"Invalid or missing access token"} 401' \
+	'{"code":401,"message":"Invalid or missing access token"} 401' \
 	"the E2B front routes by Host PORT-ID.e2b.test under TLS: the sandbox named by the Host asks for its token"
 is "$(curl -s --cacert "$H/ca.pem" -w ' %{http_code}' -d '{"code": "1"}' "https://127.0.0.1:$HPORT/execute" | sed 's/.* //')" \
 	"$(curl -s -w ' %{http_code}' -d '{"code": "1"}' "http://127.0.0.1:$PORT/execute" | sed 's/.* //')" \

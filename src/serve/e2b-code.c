@@ -510,15 +510,18 @@ static void execute(struct e2b_req *e)
 	}
 	lost = c->lost;
 	c->lost = false;
-	if (lost)
+	if (lost) {
 		/* Said before the code's own lines: they run in a new
 		 * interpreter. */
-		emit_line(e, xjson_pack("{s:s, s:s, s:o}", "type", "stderr",
-					"text",
-					"[sbxcat] this context's interpreter "
-					"had stopped; a new one runs this "
-					"code: earlier variables are gone\n",
-					"timestamp", json_null()));
+		json_t *said = xjson_pack(
+		    "{s:s, s:s, s:o}", "type", "stderr", "text",
+		    "[sbxcat] this context's interpreter had stopped; a new "
+		    "one runs this code: earlier variables are gone\n",
+		    "timestamp", json_null());
+
+		emit_line(e, said);
+		json_decref(said);
+	}
 	req.code = json_string_value(jcode);
 	req.env = env;
 	if (svc_interp_run(c->ip, &e->w.call, &req, &res, &err) < 0) {
