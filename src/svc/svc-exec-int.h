@@ -17,4 +17,18 @@ int svc_exec_run(const struct svc *s, const struct svc_call *call,
 		 const struct svc_exec_req *req, struct svc_exec_res *res,
 		 bool row, struct sbx_error **err);
 
+/*
+ * The end every file operation of svc/ shares (svc-fs.c, svc-inside.c),
+ * after its row is written (aerr: the row's failure, or NULL): the
+ * session's activity stamped when found (refused operations too), the
+ * row's failure chained after the operation's own, the audit closed, the
+ * record and the root released.  0, or -1 with *err.
+ */
+struct audit;
+struct session_record;
+struct session_root;
+int svc_op_settle(struct session_root *root, struct session_record *rec,
+		  bool found, const struct svc_call *call, struct audit *au,
+		  struct sbx_error *aerr, struct sbx_error **err);
+
 #endif

@@ -18,6 +18,7 @@
 #include "basic/text.h"
 #include "basic/xjson.h"
 #include "session/session.h"
+#include "svc/svc-exec-int.h"
 #include "svc/svc-fs.h"
 #include "svc/svc-wire.h"
 #include "workspace/grep.h"
@@ -368,6 +369,31 @@ static void fs_record(struct fs_op *o, const struct sbx_error *why,
 	audit_event(o->au, &ev, aerr);
 }
 
+int svc_op_settle(struct session_root *root, struct session_record *rec,
+		  bool found, const struct svc_call *call, struct audit *au,
+		  struct sbx_error *aerr, struct sbx_error **err)
+{
+	/* Every operation on a session that exists is activity, refused
+	 * ones too: an agent that keeps trying is not idle. */
+	if (found) {
+		struct sbx_error *terr = NULL;
+
+		if (session_record_touch(root, rec->key, &terr) < 0 && !*err)
+			*err = terr;
+		else
+			sbx_error_free(&terr);
+	}
+	if (aerr) {
+		/* The operation's own failure, if any, is said first. */
+		sbx_error_chain(&aerr, err);
+		*err = aerr;
+	}
+	svc_audit_close(call, au);
+	session_record_release(rec);
+	session_root_close(root);
+	return *err ? -1 : 0;
+}
+
 /*
  * Everything after: the row (saying how the verb went; a stamp that fails
  * after it is not the verb's failure), the activity stamp, and the
@@ -379,28 +405,10 @@ static int fs_end(struct fs_op *o, struct sbx_error **err)
 
 	if (!o->unrecorded)
 		fs_record(o, *err, &aerr);
-	/* Every operation on a session that exists is activity, refused
-	 * ones too: an agent that keeps trying is not idle. */
-	if (o->found) {
-		struct sbx_error *terr = NULL;
-
-		if (session_record_touch(&o->root, o->rec.key, &terr) < 0 &&
-		    !*err)
-			*err = terr;
-		else
-			sbx_error_free(&terr);
-	}
-	if (aerr) {
-		/* The operation's own failure, if any, is said first. */
-		sbx_error_chain(&aerr, err);
-		*err = aerr;
-	}
-	svc_audit_close(o->call, o->au);
 	free(o->rel);
 	workspace_close(&o->ws);
-	session_record_release(&o->rec);
-	session_root_close(&o->root);
-	return *err ? -1 : 0;
+	return svc_op_settle(&o->root, &o->rec, o->found, o->call, o->au, aerr,
+			     err);
 }
 
 /* ---- write ---- */

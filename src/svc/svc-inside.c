@@ -581,25 +581,10 @@ static int op_end(struct inside_op *o, struct sbx_error **err)
 
 		audit_event(o->au, &ev, &aerr);
 	}
-	if (o->found) {
-		struct sbx_error *terr = NULL;
-
-		if (session_record_touch(&o->root, o->rec.key, &terr) < 0 &&
-		    !*err)
-			*err = terr;
-		else
-			sbx_error_free(&terr);
-	}
-	if (aerr) {
-		sbx_error_chain(&aerr, err);
-		*err = aerr;
-	}
-	svc_audit_close(o->call, o->au);
 	free(o->norm);
 	free(o->norm2);
-	session_record_release(&o->rec);
-	session_root_close(&o->root);
-	return *err ? -1 : 0;
+	return svc_op_settle(&o->root, &o->rec, o->found, o->call, o->au, aerr,
+			     err);
 }
 
 /* ---- running a script ---- */
