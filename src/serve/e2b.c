@@ -206,11 +206,6 @@ void e2b_admit(void *arg, const struct http_route *rt,
 
 /* ---- answers ---- */
 
-static char *vtext(const char *fmt, va_list ap)
-{
-	return xvasprintf(fmt, ap);
-}
-
 void e2b_rest_json(struct e2b_req *e, int status, json_t *doc)
 {
 	wire_json(&e->w, status, doc);
@@ -238,7 +233,7 @@ void e2b_rest_error(struct e2b_req *e, int status, const char *fmt, ...)
 	char *msg;
 
 	va_start(ap, fmt);
-	msg = vtext(fmt, ap);
+	msg = xvasprintf(fmt, ap);
 	va_end(ap);
 	rest_error_text(e, status, msg);
 	free(msg);
@@ -375,7 +370,7 @@ int e2b_stream_end(struct e2b_req *e, const char *code, const char *fmt, ...)
 
 	if (code && fmt) {
 		va_start(ap, fmt);
-		msg = vtext(fmt, ap);
+		msg = xvasprintf(fmt, ap);
 		va_end(ap);
 	}
 	rc = stream_end_text(e, code, msg ? msg : "");
@@ -401,7 +396,7 @@ void e2b_connect_error(struct e2b_req *e, const char *code, const char *fmt,
 	char *msg;
 
 	va_start(ap, fmt);
-	msg = vtext(fmt, ap);
+	msg = xvasprintf(fmt, ap);
 	va_end(ap);
 	connect_error_text(e, code, msg);
 	free(msg);
