@@ -205,6 +205,11 @@ static int exec_started(struct engine *e, const char *exec_id, json_t **ei,
  * Start the exec and put its processes in g, under the session's exec
  * lock: no other exec of the session starts between this one's start and
  * its claim, so what the container's cgroup holds then is this exec's.
+ * 1 when the deadline passed while the lock was waited for: nothing was
+ * started.  Once the start is asked for, the engine's reply is waited for
+ * within the engine's own bound, not the command's deadline: a command
+ * the engine started is always claimed (and then stopped at once by the
+ * stream's deadline), never left running outside its group.
  */
 static int start_claimed(struct engine *e, struct session_root *root,
 			 const char *key, const char *exec_id, pid_t init_pid,
@@ -217,7 +222,11 @@ static int start_claimed(struct engine *e, struct session_root *root,
 
 	if (lock < 0)
 		return -1;
-	rc = engine_exec_attach(e, exec_id, deadline_ms, conn, pre, err);
+	if (clock_now_ms() >= deadline_ms) {
+		session_keydir_unlock(lock);
+		return 1;
+	}
+	rc = engine_exec_attach(e, exec_id, 0, conn, pre, err);
 	if (rc == 0)
 		rc = exec_started(e, exec_id, &ei, err);
 	if (rc == 0)
@@ -566,15 +575,28 @@ static int exec_stream(struct run *r, struct sbx_error **err)
 	struct exec_io *io = &r->io;
 	size_t killed = 0;
 	char secs[32];
+	int rc;
 
-	if (start_claimed(&r->engine, &r->root, r->rec.key, r->exec_id,
-			  r->init_pid, &r->grp, io->deadline_ms, &r->conn,
-			  &r->pre, err) < 0) {
+	rc = start_claimed(&r->engine, &r->root, r->rec.key, r->exec_id,
+			   r->init_pid, &r->grp, io->deadline_ms, &r->conn,
+			   &r->pre, err);
+	if (rc < 0) {
 		/* Whatever it started and the claim reached is stopped. */
 		cannot_run(r, err);
 		stop_all(r->call, &r->grp, &killed);
 		res->stopped = killed;
 		return -1;
+	}
+	if (rc > 0) {
+		/* The deadline came while the session's other execs held
+		 * the start: timed out, as a command that had started would
+		 * have; nothing ran. */
+		strbuf_reset(&r->detail);
+		strbuf_addf(&r->detail, "timeout after %s s, before it started",
+			    svc_exec_seconds(secs, res->limit_ms));
+		res->ended = true;
+		res->end = SVC_EXEC_TIMED_OUT;
+		return 0;
 	}
 	if (session_record_touch(&r->root, r->rec.key, err) < 0) {
 		svc_warn(r->call, "%s", (*err)->msg);
