@@ -23,6 +23,7 @@
 #include "session/session.h"
 #include "svc/svc-e2b.h"
 #include "svc/svc-exec.h"
+#include "svc/svc-int.h"
 #include "svc/svc-session.h"
 
 #define RECORD_NAME "e2b.json"
@@ -343,50 +344,15 @@ out:
 
 /* ---- rows ---- */
 
-/* The row of a lifecycle operation on sb: op, "e2b ..." detail. */
-static void row(const struct svc *s, const struct svc_call *call,
+/* The row of a lifecycle operation on sb (op, an "e2b ..." detail) on the
+ * recorder made ready before it acted (svc_audit_begin), then closed. */
+static void row(const struct svc_call *call, struct audit *au,
 		const struct svc_e2b_sandbox *sb, enum audit_op op,
 		const char *detail, long long started, struct sbx_error **err)
 {
-	struct audit *au = NULL;
-	struct sbx_error *aerr = NULL;
-	struct audit_event ev = {
-	    .op = op,
-	    .tenant = sb->ws.rec.tenant,
-	    .session_key = sb->ws.key,
-	    .wire_id = sb->ws.wire.id,
-	    .runtime = sb->ws.rec.runtime,
-	    .target = sb->ws.wire.id,
-	    .ok = !*err,
-	    .why = *err,
-	    .detail = detail,
-	    .bytes = AUDIT_NONE,
-	    .results = AUDIT_NONE,
-	    .duration_ms = clock_now_ms() - started,
-	};
-
-	if (svc_audit_open(s, call, &au, &aerr) == 0 &&
-	    audit_event(au, &ev, &aerr) == 0) {
-		svc_audit_close(call, au);
-		return;
-	}
+	svc_audit_row(au, op, sb->ws.rec.tenant, sb->ws.key, sb->ws.wire.id,
+		      sb->ws.rec.runtime, sb->ws.wire.id, started, detail, err);
 	svc_audit_close(call, au);
-	sbx_error_chain(&aerr, err);
-	*err = aerr;
-}
-
-/* The recorder ready before acting: an operation is never done
- * unrecorded. */
-static int audit_check(const struct svc *s, const struct svc_call *call,
-		       struct sbx_error **err)
-{
-	struct audit *au = NULL;
-	int rc = svc_audit_open(s, call, &au, err);
-
-	if (rc == 0)
-		rc = audit_ready(au, err);
-	svc_audit_close(call, au);
-	return rc;
 }
 
 /* ---- find, list ---- */
@@ -635,14 +601,17 @@ int svc_e2b_pause(const struct svc *s, const struct svc_call *call,
 		  bool *already, struct sbx_error **err)
 {
 	long long started = clock_now_ms();
+	struct audit *au;
 
 	*already = false;
-	if (audit_check(s, call, err) < 0)
+	if (svc_audit_begin(s, call, &au, err) < 0)
 		return -1;
 	pause_do(s, call, sb, memory, now, already, err);
-	if (*already)
+	if (*already) {
+		svc_audit_close(call, au);
 		return -1; /* nothing done: no row */
-	row(s, call, sb, AUDIT_OPEN,
+	}
+	row(call, au, sb, AUDIT_OPEN,
 	    memory ? "e2b pause" : "e2b pause, memory dropped", started, err);
 	return *err ? -1 : 0;
 }
@@ -717,11 +686,12 @@ int svc_e2b_connect(const struct svc *s, const struct svc_call *call,
 	struct session_root root = SESSION_ROOT_INIT;
 	char hash[SESSION_WIRE_HASH_HEX + 1];
 	long long started = clock_now_ms();
+	struct audit *au;
 	int rc;
 
 	*resumed = sb->e.paused;
 	token[0] = '\0';
-	if (audit_check(s, call, err) < 0)
+	if (svc_audit_begin(s, call, &au, err) < 0)
 		return -1;
 	svc_wire_token_new(token, hash);
 	rc = svc_root_open(s, call, &root, err);
@@ -736,11 +706,11 @@ int svc_e2b_connect(const struct svc *s, const struct svc_call *call,
 	    record_update(s, call, sb->ws.key, connect_change, &a, &sb->e,
 			  err) < 0) {
 		explicit_bzero(token, SVC_WIRE_TOKEN_LEN + 1);
-		row(s, call, sb, AUDIT_OPEN,
+		row(call, au, sb, AUDIT_OPEN,
 		    *resumed ? "e2b resume" : "e2b connect", started, err);
 		return -1;
 	}
-	row(s, call, sb, AUDIT_OPEN, *resumed ? "e2b resume" : "e2b connect",
+	row(call, au, sb, AUDIT_OPEN, *resumed ? "e2b resume" : "e2b connect",
 	    started, err);
 	return *err ? -1 : 0;
 }
@@ -751,11 +721,12 @@ int svc_e2b_set_end(const struct svc *s, const struct svc_call *call,
 {
 	struct end_arg a = {.end_at = end_at};
 	long long started = clock_now_ms();
+	struct audit *au;
 
-	if (audit_check(s, call, err) < 0)
+	if (svc_audit_begin(s, call, &au, err) < 0)
 		return -1;
 	record_update(s, call, sb->ws.key, end_change, &a, &sb->e, err);
-	row(s, call, sb, AUDIT_OPEN, "e2b timeout", started, err);
+	row(call, au, sb, AUDIT_OPEN, "e2b timeout", started, err);
 	return *err ? -1 : 0;
 }
 
@@ -818,12 +789,13 @@ static int reap_one(const struct svc *s, const struct svc_call *call,
 		svc_e2b_kill(s, &any, &sb, &err);
 	} else if (!sb.e.paused && now >= sb.e.end_at) {
 		long long started = clock_now_ms();
+		struct audit *au;
 
 		acted = 1;
-		if (audit_check(s, &any, &err) == 0) {
+		if (svc_audit_begin(s, &any, &au, &err) == 0) {
 			pause_do(s, &any, &sb, sb.e.auto_pause_memory, now,
 				 &already, &err);
-			row(s, &any, &sb, AUDIT_REAP,
+			row(&any, au, &sb, AUDIT_REAP,
 			    sb.e.auto_pause_memory
 				? "e2b timeout: paused"
 				: "e2b timeout: paused, memory dropped",

@@ -27,8 +27,8 @@
 #include "session/session-engine.h"
 #include "session/session.h"
 #include "svc/svc-e2b.h"
-#include "svc/svc-exec-int.h"
 #include "svc/svc-exec.h"
+#include "svc/svc-int.h"
 #include "svc/svc-wire.h"
 #include "workspace/workspace.h"
 

@@ -18,8 +18,8 @@
 #include "basic/text.h"
 #include "basic/xjson.h"
 #include "session/session.h"
-#include "svc/svc-exec-int.h"
 #include "svc/svc-fs.h"
+#include "svc/svc-int.h"
 #include "svc/svc-wire.h"
 #include "workspace/grep.h"
 #include "workspace/walk.h"
@@ -246,31 +246,19 @@ static const char *need(const char *path)
  * counts (AUDIT_NONE when not counted) and a few words of sbxcat's own.
  */
 struct fs_op {
-	const struct svc *s;
-	const struct svc_call *call;
-	const char *key;
-	enum audit_op op;
+	struct svc_op op; /* the session, the recorder, the row's counts */
 	const char *target;
 	bool verbatim; /* target is a pattern, not a path */
-	struct audit *au;
-	bool unrecorded; /* no row: the recorder could not open or is not
-			    ready */
-	bool found;	 /* the session: its activity is stamped */
-	long long started;
-	struct session_root root;
-	struct session_record rec;
 	struct workspace ws;
 	char *rel; /* the path checked, normalised */
-	long long bytes, results;
-	const char *detail;
 };
 
 /* The session's workspace, as what fs makes belongs to whoever it was
  * given to when the session was opened: the sandbox's uid then. */
 static int open_workspace(struct fs_op *o, struct sbx_error **err)
 {
-	const struct session_config *cfg = &o->s->cfg.session;
-	int fd = session_workspace_open(&o->root, &o->rec, err);
+	const struct session_config *cfg = &o->op.s->cfg.session;
+	int fd = session_workspace_open(&o->op.root, &o->op.rec, err);
 	struct stat st;
 	char *path;
 	int rc;
@@ -279,14 +267,15 @@ static int open_workspace(struct fs_op *o, struct sbx_error **err)
 		return -1;
 	if (fstat(fd, &st) < 0) {
 		sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
-			      "cannot stat the workspace of '%s'", o->rec.key);
+			      "cannot stat the workspace of '%s'",
+			      o->op.rec.key);
 		close(fd);
 		return -1;
 	}
-	path = session_workspace_path(&o->root, &o->rec);
+	path = session_workspace_path(&o->op.root, &o->op.rec);
 	rc = workspace_init(&o->ws, fd, path, st.st_uid, cfg->max_read,
-			    cfg->max_write, o->call ? o->call->cancel : NULL,
-			    err);
+			    cfg->max_write,
+			    o->op.call ? o->op.call->cancel : NULL, err);
 	free(path);
 	return rc;
 }
@@ -303,112 +292,30 @@ static int fs_begin(struct fs_op *o, const struct svc *s,
 		    const char *path, bool may_be_root, struct sbx_error **err)
 {
 	memset(o, 0, sizeof(*o));
-	o->s = s;
-	o->call = call;
-	o->key = need(key);
-	o->op = op;
 	o->target = target;
 	o->verbatim = verbatim;
-	o->root = (struct session_root)SESSION_ROOT_INIT;
 	o->ws.fd = -1;
-	o->bytes = o->results = AUDIT_NONE;
-	if (svc_audit_open(s, call, &o->au, err) < 0) {
-		o->unrecorded = true;
-		return -1;
-	}
-	o->started = clock_now_ms();
-	if (svc_root_open(s, call, &o->root, err) < 0)
-		return -1;
-	/* The waits for a lock (the activity stamp's) end on the call's
-	 * cancel too. */
-	o->root.cancel = call ? call->cancel : NULL;
-	if (session_find(&o->root, o->key, call ? call->tenant : NULL, &o->rec,
-			 err) < 0)
-		return -1;
-	o->found = true;
-	if (open_workspace(o, err) < 0 ||
+	if (svc_op_begin(&o->op, s, call, key, op, err) < 0 ||
+	    open_workspace(o, err) < 0 ||
 	    (path && workspace_path_check(path, may_be_root, &o->rel, err) < 0))
 		return -1;
-	/* Nothing is changed or read unless its row will be written. */
-	if (audit_ready(o->au, err) < 0) {
-		o->unrecorded = true;
-		return -1;
-	}
-	return 0;
+	return svc_op_ready(&o->op, err);
 }
 
 /*
- * The operation's audit row: the session's tenant, key and runtime (or,
- * for a session not found, the caller's tenant and no key: the key asked
- * for goes to the detail, never onto another tenant's chain).
- */
-static void fs_record(struct fs_op *o, const struct sbx_error *why,
-		      struct sbx_error **aerr)
-{
-	cleanup_free char *target =
-	    o->verbatim ? xstrdup(o->target) : workspace_path_shown(o->target);
-	char wid[SESSION_WIRE_ID_MAX + 1];
-	struct audit_event ev = {
-	    .op = o->op,
-	    .tenant =
-		o->found ? o->rec.tenant : (o->call ? o->call->tenant : NULL),
-	    .session_key = o->found ? o->rec.key : NULL,
-	    .wire_id =
-		o->found ? svc_wire_id_of(&o->root, o->rec.key, wid) : NULL,
-	    .asked_key = o->found ? NULL : o->key,
-	    .runtime = o->found ? o->rec.runtime : NULL,
-	    .target = target,
-	    .ok = !why,
-	    .why = why,
-	    .detail = o->detail,
-	    .bytes = o->bytes,
-	    .results = o->results,
-	    .duration_ms = clock_now_ms() - o->started,
-	};
-
-	audit_event(o->au, &ev, aerr);
-}
-
-int svc_op_settle(struct session_root *root, struct session_record *rec,
-		  bool found, const struct svc_call *call, struct audit *au,
-		  struct sbx_error *aerr, struct sbx_error **err)
-{
-	/* Every operation on a session that exists is activity, refused
-	 * ones too: an agent that keeps trying is not idle. */
-	if (found) {
-		struct sbx_error *terr = NULL;
-
-		if (session_record_touch(root, rec->key, &terr) < 0 && !*err)
-			*err = terr;
-		else
-			sbx_error_free(&terr);
-	}
-	if (aerr) {
-		/* The operation's own failure, if any, is said first. */
-		sbx_error_chain(&aerr, err);
-		*err = aerr;
-	}
-	svc_audit_close(call, au);
-	session_record_release(rec);
-	session_root_close(root);
-	return *err ? -1 : 0;
-}
-
-/*
- * Everything after: the row (saying how the verb went; a stamp that fails
- * after it is not the verb's failure), the activity stamp, and the
- * release.  Returns 0, or -1 with *err.
+ * Everything after: the row (the target as given, normalised, or the
+ * pattern verbatim), the activity stamp and the release (svc_op_end).
+ * Returns 0, or -1 with *err.
  */
 static int fs_end(struct fs_op *o, struct sbx_error **err)
 {
-	struct sbx_error *aerr = NULL;
+	cleanup_free char *target =
+	    o->verbatim ? xstrdup(o->target) : workspace_path_shown(o->target);
+	int rc = svc_op_end(&o->op, target, err);
 
-	if (!o->unrecorded)
-		fs_record(o, *err, &aerr);
 	free(o->rel);
 	workspace_close(&o->ws);
-	return svc_op_settle(&o->root, &o->rec, o->found, o->call, o->au, aerr,
-			     err);
+	return rc;
 }
 
 /* ---- write ---- */
@@ -424,8 +331,8 @@ int svc_fs_write(const struct svc *s, const struct svc_call *call,
 		     need(req->path), false, err) == 0 &&
 	    workspace_write(&o.ws, o.rel, need(req->path), req->in_fd,
 			    &res->bytes, &res->created, err) == 0) {
-		o.bytes = (long long)res->bytes;
-		o.detail = res->created ? "created" : "replaced";
+		o.op.bytes = (long long)res->bytes;
+		o.op.detail = res->created ? "created" : "replaced";
 		res->path = xstrdup(o.rel);
 		res->doc = path_doc(o.rel);
 		json_object_set_new(res->doc, "bytes",
@@ -483,10 +390,10 @@ static int read_op(struct fs_op *o, const struct svc_fs_read_req *req,
 	if (workspace_read_lines(&o->ws, o->rel, need(req->path), offset, limit,
 				 req->offset || req->limit, &l, err) < 0)
 		return -1;
-	o->results = (long long)l.n;
-	o->bytes = (long long)l.len;
+	o->op.results = (long long)l.n;
+	o->op.bytes = (long long)l.len;
 	if (l.cut)
-		o->detail = "cut at the read limit";
+		o->op.detail = "cut at the read limit";
 	res->first = l.first;
 	res->n = l.n;
 	res->lines_left = l.lines_left;
@@ -594,7 +501,7 @@ static int read_bytes_op(struct fs_op *o,
 		return -1;
 	rc = copy_out(o, fd, path, req, &data, &res->bytes, err);
 	close(fd);
-	o->bytes = (long long)res->bytes;
+	o->op.bytes = (long long)res->bytes;
 	if (rc == 0 && req->json_doc) {
 		res->doc = path_doc(o->rel);
 		json_object_set_new(res->doc, "bytes",
@@ -641,7 +548,7 @@ int svc_fs_edit(const struct svc *s, const struct svc_call *call,
 			   strlen(need(req->old)), need(req->new),
 			   strlen(need(req->new)), req->all, &res->replaced,
 			   &res->line, err) == 0) {
-		o.results = (long long)res->replaced;
+		o.op.results = (long long)res->replaced;
 		res->path = xstrdup(o.rel);
 		res->doc = path_doc(o.rel);
 		json_object_set_new(res->doc, "replaced",
@@ -670,7 +577,7 @@ static void walk_opts_from(const struct fs_op *o, const struct svc_fs_bounds *b,
 	w->max_entries =
 	    (size_t)(b->max_entries ? b->max_entries : WALK_ENTRIES_DEFAULT);
 	w->all = b->all;
-	w->spill = o->s->cfg.session.spill;
+	w->spill = o->op.s->cfg.session.spill;
 }
 
 /*
@@ -684,11 +591,11 @@ static int listing_end(
     int (*entry)(void *, const struct walk_entry *, struct sbx_error **),
     void *arg, struct svc_fs_listing *l, struct sbx_error **err)
 {
-	o->results = (long long)w->n;
+	o->op.results = (long long)w->n;
 	if (w->truncated)
-		o->detail = "listing stopped at a bound";
+		o->op.detail = "listing stopped at a bound";
 	if (w->stopped)
-		o->detail = "stopped at the time budget";
+		o->op.detail = "stopped at the time budget";
 	l->n = w->n;
 	l->out_of_time = w->stopped;
 	l->truncated = w->truncated && !w->stopped;
@@ -1003,11 +910,12 @@ static int grep_op(struct fs_op *o, const struct svc_fs_grep_req *req,
 				      "the search was stopped");
 		goto out;
 	}
-	o->results = (long long)res->st.matches;
-	o->detail = res->st.out_of_time		? "stopped at the time budget"
-		    : res->st.truncated_matches ? "stopped at the match bound"
-		    : res->st.truncated		? "listing stopped at a bound"
-						: NULL;
+	o->op.results = (long long)res->st.matches;
+	o->op.detail = res->st.out_of_time ? "stopped at the time budget"
+		       : res->st.truncated_matches
+			   ? "stopped at the match bound"
+		       : res->st.truncated ? "listing stopped at a bound"
+					   : NULL;
 	res->why = res->st.out_of_time	       ? "time"
 		   : res->st.truncated_matches ? "matches"
 		   : res->st.truncated	       ? res->st.why
@@ -1097,8 +1005,8 @@ int svc_fs_stat(const struct svc *s, const struct svc_call *call,
 		     false, need(req->path), false, err) == 0 &&
 	    workspace_stat(&o.ws, o.rel, need(req->path), &st, &res->target,
 			   err) == 0) {
-		o.bytes = (long long)st.st_size;
-		o.results = 1;
+		o.op.bytes = (long long)st.st_size;
+		o.op.results = 1;
 		stat_res(o.rel, &st, res);
 	}
 	return fs_end(&o, err);
@@ -1125,8 +1033,8 @@ int svc_fs_rm(const struct svc *s, const struct svc_call *call,
 		     false, need(req->path), false, err) == 0 &&
 	    workspace_rm(&o.ws, o.rel, need(req->path), req->recursive,
 			 &res->removed, err) == 0) {
-		o.results = (long long)res->removed;
-		o.detail = "removed";
+		o.op.results = (long long)res->removed;
+		o.op.detail = "removed";
 		res->path = xstrdup(o.rel);
 		res->doc = path_doc(o.rel);
 		json_object_set_new(res->doc, "removed",
@@ -1172,7 +1080,7 @@ int svc_fs_mkdir(const struct svc *s, const struct svc_call *call,
 		     need(req->path), false, err) == 0 &&
 	    workspace_mkdir(&o.ws, o.rel, need(req->path), &res->created,
 			    err) == 0) {
-		o.detail =
+		o.op.detail =
 		    res->created ? "directory made" : "directory there already";
 		res->path = xstrdup(o.rel);
 		after(&o, o.rel, &res->st);
@@ -1202,7 +1110,7 @@ int svc_fs_move(const struct svc *s, const struct svc_call *call,
 	    workspace_path_check(need(req->to), false, &res->to, err) == 0 &&
 	    workspace_move(&o.ws, o.rel, need(req->from), res->to,
 			   need(req->to), err) == 0) {
-		o.detail = "moved";
+		o.op.detail = "moved";
 		res->from = xstrdup(o.rel);
 		after(&o, res->to, &res->st);
 	}

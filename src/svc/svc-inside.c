@@ -46,8 +46,8 @@
 #include "basic/util.h"
 #include "basic/xjson.h"
 #include "session/session.h"
-#include "svc/svc-exec-int.h"
 #include "svc/svc-inside.h"
+#include "svc/svc-int.h"
 #include "svc/svc-wire.h"
 
 /* How a script ended (its exit status). */
@@ -502,18 +502,8 @@ static void entries_parse(const struct strbuf *names, const struct strbuf *recs,
 /* ---- the operation's frame: the session, the row ---- */
 
 struct inside_op {
-	const struct svc *s;
-	const struct svc_call *call;
-	const char *key;
-	enum audit_op op;
+	struct svc_op op;   /* the session, the recorder, the row's counts */
 	const char *target; /* the path as given (the row cleans it) */
-	struct audit *au;
-	bool unrecorded, found;
-	long long started;
-	struct session_root root;
-	struct session_record rec;
-	long long bytes, results;
-	const char *detail;
 	char *norm, *norm2; /* the paths checked */
 };
 
@@ -522,69 +512,25 @@ static int op_begin(struct inside_op *o, const struct svc *s,
 		    enum audit_op op, const char *target, const char *path,
 		    const char *path2, struct sbx_error **err)
 {
+	int rc;
+
 	memset(o, 0, sizeof(*o));
-	o->s = s;
-	o->call = call;
-	o->key = key ? key : "";
-	o->op = op;
 	o->target = target ? target : "";
-	o->root = (struct session_root)SESSION_ROOT_INIT;
-	o->bytes = o->results = AUDIT_NONE;
-	o->detail = "inside the container";
-	if (svc_audit_open(s, call, &o->au, err) < 0) {
-		o->unrecorded = true;
-		return -1;
-	}
-	o->started = clock_now_ms();
-	if (svc_root_open(s, call, &o->root, err) < 0)
-		return -1;
-	o->root.cancel = call ? call->cancel : NULL;
-	if (session_find(&o->root, o->key, call ? call->tenant : NULL, &o->rec,
-			 err) < 0)
-		return -1;
-	o->found = true;
-	if (svc_inside_path(path, &o->norm, err) < 0 ||
+	rc = svc_op_begin(&o->op, s, call, key, op, err);
+	o->op.detail = "inside the container";
+	if (rc < 0 || svc_inside_path(path, &o->norm, err) < 0 ||
 	    (path2 && svc_inside_path(path2, &o->norm2, err) < 0))
 		return -1;
-	/* Nothing is read or changed unless its row will be written. */
-	if (audit_ready(o->au, err) < 0) {
-		o->unrecorded = true;
-		return -1;
-	}
-	return 0;
+	return svc_op_ready(&o->op, err);
 }
 
 static int op_end(struct inside_op *o, struct sbx_error **err)
 {
-	struct sbx_error *aerr = NULL;
-	char wid[SESSION_WIRE_ID_MAX + 1];
+	int rc = svc_op_end(&o->op, o->target, err); /* target may be norm */
 
-	if (!o->unrecorded) {
-		struct audit_event ev = {
-		    .op = o->op,
-		    .tenant = o->found ? o->rec.tenant
-				       : (o->call ? o->call->tenant : NULL),
-		    .session_key = o->found ? o->rec.key : NULL,
-		    .wire_id = o->found
-				   ? svc_wire_id_of(&o->root, o->rec.key, wid)
-				   : NULL,
-		    .asked_key = o->found ? NULL : o->key,
-		    .runtime = o->found ? o->rec.runtime : NULL,
-		    .target = o->target,
-		    .ok = !*err,
-		    .why = *err,
-		    .detail = *err ? NULL : o->detail,
-		    .bytes = o->bytes,
-		    .results = o->results,
-		    .duration_ms = clock_now_ms() - o->started,
-		};
-
-		audit_event(o->au, &ev, &aerr);
-	}
 	free(o->norm);
 	free(o->norm2);
-	return svc_op_settle(&o->root, &o->rec, o->found, o->call, o->au, aerr,
-			     err);
+	return rc;
 }
 
 /* ---- running a script ---- */
@@ -646,7 +592,7 @@ static int run_script(struct inside_op *o, const char *script,
 	argv[argc++] = (char *)"sh";
 	for (size_t i = 0; i < nargs && argc < 8; i++)
 		argv[argc++] = (char *)args[i];
-	req.key = o->rec.key;
+	req.key = o->op.rec.key;
 	req.argv = argv;
 	req.argc = argc;
 	req.in_fd = in_fd;
@@ -654,27 +600,27 @@ static int run_script(struct inside_op *o, const char *script,
 	req.err = (struct svc_sink){.fd = -1, .write = keep, .arg = &r->err};
 	req.timeout_ms = INSIDE_TIMEOUT_MS;
 	req.max_output = (cap_out > cap_err ? cap_out : cap_err) + 1;
-	rc = svc_exec_run(o->s, o->call, &req, &res, false, err);
+	rc = svc_exec_run(o->op.s, o->op.call, &req, &res, false, err);
 	if (rc == 0 && res.ended && res.end == SVC_EXEC_EXITED &&
 	    !res.by_command && (res.exit_code == 126 || res.exit_code == 127))
 		rc = sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
 				   "the container of '%s' cannot run /bin/sh "
 				   "for a file operation",
-				   o->rec.key);
+				   o->op.rec.key);
 	else if (rc == 0 && res.ended && res.end == SVC_EXEC_TIMED_OUT)
 		rc =
 		    sbx_error_set(err, SBX_E_TIMEOUT, 0,
 				  "the file operation in '%s' took longer than "
 				  "%llu s",
-				  o->rec.key, INSIDE_TIMEOUT_MS / 1000);
+				  o->op.rec.key, INSIDE_TIMEOUT_MS / 1000);
 	else if (rc == 0 && res.ended && res.end != SVC_EXEC_EXITED)
 		rc = sbx_error_set(err, SBX_E_CANCELLED, 0,
 				   "the file operation in '%s' was stopped",
-				   o->rec.key);
+				   o->op.rec.key);
 	else if (rc == 0 && !res.ended)
 		rc = sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
 				   "the file operation in '%s' did not run",
-				   o->rec.key);
+				   o->op.rec.key);
 	if (rc == 0)
 		r->code = res.exit_code;
 	svc_exec_res_release(&res);
@@ -833,10 +779,10 @@ int svc_inside_ls(const struct svc *s, const struct svc_call *call,
 				res->truncated = true;
 				res->why = "output";
 			}
-			o.results = (long long)res->n;
-			o.detail = res->truncated
-				       ? "inside the container, truncated"
-				       : "inside the container";
+			o.op.results = (long long)res->n;
+			o.op.detail = res->truncated
+					  ? "inside the container, truncated"
+					  : "inside the container";
 		}
 	}
 	ran_release(&r);
@@ -885,7 +831,7 @@ int svc_inside_read(const struct svc *s, const struct svc_call *call,
 		} else {
 			res->len = r.out.sb.len;
 			res->data = strbuf_detach(&r.out.sb, NULL);
-			o.bytes = (long long)res->len;
+			o.op.bytes = (long long)res->len;
 		}
 	}
 	ran_release(&r);
@@ -936,10 +882,10 @@ int svc_inside_write(const struct svc *s, const struct svc_call *call,
 			refusal(r.code, o.norm, err);
 		} else if (one_entry(&r, o.norm, &res->e, err) == 0) {
 			res->created = r.code == SX_CREATED;
-			o.bytes = (long long)req->len;
-			o.detail = res->created
-				       ? "inside the container, created"
-				       : "inside the container, replaced";
+			o.op.bytes = (long long)req->len;
+			o.op.detail = res->created
+					  ? "inside the container, created"
+					  : "inside the container, replaced";
 		}
 	}
 	if (fd >= 0)
@@ -971,9 +917,10 @@ int svc_inside_mkdir(const struct svc *s, const struct svc_call *call,
 			refusal(r.code, o.norm, err);
 		} else if (one_entry(&r, o.norm, &res->e, err) == 0) {
 			res->created = r.code == SX_OK;
-			o.detail = res->created
-				       ? "inside the container, mkdir"
-				       : "inside the container, mkdir: existed";
+			o.op.detail =
+			    res->created
+				? "inside the container, mkdir"
+				: "inside the container, mkdir: existed";
 		}
 	}
 	ran_release(&r);
@@ -1037,7 +984,7 @@ int svc_inside_rename(const struct svc *s, const struct svc_call *call,
 				    : o.norm,
 				err);
 		else if (one_entry(&r, o.norm2, &res->e, err) == 0)
-			o.detail = "inside the container, renamed";
+			o.op.detail = "inside the container, renamed";
 	}
 	ran_release(&r);
 	op_end(&o, err);

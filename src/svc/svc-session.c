@@ -25,56 +25,9 @@
 #include "session/procs.h"
 #include "session/session-budget.h"
 #include "session/session-wire.h"
+#include "svc/svc-int.h"
 #include "svc/svc-session.h"
 #include "svc/svc-wire.h"
-
-/*
- * The row of open or close, ok unless *err.  When it cannot be written
- * the audit's error takes *err's place, the operation's own chained
- * before it (sbx_error_chain), to be said first.
- */
-static void session_audit(struct audit *au, enum audit_op op,
-			  const char *tenant, const char *key,
-			  const char *wire_id, const char *runtime,
-			  const char *target, long long started,
-			  const char *detail, struct sbx_error **err)
-{
-	struct sbx_error *aerr = NULL;
-	struct audit_event ev = {
-	    .op = op,
-	    .tenant = tenant,
-	    .session_key = key,
-	    .wire_id = wire_id,
-	    .runtime = runtime,
-	    .target = target,
-	    .ok = !*err,
-	    .why = *err,
-	    .detail = detail,
-	    .bytes = AUDIT_NONE,
-	    .results = AUDIT_NONE,
-	    .duration_ms = clock_now_ms() - started,
-	};
-
-	if (audit_event(au, &ev, &aerr) == 0)
-		return;
-	sbx_error_chain(&aerr, err);
-	*err = aerr;
-}
-
-/* The call's recorder, ready to write (else nothing is done: the
- * operation fails closed). */
-static int audit_begin(const struct svc *s, const struct svc_call *call,
-		       struct audit **au, struct sbx_error **err)
-{
-	if (svc_audit_open(s, call, au, err) < 0)
-		return -1;
-	if (audit_ready(*au, err) < 0) {
-		svc_audit_close(call, *au);
-		*au = NULL;
-		return -1;
-	}
-	return 0;
-}
 
 /* ---- open ---- */
 
@@ -430,7 +383,7 @@ static int make_room(const struct svc *s, const struct svc_call *call,
 			rc = session_close_asleep(e, c, root, key, &ev, &done,
 						  err);
 			if (ev.key[0])
-				session_audit(au, AUDIT_CLOSE, ev.tenant,
+				svc_audit_row(au, AUDIT_CLOSE, ev.tenant,
 					      ev.key,
 					      svc_wire_id_of(root, ev.key, wid),
 					      ev.runtime, ev.key, t0,
@@ -452,7 +405,7 @@ static int make_room(const struct svc *s, const struct svc_call *call,
 		rc = session_hibernate_lru(
 		    e, c, root, key, (long long)time(NULL), &ev, &done, err);
 		if (ev.key[0])
-			session_audit(
+			svc_audit_row(
 			    au, AUDIT_REAP, ev.tenant, ev.key,
 			    svc_wire_id_of(root, ev.key, wid), ev.runtime,
 			    ev.container, t0,
@@ -925,7 +878,7 @@ int svc_session_open(const struct svc *s, const struct svc_call *call,
 	rt = find_runtime(req, res, err);
 	if (!rt) {
 		/* Refused before a key could be made: the row has none. */
-		session_audit(au, AUDIT_OPEN, call->tenant, "", req->name,
+		svc_audit_row(au, AUDIT_OPEN, call->tenant, "", req->name,
 			      req->runtime, req->runtime, started, NULL, err);
 		svc_audit_close(call, au);
 		session_labels_release(&kept.labels);
@@ -961,7 +914,7 @@ int svc_session_open(const struct svc *s, const struct svc_call *call,
 	res->doc = open_json(s, res);
 out:
 	session_keydir_unlock(ofd);
-	session_audit(au, AUDIT_OPEN, call->tenant, res->key, req->name,
+	svc_audit_row(au, AUDIT_OPEN, call->tenant, res->key, req->name,
 		      rt->alias, rt->alias, started,
 		      *err ? NULL : session_outcome_name(res->outcome), err);
 	svc_audit_close(call, au);
@@ -1299,7 +1252,7 @@ int svc_session_close(const struct svc *s, const struct svc_call *call,
 	memset(res, 0, sizeof(*res));
 	res->container = "gone";
 	res->purged = req->purge;
-	if (audit_begin(s, call, &au, err) < 0)
+	if (svc_audit_begin(s, call, &au, err) < 0)
 		return -1;
 	if (svc_root_open(s, call, &root, err) < 0 ||
 	    session_find(&root, req->key, call->tenant, &r, err) < 0)
@@ -1318,7 +1271,7 @@ int svc_session_close(const struct svc *s, const struct svc_call *call,
 out:
 	/* A key not found is the target alone: the row is the caller's,
 	 * never on the key's chain. */
-	session_audit(au, AUDIT_CLOSE, r.key[0] ? r.tenant : call->tenant,
+	svc_audit_row(au, AUDIT_CLOSE, r.key[0] ? r.tenant : call->tenant,
 		      r.key[0] ? r.key : "", wire_id, r.runtime, req->key,
 		      started,
 		      !res->purged ? res->container
@@ -1345,7 +1298,7 @@ int svc_session_touch(const struct svc *s, const struct svc_call *call,
 	long long started = clock_now_ms();
 
 	memset(res, 0, sizeof(*res));
-	if (audit_begin(s, call, &au, err) < 0)
+	if (svc_audit_begin(s, call, &au, err) < 0)
 		return -1;
 	if (svc_root_open(s, call, &root, err) < 0 ||
 	    session_find(&root, req->key, call->tenant, &r, err) < 0 ||
@@ -1356,7 +1309,7 @@ int svc_session_touch(const struct svc *s, const struct svc_call *call,
 			      svc_time_json(res->last_activity), "expires_at",
 			      expires_json(s, res->last_activity));
 out:
-	session_audit(au, AUDIT_OPEN, r.key[0] ? r.tenant : call->tenant,
+	svc_audit_row(au, AUDIT_OPEN, r.key[0] ? r.tenant : call->tenant,
 		      r.key[0] ? r.key : "",
 		      r.key[0] ? svc_wire_id_of(&root, r.key, wid) : NULL,
 		      r.runtime, req->key, started, *err ? NULL : "touched",
