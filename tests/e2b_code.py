@@ -6,12 +6,12 @@ import http.client
 import json
 import os
 import random
-import socket
 import subprocess
 import time
 import urllib.parse
 
 from taplib import ok, diag, plan
+from wirehost import engine
 
 E = os.environ
 PORT, TOKEN = int(E["SERVE_PORT"]), E["SERVE_TOKEN"]
@@ -183,18 +183,6 @@ st, l, _ = execute(sid, tok, "x")
 ok(text_of(l) == "7" and not typed(l, "stderr"), "... said once; the new interpreter keeps variables", l)
 
 # Pause and unpause of the container: the interpreter survives.
-def engine(method, path):
-    class UnixConn(http.client.HTTPConnection):
-        def connect(self):
-            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            self.sock.connect(E["DOCKER_HOST"][len("unix://"):])
-    c = UnixConn("localhost", timeout=60)
-    c.request(method, path)
-    r = c.getresponse()
-    t = r.read()
-    return r.status, (json.loads(t) if t.startswith((b"[", b"{")) else t)
-
-
 est, rows = engine("GET", "/containers/json?filters=" + urllib.parse.quote(json.dumps(
     {"label": ["io.sbxcat.deployment=" + E["CODE_DEP"]], "ancestor": [E["CODE_IMAGE"]]})))
 ok(est == 200 and len(rows) == 1, "the sandbox's container found at the engine", rows)

@@ -15,14 +15,13 @@ import base64
 import http.client
 import json
 import os
-import socket
 import sys
 import threading
 import time
 import urllib.parse
 
 from taplib import ok, plan
-from wirehost import key_of
+from wirehost import engine, key_of
 
 E = os.environ
 HOST, PORT, TOKEN = E["SERVE_HOST"], int(E["SERVE_PORT"]), E["SERVE_TOKEN"]
@@ -60,24 +59,6 @@ def open_session(sid, token=TOKEN, runtime=None, tenant=None, reuse=False, **kw)
 
 def op(sid, tok, name, **body):
     return req("POST", "/sessions/%s/%s" % (sid, name), body, tok)
-
-
-def engine(method, path):
-    """The test-bed's engine (DOCKER_HOST, a unix socket): (status, doc)."""
-    class UnixConn(http.client.HTTPConnection):
-        def connect(self):
-            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            self.sock.connect(E["DOCKER_HOST"][len("unix://"):])
-
-    c = UnixConn("localhost", timeout=60)
-    c.request(method, path)
-    r = c.getresponse()
-    text = r.read()
-    c.close()
-    try:
-        return r.status, json.loads(text) if text else None
-    except ValueError:
-        return r.status, None
 
 
 def b64(data):

@@ -1,6 +1,8 @@
 """What the tests of sbxcat serve read on the host, not on the wire."""
+import http.client
 import json
 import os
+import socket
 
 
 def key_of(root, sid):
@@ -14,3 +16,24 @@ def key_of(root, sid):
         except (OSError, ValueError):
             continue
     return None
+
+
+def engine(method, path):
+    """The test-bed's engine (DOCKER_HOST, a unix socket): (status, the
+    JSON document, or None when the body is empty or not JSON)."""
+    class UnixConn(http.client.HTTPConnection):
+        def connect(self):
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.connect(os.environ["DOCKER_HOST"][len("unix://"):])
+
+    c = UnixConn("localhost", timeout=60)
+    try:
+        c.request(method, path)
+        r = c.getresponse()
+        text = r.read()
+    finally:
+        c.close()
+    try:
+        return r.status, json.loads(text) if text else None
+    except ValueError:
+        return r.status, None
