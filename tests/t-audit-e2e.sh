@@ -51,9 +51,9 @@ spooled() { cat "$SBXCAT_SPOOL_DIR"/audit.jsonl 2>/dev/null | wc -l | tr -d ' ';
 
 # -- Schema.
 sbx audit migrate
-is "$rc:$(out)" "0:applied 5 migrations (schema version 5)" "audit migrate: applies the schema"
+is "$rc:$(out)" "0:applied 6 migrations (schema version 6)" "audit migrate: applies the schema"
 sbx audit migrate
-is "$rc:$(out)" "0:schema is up to date (version 5)" "audit migrate again: nothing to do"
+is "$rc:$(out)" "0:schema is up to date (version 6)" "audit migrate again: nothing to do"
 
 # -- Session events and every fs verb: exactly one row each, right fields.
 n0=$(nrows)

@@ -199,12 +199,49 @@ static const char *const migration_5_online[] = {
     NULL,
 };
 
+/*
+ * 6: the fleet (fleetdb.h, docs/fleet.md): the hosts that serve, each with
+ * its lease; the sessions' hosts; placement's tenant lock is an advisory
+ * transaction lock, so no table of tenants.  A host's row is its own
+ * (instance: the process that holds the name); a session's row names the
+ * host it lives on, 'placing' from placement until the host's open
+ * answered, 'open' then, 'kept' once closed with its workspace kept.  A
+ * host's rows go with it (ON DELETE CASCADE: `fleet forget`).
+ */
+static const char migration_6[] =
+    "CREATE TABLE IF NOT EXISTS fleet_hosts (\n"
+    "  name text COLLATE \"C\" PRIMARY KEY,\n"
+    "  url text NOT NULL,\n"
+    "  instance text NOT NULL,\n"
+    "  capacity integer NOT NULL CHECK (capacity >= 0),\n"
+    "  resident integer NOT NULL DEFAULT 0,\n"
+    "  pool jsonb NOT NULL DEFAULT '{}',\n"
+    "  draining boolean NOT NULL DEFAULT false,\n"
+    "  lease_until timestamptz NOT NULL,\n"
+    "  registered_at timestamptz NOT NULL DEFAULT now(),\n"
+    "  renewed_at timestamptz NOT NULL DEFAULT now(),\n"
+    "  epoch bigint NOT NULL DEFAULT 1);\n"
+    "CREATE TABLE IF NOT EXISTS fleet_sessions (\n"
+    "  wire_id text COLLATE \"C\" PRIMARY KEY,\n"
+    "  tenant text COLLATE \"C\",\n"
+    "  host text COLLATE \"C\" NOT NULL\n"
+    "    REFERENCES fleet_hosts (name) ON DELETE CASCADE,\n"
+    "  state text NOT NULL DEFAULT 'placing'\n"
+    "    CHECK (state IN ('placing', 'open', 'kept')),\n"
+    "  runtime text,\n"
+    "  placed_at timestamptz NOT NULL DEFAULT now());\n"
+    "CREATE INDEX IF NOT EXISTS fleet_sessions_host\n"
+    "  ON fleet_sessions (host, state);\n"
+    "CREATE INDEX IF NOT EXISTS fleet_sessions_tenant\n"
+    "  ON fleet_sessions (tenant, state);\n";
+
 const struct auditdb_migration auditdb_migrations[] = {
     {1, "audit tables", migration_1, NULL},
     {2, "hash version", migration_2, NULL},
     {3, "stat op", migration_3, NULL},
     {4, "wire id and remove op", migration_4, migration_4_online},
     {5, "follow", migration_5, migration_5_online},
+    {6, "fleet", migration_6, NULL},
 };
 
 const int auditdb_nmigrations =
