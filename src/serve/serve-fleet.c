@@ -308,19 +308,25 @@ static bool hop_by_hop(const char *name)
 	return false;
 }
 
-/* The client's headers, "Name: value", for the peer. */
-static char **headers_of(const struct http_request *req, size_t *n)
+/* The client's headers, "Name: value", for the peer; with id_header,
+ * that header says id (and the client's own of that name is dropped). */
+static char **headers_of(const struct http_request *req, size_t *n,
+			 const char *id_header, const char *id)
 {
 	const char *name, *value;
 	size_t k = 0, a = 0;
 	char **v = NULL;
 
 	for (size_t i = 0; http_header_nth(req, i, &name, &value); i++) {
-		if (hop_by_hop(name))
+		if (hop_by_hop(name) ||
+		    (id_header && !strcasecmp(name, id_header)))
 			continue;
 		ALLOC_GROW(v, k + 1, a);
 		v[k++] = xasprintf("%s: %s", name, value ? value : "");
 	}
+	ALLOC_GROW(v, k + 1, a);
+	if (id_header)
+		v[k++] = xasprintf("%s: %s", id_header, id);
 	*n = k;
 	return v;
 }
@@ -382,14 +388,16 @@ static int relay_data(void *arg, const void *buf, size_t len)
 	return 0;
 }
 
-/* Forward w's request to host at url: true when answered (whatever the
- * owner said, or 503 when it could not be reached). */
+/* Forward w's request to host at url; answered either way (whatever the
+ * owner said, or 503 when it could not be reached): false when nothing
+ * of the owner's answer came. */
 static bool forward(struct wire_req *w, const char *host, const char *url,
-		    const char *id, const char *body, size_t body_len)
+		    const char *id, const char *body, size_t body_len,
+		    const char *id_header, const struct serve_fleet_front *f)
 {
 	struct relay rl = {.w = w, .body = STRBUF_INIT};
 	size_t nh = 0;
-	char **h = headers_of(w->req, &nh);
+	char **h = headers_of(w->req, &nh, id_header, id);
 	char *path = path_of(w->req);
 	struct svc_forward_req fr = {
 	    .url = url,
@@ -405,7 +413,7 @@ static bool forward(struct wire_req *w, const char *host, const char *url,
 	    .arg = &rl,
 	};
 	struct sbx_error *err = NULL;
-	bool answered = false;
+	bool answered = false, reached = true;
 
 	atomic_fetch_add(&w->sv->fleet_forwards, 1);
 	if (svc_fleet_forward(w->sv->fleet, &fr, &answered, &err) < 0 &&
@@ -416,7 +424,8 @@ static bool forward(struct wire_req *w, const char *host, const char *url,
 		for (size_t i = 0; i < w->res->nheaders; i++)
 			free(w->res->headers[i]);
 		w->res->nheaders = 0;
-		wire_unreachable(w, id, host, err->msg);
+		f->unreachable(w, id, host, err->msg);
+		reached = false;
 	} else if (!rl.streaming) {
 		w->answered = true;
 		w->res->status = rl.status;
@@ -436,7 +445,7 @@ static bool forward(struct wire_req *w, const char *host, const char *url,
 		free(h[i]);
 	free(h);
 	free(path);
-	return true;
+	return reached;
 }
 
 /* Whether id's session is here (open, or a kept workspace: whatever the
@@ -454,7 +463,8 @@ static bool here(struct wire_req *w, const char *id)
 	return found;
 }
 
-bool serve_fleet_route(struct wire_req *w, const char *id)
+bool serve_fleet_route(struct wire_req *w, const char *id,
+		       const struct serve_fleet_front *f)
 {
 	svc_fleet_where where;
 	struct sbx_error *err = NULL;
@@ -465,9 +475,8 @@ bool serve_fleet_route(struct wire_req *w, const char *id)
 		return false;
 	rc = svc_fleet_where_is(w->sv->fleet, id, &where, &err);
 	if (rc < 0) {
-		wire_detail(w, 503, "The fleet's database cannot say where "
-				    "session %s lives: %s",
-			    id, err->msg);
+		sbx_error_wrap(&err, "where session %s lives", id);
+		f->error(w, err, id, NULL);
 		sbx_error_free(&err);
 		return true;
 	}
@@ -476,17 +485,18 @@ bool serve_fleet_route(struct wire_req *w, const char *id)
 	snprintf(w->req->session, sizeof(w->req->session), "%s", id);
 	if (!where.alive) {
 		atomic_fetch_add(&w->sv->fleet_unreachable, 1);
-		wire_unreachable(w, id, where.host, "its lease lapsed");
+		f->unreachable(w, id, where.host, "its lease lapsed");
 		return true;
 	}
 	return forward(w, where.host, where.url, id, w->req->body,
-		       w->req->body_len);
+		       w->req->body_len, NULL, f);
 }
 
 /* ---- placement ---- */
 
 int serve_fleet_place(struct wire_req *w, const char *id, const char *tenant,
-		      const char *runtime)
+		      const char *runtime, const char *id_header,
+		      const struct serve_fleet_front *f)
 {
 	const char *exclude[PLACE_TRIES];
 	size_t nexclude = 0;
@@ -499,55 +509,62 @@ int serve_fleet_place(struct wire_req *w, const char *id, const char *tenant,
 	for (int tries = 0; tries < PLACE_TRIES; tries++) {
 		svc_fleet_where where;
 		struct sbx_error *err = NULL;
-		bool placed = false;
+		bool placed = false, reached;
 
 		if (svc_fleet_place(w->sv->fleet, id,
 				    counted ? counted : NULL,
 				    counted ? sc->max_per_tenant : 0, runtime,
 				    exclude, nexclude, &where, &placed,
 				    &err) < 0) {
-			struct wire_subject s = {.tenant = tenant,
-						 .session = id};
-
-			wire_error(w, err, &s);
+			f->error(w, err, id, tenant);
 			sbx_error_free(&err);
-			free(body);
-			return 1;
+			break;
 		}
 		if (!strcmp(where.host, svc_fleet_name(w->sv->fleet))) {
+			for (size_t i = 0; i < nexclude; i++)
+				free((char *)exclude[i]);
 			free(body);
 			return 0; /* here: the caller opens it */
 		}
 		if (hopped(w->req)) {
 			/* Sent here as its host, but the fleet says
 			 * another: never a second hop. */
-			wire_detail(w, 409,
-				    "Session %s is placed on host %s, not "
-				    "here",
-				    id, where.host);
-			free(body);
-			return 1;
+			f->unreachable(w, id, where.host,
+				       "the fleet moved it while it was "
+				       "forwarded");
+			break;
 		}
 		if (!where.alive) {
-			wire_unreachable(w, id, where.host,
-					 "its lease lapsed");
-			free(body);
-			return 1;
+			f->unreachable(w, id, where.host, "its lease lapsed");
+			break;
 		}
 		/* The body with the id the placement used (an open that
-		 * named none got one here). */
-		if (!body) {
+		 * named none got one here), or the body as sent and the id
+		 * in its header. */
+		if (!body && !id_header) {
 			json_t *b = json_deep_copy(w->body);
 
 			json_object_set_new(b, "session_id", json_string(id));
 			body = json_dumps(b, JSON_COMPACT);
 			json_decref(b);
 		}
-		forward(w, where.host, where.url, id, body, strlen(body));
-		/* The chosen host refused it on its own ceiling: the next
-		 * one, if the row was new (that host took it back). */
-		if (!placed || (w->res->status != 429 &&
-				w->res->status != 503) ||
+		if (body)
+			reached = forward(w, where.host, where.url, id, body,
+					  strlen(body), NULL, f);
+		else
+			reached = forward(w, where.host, where.url, id,
+					  w->req->body, w->req->body_len,
+					  id_header, f);
+		/* The chosen host could not be reached: the placement is
+		 * taken back here.  It refused it on its own ceiling: it
+		 * took it back itself.  Either way the next host, if the
+		 * row was new. */
+		if (placed && !reached &&
+		    svc_fleet_unplace(w->sv->fleet, id, where.host, &err) < 0)
+			sbx_error_free(&err);
+		if (!placed ||
+		    (reached && w->res->status != 429 &&
+		     w->res->status != 503) ||
 		    http_streaming(w->req) || tries + 1 == PLACE_TRIES)
 			break;
 		exclude[nexclude++] = xstrdup(where.host);
@@ -606,6 +623,27 @@ void serve_fleet_closed(struct wire_req *w, const char *id, bool purged)
 	sbx_error_free(&err);
 }
 
+const char *serve_fleet_given_id(struct wire_req *w, const char *header)
+{
+	const char *id = http_header(w->req, header);
+	svc_fleet_where where;
+	struct sbx_error *err = NULL;
+	int rc;
+
+	if (!w->sv->fleet || !id || !hopped(w->req) ||
+	    !svc_wire_name_valid(id))
+		return NULL;
+	/* Only a placement of this host's still in progress: a client's
+	 * header (a hop header can be forged) names an id it cannot take. */
+	svc_fleet_uncache(w->sv->fleet, id);
+	rc = svc_fleet_where_is(w->sv->fleet, id, &where, &err);
+	sbx_error_free(&err);
+	if (rc != 1 || strcmp(where.host, svc_fleet_name(w->sv->fleet)) ||
+	    strcmp(where.state, "placing") || here(w, id))
+		return NULL;
+	return id;
+}
+
 /* ---- the list, from every live host ---- */
 
 static int list_head(void *arg, int status, const char *const *h, size_t n)
@@ -627,7 +665,7 @@ static int list_data(void *arg, const void *buf, size_t len)
 	return 0;
 }
 
-void serve_fleet_list(struct wire_req *w, json_t *rows)
+void serve_fleet_list(struct wire_req *w, json_t *rows, const char *key)
 {
 	struct svc_fleet_peer *peers = NULL;
 	struct sbx_error *err = NULL;
@@ -642,7 +680,7 @@ void serve_fleet_list(struct wire_req *w, json_t *rows)
 		sbx_error_free(&err);
 		return;
 	}
-	h = headers_of(w->req, &nh);
+	h = headers_of(w->req, &nh, NULL, NULL);
 	path = path_of(w->req);
 	for (size_t i = 0; i < npeers; i++) {
 		struct relay rl = {.w = w, .body = STRBUF_INIT};
@@ -665,13 +703,13 @@ void serve_fleet_list(struct wire_req *w, json_t *rows)
 		    rl.status == 200)
 			doc = json_loadb(rl.body.buf ? rl.body.buf : "",
 					 rl.body.len, 0, NULL);
-		more = json_object_get(doc, "sessions");
+		more = key ? json_object_get(doc, key) : doc;
 		if (json_is_array(more))
 			json_array_extend(rows, more);
 		else {
 			char *m = xasprintf(
 			    "host %s answered no list (%s)", peers[i].name,
-			    err ? err->msg : "no sessions in its answer");
+			    err ? err->msg : "no list in its answer");
 			struct sbx_error *e = NULL;
 
 			sbx_error_set(&e, SBX_E_UNAVAILABLE, 0, "%s", m);

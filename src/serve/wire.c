@@ -187,6 +187,20 @@ void wire_json(struct wire_req *w, int status, json_t *doc)
 	http_respond_json(w->res, status, doc);
 }
 
+/* The fleet's refusals in the wire's shapes (serve-fleet.h). */
+static void fleet_error(struct wire_req *w, const struct sbx_error *err,
+			const char *id, const char *tenant)
+{
+	struct wire_subject s = {.tenant = tenant, .session = id};
+
+	wire_error(w, err, &s);
+}
+
+static const struct serve_fleet_front wire_front = {
+    .error = fleet_error,
+    .unreachable = wire_unreachable,
+};
+
 void wire_unreachable(struct wire_req *w, const char *id, const char *host,
 		      const char *why)
 {
@@ -859,7 +873,7 @@ static void sessions_create(struct wire_req *w)
 	snprintf(w->req->tenant, sizeof(w->req->tenant), "%s", tenant);
 	snprintf(w->req->session, sizeof(w->req->session), "%s", o.id);
 	/* In a fleet, the host: this one, or another that answers. */
-	if (serve_fleet_place(w, o.id, tenant, o.runtime))
+	if (serve_fleet_place(w, o.id, tenant, o.runtime, NULL, &wire_front))
 		return;
 	if (serve_opening_add(w->sv, o.id) < 0) {
 		wire_detail(w, 409, "Session is opening: %s", o.id);
@@ -912,7 +926,7 @@ static void sessions_list(struct wire_req *w)
 					    usage_json(w, &l.rows[i]));
 		json_array_append_new(rows, info);
 	}
-	serve_fleet_list(w, rows);
+	serve_fleet_list(w, rows, "sessions");
 	wire_json(
 	    w, 200,
 	    xjson_pack("{s:o, s:i, s:o, s:i}", "sessions", rows, "limit",
@@ -1472,7 +1486,7 @@ void wire_handle(void *arg, struct http_request *req, struct http_response *res)
 	wire_begin(&w, arg, req, res);
 	/* A session of another host of the fleet: its host answers. */
 	if (n->session != WIRE_LOOKUP_NONE && req->nparams &&
-	    serve_fleet_route(&w, req->params[0])) {
+	    serve_fleet_route(&w, req->params[0], &wire_front)) {
 		wire_end(&w);
 		return;
 	}
