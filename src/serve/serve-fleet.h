@@ -1,0 +1,46 @@
+/*
+ * serve-fleet.h - the service as a host of a fleet (serve-fleet.c,
+ * docs/fleet.md); private to src/serve.
+ *
+ * Thread rule: serve.h's.  start and stop by serve_start's and
+ * serve_stop's thread; the rest on any worker.
+ */
+#ifndef SBX_SERVE_FLEET_H
+#define SBX_SERVE_FLEET_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+struct serve;
+struct sbx_error;
+struct wire_req;
+
+/* With SBXCAT_FLEET: join the fleet (reconciled), and start the lease's
+ * thread; without, nothing.  -1 with *err (serve stops). */
+int serve_fleet_start(struct serve *sv, struct sbx_error **err);
+/* The thread stopped, the fleet left (the lease ended now). */
+void serve_fleet_stop(struct serve *sv);
+bool serve_fleet_on(const struct serve *sv);
+/* This host's sessions against the fleet's table (after a reap). */
+void serve_fleet_reconcile(struct serve *sv);
+/* Whether hash (a token's SHA-256, hex) is one of id's, a session of
+ * another host: 1 yes, 0 no (or no such session, or ours), -1 the
+ * database cannot say. */
+int serve_fleet_token(struct serve *sv, const char *id, const char *hash);
+/* A request for session id (a path's, a header's): forwarded to its
+ * host when it lives on another (true: answered, the owner's answer or
+ * 503 when that host is unreachable); false: answered here. */
+bool serve_fleet_route(struct wire_req *w, const char *id);
+/* An open of id: placed (0: here, the caller opens it) or answered (1:
+ * forwarded to the chosen host, or refused: the fleet-wide ceiling). */
+int serve_fleet_place(struct wire_req *w, const char *id, const char *tenant,
+		      const char *runtime);
+/* After an open here: the row open with its tokens, or taken back when
+ * nothing of id is here. */
+void serve_fleet_opened(struct wire_req *w, const char *id, bool ok);
+/* After a close here: the row kept, or gone with a purge. */
+void serve_fleet_closed(struct wire_req *w, const char *id, bool purged);
+/* The list's rows of every other live host appended to rows. */
+void serve_fleet_list(struct wire_req *w, json_t *rows);
+
+#endif
