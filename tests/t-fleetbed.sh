@@ -168,17 +168,22 @@ else
 	is "$(pgbed_psql "$DB" -c "SELECT name || ' ' || url FROM fleet_hosts ORDER BY name")" \
 		"$(printf 'h1 %s\nh2 %s' "$(fb_url 1)" "$(fb_url 2)")" "both hosts registered in the fleet, with their URLs"
 fi
-# A session opened on h2 lives on h2's engine, under h2's cgroup parent.
+# A session opened through h2 lives on one engine, the one of the host
+# it was placed on (h2 itself without a fleet), under its cgroup parent.
 st=$(fb_curl 2 -s -o "$T/open" -w '%{http_code}' -H "X-Sandbox-Token: $TOKEN" \
 	-H 'Content-Type: application/json' -d '{"session_id": "fbt"}' http://x/sessions)
 is "$st" 200 "a session opens through h2's serve" || sed 's/^/# /' "$T/open"
+owner=h2
+[ -n "$DB" ] && [ "${FB_FLEET:-1}" != 0 ] && grep -q SBXCAT_FLEET_URL "$S" &&
+	owner=$(pgbed_psql "$DB" -c "SELECT host FROM fleet_sessions WHERE wire_id = 'fbt'")
 n1=$(fb_docker 1 ps -q --filter label=io.sbxcat.deployment | wc -l)
 n2=$(fb_docker 2 ps -q --filter label=io.sbxcat.deployment | wc -l)
-is "$n1 $n2" "0 1" "its container runs on h2's engine, none on h1's"
-cid=$(fb_docker 2 ps -q --filter label=io.sbxcat.deployment | head -1)
-cpid=$(fb_docker 2 inspect -f '{{.State.Pid}}' "$cid" 2>/dev/null)
-grep -q "/fleetbed-t-fleetbed-h2/" "/proc/$cpid/cgroup" 2>/dev/null
-ok $? "under h2's cgroup parent"
+case $owner in h1) want="1 0" ;; *) want="0 1" ;; esac
+is "$n1 $n2" "$want" "its container runs on $owner's engine (where it was placed), none on the other"
+cid=$(fb_docker "${owner#h}" ps -q --filter label=io.sbxcat.deployment | head -1)
+cpid=$(fb_docker "${owner#h}" inspect -f '{{.State.Pid}}' "$cid" 2>/dev/null)
+grep -q "/fleetbed-t-fleetbed-$owner/" "/proc/$cpid/cgroup" 2>/dev/null
+ok $? "under $owner's cgroup parent"
 
 # The death test's moves: SIGKILL, then the serve starts again; SIGTERM.
 old=$FB_SPID_2
