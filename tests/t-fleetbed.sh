@@ -32,10 +32,27 @@ B2=t-fleetbed-two-$$
 cleanup() {
 	fleetbed_stop
 	sh "$srcdir/tests/fleetbed.sh" stop "$B2" 2>/dev/null
+	[ -n "${DB:-}" ] && pgbed_dropdb "$DB" 2>/dev/null
 	rm -rf "$T"
 }
 trap cleanup EXIT
 trap 'exit 1' HUP INT TERM
+
+# What the bed refuses: nothing is made for any of it.
+(fleetbed_start 0) 2>/dev/null
+is "$?" 1 "fleetbed_start 0 is refused"
+(fleetbed_start 2 --name ../x) 2>/dev/null
+is "$?" 1 "a bed name with a slash is refused"
+[ ! -e "$FB_BASE_RUN/../x" ] && [ ! -e "$FB_BASE_RUN/x" ]
+ok $? "... and made nothing"
+if command -v setpriv >/dev/null; then
+	setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \
+		'. "$1/tests/testbed.sh"; . "$1/tests/fleetbed.sh"
+		 fleetbed_start 2 --name t-fleetbed-user; echo "$? $FB_WHY"' sh "$srcdir" >"$T/user" 2>&1
+	like "$(cat "$T/user")" '^2 needs root' "not root: fleetbed_start says why, with 2 (a skip)"
+else
+	skip "no setpriv" "not root: fleetbed_start says why, with 2 (a skip)"
+fi
 
 ts=$(date +%s.%N)
 fleetbed_need 2
@@ -93,9 +110,25 @@ ok $? "the registry's catalogue lists it"
 [ -d "$FB_DATA/reg/docker/registry/v2/repositories/fleetbed-probe" ]
 ok $? "stored in the bed's own registry storage"
 
-# A serve per host.
+# A serve per host, on the database every host shares when there is one
+# (the PostgreSQL test-bed's socket is a file: reached from any namespace).
 unset SBXCAT_CATALOG SBXCAT_KEY_SECRET SBXCAT_KEY_SECRET_FILE SBXCAT_DATABASE_URL \
 	SBXCAT_DEPLOYMENT_ID SBXCAT_TENANT SANDBOXD_WORKSPACE_ROOT SBXCAT_SPOOL_DIR
+DB=""
+if (. "$srcdir/tests/pgbed.sh"; pgbed_start) 2>"$T/pg"; then
+	. "$srcdir/tests/pgbed.sh"
+	DB=t_fleetbed_$$
+	SBXCAT_DATABASE_URL=$(pgbed_newdb "$DB") || bail_out "the PostgreSQL test-bed cannot make a database"
+	export SBXCAT_DATABASE_URL
+	fb_in 1 timeout 60 "$S" audit migrate >"$T/mig" 2>&1
+	ok $? "from h1's namespace, sbxcat reaches the database (audit migrate)" || sed 's/^/# /' "$T/mig"
+	is "$(pgbed_psql "$DB" -c 'SELECT count(*) FROM fleet_hosts')" 0 "the fleet's tables are there, empty"
+else
+	diag "no PostgreSQL test-bed ($(cat "$T/pg")): the serves run as single hosts"
+	skip "no PostgreSQL test-bed" "from h1's namespace, sbxcat reaches the database"
+	skip "no PostgreSQL test-bed" "the fleet's tables are there"
+	FB_FLEET=0
+fi
 TOKEN=svc-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 SANDBOXD_TOKEN=$TOKEN SANDBOXD_CLEANUP_INTERVAL=0
 export SANDBOXD_TOKEN SANDBOXD_CLEANUP_INTERVAL
@@ -115,24 +148,42 @@ for k in 1 2; do
 		-e "SANDBOXD_TOKEN=$TOKEN")
 	is "$n" 5 "h$k's serve has its fleet name and URL, its engine, its root and the caller's token"
 done
-is "$(fb_curl 1 -s http://x/healthz | jq -r .status 2>/dev/null || fb_curl 1 -s -o /dev/null -w '%{http_code}' http://x/healthz)" \
-	"$(fb_curl 2 -s http://x/healthz | jq -r .status 2>/dev/null || fb_curl 2 -s -o /dev/null -w '%{http_code}' http://x/healthz)" \
-	"both answer /healthz alike over their unix sockets"
+is "$(fb_curl 1 -s -o /dev/null -w '%{http_code}' http://x/healthz) $(fb_curl 2 -s -o /dev/null -w '%{http_code}' http://x/healthz)" \
+	"200 200" "fb_curl: both answer /healthz over their unix sockets"
 st=$(fb_in 2 curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$(fb_url 1)/healthz")
 is "$st" 200 "h1's serve answers over TCP from inside h2's namespace"
 st=$(fb_in 1 curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$(fb_url 2)/healthz")
 is "$st" 200 "h2's serve answers over TCP from inside h1's namespace"
-# A session opened on h2 lives on h2's engine, under h2's cgroup parent.
+# Once serve joins a fleet (a binary that knows SBXCAT_FLEET_URL), each
+# host registers its name and URL; before that, serve ignores SBXCAT_FLEET.
+if [ -z "$DB" ] || [ "${FB_FLEET:-1}" = 0 ]; then
+	skip "no database" "both hosts registered in the fleet"
+elif ! grep -q SBXCAT_FLEET_URL "$S"; then
+	skip "this sbxcat has no fleet yet (SBXCAT_FLEET ignored)" "both hosts registered in the fleet"
+else
+	n=0
+	while [ $n -lt 50 ] && [ "$(pgbed_psql "$DB" -c 'SELECT count(*) FROM fleet_hosts')" -lt 2 ]; do
+		sleep 0.1; n=$((n + 1))
+	done
+	is "$(pgbed_psql "$DB" -c "SELECT name || ' ' || url FROM fleet_hosts ORDER BY name")" \
+		"$(printf 'h1 %s\nh2 %s' "$(fb_url 1)" "$(fb_url 2)")" "both hosts registered in the fleet, with their URLs"
+fi
+# A session opened through h2 lives on one engine, the one of the host
+# it was placed on (h2 itself without a fleet), under its cgroup parent.
 st=$(fb_curl 2 -s -o "$T/open" -w '%{http_code}' -H "X-Sandbox-Token: $TOKEN" \
 	-H 'Content-Type: application/json' -d '{"session_id": "fbt"}' http://x/sessions)
 is "$st" 200 "a session opens through h2's serve" || sed 's/^/# /' "$T/open"
+owner=h2
+[ -n "$DB" ] && [ "${FB_FLEET:-1}" != 0 ] && grep -q SBXCAT_FLEET_URL "$S" &&
+	owner=$(pgbed_psql "$DB" -c "SELECT host FROM fleet_sessions WHERE wire_id = 'fbt'")
 n1=$(fb_docker 1 ps -q --filter label=io.sbxcat.deployment | wc -l)
 n2=$(fb_docker 2 ps -q --filter label=io.sbxcat.deployment | wc -l)
-is "$n1 $n2" "0 1" "its container runs on h2's engine, none on h1's"
-cid=$(fb_docker 2 ps -q --filter label=io.sbxcat.deployment | head -1)
-cpid=$(fb_docker 2 inspect -f '{{.State.Pid}}' "$cid" 2>/dev/null)
-grep -q "/fleetbed-t-fleetbed-h2/" "/proc/$cpid/cgroup" 2>/dev/null
-ok $? "under h2's cgroup parent"
+case $owner in h1) want="1 0" ;; *) want="0 1" ;; esac
+is "$n1 $n2" "$want" "its container runs on $owner's engine (where it was placed), none on the other"
+cid=$(fb_docker "${owner#h}" ps -q --filter label=io.sbxcat.deployment | head -1)
+cpid=$(fb_docker "${owner#h}" inspect -f '{{.State.Pid}}' "$cid" 2>/dev/null)
+grep -q "/fleetbed-t-fleetbed-$owner/" "/proc/$cpid/cgroup" 2>/dev/null
+ok $? "under $owner's cgroup parent"
 
 # The death test's moves: SIGKILL, then the serve starts again; SIGTERM.
 old=$FB_SPID_2
@@ -147,6 +198,9 @@ ok $? "h2's serve starts again (over its stale socket)"
 ok $? "... a new process"
 fleetbed_serve_stop 1
 is "$FB_SERVE_STATUS" 0 "fleetbed_serve_stop 1: SIGTERM, status 0"
+fleetbed_logs 5 >"$T/logs"
+grep -q '^# h1/dockerd.log:' "$T/logs" && grep -q '^# h2/serve.log:' "$T/logs"
+ok $? "fleetbed_logs shows the engines' and the serves' logs"
 [ ! -e "$FB_RUN/h1/serve.sock" ]
 ok $? "its unix socket removed"
 
@@ -158,6 +212,15 @@ ok $? "its unix socket removed"
 ok $? "a second bed $B2 starts beside it" || sed 's/^/# /' "$T/b2"
 [ -S "$FB_BASE_RUN/$B2/h1/docker.sock" ]
 ok $? "... with its own engine"
+# Its subshell ended without stopping it: a crashed run's leftovers.
+old2=$(cat "$FB_BASE_RUN/$B2/h1/docker.pid")
+(
+	fleetbed_start 1 --name "$B2" --no-registry --no-image || { echo "$FB_WHY" >&2; exit 1; }
+	[ "$(cat "$FB_RUN/h1/docker.pid")" != "$old2" ] && [ -z "$(fb_cmdline "$old2")" ]
+) 2>"$T/b2"
+ok $? "started again over a crashed run's leftovers, it stops them first" || sed 's/^/# /' "$T/b2"
+grep -q "left behind" "$T/b2"
+ok $? "... and says so"
 sh "$srcdir/tests/fleetbed.sh" stop "$B2"
 ok $? "sh tests/fleetbed.sh stop $B2"
 [ ! -e "$FB_BASE_RUN/$B2" ] && [ ! -e "$FB_BASE_DATA/$B2" ]
@@ -174,7 +237,7 @@ ok $? "fleetbed_stop"
 diag "fleetbed_stop: $(awk -v a="$ts" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
 left=$(grep -lsF -e "$FB_RUN" -e "$FB_DATA" /proc/[0-9]*/cmdline | while read -r f; do
 	p=${f#/proc/} p=${p%/cmdline}
-	c=$(tr '\0' ' ' <"$f" 2>/dev/null) && [ -n "$c" ] && echo "$p: $c"
+	c=$({ tr '\0' ' ' <"$f"; } 2>/dev/null) && [ -n "$c" ] && echo "$p: $c"
 done | grep -v "grep -lsF")
 is "$left" "" "no process has the bed's paths in its command line"
 is "$(tb_mounts_under "$FB_RUN" "$FB_DATA" "$FB_BASE_RUN/$B2" "$FB_BASE_DATA/$B2")" "" "no mount under the bed's dirs"
