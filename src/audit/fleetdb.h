@@ -158,5 +158,16 @@ int fleetdb_drain(struct auditdb *db, const char *host, bool on,
 		  struct sbx_error **err);
 /* Whether the database has the fleet's tables (migration 6). */
 int fleetdb_ready(struct auditdb *db, bool *ready, struct sbx_error **err);
+/*
+ * Forget host, gone for good: its row deleted, its sessions' rows with it
+ * (ON DELETE CASCADE), *sessions of them.  -1 SBX_E_NOT_FOUND for no such
+ * host; SBX_E_CONFLICT while its lease runs, unless force (a host still
+ * serving would register again at its next renewal).  (fleetdb-admin.c)
+ */
+int fleetdb_forget_host(struct auditdb *db, const char *host, bool force,
+			size_t *sessions, struct sbx_error **err);
+/* The reason (struct sbx_error's) of an error of fleetdb-admin.c's that
+ * is the database without migration 6: "... run `sbxcat audit migrate`". */
+extern const char fleetdb_no_tables[];
 
 #endif
