@@ -18,6 +18,7 @@
 #include "basic/clock.h"
 #include "basic/env.h"
 #include "basic/error.h"
+#include "basic/fileio.h"
 #include "basic/hash.h"
 #include "basic/text.h"
 #include "svc/svc-fleet-int.h"
@@ -189,6 +190,44 @@ static int do_register(struct svc_fleet *f, struct auditdb *db,
 	}
 }
 
+/*
+ * This host's instance: kept in ROOT/.sbxcat-fleet-instance, so a serve
+ * restarted on the same root (after a crash, say) takes its row back at
+ * once, while a second process with the same name elsewhere (another
+ * root: another host) waits for the lease and is refused.  A file that
+ * does not read as one is made anew.
+ */
+static void instance_of(const struct svc *s, char out[33])
+{
+	char *path = NULL, *data = NULL;
+	size_t len = 0;
+	struct sbx_error *err = NULL;
+	bool ok = false;
+
+	if (s->cfg.session.root)
+		path = xasprintf("%s/.sbxcat-fleet-instance",
+				 s->cfg.session.root);
+	if (path && read_file_limited(path, 64, &data, &len, &err) == 0 &&
+	    len >= 32) {
+		ok = true;
+		for (size_t i = 0; i < 32; i++)
+			ok = ok && data[i] &&
+			     strchr("0123456789abcdef", data[i]);
+	}
+	if (ok) {
+		memcpy(out, data, 32);
+		out[32] = '\0';
+	} else {
+		random_hex(out, 16);
+		sbx_error_free(&err);
+		if (path)
+			write_file_atomic(path, out, 32, 0600, NULL, &err);
+	}
+	sbx_error_free(&err);
+	free(data);
+	free(path);
+}
+
 int svc_fleet_join(const struct svc *s, const struct svc_fleet_config *c,
 		   unsigned capacity, struct svc_fleet **out, bool *first,
 		   struct sbx_error **err)
@@ -215,7 +254,7 @@ int svc_fleet_join(const struct svc *s, const struct svc_fleet_config *c,
 	f->cfg.give_up_s = c->give_up_s;
 	f->cfg.drain_idle_s = c->drain_idle_s;
 	f->cfg.forward_timeout_s = c->forward_timeout_s;
-	random_hex(f->instance, 16);
+	instance_of(s, f->instance);
 	pthread_mutex_init(&f->lock, NULL);
 	f->pool = auditdb_pool_new(conninfo, s->cfg.audit.connect_timeout,
 				   FLEET_POOL_MAX);
