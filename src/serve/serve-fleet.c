@@ -96,6 +96,37 @@ static char *pool_json(const struct serve_snap *snap)
 	return s;
 }
 
+/* The sessions resident here (running or paused), for the lease's row:
+ * /healthz's count when it is fresh, else counted now (and kept for it). */
+static size_t resident_now(struct serve *sv, const struct serve_snap *snap)
+{
+	struct svc_wire_list_res l;
+	struct svc_call any = {0};
+	struct sbx_error *err = NULL;
+	size_t running;
+	bool fresh;
+
+	pthread_mutex_lock(&sv->lock);
+	fresh = sv->health_at && clock_now_ms() - sv->health_at < 10000;
+	running = sv->health_running;
+	pthread_mutex_unlock(&sv->lock);
+	if (fresh || svc_wire_list(&snap->svc, &any, &l, &err) < 0) {
+		sbx_error_free(&err);
+		return running;
+	}
+	running = 0;
+	for (size_t i = 0; i < l.n; i++)
+		running += l.states[i] && (!strcmp(l.states[i], "running") ||
+					   !strcmp(l.states[i], "paused"));
+	pthread_mutex_lock(&sv->lock);
+	sv->health_at = clock_now_ms();
+	sv->health_running = running;
+	sv->health_open = l.n;
+	pthread_mutex_unlock(&sv->lock);
+	svc_wire_list_res_release(&l);
+	return running;
+}
+
 static void lease_once(struct serve *sv, unsigned tick)
 {
 	struct serve_snap *snap = serve_snap_get(sv);
@@ -105,9 +136,7 @@ static void lease_once(struct serve *sv, unsigned tick)
 	bool draining = false;
 	char *pool = pool_json(snap);
 
-	pthread_mutex_lock(&sv->lock);
-	resident = sv->health_running;
-	pthread_mutex_unlock(&sv->lock);
+	resident = resident_now(sv, snap);
 	if (svc_fleet_renew(sv->fleet, capacity_of(snap), (unsigned)resident,
 			    pool, &draining, &err) < 0)
 		fleet_warn(sv, "the lease could not be renewed", err);
