@@ -282,7 +282,7 @@ services:
     image: $IMG
     environment:
       SBXCAT_NODE_NAME: $NODE
-      SBXCAT_NODE_BINDS: "$PGDIR"
+      SBXCAT_NODE_BINDS: "${PGDIR:+$PGDIR:ro}"
       SANDBOXD_MAX_SESSIONS: "4"
 EOF
 diag "deploy at $(($(date +%s) - t0)) s"
