@@ -138,8 +138,12 @@ static void lease_once(struct serve *sv, unsigned tick)
 
 	resident = resident_now(sv, snap);
 	if (svc_fleet_renew(sv->fleet, capacity_of(snap), (unsigned)resident,
-			    pool, &draining, &err) < 0)
+			    pool, &draining, &err) < 0) {
 		fleet_warn(sv, "the lease could not be renewed", err);
+		sv->fleet_ok_since = 0;
+	} else if (!sv->fleet_ok_since) {
+		sv->fleet_ok_since = clock_now_ms();
+	}
 	sbx_error_free(&err);
 	free(pool);
 	atomic_store(&sv->fleet_draining, draining);
@@ -150,9 +154,19 @@ static void lease_once(struct serve *sv, unsigned tick)
 		fleet_warn(sv, "the drain's pass", err);
 	sbx_error_free(&err);
 	/* Now and then: the dead hosts' sessions given up, this host's
-	 * rows reconciled (the reaper does it after each pass too). */
+	 * rows reconciled (the reaper does it after each pass too).  Only
+	 * by a host that has itself renewed for the give-up's time without a
+	 * failure: after the database was away, the hosts coming back are
+	 * not dead, only not back yet. */
 	if (tick % 10 == 0) {
-		if (svc_fleet_give_up(sv->fleet, &n, &err) < 0)
+		long long up = sv->fleet_ok_since
+				   ? clock_now_ms() - sv->fleet_ok_since
+				   : -1;
+
+		if (up >= 0 &&
+		    up >= (long long)svc_fleet_config(sv->fleet)->give_up_s *
+			      1000 &&
+		    svc_fleet_give_up(sv->fleet, &n, &err) < 0)
 			fleet_warn(sv, "giving dead hosts' sessions up", err);
 		sbx_error_free(&err);
 		serve_fleet_reconcile(sv);

@@ -143,6 +143,9 @@ struct serve {
 	bool fleet_started;
 	pthread_cond_t fleet_wake;
 	atomic_bool fleet_draining;
+	/* Since when its lease has been renewed without a failure (ms; 0:
+	 * the last renewal failed): the lease's thread's alone. */
+	long long fleet_ok_since;
 	atomic_ullong fleet_forwards, fleet_unreachable;
 	/* Counters for /metrics. */
 	atomic_ullong engine_errors, reaps, reap_failures, opens, closes;
