@@ -24,10 +24,12 @@ engine="docker.io util-linux iproute2 curl man-db"
 # and for disk budgets (mkfs.ext4 makes each budget's image; t-budget.sh);
 # python3-prometheus-client, a reader of Prometheus' text format for the
 # /metrics tests (Debian's prometheus, whose promtool they also use when it
-# is there, is a 96 MB server with a system user and a service of its own).
+# is there, is a 96 MB server with a system user and a service of its own);
+# docker-registry (2.8, /usr/bin/docker-registry) for the fleet's private
+# registry (tests/fleetbed.sh), run by the tests with a config of their own.
 test="$build $engine busybox-static docker-compose jq python3-jsonschema strace
 	openssl time procps postgresql-15 postgresql-client-15 e2fsprogs
-	python3-prometheus-client"
+	python3-prometheus-client docker-registry"
 # setup: what the main job uses besides the build: an engine to prewarm on,
 # and e2fsprogs for disk budgets (SANDBOXD_WORKSPACE_QUOTA).
 setup="$build $engine e2fsprogs"
@@ -78,14 +80,21 @@ case " $missing " in
 		echo 'create_main_cluster = false' >"$f"
 		undo="$undo $f"
 	fi
+	;;
+esac
+# docker-registry's postinst starts a system registry on port 5000 (its
+# init script): the tests run their own (tests/fleetbed.sh).  policy-rc.d
+# forbids starting services for the length of the install, for both.
+case " $missing " in
+*" postgresql-15 "* | *" docker-registry "*)
 	if [ ! -e /usr/sbin/policy-rc.d ]; then
 		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
 		chmod 755 /usr/sbin/policy-rc.d
 		undo="$undo /usr/sbin/policy-rc.d"
-	fi
-	# shellcheck disable=SC2086
-	[ -n "$undo" ] && trap 'rm -f $undo' EXIT ;;
+	fi ;;
 esac
+# shellcheck disable=SC2086
+[ -n "$undo" ] && trap 'rm -f $undo' EXIT
 apt-get update -qq
 # confold (dpkg's conffiles, ucf's files): a file we wrote is kept.
 # shellcheck disable=SC2086
