@@ -206,7 +206,7 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow,
 	if (c->e->cancel && atomic_load(c->e->cancel))
 		return 1;
 	now = clock_now_ms();
-	if (c->stream && c->idle_ms > 0 && now - c->last_rx >= c->idle_ms) {
+	if (c->idle_ms > 0 && now - c->last_rx >= c->idle_ms) {
 		c->idle = true;
 		return 1;
 	}

@@ -43,10 +43,10 @@ struct call {
 	/* One more request header, "Name: value" (X-Registry-Auth): it may
 	 * carry a secret, so it is never traced nor put into a message. */
 	const char *extra_header;
-	/* A streamed reply that sends nothing for this long fails (a push
-	 * or pull whose registry stalls: the engine still answers its
-	 * ping, so the stall check alone would wait for stream_ms); 0: no
-	 * such bound.  idle says it was hit. */
+	/* A reply that sends nothing for this long fails (a push, pull or
+	 * distribution inspect whose registry stalls: the engine still
+	 * answers its ping, so the stall check alone would wait for
+	 * stream_ms); 0: no such bound.  idle says it was hit. */
 	long idle_ms;
 	bool idle;
 	char *header_value;	 /* its value (trimmed), or NULL */

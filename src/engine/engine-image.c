@@ -337,12 +337,9 @@ int engine_distribution_inspect(struct engine *e, const char *ref,
 	engine_add_path_escaped(&path, ref);
 	strbuf_addstr(&path, "/json");
 	call_init(&c, e, "GET", strbuf_str(&path), true);
+	/* A plain request, but one the registry answers: the idle bound
+	 * holds for it too (its reply comes whole, once the registry has). */
 	xfer_apply(&c, x, &header, false);
-	/* A plain request, but one the registry answers: its idle bound is
-	 * the whole request's. */
-	if (x && x->idle_ms > 0 &&
-	    (c.timeout_ms <= 0 || x->idle_ms < c.timeout_ms))
-		c.timeout_ms = x->idle_ms;
 	if (call_run(&c, err) < 0)
 		goto out;
 	if (c.status == 404) {
