@@ -270,29 +270,38 @@ static void header_free(char *h)
 	}
 }
 
+/* A transfer with a registry: POST path (released here), streamed. */
+static int xfer_post(struct engine *e, struct strbuf *path,
+		     const struct engine_xfer *x, bool push,
+		     struct engine_stream *s, struct sbx_error **err)
+{
+	struct call c;
+	char *header;
+	int rc;
+
+	call_init(&c, e, "POST", strbuf_str(path), true);
+	xfer_apply(&c, x, &header, push);
+	rc = call_stream(&c, s, err);
+	call_release(&c);
+	header_free(header);
+	strbuf_release(path);
+	return rc;
+}
+
 int engine_image_pull(struct engine *e, const char *ref,
 		      const struct engine_xfer *x, struct engine_stream *s,
 		      struct sbx_error **err)
 {
 	struct strbuf path = STRBUF_INIT;
 	cleanup_free char *name = NULL;
-	char *header;
 	const char *tag;
-	struct call c;
-	int rc;
 
 	split_ref(ref, &name, &tag);
 	strbuf_addstr(&path, "/images/create?fromImage=");
 	engine_add_query_escaped(&path, name);
 	strbuf_addstr(&path, "&tag=");
 	engine_add_query_escaped(&path, tag);
-	call_init(&c, e, "POST", strbuf_str(&path), true);
-	xfer_apply(&c, x, &header, false);
-	rc = call_stream(&c, s, err);
-	call_release(&c);
-	header_free(header);
-	strbuf_release(&path);
-	return rc;
+	return xfer_post(e, &path, x, false, s, err);
 }
 
 int engine_image_push(struct engine *e, const char *ref,
@@ -301,23 +310,14 @@ int engine_image_push(struct engine *e, const char *ref,
 {
 	struct strbuf path = STRBUF_INIT;
 	cleanup_free char *name = NULL;
-	char *header;
 	const char *tag;
-	struct call c;
-	int rc;
 
 	split_ref(ref, &name, &tag);
 	strbuf_addstr(&path, "/images/");
 	engine_add_path_escaped(&path, name);
 	strbuf_addstr(&path, "/push?tag=");
 	engine_add_query_escaped(&path, tag);
-	call_init(&c, e, "POST", strbuf_str(&path), true);
-	xfer_apply(&c, x, &header, true);
-	rc = call_stream(&c, s, err);
-	call_release(&c);
-	header_free(header);
-	strbuf_release(&path);
-	return rc;
+	return xfer_post(e, &path, x, true, s, err);
 }
 
 int engine_distribution_inspect(struct engine *e, const char *ref,
