@@ -37,16 +37,18 @@ SBXCAT_ENGINE_TRACE=$T/trace; export SBXCAT_ENGINE_TRACE
 # The password the registry will want; it must appear nowhere.
 PW=pw-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
 
-A=rg-a B=rg-b
+A=rg-a B=rg-b C=rg-c
 cat >cat.json <<JSON
 [
   {"alias": "$A", "description": "pushed from h1", "base_image": "sbxcat-test/busybox:1",
    "setup_commands": ["echo building $A"]},
   {"alias": "$B", "description": "never pushed", "base_image": "sbxcat-test/busybox:1",
-   "setup_commands": ["echo building $B"]}
+   "setup_commands": ["echo building $B"]},
+  {"alias": "$C", "description": "another image under its tag", "base_image": "sbxcat-test/busybox:1",
+   "setup_commands": ["echo building $C"]}
 ]
 JSON
-TA=$("$S" -C cat.json tag $A) TB=$("$S" -C cat.json tag $B)
+TA=$("$S" -C cat.json tag $A) TC=$("$S" -C cat.json tag $C)
 HA=${TA##*:}
 
 # pw K [ARGS]: prewarm cat.json on host K's engine; rc, out, err.
@@ -106,6 +108,18 @@ SBXCAT_REGISTRY=$R pw 2 $B
 is "$rc:$(result $B)" "0:built" "not in the registry: built on h2"
 grep -q "^    not in $R, built (.*manifest unknown" out
 ok $? "and the report says so, with the engine's words"
+
+# --- another image under the content tag ----------------------------------
+# Pushed by hand: the base image, not the recipe's build, named as rg-c's.
+fb_docker 1 tag sbxcat-test/busybox:1 "$R/$TC" &&
+	fb_docker 1 push "$R/$TC" >/dev/null 2>&1 && fb_docker 1 rmi "$R/$TC" >/dev/null
+ok $? "an image that is not rg-c's recipe is pushed under rg-c's tag"
+SBXCAT_REGISTRY=$R pw 2 $C
+is "$rc:$(result $C)" "1:failed" "h2: the pulled image is refused, exit 1"
+like "$(cat out)" "the image '$R/$TC' from the registry $R is not this runtime's recipe: its label io.sbxcat.runtime is missing" \
+	"because it lacks the recipe's labels"
+is "$(fb_docker 2 images -q "sbxcat/$C"; fb_docker 2 images -q "$R/sbxcat/$C")" "" \
+	"and it is given no name on h2"
 
 # --- bad settings ---------------------------------------------------------
 pw 1 --push "http://$R" $A
