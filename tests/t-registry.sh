@@ -31,7 +31,7 @@ trap cleanup EXIT
 fleetbed_need 2
 R=$FB_REGISTRY
 cd "$T" || exit 1
-unset SBXCAT_DEPLOYMENT_ID SBXCAT_CATALOG SBXCAT_REGISTRY SBXCAT_REGISTRY_AUTH_FILE \
+unset SBXCAT_DEPLOYMENT_ID SANDBOXD_SANDBOX_UID SBXCAT_CATALOG SBXCAT_REGISTRY SBXCAT_REGISTRY_AUTH_FILE \
 	SBXCAT_REGISTRY_IDLE SBXCAT_ENGINE_STALL SBXCAT_ENGINE_TIMEOUT
 SBXCAT_ENGINE_TRACE=$T/trace; export SBXCAT_ENGINE_TRACE
 # The password the registry will want; it must appear nowhere.
@@ -43,11 +43,13 @@ cat >cat.json <<JSON
   {"alias": "$A", "description": "pushed from h1", "base_image": "sbxcat-test/busybox:1",
    "setup_commands": ["echo building $A"]},
   {"alias": "$B", "description": "never pushed", "base_image": "sbxcat-test/busybox:1",
-   "setup_commands": ["echo building $B"]},
-  {"alias": "$C", "description": "another image under its tag", "base_image": "sbxcat-test/busybox:1",
-   "setup_commands": ["echo building $C"]}
+   "env_vars": {"WHO": "$B"}},
+  {"alias": "$C", "description": "another image under its tag", "base_image": "sbxcat-test/busybox:1"}
 ]
 JSON
+# No sandbox account: A's build runs one container (its setup command),
+# B's none; the bed's 2 cores are shared with the rest of the suite.
+SANDBOXD_SANDBOX_UID=0; export SANDBOXD_SANDBOX_UID
 TA=$("$S" -C cat.json tag $A) TC=$("$S" -C cat.json tag $C)
 HA=${TA##*:}
 
@@ -125,6 +127,12 @@ is "$(fb_docker 2 images -q "sbxcat/$C"; fb_docker 2 images -q "$R/sbxcat/$C")" 
 pw 1 --push "http://$R" $A
 is "$rc" 2 "--push with a URL is a usage error"
 like "$(cat err)" "--push 'http://$R': expected HOST:PORT" "and says what it wants"
+bad=""
+for r in :5000 host host:0 host:65536 '[::1]:5000' a..b:1 -a:1 "$R/x" "$R "; do
+	pw 1 --push "$r" $A
+	[ "$rc" = 2 ] && [ "$(sent .)" = 0 ] || bad="$bad '$r':$rc"
+done
+is "$bad" "" "every --push that is not HOST:PORT is a usage error, before the engine is asked"
 SBXCAT_REGISTRY="$R/x" pw 2 $A
 is "$rc" 3 "a bad SBXCAT_REGISTRY is refused (exit 3)"
 is "$(grep -c '^POST' "$T/trace")" 0 "before anything is sent"

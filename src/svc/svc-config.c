@@ -93,10 +93,11 @@ static void registry_load(struct svc_config *c, const struct sbx_env *env)
 
 	c->registry_idle_ms = SVC_REGISTRY_IDLE_SECONDS * 1000L;
 	c->registry_auth_file = auth ? xstrdup(auth) : NULL;
+	/* Kept even when invalid: set, it is used, and then refused. */
+	c->registry = reg ? xstrdup(reg) : NULL;
 	if (reg && svc_registry_check(reg, "SBXCAT_REGISTRY", SBX_E_UNAVAILABLE,
 				      &c->registry_err) < 0)
 		return;
-	c->registry = reg ? xstrdup(reg) : NULL;
 	if (!idle)
 		return;
 	if (text_parse_uint(idle, 86400, &x) && x >= 1) {

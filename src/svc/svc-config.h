@@ -47,7 +47,8 @@ struct svc_config {
 	struct sbx_error *audit_err;
 	/* The registry prewarm pulls built runtimes from (docs/prewarm.md
 	 * "Through a registry"): SBXCAT_REGISTRY ("HOST:PORT", checked;
-	 * NULL: none), SBXCAT_REGISTRY_AUTH_FILE (the credentials' file,
+	 * NULL: none; set and invalid, registry_err says why),
+	 * SBXCAT_REGISTRY_AUTH_FILE (the credentials' file,
 	 * read when used; NULL: none), SBXCAT_REGISTRY_IDLE (seconds a
 	 * transfer may be silent). */
 	char *registry, *registry_auth_file;

@@ -362,7 +362,8 @@ static int reg_setup(const struct svc *s, const char *push, struct reg *r,
 	memset(r, 0, sizeof(*r));
 	if (push && svc_registry_check(push, "--push", SBX_E_INVALID, err) < 0)
 		return -1;
-	if (!push && !c->registry && !c->registry_err)
+	/* The settings are refused only where they are used. */
+	if (!push && !c->registry)
 		return 0;
 	if (svc_config_check(c->registry_err, err) < 0)
 		return -1;
