@@ -16,6 +16,12 @@
 #   fb_in 2 curl -s "$(fb_url 1)/healthz"   # from inside h2's namespace
 #   fleetbed_serve_kill 2; fleetbed_serve 2   # h2's serve dies and returns
 #
+# With servebed.sh (sb_init: $S, $T, $CAT; sb_audit_db: the database all
+# the hosts share), the EXIT trap set after sb_audit_db's, naming all:
+#   sb_init fleet-x fx; sb_audit_db t_fleet_x_$$
+#   trap 'fleetbed_stop; pgbed_dropdb "$DB"; sb_cleanup' EXIT
+#   fleetbed_need 3
+#
 # fleetbed_start N [--name BED] [--no-registry] [--no-image]
 #   N (1 to 9; the fleet tests use 2 or 3) hosts h1..hN.  BED names the bed
 #   (default: the test's name, ${0##*/} without .sh), so two tests running
@@ -79,6 +85,8 @@
 #   then SIGKILL; FB_SERVE_STATUS is then its status when it was our child.
 # fleetbed_serve_kill K: SIGKILL (the death test), reaped; the stale unix
 #   socket stays (serve replaces it when it starts again).
+# fleetbed_logs [LINES]: the end (20 lines) of every log of the bed (the
+#   engines', the registry's, the serves'), as TAP comments: for a failure.
 # fleetbed_stop: stop and remove everything the bed started (serves, every
 #   engine's containers, the engines, the registry, whatever still runs
 #   with the bed's paths in its command line, mounts, the cgroup parents,
@@ -366,6 +374,13 @@ fleetbed_serve() {
 	fb_bin=${S:-${SBXCAT:-}}
 	[ -n "$fb_bin" ] || { fb_say "fleetbed_serve: \$S or \$SBXCAT must name sbxcat"; return 1; }
 	fb_cat=${FB_CAT:-${CAT:-}}
+	# The hosts' namespaces have their own loopback: a database on the
+	# machine's is out of their reach (the PostgreSQL test-bed's socket,
+	# a file, is not).
+	case ${SBXCAT_DATABASE_URL:-} in
+	*127.0.0.1* | *localhost* | *'[::1]'*)
+		fb_say "SBXCAT_DATABASE_URL names the loopback, which h$fb_k's namespace cannot reach: use a unix socket (tests/pgbed.sh's)" ;;
+	esac
 	(
 		DOCKER_HOST=unix://$fb_h/docker.sock
 		SANDBOXD_WORKSPACE_ROOT=$fb_d/root SBXCAT_SPOOL_DIR=$fb_d/spool
@@ -383,7 +398,7 @@ fleetbed_serve() {
 		PATH=$PATH:$TB_PATH exec nsenter --net="$fb_h/netns" \
 			"$fb_bin" ${fb_cat:+-C "$fb_cat"} serve \
 			--listen "tcp:$(fb_ip "$fb_k"):$FB_PORT" --listen "unix:$fb_h/serve.sock" "$@"
-	) </dev/null >>"$fb_h/serve.log" 2>&1 &
+	) </dev/null >>"$fb_h/serve.log" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
 	fb_sp=$!
 	echo "$fb_sp" >"$fb_h/serve.pid"
 	eval "FB_SPID_$fb_k=$fb_sp"
@@ -430,6 +445,14 @@ fb_serve_end() {
 }
 fleetbed_serve_stop() { fb_serve_end "$1" TERM "${FB_STOP_WAIT:-15}"; }
 fleetbed_serve_kill() { fb_serve_end "$1" KILL 5; }
+
+fleetbed_logs() {
+	for fb_l in "$FB_RUN"/h[0-9]/*.log "$FB_RUN"/reg/*.log; do
+		[ -s "$fb_l" ] || continue
+		echo "# ${fb_l#"$FB_RUN"/}:"
+		tail -n "${1:-20}" "$fb_l" | sed 's/^/#   /'
+	done
+}
 
 # fb_cgroup_rm NAME: the cgroup parent NAME's directories (empty once the
 # containers are gone), v1 and v2.

@@ -29,6 +29,8 @@ struct sbx_error;
 
 #define FLEET_NAME_MAX 64
 #define FLEET_URL_MAX 256
+/* A session's token hashes a row keeps (SESSION_WIRE_TOKENS). */
+#define FLEET_TOKENS_MAX 8
 
 /* What a host says of itself at each renewal. */
 struct fleetdb_self {
@@ -80,6 +82,9 @@ struct fleetdb_where {
 	char state[8]; /* "placing", "open", "kept" */
 	char tenant[FLEET_NAME_MAX + 16];
 	bool has_tenant;
+	/* Its tokens' SHA-256, hex (fleetdb_opened's). */
+	char tokens[FLEET_TOKENS_MAX][65];
+	size_t ntokens;
 };
 /*
  * Place id: 0 with *w the chosen host (*placed true: the row is new,
@@ -93,9 +98,11 @@ struct fleetdb_where {
  */
 int fleetdb_place(struct auditdb *db, const struct fleetdb_place_req *req,
 		  struct fleetdb_where *w, bool *placed, struct sbx_error **err);
-/* id's row on host made 'open' (after its open), or 'kept' (closed, its
- * workspace kept); nothing when the row names another host. */
+/* id's row on host made 'open' (after its open) with its tokens' hashes
+ * (at most FLEET_TOKENS_MAX), or 'kept' (closed, its workspace kept);
+ * nothing when the row names another host. */
 int fleetdb_opened(struct auditdb *db, const char *id, const char *host,
+		   const char *const *tokens, size_t ntokens,
 		   struct sbx_error **err);
 int fleetdb_kept(struct auditdb *db, const char *id, const char *host,
 		 struct sbx_error **err);
@@ -108,20 +115,28 @@ int fleetdb_lookup(struct auditdb *db, const char *id, struct fleetdb_where *w,
 
 /*
  * Reconcile host with the table (its reaper, at start and after each
- * pass): ids[n] are the sessions open on it.  Rows naming host that none
- * of ids is ('open' ones, 'placing' ones older than a minute) are
- * deleted; with adopt, ids with no row get one naming host; the ids
+ * pass): ids[n] are the sessions open on it, tenants[n] their tenants
+ * (NULL: none).  Rows naming host that none of ids is, placed more than
+ * a minute ago (an open in flight is left alone), are deleted; a row of
+ * one of ids still 'placing' becomes 'open'; with adopt, ids with no row
+ * get one naming host; the ids
  * whose row names another host, or (adopt false) that have no row, are
  * returned in *gone (the fleet gave them up: the caller closes them),
  * *ngone of them, the array and its strings malloc'd.
  */
 int fleetdb_reconcile(struct auditdb *db, const char *host,
-		      const char *const *ids, size_t n, bool adopt,
+		      const char *const *ids, const char *const *tenants,
+		      size_t n, bool adopt,
 		      char ***gone, size_t *ngone, struct sbx_error **err);
 /* The rows of hosts whose lease lapsed more than give_up_s ago deleted:
  * the fleet gives their sessions up.  *n: how many. */
 int fleetdb_give_up(struct auditdb *db, unsigned give_up_s, size_t *n,
 		    struct sbx_error **err);
+
+/* The live hosts but self, by name: names and urls, *n of each
+ * (strv_free). */
+int fleetdb_peers(struct auditdb *db, const char *self, char ***names,
+		  char ***urls, size_t *n, struct sbx_error **err);
 
 /* The hosts, for `fleet ls`. */
 struct fleetdb_host {
@@ -143,5 +158,16 @@ int fleetdb_drain(struct auditdb *db, const char *host, bool on,
 		  struct sbx_error **err);
 /* Whether the database has the fleet's tables (migration 6). */
 int fleetdb_ready(struct auditdb *db, bool *ready, struct sbx_error **err);
+/*
+ * Forget host, gone for good: its row deleted, its sessions' rows with it
+ * (ON DELETE CASCADE), *sessions of them.  -1 SBX_E_NOT_FOUND for no such
+ * host; SBX_E_CONFLICT while its lease runs, unless force (a host still
+ * serving would register again at its next renewal).  (fleetdb-admin.c)
+ */
+int fleetdb_forget_host(struct auditdb *db, const char *host, bool force,
+			size_t *sessions, struct sbx_error **err);
+/* The reason (struct sbx_error's) of an error of fleetdb-admin.c's that
+ * is the database without migration 6: "... run `sbxcat audit migrate`". */
+extern const char fleetdb_no_tables[];
 
 #endif

@@ -492,35 +492,6 @@ static int table_from(struct table *t, const struct cmd_entry *cmd,
 	return o->columns ? table_columns(t, cmd, o->columns) : 0;
 }
 
-/* A cell cut to w columns: in the middle (its start and end kept, the
- * ellipsis between) or at its end. */
-static void cut_cell(struct strbuf *sb, size_t w, bool middle)
-{
-	size_t e = tty_ellipsis_width(), head, tail;
-	struct strbuf cut = STRBUF_INIT;
-
-	if (tty_width(sb->buf, sb->len) <= w)
-		return;
-	if (w <= e) {
-		strbuf_setlen(sb, tty_head(sb->buf, sb->len, w));
-		return;
-	}
-	if (middle) {
-		head = tty_head(sb->buf, sb->len, (w - e + 1) / 2);
-		tail = tty_tail(sb->buf, sb->len,
-				w - e - tty_width(sb->buf, head));
-	} else {
-		head = tty_head(sb->buf, sb->len, w - e);
-		tail = sb->len;
-	}
-	strbuf_add(&cut, sb->buf, head);
-	strbuf_addstr(&cut, tty_ellipsis());
-	strbuf_add(&cut, sb->buf + tail, sb->len - tail);
-	strbuf_reset(sb);
-	strbuf_add(sb, cut.buf, cut.len);
-	strbuf_release(&cut);
-}
-
 /* The table's cells of row; an empty one "-" in an aligned table. */
 static void row_cells(const struct table *t, json_t *row, struct strbuf *cell)
 {
@@ -610,8 +581,8 @@ static void row_line(const struct table *t, const size_t *w,
 		strbuf_addstr(line, TTY_RED);
 	for (size_t k = 0; k < t->n; k++) {
 		if (t->width && !t->wide)
-			cut_cell(&cell[k], w[k],
-				 (int)t->col[k]->cut != SVC_AUDIT_CUT_END);
+			tty_cut(&cell[k], w[k],
+				(int)t->col[k]->cut != SVC_AUDIT_CUT_END);
 		strbuf_add(line, cell[k].buf, cell[k].len);
 		if (k == t->n - 1)
 			break;

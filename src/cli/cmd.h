@@ -328,5 +328,6 @@ extern const struct cmd_entry cmd_fs_entry;
 extern const struct cmd_entry cmd_reap_entry;
 extern const struct cmd_entry cmd_serve_entry;
 extern const struct cmd_entry cmd_audit_entry;
+extern const struct cmd_entry cmd_fleet_entry;
 
 #endif

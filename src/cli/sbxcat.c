@@ -31,6 +31,7 @@ static const struct cmd_entry *const cmd_table[] = {
     &cmd_exec_entry,	 &cmd_fs_entry,     &cmd_reap_entry,
     &cmd_serve_entry,
     &cmd_audit_entry,
+    &cmd_fleet_entry,
 };
 
 static const struct cmd_entry sbxcat_root = {

@@ -350,3 +350,30 @@ void tty_pager_end(void)
 	pager_pid = -1;
 	signal(SIGPIPE, pager_sigpipe);
 }
+
+void tty_cut(struct strbuf *sb, size_t w, bool middle)
+{
+	size_t e = tty_ellipsis_width(), head, tail;
+	struct strbuf cut = STRBUF_INIT;
+
+	if (tty_width(sb->buf, sb->len) <= w)
+		return;
+	if (w <= e) {
+		strbuf_setlen(sb, tty_head(sb->buf, sb->len, w));
+		return;
+	}
+	if (middle) {
+		head = tty_head(sb->buf, sb->len, (w - e + 1) / 2);
+		tail = tty_tail(sb->buf, sb->len,
+				w - e - tty_width(sb->buf, head));
+	} else {
+		head = tty_head(sb->buf, sb->len, w - e);
+		tail = sb->len;
+	}
+	strbuf_add(&cut, sb->buf, head);
+	strbuf_addstr(&cut, tty_ellipsis());
+	strbuf_add(&cut, sb->buf + tail, sb->len - tail);
+	strbuf_reset(sb);
+	strbuf_add(sb, cut.buf, cut.len);
+	strbuf_release(&cut);
+}

@@ -51,6 +51,11 @@ size_t tty_width(const char *s, size_t len);
 size_t tty_head(const char *s, size_t len, size_t cols);
 size_t tty_tail(const char *s, size_t len, size_t cols);
 
+/* sb (as tty_width takes) cut to w columns: in the middle (its start and
+ * end kept, the ellipsis between) or at its end; as it is when it fits. */
+struct strbuf;
+void tty_cut(struct strbuf *sb, size_t w, bool middle);
+
 /* The mark of a cut: "…" when the locale is UTF-8 (one column), else
  * "..."; tty_ellipsis_width its columns. */
 const char *tty_ellipsis(void);

@@ -22,8 +22,12 @@
 #include "basic/util.h"
 #include "basic/xjson.h"
 #include "serve/e2b.h"
+#include "serve/serve-fleet.h"
 #include "serve/wire-status.h"
 #include "svc/svc-e2b.h"
+
+/* The id a placing host gave the sandbox it forwards the create of. */
+#define FLEET_ID_HEADER "X-Sbxcat-Fleet-Id"
 
 /* What envd would say it is: the SDK gates features on it (0.5.7: file
  * uploads as octet-stream; 0.5.2: closing stdin). */
@@ -345,7 +349,7 @@ static void create(struct e2b_req *e, long long def_timeout)
 	json_t *t = json_object_get(e->w.body, "templateID");
 	json_t *m = json_object_get(e->w.body, "metadata");
 	json_t *v = json_object_get(e->w.body, "envVars");
-	const char *why, *tenant;
+	const char *why, *tenant, *given;
 	char id[E2B_ID_LEN + 1];
 	bool ai = false, ai_given, secure = true, memory = true;
 
@@ -389,16 +393,26 @@ static void create(struct e2b_req *e, long long def_timeout)
 		 : e->w.sv->default_tenant ? e->w.sv->default_tenant
 					   : SVC_WIRE_NO_TENANT;
 	e->w.call.tenant = tenant;
-	e2b_id_new(id);
+	/* In a fleet, the host that placed it named it; else a new id. */
+	given = serve_fleet_given_id(&e->w, FLEET_ID_HEADER);
+	if (given && strlen(given) <= E2B_ID_LEN)
+		snprintf(id, sizeof(id), "%s", given);
+	else
+		e2b_id_new(id);
 	c.id = id;
 	snprintf(e->w.req->tenant, sizeof(e->w.req->tenant), "%s", tenant);
 	snprintf(e->w.req->session, sizeof(e->w.req->session), "%s", id);
+	if (serve_fleet_place(&e->w, id, tenant, c.runtime, FLEET_ID_HEADER,
+			      &e2b_fleet_front))
+		return;
 	atomic_fetch_add(&e->w.sv->opens, 1);
 	if (svc_e2b_create(svc_of(e), &e->w.call, &c, &r, &err) < 0) {
 		e2b_error(e, err);
 		sbx_error_free(&err);
+		serve_fleet_opened(&e->w, id, false);
 		return;
 	}
+	serve_fleet_opened(&e->w, id, true);
 	serve_token_remember(e->w.sv, id, r.open.token);
 	e2b_rest_json(e, 201, sandbox_json(e, id, c.template_id, r.open.token));
 	serve_pool_kick(e->w.sv);
@@ -435,10 +449,12 @@ static void kill_op(struct e2b_req *e)
 	if (!find(e, false, &sb))
 		return;
 	atomic_fetch_add(&e->w.sv->closes, 1);
-	if (svc_e2b_kill(svc_of(e), &e->w.call, &sb, &err) < 0)
+	if (svc_e2b_kill(svc_of(e), &e->w.call, &sb, &err) < 0) {
 		e2b_error(e, err);
-	else
+	} else {
 		e2b_rest_empty(e, 204);
+		serve_fleet_closed(&e->w, sb.ws.wire.id, true);
+	}
 	serve_token_forget(e->w.sv, sb.ws.wire.id);
 	sbx_error_free(&err);
 	svc_e2b_sandbox_release(&sb);
@@ -833,6 +849,8 @@ static void list(struct e2b_req *e, bool v2)
 			 last->ws.wire.id);
 		http_response_header(e->w.res, "X-Next-Token", tok);
 	}
+	/* In a fleet, every live host's (each its own page: docs/fleet.md). */
+	serve_fleet_list(&e->w, out, NULL);
 	e2b_rest_json(e, 200, out);
 	free(rows);
 	svc_e2b_list_res_release(&l);

@@ -17,6 +17,7 @@
 #include "basic/hash.h"
 #include "basic/xjson.h"
 #include "serve/e2b.h"
+#include "serve/serve-fleet.h"
 #include "serve/wire-status.h"
 
 #define API_KEY_HEADER "X-API-KEY"
@@ -643,13 +644,73 @@ static bool body(struct e2b_req *e)
 	return true;
 }
 
+/* ---- the fleet (serve-fleet.h): its refusals in E2B's shapes ---- */
+
+static struct e2b_req *e2b_of(struct wire_req *w)
+{
+	return (struct e2b_req *)((char *)w - offsetof(struct e2b_req, w));
+}
+
+static void fleet_error(struct wire_req *w, const struct sbx_error *err,
+			const char *id, const char *tenant)
+{
+	(void)id, (void)tenant;
+	e2b_error(e2b_of(w), err);
+}
+
+static void fleet_unreachable(struct wire_req *w, const char *id,
+			      const char *host, const char *why)
+{
+	char *msg = xasprintf("sandbox %s lives on host %s, which is "
+			      "unreachable (%s)",
+			      id, host, why);
+
+	refuse(e2b_of(w), 503, msg);
+	w->res->retry_after = "5";
+	free(msg);
+}
+
+const struct serve_fleet_front e2b_fleet_front = {
+    .error = fleet_error,
+    .unreachable = fleet_unreachable,
+};
+
+/* The sandbox a request is for, when its host may be another of the
+ * fleet's: the daemon's (by header or Host), or the control plane's
+ * /sandboxes/{id}... */
+static const char *fleet_id(struct e2b_req *e)
+{
+	const struct http_request *req = e->w.req;
+	const char *why;
+
+	if (!serve_fleet_on(e->w.sv))
+		return NULL;
+	if (e->n->auth == E2B_AUTH_ENVD)
+		return sandbox_of(req, e->id, &e->port, &why) == 0 ? e->id
+								   : NULL;
+	if (e->n->auth == E2B_AUTH_API_KEY && req->nparams &&
+	    (!strncmp(req->route, "/sandboxes/{id}", 15) ||
+	     !strncmp(req->route, "/v2/sandboxes/{id}", 18)))
+		return req->params[0];
+	return NULL;
+}
+
 void e2b_handle(void *arg, struct http_request *req, struct http_response *res)
 {
 	struct e2b_req e;
+	const char *fid;
 
 	memset(&e, 0, sizeof(e));
 	e.n = req->needs;
 	wire_begin(&e.w, arg, req, res);
+	fid = fleet_id(&e);
+	if (fid && serve_fleet_route(&e.w, fid, &e2b_fleet_front)) {
+		json_decref(e.envs);
+		wire_end(&e.w);
+		return;
+	}
+	e.id[0] = '\0';
+	e.port = 0;
 	if (auth(&e) && who(&e) &&
 	    (e.n->dialect != E2B_CONNECT || connect_form(&e)) &&
 	    (!e.n->body || body(&e)))

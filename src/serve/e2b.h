@@ -86,6 +86,9 @@ struct e2b_req {
 	json_t *envs;
 };
 
+/* The fleet's refusals in E2B's shapes (serve-fleet.h). */
+extern const struct serve_fleet_front e2b_fleet_front;
+
 /* An id of E2B's shape: one DNS label of [a-z0-9], 1 to E2B_ID_MAX. */
 bool e2b_id_valid(const char *id);
 /* A new sandbox id: E2B_ID_LEN of [a-z0-9] from getrandom. */

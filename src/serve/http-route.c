@@ -188,6 +188,30 @@ const char *http_header_at(const struct http_request *req, const char *name,
 	return NULL;
 }
 
+bool http_header_nth(const struct http_request *req, size_t n,
+		     const char **name, const char **value)
+{
+	const struct http_req *r = req->priv;
+
+	if (n >= r->nhdr)
+		return false;
+	*name = r->hdr[n].name;
+	*value = r->hdr[n].value;
+	return true;
+}
+
+bool http_query_nth(const struct http_request *req, size_t n,
+		    const char **name, const char **value)
+{
+	const struct http_req *r = req->priv;
+
+	if (n >= r->nquery)
+		return false;
+	*name = r->query[n].name;
+	*value = r->query[n].value;
+	return true;
+}
+
 const char *http_query(const struct http_request *req, const char *name)
 {
 	const struct http_req *r = req->priv;

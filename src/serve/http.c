@@ -28,6 +28,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "basic/clock.h"
 #include "basic/error.h"
@@ -56,8 +57,9 @@ static struct MHD_Response *make_response(char *body, size_t len,
 		free(body);
 		return NULL;
 	}
-	sym_MHD_add_response_header(mr, "Content-Type",
-				    type ? type : "application/json");
+	if (!type || *type)
+		sym_MHD_add_response_header(mr, "Content-Type",
+					    type ? type : "application/json");
 	return mr;
 }
 
@@ -87,12 +89,24 @@ static enum MHD_Result queue(struct http_req *r, int status,
 	return ok;
 }
 
+/* The handler's own Content-Type among its headers (a forwarded
+ * answer's): the type is then not added. */
+static bool own_type(const struct http_req *r)
+{
+	for (size_t i = 0; i < r->res.nheaders; i++)
+		if (!strncasecmp(r->res.headers[i], "Content-Type:", 13))
+			return true;
+	return false;
+}
+
 /* Queue r's response (the handler's, or the early one), consuming it. */
 static enum MHD_Result answer(struct http_req *r, int status, char *body,
 			      size_t len, const char *type,
 			      const char *retry_after)
 {
-	return queue(r, status, make_response(body, len, type), retry_after);
+	return queue(r, status,
+		     make_response(body, len, own_type(r) ? "" : type),
+		     retry_after);
 }
 
 /* The handler started a streamed response: queue it (http-stream.c). */
@@ -100,7 +114,7 @@ static enum MHD_Result answer_stream(struct http_req *r)
 {
 	struct MHD_Response *mr = http_stream_response(r);
 
-	if (mr)
+	if (mr && !own_type(r))
 		sym_MHD_add_response_header(mr, "Content-Type",
 					    r->st->type ? r->st->type
 							: "application/json");

@@ -103,6 +103,12 @@ const char *http_header(const struct http_request *req, const char *name);
 const char *http_header_at(const struct http_request *req, const char *name,
 			   size_t n);
 const char *http_query(const struct http_request *req, const char *name);
+/* The n-th (from 0) of all the request's headers, or of its query
+ * arguments (decoded), in the order sent: false past the last. */
+bool http_header_nth(const struct http_request *req, size_t n,
+		     const char **name, const char **value);
+bool http_query_nth(const struct http_request *req, size_t n,
+		    const char **name, const char **value);
 /* The n-th (from 0) query argument of that name, or NULL (a list sent
  * as name=a&name=b). */
 const char *http_query_at(const struct http_request *req, const char *name,
@@ -116,7 +122,9 @@ struct http_response {
 	/* Extra headers, static strings: Retry-After etc. NULL: none. */
 	const char *retry_after;
 	/* More headers (http_response_header), copied: names and values
-	 * as "Name: value" strings, at most HTTP_RESPONSE_HEADERS. */
+	 * as "Name: value" strings, at most HTTP_RESPONSE_HEADERS.  A
+	 * Content-Type among them (a forwarded answer's) takes the place
+	 * of content_type, and of http_stream_start's. */
 	char *headers[8];
 	size_t nheaders;
 };

@@ -136,6 +136,14 @@ struct serve {
 	long long e2b_max_timeout, e2b_retention;
 	char *e2b_domain;
 
+	/* The fleet (serve-fleet.c): NULL without SBXCAT_FLEET; its
+	 * lease's thread; whether its row says it drains. */
+	struct svc_fleet *fleet;
+	pthread_t fleeter;
+	bool fleet_started;
+	pthread_cond_t fleet_wake;
+	atomic_bool fleet_draining;
+	atomic_ullong fleet_forwards, fleet_unreachable;
 	/* Counters for /metrics. */
 	atomic_ullong engine_errors, reaps, reap_failures, opens, closes;
 };

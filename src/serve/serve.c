@@ -25,6 +25,7 @@
 #include "basic/size.h"
 #include "basic/util.h"
 #include "serve/e2b.h"
+#include "serve/serve-fleet.h"
 #include "serve/serve-int.h"
 #include "serve/wire.h"
 #include "svc/svc-audit.h"
@@ -565,6 +566,20 @@ int serve_token_check(struct serve *sv, const char *id, const char *token)
 		sbx_error_free(&err);
 		return -1;
 	}
+	/* Not one of ours: one of another host's (its row keeps the
+	 * hashes), to be forwarded there. */
+	if (rc < 0 && serve_fleet_on(sv)) {
+		int f = serve_fleet_token(sv, id, hash);
+
+		if (f < 0) {
+			sbx_error_free(&err);
+			return -1;
+		}
+		if (f == 1) {
+			sbx_error_free(&err);
+			rc = 0;
+		}
+	}
 	sbx_error_free(&err);
 	pthread_mutex_lock(&sv->lock);
 	if (rc == 0)
@@ -720,6 +735,7 @@ static void *reaper_main(void *arg)
 			continue;
 		pthread_mutex_unlock(&sv->lock);
 		reap_once(sv);
+		serve_fleet_reconcile(sv);
 		pthread_mutex_lock(&sv->lock);
 	}
 	pthread_mutex_unlock(&sv->lock);
@@ -1100,6 +1116,8 @@ int serve_start(struct serve **out, const struct serve_config *c,
 	svc_engines_start(&sv->base, ENGINES_KEPT);
 	snap->svc.engines = sv->base.engines;
 	token_warm(sv, snap);
+	if (serve_fleet_start(sv, err) < 0)
+		goto fail;
 	if (start_http(sv, c, err) < 0)
 		goto fail;
 	if (sv->interval_s &&
@@ -1110,6 +1128,7 @@ int serve_start(struct serve **out, const struct serve_config *c,
 	*out = sv;
 	return 0;
 fail:
+	serve_fleet_stop(sv);
 	serve_free(sv);
 	return -1;
 }
@@ -1238,5 +1257,6 @@ void serve_stop(struct serve *sv, unsigned grace_ms)
 		pthread_join(sv->reaper, NULL);
 	if (sv->pooler_started)
 		pthread_join(sv->pooler, NULL);
+	serve_fleet_stop(sv);
 	serve_free(sv);
 }

@@ -347,6 +347,14 @@ void serve_metrics(struct serve *sv, struct strbuf *out)
 	     &sv->pool_fills},
 	    {"sbxcat_pool_made_total", "Containers the warm pool made ready.",
 	     &sv->pool_made},
+	    {"sbxcat_fleet_forwards_total",
+	     "Requests forwarded to the host of the fleet their session lives "
+	     "on.",
+	     &sv->fleet_forwards},
+	    {"sbxcat_fleet_unreachable_total",
+	     "Requests answered 503 because their session's host could not "
+	     "be reached (its lease lapsed, or it did not answer).",
+	     &sv->fleet_unreachable},
 	};
 
 	svc_writer_stats st;
@@ -358,6 +366,11 @@ void serve_metrics(struct serve *sv, struct strbuf *out)
 			    (unsigned long long)atomic_load(c[i].v));
 	}
 	pool_gauges(sv, out);
+	http_metric_family(out, "sbxcat_fleet_draining", "gauge",
+			   "1 when this host's row in the fleet says it "
+			   "drains; 0 otherwise, and without a fleet.");
+	strbuf_addf(out, "sbxcat_fleet_draining %d\n",
+		    atomic_load(&sv->fleet_draining) ? 1 : 0);
 	if (!svc_audit_writer_stats(&sv->base, &st))
 		return;
 	http_metric_family(out, "sbxcat_audit_rows_total", "counter",

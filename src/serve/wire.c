@@ -21,6 +21,7 @@
 #include "basic/xjson.h"
 #include "serve/e2b.h"
 #include "serve/wire-status.h"
+#include "serve/serve-fleet.h"
 #include "serve/wire.h"
 #include "svc/svc-audit.h"
 #include "svc/svc-session.h"
@@ -184,6 +185,30 @@ void wire_json(struct wire_req *w, int status, json_t *doc)
 {
 	w->answered = true;
 	http_respond_json(w->res, status, doc);
+}
+
+/* The fleet's refusals in the wire's shapes (serve-fleet.h). */
+static void fleet_error(struct wire_req *w, const struct sbx_error *err,
+			const char *id, const char *tenant)
+{
+	struct wire_subject s = {.tenant = tenant, .session = id};
+
+	wire_error(w, err, &s);
+}
+
+static const struct serve_fleet_front wire_front = {
+    .error = fleet_error,
+    .unreachable = wire_unreachable,
+};
+
+void wire_unreachable(struct wire_req *w, const char *id, const char *host,
+		      const char *why)
+{
+	wire_detail(w, 503,
+		    "Session %s lives on host %s, which is unreachable (%s). "
+		    "Retry later, or open the session again.",
+		    id, host, why);
+	w->res->retry_after = "5";
 }
 
 void wire_detail(struct wire_req *w, int status, const char *fmt, ...)
@@ -847,6 +872,9 @@ static void sessions_create(struct wire_req *w)
 		return;
 	snprintf(w->req->tenant, sizeof(w->req->tenant), "%s", tenant);
 	snprintf(w->req->session, sizeof(w->req->session), "%s", o.id);
+	/* In a fleet, the host: this one, or another that answers. */
+	if (serve_fleet_place(w, o.id, tenant, o.runtime, NULL, &wire_front))
+		return;
 	if (serve_opening_add(w->sv, o.id) < 0) {
 		wire_detail(w, 409, "Session is opening: %s", o.id);
 		return;
@@ -859,6 +887,7 @@ static void sessions_create(struct wire_req *w)
 		open_failed(w, &o, &r, tenant, err);
 	else
 		open_answer(w, &r, o.id, tenant);
+	serve_fleet_opened(w, o.id, err == NULL);
 	serve_opening_del(w->sv, o.id);
 	serve_pool_kick(w->sv);
 	svc_wire_open_res_release(&r);
@@ -897,6 +926,7 @@ static void sessions_list(struct wire_req *w)
 					    usage_json(w, &l.rows[i]));
 		json_array_append_new(rows, info);
 	}
+	serve_fleet_list(w, rows, "sessions");
 	wire_json(
 	    w, 200,
 	    xjson_pack("{s:o, s:i, s:o, s:i}", "sessions", rows, "limit",
@@ -937,6 +967,7 @@ static void sessions_delete(struct wire_req *w)
 		w->res->status = 204;
 		/* Its tokens are no longer good. */
 		serve_token_forget(w->sv, w->req->params[0]);
+		serve_fleet_closed(w, w->req->params[0], r.purged);
 	}
 	svc_session_close_res_release(&r);
 	sbx_error_free(&err);
@@ -1453,6 +1484,12 @@ void wire_handle(void *arg, struct http_request *req, struct http_response *res)
 	struct wire_req w;
 
 	wire_begin(&w, arg, req, res);
+	/* A session of another host of the fleet: its host answers. */
+	if (n->session != WIRE_LOOKUP_NONE && req->nparams &&
+	    serve_fleet_route(&w, req->params[0], &wire_front)) {
+		wire_end(&w);
+		return;
+	}
 	if (prepare(&w, n))
 		n->op(&w);
 	wire_end(&w);

@@ -115,6 +115,10 @@ void wire_handle(void *arg, struct http_request *req,
 #define WIRE_JSON_DEPTH 4
 #define WIRE_JSON_NODES 16384
 
+/* 503: session id lives on host, which cannot be reached (why), with
+ * Retry-After. */
+void wire_unreachable(struct wire_req *w, const char *id, const char *host,
+		      const char *why);
 void wire_detail(struct wire_req *w, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void wire_json(struct wire_req *w, int status, json_t *doc);

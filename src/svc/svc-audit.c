@@ -19,6 +19,7 @@
 #include "basic/util.h"
 #include "basic/xjson.h"
 #include "svc/svc-audit.h"
+#include "svc/svc-int.h"
 
 #define SWEEP_BATCH 10000 /* rows a transaction of the sweep */
 
@@ -150,6 +151,17 @@ static void close_db(const struct svc *s, struct auditdb *db)
 		auditdb_pool_put(s->pool, db);
 	else
 		auditdb_close(db);
+}
+
+int svc_audit_db_open(const struct svc *s, struct auditdb **db,
+		      struct sbx_error **err)
+{
+	return open_db(s, db, err);
+}
+
+void svc_audit_db_close(const struct svc *s, struct auditdb *db)
+{
+	close_db(s, db);
 }
 
 /* The database, with the schema this sbxcat knows (the query verbs). */

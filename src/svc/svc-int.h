@@ -79,4 +79,12 @@ int svc_op_ready(struct svc_op *o, struct sbx_error **err);
  */
 int svc_op_end(struct svc_op *o, const char *target, struct sbx_error **err);
 
+/* The audit's database for a call (svc-audit.c): the service's pool's,
+ * else a connection of the call's own; "no database configured" as
+ * svc_audit_needs_database says.  close gives it back (NULL: nothing). */
+struct auditdb;
+int svc_audit_db_open(const struct svc *s, struct auditdb **db,
+		      struct sbx_error **err);
+void svc_audit_db_close(const struct svc *s, struct auditdb *db);
+
 #endif

@@ -25,6 +25,7 @@
 #include "session/procs.h"
 #include "session/session-budget.h"
 #include "session/session-wire.h"
+#include "svc/svc-fleet-host.h"
 #include "svc/svc-int.h"
 #include "svc/svc-session.h"
 #include "svc/svc-wire.h"
@@ -1330,4 +1331,62 @@ void svc_session_close_res_release(struct svc_session_close_res *res)
 {
 	json_decref(res->doc);
 	memset(res, 0, sizeof(*res));
+}
+
+/* ---- a draining host's pass (svc-fleet-host.h) ---- */
+
+#define DRAIN_DETAIL "hibernated: its host drains"
+#define DRAIN_FAILED "hibernated: its host drains; container could not be "   \
+		     "stopped"
+
+int svc_fleet_drain_pass(const struct svc *s, const struct svc_call *call,
+			 unsigned idle_s, size_t limit, size_t *n,
+			 struct sbx_error **err)
+{
+	struct session_root root = SESSION_ROOT_INIT;
+	struct engine engine = ENGINE_INIT;
+	/* Hibernation's choice with the drain's idle time: the least
+	 * recently used idle session, one at a time. */
+	struct session_config c = s->cfg.session;
+	struct audit *au = NULL;
+	char wid[SESSION_WIRE_ID_MAX + 1];
+	int rc = 0;
+
+	*n = 0;
+	c.evict_idle_after = idle_s ? idle_s : 1;
+	if (svc_root_open(s, call, &root, err) < 0 ||
+	    svc_engine_open(s, call, &engine, err) < 0 ||
+	    svc_audit_begin(s, call, &au, err) < 0) {
+		svc_engine_close(s, &engine);
+		session_root_close(&root);
+		return -1;
+	}
+	while (rc == 0 && *n < limit) {
+		struct session_evicted ev = {0};
+		bool done = false;
+		long long t0 = clock_now_ms();
+
+		if (session_lock(&root, err) < 0) {
+			rc = -1;
+			break;
+		}
+		rc = session_hibernate_lru(&engine, &c, &root, NULL,
+					   (long long)time(NULL), &ev, &done,
+					   err);
+		session_unlock(&root);
+		if (ev.key[0])
+			svc_audit_row(au, AUDIT_REAP, ev.tenant, ev.key,
+				      svc_wire_id_of(&root, ev.key, wid),
+				      ev.runtime, ev.container, t0,
+				      *err ? DRAIN_FAILED : DRAIN_DETAIL, err);
+		rc = *err ? -1 : rc;
+		session_evicted_release(&ev);
+		if (rc < 0 || !done)
+			break;
+		(*n)++;
+	}
+	svc_audit_close(call, au);
+	svc_engine_close(s, &engine);
+	session_root_close(&root);
+	return rc;
 }

@@ -36,6 +36,7 @@
 #define SVC_WIRE_KEY_SCOPE "conversation"
 #define SVC_WIRE_TOKEN_LEN 43
 enum { SVC_WIRE_ID_MAX = SESSION_WIRE_ID_MAX }; /* a wire id's bytes */
+enum { SVC_WIRE_TOKENS_MAX = SESSION_WIRE_TOKENS }; /* tokens a session keeps */
 
 /*
  * The record's tenant of a session opened on the wire without one
