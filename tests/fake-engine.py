@@ -9,6 +9,10 @@
 #   stall      like build, but POST /build sends one line and then nothing,
 #              and GET /_ping never answers: an engine that stopped
 #   many       like build, but POST /build streams 1,000 steps at once
+#   hostile    every image is present, the registry has nothing (GET
+#              /distribution: 404), and POST /images/NAME/push answers 200
+#              with a 2 MiB line, lines that are not JSON, and, for a NAME
+#              holding "err", an error line with a terminal escape in it
 #
 # Each request line and its headers are appended to DIR/requests; the body
 # of each POST /build, de-chunked, is saved as DIR/build-N.tar.
@@ -84,8 +88,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", "2")
             self.end_headers()
             self.wfile.write(b"OK")
+        elif path.endswith("/images/json") or path.endswith("/containers/json"):
+            self.reply(200, [])
+        elif path.endswith("/json") and "/images/" in path and mode == "hostile":
+            name = path[path.index("/images/") + 8:-5]
+            self.reply(200, {"Id": "sha256:" + "ab" * 32, "RepoTags": [name]})
         elif path.endswith("/json") and "/images/" in path:
             self.reply(404, {"message": "No such image: fake"})
+        elif "/distribution/" in path:
+            self.reply(404, {"message": "manifest unknown"})
         else:
             self.reply(404, {"message": "page not found"})
 
@@ -112,8 +123,29 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.chunk('{"aux":{"ID":"sha256:0000"}}\r\n')
             self.chunk('{"stream":"Successfully built 0000\\n"}\r\n')
             self.wfile.write(b"0\r\n\r\n")
+        elif mode == "hostile" and self.path.split("?")[0].endswith("/tag"):
+            self.send_response(201)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif mode == "hostile" and self.path.split("?")[0].endswith("/push"):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.chunk('{"status":"The push refers to repository"}\r\n')
+            self.chunk("x" * (2 << 20) + "\r\n")
+            self.chunk("not json {{{\r\n[1,2]\r\n")
+            if "err" in self.path:
+                self.chunk('{"errorDetail":{"message":"denied: \\u001b[31mred"},'
+                           '"error":"denied: \\u001b[31mred"}\r\n')
+            self.chunk('{"status":"done"}\r\n')
+            self.wfile.write(b"0\r\n\r\n")
         else:
             self.reply(404, {"message": "page not found"})
+
+    def do_DELETE(self):
+        self.record()
+        self.reply(200, [])
 
 
 class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):

@@ -1,7 +1,9 @@
 /*
- * cmd-prewarm.c - sbxcat prewarm [ALIAS...] [-j N] [--force] [--json]:
- * pull the image entries and build the built entries the engine does not
- * have yet, so that no session ever waits for a build.
+ * cmd-prewarm.c - sbxcat prewarm [ALIAS...] [-j N] [--force] [--push
+ * REGISTRY] [--json]: pull the image entries and build the built entries
+ * the engine does not have yet (from SBXCAT_REGISTRY when it is set), so
+ * that no session ever waits for a build; with --push, push the built
+ * ones to a registry for the other hosts.
  *
  * The work is svc-prewarm.c's (and prewarm.c's below it); this file
  * chooses the runtimes, talks to the user while it runs (a live display
@@ -152,11 +154,15 @@ static void tty_draw(struct display *d, const struct svc_prewarm_progress *pr)
 	}
 	tty_line(
 	    &out, cols,
-	    "  %zu/%zu done: %zu built, %zu pulled, %zu cached, %zu failed",
+	    "  %zu/%zu done: %zu built, %zu pulled, %zu cached, %zu pushed, "
+	    "%zu failed",
 	    n - counts[SVC_PREWARM_WAITING] - counts[SVC_PREWARM_CHECKING] -
-		counts[SVC_PREWARM_PULLING] - counts[SVC_PREWARM_BUILDING],
+		counts[SVC_PREWARM_PULLING] - counts[SVC_PREWARM_BUILDING] -
+		counts[SVC_PREWARM_PUSHING],
 	    n, counts[SVC_PREWARM_BUILT], counts[SVC_PREWARM_PULLED],
-	    counts[SVC_PREWARM_CACHED], counts[SVC_PREWARM_FAILED]);
+	    counts[SVC_PREWARM_CACHED],
+	    counts[SVC_PREWARM_PUSHED] + counts[SVC_PREWARM_PRESENT],
+	    counts[SVC_PREWARM_FAILED]);
 	lines++;
 	/* Fewer lines than last time: clear what is left below. */
 	strbuf_addstr(&out, "\033[J");
@@ -187,6 +193,9 @@ static void plain_event(struct display *d, const svc_prewarm_job *jobs,
 				j->tag);
 		else if (ev->state == SVC_PREWARM_BUILDING)
 			fprintf(stderr, "%s: building %s\n", j->rt->alias,
+				j->tag);
+		else if (ev->state == SVC_PREWARM_PUSHING)
+			fprintf(stderr, "%s: pushing %s\n", j->rt->alias,
 				j->tag);
 	}
 	if (ev->state == SVC_PREWARM_BUILDING && ev->step &&
@@ -221,8 +230,9 @@ static void print_report(FILE *f, const svc_prewarm_job *jobs, size_t n)
 	size_t w = alias_width(jobs, n),
 	       counts[SVC_PREWARM_CANCELLED + 1] = {0};
 	static const svc_prewarm_state order[] = {
-	    SVC_PREWARM_BUILT,	SVC_PREWARM_PULLED,    SVC_PREWARM_CACHED,
-	    SVC_PREWARM_FAILED, SVC_PREWARM_CANCELLED,
+	    SVC_PREWARM_BUILT,	   SVC_PREWARM_PULLED,	SVC_PREWARM_CACHED,
+	    SVC_PREWARM_PUSHED,	   SVC_PREWARM_PRESENT, SVC_PREWARM_FAILED,
+	    SVC_PREWARM_CANCELLED,
 	};
 	const char *sep = "";
 
@@ -244,6 +254,8 @@ static void print_report(FILE *f, const svc_prewarm_job *jobs, size_t n)
 		for (size_t k = 0; k < j->nkept; k++)
 			fprintf(f, "    kept superseded %s: %s\n",
 				j->kept[k].tag, j->kept[k].why);
+		for (size_t k = 0; k < j->nnotes; k++)
+			print_indented(f, "    ", j->notes[k]);
 	}
 	fprintf(f, "%zu runtime%s:", n, n == 1 ? "" : "s");
 	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
@@ -333,6 +345,7 @@ static int exit_status(const struct svc_prewarm_res *res)
 
 struct prewarm_opts {
 	const char *jobs;
+	const char *push;
 	bool force;
 	unsigned long long timeout;
 	bool has_timeout;
@@ -340,6 +353,7 @@ struct prewarm_opts {
 
 static const struct cmd_option prewarm_options[] = {
     CMD_STRING("jobs", 'j', struct prewarm_opts, jobs, 0),
+    CMD_STRING("push", 0, struct prewarm_opts, push, 0),
     CMD_FLAG("force", 0, struct prewarm_opts, force, 0),
     CMD_COUNT("timeout", struct prewarm_opts, timeout, has_timeout,
 	      7 * 86400ULL, 0),
@@ -376,6 +390,7 @@ static int cmd_prewarm(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 	struct svc_prewarm_req req = {
 	    .force = o->force,
 	    .timeout_s = o->has_timeout ? (long)o->timeout : 0,
+	    .push = o->push,
 	};
 	struct svc_prewarm_res res;
 	struct sbx_error *err = NULL;
@@ -426,7 +441,8 @@ out:
 
 const struct cmd_entry cmd_prewarm_entry = {
     .name = "prewarm",
-    .usage = "[ALIAS...] [-j N] [--force] [--timeout S] [--json]",
+    .usage = "[ALIAS...] [-j N] [--force] [--timeout S] [--push REGISTRY] "
+	     "[--json]",
     .summary = "build or pull every runtime the engine does not have yet",
     .options = prewarm_options,
     .opts_size = sizeof(struct prewarm_opts),

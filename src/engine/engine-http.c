@@ -205,9 +205,13 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow,
 
 	if (c->e->cancel && atomic_load(c->e->cancel))
 		return 1;
+	now = clock_now_ms();
+	if (c->idle_ms > 0 && now - c->last_rx >= c->idle_ms) {
+		c->idle = true;
+		return 1;
+	}
 	if (!c->stream || c->e->stall_ms <= 0)
 		return 0;
-	now = clock_now_ms();
 	if (now - c->last_rx < c->e->stall_ms ||
 	    now - c->last_ping < c->e->stall_ms)
 		return 0;
@@ -490,6 +494,12 @@ static struct curl_slist *setup(struct call *c, struct setter *s)
 		OPT_PTR(s, CURLOPT_POSTFIELDS, "");
 		OPT_LONG(s, CURLOPT_POSTFIELDSIZE, 0L);
 	}
+	if (c->extra_header) {
+		headers = sym_curl_slist_append(headers, c->extra_header);
+		if (!headers)
+			die_oom();
+		OPT_PTR(s, CURLOPT_HTTPHEADER, headers);
+	}
 	return headers;
 }
 
@@ -525,6 +535,12 @@ int call_run(struct call *c, struct sbx_error **err)
 	case CURLE_OK:
 		return 0;
 	case CURLE_ABORTED_BY_CALLBACK:
+		if (c->idle)
+			return sbx_error_set(err, SBX_E_TIMEOUT, 0,
+					     "the Docker engine sent nothing "
+					     "for %ld s during %s",
+					     (c->idle_ms + 999) / 1000,
+					     c->what);
 		if (c->stall_why)
 			return sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
 					     "the Docker engine at %s stopped "

@@ -40,6 +40,15 @@ struct call {
 	struct tar *upload;
 	const char *json_body;	 /* a POST's JSON body, or NULL (empty) */
 	const char *want_header; /* a reply header to keep, e.g. "X-Foo" */
+	/* One more request header, "Name: value" (X-Registry-Auth): it may
+	 * carry a secret, so it is never traced nor put into a message. */
+	const char *extra_header;
+	/* A reply that sends nothing for this long fails (a push, pull or
+	 * distribution inspect whose registry stalls: the engine still
+	 * answers its ping, so the stall check alone would wait for
+	 * stream_ms); 0: no such bound.  idle says it was hit. */
+	long idle_ms;
+	bool idle;
 	char *header_value;	 /* its value (trimmed), or NULL */
 	long long last_rx, last_ping;
 	char *stall_why; /* the stream went silent and the ping failed */

@@ -227,37 +227,141 @@ out:
 	return rc;
 }
 
-int engine_image_pull(struct engine *e, const char *ref,
-		      struct engine_stream *s, struct sbx_error **err)
+/* ref as the engine's NAME and TAG (or DIGEST) parameters: a NAME alone
+ * would pull (or push) every tag. */
+static void split_ref(const char *ref, char **name, const char **tag)
 {
-	struct strbuf path = STRBUF_INIT;
-	cleanup_free char *name = NULL;
 	const char *at = strchr(ref, '@');
 	const char *slash = strrchr(ref, '/');
 	const char *colon = strrchr(ref, ':');
-	const char *tag;
+
+	if (at) {
+		*name = xstrndup(ref, (size_t)(at - ref));
+		*tag = at + 1;
+	} else if (colon && (!slash || colon > slash)) {
+		*name = xstrndup(ref, (size_t)(colon - ref));
+		*tag = colon + 1;
+	} else {
+		*name = xstrdup(ref);
+		*tag = "latest";
+	}
+}
+
+/* The registry's side of a call: its header and its idle bound. */
+static void xfer_apply(struct call *c, const struct engine_xfer *x,
+		       char **header, bool push)
+{
+	*header = NULL;
+	if (x && x->auth)
+		*header = xasprintf("X-Registry-Auth: %s", x->auth);
+	else if (push)
+		/* base64url("{}"): the engine refuses a push without one. */
+		*header = xstrdup("X-Registry-Auth: e30=");
+	c->extra_header = *header;
+	c->idle_ms = x ? x->idle_ms : 0;
+}
+
+/* The header's copy, wiped: it may hold a password. */
+static void header_free(char *h)
+{
+	if (h) {
+		explicit_bzero(h, strlen(h));
+		free(h);
+	}
+}
+
+/* A transfer with a registry: POST path (released here), streamed. */
+static int xfer_post(struct engine *e, struct strbuf *path,
+		     const struct engine_xfer *x, bool push,
+		     struct engine_stream *s, struct sbx_error **err)
+{
 	struct call c;
+	char *header;
 	int rc;
 
-	/* fromImage=NAME&tag=TAG|DIGEST, as the docker CLI sends it: a
-	 * NAME alone would pull every tag. */
-	if (at) {
-		name = xstrndup(ref, (size_t)(at - ref));
-		tag = at + 1;
-	} else if (colon && (!slash || colon > slash)) {
-		name = xstrndup(ref, (size_t)(colon - ref));
-		tag = colon + 1;
-	} else {
-		name = xstrdup(ref);
-		tag = "latest";
-	}
+	call_init(&c, e, "POST", strbuf_str(path), true);
+	xfer_apply(&c, x, &header, push);
+	rc = call_stream(&c, s, err);
+	call_release(&c);
+	header_free(header);
+	strbuf_release(path);
+	return rc;
+}
+
+int engine_image_pull(struct engine *e, const char *ref,
+		      const struct engine_xfer *x, struct engine_stream *s,
+		      struct sbx_error **err)
+{
+	struct strbuf path = STRBUF_INIT;
+	cleanup_free char *name = NULL;
+	const char *tag;
+
+	split_ref(ref, &name, &tag);
 	strbuf_addstr(&path, "/images/create?fromImage=");
 	engine_add_query_escaped(&path, name);
 	strbuf_addstr(&path, "&tag=");
 	engine_add_query_escaped(&path, tag);
-	call_init(&c, e, "POST", strbuf_str(&path), true);
-	rc = call_stream(&c, s, err);
+	return xfer_post(e, &path, x, false, s, err);
+}
+
+int engine_image_push(struct engine *e, const char *ref,
+		      const struct engine_xfer *x, struct engine_stream *s,
+		      struct sbx_error **err)
+{
+	struct strbuf path = STRBUF_INIT;
+	cleanup_free char *name = NULL;
+	const char *tag;
+
+	split_ref(ref, &name, &tag);
+	strbuf_addstr(&path, "/images/");
+	engine_add_path_escaped(&path, name);
+	strbuf_addstr(&path, "/push?tag=");
+	engine_add_query_escaped(&path, tag);
+	return xfer_post(e, &path, x, true, s, err);
+}
+
+int engine_distribution_inspect(struct engine *e, const char *ref,
+				const struct engine_xfer *x, bool *present,
+				char **digest, struct sbx_error **err)
+{
+	struct strbuf path = STRBUF_INIT;
+	struct call c;
+	char *header;
+	json_t *j = NULL;
+	int rc = -1;
+
+	*present = false;
+	if (digest)
+		*digest = NULL;
+	strbuf_addstr(&path, "/distribution/");
+	engine_add_path_escaped(&path, ref);
+	strbuf_addstr(&path, "/json");
+	call_init(&c, e, "GET", strbuf_str(&path), true);
+	/* A plain request, but one the registry answers: the idle bound
+	 * holds for it too (its reply comes whole, once the registry has). */
+	xfer_apply(&c, x, &header, false);
+	if (call_run(&c, err) < 0)
+		goto out;
+	if (c.status == 404) {
+		rc = 0;
+		goto out;
+	}
+	if (c.status < 200 || c.status >= 300) {
+		call_reply_error(&c, err);
+		goto out;
+	}
+	j = json_loadb(c.body.buf ? c.body.buf : "", c.body.len, 0, NULL);
+	*present = true;
+	if (digest) {
+		const char *d = json_string_value(json_object_get(
+		    json_object_get(j, "Descriptor"), "digest"));
+		*digest = d ? xstrdup(d) : NULL;
+	}
+	rc = 0;
+out:
+	json_decref(j);
 	call_release(&c);
+	header_free(header);
 	strbuf_release(&path);
 	return rc;
 }

@@ -167,14 +167,51 @@ struct engine_build_args {
 };
 
 /*
+ * How a transfer with a registry is made: the X-Registry-Auth value
+ * (base64url of the engine's AuthConfig JSON; NULL: none, or "{}" for a
+ * push, which the engine requires) and how long its stream may be silent
+ * (0: no bound but the engine's stream_ms).  A silent stream fails with
+ * kind timeout (a registry that accepts and never answers: the engine
+ * waits for it, and answers its ping meanwhile).  auth may hold a
+ * password: it is sent in that header alone, never traced nor put into a
+ * message.
+ */
+struct engine_xfer {
+	const char *auth;
+	long idle_ms;
+};
+
+/*
  * Pull ref (POST /images/create) or build context (POST /build, the tar
  * streamed as it is read).  Both read the whole reply through s; an error
  * line in it fails the call (status 1) with its message, s->tail keeping
  * the output that led to it.  The tags are applied by the engine only when
- * every step succeeded.
+ * every step succeeded.  x may be NULL (no auth, no idle bound).  A ref
+ * the registry does not have is an error with err->http 404.
  */
 int engine_image_pull(struct engine *e, const char *ref,
-		      struct engine_stream *s, struct sbx_error **err);
+		      const struct engine_xfer *x, struct engine_stream *s,
+		      struct sbx_error **err);
+/*
+ * Push the local tag ref ("HOST:PORT/REPO:TAG") to its registry (POST
+ * /images/{name}/push?tag=TAG).  The engine answers 200 and reports a
+ * failure inside the stream (an error line): it fails the call, as a
+ * pull's does.
+ */
+int engine_image_push(struct engine *e, const char *ref,
+		      const struct engine_xfer *x, struct engine_stream *s,
+		      struct sbx_error **err);
+/*
+ * Does ref's registry have ref (GET /distribution/{name}/json: the engine
+ * asks the registry for the manifest)?  *digest (may be NULL) the
+ * manifest's digest when it has.  An answer the engine maps to 404 (the
+ * registry's MANIFEST_UNKNOWN, NAME_UNKNOWN) is *present false; anything
+ * else it cannot learn (the registry unreachable, refused credentials)
+ * is an error carrying the engine's words.
+ */
+int engine_distribution_inspect(struct engine *e, const char *ref,
+				const struct engine_xfer *x, bool *present,
+				char **digest, struct sbx_error **err);
 int engine_build(struct engine *e, struct tar *context,
 		 const struct engine_build_args *a, struct engine_stream *s,
 		 struct sbx_error **err);

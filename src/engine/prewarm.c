@@ -25,6 +25,7 @@
 #include "engine/prewarm.h"
 #include "catalog/recipe.h"
 #include "engine/tar.h"
+#include "basic/text.h"
 #include "basic/util.h"
 
 /* The hex digits of a content tag (recipe_tag_of). */
@@ -41,12 +42,18 @@ const char *prewarm_state_name(enum prewarm_state s)
 		return "pulling";
 	case PREWARM_BUILDING:
 		return "building";
+	case PREWARM_PUSHING:
+		return "pushing";
 	case PREWARM_CACHED:
 		return "cached";
 	case PREWARM_PULLED:
 		return "pulled";
 	case PREWARM_BUILT:
 		return "built";
+	case PREWARM_PUSHED:
+		return "pushed";
+	case PREWARM_PRESENT:
+		return "present";
 	case PREWARM_FAILED:
 		return "failed";
 	case PREWARM_CANCELLED:
@@ -100,6 +107,7 @@ static void job_release(struct prewarm_job *job)
 		free(job->kept[i].why);
 	}
 	free(job->kept);
+	strv_free(job->notes, job->nnotes);
 }
 
 void prewarm_release(struct prewarm *p)
@@ -183,6 +191,12 @@ static enum prewarm_state fail(struct prewarm_job *job, struct sbx_error **err,
 		    xasprintf("cancelled at step %d/%d", s->step, s->nsteps);
 	else if (cancel)
 		job->error = xstrdup("cancelled");
+	else if (s && s->bad_lines)
+		/* A hostile or broken stream: say so beside its error. */
+		job->error = xasprintf("%s (%llu line%s of the engine's reply "
+				       "could not be read)",
+				       (*err)->msg, s->bad_lines,
+				       s->bad_lines == 1 ? "" : "s");
 	else
 		job->error = xstrdup((*err)->msg);
 	job->error_kind = (*err)->kind;
@@ -206,6 +220,12 @@ static void keep(struct prewarm_job *job, const char *tag, char *why)
 	job->kept[job->nkept].tag = xstrdup(tag);
 	job->kept[job->nkept].why = why;
 	job->nkept++;
+}
+
+static void note(struct prewarm_job *job, char *text)
+{
+	ALLOC_GROW(job->notes, job->nnotes + 1, job->anotes);
+	job->notes[job->nnotes++] = text;
 }
 
 static void note_removed(struct prewarm_job *job, const char *tag)
@@ -447,7 +467,7 @@ static enum prewarm_state pull(struct prewarm *p, struct engine *e,
 	engine_stream_init(&s);
 	s.on_line = on_line;
 	s.ctx = &sc;
-	if (engine_image_pull(e, job->tag, &s, &err) < 0) {
+	if (engine_image_pull(e, job->tag, NULL, &s, &err) < 0) {
 		sbx_error_wrap(&err, "cannot pull '%s'", job->tag);
 		out = fail(job, &err, &s);
 	}
@@ -562,6 +582,239 @@ static bool claim(struct prewarm *p, struct engine *e, struct prewarm_job *job,
 	return true;
 }
 
+/*
+ * The value of a label the Dockerfile's LABEL line sets (key="value",
+ * recipe.c), or NULL: what a pulled image must carry to be this recipe.
+ */
+static char *dockerfile_label(const char *df, const char *key)
+{
+	cleanup_free char *pat = xasprintf(" %s=\"", key);
+	const char *line = strstr(df, "\nLABEL ");
+	const char *v, *end, *eol;
+
+	if (!line)
+		return NULL;
+	eol = strchr(line + 1, '\n');
+	v = strstr(line, pat);
+	if (!v || (eol && v > eol))
+		return NULL;
+	v += strlen(pat);
+	end = strchr(v, '"');
+	return end ? xstrndup(v, (size_t)(end - v)) : NULL;
+}
+
+/* Does img carry the recipe's labels?  NULL if so, else why not. */
+static char *labels_mismatch(const struct prewarm_job *job,
+			     const struct engine_image *img)
+{
+	static const char *const keys[] = {"io.sbxcat.runtime",
+					   "io.sbxcat.recipe"};
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		cleanup_free char *want =
+		    dockerfile_label(job->dockerfile, keys[i]);
+		const char *got = engine_image_label(img, keys[i]);
+
+		if (want && (!got || strcmp(got, want) != 0)) {
+			struct strbuf sb = STRBUF_INIT;
+			if (got)
+				text_add_escaped(&sb, got, strlen(got));
+			return xasprintf("its label %s is %s%s%s, the recipe's "
+					 "is '%s'",
+					 keys[i], got ? "'" : "",
+					 got ? strbuf_str(&sb) : "missing",
+					 got ? "'" : "", want);
+		}
+	}
+	return NULL;
+}
+
+/*
+ * A transfer with a registry failed: the runtime fails, naming the
+ * registry.  The registry is what serves the runtime here, so its
+ * failures are "unavailable" (exit 3), as the engine's are; the engine's
+ * own refusal of the request keeps its kind.
+ */
+static enum prewarm_state registry_fail(struct prewarm_job *job,
+					struct sbx_error **err,
+					const struct engine_stream *s)
+{
+	if ((*err)->errnum != ECANCELED && (*err)->kind == SBX_E_REFUSED)
+		(*err)->kind = SBX_E_UNAVAILABLE;
+	if ((*err)->kind == SBX_E_TIMEOUT)
+		sbx_error_hint(*err, "is the registry answering?");
+	return fail(job, err, s);
+}
+
+/* Untag ref, a registry's name for an image that has its own tags. */
+static void untag(struct engine *e, const char *ref)
+{
+	struct sbx_error *err = NULL;
+	bool conflict = false;
+
+	/* Only a name goes: the image keeps its content tag. */
+	if (engine_image_remove(e, ref, &conflict, &err) < 0)
+		sbx_error_free(&err);
+}
+
+/*
+ * Pull the content tag from p->registry and give the image its local
+ * name (content tag and claim), as if built here.  *absent when the
+ * registry does not have it: nothing is done, and the caller builds.
+ */
+static enum prewarm_state pull_registry(struct prewarm *p, struct engine *e,
+					struct prewarm_job *job, bool *absent)
+{
+	enum prewarm_state out = PREWARM_PULLED;
+	struct sbx_error *err = NULL;
+	struct engine_xfer x = {p->auth, p->idle_ms};
+	cleanup_free char *remote = xasprintf("%s/%s", p->registry, job->tag);
+	cleanup_free char *why = NULL;
+	struct engine_stream s;
+	struct stream_ctx sc = {p, job};
+	struct engine_image img = {0};
+	bool present = false;
+
+	*absent = false;
+	set_state(p, job, PREWARM_PULLING);
+	engine_stream_init(&s);
+	s.on_line = on_line;
+	s.ctx = &sc;
+	if (engine_image_pull(e, remote, &x, &s, &err) < 0) {
+		if (err->http == 404) {
+			*absent = true;
+			note(job, xasprintf("not in %s, built (%s)",
+					    p->registry, err->msg));
+			sbx_error_free(&err);
+			goto out;
+		}
+		sbx_error_wrap(&err, "cannot pull '%s' from the registry %s",
+			       remote, p->registry);
+		out = registry_fail(job, &err, &s);
+		goto out;
+	}
+	/* Trust the engine's image, not the stream: the tag must be there,
+	 * and be this recipe (the tag is a hash of it; the labels say so). */
+	if (engine_image_inspect(e, remote, &present, &img, &err) < 0) {
+		sbx_error_wrap(&err, "cannot inspect '%s' after pulling it",
+			       remote);
+		out = fail(job, &err, NULL);
+		goto out;
+	}
+	if (!present || (why = labels_mismatch(job, &img))) {
+		out = PREWARM_FAILED;
+		job->error_kind = SBX_E_REFUSED;
+		job->error = present ? xasprintf("the image '%s' from the "
+						 "registry %s is not this "
+						 "runtime's recipe: %s",
+						 remote, p->registry, why)
+				     : xasprintf("the engine reported the pull "
+						 "done but has no image '%s'",
+						 remote);
+		untag(e, remote);
+		goto out;
+	}
+	if (engine_image_tag(e, remote, job->tag, &err) < 0 ||
+	    engine_image_tag(e, remote, job->claim, &err) < 0) {
+		sbx_error_wrap(&err, "cannot tag '%s' as '%s'", remote,
+			       job->tag);
+		out = fail(job, &err, NULL);
+		untag(e, remote);
+		goto out;
+	}
+	untag(e, remote);
+	note(job, xasprintf("pulled from %s", p->registry));
+	if (s.bad_lines)
+		note(job,
+		     xasprintf("%llu line%s of the engine's progress could "
+			       "not be read",
+			       s.bad_lines, s.bad_lines == 1 ? "" : "s"));
+	sweep(p, e, job);
+out:
+	engine_image_release(&img);
+	engine_stream_release(&s);
+	return out;
+}
+
+/*
+ * Push a present built runtime to p->push as PUSH/sbxcat/ALIAS:HASH.
+ * The registry is asked first: a content tag it has is this recipe by
+ * construction, so it is left as it is (--force pushes anyway).  After
+ * the push the registry is asked again: trust what it has, not what the
+ * stream said.
+ */
+static enum prewarm_state push(struct prewarm *p, struct engine *e,
+			       struct prewarm_job *job)
+{
+	enum prewarm_state out = PREWARM_PUSHED;
+	struct sbx_error *err = NULL;
+	struct engine_xfer x = {p->auth, p->idle_ms};
+	cleanup_free char *remote = xasprintf("%s/%s", p->push, job->tag);
+	struct engine_stream s;
+	struct stream_ctx sc = {p, job};
+	bool present = false, tagged = false;
+
+	set_state(p, job, PREWARM_PUSHING);
+	engine_stream_init(&s);
+	s.on_line = on_line;
+	s.ctx = &sc;
+	if (!p->force) {
+		if (engine_distribution_inspect(e, remote, &x, &present, NULL,
+						&err) < 0) {
+			sbx_error_wrap(&err,
+				       "cannot ask the registry %s for '%s'",
+				       p->push, remote);
+			out = registry_fail(job, &err, NULL);
+			goto out;
+		}
+		if (present) {
+			note(job,
+			     xasprintf("already in %s as %s", p->push, remote));
+			out = PREWARM_PRESENT;
+			goto out;
+		}
+	}
+	if (engine_image_tag(e, job->tag, remote, &err) < 0) {
+		sbx_error_wrap(&err, "cannot tag '%s' as '%s'", job->tag,
+			       remote);
+		out = fail(job, &err, NULL);
+		goto out;
+	}
+	tagged = true;
+	if (engine_image_push(e, remote, &x, &s, &err) < 0) {
+		sbx_error_wrap(&err, "cannot push '%s' to the registry %s",
+			       remote, p->push);
+		out = registry_fail(job, &err, &s);
+		goto out;
+	}
+	if (engine_distribution_inspect(e, remote, &x, &present, NULL, &err) <
+	    0) {
+		sbx_error_wrap(&err,
+			       "cannot ask the registry %s for '%s' after "
+			       "pushing it",
+			       p->push, remote);
+		out = registry_fail(job, &err, NULL);
+		goto out;
+	}
+	if (!present) {
+		out = PREWARM_FAILED;
+		job->error_kind = SBX_E_UNAVAILABLE;
+		job->error = xasprintf("the engine reported the push done, but "
+				       "the registry %s has no '%s'%s",
+				       p->push, remote,
+				       s.bad_lines ? " (lines of the engine's "
+						     "reply could not be read)"
+						   : "");
+		goto out;
+	}
+	note(job, xasprintf("pushed to %s as %s", p->push, remote));
+out:
+	if (tagged)
+		untag(e, remote);
+	engine_stream_release(&s);
+	return out;
+}
+
 static enum prewarm_state run_job(struct prewarm *p, struct engine *e,
 				  struct prewarm_job *job)
 {
@@ -581,11 +834,22 @@ static enum prewarm_state run_job(struct prewarm *p, struct engine *e,
 		if (job->dockerfile && out == PREWARM_CACHED)
 			sweep(p, e, job);
 	} else if (job->dockerfile) {
-		out = build(p, e, job, present ? img.id : NULL);
+		bool absent = true;
+		/* --force builds: it is how a host refreshes a recipe. */
+		if (p->registry && !p->force && !present)
+			out = pull_registry(p, e, job, &absent);
+		if (absent)
+			out = build(p, e, job, present ? img.id : NULL);
 	} else {
 		out = pull(p, e, job);
 	}
 	engine_image_release(&img);
+	if (p->push && job->dockerfile &&
+	    (out == PREWARM_CACHED || out == PREWARM_BUILT)) {
+		if (out == PREWARM_BUILT)
+			note(job, xstrdup("built here"));
+		out = push(p, e, job);
+	}
 	return out;
 }
 

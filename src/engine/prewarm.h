@@ -62,10 +62,13 @@ enum prewarm_state {
 	PREWARM_CHECKING,
 	PREWARM_PULLING,
 	PREWARM_BUILDING,
+	PREWARM_PUSHING,
 	/* outcomes */
 	PREWARM_CACHED,
 	PREWARM_PULLED,
 	PREWARM_BUILT,
+	PREWARM_PUSHED,	 /* --push: the registry has it now */
+	PREWARM_PRESENT, /* --push: the registry had it already */
 	PREWARM_FAILED,
 	PREWARM_CANCELLED,
 };
@@ -105,6 +108,10 @@ struct prewarm_job {
 	size_t nremoved, aremoved;
 	struct prewarm_kept *kept; /* superseded tags kept, and why */
 	size_t nkept, akept;
+	/* What the registry had to do with it: "pulled from R", "not in R,
+	 * built", "already in R as REF", ... */
+	char **notes;
+	size_t nnotes, anotes;
 };
 
 /* A job's live fields, as notify sees them. */
@@ -147,6 +154,20 @@ struct prewarm {
 	prewarm_notify_fn notify;
 	void *ctx;
 	long tick_ms; /* 0: no ticks */
+	/*
+	 * Registries (docs/prewarm.md "Through a registry"), each "HOST:PORT"
+	 * or NULL.  registry: a built runtime the engine lacks is pulled as
+	 * REGISTRY/sbxcat/ALIAS:HASH and tagged as its content tag, and built
+	 * only when the registry does not have it.  push: every built
+	 * runtime, once present (cached or built), is pushed as
+	 * PUSH/sbxcat/ALIAS:HASH unless the registry has that tag already
+	 * (--force: pushed anyway).  auth: the X-Registry-Auth value for
+	 * both (NULL: none; it may hold a password, and goes nowhere else);
+	 * idle_ms: how long a transfer's stream may be silent (0: no bound).
+	 * All borrowed.
+	 */
+	const char *registry, *push, *auth;
+	long idle_ms;
 
 	pthread_mutex_t lock; /* private from here on */
 	pthread_cond_t cond;  /* on CLOCK_MONOTONIC */

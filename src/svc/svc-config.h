@@ -45,6 +45,15 @@ struct svc_config {
 	/* The audit: the database, the spool, on or off. */
 	struct audit_config audit;
 	struct sbx_error *audit_err;
+	/* The registry prewarm pulls built runtimes from (docs/prewarm.md
+	 * "Through a registry"): SBXCAT_REGISTRY ("HOST:PORT", checked;
+	 * NULL: none; set and invalid, registry_err says why),
+	 * SBXCAT_REGISTRY_AUTH_FILE (the credentials' file,
+	 * read when used; NULL: none), SBXCAT_REGISTRY_IDLE (seconds a
+	 * transfer may be silent). */
+	char *registry, *registry_auth_file;
+	long registry_idle_ms;
+	struct sbx_error *registry_err;
 	/* The audit's retention: OPERATION_RETENTION_DAYS (0: unset). */
 	long long retention_days;
 	struct sbx_error *retention_err;
@@ -68,6 +77,18 @@ void svc_config_release(struct svc_config *c);
  * configured.  Returns -1 with *err set.
  */
 int svc_config_check(const struct sbx_error *area, struct sbx_error **err);
+
+/* A registry push and pull take a transfer silent this long for a stall. */
+#define SVC_REGISTRY_IDLE_SECONDS 120
+
+/*
+ * Is s a registry's address as sbxcat takes one: HOST:PORT, HOST a DNS
+ * name or an IPv4 address, PORT 1 to 65535 (what the engine reads as a
+ * registry and never as a Docker Hub user)?  what names it in the
+ * message ("SBXCAT_REGISTRY", "--push"); the error is kind.
+ */
+int svc_registry_check(const char *s, const char *what, enum sbx_kind kind,
+		       struct sbx_error **err);
 
 /* An override from the caller's own options (a --sandbox-uid): the uid,
  * with any error of SANDBOXD_SANDBOX_UID forgotten. */

@@ -45,11 +45,14 @@ typedef enum prewarm_state svc_prewarm_state;
 #define SVC_PREWARM_CHECKING ((svc_prewarm_state)1)
 #define SVC_PREWARM_PULLING ((svc_prewarm_state)2)
 #define SVC_PREWARM_BUILDING ((svc_prewarm_state)3)
-#define SVC_PREWARM_CACHED ((svc_prewarm_state)4)
-#define SVC_PREWARM_PULLED ((svc_prewarm_state)5)
-#define SVC_PREWARM_BUILT ((svc_prewarm_state)6)
-#define SVC_PREWARM_FAILED ((svc_prewarm_state)7)
-#define SVC_PREWARM_CANCELLED ((svc_prewarm_state)8)
+#define SVC_PREWARM_PUSHING ((svc_prewarm_state)4)
+#define SVC_PREWARM_CACHED ((svc_prewarm_state)5)
+#define SVC_PREWARM_PULLED ((svc_prewarm_state)6)
+#define SVC_PREWARM_BUILT ((svc_prewarm_state)7)
+#define SVC_PREWARM_PUSHED ((svc_prewarm_state)8)
+#define SVC_PREWARM_PRESENT ((svc_prewarm_state)9)
+#define SVC_PREWARM_FAILED ((svc_prewarm_state)10)
+#define SVC_PREWARM_CANCELLED ((svc_prewarm_state)11)
 /* Whether the state is an outcome (cached ... cancelled). */
 static inline bool svc_prewarm_done(svc_prewarm_state s)
 {
@@ -94,6 +97,10 @@ struct svc_prewarm_req {
 	bool force;	/* build (without the layer cache) and pull even
 			   what is present */
 	long timeout_s; /* per build or pull; 0: PREWARM_TIMEOUT_SECONDS */
+	/* --push REGISTRY ("HOST:PORT", checked here): push every built
+	 * runtime there, and pull none from SBXCAT_REGISTRY; NULL: pull
+	 * from SBXCAT_REGISTRY when it is set (docs/prewarm.md). */
+	const char *push;
 	struct svc_prewarm_watch watch; /* progress NULL: none */
 };
 
@@ -110,18 +117,21 @@ struct svc_prewarm_res {
 	 * that cannot be pulled). */
 	enum sbx_kind failed_kind;
 	/* [{alias, kind, tag, result, ms, error, step, output, removed,
-	 * kept}, ...], in the request's order. */
+	 * kept, notes}, ...], in the request's order. */
 	json_t *doc;
 	struct prewarm *run; /* private */
 };
 
 /*
- * Prewarm the runtimes of req: the deployment (SBXCAT_DEPLOYMENT_ID) and
- * the engine configured, the engine's API negotiated, then every runtime
- * worked through; one runtime's failure never stops the others.  Returns
- * 0 once every runtime has its outcome, failed or cancelled ones
+ * Prewarm the runtimes of req: the deployment (SBXCAT_DEPLOYMENT_ID),
+ * the registry (SBXCAT_REGISTRY, SBXCAT_REGISTRY_AUTH_FILE, req->push)
+ * and the engine configured, the engine's API negotiated, then every
+ * runtime worked through; one runtime's failure never stops the others.
+ * Returns 0 once every runtime has its outcome, failed or cancelled ones
  * included (res says so); -1 when it could not start (the deployment,
- * the engine; cancelled: errnum ECANCELED).
+ * the registry's settings or credentials, the engine; cancelled: errnum
+ * ECANCELED).  The credentials go into the engine's X-Registry-Auth
+ * header and nowhere else: no message names more than the file.
  */
 int svc_prewarm(const struct svc *s, const struct svc_call *call,
 		const struct svc_prewarm_req *req, struct svc_prewarm_res *res,
