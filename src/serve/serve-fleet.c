@@ -439,31 +439,41 @@ static bool forward(struct wire_req *w, const char *host, const char *url,
 	return true;
 }
 
-/* Whether id's session is here (open, or a kept workspace: whatever the
- * route may find). */
-static bool here(struct wire_req *w, const char *id)
+/* Whether id's session is open here (answered here without asking the
+ * fleet); *kept: only its closed record and workspace are, which the
+ * fleet's row says is ours, or another host's (re-placed there while
+ * this one was away). */
+static bool here(struct wire_req *w, const char *id, bool *kept)
 {
 	struct svc_call any = {0};
 	struct svc_wire_session ws;
 	struct sbx_error *err = NULL;
 	bool found = svc_wire_find(&w->snap->svc, &any, id, &ws, &err) == 0;
+	bool open = found && ws.open;
 
+	*kept = found && !open;
 	if (found)
 		svc_wire_session_release(&ws);
 	sbx_error_free(&err);
-	return found;
+	return open;
 }
 
 bool serve_fleet_route(struct wire_req *w, const char *id)
 {
 	svc_fleet_where where;
 	struct sbx_error *err = NULL;
+	bool kept = false;
 	int rc;
 
 	if (!w->sv->fleet || !id || hopped(w->req) ||
-	    !svc_wire_name_valid(id) || here(w, id))
+	    !svc_wire_name_valid(id) || here(w, id, &kept))
 		return false;
 	rc = svc_fleet_where_is(w->sv->fleet, id, &where, &err);
+	if (rc < 0 && kept) {
+		/* Its workspace is here: answered here, as without a fleet. */
+		sbx_error_free(&err);
+		return false;
+	}
 	if (rc < 0) {
 		wire_detail(w, 503, "The fleet's database cannot say where "
 				    "session %s lives: %s",
