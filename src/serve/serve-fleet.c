@@ -530,7 +530,15 @@ int serve_fleet_place(struct wire_req *w, const char *id, const char *tenant,
 		}
 		if (hopped(w->req)) {
 			/* Sent here as its host, but the fleet says
-			 * another: never a second hop. */
+			 * another: never a second hop, and a row placed
+			 * just now is taken back (else it would hold a
+			 * slot of that host's and of the tenant's until
+			 * that host's reconcile, a minute on). */
+			if (placed && svc_fleet_unplace(w->sv->fleet, id,
+							where.host, &err) < 0)
+				fleet_warn(w->sv, "taking a placement back",
+					   err);
+			sbx_error_free(&err);
 			wire_detail(w, 409,
 				    "Session %s is placed on host %s, not "
 				    "here",
