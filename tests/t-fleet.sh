@@ -121,8 +121,8 @@ is "$(q "SELECT pool FROM fleet_hosts WHERE name = 'h1'")" "{}" "h1's shows no p
 st=$(open 1 pool1 fb)
 is "$st $(host_of pool1)" "200 h2" "an open of fb through h1 goes to h2, the more loaded, for its pool"
 is "$(engines_of pool1)" h2 "... its container on h2's engine"
-claimed=$(q "SELECT count(*) FROM sandbox_operations WHERE wire_id = 'pool1' AND op = 'open' AND detail LIKE '%claimed%'")
-diag "pool1's open rows: $(q "SELECT detail FROM sandbox_operations WHERE wire_id = 'pool1' AND op = 'open'")"
+is "$(q "SELECT count(*) FROM sandbox_operations WHERE wire_id = 'pool1' AND op = 'open' AND ok
+	AND detail = 'claimed'")" 1 "... claimed from the pool (its audit row)"
 st=$(open 1 p7 fb2)
 is "$st $(host_of p7)" "200 h1" "an open of fb2 (no pool) goes to h1, the least loaded"
 lap "placement"
@@ -202,7 +202,7 @@ cmpr() {
 }
 is "$(host_of p5)" h2 "p5 lives on h2"
 api 2 "$T5" POST /sessions/p5/write '{"path": "f.txt", "content": "one\ntwo\n"}' >/dev/null
-cmpr "exec" POST /sessions/p5/exec '{"command": "printf \"%s\\n\" a b; echo err >&2; exit 3"}'
+cmpr "exec" POST /sessions/p5/exec '{"command": "printf \"%s\\n\" a b; exit 3"}'
 cmpr "read" POST /sessions/p5/read '{"path": "f.txt", "offset": 0, "limit": 10}'
 cmpr "read_bytes" POST /sessions/p5/read_bytes '{"path": "f.txt"}'
 cmpr "exists" POST /sessions/p5/exists '{"path": "f.txt"}'
@@ -253,8 +253,15 @@ hostile "an id of 65 characters" -H "X-Sandbox-Token: $TOKEN" "http://x/sessions
 hostile "an id with a dot dot" -H "X-Sandbox-Token: $TOKEN" "http://x/sessions/..%2fp5"
 hostile "a header of 8 KiB" -H "X-Sandbox-Token: $T5" -H "X-Junk: $(head -c 8192 /dev/zero | tr '\0' a)" http://x/sessions/p5
 hostile "two hop headers" -H "$HOP" -H "$HOP" -H "X-Sandbox-Token: $T5" http://x/sessions/p5
-hop=$(q "SELECT host || ' ' || state FROM fleet_sessions WHERE wire_id = 'hop1'")
-diag "the forged open's row: '$hop'"
+# A forged hop on an open that placement puts on h2 (h1 drains): h1 never
+# sends it on (409), and leaves no row placing it on h2.
+q "UPDATE fleet_hosts SET draining = true WHERE name = 'h1'"
+st=$(fb_curl 1 -s -o "$T/h" -w '%{http_code}' -H "$HOP" -H "X-Sandbox-Token: $TOKEN" \
+	-d '{"session_id": "hop2"}' http://x/sessions)
+is "$st" 409 "a forged hop header on an open placed on h2: 409, not sent on"
+is "$(q "SELECT count(*) FROM fleet_sessions WHERE wire_id = 'hop2'")" 0 "... and no row of it left placing"
+is "$(open 1 hop2) $(host_of hop2)" "200 h2" "... the id opens on h2 after it"
+q "UPDATE fleet_hosts SET draining = false WHERE name = 'h1'"
 is "$FB_SPID_1 $FB_SPID_2" "$PID1 $PID2" "both serves are the processes that started"
 kill -0 "$PID1" && kill -0 "$PID2"
 ok $? "... and alive: no request ended either"
