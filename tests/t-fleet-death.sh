@@ -81,10 +81,11 @@ closed_here() { [ -z "$(ctr 1 "$KEY1")" ]; }
 wait_for 15 closed_here
 ok $? "h1's reconcile closes its copy of d1 (its container no longer runs on h1's engine)"
 closed_row() {
-	[ "$(q "SELECT count(*) FROM sandbox_operations WHERE session_key = '$KEY1' AND op = 'close' AND ok")" -ge 1 ]
+	[ "$(q "SELECT count(*) FROM sandbox_operations WHERE session_key = '$KEY1' AND op = 'close' AND ok
+		AND agent_ref = 'sbxcat-fleet'")" -ge 1 ]
 }
 wait_for 10 closed_row
-ok $? "... an audit row of its close, of h1's key of d1" ||
+ok $? "... an audit row of its close, of h1's key of d1, by the agent sbxcat-fleet" ||
 	q "SELECT op, ok, detail FROM sandbox_operations WHERE session_key = '$KEY1'" | sed 's/^/# /'
 diag "its close: $(q "SELECT detail, agent_ref FROM sandbox_operations WHERE session_key = '$KEY1' AND op = 'close'")"
 is "$(host_of d1) $(host_of d2)" "h2 h1" "d1's row names h2 still, d2's h1"
