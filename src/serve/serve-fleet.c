@@ -491,19 +491,23 @@ static bool forward(struct wire_req *w, const char *host, const char *url,
 	return reached;
 }
 
-/* Whether id's session is here (open, or a kept workspace: whatever the
- * route may find). */
-static bool here(struct wire_req *w, const char *id)
+/* Whether id's session is open here (answered here without asking the
+ * fleet); *kept: only its closed record and workspace are, which the
+ * fleet's row says is ours, or another host's (re-placed there while
+ * this one was away). */
+static bool here(struct wire_req *w, const char *id, bool *kept)
 {
 	struct svc_call any = {0};
 	struct svc_wire_session ws;
 	struct sbx_error *err = NULL;
 	bool found = svc_wire_find(&w->snap->svc, &any, id, &ws, &err) == 0;
+	bool open = found && ws.open;
 
+	*kept = found && !open;
 	if (found)
 		svc_wire_session_release(&ws);
 	sbx_error_free(&err);
-	return found;
+	return open;
 }
 
 bool serve_fleet_route(struct wire_req *w, const char *id,
@@ -511,12 +515,18 @@ bool serve_fleet_route(struct wire_req *w, const char *id,
 {
 	svc_fleet_where where;
 	struct sbx_error *err = NULL;
+	bool kept = false;
 	int rc;
 
 	if (!w->sv->fleet || !id || hopped(w->req) ||
-	    !svc_wire_name_valid(id) || here(w, id))
+	    !svc_wire_name_valid(id) || here(w, id, &kept))
 		return false;
 	rc = svc_fleet_where_is(w->sv->fleet, id, &where, &err);
+	if (rc < 0 && kept) {
+		/* Its workspace is here: answered here, as without a fleet. */
+		sbx_error_free(&err);
+		return false;
+	}
 	if (rc < 0) {
 		sbx_error_wrap(&err, "where session %s lives", id);
 		f->error(w, err, id, NULL);
@@ -571,10 +581,21 @@ int serve_fleet_place(struct wire_req *w, const char *id, const char *tenant,
 		}
 		if (hopped(w->req)) {
 			/* Sent here as its host, but the fleet says
-			 * another: never a second hop. */
-			f->unreachable(w, id, where.host,
-				       "the fleet moved it while it was "
-				       "forwarded");
+			 * another: never a second hop, and a row placed
+			 * just now is taken back (else it would hold a
+			 * slot of that host's and of the tenant's until
+			 * that host's reconcile, a minute on). */
+			if (placed && svc_fleet_unplace(w->sv->fleet, id,
+							where.host, &err) < 0)
+				fleet_warn(w->sv, "taking a placement back",
+					   err);
+			sbx_error_free(&err);
+			sbx_error_set(&err, SBX_E_CONFLICT, 0,
+				      "session %s is placed on host %s, not "
+				      "here",
+				      id, where.host);
+			f->error(w, err, id, tenant);
+			sbx_error_free(&err);
 			break;
 		}
 		if (!where.alive) {

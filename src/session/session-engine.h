@@ -253,7 +253,8 @@ int session_engine_busy(struct engine *e, const char *id, long long now,
 
 /*
  * Hibernation (docs/sessions.md), with the quota lock held, by an open
- * that needs a slot (except: its own key, never chosen).
+ * that needs a slot (except: its own key, never chosen), or by a
+ * draining host of a fleet (except NULL: any key).
  *
  * session_hibernate_lru: when c->evict_idle_after is set, the least
  * recently used session (its record's last_activity, oldest first) whose

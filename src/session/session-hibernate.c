@@ -154,10 +154,11 @@ static int by_since(const void *pa, const void *pb)
 }
 
 /*
- * The sessions but except's, oldest first: with asleep, the hibernated
- * ones (by their marks' times); else those whose container is running
- * or paused, idle (by their records) since now - c->evict_idle_after or
- * longer.  A record that does not read is nobody's to take.
+ * The sessions but except's (NULL: none), oldest first: with asleep,
+ * the hibernated ones (by their marks' times); else those whose
+ * container is running or paused, idle (by their records) since now -
+ * c->evict_idle_after or longer.  A record that does not read is
+ * nobody's to take.
  */
 static int candidates(struct engine *e, const struct session_config *c,
 		      struct session_root *r, const char *except, bool asleep,
@@ -182,7 +183,7 @@ static int candidates(struct engine *e, const struct session_config *c,
 		struct cand x = {0};
 		struct sbx_error *e2 = NULL;
 
-		if (!sum || !id || strcmp(keys[i], except) == 0)
+		if (!sum || !id || (except && strcmp(keys[i], except) == 0))
 			continue;
 		if (asleep
 			? session_hibernated(r, keys[i], &x.since, NULL) <= 0 ||
