@@ -692,6 +692,7 @@ const char *serve_fleet_given_id(struct wire_req *w, const char *header)
 	const char *id = http_header(w->req, header);
 	svc_fleet_where where;
 	struct sbx_error *err = NULL;
+	bool kept = false;
 	int rc;
 
 	if (!w->sv->fleet || !id || !hopped(w->req) ||
@@ -703,7 +704,7 @@ const char *serve_fleet_given_id(struct wire_req *w, const char *header)
 	rc = svc_fleet_where_is(w->sv->fleet, id, &where, &err);
 	sbx_error_free(&err);
 	if (rc != 1 || strcmp(where.host, svc_fleet_name(w->sv->fleet)) ||
-	    strcmp(where.state, "placing") || here(w, id))
+	    strcmp(where.state, "placing") || here(w, id, &kept) || kept)
 		return NULL;
 	return id;
 }
