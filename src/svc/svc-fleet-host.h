@@ -105,8 +105,8 @@ int svc_fleet_peers(struct svc_fleet *f, struct svc_fleet_peer **v, size_t *n,
  * sessions open on this host against the table (fleetdb_reconcile);
  * adopt (the host is new to the fleet) gives those with no row one;
  * else a session the fleet gave up on (no row, or another host's) is
- * closed here, its row written (op close, detail "closed: the fleet
- * gave it up").  *closed: how many.
+ * closed here (svc_session_close: its workspace kept; its row op close,
+ * by call's agent, the service's "sbxcat-fleet").  *closed: how many.
  */
 int svc_fleet_reconcile(struct svc_fleet *f, const struct svc *s,
 			const struct svc_call *call, bool adopt, size_t *closed,
