@@ -541,8 +541,10 @@ bool serve_fleet_route(struct wire_req *w, const char *id,
 		f->unreachable(w, id, where.host, "its lease lapsed");
 		return true;
 	}
-	return forward(w, where.host, where.url, id, w->req->body,
-		       w->req->body_len, NULL, f);
+	/* Answered either way: the owner's answer, or 503. */
+	forward(w, where.host, where.url, id, w->req->body, w->req->body_len,
+		NULL, f);
+	return true;
 }
 
 /* ---- placement ---- */
