@@ -27,7 +27,7 @@
 # tool or a kernel feature missing) skips, saying why.  Everything made
 # here (the bed: namespaces, engines, serves, containers; the two
 # databases) is removed at the end.  Sizes (environment):
-# SBXCAT_BENCH_RUNS (20: the exec's and the open's runs; the hop's and
+# SBXCAT_BENCH_RUNS (20: the open's runs; the exec's, the hop's and
 # pgbench's are multiples), SBXCAT_BENCH_BURST (40 opens a round).
 # cleanup is called indirectly (trap):
 # shellcheck disable=SC2317
@@ -50,7 +50,7 @@ done
 
 N=${SBXCAT_BENCH_RUNS:-20}
 [ "$N" -ge 20 ] || N=20
-NHOP=$((N * 5))
+NEXEC=$((N * 2)) NHOP=$((N * 5))
 BURST=${SBXCAT_BENCH_BURST:-40}
 T=$(mktemp -d)
 DB=bench_fleet_$$ DBP=bench_fleet_place_$$
@@ -201,7 +201,7 @@ for i in 1 2 3 4; do
 		{ sid=bf$$-exec$i tok=$t; break; }
 done
 case $sid:$tok in :* | *: | *:null) echo "bench-fleet: no session on h2"; exit 1 ;; esac
-drive exec "$N" "$sid" "$tok"
+drive exec "$NEXEC" "$sid" "$tok"
 # The runs are pairs (one of each, in turn): the median of the pairs'
 # ratios holds however the machine's speed drifts over the run.
 pairs() { paste "$1" "$2" | awk '{ print $1 / $2 }' >pairs && pct pairs 1 | cut -d' ' -f1; }
@@ -210,7 +210,24 @@ rp=$(pairs exec.fwd exec.direct)
 set -- $(pct exec.direct 1000) $(pct exec.fwd 1000)
 verdict "$rp" "<=" 1.1
 printf '(1) exec true on a session of h2, %s runs each: direct p50 %s ms p95 %s ms; through h1 (forwarded) p50 %s ms p95 %s ms: forwarded / direct, the median of the pairs'"'"' ratios %s (target <= 1.1) %s; the ratio of the medians %s, of the p95s %s\n' \
-	"$N" "$1" "$2" "$4" "$5" "$rp" "$v" "$(ratio "$4" "$1")" "$(ratio "$5" "$2")"
+	"$NEXEC" "$1" "$2" "$4" "$5" "$rp" "$v" "$(ratio "$4" "$1")" "$(ratio "$5" "$2")"
+# Where the time goes, from the hosts' access logs (a line per request,
+# its duration in ms): h2 logs every exec, the direct and the forwarded
+# ones in the driver's order (a round: forwarded first in even rounds,
+# direct first in odd ones; 5 rounds of warm-up), h1 the forwarded ones.
+acc() { awk '$2 == "POST" && $3 == "/sessions/{id}/exec" { sub(/ms$/, "", $5); print $5 }' "$FB_RUN/h$1/serve.log"; }
+acc 2 | awk '{ r = int((NR - 1) / 2); if (r < 5) next
+	if (((NR - 1) % 2 == 0) == (r % 2 == 0)) print >"own.fwd"; else print >"own.direct" }'
+acc 1 | awk 'NR > 5' >edge.fwd
+paste edge.fwd own.fwd | awk '{ print $1 - $2 }' >edge.extra
+if [ "$(wc -l <edge.fwd)" = "$NEXEC" ] && [ "$(wc -l <own.direct)" = "$NEXEC" ]; then
+	# shellcheck disable=SC2046
+	set -- $(pct own.direct 1) $(pct own.fwd 1) $(pct edge.extra 1)
+	printf '    where the time goes (the hosts'"'"' access logs, ms): h2'"'"'s own exec p50 %s p95 %s on the direct ones, p50 %s p95 %s on the forwarded ones; h1'"'"'s time beyond h2'"'"'s on a forwarded one (the hop inside the fleet) p50 %s p95 %s\n' \
+		"$1" "$2" "$4" "$5" "$7" "$8"
+else
+	echo "    (the access logs hold $(wc -l <edge.fwd) forwarded and $(wc -l <own.direct) direct execs, not $NEXEC each: no breakdown)"
+fi
 drive hop "$NHOP" "$sid" "$tok"
 # shellcheck disable=SC2046
 set -- $(pct hop.direct 1000) $(pct hop.fwd 1000)
@@ -302,6 +319,11 @@ for side in one two; do
 			s == "one" ? "one host" : "two hosts", p50, p95, ncpu, 100 * busy / tot, b,
 			e / n, sv / n, pg / n, 100 * (e + sv + pg) / n / b, h1, h2 }' cpu.$side
 done
+# The opens' parallelism: the rate times a lone open's time (2b's, without
+# the fleet): 8 at once on one engine buy what over one at a time?
+printf '    a lone open took %s ms (above, without the fleet): 8 at a time, the opens went %s times as fast as one at a time through one host, %s times through two\n' \
+	"$(pct open.b 1000 | cut -d' ' -f1)" "$(awk -v r="$r1" -v t="$(pct open.b 1 | cut -d' ' -f1)" 'BEGIN { printf "%.2f", r * t }')" \
+	"$(awk -v r="$r2" -v t="$(pct open.b 1 | cut -d' ' -f1)" 'BEGIN { printf "%.2f", r * t }')"
 busy1=$(awk '{ b += $6 - $1; t += $7 - $2 } END { printf "%.0f", 100 * b / t }' cpu.one)
 [ "$busy1" -ge 90 ] &&
 	echo "    the one host's burst kept the machine's CPUs ${busy1}% busy already: a second host on the same CPUs and the same PostgreSQL has no CPU to add a rate with, so this ratio says what this machine has left, not what a second machine adds"
