@@ -247,7 +247,7 @@ mkdir -p "$FB_DATA/h1/root-plain" "$FB_DATA/h1/spool-plain" && chmod 755 "$FB_DA
 	export DOCKER_HOST SANDBOXD_WORKSPACE_ROOT SBXCAT_SPOOL_DIR SBXCAT_DEPLOYMENT_ID
 	exec nsenter --net="$(fb_netns 1)" "$S" -C "$CAT" serve \
 		--listen "tcp:$(fb_ip 1):8081" --listen "unix:$FB_RUN/h1/plain.sock"
-) </dev/null >"$FB_RUN/h1/plain.log" 2>&1 &
+) </dev/null >"$FB_RUN/h1/plain.log" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
 PLAIN=$!
 n=0
 until curl -sf --max-time 2 --unix-socket "$FB_RUN/h1/plain.sock" http://x/healthz >/dev/null 2>&1; do
