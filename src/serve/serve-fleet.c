@@ -374,6 +374,15 @@ static char **headers_of(const struct http_request *req, size_t *n,
 	return v;
 }
 
+/* The headers an answer had so far, dropped (an owner's that did not
+ * come whole, a refused host's before the next one's). */
+static void headers_drop(struct http_response *res)
+{
+	for (size_t i = 0; i < res->nheaders; i++)
+		free(res->headers[i]);
+	res->nheaders = 0;
+}
+
 /* The owner's answer, passed on. */
 struct relay {
 	struct wire_req *w;
@@ -464,9 +473,7 @@ static bool forward(struct wire_req *w, const char *host, const char *url,
 		/* Nothing of the owner's answer went out: say why. */
 		atomic_fetch_add(&w->sv->fleet_unreachable, 1);
 		svc_fleet_uncache(w->sv->fleet, id);
-		for (size_t i = 0; i < w->res->nheaders; i++)
-			free(w->res->headers[i]);
-		w->res->nheaders = 0;
+		headers_drop(w->res);
 		f->unreachable(w, id, host, err->msg);
 		reached = false;
 	} else if (!rl.streaming) {
@@ -484,9 +491,7 @@ static bool forward(struct wire_req *w, const char *host, const char *url,
 	}
 	sbx_error_free(&err);
 	strbuf_release(&rl.body);
-	for (size_t i = 0; i < nh; i++)
-		free(h[i]);
-	free(h);
+	strv_free(h, nh);
 	free(path);
 	return reached;
 }
@@ -635,9 +640,7 @@ int serve_fleet_place(struct wire_req *w, const char *id, const char *tenant,
 			break;
 		exclude[nexclude++] = xstrdup(where.host);
 		w->answered = false;
-		for (size_t i = 0; i < w->res->nheaders; i++)
-			free(w->res->headers[i]);
-		w->res->nheaders = 0;
+		headers_drop(w->res);
 		free(w->res->body);
 		w->res->body = NULL;
 		w->res->body_len = 0;
@@ -788,9 +791,7 @@ void serve_fleet_list(struct wire_req *w, json_t *rows, const char *key)
 		sbx_error_free(&err);
 		strbuf_release(&rl.body);
 	}
-	for (size_t i = 0; i < nh; i++)
-		free(h[i]);
-	free(h);
+	strv_free(h, nh);
 	free(path);
 	free(peers);
 }

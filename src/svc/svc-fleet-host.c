@@ -540,9 +540,7 @@ int svc_fleet_reconcile(struct svc_fleet *f, const struct svc *s,
 		}
 		sbx_error_free(&e);
 	}
-	for (size_t i = 0; i < ngone; i++)
-		free(gone[i]);
-	free(gone);
+	strv_free(gone, ngone);
 	free(ids);
 	free(tenants);
 	svc_wire_list_res_release(&l);
