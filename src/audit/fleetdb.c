@@ -79,8 +79,7 @@ int fleetdb_register(struct auditdb *db, const struct fleetdb_self *self,
 	int ret = 0;
 
 	self_params(&sp, self);
-	if (auditdb_run(conn(db), "fleet: register", sql, 7, sp.p, &r, err) <
-	    0)
+	if (auditdb_run(conn(db), "fleet: register", sql, 7, sp.p, &r, err) < 0)
 		return -1;
 	if (sym_PQntuples(r) == 1) {
 		*first = strcmp(sym_PQgetvalue(r, 0, 0), "t") == 0;
@@ -196,8 +195,8 @@ static void tokens_fill(struct fleetdb_where *w, const char *a)
 	}
 }
 
-static void where_fill(struct fleetdb_where *w, PGresult *r, int host,
-		       int url, int alive, int state, int tenant)
+static void where_fill(struct fleetdb_where *w, PGresult *r, int host, int url,
+		       int alive, int state, int tenant)
 {
 	const char *t = tenant >= 0 ? value(r, 0, tenant) : NULL;
 
@@ -278,9 +277,8 @@ int fleetdb_opened(struct auditdb *db, const char *id, const char *host,
 		   const char *const *tokens, size_t ntokens,
 		   struct sbx_error **err)
 {
-	char *t = text_array(tokens, ntokens < FLEET_TOKENS_MAX
-					 ? ntokens
-					 : FLEET_TOKENS_MAX);
+	char *t = text_array(
+	    tokens, ntokens < FLEET_TOKENS_MAX ? ntokens : FLEET_TOKENS_MAX);
 	char *p[3] = {(char *)id, (char *)host, t};
 	int rc;
 
@@ -355,7 +353,8 @@ int fleetdb_reconcile(struct auditdb *db, const char *host,
 	    "    ON CONFLICT (wire_id) DO NOTHING RETURNING wire_id)\n"
 	    "SELECT l.id FROM l LEFT JOIN fleet_sessions s\n"
 	    "  ON s.wire_id = l.id\n"
-	    "WHERE NOT EXISTS (SELECT 1 FROM adopted a WHERE a.wire_id = l.id)\n"
+	    "WHERE NOT EXISTS (SELECT 1 FROM adopted a WHERE a.wire_id = "
+	    "l.id)\n"
 	    "  AND (s.wire_id IS NULL OR s.host <> $1)";
 	char *a_ids = text_array(ids, n);
 	struct strbuf ts = STRBUF_INIT;

@@ -34,13 +34,13 @@ struct sbx_error;
 
 /* What a host says of itself at each renewal. */
 struct fleetdb_self {
-	const char *name;     /* the wire's name pattern */
-	const char *url;      /* http://HOST:PORT peers reach it at */
-	const char *instance; /* this process's (random hex) */
-	unsigned capacity;    /* its ceiling of sessions (max_sessions) */
-	unsigned resident;    /* sessions open on it now (its own count) */
+	const char *name;      /* the wire's name pattern */
+	const char *url;       /* http://HOST:PORT peers reach it at */
+	const char *instance;  /* this process's (random hex) */
+	unsigned capacity;     /* its ceiling of sessions (max_sessions) */
+	unsigned resident;     /* sessions open on it now (its own count) */
 	const char *pool_json; /* {"RUNTIME": ready, ...} (NULL: {}) */
-	unsigned lease_s;     /* the lease's length */
+	unsigned lease_s;      /* the lease's length */
 };
 
 /*
@@ -68,9 +68,9 @@ int fleetdb_leave(struct auditdb *db, const struct fleetdb_self *self,
 /* Placement. */
 struct fleetdb_place_req {
 	const char *id;
-	const char *tenant;	/* NULL: counted by no tenant's ceiling */
+	const char *tenant;	 /* NULL: counted by no tenant's ceiling */
 	unsigned max_per_tenant; /* the fleet-wide ceiling (0: none) */
-	const char *runtime;	/* preferred where its pool has one ready */
+	const char *runtime;	 /* preferred where its pool has one ready */
 	/* Hosts not to place on (they refused it just now). */
 	const char *const *exclude;
 	size_t nexclude;
@@ -78,7 +78,7 @@ struct fleetdb_place_req {
 struct fleetdb_where {
 	char host[FLEET_NAME_MAX + 1];
 	char url[FLEET_URL_MAX + 1];
-	bool alive;   /* its lease runs */
+	bool alive;    /* its lease runs */
 	char state[8]; /* "placing", "open", "kept" */
 	char tenant[FLEET_NAME_MAX + 16];
 	bool has_tenant;
@@ -97,7 +97,8 @@ struct fleetdb_where {
  * alive" when none is.
  */
 int fleetdb_place(struct auditdb *db, const struct fleetdb_place_req *req,
-		  struct fleetdb_where *w, bool *placed, struct sbx_error **err);
+		  struct fleetdb_where *w, bool *placed,
+		  struct sbx_error **err);
 /* id's row on host made 'open' (after its open) with its tokens' hashes
  * (at most FLEET_TOKENS_MAX), or 'kept' (closed, its workspace kept);
  * nothing when the row names another host. */
@@ -126,8 +127,8 @@ int fleetdb_lookup(struct auditdb *db, const char *id, struct fleetdb_where *w,
  */
 int fleetdb_reconcile(struct auditdb *db, const char *host,
 		      const char *const *ids, const char *const *tenants,
-		      size_t n, bool adopt,
-		      char ***gone, size_t *ngone, struct sbx_error **err);
+		      size_t n, bool adopt, char ***gone, size_t *ngone,
+		      struct sbx_error **err);
 /* The rows of hosts whose lease lapsed more than give_up_s ago deleted:
  * the fleet gives their sessions up.  *n: how many. */
 int fleetdb_give_up(struct auditdb *db, unsigned give_up_s, size_t *n,
@@ -143,10 +144,10 @@ struct fleetdb_host {
 	char name[FLEET_NAME_MAX + 1];
 	char url[FLEET_URL_MAX + 1];
 	unsigned capacity, resident;
-	unsigned placed;     /* its rows 'placing' or 'open' */
-	char *pool_json;     /* malloc'd */
+	unsigned placed; /* its rows 'placing' or 'open' */
+	char *pool_json; /* malloc'd */
 	bool draining, alive;
-	double lease_left;   /* seconds; negative: lapsed that long ago */
+	double lease_left; /* seconds; negative: lapsed that long ago */
 	long long epoch;
 	char renewed_at[40]; /* RFC 3339, UTC */
 };

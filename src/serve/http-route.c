@@ -200,8 +200,8 @@ bool http_header_nth(const struct http_request *req, size_t n,
 	return true;
 }
 
-bool http_query_nth(const struct http_request *req, size_t n,
-		    const char **name, const char **value)
+bool http_query_nth(const struct http_request *req, size_t n, const char **name,
+		    const char **value)
 {
 	const struct http_req *r = req->priv;
 

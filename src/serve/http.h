@@ -107,8 +107,8 @@ const char *http_query(const struct http_request *req, const char *name);
  * arguments (decoded), in the order sent: false past the last. */
 bool http_header_nth(const struct http_request *req, size_t n,
 		     const char **name, const char **value);
-bool http_query_nth(const struct http_request *req, size_t n,
-		    const char **name, const char **value);
+bool http_query_nth(const struct http_request *req, size_t n, const char **name,
+		    const char **value);
 /* The n-th (from 0) query argument of that name, or NULL (a list sent
  * as name=a&name=b). */
 const char *http_query_at(const struct http_request *req, const char *name,

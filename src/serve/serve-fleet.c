@@ -338,10 +338,18 @@ static char *path_of(const struct http_request *req)
 static bool hop_by_hop(const char *name)
 {
 	static const char *const drop[] = {
-	    "Connection",	 "Keep-Alive",	      "Proxy-Connection",
-	    "Proxy-Authorization", "TE",		      "Trailer",
-	    "Transfer-Encoding",	 "Upgrade",	      "Content-Length",
-	    "Expect",		 HOP_HEADER,	      "Date",
+	    "Connection",
+	    "Keep-Alive",
+	    "Proxy-Connection",
+	    "Proxy-Authorization",
+	    "TE",
+	    "Trailer",
+	    "Transfer-Encoding",
+	    "Upgrade",
+	    "Content-Length",
+	    "Expect",
+	    HOP_HEADER,
+	    "Date",
 	    "Server",
 	};
 
@@ -571,8 +579,7 @@ int serve_fleet_place(struct wire_req *w, const char *id, const char *tenant,
 		struct sbx_error *err = NULL;
 		bool placed = false, reached;
 
-		if (svc_fleet_place(w->sv->fleet, id,
-				    counted ? counted : NULL,
+		if (svc_fleet_place(w->sv->fleet, id, counted ? counted : NULL,
 				    counted ? sc->max_per_tenant : 0, runtime,
 				    exclude, nexclude, &where, &placed,
 				    &err) < 0) {
@@ -623,9 +630,9 @@ int serve_fleet_place(struct wire_req *w, const char *id, const char *tenant,
 			reached = forward(w, where.host, where.url, id, body,
 					  strlen(body), NULL, f);
 		else
-			reached = forward(w, where.host, where.url, id,
-					  w->req->body, w->req->body_len,
-					  id_header, f);
+			reached =
+			    forward(w, where.host, where.url, id, w->req->body,
+				    w->req->body_len, id_header, f);
 		/* The chosen host could not be reached: the placement is
 		 * taken back here.  It refused it on its own ceiling: it
 		 * took it back itself.  Either way the next host, if the
@@ -664,9 +671,8 @@ void serve_fleet_opened(struct wire_req *w, const char *id, bool ok)
 
 		for (size_t i = 0; i < ws.wire.ntokens; i++)
 			t[i] = ws.wire.tokens[i];
-		if (ws.open &&
-		    svc_fleet_opened(w->sv->fleet, id, t, ws.wire.ntokens,
-				     &err) < 0)
+		if (ws.open && svc_fleet_opened(w->sv->fleet, id, t,
+						ws.wire.ntokens, &err) < 0)
 			fleet_warn(w->sv, "a session's row", err);
 		svc_wire_session_release(&ws);
 	} else if (!ok) {
@@ -700,8 +706,7 @@ const char *serve_fleet_given_id(struct wire_req *w, const char *header)
 	bool kept = false;
 	int rc;
 
-	if (!w->sv->fleet || !id || !hopped(w->req) ||
-	    !svc_wire_name_valid(id))
+	if (!w->sv->fleet || !id || !hopped(w->req) || !svc_wire_name_valid(id))
 		return NULL;
 	/* Only a placement of this host's still in progress: a client's
 	 * header (a hop header can be forged) names an id it cannot take. */

@@ -179,8 +179,7 @@ static int do_register(struct svc_fleet *f, struct auditdb *db,
 	for (int tries = 0;; tries++) {
 		long long retry = 0;
 
-		if (fleetdb_register(db, me, first, draining, &retry, err) ==
-		    0)
+		if (fleetdb_register(db, me, first, draining, &retry, err) == 0)
 			return 0;
 		if ((*err)->kind != SBX_E_CONFLICT || tries >= 3 ||
 		    clock_now_ms() + retry > deadline)
@@ -205,8 +204,8 @@ static void instance_of(const struct svc *s, char out[33])
 	bool ok = false;
 
 	if (s->cfg.session.root)
-		path = xasprintf("%s/.sbxcat-fleet-instance",
-				 s->cfg.session.root);
+		path =
+		    xasprintf("%s/.sbxcat-fleet-instance", s->cfg.session.root);
 	if (path && read_file_limited(path, 64, &data, &len, &err) == 0 &&
 	    len >= 32) {
 		ok = true;
@@ -363,9 +362,8 @@ int svc_fleet_opened(struct svc_fleet *f, const char *id,
 		     struct sbx_error **err)
 {
 	svc_fleet_uncache(f, id);
-	return WITH_DB(f, err,
-		       fleetdb_opened(db, id, f->cfg.name, tokens, ntokens,
-				      err));
+	return WITH_DB(
+	    f, err, fleetdb_opened(db, id, f->cfg.name, tokens, ntokens, err));
 }
 
 int svc_fleet_kept(struct svc_fleet *f, const char *id, struct sbx_error **err)

@@ -204,10 +204,9 @@ int svc_fleet_forward(struct svc_fleet *f, const struct svc_forward_req *req,
 			k = SBX_E_CANCELLED;
 		else if (rc == CURLE_OPERATION_TIMEDOUT && w.answered)
 			k = SBX_E_TIMEOUT;
-		ret = sbx_error_set(err, k, 0, "%s%s",
-				    sym_curl_easy_strerror(rc),
-				    w.answered ? " (part way through the answer)"
-					       : "");
+		ret = sbx_error_set(
+		    err, k, 0, "%s%s", sym_curl_easy_strerror(rc),
+		    w.answered ? " (part way through the answer)" : "");
 	} else if (w.failed) {
 		ret = sbx_error_set(err, SBX_E_CANCELLED, 0,
 				    "the client stopped taking the answer");

@@ -1336,8 +1336,9 @@ void svc_session_close_res_release(struct svc_session_close_res *res)
 /* ---- a draining host's pass (svc-fleet-host.h) ---- */
 
 #define DRAIN_DETAIL "hibernated: its host drains"
-#define DRAIN_FAILED "hibernated: its host drains; container could not be "   \
-		     "stopped"
+#define DRAIN_FAILED                                                           \
+	"hibernated: its host drains; container could not be "                 \
+	"stopped"
 
 int svc_fleet_drain_pass(const struct svc *s, const struct svc_call *call,
 			 unsigned idle_s, size_t limit, size_t *n,
