@@ -299,7 +299,8 @@ is "$rc:$(cut -f1,2 "$T/out")" "0:1${TAB}audit tables
 2${TAB}hash version
 3${TAB}stat op
 4${TAB}wire id and remove op
-5${TAB}follow" "audit migrate --status: migrations 1 to 5, applied"
+5${TAB}follow
+6${TAB}fleet" "audit migrate --status: migrations 1 to 6, applied"
 like "$(out)" "applied 20" "... with when"
 sbx audit head --session "$K"
 is "$rc:$(cut -f1 "$T/out")" "0:$K" "audit head --session: the session's chain"
