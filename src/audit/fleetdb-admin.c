@@ -27,10 +27,7 @@
 const char fleetdb_no_tables[] =
     "the database has no fleet tables: run `sbxcat audit migrate`";
 
-/* After a statement failed: when the reason is that the tables are not
- * there, *err says so instead (the server's words are no help to an
- * operator); else it stays.  Returns -1. */
-static int failed(struct auditdb *db, struct sbx_error **err)
+int fleetdb_failed(struct auditdb *db, struct sbx_error **err)
 {
 	struct sbx_error *e = NULL;
 	bool ready = true;
@@ -96,7 +93,7 @@ int fleetdb_hosts(struct auditdb *db, struct fleetdb_host **rows, size_t *n,
 	*n = 0;
 	if (auditdb_run(auditdb_conn(db), "listing the fleet", hosts_sql, 0,
 			NULL, &r, err))
-		return failed(db, err);
+		return fleetdb_failed(db, err);
 	nt = (size_t)sym_PQntuples(r);
 	*rows = xcalloc(nt ? nt : 1, sizeof(**rows));
 	for (size_t i = 0; i < nt; i++) {
@@ -152,7 +149,7 @@ int fleetdb_drain(struct auditdb *db, const char *host, bool on,
 			"UPDATE fleet_hosts SET draining = $2::boolean "
 			"WHERE name = $1",
 			2, params, &r, err))
-		return failed(db, err);
+		return fleetdb_failed(db, err);
 	found = strcmp(sym_PQcmdTuples(r), "0") != 0;
 	sym_PQclear(r);
 	return found ? 0 : no_host(host, err);
@@ -188,7 +185,7 @@ int fleetdb_forget_host(struct auditdb *db, const char *host, bool force,
 	*sessions = 0;
 	if (auditdb_run(auditdb_conn(db), "forgetting a host", forget_sql, 2,
 			params, &r, err))
-		return failed(db, err);
+		return fleetdb_failed(db, err);
 	if (sym_PQntuples(r) != 1) {
 		sym_PQclear(r);
 		return no_host(host, err);

@@ -80,7 +80,7 @@ int fleetdb_register(struct auditdb *db, const struct fleetdb_self *self,
 
 	self_params(&sp, self);
 	if (auditdb_run(conn(db), "fleet: register", sql, 7, sp.p, &r, err) < 0)
-		return -1;
+		return fleetdb_failed(db, err);
 	if (sym_PQntuples(r) == 1) {
 		*first = strcmp(sym_PQgetvalue(r, 0, 0), "t") == 0;
 		*draining = strcmp(sym_PQgetvalue(r, 0, 1), "t") == 0;

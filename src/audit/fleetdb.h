@@ -159,6 +159,11 @@ int fleetdb_drain(struct auditdb *db, const char *host, bool on,
 		  struct sbx_error **err);
 /* Whether the database has the fleet's tables (migration 6). */
 int fleetdb_ready(struct auditdb *db, bool *ready, struct sbx_error **err);
+/* After a statement of the fleet's failed: when the reason is that the
+ * tables are not there, *err says so instead (fleetdb_no_tables: the
+ * server's "relation does not exist" is no help to an operator); else it
+ * stays.  Returns -1.  (fleetdb-admin.c) */
+int fleetdb_failed(struct auditdb *db, struct sbx_error **err);
 /*
  * Forget host, gone for good: its row deleted, its sessions' rows with it
  * (ON DELETE CASCADE), *sessions of them.  -1 SBX_E_NOT_FOUND for no such

@@ -260,15 +260,8 @@ int svc_fleet_join(const struct svc *s, const struct svc_fleet_config *c,
 	if (auditdb_pool_get(f->pool, &db, err) < 0)
 		goto fail;
 	self_of(f, &me, capacity, 0, NULL);
-	if (do_register(f, db, &me, first, &draining, err) < 0) {
-		if (strstr((*err)->msg, "\"fleet_hosts\" does not exist")) {
-			sbx_error_free(err);
-			sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
-				      "the database has no fleet tables: run "
-				      "`sbxcat audit migrate`");
-		}
+	if (do_register(f, db, &me, first, &draining, err) < 0)
 		goto fail;
-	}
 	auditdb_pool_put(f->pool, db);
 	f->joined = true;
 	*out = f;
