@@ -46,6 +46,9 @@
 #define PLACE_TRIES 3
 /* A list's answer from a peer, at most. */
 #define LIST_MAX (16 << 20)
+/* A peer's list answers within this (a peer that accepts and says
+ * nothing must not hold every list for the forward timeout). */
+#define LIST_TIMEOUT_S 10
 /* Sessions a drain hibernates per lease, at most. */
 #define DRAIN_PER_LEASE 8
 
@@ -96,47 +99,17 @@ static char *pool_json(const struct serve_snap *snap)
 	return s;
 }
 
-/* The sessions resident here (running or paused), for the lease's row:
- * /healthz's count when it is fresh, else counted now (and kept for it). */
-static size_t resident_now(struct serve *sv, const struct serve_snap *snap)
-{
-	struct svc_wire_list_res l;
-	struct svc_call any = {0};
-	struct sbx_error *err = NULL;
-	size_t running;
-	bool fresh;
-
-	pthread_mutex_lock(&sv->lock);
-	fresh = sv->health_at && clock_now_ms() - sv->health_at < 10000;
-	running = sv->health_running;
-	pthread_mutex_unlock(&sv->lock);
-	if (fresh || svc_wire_list(&snap->svc, &any, &l, &err) < 0) {
-		sbx_error_free(&err);
-		return running;
-	}
-	running = 0;
-	for (size_t i = 0; i < l.n; i++)
-		running += l.states[i] && (!strcmp(l.states[i], "running") ||
-					   !strcmp(l.states[i], "paused"));
-	pthread_mutex_lock(&sv->lock);
-	sv->health_at = clock_now_ms();
-	sv->health_running = running;
-	sv->health_open = l.n;
-	pthread_mutex_unlock(&sv->lock);
-	svc_wire_list_res_release(&l);
-	return running;
-}
-
 static void lease_once(struct serve *sv, unsigned tick)
 {
 	struct serve_snap *snap = serve_snap_get(sv);
 	struct svc_call call = {.warn = NULL};
 	struct sbx_error *err = NULL;
-	size_t resident = 0, n = 0;
+	size_t resident = 0, open = 0, n = 0;
 	bool draining = false;
 	char *pool = pool_json(snap);
 
-	resident = resident_now(sv, snap);
+	/* Counted at most every ten seconds, shared with /healthz. */
+	wire_session_counts(sv, &snap->svc, 10000, &resident, &open);
 	if (svc_fleet_renew(sv->fleet, capacity_of(snap), (unsigned)resident,
 			    pool, &draining, &err) < 0) {
 		fleet_warn(sv, "the lease could not be renewed", err);
@@ -579,7 +552,7 @@ int serve_fleet_place(struct wire_req *w, const char *id, const char *tenant,
 		struct sbx_error *err = NULL;
 		bool placed = false, reached;
 
-		if (svc_fleet_place(w->sv->fleet, id, counted ? counted : NULL,
+		if (svc_fleet_place(w->sv->fleet, id, counted,
 				    counted ? sc->max_per_tenant : 0, runtime,
 				    exclude, nexclude, &where, &placed,
 				    &err) < 0) {
@@ -766,6 +739,7 @@ void serve_fleet_list(struct wire_req *w, json_t *rows, const char *key)
 		    .headers = (const char *const *)h,
 		    .nheaders = nh,
 		    .cancel = w->req->gone,
+		    .timeout_s = LIST_TIMEOUT_S,
 		    .head = list_head,
 		    .data = list_data,
 		    .arg = &rl,

@@ -1103,14 +1103,43 @@ static int by_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static json_t *health_json(struct wire_req *w)
+bool wire_session_counts(struct serve *sv, const struct svc *s,
+			 long long max_age_ms, size_t *running, size_t *open)
 {
 	struct svc_wire_list_res l;
 	struct sbx_error *err = NULL;
 	struct svc_call any = {0};
+	bool fresh;
+
+	pthread_mutex_lock(&sv->lock);
+	fresh = sv->health_at && clock_now_ms() - sv->health_at < max_age_ms;
+	*running = sv->health_running;
+	*open = sv->health_open;
+	pthread_mutex_unlock(&sv->lock);
+	if (fresh)
+		return true;
+	if (svc_wire_list(s, &any, &l, &err) < 0) {
+		sbx_error_free(&err);
+		return false;
+	}
+	*open = l.n;
+	*running = 0;
+	for (size_t i = 0; i < l.n; i++)
+		*running += resident(l.states[i]);
+	svc_wire_list_res_release(&l);
+	pthread_mutex_lock(&sv->lock);
+	sv->health_at = clock_now_ms();
+	sv->health_running = *running;
+	sv->health_open = *open;
+	pthread_mutex_unlock(&sv->lock);
+	return true;
+}
+
+static json_t *health_json(struct wire_req *w)
+{
 	json_t *rts = json_array();
 	size_t running = 0, open = 0;
-	bool fresh, reload_ok;
+	bool reload_ok;
 	double reload_at;
 	char at[32];
 	char **aliases = xcalloc(w->snap->cat.n + 1, sizeof(char *));
@@ -1121,27 +1150,9 @@ static json_t *health_json(struct wire_req *w)
 	for (size_t i = 0; i < w->snap->cat.n; i++)
 		json_array_append_new(rts, xjson_string(aliases[i]));
 	free(aliases);
-	pthread_mutex_lock(&w->sv->lock);
-	fresh = w->sv->health_at &&
-		clock_now_ms() - w->sv->health_at < HEALTH_CACHE_MS;
-	running = w->sv->health_running;
-	open = w->sv->health_open;
-	pthread_mutex_unlock(&w->sv->lock);
-	if (!fresh && svc_wire_list(&w->snap->svc, &any, &l, &err) == 0) {
-		open = l.n;
-		running = 0;
-		for (size_t i = 0; i < l.n; i++)
-			running += resident(l.states[i]);
-		svc_wire_list_res_release(&l);
-		pthread_mutex_lock(&w->sv->lock);
-		w->sv->health_at = clock_now_ms();
-		w->sv->health_running = running;
-		w->sv->health_open = open;
-		pthread_mutex_unlock(&w->sv->lock);
-	} else if (!fresh) {
+	if (!wire_session_counts(w->sv, &w->snap->svc, HEALTH_CACHE_MS,
+				 &running, &open))
 		atomic_fetch_add(&w->sv->engine_errors, 1);
-	}
-	sbx_error_free(&err);
 	/* A failed reload leaves the service serving what it had: status
 	 * stays "ok" (a balancer must not take it out), reload says it. */
 	serve_reload_state(w->sv, &reload_ok, &reload_at);

@@ -115,6 +115,12 @@ void wire_handle(void *arg, struct http_request *req,
 #define WIRE_JSON_DEPTH 4
 #define WIRE_JSON_NODES 16384
 
+/* The sessions open on the wire and those resident (running or paused),
+ * counted at most once per max_age_ms (/healthz's and the fleet's lease
+ * share the count): false when they could not be counted now (the last
+ * counts given). */
+bool wire_session_counts(struct serve *sv, const struct svc *s,
+			 long long max_age_ms, size_t *running, size_t *open);
 /* 503: session id lives on host, which cannot be reached (why), with
  * Retry-After. */
 void wire_unreachable(struct wire_req *w, const char *id, const char *host,

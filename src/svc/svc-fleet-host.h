@@ -132,6 +132,7 @@ struct svc_forward_req {
 	const char *body;
 	size_t body_len;
 	const atomic_int *cancel;
+	unsigned timeout_s; /* 0: the fleet's forward timeout */
 	int (*head)(void *arg, int status, const char *const *headers,
 		    size_t n);
 	int (*data)(void *arg, const void *buf, size_t len);

@@ -188,8 +188,9 @@ int svc_fleet_forward(struct svc_fleet *f, const struct svc_forward_req *req,
 	sym_curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
 	sym_curl_easy_setopt(h, CURLOPT_XFERINFODATA, &w);
 	sym_curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, FORWARD_CONNECT_MS);
-	sym_curl_easy_setopt(h, CURLOPT_TIMEOUT,
-			     (long)f->cfg.forward_timeout_s);
+	sym_curl_easy_setopt(
+	    h, CURLOPT_TIMEOUT,
+	    (long)(req->timeout_s ? req->timeout_s : f->cfg.forward_timeout_s));
 	/* The body as it comes, not in curl's 16 KiB lumps' time. */
 	sym_curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
 	rc = sym_curl_easy_perform(h);
