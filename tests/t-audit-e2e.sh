@@ -51,9 +51,9 @@ spooled() { cat "$SBXCAT_SPOOL_DIR"/audit.jsonl 2>/dev/null | wc -l | tr -d ' ';
 
 # -- Schema.
 sbx audit migrate
-is "$rc:$(out)" "0:applied 6 migrations (schema version 6)" "audit migrate: applies the schema"
+is "$rc:$(out)" "0:applied 7 migrations (schema version 7)" "audit migrate: applies the schema"
 sbx audit migrate
-is "$rc:$(out)" "0:schema is up to date (version 6)" "audit migrate again: nothing to do"
+is "$rc:$(out)" "0:schema is up to date (version 7)" "audit migrate again: nothing to do"
 
 # -- Session events and every fs verb: exactly one row each, right fields.
 n0=$(nrows)
@@ -300,7 +300,8 @@ is "$rc:$(cut -f1,2 "$T/out")" "0:1${TAB}audit tables
 3${TAB}stat op
 4${TAB}wire id and remove op
 5${TAB}follow
-6${TAB}fleet" "audit migrate --status: migrations 1 to 6, applied"
+6${TAB}fleet
+7${TAB}rows by day" "audit migrate --status: migrations 1 to 7, applied"
 like "$(out)" "applied 20" "... with when"
 sbx audit head --session "$K"
 is "$rc:$(cut -f1 "$T/out")" "0:$K" "audit head --session: the session's chain"

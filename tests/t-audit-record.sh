@@ -21,7 +21,7 @@ sb_audit_db t_audit_rec_$$
 jn() { jq -s 'map(select(has("id"))) | length' "$1"; }
 jr() { jq -rs "map(select(has(\"id\"))) | $1" "$2"; }
 
-is "$(out)" "applied 6 migrations (schema version 6)" "... to schema 6"
+is "$(out)" "applied 7 migrations (schema version 7)" "... to schema 7"
 
 TOKEN=svc-$(sb_rand)
 PORT=$(sb_free_port)

@@ -566,7 +566,7 @@ static void test_schema3(void)
 	is_str(sql(db, "SELECT concat_ws('|', i.indisvalid, i.indisunique, "
 		       "pg_get_indexdef(i.indexrelid)) FROM pg_index i WHERE "
 		       "i.indexrelid = 'sandbox_operations_wire'::regclass"),
-	       "t|f|CREATE INDEX sandbox_operations_wire ON "
+	       "t|f|CREATE INDEX sandbox_operations_wire ON ONLY "
 	       "public.sandbox_operations USING btree (wire_id, created_at, "
 	       "seq)",
 	       "the INVALID index dropped, the wire id's made, valid");

@@ -1017,6 +1017,11 @@ static void load_million(long n)
 	/* auditdb_connect's 30 s statement_timeout is for the CLI */
 	sql0("SET statement_timeout = 0");
 	sql0("SET maintenance_work_mem = '512MB'");
+	/* The rows' 30 days, a partition each (migration 7), as the service
+	 * makes them ahead of time; none left in the default partition. */
+	sql0("SELECT sbxcat_audit_day('sandbox_operations', d::date) FROM "
+	     "generate_series(date '2026-04-27', date '2026-05-29', "
+	     "interval '1 day') d");
 	sql0("CREATE TEMP TABLE ix AS SELECT indexname, indexdef FROM "
 	     "pg_indexes WHERE tablename = 'sandbox_operations' AND indexname "
 	     "NOT IN (SELECT conname FROM pg_constraint)");
@@ -1024,8 +1029,11 @@ static void load_million(long n)
 	     "EXECUTE 'DROP INDEX ' || quote_ident(i.indexname); END LOOP; "
 	     "END$$");
 	sql0(s);
+	/* A partitioned table's index reads "ON ONLY" (the parent's alone):
+	 * made again on every partition. */
 	sql0("DO $$DECLARE i record; BEGIN FOR i IN SELECT * FROM ix LOOP "
-	     "EXECUTE i.indexdef; END LOOP; END$$");
+	     "EXECUTE replace(i.indexdef, ' ON ONLY ', ' ON '); END LOOP; "
+	     "END$$");
 	is_int(sql_ll("SELECT count(*) FROM pg_indexes WHERE tablename = "
 		      "'sandbox_operations'"),
 	       sql_ll("SELECT count(*) FROM ix") +
@@ -1058,6 +1066,34 @@ static char *plan_nodes(const char *plan)
 	return strbuf_detach(&sb, NULL);
 }
 
+/*
+ * Whether the plan reads a partition that holds rows sequentially.  A
+ * partition with no row (a day ahead, the default one) is read by a
+ * sequential scan of nothing, which costs nothing and is what the
+ * planner rightly picks for it.
+ */
+static bool seq_scan_of_rows(const char *plan)
+{
+	static const char node[] = "\"Node Type\": \"Seq Scan\"";
+	static const char rel[] = "\"Relation Name\": \"";
+
+	for (const char *p = plan; (p = strstr(p, node)); p += sizeof(node)) {
+		const char *next = strstr(p + 1, "\"Node Type\"");
+		const char *r = strstr(p, rel);
+		char q[256];
+
+		if (!r || (next && r > next))
+			return true; /* a scan of no relation named: say so */
+		r += strlen(rel);
+		snprintf(q, sizeof(q), "SELECT count(*) FROM (SELECT 1 FROM "
+				       "\"%.*s\" LIMIT 1) x",
+			 (int)strcspn(r, "\""), r);
+		if (sql_ll(q) > 0)
+			return true;
+	}
+	return false;
+}
+
 static void explain_one(const char *name, const struct auditq_filter *f)
 {
 	struct auditq_sql q;
@@ -1086,7 +1122,7 @@ static void explain_one(const char *name, const struct auditq_filter *f)
 		strbuf_addch(&s, ')');
 		r = sql(s.buf, 0, NULL);
 		nodes = plan_nodes(sym_PQgetvalue(r, 0, 0));
-		if (!ok(!strstr(sym_PQgetvalue(r, 0, 0), "Seq Scan"),
+		if (!ok(!seq_scan_of_rows(sym_PQgetvalue(r, 0, 0)),
 			"%s (%s plan): no sequential scan", name,
 			m ? "generic" : "custom"))
 			diag("%s", nodes);

@@ -642,19 +642,77 @@ out:
 
 int auditdb_migrate(struct auditdb *db, int *applied, struct sbx_error **err)
 {
+	return auditdb_migrate_to(db, 0, applied, err);
+}
+
+int auditdb_migrate_to(struct auditdb *db, int to, int *applied,
+		       struct sbx_error **err)
+{
 	int have, known;
 
 	*applied = 0;
+	if (to < 0 || to > auditdb_nmigrations)
+		return sbx_error_set(err, SBX_E_INVALID, 0,
+				     "no migration %d: this sbxcat knows 1 "
+				     "to %d",
+				     to, auditdb_nmigrations);
+	if (!to)
+		to = auditdb_nmigrations;
 	if (auditdb_schema_version(db, &have, &known, err) < 0)
 		return -1;
-	for (int i = have; i < auditdb_nmigrations; i++) {
+	for (int i = have; i < to; i++) {
 		const struct auditdb_migration *m = &auditdb_migrations[i];
 
 		if (m->online ? migrate_online(db, m, applied, err) < 0
 			      : migrate_one(db, m, applied, err) < 0)
 			return -1;
 	}
-	return auditdb_schema_version(db, &have, &known, err);
+	if (auditdb_schema_version(db, &have, &known, err) < 0)
+		return -1;
+	if (have >= known) {
+		int made;
+		return auditdb_make_days(db, AUDITDB_DAYS_AHEAD, &made, err);
+	}
+	return 0;
+}
+
+static int schema_check(struct auditdb *db, struct sbx_error **err);
+
+int auditdb_make_days(struct auditdb *db, int ahead, int *made,
+		      struct sbx_error **err)
+{
+	*made = 0;
+	if (schema_check(db, err) < 0 ||
+	    cmd(db, "SET lock_timeout = '2s'", err) < 0)
+		return -1;
+	for (int k = -1; k <= ahead; k++) {
+		char day[16];
+		const char *p[1] = {day};
+		PGresult *res;
+		const char *state;
+
+		snprintf(day, sizeof(day), "%d", k);
+		res = sym_PQexecParams(db->conn,
+				       "SELECT sbxcat_audit_day('"
+				       "sandbox_operations'::regclass, (now() "
+				       "AT TIME ZONE 'UTC')::date + $1::int)",
+				       1, NULL, p, NULL, NULL, 0);
+		if (sym_PQresultStatus(res) == PGRES_TUPLES_OK) {
+			*made += !strcmp(sym_PQgetvalue(res, 0, 0), "t");
+			sym_PQclear(res);
+			continue;
+		}
+		/* 55P03 lock_not_available: in use now, made next time. */
+		state = sym_PQresultErrorField(res, PG_DIAG_SQLSTATE);
+		if (state && !strcmp(state, "55P03")) {
+			sym_PQclear(res);
+			continue;
+		}
+		res_fail(res, err, "database: making the audit's day partitions");
+		sym_PQclear(sym_PQexec(db->conn, "RESET lock_timeout"));
+		return -1;
+	}
+	return cmd(db, "RESET lock_timeout", err);
 }
 
 int auditdb_migrate_status(struct auditdb *db, json_t **status,

@@ -90,6 +90,11 @@ struct auditdb_migration {
 extern const struct auditdb_migration auditdb_migrations[]; /* audit-schema.c */
 extern const int auditdb_nmigrations;
 int auditdb_migrate(struct auditdb *db, int *applied, struct sbx_error **err);
+/* The same, up to version to only (0: every one; an older schema kept to
+ * test a migration from it); a version this binary does not know is -1
+ * status 2. */
+int auditdb_migrate_to(struct auditdb *db, int to, int *applied,
+		       struct sbx_error **err);
 int auditdb_migrate_status(struct auditdb *db, json_t **status,
 			   struct sbx_error **err);
 /* Latest applied version (0: none), and the latest this binary knows. */
@@ -149,6 +154,20 @@ int auditdb_heads(struct auditdb *db, const char *session, const char *tenant,
 int auditdb_sweep(struct auditdb *db, long long cutoff_us, size_t batch,
 		  unsigned long long *deleted, unsigned long long *held,
 		  struct sbx_error **err);
+
+/*
+ * The day partitions of sandbox_operations (migration 7) from yesterday
+ * to ahead days after today (UTC days), those missing made, each in a
+ * transaction of its own that waits at most 2 s for its locks (a day
+ * that could not be made now is left to the next call: rows of a day
+ * with no partition go to the default one, never lost).  A day whose
+ * rows already sit in the default partition is not made.  *made the days
+ * made.  migrate calls it with AUDITDB_DAYS_AHEAD, the service at its
+ * start and on its sweep timer.
+ */
+#define AUDITDB_DAYS_AHEAD 7
+int auditdb_make_days(struct auditdb *db, int ahead, int *made,
+		      struct sbx_error **err);
 
 /* The libpq connection, for auditq.c (a PGconn *). */
 void *auditdb_conn(struct auditdb *db);

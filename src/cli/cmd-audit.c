@@ -37,6 +37,8 @@ struct audit_opts {
 	const char *since, *until; /* parsed once --local is known */
 	bool local;		   /* local time in and out, not UTC */
 	bool status;		  /* migrate */
+	unsigned long long to;	  /* migrate --to */
+	bool has_to;
 	unsigned long long limit; /* ls */
 	bool has_limit;
 	const char *format;	 /* export */
@@ -143,6 +145,7 @@ static int opt_after(const struct cmd_entry *cmd, const char *name,
 
 static const struct cmd_option migrate_options[] = {
     CMD_FLAG("status", 0, struct audit_opts, status, 0),
+    CMD_COUNT("to", struct audit_opts, to, has_to, 1000, 0),
     CMD_OPTIONS_END,
 };
 static const struct cmd_option ls_options[] = {
@@ -238,7 +241,8 @@ static int audit_migrate(struct sbx_ctx *ctx, void *opts, int nargs,
 			 char **args)
 {
 	const struct audit_opts *o = opts;
-	struct svc_audit_migrate_req req = {.status = o->status};
+	struct svc_audit_migrate_req req = {
+	    .status = o->status, .to = o->has_to ? (int)o->to : 0};
 	struct svc_audit_migrate_res res;
 	struct sbx_error *err = NULL;
 	json_t *m;

@@ -200,7 +200,7 @@ int svc_audit_migrate(const struct svc *s, const struct svc_call *call,
 		rc = auditdb_migrate_status(db, &res->doc, err);
 		goto out;
 	}
-	if (auditdb_migrate(db, &res->applied, err) < 0 ||
+	if (auditdb_migrate_to(db, req->to, &res->applied, err) < 0 ||
 	    auditdb_schema_version(db, &res->version, &known, err) < 0)
 		goto out;
 	res->doc = xjson_pack("{s:i, s:i}", "applied", res->applied,

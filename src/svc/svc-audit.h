@@ -77,6 +77,7 @@ int svc_audit_parse_format(const char *s, enum auditq_format *fmt,
  */
 struct svc_audit_migrate_req {
 	bool status;
+	int to; /* apply up to this version only; 0: every one */
 };
 struct svc_audit_migrate_res {
 	int applied, version;
