@@ -344,6 +344,9 @@ static const char migration_7[] =
     "  lo text := to_char(p_day, 'YYYY-MM-DD') || ' 00:00:00+00';\n"
     "  hi text := to_char(p_day + 1, 'YYYY-MM-DD') || ' 00:00:00+00';\n"
     "BEGIN\n"
+    /* Two hosts of a fleet making the same day: one at a time. */
+    "  PERFORM pg_advisory_xact_lock(hashtextextended(\n"
+    "    'sbxcat-audit-day:' || p_day, 0));\n"
     "  IF to_regclass(part) IS NOT NULL THEN RETURN false; END IF;\n"
     "  EXECUTE format('CREATE TABLE %I (LIKE %s INCLUDING DEFAULTS '\n"
     "    'INCLUDING CONSTRAINTS)', part, p_parent);\n"
