@@ -204,16 +204,22 @@ void svc_audit_stats_res_release(struct svc_audit_stats_res *res);
 /*
  * sweep: rows older than days (1 to SVC_AUDIT_DAYS_MAX; 0: the
  * configured OPERATION_RETENTION_DAYS, whose error is then this call's,
- * else SVC_AUDIT_RETENTION_DEFAULT) deleted in small batches, each
- * chain's prefix only (auditdb.h).
+ * else SVC_AUDIT_RETENTION_DEFAULT) deleted: whole days dropped, the rest
+ * in small batches, each chain's prefix only (auditdb.h's
+ * auditdb_sweep).
  */
 struct svc_audit_sweep_req {
 	unsigned long long days;
 };
 struct svc_audit_sweep_res {
 	unsigned long long deleted, held, days;
-	long long before_us; /* the cutoff */
-	json_t *doc;	     /* {"deleted", "held", "before", "days"} */
+	unsigned long long days_dropped; /* day partitions dropped whole */
+	unsigned long long days_split;	 /* ... gone row by row instead */
+	unsigned long long days_busy;	 /* ... left: a lock not had */
+	long long before_us;		 /* the cutoff */
+	/* {"deleted", "held", "before", "days", "days_dropped",
+	 * "days_split", "days_busy"} */
+	json_t *doc;
 };
 int svc_audit_sweep(const struct svc *s, const struct svc_call *call,
 		    const struct svc_audit_sweep_req *req,
