@@ -633,6 +633,39 @@ void svc_audit_sweep_res_release(struct svc_audit_sweep_res *res)
 	res->doc = NULL;
 }
 
+/* ---- the service's upkeep ---- */
+
+int svc_audit_upkeep(const struct svc *s, const struct svc_call *call,
+		     struct svc_audit_upkeep_res *res, struct sbx_error **err)
+{
+	struct svc_audit_sweep_req req = {.days = 0};
+	struct auditdb *db = NULL;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	if (!audit_config_db(&s->cfg.audit, NULL))
+		return 0;
+	res->ran = true;
+	/* Days first: a sweep that fails must not keep tomorrow's rows
+	 * from a partition of their own. */
+	if (open_schema(s, &db, err) < 0)
+		rc = -1;
+	else
+		rc = auditdb_make_days(db, AUDITDB_DAYS_AHEAD, &res->made, err);
+	close_db(s, db);
+	if (rc < 0 || (!s->cfg.retention_days && !s->cfg.retention_err))
+		return rc;
+	if (svc_audit_sweep(s, call, &req, &res->sweep, err) < 0)
+		return -1;
+	res->swept = true;
+	return 0;
+}
+
+void svc_audit_upkeep_res_release(struct svc_audit_upkeep_res *res)
+{
+	svc_audit_sweep_res_release(&res->sweep);
+}
+
 /* ---- verify, head ---- */
 
 int svc_audit_verify(const struct svc *s, const struct svc_call *call,

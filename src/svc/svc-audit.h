@@ -226,6 +226,25 @@ int svc_audit_sweep(const struct svc *s, const struct svc_call *call,
 		    struct svc_audit_sweep_res *res, struct sbx_error **err);
 void svc_audit_sweep_res_release(struct svc_audit_sweep_res *res);
 
+/*
+ * The service's upkeep of the audit's table (serve's reaper calls it at
+ * its start and then hourly): the day partitions made ahead
+ * (auditdb_make_days, AUDITDB_DAYS_AHEAD), then, when
+ * OPERATION_RETENTION_DAYS is set, the sweep (as svc_audit_sweep with
+ * days 0).  Nothing without a database (*ran false).  -1 with the first
+ * error (days made before it are kept); the caller logs it and carries
+ * on.
+ */
+struct svc_audit_upkeep_res {
+	bool ran;   /* a database is configured */
+	int made;   /* day partitions made */
+	bool swept; /* the sweep ran: sweep holds it */
+	struct svc_audit_sweep_res sweep;
+};
+int svc_audit_upkeep(const struct svc *s, const struct svc_call *call,
+		     struct svc_audit_upkeep_res *res, struct sbx_error **err);
+void svc_audit_upkeep_res_release(struct svc_audit_upkeep_res *res);
+
 /* The chains verify and head look at: one session's, the chains holding
  * rows of one tenant, or (both NULL) every one; not both. */
 struct svc_audit_chains_req {
