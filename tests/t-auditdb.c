@@ -869,9 +869,10 @@ static void test_sweep_replay(void)
 {
 	struct auditdb *db = open_db(newdb(), true);
 	long long now = now_us(), cutoff = now - 5 * DAY_US;
-	struct audit_row r[16], late;
+	struct audit_row r[24], late;
 	struct auditdb_swept sw;
 	size_t n = 0, ins, skip;
+	int rc;
 
 	make_days(db, 2, 10);
 	for (int j = 0; j < 3; j++) {
@@ -882,29 +883,43 @@ static void test_sweep_replay(void)
 		mkrow(&r[n++], "r1", now - 7 * DAY_US + j);
 	for (int j = 0; j < 2; j++)
 		mkrow(&r[n++], "r1", now + j);
+	/* r3: two rows 9 days old, two 8 days old, then its own late row
+	 * of 9 days ago, then one of now. */
+	for (int j = 0; j < 2; j++) {
+		mkrow(&r[n++], "r3", now - 9 * DAY_US + j);
+		mkrow(&r[n++], "r3", now - 8 * DAY_US + 10 + j);
+	}
 	insert(db, r, n, &ins, &skip);
+	mkrow(&r[0], "r3", now - 9 * DAY_US + 50);
+	mkrow(&r[1], "r3", now);
+	insert(db, r, 2, &ins, &skip);
 	/* Sent late by a spool: the newest seq of r1, 9 days old. */
 	mkrow(&late, "r1", now - 9 * DAY_US);
 	insert(db, &late, 1, &ins, &skip);
 	ok(verify(db, NULL, NULL, 0) == 0, "verify passes before");
 	ok(sweep(db, cutoff, &sw) == 0, "sweep");
-	is_int((long long)sw.days_split, 1,
-	       "the replayed row's day goes row by row");
-	is_int((long long)sw.days, 4,
-	       "the days around it are dropped (the empty ones too)");
-	is_int((long long)sw.deleted, 9, "the other old rows removed");
-	is_int((long long)sw.held, 1, "the replayed row held");
+	/* 9 days ago: late rows (r1's, r3's); 8 days ago: r3's rows of 9
+	 * days ago come first; 7 days ago: r1's rows of 8 days ago do. */
+	is_int((long long)sw.days_split, 3,
+	       "the late rows' day and the days their chains cross go row by "
+	       "row");
+	is_int((long long)sw.days, 2, "the empty days are dropped");
+	is_int((long long)sw.deleted, 14, "the other old rows removed");
+	is_int((long long)sw.held, 1, "r1's late row held");
 	is_str(old_rows(db, cutoff), "1",
 	       "only it is left older than the cutoff");
 	is_str(sql(db, "SELECT string_agg(session_key || ':' || nrows || ':' "
 		       "|| swept_rows, ',' ORDER BY session_key) FROM "
 		       "audit_chains"),
-	       "r1:3:6,r2:0:3", "each chain's counts");
+	       "r1:3:6,r2:0:3,r3:1:5", "each chain's counts");
 	ok(verify(db, NULL, NULL, 0) == 0,
 	   "verify passes after: nothing broken");
-	ok(sweep(db, cutoff, &sw) == 0 && sw.days_split == 1 &&
-	       sw.deleted == 0 && sw.held == 1 && sw.days == 0,
-	   "swept again: the same day split, the row held again");
+	rc = sweep(db, cutoff, &sw);
+	ok(rc == 0 && sw.days_split == 1 && sw.deleted == 0 && sw.held == 1 &&
+	       sw.days == 2,
+	   "swept again: the late row's day split, the row held again, the "
+	   "days emptied dropped (%llu, %llu)",
+	   sw.days_split, sw.days);
 	ok(verify(db, NULL, NULL, 0) == 0, "verify passes");
 	auditdb_close(db);
 }

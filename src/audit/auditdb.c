@@ -2020,23 +2020,26 @@ static int day_run(struct auditdb *db, const char *sql, int n,
 }
 
 /*
- * One day partition (part, holding [lo, hi)) dropped whole, in one
+ * One day partition (part, from lo) dropped whole, in one
  * transaction: its rows' chains lose the prefix the day holds, each
- * chain's swept_hash the hash of the day's last row of it.  *gone its
- * rows; *kept 0 dropped (or gone already), 1 kept because a chain has a
- * row outside the day before the day's last (a replayed row: the drop
- * would cut the chain in its middle; the row-wise sweep takes what it
- * can instead), 2 kept because a lock was not had within the timeout or
- * a deadlock chose this side (left to the next sweep), 3 gone already
- * (another sweep dropped it).
+ * chain's swept_hash the hash of the day's last row of it.  sweep_days
+ * found no row of a later day before the day's last in its chain, when
+ * the day's highest seq was premax: a row come into the day since (a
+ * seq above premax) could have changed that, and keeps the day.  *gone
+ * its rows; *kept 0 dropped, 1 kept because a chain has a row outside
+ * the day before the day's last (a replayed row: the drop would cut the
+ * chain in its middle; the row-wise sweep takes what it can instead), 2
+ * kept because a lock was not had within the timeout or a deadlock chose
+ * this side (left to the next sweep), 3 gone already (another sweep
+ * dropped it).
  */
 static int sweep_day(struct auditdb *db, const char *part, const char *lo,
-		     const char *hi, long long *gone, int *kept,
+		     const char *premax, long long *gone, int *kept,
 		     struct sbx_error **err)
 {
 	struct strbuf q = STRBUF_INIT, s = STRBUF_INIT, h = STRBUF_INIT,
 		      n = STRBUF_INIT;
-	const char *p[3] = {lo, hi, NULL};
+	const char *p[3] = {lo, NULL, NULL};
 	PGresult *res = NULL;
 	long long rows = 0;
 	int rc;
@@ -2059,29 +2062,30 @@ static int sweep_day(struct auditdb *db, const char *part, const char *lo,
 	strbuf_addf(&q, "LOCK TABLE \"%s\" IN SHARE ROW EXCLUSIVE MODE", part);
 	if (rc == 0)
 		rc = day_run(db, q.buf, 0, NULL, PGRES_COMMAND_OK, NULL, err);
-	/* Per chain: the day's rows, its last seq's hash, and whether a
-	 * row of it outside the day (the day's bounds prune the day
-	 * itself away) comes before that one. */
+	/* Per chain: the day's rows, its last seq and that row's hash, and
+	 * whether a row of it from an earlier day (one kept, the default
+	 * partition: the bound prunes the rest away) comes before it. */
 	strbuf_reset(&q);
 	strbuf_addf(&q,
 		    "SELECT a.s, a.n, x.hash, EXISTS (SELECT 1 FROM "
 		    "sandbox_operations o WHERE o.session_key = a.s AND "
-		    "o.seq < a.m AND (o.created_at < $1::timestamptz OR "
-		    "o.created_at >= $2::timestamptz)) FROM (SELECT "
-		    "session_key AS s, count(*) AS n, max(seq) AS m FROM "
-		    "\"%s\" GROUP BY session_key) a JOIN \"%s\" x ON "
-		    "x.session_key = a.s AND x.seq = a.m ORDER BY a.s "
+		    "o.seq < a.m AND o.created_at < $1::timestamptz), a.m "
+		    "FROM (SELECT session_key AS s, count(*) AS n, max(seq) "
+		    "AS m FROM \"%s\" GROUP BY session_key) a JOIN \"%s\" x "
+		    "ON x.session_key = a.s AND x.seq = a.m ORDER BY a.s "
 		    "COLLATE \"C\"",
 		    part, part);
 	if (rc == 0)
-		rc = day_run(db, q.buf, 2, p, PGRES_TUPLES_OK, &res, err);
+		rc = day_run(db, q.buf, 1, p, PGRES_TUPLES_OK, &res, err);
 	if (rc)
 		goto out;
 	array_start(&s);
 	array_start(&h);
 	array_start(&n);
 	for (int i = 0; i < sym_PQntuples(res); i++) {
-		if (!strcmp(sym_PQgetvalue(res, i, 3), "t"))
+		if (!strcmp(sym_PQgetvalue(res, i, 3), "t") ||
+		    strtoll(sym_PQgetvalue(res, i, 4), NULL, 10) >
+			strtoll(premax, NULL, 10))
 			*kept = 1;
 		array_add(&s, sym_PQgetvalue(res, i, 0));
 		array_add(&n, sym_PQgetvalue(res, i, 1));
@@ -2141,19 +2145,64 @@ done:
 }
 
 /*
+ * Which of the days before hi (the end of the last day to drop) a drop
+ * would cut a chain at by what comes after them: per day and chain the
+ * lowest and highest seq, and the lowest seq of the chain's rows after
+ * the day (a later day's, or from hi on): a row of a later day before the
+ * day's last is a replayed row.  One read of the days' rows and one probe
+ * of each chain's index per partition from hi on, for every day at once,
+ * where asking per day would probe every partition for every chain of
+ * every day.  Rows before a day are asked about by sweep_day itself (a
+ * day kept here keeps its rows there).  *res: (day, blocked, the day's
+ * highest seq), by day.
+ */
+static int days_blocked(struct auditdb *db, const char *hi, PGresult **res,
+			struct sbx_error **err)
+{
+	const char *p[1] = {hi};
+	int rc = cmd(db, "SET statement_timeout = 0", err);
+
+	if (rc == 0)
+		rc = run(
+		    db,
+		    "WITH a AS (SELECT (created_at AT TIME ZONE 'UTC')::date "
+		    "AS d, session_key AS s, min(seq) AS mn, max(seq) AS mx "
+		    "FROM sandbox_operations WHERE created_at < "
+		    "$1::timestamptz GROUP BY 1, 2), w AS (SELECT d, s, mx, "
+		    "min(mn) OVER (PARTITION BY s ORDER BY d DESC ROWS "
+		    "BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS later "
+		    "FROM a), n AS (SELECT x.s, (SELECT min(o.seq) FROM "
+		    "sandbox_operations o WHERE o.session_key = x.s AND "
+		    "o.created_at >= $1::timestamptz) AS nxt FROM (SELECT "
+		    "DISTINCT s FROM a) x) SELECT to_char(w.d, 'YYYYMMDD'), "
+		    "coalesce(bool_or(w.mx "
+		    "> least(w.later, n.nxt)), false), max(w.mx) FROM w JOIN "
+		    "n USING (s) GROUP BY w.d ORDER BY w.d",
+		    1, p, PGRES_TUPLES_OK, res, err);
+	if (rc == 0 && cmd(db, "SET statement_timeout = '30s'", err) < 0) {
+		sym_PQclear(*res);
+		rc = -1;
+	}
+	return rc;
+}
+
+/*
  * The day partitions wholly before the cutoff, oldest first, each
- * dropped in a transaction of its own (sweep_day).
+ * dropped in a transaction of its own (sweep_day) unless days_blocked
+ * says it would cut a chain.
  */
 static int sweep_days(struct auditdb *db, const char *cutoff,
 		      struct auditdb_swept *sw, struct sbx_error **err)
 {
 	const char *p[1] = {cutoff};
-	PGresult *res;
+	PGresult *res, *blk;
+	int nd, k = 0;
 
 	/* A day's bounds from its name, as sbxcat_audit_day makes it. */
 	if (run(db,
 		"SELECT c.relname, d::timestamp AT TIME ZONE 'UTC', (d + "
-		"1)::timestamp AT TIME ZONE 'UTC' FROM pg_inherits i JOIN "
+		"1)::timestamp AT TIME ZONE 'UTC', to_char(d, 'YYYYMMDD') "
+		"FROM pg_inherits i JOIN "
 		"pg_class c ON c.oid = i.inhrelid, LATERAL to_date(right("
 		"c.relname, 8), 'YYYYMMDD') AS d WHERE i.inhparent = "
 		"'sandbox_operations'::regclass AND c.relname ~ "
@@ -2162,14 +2211,35 @@ static int sweep_days(struct auditdb *db, const char *cutoff,
 		"interval '1 microsecond' ORDER BY d",
 		1, p, PGRES_TUPLES_OK, &res, err) < 0)
 		return -1;
-	for (int i = 0; i < sym_PQntuples(res); i++) {
-		long long gone;
-		int kept;
+	nd = sym_PQntuples(res);
+	if (!nd) {
+		sym_PQclear(res);
+		return 0;
+	}
+	if (days_blocked(db, sym_PQgetvalue(res, nd - 1, 2), &blk, err) < 0) {
+		sym_PQclear(res);
+		return -1;
+	}
+	for (int i = 0; i < nd; i++) {
+		const char *day = sym_PQgetvalue(res, i, 3), *premax = "0";
+		long long gone = 0;
+		int kept = 1;
 
-		if (sweep_day(db, sym_PQgetvalue(res, i, 0),
-			      sym_PQgetvalue(res, i, 1),
-			      sym_PQgetvalue(res, i, 2), &gone, &kept,
-			      err) < 0) {
+		/* Both by day: blk's days are those with rows. */
+		while (k < sym_PQntuples(blk) &&
+		       strcmp(sym_PQgetvalue(blk, k, 0), day) < 0)
+			k++;
+		if (k < sym_PQntuples(blk) &&
+		    !strcmp(sym_PQgetvalue(blk, k, 0), day)) {
+			if (!strcmp(sym_PQgetvalue(blk, k, 1), "t"))
+				premax = NULL;
+			else
+				premax = sym_PQgetvalue(blk, k, 2);
+		}
+		if (premax && sweep_day(db, sym_PQgetvalue(res, i, 0),
+					sym_PQgetvalue(res, i, 1), premax,
+					&gone, &kept, err) < 0) {
+			sym_PQclear(blk);
 			sym_PQclear(res);
 			return -1;
 		}
@@ -2178,6 +2248,7 @@ static int sweep_days(struct auditdb *db, const char *cutoff,
 		sw->days_split += kept == 1;
 		sw->days_busy += kept == 2;
 	}
+	sym_PQclear(blk);
 	sym_PQclear(res);
 	return 0;
 }
