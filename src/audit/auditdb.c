@@ -2152,9 +2152,10 @@ done:
  * day's last is a replayed row.  One read of the days' rows and one probe
  * of each chain's index per partition from hi on, for every day at once,
  * where asking per day would probe every partition for every chain of
- * every day.  Rows before a day are asked about by sweep_day itself (a
- * day kept here keeps its rows there).  *res: (day, blocked, the day's
- * highest seq), by day.
+ * every day (n MATERIALIZED: inlined, its probes would run once per day
+ * and chain, not per chain).  Rows before a day are asked about by
+ * sweep_day itself (a day kept here keeps its rows there).  *res: (day,
+ * blocked, the day's highest seq), by day.
  */
 static int days_blocked(struct auditdb *db, const char *hi, PGresult **res,
 			struct sbx_error **err)
@@ -2171,7 +2172,8 @@ static int days_blocked(struct auditdb *db, const char *hi, PGresult **res,
 		    "$1::timestamptz GROUP BY 1, 2), w AS (SELECT d, s, mx, "
 		    "min(mn) OVER (PARTITION BY s ORDER BY d DESC ROWS "
 		    "BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS later "
-		    "FROM a), n AS (SELECT x.s, (SELECT min(o.seq) FROM "
+		    "FROM a), n AS MATERIALIZED (SELECT x.s, (SELECT "
+		    "min(o.seq) FROM "
 		    "sandbox_operations o WHERE o.session_key = x.s AND "
 		    "o.created_at >= $1::timestamptz) AS nxt FROM (SELECT "
 		    "DISTINCT s FROM a) x) SELECT to_char(w.d, 'YYYYMMDD'), "
