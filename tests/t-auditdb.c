@@ -972,6 +972,65 @@ static void test_sweep_lock(void)
 	auditdb_close(db);
 }
 
+/*
+ * Random chains over twelve days with rows sent late (old created_at,
+ * new seq) among them, swept with a cutoff a day later each round, rows
+ * added between: after each sweep every chain verifies, nothing older
+ * than the cutoff is left but the rows held (the sweep's count is the
+ * table's), and the chains' counts are their rows.
+ */
+static void test_sweep_fuzz(void)
+{
+	struct auditdb *db = open_db(newdb(), true);
+	const char *chains[] = {"f1", "f2", "f3", "f4", "f5"};
+	long long now = now_us();
+	unsigned seed = (unsigned)getpid();
+	struct auditdb_swept sw;
+	struct audit_row r[40];
+	size_t ins, skip;
+	int bad = 0, rounds = 0;
+
+	make_days(db, 2, 12);
+	diag("sweep fuzz seed %u", seed);
+	srand(seed);
+	for (int round = 11; round >= 3; round--) {
+		long long cutoff = now - round * DAY_US;
+		char q[64], held[32];
+		size_t n = 0;
+
+		/* Rows of the days before the round's cutoff and after it, in
+		 * time order, then a few late ones. */
+		for (int k = 12; k >= 0; k--)
+			for (int j = rand() % 3; j > 0; j--, n++)
+				mkrow(&r[n], chains[rand() % 5],
+				      now - k * DAY_US + (long long)n);
+		for (int j = rand() % 3; j > 0; j--)
+			mkrow(&r[n++], chains[rand() % 5],
+			      now - (rand() % 12) * DAY_US - 7);
+		if (insert(db, r, n, &ins, &skip) < 0 || sweep(db, cutoff, &sw) < 0) {
+			bad++;
+			break;
+		}
+		snprintf(held, sizeof(held), "%llu", sw.held);
+		snprintf(q, sizeof(q), "%s", old_rows(db, cutoff));
+		if (verify(db, NULL, NULL, 0) != 0 || strcmp(q, held) ||
+		    strcmp(sql(db, "SELECT count(*) FROM audit_chains c WHERE "
+				   "c.nrows <> (SELECT count(*) FROM "
+				   "sandbox_operations o WHERE o.session_key "
+				   "= c.session_key)"),
+			   "0")) {
+			diag("round %d: old rows %s, held %s", round, q, held);
+			bad++;
+		}
+		rounds++;
+	}
+	ok(!bad && rounds == 9,
+	   "9 rounds of random rows and late rows swept: chains verify, "
+	   "only held rows are old, counts right (%d bad)",
+	   bad);
+	auditdb_close(db);
+}
+
 /* An empty database: nothing to drop, nothing deleted. */
 static void test_sweep_empty(void)
 {
@@ -1131,6 +1190,7 @@ int main(int argc, char **argv)
 	test_sweep_replay();
 	test_sweep_lock();
 	test_sweep_empty();
+	test_sweep_fuzz();
 	test_concurrent();
 	test_speed();
 	return done_testing();
