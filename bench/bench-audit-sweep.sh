@@ -36,6 +36,7 @@ export SBXCAT_AUDIT
 T=$(mktemp -d)
 DBP=bench_sweep_$$_
 DBS=""
+# shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() {
 	for d in $DBS; do pgbed_dropdb "$DBP$d" 2>/dev/null; done
 	rm -rf "$T"
