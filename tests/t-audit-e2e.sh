@@ -325,6 +325,14 @@ sbx audit ls --since 2x
 is "$rc" 2 "audit ls --since 2x: usage error"
 sbx audit sweep --days 1
 like "$rc:$(out)" "0:deleted 0 rows" "audit sweep --days 1: nothing is a day old yet"
+# A day partition three days old (empty): dropped whole, and said so.
+q "SELECT sbxcat_audit_day('sandbox_operations', (now() AT TIME ZONE 'UTC')::date - 3)" >/dev/null
+day=sandbox_operations_$(q "SELECT to_char((now() AT TIME ZONE 'UTC')::date - 3, 'YYYYMMDD')")
+sbx audit sweep --days 1 --json
+is "$rc:$(jq -c '[.deleted, .days_dropped, .days_split, .days_busy, .held]' "$T/out"):$(q "SELECT to_regclass('$day') IS NULL")" \
+	"0:[0,1,0,0,0]:t" "audit sweep --json: the old empty day dropped whole (days_dropped 1), its table gone"
+sbx audit sweep --days 1
+like "$rc:$(out)" "0:deleted 0 rows (0 days dropped whole) older than" "audit sweep: the rows and the days dropped whole"
 # Tampering, seen by verify through the command line, naming the row.
 seq=$(q "SELECT seq FROM sandbox_operations WHERE session_key = '$K' AND op = 'read' ORDER BY seq LIMIT 1")
 q "UPDATE sandbox_operations SET target = 'innocent.txt' WHERE seq = $seq" >/dev/null

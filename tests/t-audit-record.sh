@@ -27,7 +27,18 @@ TOKEN=svc-$(sb_rand)
 PORT=$(sb_free_port)
 SANDBOXD_TOKEN=$TOKEN
 export SANDBOXD_TOKEN
+# The day a week ahead, made by migrate, dropped: the service makes it
+# again at its start (its reaper's upkeep of the audit's days).
+AHEAD=sandbox_operations_$(q "SELECT to_char((now() AT TIME ZONE 'UTC')::date + 7, 'YYYYMMDD')")
+q "DROP TABLE $AHEAD" >/dev/null
 sb_serve_start || { sed 's/^/# /' "$T/log"; bail_out "sbxcat serve did not start"; }
+i=0
+while [ "$(q "SELECT to_regclass('$AHEAD') IS NOT NULL")" != t ] && [ $i -lt 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+is "$(q "SELECT count(*) FROM pg_inherits WHERE inhrelid = to_regclass('$AHEAD')")" 1 \
+	"sbxcat serve makes the audit's day a week ahead at its start ($AHEAD)"
 
 # -- A wire session: the platform's id, its ops through the wire.
 WID=xc-rc1

@@ -644,7 +644,7 @@ static void test_sweep(void)
 	struct sbx_error *err = NULL;
 	long long now = now_us(), old = now - 100LL * 86400 * 1000000;
 	struct audit_row a[30], b[3], c[2];
-	unsigned long long del = 0, held = 0;
+	struct auditdb_swept sw;
 	size_t ins, skip;
 
 	for (int i = 0; i < 30; i++)
@@ -658,12 +658,12 @@ static void test_sweep(void)
 	insert(db, a, 30, &ins, &skip);
 	insert(db, b, 3, &ins, &skip);
 	insert(db, c, 2, &ins, &skip);
-	int rc = auditdb_sweep(db, now - 30LL * 86400 * 1000000, 10, &del,
-			       &held, &err);
+	int rc = auditdb_sweep(db, now - 30LL * 86400 * 1000000, 10, &sw, &err);
 	ok(rc == 0, "sweep: %s", err ? err->msg : "ok");
 	sbx_error_free(&err);
-	is_int((long long)del, 26, "exactly the old prefix rows removed");
-	is_int((long long)held, 1, "the old row behind a newer one held");
+	is_int((long long)sw.deleted, 26,
+	       "exactly the old prefix rows removed");
+	is_int((long long)sw.held, 1, "the old row behind a newer one held");
 	is_str(sql(db, "SHOW statement_timeout"), "30s",
 	       "after the sweep the session's statement timeout is 30 s again");
 	is_str(sql(db, "SELECT concat_ws('|', (SELECT count(*) FROM "
@@ -676,13 +676,375 @@ static void test_sweep(void)
 	mkrow(&more, "sa", now + 100);
 	insert(db, &more, 1, &ins, &skip);
 	ok(verify(db, NULL, NULL, 0) == 0, "and after a row more");
-	ok(auditdb_sweep(db, now + 1000000000LL, 4, &del, &held, &err) == 0 &&
-		   del == 10 && held == 0,
-	   "sweeping everything (%llu, %llu)", del, held);
+	ok(auditdb_sweep(db, now + 1000000000LL, 4, &sw, &err) == 0 &&
+	       sw.deleted == 10 && sw.held == 0,
+	   "sweeping everything (%llu, %llu)", sw.deleted, sw.held);
 	ok(verify(db, NULL, NULL, 0) == 0, "verify passes on emptied chains");
 	sql(db, "UPDATE audit_chains SET swept_hash = decode(repeat('22', 32), 'hex') "
 		"WHERE session_key = 'sa'");
 	ok(verify(db, NULL, NULL, 0) == 1, "an emptied chain's head is checked");
+	auditdb_close(db);
+}
+
+/* Day partitions for the UTC days from..to days before today (migrate
+ * makes yesterday's to a week ahead). */
+static void make_days(struct auditdb *db, int from, int to)
+{
+	char q[256];
+
+	snprintf(q, sizeof(q),
+		 "SELECT count(*) FROM generate_series(%d, %d) k, LATERAL "
+		 "sbxcat_audit_day('sandbox_operations', (now() AT TIME ZONE "
+		 "'UTC')::date - k)",
+		 from, to);
+	sql(db, q);
+}
+
+#define TS "('epoch'::timestamptz + %lld * interval '1 microsecond')"
+#define DAY_US (86400LL * 1000000)
+
+/* The day partitions whose days end by the cutoff. */
+static const char *days_before(struct auditdb *db, long long cutoff)
+{
+	char q[512];
+
+	snprintf(q, sizeof(q),
+		 "SELECT count(*) FROM pg_inherits i JOIN pg_class c ON "
+		 "c.oid = i.inhrelid WHERE i.inhparent = "
+		 "'sandbox_operations'::regclass AND c.relname ~ "
+		 "'^sandbox_operations_[0-9]{8}$' AND (to_date(right("
+		 "c.relname, 8), 'YYYYMMDD') + 1)::timestamp AT TIME ZONE "
+		 "'UTC' <= " TS,
+		 cutoff);
+	return sql(db, q);
+}
+
+/* The rows older than the cutoff. */
+static const char *old_rows(struct auditdb *db, long long cutoff)
+{
+	char q[256];
+
+	snprintf(q, sizeof(q),
+		 "SELECT count(*) FROM sandbox_operations WHERE created_at "
+		 "< " TS,
+		 cutoff);
+	return sql(db, q);
+}
+
+static int sweep(struct auditdb *db, long long cutoff, struct auditdb_swept *sw)
+{
+	struct sbx_error *err = NULL;
+	int rc = auditdb_sweep(db, cutoff, 1000, sw, &err);
+
+	if (rc < 0) {
+		diag("sweep: %s", err->msg);
+		sbx_error_free(&err);
+	}
+	return rc;
+}
+
+/*
+ * Rows over eleven days in chains that cross days, a cutoff 5 days ago:
+ * the five oldest days dropped whole, the cutoff's own day and the
+ * default partition's old rows row by row, the chains' counts and
+ * anchors right, verify before and after.
+ */
+static void test_sweep_days(void)
+{
+	struct auditdb *db = open_db(newdb(), true);
+	long long now = now_us(), cutoff = now - 5 * DAY_US;
+	struct audit_row r[200];
+	struct auditdb_swept sw;
+	char names[512] = "", q[1024];
+	size_t n = 0, ins, skip;
+	long long old = 0;
+	int rc;
+
+	make_days(db, 2, 10);
+	/* Oldest first, so seq follows time.  x5's first rows are 20 days
+	 * old: no day of theirs, the default partition holds them. */
+	for (int j = 0; j < 3; j++)
+		mkrow(&r[n++], "x5", now - 20 * DAY_US + j);
+	for (int k = 10; k >= 0; k--)
+		for (int j = 0; j < 4; j++) {
+			long long t = now - k * DAY_US - (4 - j) * 1000;
+
+			mkrow(&r[n++], "x1", t);
+			if (k <= 8 && k >= 3)
+				mkrow(&r[n++], "x2", t + 1);
+			if (k >= 7)
+				mkrow(&r[n++], "x3", t + 2);
+			if (k == 0 || k == 9)
+				mkrow(&r[n++], "x5", t + 3);
+		}
+	for (int j = 0; j < 3; j++)
+		mkrow(&r[n++], "x4", now + j);
+	for (size_t i = 0; i < n; i++)
+		old += r[i].created_us < cutoff;
+	ok(insert(db, r, n, &ins, &skip) == 0 && ins == n, "%zu rows in", n);
+	ok(verify(db, NULL, NULL, 0) == 0, "verify passes before");
+	is_str(days_before(db, cutoff), "5",
+	       "five day partitions end by the cutoff");
+	is_str(sql(db, "SELECT count(*) FROM sandbox_operations_default"), "3",
+	       "x5's oldest rows sit in the default partition");
+	snprintf(
+	    q, sizeof(q),
+	    "SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM "
+	    "pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE "
+	    "i.inhparent = 'sandbox_operations'::regclass AND c.relname "
+	    "~ '^sandbox_operations_[0-9]{8}$' AND (to_date(right("
+	    "c.relname, 8), 'YYYYMMDD') + 1)::timestamp AT TIME ZONE 'UTC' "
+	    "<= " TS,
+	    cutoff);
+	snprintf(names, sizeof(names), "%s", sql(db, q));
+
+	ok(sweep(db, cutoff, &sw) == 0, "sweep");
+	is_int((long long)sw.days, 5, "five days dropped whole");
+	is_int((long long)(sw.days_split + sw.days_busy), 0,
+	       "none split, none busy");
+	is_int((long long)sw.deleted, old,
+	       "every row older than the cutoff counted");
+	is_int((long long)sw.held, 0, "none held");
+	is_str(days_before(db, cutoff), "0",
+	       "no day partition ending by the cutoff is left (pg_inherits)");
+	{
+		char *save = xstrdup(names), *tok, *sp = NULL;
+		int gone = 0, all = 0;
+
+		for (tok = strtok_r(save, ",", &sp); tok;
+		     tok = strtok_r(NULL, ",", &sp)) {
+			char t[160];
+
+			snprintf(t, sizeof(t),
+				 "SELECT to_regclass('%s') IS NULL", tok);
+			all++;
+			gone += !strcmp(sql(db, t), "t");
+		}
+		ok(all == 5 && gone == 5,
+		   "their tables are gone (%d of %d: %s)", gone, all, names);
+		free(save);
+	}
+	is_str(old_rows(db, cutoff), "0",
+	       "no row older than the cutoff is left");
+	snprintf(q, sizeof(q), "%zu", n - (size_t)old);
+	is_str(sql(db, "SELECT count(*) FROM sandbox_operations"), q,
+	       "every row from the cutoff on is kept");
+	is_str(sql(db, "SELECT count(*) FROM sandbox_operations_default"), "0",
+	       "the default partition's old rows swept row by row");
+	is_str(sql(db, "SELECT count(*) FROM audit_chains c WHERE c.nrows <> "
+		       "(SELECT count(*) FROM sandbox_operations o WHERE "
+		       "o.session_key = c.session_key)"),
+	       "0", "each chain's nrows is its rows left");
+	snprintf(q, sizeof(q), "%lld", old);
+	is_str(sql(db, "SELECT sum(swept_rows) FROM audit_chains"), q,
+	       "the chains' swept_rows add up to the rows removed");
+	is_str(sql(db, "SELECT string_agg(session_key || ':' || nrows || ':' "
+		       "|| swept_rows, ',' ORDER BY session_key) FROM "
+		       "audit_chains"),
+	       "x1:20:24,x2:8:16,x3:0:16,x4:3:0,x5:4:7", "each chain's counts");
+	ok(verify(db, NULL, NULL, 0) == 0, "verify passes after");
+	{
+		struct audit_row m[3];
+
+		mkrow(&m[0], "x1", now_us());
+		mkrow(&m[1], "x3", now_us());
+		mkrow(&m[2], "x2", now_us());
+		insert(db, m, 3, &ins, &skip);
+	}
+	ok(verify(db, NULL, NULL, 0) == 0, "and after more rows");
+	rc = sweep(db, cutoff, &sw);
+	ok(rc == 0 && sw.deleted == 0 && sw.days == 0 && sw.held == 0,
+	   "a second sweep finds nothing (%llu rows, %llu days)", sw.deleted,
+	   sw.days);
+	ok(verify(db, NULL, NULL, 0) == 0, "verify passes after it");
+	auditdb_close(db);
+}
+
+/*
+ * A replayed row (its created_at days old, its seq the chain's newest)
+ * in an old day: that day is not dropped (it would cut the chain in its
+ * middle) but goes row by row, the row held; the days around it drop.
+ */
+static void test_sweep_replay(void)
+{
+	struct auditdb *db = open_db(newdb(), true);
+	long long now = now_us(), cutoff = now - 5 * DAY_US;
+	struct audit_row r[24], late;
+	struct auditdb_swept sw;
+	size_t n = 0, ins, skip;
+	int rc;
+
+	make_days(db, 2, 10);
+	for (int j = 0; j < 3; j++) {
+		mkrow(&r[n++], "r1", now - 8 * DAY_US + j);
+		mkrow(&r[n++], "r2", now - 8 * DAY_US + j);
+	}
+	for (int j = 0; j < 3; j++)
+		mkrow(&r[n++], "r1", now - 7 * DAY_US + j);
+	for (int j = 0; j < 2; j++)
+		mkrow(&r[n++], "r1", now + j);
+	/* r3: two rows 9 days old, two 8 days old, then its own late row
+	 * of 9 days ago, then one of now. */
+	for (int j = 0; j < 2; j++) {
+		mkrow(&r[n++], "r3", now - 9 * DAY_US + j);
+		mkrow(&r[n++], "r3", now - 8 * DAY_US + 10 + j);
+	}
+	insert(db, r, n, &ins, &skip);
+	mkrow(&r[0], "r3", now - 9 * DAY_US + 50);
+	mkrow(&r[1], "r3", now);
+	insert(db, r, 2, &ins, &skip);
+	/* Sent late by a spool: the newest seq of r1, 9 days old. */
+	mkrow(&late, "r1", now - 9 * DAY_US);
+	insert(db, &late, 1, &ins, &skip);
+	ok(verify(db, NULL, NULL, 0) == 0, "verify passes before");
+	ok(sweep(db, cutoff, &sw) == 0, "sweep");
+	/* 9 days ago: late rows (r1's, r3's); 8 days ago: r3's rows of 9
+	 * days ago come first; 7 days ago: r1's rows of 8 days ago do. */
+	is_int((long long)sw.days_split, 3,
+	       "the late rows' day and the days their chains cross go row by "
+	       "row");
+	is_int((long long)sw.days, 2, "the empty days are dropped");
+	is_int((long long)sw.deleted, 14, "the other old rows removed");
+	is_int((long long)sw.held, 1, "r1's late row held");
+	is_str(old_rows(db, cutoff), "1",
+	       "only it is left older than the cutoff");
+	is_str(sql(db, "SELECT string_agg(session_key || ':' || nrows || ':' "
+		       "|| swept_rows, ',' ORDER BY session_key) FROM "
+		       "audit_chains"),
+	       "r1:3:6,r2:0:3,r3:1:5", "each chain's counts");
+	ok(verify(db, NULL, NULL, 0) == 0,
+	   "verify passes after: nothing broken");
+	rc = sweep(db, cutoff, &sw);
+	ok(rc == 0 && sw.days_split == 1 && sw.deleted == 0 && sw.held == 1 &&
+	       sw.days == 2,
+	   "swept again: the late row's day split, the row held again, the "
+	   "days emptied dropped (%llu, %llu)",
+	   sw.days_split, sw.days);
+	ok(verify(db, NULL, NULL, 0) == 0, "verify passes");
+	auditdb_close(db);
+}
+
+/*
+ * Another connection reading the table (its lock held in an open
+ * transaction): the day is left to the next sweep within the lock
+ * timeout, its rows go row by row; the next sweep drops the day.
+ */
+static void test_sweep_lock(void)
+{
+	const char *url = newdb();
+	struct auditdb *db = open_db(url, true), *other = open_db(url, false);
+	long long now = now_us(), cutoff = now - 2 * DAY_US, t0;
+	struct audit_row r[6];
+	struct auditdb_swept sw;
+	size_t ins, skip;
+	int rc;
+
+	make_days(db, 3, 3);
+	for (int j = 0; j < 4; j++)
+		mkrow(&r[j], "l1", now - 3 * DAY_US + j);
+	for (int j = 4; j < 6; j++)
+		mkrow(&r[j], "l1", now + j);
+	insert(db, r, 6, &ins, &skip);
+	sql(other, "BEGIN");
+	is_str(sql(other, "SELECT count(*) FROM sandbox_operations"), "6",
+	       "another connection reads the table in an open transaction");
+	t0 = now_us();
+	ok(sweep(db, cutoff, &sw) == 0, "sweep");
+	t0 = now_us() - t0;
+	ok(t0 < 12LL * 1000000, "it returned in %lld ms (lock timeout 5 s)",
+	   t0 / 1000);
+	ok(sw.days_busy == 1 && sw.days == 0,
+	   "the day is left to the next sweep (busy %llu, dropped %llu)",
+	   sw.days_busy, sw.days);
+	is_int((long long)sw.deleted, 4, "its rows went row by row");
+	sql(other, "COMMIT");
+	ok(verify(db, NULL, NULL, 0) == 0, "verify passes");
+	rc = sweep(db, cutoff, &sw);
+	ok(rc == 0 && sw.days == 1 && sw.deleted == 0,
+	   "the lock gone, the next sweep drops the (empty) day (%llu)",
+	   sw.days);
+	is_str(sql(db, "SELECT string_agg(session_key || ':' || nrows || ':' "
+		       "|| swept_rows, ',' ORDER BY session_key) FROM "
+		       "audit_chains"),
+	       "l1:2:4", "the chain's counts");
+	ok(verify(db, NULL, NULL, 0) == 0, "verify passes");
+	auditdb_close(other);
+	auditdb_close(db);
+}
+
+/*
+ * Random chains over twelve days with rows sent late (old created_at,
+ * new seq) among them, swept with a cutoff a day later each round, rows
+ * added between: after each sweep every chain verifies, nothing older
+ * than the cutoff is left but the rows held (the sweep's count is the
+ * table's), and the chains' counts are their rows.
+ */
+static void test_sweep_fuzz(void)
+{
+	struct auditdb *db = open_db(newdb(), true);
+	const char *chains[] = {"f1", "f2", "f3", "f4", "f5"};
+	long long now = now_us();
+	unsigned seed = (unsigned)getpid();
+	struct auditdb_swept sw;
+	struct audit_row r[40];
+	size_t ins, skip;
+	int bad = 0, rounds = 0;
+
+	make_days(db, 2, 12);
+	diag("sweep fuzz seed %u", seed);
+	srand(seed);
+	for (int round = 11; round >= 3; round--) {
+		long long cutoff = now - round * DAY_US;
+		char q[64], held[32];
+		size_t n = 0;
+
+		/* Rows of the days before the round's cutoff and after it, in
+		 * time order, then a few late ones. */
+		for (int k = 12; k >= 0; k--)
+			for (int j = rand() % 3; j > 0; j--, n++)
+				mkrow(&r[n], chains[rand() % 5],
+				      now - k * DAY_US + (long long)n);
+		for (int j = rand() % 3; j > 0; j--)
+			mkrow(&r[n++], chains[rand() % 5],
+			      now - (rand() % 12) * DAY_US - 7);
+		if (insert(db, r, n, &ins, &skip) < 0 || sweep(db, cutoff, &sw) < 0) {
+			bad++;
+			break;
+		}
+		snprintf(held, sizeof(held), "%llu", sw.held);
+		snprintf(q, sizeof(q), "%s", old_rows(db, cutoff));
+		if (verify(db, NULL, NULL, 0) != 0 || strcmp(q, held) ||
+		    strcmp(sql(db, "SELECT count(*) FROM audit_chains c WHERE "
+				   "c.nrows <> (SELECT count(*) FROM "
+				   "sandbox_operations o WHERE o.session_key "
+				   "= c.session_key)"),
+			   "0")) {
+			diag("round %d: old rows %s, held %s", round, q, held);
+			bad++;
+		}
+		rounds++;
+	}
+	ok(!bad && rounds == 9,
+	   "9 rounds of random rows and late rows swept: chains verify, "
+	   "only held rows are old, counts right (%d bad)",
+	   bad);
+	auditdb_close(db);
+}
+
+/* An empty database: nothing to drop, nothing deleted. */
+static void test_sweep_empty(void)
+{
+	struct auditdb *db = open_db(newdb(), true);
+	struct auditdb_swept sw;
+
+	ok(sweep(db, now_us() - 5 * DAY_US, &sw) == 0 && sw.deleted == 0 &&
+	       sw.days == 0 && sw.held == 0,
+	   "an empty database: nothing");
+	/* today's start: yesterday's day ends there */
+	ok(sweep(db, now_us() / DAY_US * DAY_US, &sw) == 0 && sw.days == 1 &&
+	       sw.deleted == 0,
+	   "a cutoff at today's start: yesterday's empty day dropped");
+	ok(verify(db, NULL, NULL, 0) == 0, "verify passes");
 	auditdb_close(db);
 }
 
@@ -824,6 +1186,11 @@ int main(int argc, char **argv)
 	test_schema3();
 	test_agent_delete();
 	test_sweep();
+	test_sweep_days();
+	test_sweep_replay();
+	test_sweep_lock();
+	test_sweep_empty();
+	test_sweep_fuzz();
 	test_concurrent();
 	test_speed();
 	return done_testing();

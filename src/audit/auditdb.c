@@ -1987,29 +1987,301 @@ fail:
 	return -1;
 }
 
-int auditdb_sweep(struct auditdb *db, long long cutoff_us, size_t batch,
-		  unsigned long long *deleted, unsigned long long *held,
-		  struct sbx_error **err)
+/*
+ * Run sql with text params in a day's drop: 0 done (res kept in *out when
+ * out), 1 the table is gone (42P01: another sweep dropped it), 2 a lock
+ * not had within lock_timeout (55P03) or a deadlock that chose this side
+ * (40P01), -1 another error.
+ */
+static int day_run(struct auditdb *db, const char *sql, int n,
+		   const char *const *params, ExecStatusType want,
+		   PGresult **out, struct sbx_error **err)
 {
-	char cutoff[24], nb[24];
-	const char *p[1] = {cutoff};
-	PGresult *res;
+	PGresult *res =
+	    sym_PQexecParams(db->conn, sql, n, NULL, params, NULL, NULL, 0);
+	const char *state;
 
-	*deleted = *held = 0;
-	if (schema_check(db, err) < 0)
+	if (!res)
+		return pq_fail(db, err, "database");
+	if (sym_PQresultStatus(res) == want) {
+		if (out)
+			*out = res;
+		else
+			sym_PQclear(res);
+		return 0;
+	}
+	state = sym_PQresultErrorField(res, PG_DIAG_SQLSTATE);
+	if (state && (!strcmp(state, "42P01") || !strcmp(state, "55P03") ||
+		      !strcmp(state, "40P01"))) {
+		sym_PQclear(res);
+		return strcmp(state, "42P01") ? 2 : 1;
+	}
+	return res_fail(res, err, "database: dropping a day of the audit");
+}
+
+/*
+ * One day partition (part, from lo) dropped whole, in one
+ * transaction: its rows' chains lose the prefix the day holds, each
+ * chain's swept_hash the hash of the day's last row of it.  sweep_days
+ * found no row of a later day before the day's last in its chain, when
+ * the day's highest seq was premax: a row come into the day since (a
+ * seq above premax) could have changed that, and keeps the day.  *gone
+ * its rows; *kept 0 dropped, 1 kept because a chain has a row outside
+ * the day before the day's last (a replayed row: the drop would cut the
+ * chain in its middle; the row-wise sweep takes what it can instead), 2
+ * kept because a lock was not had within the timeout or a deadlock chose
+ * this side (left to the next sweep), 3 gone already (another sweep
+ * dropped it).
+ */
+static int sweep_day(struct auditdb *db, const char *part, const char *lo,
+		     const char *premax, long long *gone, int *kept,
+		     struct sbx_error **err)
+{
+	struct strbuf q = STRBUF_INIT, s = STRBUF_INIT, h = STRBUF_INIT,
+		      n = STRBUF_INIT;
+	const char *p[3] = {lo, NULL, NULL};
+	PGresult *res = NULL;
+	long long rows = 0;
+	int rc;
+
+	*gone = 0;
+	*kept = 0;
+	if (cmd(db, "BEGIN", err) < 0)
 		return -1;
-	if (!batch)
-		batch = 1;
-	snprintf(cutoff, sizeof(cutoff), "%lld", cutoff_us);
-	snprintf(nb, sizeof(nb), "%zu", batch);
+	/* lock_timeout bounds each lock below: the day's (its writers
+	 * wait, readers do not), the chains', the parent's for the detach
+	 * (every reader queues behind it, at most that long). */
+	rc = day_run(db, "SET LOCAL lock_timeout = '5s'", 0, NULL,
+		     PGRES_COMMAND_OK, NULL, err);
+	if (rc == 0)
+		rc = day_run(db, "SET LOCAL statement_timeout = 0", 0, NULL,
+			     PGRES_COMMAND_OK, NULL, err);
+	/* SHARE ROW EXCLUSIVE: no row comes into the day or leaves it (an
+	 * insert, a row-wise sweep, an agent's SET NULL) until the commit,
+	 * and two sweeps of it take turns. */
+	strbuf_addf(&q, "LOCK TABLE \"%s\" IN SHARE ROW EXCLUSIVE MODE", part);
+	if (rc == 0)
+		rc = day_run(db, q.buf, 0, NULL, PGRES_COMMAND_OK, NULL, err);
+	/* Per chain: the day's rows, its last seq and that row's hash, and
+	 * whether a row of it from an earlier day (one kept, the default
+	 * partition: the bound prunes the rest away) comes before it. */
+	strbuf_reset(&q);
+	strbuf_addf(&q,
+		    "SELECT a.s, a.n, x.hash, EXISTS (SELECT 1 FROM "
+		    "sandbox_operations o WHERE o.session_key = a.s AND "
+		    "o.seq < a.m AND o.created_at < $1::timestamptz), a.m "
+		    "FROM (SELECT session_key AS s, count(*) AS n, max(seq) "
+		    "AS m FROM \"%s\" GROUP BY session_key) a JOIN \"%s\" x "
+		    "ON x.session_key = a.s AND x.seq = a.m ORDER BY a.s "
+		    "COLLATE \"C\"",
+		    part, part);
+	if (rc == 0)
+		rc = day_run(db, q.buf, 1, p, PGRES_TUPLES_OK, &res, err);
+	if (rc)
+		goto out;
+	array_start(&s);
+	array_start(&h);
+	array_start(&n);
+	for (int i = 0; i < sym_PQntuples(res); i++) {
+		if (!strcmp(sym_PQgetvalue(res, i, 3), "t") ||
+		    strtoll(sym_PQgetvalue(res, i, 4), NULL, 10) >
+			strtoll(premax, NULL, 10))
+			*kept = 1;
+		array_add(&s, sym_PQgetvalue(res, i, 0));
+		array_add(&n, sym_PQgetvalue(res, i, 1));
+		array_add(&h, sym_PQgetvalue(res, i, 2));
+		rows += strtoll(sym_PQgetvalue(res, i, 1), NULL, 10);
+	}
+	array_end(&s);
+	array_end(&h);
+	array_end(&n);
+	sym_PQclear(res);
+	if (*kept)
+		goto out;
+	p[0] = s.buf;
+	p[1] = h.buf;
+	p[2] = n.buf;
+	/* The chains locked in the order writers lock them (insert_tx's
+	 * sbxcat_lock), then moved past the day in one statement. */
+	if (rows)
+		rc = day_run(db,
+			     "SELECT 1 FROM audit_chains WHERE session_key = "
+			     "ANY($1::text[]) ORDER BY session_key COLLATE "
+			     "\"C\" FOR UPDATE",
+			     1, p, PGRES_TUPLES_OK, NULL, err);
+	if (rows && rc == 0)
+		rc = day_run(db,
+			     "UPDATE audit_chains c SET swept_hash = v.h, "
+			     "swept_rows = c.swept_rows + v.n, nrows = "
+			     "c.nrows - v.n, swept_at = now() FROM unnest("
+			     "$1::text[], $2::bytea[], $3::bigint[]) AS v(s, "
+			     "h, n) WHERE c.session_key = v.s",
+			     3, p, PGRES_COMMAND_OK, NULL, err);
+	strbuf_reset(&q);
+	strbuf_addf(
+	    &q, "ALTER TABLE sandbox_operations DETACH PARTITION \"%s\"", part);
+	if (rc == 0)
+		rc = day_run(db, q.buf, 0, NULL, PGRES_COMMAND_OK, NULL, err);
+	strbuf_reset(&q);
+	strbuf_addf(&q, "DROP TABLE \"%s\"", part);
+	if (rc == 0)
+		rc = day_run(db, q.buf, 0, NULL, PGRES_COMMAND_OK, NULL, err);
+	if (rc == 0) {
+		rc = cmd(db, "COMMIT", err);
+		if (rc == 0)
+			*gone = rows;
+		goto done;
+	}
+out:
+	rollback(db);
+	if (rc == 1 || rc == 2)
+		*kept = rc == 1 ? 3 : 2;
+done:
+	strbuf_release(&q);
+	strbuf_release(&s);
+	strbuf_release(&h);
+	strbuf_release(&n);
+	return rc < 0 ? -1 : 0;
+}
+
+/*
+ * Which of the days before hi (the end of the last day to drop) a drop
+ * would cut a chain at by what comes after them: per day and chain the
+ * lowest and highest seq, and the lowest seq of the chain's rows after
+ * the day (a later day's, or from hi on): a row of a later day before the
+ * day's last is a replayed row.  One read of the days' rows and one probe
+ * of each chain's index per partition from hi on, for every day at once,
+ * where asking per day would probe every partition for every chain of
+ * every day (n MATERIALIZED: inlined, its probes would run once per day
+ * and chain, not per chain).  Rows before a day are asked about by
+ * sweep_day itself (a day kept here keeps its rows there).  *res: (day,
+ * blocked, the day's highest seq), by day.
+ */
+static int days_blocked(struct auditdb *db, const char *hi, PGresult **res,
+			struct sbx_error **err)
+{
+	const char *p[1] = {hi};
+	int rc = cmd(db, "SET statement_timeout = 0", err);
+
+	if (rc == 0)
+		rc = run(
+		    db,
+		    "WITH a AS (SELECT (created_at AT TIME ZONE 'UTC')::date "
+		    "AS d, session_key AS s, min(seq) AS mn, max(seq) AS mx "
+		    "FROM sandbox_operations WHERE created_at < "
+		    "$1::timestamptz GROUP BY 1, 2), w AS (SELECT d, s, mx, "
+		    "min(mn) OVER (PARTITION BY s ORDER BY d DESC ROWS "
+		    "BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS later "
+		    "FROM a), n AS MATERIALIZED (SELECT x.s, (SELECT "
+		    "min(o.seq) FROM "
+		    "sandbox_operations o WHERE o.session_key = x.s AND "
+		    "o.created_at >= $1::timestamptz) AS nxt FROM (SELECT "
+		    "DISTINCT s FROM a) x) SELECT to_char(w.d, 'YYYYMMDD'), "
+		    "coalesce(bool_or(w.mx "
+		    "> least(w.later, n.nxt)), false), max(w.mx) FROM w JOIN "
+		    "n USING (s) GROUP BY w.d ORDER BY w.d",
+		    1, p, PGRES_TUPLES_OK, res, err);
+	if (rc == 0 && cmd(db, "SET statement_timeout = '30s'", err) < 0) {
+		sym_PQclear(*res);
+		rc = -1;
+	}
+	return rc;
+}
+
+/*
+ * The day partitions wholly before the cutoff, oldest first, each
+ * dropped in a transaction of its own (sweep_day) unless days_blocked
+ * says it would cut a chain.
+ */
+static int sweep_days(struct auditdb *db, const char *cutoff,
+		      struct auditdb_swept *sw, struct sbx_error **err)
+{
+	const char *p[1] = {cutoff};
+	PGresult *res, *blk;
+	int nd, k = 0;
+
+	/* A day's bounds from its name, as sbxcat_audit_day makes it. */
+	if (run(db,
+		"SELECT c.relname, d::timestamp AT TIME ZONE 'UTC', (d + "
+		"1)::timestamp AT TIME ZONE 'UTC', to_char(d, 'YYYYMMDD') "
+		"FROM pg_inherits i JOIN "
+		"pg_class c ON c.oid = i.inhrelid, LATERAL to_date(right("
+		"c.relname, 8), 'YYYYMMDD') AS d WHERE i.inhparent = "
+		"'sandbox_operations'::regclass AND c.relname ~ "
+		"'^sandbox_operations_[0-9]{8}$' AND (d + 1)::timestamp AT "
+		"TIME ZONE 'UTC' <= 'epoch'::timestamptz + $1::bigint * "
+		"interval '1 microsecond' ORDER BY d",
+		1, p, PGRES_TUPLES_OK, &res, err) < 0)
+		return -1;
+	nd = sym_PQntuples(res);
+	if (!nd) {
+		sym_PQclear(res);
+		return 0;
+	}
+	if (days_blocked(db, sym_PQgetvalue(res, nd - 1, 2), &blk, err) < 0) {
+		sym_PQclear(res);
+		return -1;
+	}
+	for (int i = 0; i < nd; i++) {
+		const char *day = sym_PQgetvalue(res, i, 3), *premax = "0";
+		long long gone = 0;
+		int kept = 1;
+
+		/* Both by day: blk's days are those with rows. */
+		while (k < sym_PQntuples(blk) &&
+		       strcmp(sym_PQgetvalue(blk, k, 0), day) < 0)
+			k++;
+		if (k < sym_PQntuples(blk) &&
+		    !strcmp(sym_PQgetvalue(blk, k, 0), day)) {
+			if (!strcmp(sym_PQgetvalue(blk, k, 1), "t"))
+				premax = NULL;
+			else
+				premax = sym_PQgetvalue(blk, k, 2);
+		}
+		if (premax && sweep_day(db, sym_PQgetvalue(res, i, 0),
+					sym_PQgetvalue(res, i, 1), premax,
+					&gone, &kept, err) < 0) {
+			sym_PQclear(blk);
+			sym_PQclear(res);
+			return -1;
+		}
+		sw->deleted += (unsigned long long)gone;
+		sw->days += kept == 0;
+		sw->days_split += kept == 1;
+		sw->days_busy += kept == 2;
+	}
+	sym_PQclear(blk);
+	sym_PQclear(res);
+	return 0;
+}
+
+/*
+ * Row by row: the chains with rows older than the cutoff in table (the
+ * parent, or only its default partition), each chain's old prefix in
+ * transactions of at most nb rows (sweep_some).
+ */
+static int sweep_rows(struct auditdb *db, const char *table, const char *cutoff,
+		      const char *nb, struct auditdb_swept *sw,
+		      struct sbx_error **err)
+{
+	const char *p[1] = {cutoff};
+	unsigned long long batch = strtoull(nb, NULL, 10);
+	struct strbuf q = STRBUF_INIT;
+	PGresult *res;
+	int rc;
+
 	/* Finding the chains with old rows reads every old row: no timeout
 	 * for that; each batch after is short, and keeps the 30 s. */
-	if (cmd(db, "SET statement_timeout = 0", err) < 0 ||
-	    run(db,
-		"SELECT DISTINCT session_key COLLATE \"C\" AS s FROM "
-		"sandbox_operations WHERE created_at < 'epoch'::timestamptz + "
-		"$1::bigint * interval '1 microsecond' ORDER BY s",
-		1, p, PGRES_TUPLES_OK, &res, err) < 0)
+	strbuf_addf(&q,
+		    "SELECT DISTINCT session_key COLLATE \"C\" AS s FROM %s "
+		    "WHERE created_at < 'epoch'::timestamptz + $1::bigint * "
+		    "interval '1 microsecond' ORDER BY s",
+		    table);
+	rc = cmd(db, "SET statement_timeout = 0", err);
+	if (rc == 0)
+		rc = run(db, q.buf, 1, p, PGRES_TUPLES_OK, &res, err);
+	strbuf_release(&q);
+	if (rc < 0)
 		return -1;
 	if (cmd(db, "SET statement_timeout = '30s'", err) < 0) {
 		sym_PQclear(res);
@@ -2023,17 +2295,45 @@ int auditdb_sweep(struct auditdb *db, long long cutoff_us, size_t batch,
 				sym_PQclear(res);
 				return -1;
 			}
-			*deleted += (unsigned long long)gone;
-		} while ((size_t)gone == batch);
+			sw->deleted += (unsigned long long)gone;
+		} while ((unsigned long long)gone == batch);
 	}
 	sym_PQclear(res);
+	return 0;
+}
+
+int auditdb_sweep(struct auditdb *db, long long cutoff_us, size_t batch,
+		  struct auditdb_swept *sw, struct sbx_error **err)
+{
+	char cutoff[24], nb[24];
+	const char *p[1] = {cutoff};
+	PGresult *res;
+
+	memset(sw, 0, sizeof(*sw));
+	if (schema_check(db, err) < 0)
+		return -1;
+	if (!batch)
+		batch = 1;
+	snprintf(cutoff, sizeof(cutoff), "%lld", cutoff_us);
+	snprintf(nb, sizeof(nb), "%zu", batch);
+	/* The default partition's old rows first: they come before a day's
+	 * in their chains (a day had no partition when they were written),
+	 * and would keep that day from being dropped. */
+	if (sweep_rows(db, "sandbox_operations_default", cutoff, nb, sw, err) <
+		0 ||
+	    sweep_days(db, cutoff, sw, err) < 0)
+		return -1;
+	/* What is left older than the cutoff (its own day, a day kept) goes
+	 * row by row too, so the retention is exact. */
+	if (sweep_rows(db, "sandbox_operations", cutoff, nb, sw, err) < 0)
+		return -1;
 	if (cmd(db, "SET statement_timeout = 0", err) < 0 ||
 	    run(db,
 		"SELECT count(*) FROM sandbox_operations WHERE created_at < "
 		"'epoch'::timestamptz + $1::bigint * interval '1 microsecond'",
 		1, p, PGRES_TUPLES_OK, &res, err) < 0)
 		return -1;
-	*held = strtoull(sym_PQgetvalue(res, 0, 0), NULL, 10);
+	sw->held = strtoull(sym_PQgetvalue(res, 0, 0), NULL, 10);
 	sym_PQclear(res);
 	return cmd(db, "SET statement_timeout = '30s'", err);
 }

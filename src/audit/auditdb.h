@@ -145,15 +145,30 @@ int auditdb_heads(struct auditdb *db, const char *session, const char *tenant,
 		  json_t **heads, struct sbx_error **err);
 
 /*
- * Delete rows created before cutoff_us, in transactions of at most batch
- * rows.  Per chain only a prefix goes (rows in seq order up to the first
- * that is not old), so a chain stays whole; the chain's swept_hash becomes
- * the hash of the last row removed.  *deleted rows removed, *held old rows
- * kept because a newer row precedes them in their chain (after a replay).
+ * Delete rows created before cutoff_us.  First the day partitions that
+ * end by the cutoff go whole, oldest first, each in a transaction of its
+ * own: its chains' counts and anchors moved past the day in one
+ * statement, then the partition detached and dropped (locks waited for 5
+ * s at most: a day not had is left to the next sweep, days_busy).  A day
+ * is dropped only if each of its chains has no row outside it before the
+ * day's last (a replayed row): else the drop would cut a chain in the
+ * middle, and the day goes row by row (days_split).  Then what is left
+ * older than the cutoff (the cutoff's own day, the default partition, a
+ * day kept) is deleted row by row in transactions of at most batch rows.
+ * Per chain only a prefix goes (rows in seq order up to the first that
+ * is not old), so a chain stays whole; the chain's swept_hash becomes the
+ * hash of the last row removed.
  */
+struct auditdb_swept {
+	unsigned long long deleted;    /* rows removed, the days' too */
+	unsigned long long held;       /* old rows kept: a newer row precedes
+					* them in their chain (a replay) */
+	unsigned long long days;       /* day partitions dropped whole */
+	unsigned long long days_split; /* days gone row by row instead */
+	unsigned long long days_busy;  /* days left: a lock not had in 5 s */
+};
 int auditdb_sweep(struct auditdb *db, long long cutoff_us, size_t batch,
-		  unsigned long long *deleted, unsigned long long *held,
-		  struct sbx_error **err);
+		  struct auditdb_swept *sw, struct sbx_error **err);
 
 /*
  * The day partitions of sandbox_operations (migration 7) from yesterday

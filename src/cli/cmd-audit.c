@@ -936,10 +936,22 @@ static int audit_sweep(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 	if (ctx->json) {
 		cmd_print_json(steal_pointer(&res.doc));
 	} else {
-		printf("deleted %llu %s older than %s (%llu %s)", res.deleted,
-		       res.deleted == 1 ? "row" : "rows",
+		printf("deleted %llu %s (%llu %s dropped whole) older than %s "
+		       "(%llu %s)",
+		       res.deleted, res.deleted == 1 ? "row" : "rows",
+		       res.days_dropped, res.days_dropped == 1 ? "day" : "days",
 		       when(t, res.before_us), res.days,
 		       res.days == 1 ? "day" : "days");
+		if (res.days_split)
+			printf("; %llu %s gone row by row (a replayed row "
+			       "precedes its last in a chain)",
+			       res.days_split,
+			       res.days_split == 1 ? "day" : "days");
+		if (res.days_busy)
+			printf("; %llu %s left to the next sweep (in use "
+			       "for 5 s)",
+			       res.days_busy,
+			       res.days_busy == 1 ? "day" : "days");
 		if (res.held)
 			printf("; %llu old %s held back behind newer ones in "
 			       "their chain",

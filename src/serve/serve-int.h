@@ -149,6 +149,9 @@ struct serve {
 	atomic_ullong fleet_forwards, fleet_unreachable;
 	/* Counters for /metrics. */
 	atomic_ullong engine_errors, reaps, reap_failures, opens, closes;
+	/* When the reaper last saw to the audit's days (clock_now_ms; 0:
+	 * not yet): the reaper's thread's alone. */
+	long long audit_upkeep_at;
 };
 
 /* The snapshot in use, held (serve_snap_put releases it). */

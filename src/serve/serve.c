@@ -719,10 +719,52 @@ static void reap_once(struct serve *sv)
 	serve_snap_put(snap);
 }
 
+/* The audit's days made ahead, and the retention sweep when configured
+ * (svc_audit_upkeep): at the reaper's start, then at most hourly (a day
+ * is made a week ahead, so a missed hour costs nothing).  A failure is
+ * logged, never fatal: rows of a day without its partition go to the
+ * default one. */
+#define AUDIT_UPKEEP_MS (3600LL * 1000)
+
+static void audit_upkeep(struct serve *sv)
+{
+	struct serve_snap *snap;
+	struct svc_call call = {.warn = reaper_warn, .warn_arg = sv};
+	struct svc_audit_upkeep_res res;
+	struct sbx_error *err = NULL;
+	long long now = clock_now_ms();
+
+	if (sv->audit_upkeep_at && now - sv->audit_upkeep_at < AUDIT_UPKEEP_MS)
+		return;
+	sv->audit_upkeep_at = now;
+	snap = serve_snap_get(sv);
+	if (svc_audit_upkeep(&snap->svc, &call, &res, &err) < 0) {
+		struct strbuf sb = STRBUF_INIT;
+
+		strbuf_addf(&sb, "audit's days: %s", err->msg);
+		reaper_warn(sv, sb.buf);
+		strbuf_release(&sb);
+		sbx_error_free(&err);
+	} else if (res.swept && (res.sweep.deleted || res.sweep.days_busy)) {
+		struct strbuf sb = STRBUF_INIT;
+
+		strbuf_addf(&sb,
+			    "audit sweep: deleted %llu rows (%llu days dropped "
+			    "whole, %llu left to the next sweep)",
+			    res.sweep.deleted, res.sweep.days_dropped,
+			    res.sweep.days_busy);
+		reaper_warn(sv, sb.buf);
+		strbuf_release(&sb);
+	}
+	svc_audit_upkeep_res_release(&res);
+	serve_snap_put(snap);
+}
+
 static void *reaper_main(void *arg)
 {
 	struct serve *sv = arg;
 
+	audit_upkeep(sv);
 	pthread_mutex_lock(&sv->lock);
 	while (!sv->stopping) {
 		struct timespec ts;
@@ -736,6 +778,7 @@ static void *reaper_main(void *arg)
 		pthread_mutex_unlock(&sv->lock);
 		reap_once(sv);
 		serve_fleet_reconcile(sv);
+		audit_upkeep(sv);
 		pthread_mutex_lock(&sv->lock);
 	}
 	pthread_mutex_unlock(&sv->lock);

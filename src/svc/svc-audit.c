@@ -585,6 +585,7 @@ int svc_audit_sweep(const struct svc *s, const struct svc_call *call,
 		    const struct svc_audit_sweep_req *req,
 		    struct svc_audit_sweep_res *res, struct sbx_error **err)
 {
+	struct auditdb_swept sw;
 	struct auditdb *db = NULL;
 	int rc = -1;
 
@@ -605,14 +606,21 @@ int svc_audit_sweep(const struct svc *s, const struct svc_call *call,
 	res->before_us =
 	    audit_now_us() - (long long)res->days * 86400 * 1000000;
 	if (open_schema(s, &db, err) < 0 ||
-	    auditdb_sweep(db, res->before_us, SWEEP_BATCH, &res->deleted,
-			  &res->held, err) < 0)
+	    auditdb_sweep(db, res->before_us, SWEEP_BATCH, &sw, err) < 0)
 		goto out;
+	res->deleted = sw.deleted;
+	res->held = sw.held;
+	res->days_dropped = sw.days;
+	res->days_split = sw.days_split;
+	res->days_busy = sw.days_busy;
 	res->doc =
-	    xjson_pack("{s:I, s:I, s:o, s:I}", "deleted",
+	    xjson_pack("{s:I, s:I, s:o, s:I, s:I, s:I, s:I}", "deleted",
 		       (json_int_t)res->deleted, "held", (json_int_t)res->held,
 		       "before", svc_time_json(res->before_us / 1000000),
-		       "days", (json_int_t)res->days);
+		       "days", (json_int_t)res->days, "days_dropped",
+		       (json_int_t)res->days_dropped, "days_split",
+		       (json_int_t)res->days_split, "days_busy",
+		       (json_int_t)res->days_busy);
 	rc = 0;
 out:
 	close_db(s, db);
@@ -623,6 +631,39 @@ void svc_audit_sweep_res_release(struct svc_audit_sweep_res *res)
 {
 	json_decref(res->doc);
 	res->doc = NULL;
+}
+
+/* ---- the service's upkeep ---- */
+
+int svc_audit_upkeep(const struct svc *s, const struct svc_call *call,
+		     struct svc_audit_upkeep_res *res, struct sbx_error **err)
+{
+	struct svc_audit_sweep_req req = {.days = 0};
+	struct auditdb *db = NULL;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	if (!audit_config_db(&s->cfg.audit, NULL))
+		return 0;
+	res->ran = true;
+	/* Days first: a sweep that fails must not keep tomorrow's rows
+	 * from a partition of their own. */
+	if (open_schema(s, &db, err) < 0)
+		rc = -1;
+	else
+		rc = auditdb_make_days(db, AUDITDB_DAYS_AHEAD, &res->made, err);
+	close_db(s, db);
+	if (rc < 0 || (!s->cfg.retention_days && !s->cfg.retention_err))
+		return rc;
+	if (svc_audit_sweep(s, call, &req, &res->sweep, err) < 0)
+		return -1;
+	res->swept = true;
+	return 0;
+}
+
+void svc_audit_upkeep_res_release(struct svc_audit_upkeep_res *res)
+{
+	svc_audit_sweep_res_release(&res->sweep);
 }
 
 /* ---- verify, head ---- */

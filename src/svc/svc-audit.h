@@ -204,21 +204,46 @@ void svc_audit_stats_res_release(struct svc_audit_stats_res *res);
 /*
  * sweep: rows older than days (1 to SVC_AUDIT_DAYS_MAX; 0: the
  * configured OPERATION_RETENTION_DAYS, whose error is then this call's,
- * else SVC_AUDIT_RETENTION_DEFAULT) deleted in small batches, each
- * chain's prefix only (auditdb.h).
+ * else SVC_AUDIT_RETENTION_DEFAULT) deleted: whole days dropped, the rest
+ * in small batches, each chain's prefix only (auditdb.h's
+ * auditdb_sweep).
  */
 struct svc_audit_sweep_req {
 	unsigned long long days;
 };
 struct svc_audit_sweep_res {
 	unsigned long long deleted, held, days;
-	long long before_us; /* the cutoff */
-	json_t *doc;	     /* {"deleted", "held", "before", "days"} */
+	unsigned long long days_dropped; /* day partitions dropped whole */
+	unsigned long long days_split;	 /* ... gone row by row instead */
+	unsigned long long days_busy;	 /* ... left: a lock not had */
+	long long before_us;		 /* the cutoff */
+	/* {"deleted", "held", "before", "days", "days_dropped",
+	 * "days_split", "days_busy"} */
+	json_t *doc;
 };
 int svc_audit_sweep(const struct svc *s, const struct svc_call *call,
 		    const struct svc_audit_sweep_req *req,
 		    struct svc_audit_sweep_res *res, struct sbx_error **err);
 void svc_audit_sweep_res_release(struct svc_audit_sweep_res *res);
+
+/*
+ * The service's upkeep of the audit's table (serve's reaper calls it at
+ * its start and then hourly): the day partitions made ahead
+ * (auditdb_make_days, AUDITDB_DAYS_AHEAD), then, when
+ * OPERATION_RETENTION_DAYS is set, the sweep (as svc_audit_sweep with
+ * days 0).  Nothing without a database (*ran false).  -1 with the first
+ * error (days made before it are kept); the caller logs it and carries
+ * on.
+ */
+struct svc_audit_upkeep_res {
+	bool ran;   /* a database is configured */
+	int made;   /* day partitions made */
+	bool swept; /* the sweep ran: sweep holds it */
+	struct svc_audit_sweep_res sweep;
+};
+int svc_audit_upkeep(const struct svc *s, const struct svc_call *call,
+		     struct svc_audit_upkeep_res *res, struct sbx_error **err);
+void svc_audit_upkeep_res_release(struct svc_audit_upkeep_res *res);
 
 /* The chains verify and head look at: one session's, the chains holding
  * rows of one tenant, or (both NULL) every one; not both. */
