@@ -818,6 +818,7 @@ struct chain {
 	unsigned char head[32];
 	long long added;
 	const char *last_id;
+	long long last_us; /* the last row's created_at */
 };
 
 struct ins {
@@ -842,7 +843,12 @@ static int cmp_rowid(const void *a, const void *b)
 	const struct audit_row *x = *(const struct audit_row *const *)a;
 	const struct audit_row *y = *(const struct audit_row *const *)b;
 	int c = strcasecmp(x->id, y->id);
-	return c ? c : (x < y ? -1 : x > y);
+
+	if (c)
+		return c;
+	if (x->created_us != y->created_us)
+		return x->created_us < y->created_us ? -1 : 1;
+	return x < y ? -1 : x > y;
 }
 
 static struct chain *find_chain(struct ins *in, const char *session)
@@ -1104,10 +1110,23 @@ static const struct {
 		 "SELECT session_key, head FROM audit_chains WHERE "
 		 "session_key = ANY($1::text[]) "
 		 "ORDER BY session_key COLLATE \"C\" FOR UPDATE"},
-    /* After the lock: a replay of these rows by another process that
-     * committed before it is seen. */
-    [ST_PRESENT] = {"sbxcat_present", "SELECT id FROM sandbox_operations "
-				      "WHERE id = ANY($1::uuid[])"},
+    /*
+     * After the lock: a replay of these rows by another process that
+     * committed before it is seen.  The key is (id, created_at) and the
+     * table is partitioned by day: the ids are asked a day at a time
+     * ($3: each day's ids, an array literal each, between the day's first
+     * and last time), so each day's look-up is pruned to its partition
+     * when it runs and walks that partition's key index alone; asked of
+     * the whole table, every id was looked for in every partition (with a
+     * spool over four days, 80% of a flush's time).
+     */
+    [ST_PRESENT] = {"sbxcat_present",
+		    "SELECT x.id, (extract(epoch FROM x.created_at) * "
+		    "1000000)::bigint FROM unnest($1::timestamptz[], "
+		    "$2::timestamptz[], $3::text[]) AS d(lo, hi, ids) CROSS "
+		    "JOIN LATERAL (SELECT o.id, o.created_at FROM "
+		    "sandbox_operations o WHERE o.created_at >= d.lo AND "
+		    "o.created_at <= d.hi AND o.id = ANY(d.ids::uuid[])) x"},
     [ST_AGENTS] = {"sbxcat_agents",
 		   "INSERT INTO agents (id) SELECT i FROM unnest($1::text[]) "
 		   "AS v(i) ORDER BY i COLLATE \"C\" ON CONFLICT DO NOTHING"},
@@ -1118,9 +1137,9 @@ static const struct {
     [ST_HEADS] = {"sbxcat_heads",
 		  "UPDATE audit_chains c SET head = v.h, head_seq = o.seq, "
 		  "nrows = c.nrows + v.n FROM unnest($1::text[], "
-		  "$2::bytea[], $3::bigint[], $4::uuid[]) AS v(s, h, n, l) "
-		  "JOIN sandbox_operations o ON o.id = v.l WHERE "
-		  "c.session_key = v.s"},
+		  "$2::bytea[], $3::bigint[], $4::uuid[], $5::timestamptz[]) "
+		  "AS v(s, h, n, l, t) JOIN sandbox_operations o ON o.id = "
+		  "v.l AND o.created_at = v.t WHERE c.session_key = v.s"},
 };
 
 /* Statement name (its text sql), prepared first unless *word has bit,
@@ -1309,12 +1328,13 @@ static int read_heads(struct ins *in, PGresult *res, struct sbx_error **err)
 	return 0;
 }
 
-/* The ids already in the table (a replay): their rows skipped. */
+/* The keys already in the table (a replay): their rows skipped. */
 static void read_present(struct ins *in, PGresult *res)
 {
 	for (int r = 0; r < sym_PQntuples(res); r++) {
 		const char *id = sym_PQgetvalue(res, r, 0);
-		/* Any row with that id: find the first by id alone. */
+		long long us = strtoll(sym_PQgetvalue(res, r, 1), NULL, 10);
+		/* The rows with that id: find the first by id alone. */
 		size_t lo = 0, hi = in->n;
 		while (lo < hi) {
 			size_t mid = (lo + hi) / 2;
@@ -1324,7 +1344,8 @@ static void read_present(struct ins *in, PGresult *res)
 				hi = mid;
 		}
 		for (; lo < in->n && !strcasecmp(in->byid[lo]->id, id); lo++)
-			in->skip[in->byid[lo] - in->rows] = true;
+			if (in->byid[lo]->created_us == us)
+				in->skip[in->byid[lo] - in->rows] = true;
 	}
 }
 
@@ -1342,18 +1363,20 @@ static void chain_rows(struct ins *in, size_t *inserted, size_t *skipped)
 		memcpy(ch->head, in->hash[i], 32);
 		ch->added++;
 		ch->last_id = in->rows[i].id;
+		ch->last_us = in->rows[i].created_us;
 		(*inserted)++;
 	}
 }
 
-/* The chains' new heads, counts and last rows, as four array literals. */
-static void heads_arrays(struct ins *in, struct strbuf sb[4])
+/* The chains' new heads, counts, last rows and their times, as five
+ * array literals. */
+static void heads_arrays(struct ins *in, struct strbuf sb[5])
 {
-	for (int k = 0; k < 4; k++)
+	for (int k = 0; k < 5; k++)
 		array_start(&sb[k]);
 	for (size_t i = 0; i < in->nchains; i++) {
 		struct chain *ch = &in->chains[i];
-		char h[2 + 64 + 1] = "\\x", num[24];
+		char h[2 + 64 + 1] = "\\x", num[24], t[32];
 		if (!ch->added)
 			continue;
 		hex_encode(h + 2, ch->head, 32);
@@ -1362,9 +1385,64 @@ static void heads_arrays(struct ins *in, struct strbuf sb[4])
 		array_add(&sb[1], h);
 		array_add(&sb[2], num);
 		array_add(&sb[3], ch->last_id);
+		audit_time_format(t, ch->last_us);
+		array_add(&sb[4], t);
 	}
-	for (int k = 0; k < 4; k++)
+	for (int k = 0; k < 5; k++)
 		array_end(&sb[k]);
+}
+
+static int cmp_created(const void *a, const void *b)
+{
+	const struct audit_row *x = *(const struct audit_row *const *)a;
+	const struct audit_row *y = *(const struct audit_row *const *)b;
+
+	if (x->created_us != y->created_us)
+		return x->created_us < y->created_us ? -1 : 1;
+	return 0;
+}
+
+/*
+ * ST_PRESENT's parameters: the rows grouped by UTC day (the partitions'),
+ * each day's first and last time, and its ids as an array literal.
+ */
+#define DAY_US (86400LL * 1000000)
+
+static void present_arrays(struct ins *in, struct strbuf sb[3])
+{
+	const struct audit_row **by = xcalloc(in->n, sizeof(*by));
+	struct strbuf ids = STRBUF_INIT;
+	char t[32];
+	size_t i = 0;
+
+	for (size_t k = 0; k < in->n; k++)
+		by[k] = in->byid[k];
+	qsort(by, in->n, sizeof(*by), cmp_created);
+	for (int k = 0; k < 3; k++)
+		array_start(&sb[k]);
+	while (i < in->n) {
+		long long day = by[i]->created_us / DAY_US;
+		size_t j = i;
+
+		strbuf_reset(&ids);
+		strbuf_addch(&ids, '{');
+		for (; j < in->n && by[j]->created_us / DAY_US == day; j++) {
+			if (j > i)
+				strbuf_addch(&ids, ',');
+			strbuf_addstr(&ids, by[j]->id);
+		}
+		strbuf_addch(&ids, '}');
+		audit_time_format(t, by[i]->created_us);
+		array_add(&sb[0], t);
+		audit_time_format(t, by[j - 1]->created_us);
+		array_add(&sb[1], t);
+		array_add(&sb[2], ids.buf);
+		i = j;
+	}
+	for (int k = 0; k < 3; k++)
+		array_end(&sb[k]);
+	strbuf_release(&ids);
+	free(by);
 }
 
 /*
@@ -1379,13 +1457,13 @@ static void heads_arrays(struct ins *in, struct strbuf sb[4])
 static int insert_tx(struct auditdb *db, struct ins *in, size_t *inserted,
 		     size_t *skipped, struct sbx_error **err)
 {
-	struct strbuf a[4] = {STRBUF_INIT, STRBUF_INIT, STRBUF_INIT,
-			      STRBUF_INIT},
+	struct strbuf a[5] = {STRBUF_INIT, STRBUF_INIT, STRBUF_INIT,
+			      STRBUF_INIT, STRBUF_INIT},
 		      ag = STRBUF_INIT, ru = STRBUF_INIT, ra = STRBUF_INIT,
 		      sql = STRBUF_INIT;
 	struct fields *f = NULL;
 	const char **v = NULL;
-	const char *p[4];
+	const char *p[5];
 	PGresult *heads = NULL, *present = NULL;
 	struct pipe pp = {0};
 	bool copy;
@@ -1400,21 +1478,20 @@ static int insert_tx(struct auditdb *db, struct ins *in, size_t *inserted,
 	}
 	array_end(&a[0]);
 	array_end(&a[1]);
-	array_start(&a[2]);
-	for (size_t i = 0; i < in->n; i++)
-		array_add(&a[2], in->rows[i].id);
-	array_end(&a[2]);
 	p[0] = a[0].buf;
 	p[1] = a[1].buf;
 	pipe_send(db, &pp, "BEGIN", 0, NULL, PGRES_COMMAND_OK, NULL);
 	pipe_stmt(db, &pp, ST_CHAINS, 2, p, PGRES_COMMAND_OK, NULL);
 	pipe_stmt(db, &pp, ST_LOCK, 1, p, PGRES_TUPLES_OK, &heads);
-	p[0] = a[2].buf;
 	/* Fresh rows (UUIDs made now) cannot be there already: the look-up
 	 * is a replay's, and on a table the planner has no statistics for
 	 * yet it is a scan of the whole table. */
-	if (!in->fresh)
-		pipe_stmt(db, &pp, ST_PRESENT, 1, p, PGRES_TUPLES_OK, &present);
+	if (!in->fresh) {
+		present_arrays(in, &a[2]);
+		for (int k = 0; k < 3; k++)
+			p[k] = a[2 + k].buf;
+		pipe_stmt(db, &pp, ST_PRESENT, 3, p, PGRES_TUPLES_OK, &present);
+	}
 	if (pipe_sync(db, &pp, err) < 0 || read_heads(in, heads, err) < 0)
 		goto out;
 	if (present)
@@ -1453,9 +1530,9 @@ static int insert_tx(struct auditdb *db, struct ins *in, size_t *inserted,
 		}
 		heads_arrays(in, a);
 		if (copy) {
-			for (int k = 0; k < 4; k++)
+			for (int k = 0; k < 5; k++)
 				p[k] = a[k].buf;
-			pipe_stmt(db, &pp, ST_HEADS, 4, p, PGRES_COMMAND_OK,
+			pipe_stmt(db, &pp, ST_HEADS, 5, p, PGRES_COMMAND_OK,
 				  NULL);
 		} else {
 			f = xcalloc(in->n, sizeof(*f));
@@ -1470,7 +1547,7 @@ out:
 		sym_PQclear(heads);
 	if (present)
 		sym_PQclear(present);
-	for (int k = 0; k < 4; k++)
+	for (int k = 0; k < 5; k++)
 		strbuf_release(&a[k]);
 	strbuf_release(&ag);
 	strbuf_release(&ru);
@@ -1502,10 +1579,12 @@ static int insert(struct auditdb *db, const struct audit_row *rows, size_t n,
 		in.chains[i].session = rows[i].session_key;
 		in.chains[i].tenant = rows[i].tenant;
 	}
-	/* A row repeated within the batch goes in once. */
+	/* A row repeated within the batch (its key, id and time) goes in
+	 * once. */
 	qsort(in.byid, n, sizeof(*in.byid), cmp_rowid);
 	for (size_t i = 1; i < n; i++)
-		if (!strcasecmp(in.byid[i]->id, in.byid[i - 1]->id))
+		if (!strcasecmp(in.byid[i]->id, in.byid[i - 1]->id) &&
+		    in.byid[i]->created_us == in.byid[i - 1]->created_us)
 			in.skip[in.byid[i] - rows] = true;
 	/* Distinct sessions, the tenant of each one's first row. */
 	for (size_t i = 0; i < n; i++)
