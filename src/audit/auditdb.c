@@ -991,6 +991,8 @@ static void copy_field(struct strbuf *sb, const char *s)
 	}
 }
 
+static void chain_row(struct ins *in, size_t i);
+
 static int insert_copy(struct auditdb *db, struct ins *in,
 		       struct sbx_error **err)
 {
@@ -1011,6 +1013,9 @@ static int insert_copy(struct auditdb *db, struct ins *in,
 	for (size_t i = 0; i < in->n && rc == 0; i++) {
 		if (in->skip[i])
 			continue;
+		/* Hashed here, not before the COPY: the server takes the
+		 * rows sent while the later ones are hashed. */
+		chain_row(in, i);
 		row_fields(&in->rows[i], in->hash[i], &f);
 		for (int c = 0; c < f.n; c++) {
 			if (c)
@@ -1365,23 +1370,25 @@ static void read_present(struct ins *in, PGresult *res)
 	}
 }
 
-/* The hashes, in the order given, onto the heads read. */
-static void chain_rows(struct ins *in, size_t *inserted, size_t *skipped)
+/* Row i (not skipped) hashed onto its chain's head: rows are hashed in
+ * the order given. */
+static void chain_row(struct ins *in, size_t i)
 {
-	for (size_t i = 0; i < in->n; i++) {
-		if (in->skip[i]) {
-			(*skipped)++;
-			continue;
-		}
-		struct chain *ch = find_chain(in, in->rows[i].session_key);
-		audit_chain_hash(ch->head, &in->rows[i],
-				 row_version(&in->rows[i]), in->hash[i]);
-		memcpy(ch->head, in->hash[i], 32);
-		ch->added++;
-		ch->last_id = in->rows[i].id;
-		ch->last_us = in->rows[i].created_us;
-		(*inserted)++;
-	}
+	struct chain *ch = find_chain(in, in->rows[i].session_key);
+
+	audit_chain_hash(ch->head, &in->rows[i], row_version(&in->rows[i]),
+			 in->hash[i]);
+	memcpy(ch->head, in->hash[i], 32);
+	ch->added++;
+	ch->last_id = in->rows[i].id;
+	ch->last_us = in->rows[i].created_us;
+}
+
+/* The rows to insert and to skip, counted. */
+static void count_rows(struct ins *in, size_t *inserted, size_t *skipped)
+{
+	for (size_t i = 0; i < in->n; i++)
+		(*(in->skip[i] ? skipped : inserted))++;
 }
 
 /* The chains' new heads, counts, last rows and their times, as five
@@ -1523,7 +1530,7 @@ static int insert_tx(struct auditdb *db, struct ins *in, size_t *inserted,
 		goto out;
 	if (present)
 		read_present(in, present);
-	chain_rows(in, inserted, skipped);
+	count_rows(in, inserted, skipped);
 
 	/* 2: what the rows need, the rows, the heads, the commit. */
 	copy = *inserted > COPY_OVER;
@@ -1555,6 +1562,9 @@ static int insert_tx(struct auditdb *db, struct ins *in, size_t *inserted,
 				goto out;
 			rc = -1;
 		}
+		for (size_t i = 0; i < in->n && !copy; i++)
+			if (!in->skip[i])
+				chain_row(in, i);
 		heads_arrays(in, a);
 		if (copy) {
 			for (int k = 0; k < 5; k++)
