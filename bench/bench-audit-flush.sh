@@ -13,18 +13,20 @@
 # database, a partition made for each day of the rows (as migrate and the
 # service make them ahead), its agents and runs kept between runs.
 #
-# Each round, in turn on the same table: TRUNCATE sandbox_operations and
-# audit_chains, then `sbxcat audit flush` of the spool (its time, and its
-# own CPU); the rows it wrote are dumped once (the first round) as CSV of
-# the columns the flush writes (hash included), and, after another
-# TRUNCATE, psql `\copy sandbox_operations (COLUMNS) FROM 'rows.csv' CSV`
-# loads those same rows (its time).  Both are whole processes (a new
-# connection each), timed by /usr/bin/time.  Each is checked to leave
-# exactly the spool's rows in the table (a count after each), the flush
-# to say so and to empty the spool, and the chains to verify after it.
-# Speed ratio = psql's time / flush's time (medians); target >= 0.9.
+# A first flush (not timed) into the emptied table: its chains verified,
+# the rows it wrote dumped as CSV of the columns the flush writes (hash
+# included).  Then rounds on the same table, each emptied (TRUNCATE
+# sandbox_operations, audit_chains) before: `sbxcat audit flush` of the
+# spool (its time, and its own CPU) and psql `\copy sandbox_operations
+# (COLUMNS) FROM 'rows.csv' CSV` of those same rows, in turn first.  Both
+# are whole processes (a new connection each), timed by /usr/bin/time,
+# each checked to leave exactly the spool's rows in the table (a count
+# after each), the flush to say so and to empty the spool.  Speed ratio
+# = psql's time / flush's time, the median of the rounds' (each round's
+# two runs side by side, on a machine shared with other work); the ratio
+# of the medians beside it; target >= 0.9.
 #   SBXCAT_BENCH_FLUSH_RUNS   rounds, median shown (5)
-# It takes about 2 minutes on 2 cores.  Everything made (the databases, the
+# It takes about 4 minutes on 2 cores.  Everything made (the databases, the
 # temporary directory) is removed at the end.  A missed target exits 1.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -130,37 +132,62 @@ echo "a spool of $NS rows ($(($(wc -c <"$T/spool.jsonl") / 1024)) KiB) over $ND 
 
 empty() { q dst -c "TRUNCATE sandbox_operations, audit_chains" >/dev/null; }
 count() { q dst -c "SELECT count(*) FROM sandbox_operations"; }
-i=1
-while [ "$i" -le "$NR" ]; do
+# flush_once OUT: the spool flushed into the emptied table (timed into
+# OUT, unless OUT is -), checked.
+flush_once() {
 	empty
 	rm -rf "$T/sp"
 	{ mkdir "$T/sp" && cp "$T/spool.jsonl" "$T/sp/audit.jsonl"; } || fail "cannot copy the spool"
-	SBXCAT_AUDIT=on SBXCAT_DATABASE_URL=$UD SBXCAT_SPOOL_DIR=$T/sp \
-		timed "$T/flush" "$S" audit flush
+	if [ "$1" = - ]; then
+		SBXCAT_AUDIT=on SBXCAT_DATABASE_URL=$UD SBXCAT_SPOOL_DIR=$T/sp \
+			"$S" audit flush >"$T/out" 2>"$T/err" || { cat "$T/err"; fail "flush failed"; }
+	else
+		SBXCAT_AUDIT=on SBXCAT_DATABASE_URL=$UD SBXCAT_SPOOL_DIR=$T/sp \
+			timed "$1" "$S" audit flush
+	fi
 	got=$(cat "$T/out")
 	[ "$got" = "flushed $NS rows (0 already there), 0 lines kept aside" ] || fail "flush said: $got"
 	[ "$(count)" = "$NS" ] || fail "flush left $(count) rows, not $NS"
 	[ -s "$T/sp/audit.jsonl" ] && fail "the spool is not empty after the flush"
-	if [ "$i" = 1 ]; then
-		SBXCAT_DATABASE_URL=$UD "$S" audit verify >"$T/verify" 2>&1 ||
-			{ cat "$T/verify"; fail "the chains do not verify after the flush"; }
-		nd=$(q dst -c "SELECT count(*) FROM sandbox_operations_default")
-		q dst -c "\\copy (SELECT $COLS FROM sandbox_operations ORDER BY seq) TO '$T/rows.csv' CSV"
-	fi
+}
+copy_once() {
 	empty
 	timed "$T/copy" "$PSQL" -X -q -v ON_ERROR_STOP=1 "$UD" \
 		-c "\\copy sandbox_operations ($COLS) FROM '$T/rows.csv' CSV"
 	[ "$(count)" = "$NS" ] || fail "\\copy left $(count) rows, not $NS"
+}
+# A first flush, not timed: the chains verified, the rows it wrote dumped
+# for \copy.
+flush_once -
+SBXCAT_DATABASE_URL=$UD "$S" audit verify >"$T/verify" 2>&1 ||
+	{ cat "$T/verify"; fail "the chains do not verify after the flush"; }
+nd=$(q dst -c "SELECT count(*) FROM sandbox_operations_default")
+q dst -c "\\copy (SELECT $COLS FROM sandbox_operations ORDER BY seq) TO '$T/rows.csv' CSV"
+# Rounds of both, in turn first (a machine growing busier or quieter
+# then favours neither); each round's ratio kept.
+i=1
+while [ "$i" -le "$NR" ]; do
+	if [ $((i % 2)) = 1 ]; then
+		flush_once "$T/flush"
+		copy_once
+	else
+		copy_once
+		flush_once "$T/flush"
+	fi
+	paste "$T/flush" "$T/copy" | tail -n 1 | awk '{ printf "%.3f\n", $2 / $1 }' >>"$T/ratio"
 	i=$((i + 1))
 done
 f=$(med "$T/flush") c=$(med "$T/copy")
-r=$(calc %.2f "$c / $f")
+r=$(calc %.2f "$(med "$T/ratio")")
 if awk -v a="$r" 'BEGIN { exit !(a >= 0.9) }'; then v=ok; else v=MISSED; fi
 printf 'flush: %s rows (%s in the default partition), %s rounds, the same table emptied before each\n' "$NS" "$nd" "$NR"
 printf 'sbxcat audit flush: median %s s, %.0f rows/s; its own CPU (user+sys) %s s\n' \
 	"$f" "$(calc %f "$NS / $f")" "$(med "$T/flush.cpu")"
 printf 'psql \\copy of the same rows (CSV, the columns flush writes): median %s s, %.0f rows/s; its CPU %s s\n' \
 	"$c" "$(calc %f "$NS / $c")" "$(med "$T/copy.cpu")"
-printf 'flush speed / \\copy speed = %s (target >= 0.9) %s\n' "$r" "$v"
+printf 'each round, flush s / \\copy s / speed ratio: %s\n' \
+	"$(paste "$T/flush" "$T/copy" "$T/ratio" | awk '{ printf "%s%s/%s/%s", (NR > 1 ? ", " : ""), $1, $2, $3 }')"
+printf 'flush speed / \\copy speed (\\copy time / flush time, median of the rounds) = %s; of the medians %s (target >= 0.9) %s\n' \
+	"$r" "$(calc %.2f "$c / $f")" "$v"
 echo "load average at the end: $(cut -d ' ' -f 1-3 /proc/loadavg)"
 [ "$v" = ok ]
