@@ -26,7 +26,7 @@
 # two runs side by side, on a machine shared with other work); the ratio
 # of the medians beside it; target >= 0.9.
 #   SBXCAT_BENCH_FLUSH_RUNS   rounds, median shown (5)
-# It takes about 4 minutes on 2 cores.  Everything made (the databases, the
+# It takes about 3 minutes on 2 cores.  Everything made (the databases, the
 # temporary directory) is removed at the end.  A missed target exits 1.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
