@@ -272,15 +272,7 @@ q gen -c "INSERT INTO sandbox_operations (id, created_at, tenant, session_key, r
 # as export prints it, without "seq", then "sum" as spool_line makes it:
 # the SHA-256 hex of the line's bytes before ',"sum":"'.
 SBXCAT_DATABASE_URL=$UG "$S" audit export --format jsonl >"$T/rows.jsonl" || fail "(b) export jsonl failed"
-tac "$T/rows.jsonl" | python3 -c '
-import hashlib, json, sys
-out = sys.stdout.buffer
-for line in sys.stdin.buffer:
-    o = json.loads(line)
-    o.pop("seq", None)
-    body = json.dumps(o, separators=(",", ":"), ensure_ascii=False).encode()[:-1]
-    out.write(body + b",\"sum\":\"" + hashlib.sha256(body).hexdigest().encode() + b"\"}\n")
-' >"$T/spool.jsonl" || fail "(b) making the spool failed"
+tac "$T/rows.jsonl" | python3 "$here/spool_lines.py" >"$T/spool.jsonl" || fail "(b) making the spool failed"
 # The same rows as CSV: as export prints them (a plain table's columns),
 # and as sbxcat's COPY sends them (sandbox_operations' columns, the hash).
 SBXCAT_DATABASE_URL=$UG "$S" audit export --format csv >"$T/rows.csv" || fail "(b) export csv failed"

@@ -109,9 +109,10 @@ extern const char auditdb_schema_old[];
 
 /*
  * Insert rows[0..n) in one transaction, each onto its session's chain in
- * the order given; a row whose id is already in the table is skipped (a
- * replay), counted in *skipped.  Agents and runs named are created in
- * agents/runs when missing.  Large n goes through COPY.  A schema older
+ * the order given; a row whose key (id and created_at) is already in the
+ * table is skipped (a replay), counted in *skipped.  Agents and runs
+ * named are created in agents/runs when missing.  Large n goes through
+ * COPY.  A schema older
  * than the binary's is an error (status 3, reason auditdb_schema_old).
  * On error nothing of the call is kept (the transaction rolls back).
  * Two round trips (libpq's pipeline mode: the chains locked and read,

@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -518,6 +519,98 @@ static int reader_next(struct reader *rd, struct line *l)
 	}
 }
 
+/*
+ * A value of a quick line (quick_object): a string of printable ASCII
+ * with nothing to unescape, an integer of at most 18 digits, true, false
+ * or null, as jansson would make it; NULL for anything else.
+ */
+static json_t *quick_value(const char **pp, const char *e)
+{
+	const char *p = *pp, *q;
+
+	if (p >= e)
+		return NULL;
+	if (*p == '"') {
+		for (q = ++p; q < e && *q != '"'; q++)
+			if (*q < 0x20 || *q > 0x7e || *q == '\\')
+				return NULL;
+		if (q == e)
+			return NULL;
+		*pp = q + 1;
+		return json_stringn_nocheck(p, (size_t)(q - p));
+	}
+	if (*p == '-' || (*p >= '0' && *p <= '9')) {
+		long long v = 0;
+		bool neg = *p == '-';
+
+		q = neg ? p + 1 : p;
+		p = q;
+		while (q < e && *q >= '0' && *q <= '9' && q - p < 19)
+			v = v * 10 + (*q++ - '0');
+		/* No digits, a leading zero, too long, or a fraction or
+		 * exponent (a real to jansson). */
+		if (q == p || (*p == '0' && q - p > 1) || q - p > 18 ||
+		    (q < e && *q != ',' && *q != '}'))
+			return NULL;
+		*pp = q;
+		return json_integer(neg ? -v : v);
+	}
+	if (e - p >= 4 && !memcmp(p, "true", 4)) {
+		*pp = p + 4;
+		return json_true();
+	}
+	if (e - p >= 5 && !memcmp(p, "false", 5)) {
+		*pp = p + 5;
+		return json_false();
+	}
+	if (e - p >= 4 && !memcmp(p, "null", 4)) {
+		*pp = p + 4;
+		return json_null();
+	}
+	return NULL;
+}
+
+/*
+ * The object of a line as this sbxcat's spool_line writes it, up to its
+ * sum (p[0..n)): '{', then each of audit_columns' keys in order with its
+ * value (quick_value's kinds), compact.  It is the object json_loadb
+ * makes of such a line without its "sum", in a third of the time: the
+ * parse was most of a flush's own CPU, which on a busy machine the
+ * server's COPY waits for.  NULL for any other line (escapes, non-ASCII
+ * text, an older line without wire_id, another order), which json_loadb
+ * then reads: what is accepted and how is json_loadb's either way.
+ */
+static json_t *quick_object(const char *p, size_t n)
+{
+	const char *e = p + n;
+	json_t *j, *v;
+
+	if (n < 2 || *p++ != '{')
+		return NULL;
+	j = json_object();
+	for (size_t k = 0; k < audit_ncolumns; k++) {
+		const char *key = audit_columns[k].key;
+		size_t kl = strlen(key);
+
+		if (k && (p >= e || *p++ != ','))
+			goto no;
+		if ((size_t)(e - p) < kl + 3 || p[0] != '"' ||
+		    memcmp(p + 1, key, kl) || p[kl + 1] != '"' ||
+		    p[kl + 2] != ':')
+			goto no;
+		p += kl + 3;
+		v = quick_value(&p, e);
+		if (!v)
+			goto no;
+		json_object_set_new_nocheck(j, key, v);
+	}
+	if (p == e)
+		return j;
+no:
+	json_decref(j);
+	return NULL;
+}
+
 /* Verify a whole line (without its newline) and parse its row.  -1 with
  * *why (allocated) when it is not one. */
 static int verify_line(const char *p, size_t n, struct audit_row *r, char **why)
@@ -540,12 +633,15 @@ static int verify_line(const char *p, size_t n, struct audit_row *r, char **why)
 		*why = xstrdup("sum does not match");
 		return -1;
 	}
-	j = json_loadb(p, n, JSON_REJECT_DUPLICATES, &jerr);
+	j = quick_object(p, body);
 	if (!j) {
-		*why = xasprintf("not JSON: %s", jerr.text);
-		return -1;
+		j = json_loadb(p, n, JSON_REJECT_DUPLICATES, &jerr);
+		if (!j) {
+			*why = xasprintf("not JSON: %s", jerr.text);
+			return -1;
+		}
+		json_object_del(j, "sum");
 	}
-	json_object_del(j, "sum");
 	if (audit_row_from_json(j, r, &err) < 0) {
 		*why = xasprintf("not a row: %s", err->msg);
 		sbx_error_free(&err);
@@ -566,6 +662,20 @@ struct replay {
 	size_t nrows, arows;
 	unsigned long long kept;
 	bool dirty; /* something appended to kept-aside: fsync it */
+	struct reader rd;
+	/*
+	 * The hand-over between the thread that reads (everything above
+	 * is its own until it is joined) and the one that sinks: a batch
+	 * read and waiting (ready, nready; NULL: none), the reader done,
+	 * the sinker gone (the reader stops at its next batch).
+	 */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct audit_row *ready;
+	size_t nready;
+	bool done, stop;
+	int rc; /* the reader's: 0, or -1 with rerr */
+	struct sbx_error *rerr;
 };
 
 #define KEY_AT "{\"key\":\""
@@ -651,19 +761,32 @@ static int keep_aside(struct replay *rp, const char *p, size_t n,
 	return rc;
 }
 
-static int hand_on(struct replay *rp, spool_sink sink, void *arg,
-		   unsigned long long *moved, struct sbx_error **err)
+static void rows_free(struct audit_row *rows, size_t n)
 {
-	int rc = 0;
+	for (size_t i = 0; i < n; i++)
+		audit_row_release(&rows[i]);
+	free(rows);
+}
 
-	if (rp->nrows > 0)
-		rc = sink(arg, rp->rows, rp->nrows, err);
-	if (rc == 0)
-		*moved += rp->nrows;
-	for (size_t i = 0; i < rp->nrows; i++)
-		audit_row_release(&rp->rows[i]);
-	rp->nrows = 0;
-	return rc < 0 ? -1 : 0;
+/* The reader's batch handed over (waiting while the last one is still
+ * there); false when the sinker has stopped. */
+static bool hand_over(struct replay *rp)
+{
+	bool go;
+
+	pthread_mutex_lock(&rp->mu);
+	while (rp->ready && !rp->stop)
+		pthread_cond_wait(&rp->cv, &rp->mu);
+	go = !rp->stop;
+	if (go && rp->nrows) {
+		rp->ready = rp->rows;
+		rp->nready = rp->nrows;
+		rp->rows = NULL;
+		rp->nrows = rp->arows = 0;
+		pthread_cond_broadcast(&rp->cv);
+	}
+	pthread_mutex_unlock(&rp->mu);
+	return go;
 }
 
 /* One line of the spool: a row onto the batch, or set aside. */
@@ -717,6 +840,89 @@ static int take_line(struct replay *rp, const struct line *l,
 	}
 }
 
+/*
+ * The reader thread: the lines read, verified (their sums) and parsed
+ * into batches of SPOOL_BATCH rows, bad ones kept aside.  Parsing is most
+ * of a replay's own CPU (the JSON, the SHA-256 of each line): done here,
+ * it overlaps the sink's work on the batch before (the database's COPY),
+ * and at most two batches are held.
+ */
+static void *read_lines(void *arg)
+{
+	struct replay *rp = arg;
+	struct line l;
+	bool first = true;
+	int k, rc = -1;
+
+	while ((k = reader_next(&rp->rd, &l)) > 0) {
+		if (l.n == 0 && l.nl)
+			continue;
+		if (first) {
+			sha256_hex(l.p, l.n, rp->first);
+			first = false;
+		}
+		if (take_line(rp, &l, &rp->rerr) < 0)
+			goto out;
+		if (rp->nrows >= SPOOL_BATCH && !hand_over(rp)) {
+			rc = 0; /* the sinker's error is the one said */
+			goto out;
+		}
+	}
+	if (k < 0) {
+		fail(rp->s, SPOOL_FILE, errno, &rp->rerr, "read");
+		goto out;
+	}
+	hand_over(rp);
+	rc = 0;
+out:
+	pthread_mutex_lock(&rp->mu);
+	rp->rc = rc;
+	rp->done = true;
+	pthread_cond_broadcast(&rp->cv);
+	pthread_mutex_unlock(&rp->mu);
+	return NULL;
+}
+
+/* The batches to the sink as the reader hands them over: 0 when the
+ * reader read every line and the sink took every row. */
+static int sink_batches(struct replay *rp, spool_sink sink, void *arg,
+			unsigned long long *moved, struct sbx_error **err)
+{
+	for (;;) {
+		struct audit_row *rows;
+		size_t n;
+		int rc;
+
+		pthread_mutex_lock(&rp->mu);
+		while (!rp->ready && !rp->done)
+			pthread_cond_wait(&rp->cv, &rp->mu);
+		rows = rp->ready;
+		n = rp->nready;
+		rp->ready = NULL;
+		rp->nready = 0;
+		pthread_cond_broadcast(&rp->cv);
+		if (!rows && rp->rc < 0) {
+			*err = rp->rerr;
+			rp->rerr = NULL;
+			pthread_mutex_unlock(&rp->mu);
+			return -1;
+		}
+		pthread_mutex_unlock(&rp->mu);
+		if (!rows)
+			return 0;
+		rc = sink(arg, rows, n, err);
+		rows_free(rows, n);
+		if (rc < 0) {
+			pthread_mutex_lock(&rp->mu);
+			rp->stop = true;
+			pthread_cond_broadcast(&rp->cv);
+			pthread_mutex_unlock(&rp->mu);
+			return -1;
+		}
+		*moved += n;
+	}
+}
+
 static int write_flush(struct spool *s, unsigned long long rows,
 		       struct sbx_error **err)
 {
@@ -750,10 +956,9 @@ int spool_replay(struct spool *s, bool wait, spool_sink sink, void *arg,
 		 struct sbx_error **err)
 {
 	struct replay rp = {.s = s, .kfd = -1};
-	struct reader rd;
-	struct line l;
-	bool missing, first = true;
-	int fd, k, rc = -1;
+	pthread_t th;
+	bool missing;
+	int fd, te, rc = -1;
 
 	*moved = *kept = 0;
 	if (open_dir(s, false, &missing, err) < 0)
@@ -771,38 +976,31 @@ int spool_replay(struct spool *s, bool wait, spool_sink sink, void *arg,
 			return 0;
 		return fail(s, SPOOL_FILE, e, err, "flock");
 	}
-	reader_init(&rd, fd);
-	while ((k = reader_next(&rd, &l)) > 0) {
-		if (l.n == 0 && l.nl)
-			continue;
-		if (first) {
-			sha256_hex(l.p, l.n, rp.first);
-			first = false;
-		}
-		if (take_line(&rp, &l, err) < 0)
-			goto out;
-		if (rp.nrows >= SPOOL_BATCH &&
-		    hand_on(&rp, sink, arg, moved, err) < 0)
-			goto out;
-	}
-	if (k < 0) {
-		fail(s, SPOOL_FILE, errno, err, "read");
+	reader_init(&rp.rd, fd);
+	pthread_mutex_init(&rp.mu, NULL);
+	pthread_cond_init(&rp.cv, NULL);
+	te = pthread_create(&th, NULL, read_lines, &rp);
+	if (te) {
+		fail(s, NULL, te, err, "cannot start the replay's reader");
 		goto out;
 	}
-	if (hand_on(&rp, sink, arg, moved, err) < 0)
+	rc = sink_batches(&rp, sink, arg, moved, err);
+	pthread_join(th, NULL);
+	if (rc < 0)
 		goto out;
+	rc = -1;
 	/* Kept aside durably before the lines leave the spool. */
 	if (rp.dirty && fsync(rp.kfd) < 0) {
 		fail(s, KEPT_FILE, errno, err, "fsync");
 		goto out;
 	}
-	if (rd.pos > 0 && (ftruncate(fd, 0) < 0 || fsync(fd) < 0)) {
+	if (rp.rd.pos > 0 && (ftruncate(fd, 0) < 0 || fsync(fd) < 0)) {
 		fail(s, SPOOL_FILE, errno, err, "truncate");
 		goto out;
 	}
 	/* The truncate freed the reserve with the rows: take it again for
 	 * the appenders that counted on it (as far as there is room). */
-	if (rd.pos > 0 && read_limits(s, NULL) == 0)
+	if (rp.rd.pos > 0 && read_limits(s, NULL) == 0)
 		(void)keep_reserve(s, fd, NULL);
 	/* The rows are in and out of the spool: a flush.json that cannot be
 	 * written only leaves `audit status` with an older last flush. */
@@ -811,10 +1009,12 @@ int spool_replay(struct spool *s, bool wait, spool_sink sink, void *arg,
 	rc = 0;
 out:
 	*kept = rp.kept;
-	reader_release(&rd);
-	for (size_t i = 0; i < rp.nrows; i++)
-		audit_row_release(&rp.rows[i]);
-	free(rp.rows);
+	reader_release(&rp.rd);
+	rows_free(rp.rows, rp.nrows);
+	rows_free(rp.ready, rp.nready);
+	sbx_error_free(&rp.rerr);
+	pthread_cond_destroy(&rp.cv);
+	pthread_mutex_destroy(&rp.mu);
 	strv_free(rp.keys, rp.nkeys);
 	if (rp.kfd >= 0)
 		close(rp.kfd);
