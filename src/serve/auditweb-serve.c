@@ -1130,8 +1130,6 @@ int auditpage_start(struct auditpage **out, const struct auditpage_config *c,
 	    .max_connections = 256,
 	    /* Every live stream holds a slow worker for its hour. */
 	    .slow_workers = AW_STREAMS_MAX + 8,
-	    .caller_workers = AW_STREAMS_AUDITOR + 4,
-	    .caller_places = AW_STREAMS_AUDITOR + 8,
 	    .log_fd = c->log_fd,
 	};
 	struct sbx_error *e = NULL;
