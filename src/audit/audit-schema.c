@@ -433,10 +433,6 @@ static const char migration_7[] =
     "    ORDER BY 1 LOOP\n"
     "    PERFORM sbxcat_audit_day('sandbox_operations_p', d);\n"
     "  END LOOP;\n"
-    "  CREATE TABLE sbxcat_partitioning (\n"
-    "    upto bigint NOT NULL, at_created timestamptz, at_seq bigint);\n"
-    "  INSERT INTO sbxcat_partitioning (upto)\n"
-    "    SELECT coalesce(max(seq), 0) FROM sandbox_operations;\n"
     "  CREATE FUNCTION sbxcat_audit_mirror() RETURNS trigger\n"
     "    LANGUAGE plpgsql AS $t$\n"
     "  BEGIN\n"
@@ -459,6 +455,14 @@ static const char migration_7[] =
     "  CREATE TRIGGER sandbox_operations_mirror\n"
     "    AFTER INSERT OR UPDATE OR DELETE ON sandbox_operations\n"
     "    FOR EACH ROW EXECUTE FUNCTION sbxcat_audit_mirror();\n"
+    /* Only now, the trigger there (its lock waited for every writer
+     * that had inserted, and holds the next ones until this commits):
+     * a row not in the last seq read is one the trigger mirrors.  Read
+     * before it, a row inserted in between would be in neither. */
+    "  CREATE TABLE sbxcat_partitioning (\n"
+    "    upto bigint NOT NULL, at_created timestamptz, at_seq bigint);\n"
+    "  INSERT INTO sbxcat_partitioning (upto)\n"
+    "    SELECT coalesce(max(seq), 0) FROM sandbox_operations;\n"
     "END $m$;\n"
     "CREATE OR REPLACE PROCEDURE sbxcat_audit_partition_copy()\n"
     "  LANGUAGE plpgsql AS $$\n"
@@ -474,12 +478,14 @@ static const char migration_7[] =
     "  LOOP\n"
     "    SELECT p.upto, p.at_created, p.at_seq INTO upto, ac, aseq\n"
     "      FROM sbxcat_partitioning p;\n"
+    /* The rows past upto are the trigger's: neither locked nor
+     * counted, so writers faster than the copy cannot keep it going. */
     "    WITH b AS (SELECT o.* FROM sandbox_operations o\n"
     "        WHERE (o.created_at, o.seq) > (coalesce(ac, '-infinity'),\n"
-    "          coalesce(aseq, 0))\n"
+    "          coalesce(aseq, 0)) AND o.seq <= upto\n"
     "        ORDER BY o.created_at, o.seq LIMIT 20000 FOR SHARE),\n"
     "      c AS (INSERT INTO sandbox_operations_p OVERRIDING SYSTEM VALUE\n"
-    "        SELECT * FROM b WHERE b.seq <= upto RETURNING 1),\n"
+    "        SELECT * FROM b RETURNING 1),\n"
     "      l AS (SELECT b.created_at, b.seq FROM b\n"
     "        ORDER BY b.created_at DESC, b.seq DESC LIMIT 1)\n"
     "    UPDATE sbxcat_partitioning p SET at_created = l.created_at,\n"

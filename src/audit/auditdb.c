@@ -1317,15 +1317,16 @@ static void insert_params(struct auditdb *db, struct pipe *p, struct ins *in,
 		   UINT64_C(1) << (rows - 1), np, v, PGRES_COMMAND_OK, NULL);
 }
 
-static int schema_check(struct auditdb *db, struct sbx_error **err)
+static int schema_check_at(struct auditdb *db, int least,
+			   struct sbx_error **err)
 {
 	int have, known;
 
-	if (db->schema >= auditdb_nmigrations)
+	if (db->schema >= least)
 		return 0;
 	if (auditdb_schema_version(db, &have, &known, err) < 0)
 		return -1;
-	if (have < known) {
+	if (have < least) {
 		sbx_error_set(
 		    err, SBX_E_UNAVAILABLE, 0,
 		    "the audit schema is at version %d, sbxcat needs %d", have,
@@ -1334,6 +1335,11 @@ static int schema_check(struct auditdb *db, struct sbx_error **err)
 		return -1;
 	}
 	return 0;
+}
+
+static int schema_check(struct auditdb *db, struct sbx_error **err)
+{
+	return schema_check_at(db, auditdb_nmigrations, err);
 }
 
 /* The heads read under the chains' locks into in->chains. */
@@ -1606,7 +1612,7 @@ static int insert(struct auditdb *db, const struct audit_row *rows, size_t n,
 	*inserted = *skipped = 0;
 	if (!n)
 		return 0;
-	if (schema_check(db, err) < 0)
+	if (schema_check_at(db, AUDITDB_SCHEMA_COMPAT, err) < 0)
 		return -1;
 	in.byid = xcalloc(n, sizeof(*in.byid));
 	in.skip = xcalloc(n, sizeof(*in.skip));
@@ -1978,7 +1984,7 @@ int auditdb_verify(struct auditdb *db, const char *session, const char *tenant,
 	int rc;
 
 	*report = NULL;
-	if (schema_check(db, err) < 0 ||
+	if (schema_check_at(db, AUDITDB_SCHEMA_COMPAT, err) < 0 ||
 	    cmd(db, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err) < 0)
 		return -1;
 	sql =
@@ -2044,7 +2050,7 @@ int auditdb_heads(struct auditdb *db, const char *session, const char *tenant,
 	int rc;
 
 	*heads = NULL;
-	if (schema_check(db, err) < 0)
+	if (schema_check_at(db, AUDITDB_SCHEMA_COMPAT, err) < 0)
 		return -1;
 	sql = xasprintf("SELECT c.session_key, c.tenant, c.nrows, c.head_seq, "
 			"encode(c.head, 'hex'), c.swept_rows, "

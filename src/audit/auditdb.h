@@ -102,6 +102,16 @@ int auditdb_schema_version(struct auditdb *db, int *applied, int *known,
 			   struct sbx_error **err);
 
 /*
+ * The oldest schema this binary reads, writes and verifies rows in:
+ * migration 7 (rows by day) moved the rows, not their columns, so the
+ * service's writers and readers go on while `audit migrate` copies the
+ * table (the old table's mirror trigger takes new rows to the new one)
+ * instead of failing (spooling) for the length of the copy.  What needs
+ * the day partitions (auditdb_make_days, auditdb_sweep) needs the latest.
+ */
+#define AUDITDB_SCHEMA_COMPAT 6
+
+/*
  * The reason (struct sbx_error's) of an error that is the schema older
  * than this sbxcat's migrations (a caller may say how to migrate).
  */

@@ -164,7 +164,8 @@ void svc_audit_db_close(const struct svc *s, struct auditdb *db)
 	close_db(s, db);
 }
 
-/* The database, with the schema this sbxcat knows (the query verbs). */
+/* The database, with a schema this sbxcat reads (the query verbs):
+ * the latest, or one it reads as well (AUDITDB_SCHEMA_COMPAT). */
 static int open_schema(const struct svc *s, struct auditdb **db,
 		       struct sbx_error **err)
 {
@@ -173,7 +174,7 @@ static int open_schema(const struct svc *s, struct auditdb **db,
 	if (open_db(s, db, err) < 0 ||
 	    auditdb_schema_version(*db, &applied, &known, err) < 0)
 		return -1;
-	if (applied < known) {
+	if (applied < AUDITDB_SCHEMA_COMPAT) {
 		sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
 			      "the audit's schema is at version %d of %d",
 			      applied, known);
