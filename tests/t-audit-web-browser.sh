@@ -111,9 +111,9 @@ EOF
 # The PID namespace's first process is sh: when it ends, the kernel ends
 # every process left in the namespace (the service, chromedriver, every
 # Chromium process).
-RURL=$RURL T=$T DRIVER=$DRIVER SHOTS=$SHOTS PSQL="$PGB_BIN/psql" DB_URL=$URL \
-	WRITER=./tests/t-audit-follow-writer TOKEN_A=$TOKEN_A srcdir=$srcdir \
-	timeout 120 unshare -n -p -f --kill-child sh "$T/inner.sh"
+PSQL=$PGB_BIN/psql DB_URL=$URL WRITER=./tests/t-audit-follow-writer
+export RURL T DRIVER SHOTS PSQL DB_URL WRITER TOKEN_A srcdir
+timeout 120 unshare -n -p -f --kill-child sh "$T/inner.sh"
 rc=$?
 [ -f "$SHOTS/log.png" ] && [ -f "$SHOTS/timeline.png" ] &&
 	echo "# screenshots: $SHOTS/log.png, $SHOTS/timeline.png"
