@@ -25,11 +25,12 @@
 #include "cli/cmd.h"
 #include "cli/tty.h"
 #include "svc/svc-audit.h"
+#include "svc/svc-auditweb.h"
 
 extern const struct cmd_entry cmd_audit_migrate_entry, cmd_audit_status_entry,
     cmd_audit_flush_entry, cmd_audit_ls_entry, cmd_audit_export_entry,
     cmd_audit_stats_entry, cmd_audit_sweep_entry, cmd_audit_verify_entry,
-    cmd_audit_head_entry, cmd_audit_tail_entry;
+    cmd_audit_head_entry, cmd_audit_tail_entry, cmd_audit_web_entry;
 
 /* The options of every verb (each verb's table names those it takes). */
 struct audit_opts {
@@ -37,6 +38,7 @@ struct audit_opts {
 	const char *since, *until; /* parsed once --local is known */
 	bool local;		   /* local time in and out, not UTC */
 	bool status;		  /* migrate */
+	const char *reader;	  /* migrate --reader ROLE */
 	unsigned long long limit; /* ls */
 	bool has_limit;
 	const char *format;	 /* export */
@@ -143,6 +145,7 @@ static int opt_after(const struct cmd_entry *cmd, const char *name,
 
 static const struct cmd_option migrate_options[] = {
     CMD_FLAG("status", 0, struct audit_opts, status, 0),
+    CMD_STRING("reader", 0, struct audit_opts, reader, 0),
     CMD_OPTIONS_END,
 };
 static const struct cmd_option ls_options[] = {
@@ -248,8 +251,22 @@ static int audit_migrate(struct sbx_ctx *ctx, void *opts, int nargs,
 	(void)nargs, (void)args;
 	if (rc)
 		return rc;
+	if (o->reader && o->status)
+		return cmd_usage_error(&cmd_audit_migrate_entry,
+				       "--reader does not go with --status");
 	if (svc_audit_migrate(&ctx->svc, &ctx->call, &req, &res, &err) < 0)
 		return report(&err);
+	/* The auditor's page's role: made once the tables are there. */
+	if (o->reader &&
+	    svc_auditweb_grant_reader(&ctx->svc, o->reader, &err) < 0) {
+		svc_audit_migrate_res_release(&res);
+		if (err->kind != SBX_E_INVALID)
+			return report(&err);
+		rc = cmd_usage_error(&cmd_audit_migrate_entry, "--reader %s",
+				     err->msg);
+		sbx_error_free(&err);
+		return rc;
+	}
 	if (ctx->json) {
 		cmd_print_json(steal_pointer(&res.doc));
 	} else if (o->status) {
@@ -271,6 +288,10 @@ static int audit_migrate(struct sbx_ctx *ctx, void *opts, int nargs,
 	} else {
 		printf("schema is up to date (version %d)\n", res.version);
 	}
+	if (o->reader && !ctx->json)
+		printf("role %s may read the audit (SELECT only); a login role "
+		       "for the page: CREATE ROLE name LOGIN IN ROLE %s\n",
+		       o->reader, o->reader);
 	svc_audit_migrate_res_release(&res);
 	return 0;
 }
@@ -1044,9 +1065,9 @@ static int audit_head(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 
 const struct cmd_entry cmd_audit_migrate_entry = {
     VERB(migrate),
-    .usage = "[--status] [--json]",
+    .usage = "[--status] [--reader ROLE] [--json]",
     .summary = "create or upgrade the audit's schema; --status lists "
-	       "migrations",
+	       "migrations; --reader makes a read-only role",
     .options = migrate_options,
 };
 const struct cmd_entry cmd_audit_status_entry = {
@@ -1112,13 +1133,13 @@ static const struct cmd_entry *const audit_verbs[] = {
     &cmd_audit_migrate_entry, &cmd_audit_status_entry, &cmd_audit_flush_entry,
     &cmd_audit_ls_entry,      &cmd_audit_tail_entry,   &cmd_audit_export_entry,
     &cmd_audit_stats_entry,   &cmd_audit_sweep_entry,  &cmd_audit_verify_entry,
-    &cmd_audit_head_entry,
+    &cmd_audit_head_entry,    &cmd_audit_web_entry,
 };
 
 const struct cmd_entry cmd_audit_entry = {
     .name = "audit",
-    .usage = "migrate|status|flush|ls|tail|export|stats|sweep|verify|head "
-	     "...",
+    .usage = "migrate|status|flush|ls|tail|export|stats|sweep|verify|head|"
+	     "web ...",
     .summary = "the operation audit in PostgreSQL",
     .verbs = audit_verbs,
     .nverbs = sizeof(audit_verbs) / sizeof(audit_verbs[0]),

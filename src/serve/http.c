@@ -26,6 +26,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -73,6 +74,13 @@ static enum MHD_Result queue(struct http_req *r, int status,
 		return MHD_NO;
 	if (retry_after)
 		sym_MHD_add_response_header(mr, "Retry-After", retry_after);
+	for (size_t i = 0; i < r->srv->cfg.nheaders; i++) {
+		const char *h = r->srv->cfg.headers[i], *colon = strchr(h, ':');
+		char name[64];
+
+		snprintf(name, sizeof(name), "%.*s", (int)(colon - h), h);
+		sym_MHD_add_response_header(mr, name, colon + 2);
+	}
 	for (size_t i = 0; i < r->res.nheaders; i++) {
 		char *h = r->res.headers[i], *colon = strchr(h, ':');
 

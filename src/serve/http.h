@@ -229,6 +229,10 @@ struct http_config {
 	 * NULL hook: {"detail"} always. */
 	char *(*refusal)(void *arg, const struct http_route *rt,
 			 const char *path, int status, const char *detail);
+	/* Headers added to every response, the server's own refusals
+	 * too: "Name: value" strings (static), or NULL. */
+	const char *const *headers;
+	size_t nheaders;
 	size_t max_body_bytes;	   /* 0: 12 MiB; a route's own cap first */
 	size_t max_header_bytes;   /* 0: 32 KiB */
 	unsigned max_connections;  /* 0: 1024 */

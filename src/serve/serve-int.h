@@ -227,4 +227,9 @@ void serve_metrics(struct serve *sv, struct strbuf *out);
  * read everything, and when one last did (Unix seconds). */
 void serve_reload_state(struct serve *sv, bool *ok, double *ok_at);
 
+/* A file of secrets (serve.c): a regular file, not a symlink, that
+ * neither group nor others may read, at most max bytes. */
+int serve_read_secret_file(const char *path, size_t max, char **data,
+			   struct sbx_error **err);
+
 #endif

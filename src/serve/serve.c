@@ -276,6 +276,12 @@ static int read_secret_file(const char *path, size_t max, char **data,
 	return rc;
 }
 
+int serve_read_secret_file(const char *path, size_t max, char **data,
+			   struct sbx_error **err)
+{
+	return read_secret_file(path, max, data, err);
+}
+
 static int set_service_token(struct serve *sv, const struct serve_config *c,
 			     struct sbx_error **err)
 {
