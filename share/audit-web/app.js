@@ -13,6 +13,12 @@
  *   - everywhere: times in the viewer's zone (the server writes UTC in
  *     <time datetime=...>), or UTC at the viewer's choice.
  *
+ * It hooks on the ids and classes the server's HTML keeps stable (the
+ * list at the top of src/serve/auditweb-html.c) and draws its rows with
+ * the same ones (table#log > tr.op[data-seq], table#timeline > tr.ev,
+ * td.c-*), so a reader or a test finds the same things with JavaScript
+ * on or off.
+ *
  * Every value that came from a sandbox (targets, details, labels) is a
  * hostile string: it only ever becomes a text node (textContent), never
  * markup, and control and bidi characters are shown as visible escapes
@@ -210,7 +216,8 @@
 	function zoneSwitch(main) {
 		var b = el("button", {type: "button", id: "zone-switch", class: "small",
 			"aria-pressed": utc ? "true" : "false"}, utc ? "Show my zone" : "Show UTC");
-		var p = el("p", {class: "zone"}, "Times in ", el("strong", {id: "zone-name"}), ". ", b);
+		var p = el("p", {class: "zone"}, "Times in ", el("strong", {id: "zone-name"}), " ", b);
+		var top = document.getElementById("top");
 
 		b.addEventListener("click", function () {
 			utc = !utc;
@@ -221,7 +228,11 @@
 			b.setAttribute("aria-pressed", utc ? "true" : "false");
 			retime();
 		});
-		main.insertBefore(p, main.firstChild);
+		/* In the header, before the logout button, else atop main. */
+		if (top)
+			top.insertBefore(p, document.getElementById("logout"));
+		else
+			main.insertBefore(p, main.firstChild);
 	}
 
 	/* -- Numbers -- */
@@ -361,13 +372,13 @@
 			el("th", {scope: "col", text: "Op"}),
 			el("th", {scope: "col", text: "Target"}),
 			el("th", {scope: "col", text: "Result"}),
-			el("th", {scope: "col", class: "num", text: "Took"})));
+			el("th", {scope: "col", class: "c-ms", text: "Took"})));
 	}
 
 	function sessionLink(key) {
 		if (!key)
 			return textCell(null);
-		var td = el("td", {class: "session"});
+		var td = el("td", {class: "c-session"});
 		var a = el("a", {href: "/session/" + enc(key), title: key});
 		a.appendChild(escText(key));
 		td.appendChild(a);
@@ -375,7 +386,7 @@
 	}
 
 	function resultCell(r) {
-		var td = el("td", {class: "result"});
+		var td = el("td", {class: "c-ok"});
 
 		if (!r.ok)
 			td.appendChild(el("span", {class: "mark", "aria-label": "failed", text: "\u2717 "}));
@@ -386,28 +397,29 @@
 	}
 
 	function opRow(r) {
-		var tr = el("tr", {"data-seq": String(r.seq), class: r.ok ? "ok" : "failed"});
+		var tr = el("tr", {"data-seq": String(r.seq), "data-session": r.session || "",
+			class: r.ok ? "op" : "op failed"});
 
-		tr.appendChild(el("td", {class: "time"}, timeEl(r.created_at)));
-		tr.appendChild(textCell(r.tenant, "tenant"));
+		tr.appendChild(el("td", {class: "c-time"}, timeEl(r.created_at)));
+		tr.appendChild(textCell(r.tenant, "c-tenant"));
 		tr.appendChild(sessionLink(r.session));
-		tr.appendChild(textCell(r.agent, "agent"));
-		tr.appendChild(textCell(r.run, "run"));
-		tr.appendChild(el("td", {class: "op", text: r.op}));
-		tr.appendChild(textCell(r.target, "target"));
+		tr.appendChild(textCell(r.agent, "c-agent"));
+		tr.appendChild(textCell(r.run, "c-run"));
+		tr.appendChild(el("td", {class: "c-op", text: r.op}));
+		tr.appendChild(textCell(r.target, "c-target"));
 		tr.appendChild(resultCell(r));
-		tr.appendChild(el("td", {class: "num", text: duration(r.duration_ms)}));
+		tr.appendChild(el("td", {class: "c-ms", text: duration(r.duration_ms)}));
 		return tr;
 	}
 
 	function logPage(main) {
 		var form = filterForm() || makeForm(main);
-		var old = document.getElementById("ops") || main.querySelector("table");
-		var table = el("table", {id: "ops", class: "ops"});
+		var old = document.getElementById("log") || main.querySelector("table");
+		var table = el("table", {id: "log", class: "log"});
 		var tbody = el("tbody");
 		var more = el("button", {type: "button", id: "more", disabled: true}, "Next page");
-		var shown = el("span", {id: "shown", class: "count"});
-		var pager = el("nav", {class: "pager", "aria-label": "pages"}, more, " ", shown);
+		var pager = document.getElementById("pager");
+		var shown = document.getElementById("count");
 		var next = null, seen = {}, gen = 0, timer = null, n = 0;
 
 		table.appendChild(el("caption", {class: "vh", text: "Operations, newest first"}));
@@ -419,22 +431,28 @@
 		} else {
 			main.appendChild(table);
 		}
-		/* The server's "next page" links: the button does their work now. */
-		var links = document.querySelectorAll("a[rel~=next], .pager a, a.next");
-		for (var i = 0; i < links.length; i++) {
-			var pn = links[i].closest("nav, p, div") || links[i];
-			if (pn !== main && !pn.contains(table))
-				pn.hidden = true;
-			else
-				links[i].hidden = true;
+		/* The server's "next page" link: the button does its work now,
+		 * below the rows already shown instead of on a page of its own. */
+		if (pager) {
+			clear(pager);
+		} else {
+			pager = el("nav", {id: "pager"});
+			table.parentNode.insertBefore(pager, table.nextSibling);
 		}
-		table.parentNode.insertBefore(pager, table.nextSibling);
+		pager.setAttribute("aria-label", "pages");
+		pager.className = "pager";
+		pager.appendChild(more);
+		if (!shown) {
+			shown = el("p", {id: "count"});
+			table.parentNode.insertBefore(shown, table);
+		}
+		shown.className = "count";
 		table.parentNode.insertBefore(el("p", {id: "status", class: "status",
 			role: "status", "aria-live": "polite"}), table);
 
 		function count() {
-			shown.textContent = n + (n === 1 ? " row" : " rows") +
-				(next ? "" : n ? ", the last page" : "");
+			shown.textContent = n + (n === 1 ? " operation" : " operations") +
+				(next ? " shown, more to come" : n ? ", all shown" : "");
 		}
 
 		/* load(FIRST): the first page for the filters, or the next one. */
@@ -568,17 +586,27 @@
 			by = new URL(img.getAttribute("src"), window.location.href)
 				.searchParams.get("by") || "tenant";
 		} catch (e) { /* tenant */ }
-		var sw = el("fieldset", {class: "by"}, el("legend", {text: "Chart by"}));
-		["tenant", "agent"].forEach(function (b) {
-			var r = el("input", {type: "radio", name: "chart-by", value: b,
-				checked: b === by});
-			r.addEventListener("change", function () {
-				by = b;
+		/* The switch: the form's own (select#f-by), else one made here. */
+		var sel = document.getElementById("f-by");
+		if (sel) {
+			by = sel.value || by;
+			sel.addEventListener("change", function () {
+				by = sel.value;
 				update(last);
 			});
-			sw.appendChild(el("label", {}, r, " " + b));
-		});
-		img.parentNode.insertBefore(sw, img);
+		} else {
+			var sw = el("fieldset", {class: "by"}, el("legend", {text: "Chart by"}));
+			["tenant", "agent"].forEach(function (b) {
+				var r = el("input", {type: "radio", name: "chart-by", value: b,
+					checked: b === by});
+				r.addEventListener("change", function () {
+					by = b;
+					update(last);
+				});
+				sw.appendChild(el("label", {}, r, " " + b));
+			});
+			img.parentNode.insertBefore(sw, img);
+		}
 		img.id = "chart";
 
 		function update(p) {
@@ -596,16 +624,25 @@
 
 	/* The live ticker: /api/live's rows, newest on top, the last 200. */
 	function livePart(main, form) {
-		var box = el("section", {id: "ticker", class: "ticker", "aria-labelledby": "ticker-h"});
+		var box = document.getElementById("ticker");
 		var pause = el("button", {type: "button", id: "live-pause", class: "small",
 			"aria-pressed": "false"}, "Pause");
 		var state = el("span", {id: "live-state", class: "count", text: "connecting"});
 		var list = el("ol", {id: "live", class: "live", reversed: true});
 		var es = null, paused = false, held = [], got = 0;
 
+		if (box) {
+			clear(box);
+			box.hidden = false;
+		} else {
+			box = el("section", {id: "ticker"});
+			form.parentNode.insertBefore(box, form.nextSibling);
+		}
+		box.className = "ticker";
+		box.setAttribute("role", "region");
+		box.setAttribute("aria-labelledby", "ticker-h");
 		box.appendChild(el("h2", {id: "ticker-h"}, "Live ", pause, " ", state));
 		box.appendChild(list);
-		form.parentNode.insertBefore(box, form.nextSibling);
 
 		function say() {
 			state.textContent = (es && es.readyState === 1 ? "connected" :
@@ -711,15 +748,17 @@
 
 		table.appendChild(el("caption", {class: "vh", text: "The session's operations, in order"}));
 		table.appendChild(el("thead", {}, el("tr", {},
-			el("th", {scope: "col", class: "num", text: "Seq"}),
+			el("th", {scope: "col", class: "c-seq", text: "Seq"}),
 			el("th", {scope: "col", text: "Time"}),
-			el("th", {scope: "col", class: "num", text: "Elapsed"}),
+			el("th", {scope: "col", class: "c-elapsed", title: "since the first event",
+				text: "Elapsed"}),
 			el("th", {scope: "col", text: "Op"}),
 			el("th", {scope: "col", text: "Target"}),
 			el("th", {scope: "col", text: "Result"}),
 			el("th", {scope: "col", text: "Detail"}),
-			el("th", {scope: "col", class: "num", text: "Took"}),
-			el("th", {scope: "col", class: "num", text: "Gap"}))));
+			el("th", {scope: "col", class: "c-ms", text: "Took"}),
+			el("th", {scope: "col", class: "c-gap", title: "the pause before it",
+				text: "Gap"}))));
 		table.appendChild(tbody);
 		var old = document.getElementById("timeline") ||
 			main.querySelector("table.timeline") || main.querySelector("table");
@@ -754,21 +793,22 @@
 			dt("Events", el("span", {id: "tl-count", text: String(n)}));
 			dt("Failed", el("span", {id: "tl-failed", class: nf ? "bad" : "",
 				text: String(nf)}));
-			dt("Chain", el("span", {id: "chain-state", text: "checking\u2026"}));
+			if (!document.getElementById("chain"))
+				dt("Chain", el("span", {id: "chain-state", text: "checking\u2026"}));
 		}
 
 		function event(e) {
 			var t = new Date(e.at).getTime();
-			var tr = el("tr", {"data-seq": String(e.seq), class: e.ok ? "ok" : "failed"});
+			var tr = el("tr", {"data-seq": String(e.seq), class: e.ok ? "ev" : "ev failed"});
 
 			if (first === null)
 				first = t;
-			tr.appendChild(el("td", {class: "num", text: String(e.seq)}));
-			tr.appendChild(el("td", {class: "time"}, timeEl(e.at)));
-			tr.appendChild(el("td", {class: "num", text: "+" + duration(t - first)}));
-			tr.appendChild(el("td", {class: "op", text: e.op}));
-			tr.appendChild(textCell(e.target, "target"));
-			var r = el("td", {class: "result"});
+			tr.appendChild(el("td", {class: "c-seq", text: String(e.seq)}));
+			tr.appendChild(el("td", {class: "c-time"}, timeEl(e.at)));
+			tr.appendChild(el("td", {class: "c-elapsed", text: "+" + duration(t - first)}));
+			tr.appendChild(el("td", {class: "c-op", text: e.op}));
+			tr.appendChild(textCell(e.target, "c-target"));
+			var r = el("td", {class: "c-ok"});
 			if (e.ok) {
 				r.appendChild(document.createTextNode(
 					e.exit_status !== null && e.exit_status !== undefined ?
@@ -779,10 +819,10 @@
 					r.appendChild(document.createTextNode(" (exit " + e.exit_status + ")"));
 			}
 			tr.appendChild(r);
-			tr.appendChild(textCell(e.detail, "detail"));
-			tr.appendChild(el("td", {class: "num", text: duration(e.duration_ms)}));
+			tr.appendChild(textCell(e.detail, "c-detail"));
+			tr.appendChild(el("td", {class: "c-ms", text: duration(e.duration_ms)}));
 			/* The pause before this step: where an agent waited. */
-			tr.appendChild(el("td", {class: "num", text: prev === null ? "" : duration(t - prev)}));
+			tr.appendChild(el("td", {class: "c-gap", text: prev === null ? "" : duration(t - prev)}));
 			prev = t;
 			return tr;
 		}
@@ -823,17 +863,28 @@
 			load();
 		});
 
-		var sumOld = document.getElementById("summary") || main.querySelector("dl");
+		var sumOld = main.querySelector("#summary dl") || main.querySelector("dl");
 		if (sumOld) {
 			sumOld.parentNode.replaceChild(sum, sumOld);
 		} else {
 			table.parentNode.insertBefore(sum, table.previousSibling);
 		}
 
+		/* The server's page checked the chain already (div#chain): its
+		 * state is said in the summary too, not asked for again. */
 		function chain() {
-			get(base + "/chain", function (j) {
-				var s = document.getElementById("chain-state");
+			var sv = document.getElementById("chain"), s = document.getElementById("chain-state");
 
+			if (sv) {
+				var st = sv.getAttribute("data-state") || "";
+				var p = sv.querySelector(".state");
+				sv.className = "chain " + st;
+				if (p && (st === "verified" || st === "broken"))
+					p.insertBefore(el("span", {class: "mark",
+						text: st === "verified" ? "\u2713 " : "\u2717 "}), p.firstChild);
+				return;
+			}
+			get(base + "/chain", function (j) {
 				if (!j || !s)
 					return;
 				clear(s);
@@ -852,13 +903,14 @@
 					if (j.why)
 						s.appendChild(escText(j.why));
 				}
-				/* The server's own chain line says the same now. */
-				var sv = document.getElementById("chain");
-				if (sv && !sv.contains(s))
-					sv.hidden = true;
 			});
 		}
 
+		/* All the events are loaded in place: the server's link to the
+		 * later ones is not needed. */
+		var later = document.getElementById("timeline-next");
+		if (later)
+			(later.closest("p") || later).hidden = true;
 		files(main, base);
 		load();
 	}
@@ -872,24 +924,27 @@
 				(j.truncated ? " (the 1,000 most recent)" : "")}));
 			t.appendChild(el("thead", {}, el("tr", {},
 				el("th", {scope: "col", text: "Path"}),
-				el("th", {scope: "col", class: "num", text: "Read"}),
-				el("th", {scope: "col", class: "num", text: "Written"}),
-				el("th", {scope: "col", class: "num", text: "Removed"}),
+				el("th", {scope: "col", class: "c-ms", text: "Read"}),
+				el("th", {scope: "col", class: "c-ms", text: "Written"}),
+				el("th", {scope: "col", class: "c-ms", text: "Removed"}),
 				el("th", {scope: "col", text: "Last"}))));
 			var tb = el("tbody");
 			j.files.forEach(function (f) {
 				tb.appendChild(el("tr", {},
-					textCell(f.path, "target"),
-					el("td", {class: "num", text: f.read ? String(f.read) : ""}),
-					el("td", {class: "num", text: f.written ? String(f.written) : ""}),
-					el("td", {class: "num", text: f.removed ? String(f.removed) : ""}),
-					el("td", {class: "time"}, timeEl(f.last_at))));
+					textCell(f.path, "c-target"),
+					el("td", {class: "c-ms", text: f.read ? String(f.read) : ""}),
+					el("td", {class: "c-ms", text: f.written ? String(f.written) : ""}),
+					el("td", {class: "c-ms", text: f.removed ? String(f.removed) : ""}),
+					el("td", {class: "c-time"}, timeEl(f.last_at))));
 			});
 			if (!j.files.length)
 				tb.appendChild(el("tr", {}, el("td", {colspan: "5", class: "none",
 					text: "No file read, written or removed."})));
 			t.appendChild(tb);
-			replaceOrAdd(main, "#files, table.files", t);
+			replaceOrAdd(main, "#files", t);
+			var tr = document.getElementById("files-truncated");
+			if (tr)
+				tr.hidden = true;
 		});
 	}
 
@@ -898,14 +953,17 @@
 	function start() {
 		var main = document.querySelector("main") || document.body;
 		var path = window.location.pathname;
+		/* What the server says the page is (body[data-page]): an error
+		 * page at /session/X is no session to enhance. */
+		var page = document.body.getAttribute("data-page") ||
+			(path === "/" ? "log" : path.indexOf("/session/") === 0 ? "session" : "");
 
 		document.documentElement.classList.add("js");
-		if (path === "/" || path === "/index.html") {
+		if (page === "log")
 			logPage(main);
-		} else if (path.indexOf("/session/") === 0 && path.length > 9) {
+		else if (page === "session" && path.indexOf("/session/") === 0 && path.length > 9)
 			sessionPage(main, decodeURIComponent(path.slice(9)));
-		}
-		if (path !== "/login")
+		if (page === "log" || page === "session")
 			zoneSwitch(main);
 		retime();
 	}
