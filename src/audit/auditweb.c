@@ -239,6 +239,7 @@ int auditweb_session(struct auditdb *db, const char *id, const char *tenant,
 {
 	const char *p[2] = {id, tenant};
 	char t1[64], t2[64], *sql;
+	const char *tand;
 	unsigned long n;
 	json_t *a;
 	int rc;
@@ -246,6 +247,7 @@ int auditweb_session(struct auditdb *db, const char *id, const char *tenant,
 	*info = NULL;
 	if (check_utf8("session", id, err) || check_utf8("tenant", tenant, err))
 		return -1;
+	tand = tenant_and(tenant, "o.tenant", 2, t2);
 	/* The key first (either index: key or wire id), then the summary
 	 * over that key's index. */
 	sql = xasprintf(
@@ -265,8 +267,7 @@ int auditweb_session(struct auditdb *db, const char *id, const char *tenant,
 					 "n, max(runtime) AS runtime "
 					 "FROM sandbox_operations o WHERE "
 					 "o.session_key = k.session_key%s) s",
-	    tenant_and(tenant, "tenant", 2, t1),
-	    tenant_and(tenant, "o.tenant", 2, t2), t2);
+	    tenant_and(tenant, "tenant", 2, t1), tand, tand);
 	rc = json_rows(db, "reading the session", sql, tenant ? 2 : 1, p, 1, &a,
 		       &n, err);
 	free(sql);

@@ -1,5 +1,5 @@
 /*
- * auditweb-int.h - what the auditor's page's files share: auditweb.c (the
+ * auditweb-int.h - what the auditor's page's files share: auditweb-serve.c (the
  * auditors, logins, routes and the JSON API), auditweb-html.c (the pages
  * and the chart's SVG, every byte of a sandbox escaped).
  */
@@ -15,7 +15,7 @@
 
 struct auditpage;
 
-/* A request's filter, from its query (auditweb.c). */
+/* A request's filter, from its query (auditweb-serve.c). */
 struct aw_query {
 	svc_audit_filter f;
 	const char *tenant_asked; /* the tenant= parameter, or NULL */

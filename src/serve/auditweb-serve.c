@@ -1,5 +1,5 @@
 /*
- * auditweb.c - `sbxcat audit web` (auditweb.h): the auditors and their
+ * auditweb-serve.c - `sbxcat audit web` (auditweb.h): the auditors and their
  * logins, who asks (the admit hook), the route table, the JSON API, the
  * live stream and the export; the pages are auditweb-html.c's.
  *
@@ -81,6 +81,9 @@ static const char *const aw_headers[] = {
     "'self'; frame-ancestors 'none'; base-uri 'none'",
     "X-Content-Type-Options: nosniff",
     "Referrer-Policy: no-referrer",
+    /* Every answer is an auditor's view of the audit, or the server's
+     * refusal: none is to be kept (the assets are small). */
+    "Cache-Control: no-store",
 };
 
 /* What a route declares (http_route.needs). */
@@ -308,18 +311,12 @@ static char *aw_refusal(void *arg, const struct http_route *rt,
 
 /* ---- answers ---- */
 
-static void no_store(struct http_response *res)
-{
-	http_response_header(res, "Cache-Control", "no-store");
-}
-
 static void give_html(struct http_response *res, int status, struct strbuf *sb)
 {
 	free(res->body);
 	res->status = status;
 	res->body = strbuf_detach(sb, &res->body_len);
 	res->content_type = "text/html; charset=utf-8";
-	no_store(res);
 }
 
 static void fail(struct http_request *req, struct http_response *res,
@@ -338,7 +335,6 @@ static void fail(struct http_request *req, struct http_response *res,
 	if (!n || n->api) {
 		http_respond_json(
 		    res, status, xjson_pack("{s:o}", "error", xjson_text(msg)));
-		no_store(res);
 	} else {
 		struct strbuf sb = STRBUF_INIT;
 
@@ -366,13 +362,11 @@ static void redirect(struct http_response *res, const char *to)
 {
 	res->status = 303;
 	http_response_header(res, "Location", to);
-	no_store(res);
 }
 
 static void give_json(struct http_response *res, json_t *doc)
 {
 	http_respond_json(res, 200, doc);
-	no_store(res);
 }
 
 /* The auditor asking, or -1 having answered (pages to /login, the API
@@ -753,7 +747,6 @@ static void h_chart_svg(void *arg, struct http_request *req,
 	res->status = 200;
 	res->body = strbuf_detach(&sb, &res->body_len);
 	res->content_type = "image/svg+xml";
-	no_store(res);
 }
 
 /* ---- live ---- */
@@ -841,7 +834,6 @@ static void h_live(void *arg, struct http_request *req,
 	}
 	lq.filter = q.f;
 	lq.arg = &l;
-	no_store(res);
 	http_response_header(res, "X-Accel-Buffering", "no");
 	if (http_stream_start(req, 200, "text/event-stream") == 0) {
 		strbuf_addstr(&l.sb, "retry: 3000\n: live\n\n");
@@ -920,7 +912,6 @@ static void h_export(void *arg, struct http_request *req,
 		return fail(req, res, 400, "format: csv or jsonl");
 	csv = !strcmp(fmt, "csv");
 	x.type = csv ? "text/csv; charset=utf-8" : "application/x-ndjson";
-	no_store(res);
 	http_response_header(
 	    res, "Content-Disposition",
 	    csv ? "attachment; filename=\"sbxcat-audit.csv\""
@@ -957,7 +948,6 @@ static void h_healthz(void *arg, struct http_request *req,
 	res->body = xstrdup("ok\n");
 	res->body_len = 3;
 	res->content_type = "text/plain; charset=utf-8";
-	no_store(res);
 }
 
 static void h_login_page(void *arg, struct http_request *req,
@@ -1074,7 +1064,6 @@ static void h_static(void *arg, struct http_request *req,
 			memcpy(res->body, aw_assets[i].data, aw_assets[i].len);
 			res->body_len = aw_assets[i].len;
 			res->content_type = aw_assets[i].type;
-			http_response_header(res, "Cache-Control", "no-cache");
 			return;
 		}
 	fail(req, res, 404, "no such file");
@@ -1141,8 +1130,6 @@ int auditpage_start(struct auditpage **out, const struct auditpage_config *c,
 	    .max_connections = 256,
 	    /* Every live stream holds a slow worker for its hour. */
 	    .slow_workers = AW_STREAMS_MAX + 8,
-	    .caller_workers = AW_STREAMS_AUDITOR + 4,
-	    .caller_places = AW_STREAMS_AUDITOR + 8,
 	    .log_fd = c->log_fd,
 	};
 	struct sbx_error *e = NULL;
