@@ -12,6 +12,7 @@ chromedriver was started in, as minutes east of UTC).
 """
 import datetime
 import os
+import random
 import subprocess
 import sys
 import time
@@ -113,6 +114,58 @@ def set_field(s, name, value):
 
 
 A = "tenant = 'acme'"
+
+# -- A small fuzzer: session s-a-fuzz's targets made of markup, quotes,
+# escapes, controls, bidi and separators, astral characters, set raw by
+# SQL (sbxcat itself would store them escaped).  The page must show each
+# exactly as the rule says (shown()), with JavaScript on and off.
+PIECES = ["<", ">", "&", '"', "'", "\\", "/", "=", "a", "Z", "0", " ", "\t", "\n",
+          "\u202e", "\u202a", "\u2066", "\u2069", "\u200e", "\u200f", "\u2028", "\u2029",
+          "\ufeff", "\x01", "\x07", "\x1b", "\x7f", "\x85", "\x9b", "\x9f", "\u00e9",
+          "\u6f22", "\U0001f600", "\ufffd", "<script>alert(1)</script>",
+          "<img src=x onerror=alert(1)>", "&amp;", "&#x202e;", "\\u202e", "]]>", "<!--"]
+
+
+def escaped(c):
+    o = ord(c)
+    return (o <= 0x1f or 0x7f <= o <= 0x9f or o in (0x200e, 0x200f, 0x2028, 0x2029, 0xfeff) or
+            0x202a <= o <= 0x202e or 0x2066 <= o <= 0x2069)
+
+
+def rule(t):
+    return "".join("\\u%04x" % ord(c) if escaped(c) else c for c in t)
+
+
+seed = int(os.environ.get("FUZZ_SEED", str(int(time.time() * 1000) % 1000000)))
+rng = random.Random(seed)
+diag("fuzz seed %d (FUZZ_SEED=%d to replay)" % (seed, seed))
+fuzz = {}
+for seq in [int(x) for x in sql("SELECT seq FROM sandbox_operations WHERE session_key = 's-a-fuzz' ORDER BY seq")]:
+    t = "".join(rng.choice(PIECES) for _ in range(rng.randint(1, 12)))
+    fuzz[seq] = t
+    sql("UPDATE sandbox_operations SET target = convert_from(decode('%s', 'hex'), 'UTF8') WHERE seq = %d"
+        % (t.encode().hex(), seq))
+FUZZ_JS = ("var o = {}; Array.prototype.forEach.call(document.querySelectorAll("
+           "'#timeline tbody tr[data-seq]'), function (r) {"
+           " o[r.dataset.seq] = r.querySelector('td.c-target').textContent; }); return o;")
+FUZZ_EL_JS = "return document.querySelectorAll('#timeline td.c-target *:not(span.esc)').length;"
+
+
+def fuzz_check(s, how):
+    s.get(BASE + "/session/s-a-fuzz")
+    want = {str(k): rule(v) for k, v in fuzz.items()}
+    try:
+        s.wait("the fuzzed timeline", lambda: len(s.js(FUZZ_JS)) == len(want), 10)
+    except TimeoutError:
+        pass
+    got = s.js(FUZZ_JS)
+    bad = [(k, want[k], got.get(k)) for k in sorted(want, key=int) if got.get(k) != want[k]]
+    ok(not bad, "%s: %d random hostile targets shown exactly as the escape rule says" % (how, len(want)),
+       "\n".join("seq %s: want %r\n        got  %r" % b for b in bad[:5]))
+    ok(s.js(FUZZ_EL_JS) == 0 and s.alert_text() is None and
+       s.js("return document.querySelectorAll('img[src=x]').length") == 0,
+       "... as text only: no element but span.esc in a target, no dialog, no <img src=x>")
+
 failed = False
 s = drv.session(chromium_options(os.path.join(UDD, "js"), js=True))
 try:
@@ -262,6 +315,8 @@ try:
         st = str(e)
     ok("broken" in st.lower(), "a session whose row was changed by SQL: its chain is broken", st)
 
+    fuzz_check(s, "JavaScript on")
+
     # -- No CSP violation, no script error, all along.
     logs = s.logs()
     bad = [m["message"] for m in logs if "Content Security Policy" in m["message"] or
@@ -297,6 +352,7 @@ try:
        "... a session's timeline: its %d rows in seq order, the %d failed marked" % (len(want), len(wantf)))
     ok(s.js("return document.getElementById('chain').getAttribute('data-state')") == "verified",
        "... and its chain state (verified)")
+    fuzz_check(s, "JavaScript off")
 finally:
     s.close()
 

@@ -4,7 +4,8 @@
 # (tests/webdriver.py; the checks in tests/audit_web_browser.py): login
 # through the form, the log's rows against SQL (first page, filters typed,
 # paging to the end), a session's timeline, chain and files against SQL,
-# hostile targets as text, tenant isolation, the live ticker, times in the
+# hostile targets as text (and 40 random ones, shown exactly as the
+# escape rule says with JavaScript on and off), tenant isolation, the live ticker, times in the
 # viewer's zone, no CSP violation, and the log and a session readable with
 # JavaScript off.  Screenshots of the log and of a timeline are left in
 # tests/audit-web-shots/ for a person to look at.
@@ -65,6 +66,7 @@ esac
 # other's, then acme's hostile targets, newest, on the first page.
 w() { ./tests/t-audit-follow-writer write "$URL" "$1" "$2" - "$3" 50 0 "$4" >/dev/null ||
 	bail_out "t-audit-follow-writer $*"; }
+w acme s-a-fuzz 40 "fuzz"	# targets made hostile below (audit_web_browser.py)
 w acme s-a1 70 "src/app"
 w acme s-a2 60 "docs/page"
 w other s-b1 30 "tenantb-secret"

@@ -75,12 +75,14 @@
 	/*
 	 * The visible-escape rule, the server's: C0 and C1 controls, DEL, the
 	 * direction marks and embeddings/overrides/isolates are shown as
-	 * \uXXXX in a span.esc; a lone surrogate (what invalid UTF-8 becomes
-	 * on the way) as U+FFFD.  Everything else is text as it is.
+	 * \uXXXX in a span.esc, and so are the line and paragraph separators
+	 * and the byte order mark, which the server shows escaped too; a lone
+	 * surrogate (what invalid UTF-8 becomes on the way) as U+FFFD.
+	 * Everything else is text as it is.
 	 */
 	function isEscaped(c) {
 		return c <= 0x1f || (c >= 0x7f && c <= 0x9f) ||
-			c === 0x200e || c === 0x200f ||
+			c === 0x200e || c === 0x200f || c === 0x2028 || c === 0x2029 || c === 0xfeff ||
 			(c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
 	}
 
