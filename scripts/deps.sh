@@ -26,10 +26,12 @@ engine="docker.io util-linux iproute2 curl man-db"
 # /metrics tests (Debian's prometheus, whose promtool they also use when it
 # is there, is a 96 MB server with a system user and a service of its own);
 # docker-registry (2.8, /usr/bin/docker-registry) for the fleet's private
-# registry (tests/fleetbed.sh), run by the tests with a config of their own.
+# registry (tests/fleetbed.sh), run by the tests with a config of their own;
+# chromium and chromium-driver (chromedriver) for the auditor's page in a
+# real headless browser (tests/t-audit-web-browser.sh).
 test="$build $engine busybox-static docker-compose jq python3-jsonschema strace
 	openssl time procps postgresql-15 postgresql-client-15 e2fsprogs
-	python3-prometheus-client docker-registry"
+	python3-prometheus-client docker-registry chromium chromium-driver"
 # setup: what the main job uses besides the build: an engine to prewarm on,
 # and e2fsprogs for disk budgets (SANDBOXD_WORKSPACE_QUOTA).
 setup="$build $engine e2fsprogs"
