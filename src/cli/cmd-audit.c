@@ -1081,7 +1081,7 @@ static int audit_head(struct sbx_ctx *ctx, void *opts, int nargs, char **args)
 
 const struct cmd_entry cmd_audit_migrate_entry = {
     VERB(migrate),
-    .usage = "[--status] [--reader ROLE] [--json]",
+    .usage = "[--status] [--to N] [--reader ROLE] [--json]",
     .summary = "create or upgrade the audit's schema; --status lists "
 	       "migrations; --reader makes a read-only role",
     .options = migrate_options,
