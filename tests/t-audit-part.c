@@ -331,8 +331,11 @@ static int do_write(char **a)
 	       "max_end_ms %lld\n",
 	       committed, retried, nlat, maxlat / 1000.0,
 	       nlat ? lat[nlat * 99 / 100] / 1000.0 : 0.0, maxat / 1000);
-	for (int k = 0; k < nerrs; k++)
+	for (int k = 0; k < nerrs; k++) {
 		printf("error %s\n", errs[k]);
+		free(errs[k]);
+	}
+	free(lat);
 	auditdb_close(db);
 	return 0;
 }

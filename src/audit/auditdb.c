@@ -2164,8 +2164,10 @@ static int day_run(struct auditdb *db, const char *sql, int n,
 	state = sym_PQresultErrorField(res, PG_DIAG_SQLSTATE);
 	if (state && (!strcmp(state, "42P01") || !strcmp(state, "55P03") ||
 		      !strcmp(state, "40P01"))) {
+		int rc = strcmp(state, "42P01") ? 2 : 1; /* state is res's */
+
 		sym_PQclear(res);
-		return strcmp(state, "42P01") ? 2 : 1;
+		return rc;
 	}
 	return res_fail(res, err, "database: dropping a day of the audit");
 }
