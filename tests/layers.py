@@ -23,7 +23,7 @@ headers of, and call the functions of, only the folders USES gives it
             ("#define SVC_X SESSION_X") is named too.
 
 Prints one line per violation ("includes: src/cli/cmd-exec.c includes
-session/procs.h", "calls: src/cli/cmd-exec.o calls procs_stop, defined
+exec/procs.h", "calls: src/cli/cmd-exec.o calls procs_stop, defined
 in session/", "names: src/serve/wire.c uses SESSION_STATE_HIBERNATED,
 defined in session/session.h"), and exits 1 when there is any, 2 when it
 cannot check.
@@ -40,8 +40,10 @@ USES = {
     "engine": ["basic", "catalog"],
     "workspace": ["basic"],
     "audit": ["basic"],
-    "session": ["basic", "catalog", "engine", "workspace"],
-    "svc": ["basic", "catalog", "engine", "workspace", "audit", "session"],
+    "exec": ["basic"],
+    "session": ["basic", "catalog", "engine", "workspace", "exec"],
+    "svc": ["basic", "catalog", "engine", "workspace", "audit", "session",
+            "exec"],
     "serve": ["basic", "catalog", "svc"],
     "cli": ["basic", "catalog", "svc", "serve"],
 }

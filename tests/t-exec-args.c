@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "session/runs.h"
+#include "session/session-runs.h"
 #include "svc/svc-exec.h"
 #include "tap.h"
 

@@ -22,7 +22,7 @@
 #include "basic/alloc.h"
 #include "engine/engine.h"
 #include "basic/error.h"
-#include "session/exec-io.h"
+#include "exec/exec-io.h"
 #include "tap.h"
 
 /* ---- the decoder ---- */

@@ -35,7 +35,7 @@
 #include "engine/engine.h"
 #include "basic/error.h"
 #include "basic/fileio.h"
-#include "session/procs.h"
+#include "exec/procs.h"
 #include "tap.h"
 
 static char ctr[2][PATH_MAX]; /* the stand-in container cgroups, v1, v2 */

@@ -15,7 +15,7 @@
 #include "basic/util.h"
 #include "catalog/deployment.h"
 #include "engine/engine.h"
-#include "session/procs.h"
+#include "exec/procs.h"
 #include "session/reap.h"
 #include "session/session-budget.h"
 #include "session/session-engine.h"

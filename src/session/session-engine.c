@@ -18,7 +18,7 @@
 #include "catalog/catalog.h"
 #include "catalog/deployment.h"
 #include "engine/engine.h"
-#include "session/procs.h"
+#include "exec/procs.h"
 #include "session/session-budget.h"
 #include "session/session-engine.h"
 

@@ -4,7 +4,7 @@
  * command line's `sbxcat exec` and the service's exec routes call.
  *
  * The command runs as the session's user, in the workspace, in a cgroup
- * of its own (session/procs.h) that every process it starts is born in
+ * of its own (exec/procs.h) that every process it starts is born in
  * and cannot leave; its output streams to the request's sinks as it
  * comes, cut per stream at max_output; at the deadline, or when the
  * call's cancel flag is raised, everything it started is stopped.  What a

@@ -22,7 +22,7 @@
 #include "catalog/catalog.h"
 #include "catalog/recipe.h"
 #include "engine/engine.h"
-#include "session/procs.h"
+#include "exec/procs.h"
 #include "session/session-budget.h"
 #include "session/session-wire.h"
 #include "svc/svc-fleet-host.h"

@@ -39,7 +39,7 @@
 #include "basic/error.h"
 #include "basic/fileio.h"
 #include "basic/hash.h"
-#include "session/procs.h"
+#include "exec/procs.h"
 
 /* Between two listings while waiting for processes to go. */
 #define RELIST_MS 20

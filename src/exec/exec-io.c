@@ -22,7 +22,7 @@
 #include "basic/clock.h"
 #include "basic/alloc.h"
 #include "basic/error.h"
-#include "session/exec-io.h"
+#include "exec/exec-io.h"
 
 #define RBUF (64u << 10)
 /* A read's payload, and the held head of stdout let go with it. */
