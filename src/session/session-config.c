@@ -216,6 +216,25 @@ static int network_from_env(const struct sbx_env *e, struct session_config *c,
 	return 0;
 }
 
+/* SBXCAT_EXEC_PATH: auto, fast or engine. */
+static int exec_path_from_env(const struct sbx_env *e, struct session_config *c,
+			      struct sbx_error **err)
+{
+	static const char *const names[] = {"auto", "fast", "engine"};
+	const char *v = env(e, "SBXCAT_EXEC_PATH");
+
+	c->exec_path = SESSION_EXEC_AUTO;
+	if (!v)
+		return 0;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(v, names[i]) == 0) {
+			c->exec_path = (enum session_exec_path)i;
+			return 0;
+		}
+	return bad_value(err, "SBXCAT_EXEC_PATH", v,
+			 "expected auto, fast or engine");
+}
+
 /* The file SBXCAT_KEY_SECRET_FILE names: never through a symlink. */
 static int secret_from_file(struct session_config *c, const char *path,
 			    struct sbx_error **err)
@@ -465,6 +484,7 @@ int session_config_load(struct session_config *c, const struct sbx_env *e,
 	    env_bool(e, "SANDBOXD_PERSIST_CONTAINERS", &c->persist_containers,
 		     err) < 0 ||
 	    network_from_env(e, c, err) < 0 ||
+	    exec_path_from_env(e, c, err) < 0 ||
 	    env_size(e, "SANDBOXD_MAX_READ_BYTES", &size_bytes, &c->max_read,
 		     err) < 0 ||
 	    env_size(e, "SANDBOXD_MAX_WRITE_BYTES", &size_bytes, &c->max_write,

@@ -112,6 +112,15 @@ struct session_config {
 	unsigned long long max_output; /* SANDBOXD_MAX_OUTPUT_BYTES 10 MiB */
 	bool persist_containers;       /* SANDBOXD_PERSIST_CONTAINERS */
 	char *network;		       /* SBXCAT_SESSION_NETWORK "bridge" */
+	/* SBXCAT_EXEC_PATH: how exec starts a command (docs/sessions.md
+	 * "How a command is started"): auto (the host joins the container
+	 * itself, the engine when it cannot), fast (never the engine:
+	 * refused when the host cannot), engine (always the engine). */
+	enum session_exec_path {
+		SESSION_EXEC_AUTO,
+		SESSION_EXEC_FAST,
+		SESSION_EXEC_ENGINE,
+	} exec_path;
 	char *deployment;	       /* SBXCAT_DEPLOYMENT_ID "default" */
 	unsigned char *secret;	       /* NULL: keys are plain SHA-256 */
 	size_t secret_len;
