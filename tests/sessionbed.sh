@@ -165,6 +165,27 @@ cgdir() {
 	fi
 }
 
+# sb_exec_path KEY: which path sbxcat exec took for a command in KEY,
+# "engine" or "fast", as the host sees it: the engine's command is a child
+# of its shim (SBXCAT_EXEC_PATH, docs/sessions.md).
+sb_exec_path() {
+	sb_arg=4$(od -An -N3 -tu4 /dev/urandom | tr -d ' \n')
+	timeout -s KILL 60 "$S" -C "$CAT" exec "$1" --timeout 20 -- sleep "$sb_arg" </dev/null >/dev/null 2>&1 &
+	sb_xp=$! sb_n=0 sb_hp=""
+	while [ -z "$sb_hp" ] && [ $sb_n -lt 100 ]; do
+		sb_hp=$(pgrep -f "^sleep $sb_arg\$") || sleep 0.1
+		sb_n=$((sb_n + 1))
+	done
+	sb_pp=$(ps -o ppid= -p "$sb_hp" 2>/dev/null | tr -d ' ')
+	case $(ps -o comm= -p "${sb_pp:-0}" 2>/dev/null) in
+	containerd-shim*) echo engine ;;
+	"") echo unknown ;;
+	*) echo fast ;;
+	esac
+	kill "$sb_hp" 2>/dev/null
+	wait "$sb_xp" 2>/dev/null
+}
+
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 # lt A B: is the number A below B?

@@ -21,6 +21,9 @@ K=$key
 sbx session show "$K" --json
 WS=$(jq -r .workspace "$T/out")
 SECRET=s3cr3t-$sfx
+# The path asked for (SBXCAT_EXEC_PATH; t-exec*-engine.sh) is the one taken.
+[ "${SBXCAT_EXEC_PATH:-auto}" = engine ] && want=engine || want=fast
+is "$(sb_exec_path "$K")" "$want" "commands start on the $want path (SBXCAT_EXEC_PATH=${SBXCAT_EXEC_PATH:-auto})"
 
 # -- -e NAME=VALUE
 sbx exec "$K" -e A=one -e EMPTY= -e "U=é x

@@ -58,6 +58,9 @@ WS=$(jq -r .workspace "$T/out")
 ex() { sbx exec "$@"; }
 
 # -- Where and as whom a command runs.
+# The path asked for (SBXCAT_EXEC_PATH; t-exec*-engine.sh) is the one taken.
+[ "${SBXCAT_EXEC_PATH:-auto}" = engine ] && want=engine || want=fast
+is "$(sb_exec_path "$K")" "$want" "commands start on the $want path (SBXCAT_EXEC_PATH=${SBXCAT_EXEC_PATH:-auto})"
 ex "$K" -- id -u
 is "$rc:$(out)" "0:10001" "the command runs as uid 10001"
 ex "$K" -- pwd
