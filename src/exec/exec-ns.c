@@ -157,85 +157,105 @@ static int unfit(enum exec_ns_unfit *why, enum exec_ns_unfit w,
 }
 
 /* ------------------------------------------------------------------ */
-/* The children: system calls only. */
+/* The children: system calls only, and through syscall(2) itself, so
+ * that no interposer (a sanitizer's) takes a lock another thread held
+ * at the fork. */
+
+#define SYS(...) syscall(__VA_ARGS__)
+
+/* The kernel's struct sigaction (x86-64, arm64 layout without
+ * sa_restorer's use: SIG_DFL needs none). */
+struct ksigaction {
+	void (*handler)(int);
+	unsigned long flags;
+	void (*restorer)(void);
+	unsigned long long mask;
+};
 
 static void say(int fd, int stage, int e, pid_t pid)
 {
 	struct report r = {.stage = stage, .err = e, .pid = pid};
-	ssize_t w;
+	long w;
 
 	do
-		w = write(fd, &r, sizeof(r));
+		w = SYS(SYS_write, fd, &r, sizeof(r));
 	while (w < 0 && errno == EINTR);
 }
 
 static __attribute__((noreturn)) void fail(const struct plan *pl, int stage)
 {
 	say(pl->report, stage, errno, 0);
-	_exit(127);
+	for (;;)
+		SYS(SYS_exit_group, 127);
+}
+
+static long open_in(const char *path, int flags)
+{
+	return SYS(SYS_openat, AT_FDCWD, path, flags, 0);
 }
 
 static __attribute__((noreturn)) void child_b(const struct plan *pl)
 {
-	struct sigaction dfl;
-	unsigned long long none = 0;
+	static const struct ksigaction dfl = {.handler = SIG_DFL};
+	static const unsigned long long none = 0;
 	struct __user_cap_header_struct hdr = {
 	    .version = _LINUX_CAPABILITY_VERSION_3};
-	struct __user_cap_data_struct caps[2];
-	int fd, saw_eacces = 0, e;
+	struct __user_cap_data_struct caps[2] = {{0}, {0}};
+	long fd;
+	int saw_eacces = 0, e;
 
 	/* What the caller's threads had: no signal blocked or ignored
 	 * (an execve keeps both). */
-	memset(&dfl, 0, sizeof(dfl));
-	dfl.sa_handler = SIG_DFL;
 	for (int sig = 1; sig < 65; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
-			sigaction(sig, &dfl, NULL);
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
-	if (setsid() < 0)
+			SYS(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(none));
+	SYS(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
+	if (SYS(SYS_setsid) < 0)
 		fail(pl, STAGE_IDENTITY);
 	for (int r = 0; r < RLIM_NLIMITS; r++)
-		if (setrlimit((__rlimit_resource_t)r, &pl->lim[r]) < 0)
+		if (SYS(SYS_prlimit64, 0, r, &pl->lim[r], NULL) < 0)
 			fail(pl, STAGE_IDENTITY);
-	umask(pl->umask);
+	SYS(SYS_umask, pl->umask);
 	for (int c = 0; c <= pl->last_cap && c < 64; c++)
 		if (!(pl->capbnd >> c & 1) &&
-		    prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+		    SYS(SYS_prctl, PR_CAPBSET_DROP, c, 0, 0, 0) < 0 &&
+		    errno != EINVAL)
 			fail(pl, STAGE_IDENTITY);
-	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	SYS(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 	if (pl->lsm) {
-		fd = open("/proc/thread-self/attr/exec", O_WRONLY | O_CLOEXEC);
-		if (fd < 0 || write(fd, pl->lsm, pl->nlsm) != (ssize_t)pl->nlsm)
+		fd = open_in("/proc/thread-self/attr/exec", O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || SYS(SYS_write, fd, pl->lsm, pl->nlsm) !=
+				  (long)pl->nlsm)
 			fail(pl, STAGE_LSM);
-		close(fd);
+		SYS(SYS_close, fd);
 	}
-	if (syscall(SYS_setgroups, pl->ngroups, pl->groups) < 0 ||
-	    syscall(SYS_setresgid, pl->gid, pl->gid, pl->gid) < 0 ||
-	    syscall(SYS_setresuid, pl->uid, pl->uid, pl->uid) < 0)
+	if (SYS(SYS_setgroups, pl->ngroups, pl->groups) < 0 ||
+	    SYS(SYS_setresgid, pl->gid, pl->gid, pl->gid) < 0 ||
+	    SYS(SYS_setresuid, pl->uid, pl->uid, pl->uid) < 0)
 		fail(pl, STAGE_IDENTITY);
-	memset(caps, 0, sizeof(caps));
-	if (syscall(SYS_capset, &hdr, caps) < 0)
+	if (SYS(SYS_capset, &hdr, caps) < 0)
 		fail(pl, STAGE_IDENTITY);
-	if (pl->nnp && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+	if (pl->nnp && SYS(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		fail(pl, STAGE_IDENTITY);
-	if (chdir(pl->cwd) < 0)
+	if (SYS(SYS_chdir, pl->cwd) < 0)
 		fail(pl, STAGE_CWD);
-	fd = pl->in_rd >= 0 ? pl->in_rd : open("/dev/null", O_RDONLY);
-	if (fd < 0 || dup2(fd, 0) < 0 || dup2(pl->out_wr, 1) < 0 ||
-	    dup2(pl->err_wr, 2) < 0)
+	fd = pl->in_rd >= 0 ? pl->in_rd : open_in("/dev/null", O_RDONLY);
+	if (fd < 0 || SYS(SYS_dup2, fd, 0) < 0 ||
+	    SYS(SYS_dup2, pl->out_wr, 1) < 0 ||
+	    SYS(SYS_dup2, pl->err_wr, 2) < 0)
 		fail(pl, STAGE_STDIO);
 	/* Nothing of the caller's passes execve. */
-	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+	if (SYS(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
 		fail(pl, STAGE_STDIO);
 	for (int i = 0; i < pl->filters->n; i++)
-		if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0,
-			    &pl->filters->prog[i]) < 0)
+		if (SYS(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0,
+			&pl->filters->prog[i]) < 0)
 			fail(pl, STAGE_SECCOMP);
 	/* execvp's rules over the candidates: a missing or unreadable one
 	 * is passed over, EACCES remembered. */
 	e = ENOENT;
 	for (char **c = pl->cands; *c; c++) {
-		execve(*c, pl->argv, pl->envp);
+		SYS(SYS_execve, *c, pl->argv, pl->envp);
 		if (errno == EACCES)
 			saw_eacces = 1;
 		else if (errno != ENOENT && errno != ENOTDIR) {
@@ -249,30 +269,31 @@ static __attribute__((noreturn)) void child_b(const struct plan *pl)
 
 static __attribute__((noreturn)) void child_a(const struct plan *pl)
 {
-	long pid;
-	int fd;
+	long pid, fd;
 
 	for (size_t i = 0; i < pl->nv1; i++)
-		if (write(pl->v1[i], "0", 1) != 1)
+		if (SYS(SYS_write, pl->v1[i], "0", 1) != 1)
 			fail(pl, STAGE_CGROUP);
 	if (pl->noom) {
-		fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-		if (fd < 0 || write(fd, pl->oom, pl->noom) != (ssize_t)pl->noom)
+		fd = open_in("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+		if (fd < 0 ||
+		    SYS(SYS_write, fd, pl->oom, pl->noom) != (long)pl->noom)
 			fail(pl, STAGE_OOM);
-		close(fd);
+		SYS(SYS_close, fd);
 	}
-	if (setns(pl->pidfd, CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWIPC |
-				 CLONE_NEWUTS | CLONE_NEWNET | CLONE_NEWPID) <
-	    0)
+	if (SYS(SYS_setns, pl->pidfd,
+		CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWIPC | CLONE_NEWUTS |
+		    CLONE_NEWNET | CLONE_NEWPID) < 0)
 		fail(pl, STAGE_SETNS);
 	/* A fork into the PID namespace, a child of A's parent. */
-	pid = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0);
+	pid = SYS(SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0);
 	if (pid < 0)
 		fail(pl, STAGE_FORK);
 	if (pid == 0)
 		child_b(pl);
 	say(pl->report, STAGE_FORKED, 0, (pid_t)pid);
-	_exit(0);
+	for (;;)
+		SYS(SYS_exit_group, 0);
 }
 
 /* ------------------------------------------------------------------ */
