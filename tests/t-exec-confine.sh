@@ -214,6 +214,7 @@ compare() {
 	ok $r "$c_kind: the engine's command is a child of the engine's shim ($e_par)"
 	case $f_par in containerd-shim* | runc* | "") r=1 ;; *) r=0 ;; esac
 	ok $r "$c_kind: the fast path's command is not the engine's ($f_par)"
+	diag "$c_kind: compared at $(($(date +%s) - sb_t0)) s"
 }
 
 # -- A built runtime.
