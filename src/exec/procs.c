@@ -239,10 +239,57 @@ static char *cgroup_dir(const char *mnt, const char *root, const char *rel)
 	return xasprintf("%s%s%s", mnt, *rel == '/' ? "" : "/", rel);
 }
 
+/*
+ * In mountinfo's text (left as it was), the v1 hierarchy mounted with
+ * option ctl: its mount point and root (pointers into the text, valid
+ * until it is freed; the fields end at a blank).  0, or -1 when none.
+ */
+static int v1_mount_of(const char *mountinfo, const char *ctl, char **mnt,
+		       char **root)
+{
+	size_t cl = strlen(ctl);
+
+	for (const char *l = mountinfo; l && *l;) {
+		const char *nl = strchr(l, '\n'), *end = nl ? nl : l + strlen(l);
+		const char *dash = strstr(l, " - cgroup ");
+
+		if (dash && dash < end) {
+			/* "... - cgroup SOURCE SUPEROPTS": the options last. */
+			const char *o = strchr(dash + 10, ' ');
+
+			while (o && o < end) {
+				o++;
+				if ((size_t)(end - o) >= cl && !strncmp(o, ctl, cl) &&
+				    (o + cl == end || o[cl] == ',')) {
+					/* Fields 4 and 5: root, mount point. */
+					const char *f = l;
+
+					for (int i = 0; i < 3 && f; i++)
+						f = strchr(f, ' '), f = f ? f + 1 : f;
+					if (f) {
+						const char *r_end = strchr(f, ' ');
+						const char *m = r_end ? r_end + 1 : NULL;
+						const char *m_end = m ? strchr(m, ' ') : NULL;
+
+						if (m_end) {
+							*root = xstrndup(f, (size_t)(r_end - f));
+							*mnt = xstrndup(m, (size_t)(m_end - m));
+							return 0;
+						}
+					}
+				}
+				o = memchr(o, ',', (size_t)(end - o));
+			}
+		}
+		l = nl ? nl + 1 : NULL;
+	}
+	return -1;
+}
+
 int procs_v1_join_open(pid_t init_pid, int **fds, size_t *n,
 		       struct sbx_error **err)
 {
-	char path[64], *data = NULL, *line, *save = NULL;
+	char path[64], *data = NULL, *mounts = NULL, *line, *save = NULL;
 	size_t len;
 	int rc = 0;
 
@@ -251,6 +298,11 @@ int procs_v1_join_open(pid_t init_pid, int **fds, size_t *n,
 	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)init_pid);
 	if (read_file_limited(path, 1u << 20, &data, &len, err) < 0)
 		return -1;
+	if (read_file_limited("/proc/self/mountinfo", 16u << 20, &mounts,
+			      &len, err) < 0) {
+		free(data);
+		return -1;
+	}
 	for (line = strtok_r(data, "\n", &save); line && rc == 0;
 	     line = strtok_r(NULL, "\n", &save)) {
 		char *c = strchr(line, ':'), *p, *comma, *mnt = NULL;
@@ -265,7 +317,7 @@ int procs_v1_join_open(pid_t init_pid, int **fds, size_t *n,
 			continue;
 		if ((comma = strchr(c + 1, ',')))
 			*comma = '\0';
-		if (cgroup_mount(c + 1, &mnt, &root) == 0)
+		if (v1_mount_of(mounts, c + 1, &mnt, &root) == 0)
 			dir = cgroup_dir(mnt, root, p);
 		free(mnt);
 		free(root);
@@ -289,6 +341,7 @@ int procs_v1_join_open(pid_t init_pid, int **fds, size_t *n,
 		free(dir);
 	}
 	free(data);
+	free(mounts);
 	if (rc < 0) {
 		for (size_t i = 0; i < *n; i++)
 			close((*fds)[i]);
