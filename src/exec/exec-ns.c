@@ -496,33 +496,6 @@ static bool same_ns(pid_t pid, const char *ns)
 	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-/* The init's start time (field 22 of its stat), to key the cache. */
-static unsigned long long start_time(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long t = 0;
-	ssize_t n;
-	int fd, field = 2;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	while (p && *p && field < 22) {
-		p = strchr(p + 1, ' ');
-		field++;
-	}
-	if (p && field == 22)
-		t = strtoull(p + 1, NULL, 10);
-	return t;
-}
-
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cache_entry {
 	pid_t pid;
@@ -640,7 +613,7 @@ static int filters_read(pid_t pid, struct filters **out,
 static int filters_of(pid_t pid, const struct filters **out,
 		      enum exec_ns_unfit *why, struct sbx_error **err)
 {
-	unsigned long long start = start_time(pid);
+	unsigned long long start = procs_start_time(pid);
 	struct cache_entry *slot = &cache[0];
 	struct filters *f = NULL;
 
