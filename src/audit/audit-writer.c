@@ -456,44 +456,48 @@ static struct direct *direct_take(struct audit_writer *w)
 
 /*
  * r committed on d (w->lock not held): 0, or -1 when the row is to go to
- * the writer after all, *tried set when the commit was sent (it may have
- * been taken).  A spool that holds rows is never jumped: the writer
- * replays it before its next group, so each session's rows stay in the
- * order they were made (a row spooled by this process is fsync'd before
- * its caller is woken, hence seen here by the caller's next row).
+ * the writer after all, *broke set when d could not connect or commit
+ * and *tried when the commit was sent (it may have been taken).  A spool that
+ * holds rows is never jumped: the writer replays it before its next group, so
+ * each session's rows stay in the order they were made (a row spooled by this
+ * process is fsync'd before its caller is woken, hence seen here by the
+ * caller's next row).
  */
 static int direct_write(struct audit_writer *w, struct direct *d,
-			const struct audit_row *r, bool *tried)
+			const struct audit_row *r, bool *broke, bool *tried)
 {
 	struct sbx_error *err = NULL;
 	size_t inserted;
 
 	if (spool_pending(&d->spool))
 		return -1;
+	*broke = true;
 	if (!d->db && auditdb_connect(w->conninfo, w->connect_timeout, &d->db,
 				      &err) < 0) {
 		sbx_error_free(&err);
 		return -1;
 	}
 	*tried = true;
-	if (auditdb_insert_fresh(d->db, r, 1, &inserted, &err) == 0)
+	if (auditdb_insert_fresh(d->db, r, 1, &inserted, &err) == 0) {
+		*broke = false;
 		return 0;
+	}
 	sbx_error_free(&err);
 	auditdb_close(d->db);
 	d->db = NULL;
 	return -1;
 }
 
-/* d given back (w->lock held); ok: the row committed. */
+/* d given back (w->lock held); ok: the row committed; broke: d failed. */
 static void direct_give(struct audit_writer *w, struct direct *d, bool ok,
-			bool tried)
+			bool broke)
 {
 	d->busy = false;
 	w->ndirect--;
 	if (ok) {
 		w->st.written++;
 		w->st.direct++;
-	} else if (tried) {
+	} else if (broke) {
 		/* The others hand over until the writer's next commit. */
 		w->direct_hold = true;
 	}
@@ -514,13 +518,13 @@ int audit_writer_record(struct audit_writer *w, const struct audit_row *r,
 	w->callers++;
 	d = direct_take(w);
 	if (d) {
-		bool tried = false;
+		bool broke = false, tried = false;
 		int rc;
 
 		pthread_mutex_unlock(&w->lock);
-		rc = direct_write(w, d, r, &tried);
+		rc = direct_write(w, d, r, &broke, &tried);
 		pthread_mutex_lock(&w->lock);
-		direct_give(w, d, rc == 0, tried);
+		direct_give(w, d, rc == 0, broke);
 		if (rc == 0) {
 			if (--w->callers == 0 && w->exited)
 				pthread_cond_broadcast(&w->done);
