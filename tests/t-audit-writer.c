@@ -326,6 +326,22 @@ static void rows_hold(const char *url, const char *what, const char *tag, int n,
 	is_int(verify(url), 0, "(%s) the chains verify", what);
 }
 
+/* Up to 15 s for w's database to be up and spool dir name empty: the
+ * 10 ms steps waited (1500: it was not), st as it was last. */
+static int wait_replayed(struct audit_writer *w, const char *name,
+			 struct audit_writer_stats *st)
+{
+	int i;
+
+	for (i = 0; i < 1500; i++) {
+		audit_writer_stats(w, st);
+		if (st->db_up && spooled_rows(name) == 0)
+			break;
+		usleep(10000);
+	}
+	return i;
+}
+
 /* Kill every other backend of url's database (the writer's, the callers'
  * own): their next commit fails as on a server restart. */
 static void kill_backends(const char *url)
@@ -397,12 +413,7 @@ static void test_direct(void)
 	}
 	join_workers(k, 6, &ok_, &db, &sp);
 	diag("killed: %d to the database, %d spooled", db, sp);
-	for (i = 0; i < 1500; i++) {
-		audit_writer_stats(w, &st);
-		if (st.db_up && spooled_rows("spool-e") == 0)
-			break;
-		usleep(10000);
-	}
+	i = wait_replayed(w, "spool-e", &st);
 	ok(i < 1500, "(e) killed: the spool replayed by the writer (%d ms)",
 	   i * 10);
 	audit_writer_stop(w);
@@ -481,12 +492,7 @@ static void test_outage(void)
 	is_int((long long)spooled_rows("spool-b"), sp,
 	       "(b) the spool holds the rows it took");
 	is_int(shell("T_AW_START"), 0, "(b) the fault cluster started again");
-	for (i = 0; i < 1500; i++) {
-		audit_writer_stats(w, &st);
-		if (st.db_up && spooled_rows("spool-b") == 0)
-			break;
-		usleep(10000);
-	}
+	i = wait_replayed(w, "spool-b", &st);
 	ok(i < 1500, "(b) the writer replayed the spool by itself within %d ms",
 	   i * 10);
 	diag("written %llu (direct %llu), spooled %llu, replayed %llu, "
