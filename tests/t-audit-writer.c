@@ -12,7 +12,12 @@
  * than rows, the chains verify; (b) the database stopped under 8 threads:
  * every row spooled, then replayed by the writer itself; (c) neither sink
  * ready: audit_ready fails closed with the command line's message; (d)
- * stop with rows queued commits them.  The bench prints the wait of
+ * stop with rows queued commits them; (e) the direct path (a caller commits
+ * its own row while the writer is idle) beside the writer's groups: one
+ * thread alone commits every row itself, threads of one shared session and
+ * of their own at once take both paths, backends killed under them lose
+ * nothing, and in each the chains verify and each thread's rows keep their
+ * order in their chain.  The bench prints the wait of
  * audit_record through the writer beside a row inserted on a kept
  * connection.  Checks run on the main thread (tap is not thread-safe).
  */
@@ -48,7 +53,8 @@ struct worker {
 	pthread_t th;
 	struct audit_writer *w;
 	int id, rows;
-	const char *tag; /* the rows' tenant */
+	const char *tag;     /* the rows' tenant */
+	const char *session; /* every row's session, else four of its own */
 	int sleep_us;	 /* between rows */
 	int ok, to_db, to_spool;
 	char failed[512];
@@ -119,13 +125,32 @@ static int verify(const char *url)
 	return rc;
 }
 
+/* Rows of tenant tag out of their thread's order in their chain: each
+ * thread's rows (target /work/file-ID-I, bytes I) in a session follow
+ * one another by seq as they were recorded. */
+static long long out_of_order(const char *url, const char *tag)
+{
+	char q[512];
+
+	snprintf(q, sizeof(q),
+		 "SELECT count(*) FROM (SELECT bytes, lag(bytes) OVER "
+		 "(PARTITION BY session_key, split_part(target, '-', 2) "
+		 "ORDER BY seq) AS p FROM sandbox_operations WHERE tenant = "
+		 "'%s') t WHERE p >= bytes",
+		 tag);
+	return num(url, q);
+}
+
 /* One operation's row of worker k's i-th: its session one of four. */
 static void make_row(struct audit_row *r, const struct worker *k, int i)
 {
 	char s[64], t[64];
 
 	audit_row_init(r, AUDIT_READ);
-	snprintf(s, sizeof(s), "%s-%d-%d", k->tag, k->id, i % 4);
+	if (k->session)
+		snprintf(s, sizeof(s), "%s", k->session);
+	else
+		snprintf(s, sizeof(s), "%s-%d-%d", k->tag, k->id, i % 4);
 	snprintf(t, sizeof(t), "/work/file-%d-%d", k->id, i);
 	audit_row_set(&r->tenant, k->tag, strlen(k->tag), AUDIT_ID_MAX);
 	audit_row_set(&r->session_key, s, strlen(s), AUDIT_ID_MAX);
@@ -276,6 +301,127 @@ static void test_group(void)
 	audit_config_release(&c);
 }
 
+static unsigned long long spooled_rows(const char *name);
+
+/* The counts of tag's rows: every one of n returned 0 (to the
+ * database when db_only), each in the database once, none out of its
+ * thread's order, the chains verify. */
+static void rows_hold(const char *url, const char *what, const char *tag, int n,
+		      int ok_, int db, bool db_only)
+{
+	char q[256];
+
+	is_int(ok_, n, "(%s) every record returned 0", what);
+	if (db_only)
+		is_int(db, n, "(%s) ... every one with where = database", what);
+	snprintf(q, sizeof(q),
+		 "SELECT count(DISTINCT id) * 1000000 + count(*) FROM "
+		 "sandbox_operations WHERE tenant = '%s'",
+		 tag);
+	is_int(num(url, q), (long long)n * 1000000 + n,
+	       "(%s) %d rows in the database, by id, once each", what, n);
+	is_int(out_of_order(url, tag), 0,
+	       "(%s) each thread's rows in their chain in the order made",
+	       what);
+	is_int(verify(url), 0, "(%s) the chains verify", what);
+}
+
+/* Up to 15 s for w's database to be up and spool dir name empty: the
+ * 10 ms steps waited (1500: it was not), st as it was last. */
+static int wait_replayed(struct audit_writer *w, const char *name,
+			 struct audit_writer_stats *st)
+{
+	int i;
+
+	for (i = 0; i < 1500; i++) {
+		audit_writer_stats(w, st);
+		if (st->db_up && spooled_rows(name) == 0)
+			break;
+		usleep(10000);
+	}
+	return i;
+}
+
+/* Kill every other backend of url's database (the writer's, the callers'
+ * own): their next commit fails as on a server restart. */
+static void kill_backends(const char *url)
+{
+	num(url, "SELECT count(pg_terminate_backend(pid)) FROM "
+		 "pg_stat_activity WHERE datname = current_database() AND pid "
+		 "<> pg_backend_pid()");
+}
+
+/* (e) the direct path beside the writer's groups. */
+static void test_direct(void)
+{
+	struct worker k[16];
+	struct audit_config c;
+	struct audit_writer_stats st;
+	struct audit_writer *w;
+	int ok_, db, sp, i;
+
+	/* One caller alone: the writer is idle at each of its rows. */
+	config(&c, URL, "spool-e");
+	w = start(&c);
+	setup(k, 1, w, "solo", 100);
+	k[0].session = "solo-s";
+	run_workers(k, 1);
+	join_workers(k, 1, &ok_, &db, &sp);
+	audit_writer_stats(w, &st);
+	rows_hold(URL, "e-solo", "solo", 100, ok_, db, true);
+	is_int((long long)(st.direct * 1000 + st.groups), 100 * 1000,
+	       "(e) a caller alone committed each of its rows itself, the "
+	       "writer none (direct %llu, groups %llu)",
+	       st.direct, st.groups);
+	is_int((long long)st.written, 100, "(e) written counts them");
+
+	/* 16 threads at once, half of them on one shared session, half on
+	 * four sessions each, some pausing between rows: the idle writer's
+	 * callers commit their own, the rest queue for its groups. */
+	setup(k, 16, w, "mixed", 40);
+	for (i = 0; i < 16; i++) {
+		k[i].session = i % 2 ? NULL : "mixed-shared";
+		k[i].sleep_us = (i % 4) * 700;
+	}
+	run_workers(k, 16);
+	join_workers(k, 16, &ok_, &db, &sp);
+	audit_writer_stats(w, &st);
+	rows_hold(URL, "e-mixed", "mixed", 16 * 40, ok_, db, true);
+	diag("mixed: direct %llu of %llu rows, %llu groups", st.direct - 100,
+	     st.written - 100, st.groups);
+	ok(st.direct > 100 && st.groups > 0,
+	   "(e) both paths taken at once: %llu rows committed by their "
+	   "callers, %llu by the writer in %llu groups",
+	   st.direct - 100, st.written - st.direct, st.groups);
+	is_int(num(URL, "SELECT nrows FROM audit_chains WHERE session_key = "
+			"'mixed-shared'"),
+	       8 * 40, "(e) the shared session's chain counts its 320 rows");
+
+	/* Every backend killed, five times, under 6 threads (three on one
+	 * session): a caller's own commit that fails goes to the writer,
+	 * whose own may fail too and spool; nothing is lost or doubled,
+	 * and the spool is replayed by the writer before any row after. */
+	setup(k, 6, w, "killed", 60);
+	for (i = 0; i < 6; i++) {
+		k[i].session = i < 3 ? "killed-shared" : NULL;
+		k[i].sleep_us = 2000;
+	}
+	run_workers(k, 6);
+	for (i = 0; i < 5; i++) {
+		usleep(60 * 1000);
+		kill_backends(URL);
+	}
+	join_workers(k, 6, &ok_, &db, &sp);
+	diag("killed: %d to the database, %d spooled", db, sp);
+	i = wait_replayed(w, "spool-e", &st);
+	ok(i < 1500, "(e) killed: the spool replayed by the writer (%d ms)",
+	   i * 10);
+	audit_writer_stop(w);
+	rows_hold(URL, "e-killed", "killed", 6 * 60, ok_, db, false);
+	is_int((long long)st.lost, 0, "(e) killed: none lost");
+	audit_config_release(&c);
+}
+
 /* The rows of spool dir name waiting. */
 static unsigned long long spooled_rows(const char *name)
 {
@@ -346,17 +492,29 @@ static void test_outage(void)
 	is_int((long long)spooled_rows("spool-b"), sp,
 	       "(b) the spool holds the rows it took");
 	is_int(shell("T_AW_START"), 0, "(b) the fault cluster started again");
-	for (i = 0; i < 1500; i++) {
-		audit_writer_stats(w, &st);
-		if (st.db_up && spooled_rows("spool-b") == 0)
-			break;
-		usleep(10000);
-	}
+	i = wait_replayed(w, "spool-b", &st);
 	ok(i < 1500, "(b) the writer replayed the spool by itself within %d ms",
 	   i * 10);
-	diag("written %llu, spooled %llu, replayed %llu, groups %llu",
-	     st.written, st.spooled, st.replayed, st.groups);
+	diag("written %llu (direct %llu), spooled %llu, replayed %llu, "
+	     "groups %llu",
+	     st.written, st.direct, st.spooled, st.replayed, st.groups);
+	ok(st.direct > 0,
+	   "(b) callers committed rows of their own before "
+	   "the outage (%llu)",
+	   st.direct);
+	/* The spool empty, a caller alone commits its own rows again. */
+	setup(k, 1, w, "outage-after", 20);
+	run_workers(k, 1);
+	join_workers(k, 1, &ok_, &db, &sp);
+	audit_writer_stats(w, &st);
+	ok(db == 20 && st.direct >= 20,
+	   "(b) after the replay, rows committed by their caller again "
+	   "(%d to the database, direct %llu)",
+	   db, st.direct);
 	audit_writer_stop(w);
+	is_int(out_of_order(FAULT_URL, "outage"), 0,
+	       "(b) each thread's rows in their chain in the order made, "
+	       "the spooled ones replayed before the rows after them");
 	is_int(num(FAULT_URL, "SELECT count(DISTINCT id) FROM "
 			      "sandbox_operations WHERE tenant = 'outage'"),
 	       8 * 150, "(b) every row in the database, by id");
@@ -769,6 +927,7 @@ int main(int argc, char **argv)
 	FAULT_URL = argv[3];
 	DIR_ = argv[4];
 	test_group();
+	test_direct();
 	test_events();
 	test_pool();
 	test_svc();

@@ -1,8 +1,10 @@
 /*
- * audit-writer.c - the service's audit writer (audit-writer.h): callers
- * queue a slot on their own stack naming their row and wait on it; the
- * writer thread takes the whole queue, commits it in one transaction (or
- * spools it), marks every slot done and wakes them all.
+ * audit-writer.c - the service's audit writer (audit-writer.h): a caller
+ * that finds the writer idle commits its row itself on a connection of the
+ * writer's small pool (struct direct); the others queue a slot on their own
+ * stack naming their row and wait on it; the writer thread takes the whole
+ * queue, commits it in one transaction (or spools it), marks every slot
+ * done and wakes them all.
  */
 #include "config.h"
 
@@ -26,9 +28,19 @@ struct slot {
 	const struct audit_row *row;
 	pthread_cond_t wake;
 	bool done;
+	bool maybe_there; /* its caller's own commit failed: it may be in */
 	int rc;
 	enum audit_where where;
 	struct sbx_error *err;
+};
+
+/* A connection of the callers' own (audit-writer.h, "the direct
+ * path"), with a spool handle to see whether rows wait there.  busy under
+ * w->lock; db and spool are the taker's alone while it is busy. */
+struct direct {
+	bool busy;
+	struct auditdb *db; /* NULL: connected on first use */
+	struct spool spool; /* spool_pending only */
 };
 
 struct audit_writer {
@@ -43,6 +55,11 @@ struct audit_writer {
 	size_t nqueue;
 	bool stopping, exited;
 	int callers; /* inside audit_writer_record: stop waits for them */
+	bool busy;   /* the writer has a group in hand */
+	int ndirect; /* callers committing their own row */
+	bool
+	    direct_hold; /* a caller's commit failed: until the writer's next */
+	struct direct direct[AUDIT_WRITER_DIRECT_MAX];
 	bool db_up;
 	char *db_why; /* why the database is down */
 	struct audit_writer_stats st;
@@ -138,6 +155,7 @@ static void reconnect(struct audit_writer *w)
 	w->backoff = AUDIT_WRITER_RETRY_MIN_MS;
 	pthread_mutex_lock(&w->lock);
 	w->db_up = true;
+	w->direct_hold = false;
 	pthread_mutex_unlock(&w->lock);
 }
 
@@ -173,6 +191,22 @@ static void group_to_spool(struct audit_writer *w, size_t n)
 	pthread_mutex_unlock(&w->lock);
 }
 
+/* The group into the database: as fresh rows, unless one of them may be
+ * there already (its caller's own commit failed, perhaps after the
+ * server took it): then each row's key is looked up first, as a
+ * replay's is. */
+static int insert_group(struct audit_writer *w, size_t n, size_t *inserted,
+			struct sbx_error **err)
+{
+	size_t skipped;
+
+	for (size_t i = 0; i < n; i++)
+		if (w->batch[i]->maybe_there)
+			return auditdb_insert(w->db, w->rows, n, inserted,
+					      &skipped, err);
+	return auditdb_insert_fresh(w->db, w->rows, n, inserted, err);
+}
+
 static void write_group(struct audit_writer *w, size_t n)
 {
 	struct sbx_error *err = NULL;
@@ -182,13 +216,13 @@ static void write_group(struct audit_writer *w, size_t n)
 		w->rows[i] = *w->batch[i]->row; /* borrowed: its caller waits */
 	if (w->db && replay(w, &err) < 0)
 		drop_db(w, &err);
-	if (w->db &&
-	    auditdb_insert_fresh(w->db, w->rows, n, &inserted, &err) == 0) {
+	if (w->db && insert_group(w, n, &inserted, &err) == 0) {
 		for (size_t i = 0; i < n; i++)
 			w->batch[i]->where = AUDIT_TO_DB;
 		pthread_mutex_lock(&w->lock);
 		w->st.written += inserted;
 		w->st.groups++;
+		w->direct_hold = false;
 		pthread_mutex_unlock(&w->lock);
 		return;
 	}
@@ -242,9 +276,16 @@ static void *writer_main(void *arg)
 
 		while (!w->nqueue && !w->stopping && !retry_due(w))
 			wait_work(w);
-		if (!w->nqueue && w->stopping)
+		/* A caller committing its own row may still hand it over
+		 * (its commit failed): the writer stays for it. */
+		if (!w->nqueue && w->stopping && !w->ndirect)
 			break;
+		if (!w->nqueue && w->stopping && !retry_due(w)) {
+			wait_work(w);
+			continue;
+		}
 		n = take(w);
+		w->busy = n > 0;
 		pthread_mutex_unlock(&w->lock);
 		if (retry_due(w))
 			reconnect(w);
@@ -257,6 +298,7 @@ static void *writer_main(void *arg)
 			pthread_cond_signal(&w->batch[i]->wake);
 			w->batch[i]->done = true;
 		}
+		w->busy = false;
 		/* Then at once the next group: the rows queued while this one
 		 * committed are taken without waiting for more. */
 	}
@@ -269,6 +311,10 @@ static void *writer_main(void *arg)
 
 static void writer_free(struct audit_writer *w)
 {
+	for (size_t i = 0; i < AUDIT_WRITER_DIRECT_MAX; i++) {
+		auditdb_close(w->direct[i].db);
+		spool_close(&w->direct[i].spool);
+	}
 	auditdb_close(w->db);
 	spool_close(&w->spool);
 	spool_close(&w->ready);
@@ -295,6 +341,8 @@ static void writer_init(struct audit_writer *w, const struct audit_config *c)
 	w->backoff = AUDIT_WRITER_RETRY_MIN_MS;
 	spool_init(&w->spool, c);
 	spool_init(&w->ready, c);
+	for (size_t i = 0; i < AUDIT_WRITER_DIRECT_MAX; i++)
+		spool_init(&w->direct[i].spool, c);
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_mutex_init(&w->ready_lock, NULL);
 	pthread_condattr_init(&ca);
@@ -383,17 +431,110 @@ int audit_writer_ready(struct audit_writer *w, struct sbx_error **err)
 	return -1;
 }
 
+/* ---- the direct path ---- */
+
+/*
+ * A connection for the caller to commit its own row on (w->lock held), or
+ * NULL: only while the writer is idle (no group in hand, none queued), its
+ * database up and no caller's commit has failed since its last one, so a
+ * caller alone pays no hand-over to a thread and back; under load the
+ * rows queue and are committed in groups as before.
+ */
+static struct direct *direct_take(struct audit_writer *w)
+{
+	if (!w->conninfo || !w->db_up || w->direct_hold || w->busy ||
+	    w->nqueue || w->stopping || w->exited)
+		return NULL;
+	for (size_t i = 0; i < AUDIT_WRITER_DIRECT_MAX; i++)
+		if (!w->direct[i].busy) {
+			w->direct[i].busy = true;
+			w->ndirect++;
+			return &w->direct[i];
+		}
+	return NULL;
+}
+
+/*
+ * r committed on d (w->lock not held): 0, or -1 when the row is to go to
+ * the writer after all, *broke set when d could not connect or commit
+ * and *tried when the commit was sent (it may have been taken).  A spool that
+ * holds rows is never jumped: the writer replays it before its next group, so
+ * each session's rows stay in the order they were made (a row spooled by this
+ * process is fsync'd before its caller is woken, hence seen here by the
+ * caller's next row).
+ */
+static int direct_write(struct audit_writer *w, struct direct *d,
+			const struct audit_row *r, bool *broke, bool *tried)
+{
+	struct sbx_error *err = NULL;
+	size_t inserted;
+
+	if (spool_pending(&d->spool))
+		return -1;
+	*broke = true;
+	if (!d->db && auditdb_connect(w->conninfo, w->connect_timeout, &d->db,
+				      &err) < 0) {
+		sbx_error_free(&err);
+		return -1;
+	}
+	*tried = true;
+	if (auditdb_insert_fresh(d->db, r, 1, &inserted, &err) == 0) {
+		*broke = false;
+		return 0;
+	}
+	sbx_error_free(&err);
+	auditdb_close(d->db);
+	d->db = NULL;
+	return -1;
+}
+
+/* d given back (w->lock held); ok: the row committed; broke: d failed. */
+static void direct_give(struct audit_writer *w, struct direct *d, bool ok,
+			bool broke)
+{
+	d->busy = false;
+	w->ndirect--;
+	if (ok) {
+		w->st.written++;
+		w->st.direct++;
+	} else if (broke) {
+		/* The others hand over until the writer's next commit. */
+		w->direct_hold = true;
+	}
+	if (w->stopping)
+		pthread_cond_signal(&w->work);
+}
+
 int audit_writer_record(struct audit_writer *w, const struct audit_row *r,
 			enum audit_where *where, struct sbx_error **err)
 {
 	struct slot s = {.row = r, .where = AUDIT_TO_NOWHERE};
 	enum audit_where dummy;
+	struct direct *d;
 
 	if (!where)
 		where = &dummy;
-	pthread_cond_init(&s.wake, NULL);
 	pthread_mutex_lock(&w->lock);
 	w->callers++;
+	d = direct_take(w);
+	if (d) {
+		bool broke = false, tried = false;
+		int rc;
+
+		pthread_mutex_unlock(&w->lock);
+		rc = direct_write(w, d, r, &broke, &tried);
+		pthread_mutex_lock(&w->lock);
+		direct_give(w, d, rc == 0, broke);
+		if (rc == 0) {
+			if (--w->callers == 0 && w->exited)
+				pthread_cond_broadcast(&w->done);
+			pthread_mutex_unlock(&w->lock);
+			*where = AUDIT_TO_DB;
+			return 0;
+		}
+		s.maybe_there = tried;
+	}
+	pthread_cond_init(&s.wake, NULL);
 	if (w->nqueue == AUDIT_WRITER_QUEUE_MAX)
 		w->st.full_waits++;
 	w->room_waits++;

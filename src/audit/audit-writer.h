@@ -31,6 +31,18 @@
  * by itself.  A connection attempt waits at most the connect timeout
  * (PGCONNECT_TIMEOUT, 5 s): rows queued meanwhile wait for it.
  *
+ * The direct path: a caller that finds the writer idle (no group in hand,
+ * nothing queued, its database up) and one of AUDIT_WRITER_DIRECT_MAX
+ * connections free commits its row itself, on that connection (made on
+ * its first use), and returns: one operation alone pays no hand-over to
+ * the writer's thread and back.  It never jumps a spool that holds rows
+ * (those go first, through the writer, which replays them), and the
+ * chains' row locks in the database order concurrent commits of one
+ * session as they order the writer's and other processes'.  A commit of
+ * its own that fails hands the row to the writer (looked up by key
+ * first: the server may have taken it) and sends the other callers
+ * through the writer until the writer's next commit.
+ *
  * Ownership: audit_writer_start copies what it keeps of the
  * configuration; audit_writer_stop frees the writer.  A row handed to
  * audit_record is borrowed until it returns.
@@ -57,6 +69,9 @@
 struct sbx_error;
 struct audit_writer;
 
+/* Connections callers commit their own rows on while the writer is idle,
+ * at most (made on first use). */
+#define AUDIT_WRITER_DIRECT_MAX 4
 /* Rows waiting to be taken, at most. */
 #define AUDIT_WRITER_QUEUE_MAX 1024
 /* The reconnect's backoff: first and longest wait, milliseconds. */
@@ -89,6 +104,7 @@ int audit_open_writer(struct audit **a, struct audit_writer *w,
 /* The counters, for /metrics. */
 struct audit_writer_stats {
 	unsigned long long written;    /* rows committed to the database */
+	unsigned long long direct;     /* of which by their callers */
 	unsigned long long spooled;    /* rows fsync'd to the spool */
 	unsigned long long replayed;   /* spooled rows moved to the database */
 	unsigned long long lost;       /* rows neither took (each failed) */

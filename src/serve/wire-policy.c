@@ -412,6 +412,11 @@ void serve_metrics(struct serve *sv, struct strbuf *out)
 	http_metric_family(out, "sbxcat_audit_groups_total", "counter",
 			   "Audit transactions committed.");
 	strbuf_addf(out, "sbxcat_audit_groups_total %llu\n", st.groups);
+	http_metric_family(out, "sbxcat_audit_direct_total", "counter",
+			   "Audit rows committed by their request's own thread "
+			   "while the writer was idle (counted in "
+			   "rows_total{to=\"database\"} too).");
+	strbuf_addf(out, "sbxcat_audit_direct_total %llu\n", st.direct);
 	http_metric_family(out, "sbxcat_audit_queued", "gauge",
 			   "Audit rows waiting for the writer.");
 	strbuf_addf(out, "sbxcat_audit_queued %zu\n", st.queued);
