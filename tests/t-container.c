@@ -601,7 +601,21 @@ static void test_typed(const char *cid)
 	ok(ci.nenv == 0 && ci.hostname && !strncmp(ci.hostname, cid, 12) &&
 	       ci.raw != NULL,
 	   "typed inspect: no env, the hostname, and the reply");
-	engine_container_info_release(&ci);
+	{
+		struct engine_container_info cp;
+
+		engine_container_info_copy(&cp, &ci);
+		engine_container_info_release(&ci);
+		ok(cp.id && !strcmp(cp.id, cid) && cp.state.pid > 1 &&
+		       cp.nmounts == 1 &&
+		       !strcmp(cp.mounts[0].destination, tmpdir) &&
+		       !strcmp(engine_labels_get(&cp.labels, "t-container.pid")
+				   ?: "",
+			       pidstr) &&
+		       cp.host.ncap_drop == 1 && cp.raw,
+		   "typed inspect: a copy outlives its source");
+		engine_container_info_release(&cp);
+	}
 
 	ok(engine_container_list_info(&E, labels, 1, &v, &n, &err) == 0,
 	   "typed list");

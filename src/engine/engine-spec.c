@@ -236,6 +236,57 @@ void engine_container_info_release(struct engine_container_info *ci)
 	memset(ci, 0, sizeof(*ci));
 }
 
+static char **strv_dup(char *const *v, size_t n)
+{
+	char **d = n ? xcalloc(n, sizeof(*d)) : NULL;
+
+	for (size_t i = 0; i < n; i++)
+		d[i] = xstrdup(v[i]);
+	return d;
+}
+
+static void labels_copy(struct engine_labels *dst,
+			const struct engine_labels *src)
+{
+	dst->keys = strv_dup(src->keys, src->n);
+	dst->values = strv_dup(src->values, src->n);
+	dst->n = src->n;
+}
+
+void engine_container_info_copy(struct engine_container_info *dst,
+				const struct engine_container_info *src)
+{
+	*dst = *src;
+	dst->id = str_dup0(src->id);
+	dst->name = str_dup0(src->name);
+	dst->state.status = str_dup0(src->state.status);
+	dst->state.error = str_dup0(src->state.error);
+	dst->state.started_at = str_dup0(src->state.started_at);
+	dst->state.finished_at = str_dup0(src->state.finished_at);
+	dst->image = str_dup0(src->image);
+	dst->user = str_dup0(src->user);
+	dst->hostname = str_dup0(src->hostname);
+	dst->working_dir = str_dup0(src->working_dir);
+	dst->env = strv_dup(src->env, src->nenv);
+	labels_copy(&dst->labels, &src->labels);
+	dst->host.cap_drop = strv_dup(src->host.cap_drop, src->host.ncap_drop);
+	dst->host.security_opt =
+	    strv_dup(src->host.security_opt, src->host.nsecurity_opt);
+	labels_copy(&dst->host.tmpfs, &src->host.tmpfs);
+	dst->host.network_mode = str_dup0(src->host.network_mode);
+	dst->mounts =
+	    src->nmounts ? xcalloc(src->nmounts, sizeof(*dst->mounts)) : NULL;
+	for (size_t i = 0; i < src->nmounts; i++) {
+		dst->mounts[i].type = str_dup0(src->mounts[i].type);
+		dst->mounts[i].source = str_dup0(src->mounts[i].source);
+		dst->mounts[i].destination =
+		    str_dup0(src->mounts[i].destination);
+	}
+	/* A copy of its own: a cache shared by threads must not share a
+	 * reference count with the caller's. */
+	dst->raw = src->raw ? json_deep_copy(src->raw) : NULL;
+}
+
 void engine_container_info_free(struct engine_container_info *ci)
 {
 	if (!ci)

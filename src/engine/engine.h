@@ -379,6 +379,9 @@ struct engine_container_info {
 	json_t *raw;
 };
 void engine_container_info_release(struct engine_container_info *ci);
+/* dst a deep copy of src, its own in every string (release it). */
+void engine_container_info_copy(struct engine_container_info *dst,
+				const struct engine_container_info *src);
 /* Release and free a newly allocated one (NULL: nothing). */
 void engine_container_info_free(struct engine_container_info *ci);
 /* ci from an inspect's reply (raw: a new reference to j). */
