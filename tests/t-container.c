@@ -470,6 +470,197 @@ static void test_exec(const char *cid)
 	json_decref(argv);
 }
 
+/*
+ * The typed calls (engine-spec.c): the bodies are the very bytes the
+ * callers built before (golden), and an inspect, a list and an exec read
+ * back into the structures say what the engine says.
+ */
+static void test_typed(const char *cid)
+{
+	static const char *const cmd[] = {"sh", "-c",
+					  "echo \"$T_TYPED\"; exit 7"};
+	static const char *const env[] = {"T_TYPED=typed ok"};
+	struct engine_exec_spec xs = {.cmd = cmd,
+				      .ncmd = 3,
+				      .env = env,
+				      .nenv = 1,
+				      .user = NULL,
+				      .working_dir = tmpdir,
+				      .attach_stdin = false};
+	static const char *const one[] = {"ALL"};
+	static const char *const nnp[] = {"no-new-privileges"};
+	static const char *const ep[] = {"/bin/sleep"};
+	static const char *const idle[] = {"2147483647"};
+	static const char *const lk[] = {"a.b", "c"}, *const lv[] = {"1", "x"};
+	static const char *const cenv[] = {"A=1", "HOME=/w"};
+	struct engine_bind bind = {"/host/ws", "/w"};
+	struct engine_container_spec cs = {.image = "img:1",
+					   .user = "10001:10001",
+					   .working_dir = "/w",
+					   .entrypoint = ep,
+					   .nentrypoint = 1,
+					   .cmd = idle,
+					   .ncmd = 1,
+					   .env = cenv,
+					   .nenv = 2,
+					   .label_keys = lk,
+					   .label_values = lv,
+					   .nlabels = 2,
+					   .mounts = &bind,
+					   .nmounts = 1,
+					   .tmpfs_path = "/tmp",
+					   .tmpfs_opts = "size=64m",
+					   .init = true,
+					   .cap_drop = one,
+					   .ncap_drop = 1,
+					   .security_opt = nnp,
+					   .nsecurity_opt = 1,
+					   .pids_limit = 512,
+					   .nano_cpus = 2000000000,
+					   .memory = 1 << 30,
+					   .memory_swap = 1 << 30,
+					   .network_mode = "none",
+					   .stop_signal = "SIGKILL"};
+	struct engine_container_info ci;
+	struct engine_container_summary *v = NULL;
+	struct engine_exec_info ei = {0};
+	struct sbx_error *err = NULL;
+	struct run r;
+	json_t *j;
+	char *js, *want, *xid = NULL;
+	char *lab = xasprintf("t-container.pid=%s", pidstr);
+	const char *labels[] = {lab};
+	size_t n = 0, found = 0;
+	int fd = -1;
+	long long until;
+
+	j = engine_exec_spec_json(&xs);
+	js = json_dumps(j, JSON_COMPACT);
+	want = xasprintf("{\"AttachStdin\":false,\"AttachStdout\":true,"
+			 "\"AttachStderr\":true,\"Tty\":false,\"Cmd\":[\"sh\","
+			 "\"-c\",\"echo \\\"$T_TYPED\\\"; exit 7\"],\"User\":"
+			 "\"\",\"WorkingDir\":\"%s\",\"Privileged\":false,"
+			 "\"Env\":[\"T_TYPED=typed ok\"]}",
+			 tmpdir);
+	is_str(js, want,
+	       "typed exec: the create body svc-exec.c builds, byte for byte");
+	free(want);
+	free(js);
+	json_decref(j);
+	j = engine_container_spec_json(&cs);
+	js = json_dumps(j, JSON_COMPACT);
+	is_str(
+	    js,
+	    "{\"Image\":\"img:1\",\"User\":\"10001:10001\",\"Entrypoint\":"
+	    "[\"/bin/sleep\"],\"Cmd\":[\"2147483647\"],\"WorkingDir\":\"/w\","
+	    "\"Env\":[\"A=1\",\"HOME=/w\"],\"Labels\":{\"a.b\":\"1\",\"c\":"
+	    "\"x\"},\"Tty\":false,\"OpenStdin\":false,\"AttachStdout\":false,"
+	    "\"AttachStderr\":false,\"HostConfig\":{\"Init\":true,\"CapDrop\":"
+	    "[\"ALL\"],\"SecurityOpt\":[\"no-new-privileges\"],\"PidsLimit\":"
+	    "512,\"NanoCpus\":2000000000,\"Memory\":1073741824,\"MemorySwap\":"
+	    "1073741824,\"Tmpfs\":{\"/tmp\":\"size=64m\"},\"NetworkMode\":"
+	    "\"none\",\"Mounts\":[{\"Type\":\"bind\",\"Source\":\"/host/ws\","
+	    "\"Target\":\"/w\",\"ReadOnly\":false,\"BindOptions\":"
+	    "{\"Propagation\":\"rprivate\"}}],\"Privileged\":false,"
+	    "\"PublishAllPorts\":false,\"IpcMode\":\"private\","
+	    "\"CgroupnsMode\":"
+	    "\"private\",\"RestartPolicy\":{\"Name\":\"no\"},\"AutoRemove\":"
+	    "false,\"Devices\":[],\"CapAdd\":[]},\"StopSignal\":\"SIGKILL\"}",
+	    "typed create: the body session-engine.c built, byte for byte");
+	free(js);
+	json_decref(j);
+
+	ok(engine_container_info_get(&E, cid, &ci, &err) == 0,
+	   "typed inspect of the running container");
+	diag_err(err);
+	sbx_error_free(&err);
+	is_str(ci.id, cid, "typed inspect: id");
+	is_str(ci.state.status, "running", "typed inspect: state running");
+	ok(ci.state.running && !ci.state.paused && !ci.state.oom_killed &&
+	       ci.state.pid > 1,
+	   "typed inspect: running, not paused, a host pid (%lld)",
+	   ci.state.pid);
+	is_str(ci.user, "10001:10001", "typed inspect: user");
+	ok(ci.host.init && ci.host.ncap_drop == 1 &&
+	       !strcmp(ci.host.cap_drop[0], "ALL") &&
+	       ci.host.nsecurity_opt == 1 && !ci.host.privileged,
+	   "typed inspect: init, CapDrop ALL, one security opt, unprivileged");
+	ok(ci.host.pids_limit == 512 && ci.host.nano_cpus == 2000000000 &&
+	       ci.host.memory == 256 << 20 && ci.host.memory_swap == 256 << 20,
+	   "typed inspect: pids, cpus, memory and swap");
+	is_str(engine_labels_get(&ci.host.tmpfs, "/tmp"), "size=64m",
+	       "typed inspect: the tmpfs");
+	is_str(ci.host.network_mode, "none", "typed inspect: network none");
+	ok(ci.nmounts == 1 && !strcmp(ci.mounts[0].type, "bind") &&
+	       !strcmp(ci.mounts[0].destination, tmpdir),
+	   "typed inspect: the one bind mount at its target");
+	is_str(engine_labels_get(&ci.labels, "t-container.pid"), pidstr,
+	       "typed inspect: a label");
+	/* No Env in the body nor the image: none; the engine names the
+	 * host after the id. */
+	ok(ci.nenv == 0 && ci.hostname && !strncmp(ci.hostname, cid, 12) &&
+	       ci.raw != NULL,
+	   "typed inspect: no env, the hostname, and the reply");
+	{
+		struct engine_container_info cp;
+
+		engine_container_info_copy(&cp, &ci);
+		engine_container_info_release(&ci);
+		ok(cp.id && !strcmp(cp.id, cid) && cp.state.pid > 1 &&
+		       cp.nmounts == 1 &&
+		       !strcmp(cp.mounts[0].destination, tmpdir) &&
+		       !strcmp(engine_labels_get(&cp.labels, "t-container.pid")
+				   ?: "",
+			       pidstr) &&
+		       cp.host.ncap_drop == 1 && cp.raw,
+		   "typed inspect: a copy outlives its source");
+		engine_container_info_release(&cp);
+	}
+
+	ok(engine_container_list_info(&E, labels, 1, &v, &n, &err) == 0,
+	   "typed list");
+	sbx_error_free(&err);
+	for (size_t i = 0; i < n; i++)
+		if (v[i].id && !strcmp(v[i].id, cid) && v[i].created > 0 &&
+		    v[i].name && v[i].name[0] == '/' && v[i].state &&
+		    !strcmp(engine_labels_get(&v[i].labels, "t-container.pid")
+				?: "",
+			    pidstr))
+			found++;
+	is_int((long long)found, 1,
+	       "typed list: the container, its name, state, time and labels");
+	engine_container_summaries_free(v, n);
+
+	memset(&r, 0, sizeof(r));
+	ok(engine_exec_create_spec(&E, cid, &xs, &xid, &err) == 0 && xid &&
+	       engine_exec_attach(&E, xid, clock_now_ms() + 10000, &fd, &r.raw,
+				  &err) == 0,
+	   "typed exec: created and attached");
+	diag_err(err);
+	sbx_error_free(&err);
+	if (fd >= 0) {
+		char buf[4096];
+		ssize_t k;
+
+		shutdown(fd, SHUT_WR);
+		while ((k = read(fd, buf, sizeof(buf))) > 0)
+			strbuf_add(&r.raw, buf, (size_t)k);
+		close(fd);
+	}
+	decode(&r);
+	is_str(sb(&r.out), "typed ok\n", "typed exec: its env and its output");
+	until = clock_now_ms() + 5000;
+	while (xid && engine_exec_info_get(&E, xid, &ei, &err) == 0 &&
+	       ei.running && clock_now_ms() < until)
+		usleep(10000);
+	sbx_error_free(&err);
+	ok(!ei.running && ei.has_exit_code && ei.exit_code == 7 && ei.pid > 0,
+	   "typed exec info: ended, exit code 7, a pid (%lld)", ei.pid);
+	run_release(&r);
+	free(xid);
+	free(lab);
+}
+
 static void test_exec_errors(const char *cid)
 {
 	struct sbx_error *err = NULL;
@@ -1189,6 +1380,7 @@ int main(void)
 	test_create_inspect(&cid);
 	test_start_stat(cid);
 	test_exec(cid);
+	test_typed(cid);
 	test_exec_errors(cid);
 	test_hostile_ids();
 	test_list(cid);

@@ -218,8 +218,9 @@ int engine_build(struct engine *e, struct tar *context,
 
 /*
  * Containers and execs (engine-container.c).  Bodies and replies are JSON
- * as the Engine API defines them: the caller builds a create body and
- * reads an inspect, so nothing here knows what a session is.  A missing
+ * as the Engine API defines them; callers above engine/ use the typed
+ * ones below (engine-spec.c) instead, so nothing here knows what a
+ * session is and nothing above knows the API's keys.  A missing
  * container or exec is an error with err->http 404; a name already taken
  * is 409.  Container ids and names go into paths escaped.
  */
@@ -287,6 +288,161 @@ int engine_exec_create(struct engine *e, const char *id, json_t *body,
 /* GET /exec/{id}/json: *out a new reference (ExitCode, Running, Pid). */
 int engine_exec_inspect(struct engine *e, const char *exec_id, json_t **out,
 			struct sbx_error **err);
+
+/*
+ * The typed containers and execs (engine-spec.c): what sbxcat asks of a
+ * container or an exec, and what it reads back, as structures; the API's
+ * JSON keys are built and read there alone (tests/t-engine-keys.sh), so a
+ * caller never names one.  A spec's strings are borrowed from the
+ * caller for the call; an info's and a summary's are owned: free with
+ * the matching _release (a zeroed one is released safely).
+ */
+
+/* KEY=VALUE pairs: labels, a tmpfs's path and options. */
+struct engine_labels {
+	char **keys, **values;
+	size_t n;
+};
+void engine_labels_release(struct engine_labels *l);
+/* The value of key, or NULL. */
+const char *engine_labels_get(const struct engine_labels *l, const char *key);
+
+/* A bind mount as created (source on the host, target in the
+ * container; read-write, rprivate). */
+struct engine_bind {
+	const char *source, *target;
+};
+
+/* What a container is made of (POST /containers/create).  Besides
+ * these, every container sbxcat makes is unprivileged, publishes no
+ * port, has a private IPC and cgroup namespace, no restart policy, no
+ * auto-removal, no device and no added capability, no tty nor stdin. */
+struct engine_container_spec {
+	const char *image, *user, *working_dir;
+	const char *const *entrypoint, *const *cmd;
+	size_t nentrypoint, ncmd;
+	const char *const *env; /* KEY=VALUE */
+	size_t nenv;
+	const char *const *label_keys, *const *label_values;
+	size_t nlabels;
+	const struct engine_bind *mounts;
+	size_t nmounts;
+	const char *tmpfs_path, *tmpfs_opts; /* one tmpfs (path NULL: none) */
+	bool init;
+	const char *const *cap_drop, *const *security_opt;
+	size_t ncap_drop, nsecurity_opt;
+	long long pids_limit, nano_cpus, memory, memory_swap;
+	const char *network_mode;
+	const char *stop_signal;
+};
+/* The create body of s (new reference): what the engine is sent. */
+json_t *engine_container_spec_json(const struct engine_container_spec *s);
+/* POST /containers/create?name=NAME of s: *id the new container's id. */
+int engine_container_create_spec(struct engine *e, const char *name,
+				 const struct engine_container_spec *s,
+				 char **id, struct sbx_error **err);
+
+/* A mount as the inspect reports it. */
+struct engine_mount {
+	char *type, *source, *destination;
+};
+
+/* What sbxcat reads of a container's inspect (GET /containers/{id}/json).
+ * A string the engine did not give is NULL, a number 0, a flag false. */
+struct engine_container_info {
+	char *id, *name; /* Name as the engine gives it: "/" first */
+	struct {
+		char *status; /* "running", "exited", ... */
+		bool running, paused, oom_killed;
+		long long pid, exit_code;
+		bool has_exit_code;
+		char *error, *started_at, *finished_at;
+	} state;
+	/* Config */
+	char *image, *user, *hostname, *working_dir;
+	char **env; /* KEY=VALUE */
+	size_t nenv;
+	struct engine_labels labels;
+	/* HostConfig: the limits as the engine applied them */
+	struct {
+		bool init, privileged, readonly_rootfs;
+		char **cap_drop, **security_opt;
+		size_t ncap_drop, nsecurity_opt;
+		long long pids_limit, nano_cpus, memory, memory_swap;
+		struct engine_labels tmpfs;
+		char *network_mode;
+	} host;
+	struct engine_mount *mounts;
+	size_t nmounts;
+	/* The reply itself, for a caller that still reads it (svc-exec.c
+	 * until it is switched to the fields above; nothing else may). */
+	json_t *raw;
+};
+void engine_container_info_release(struct engine_container_info *ci);
+/* dst a deep copy of src, its own in every string (release it). */
+void engine_container_info_copy(struct engine_container_info *dst,
+				const struct engine_container_info *src);
+/* Release and free a newly allocated one (NULL: nothing). */
+void engine_container_info_free(struct engine_container_info *ci);
+/* ci from an inspect's reply (raw: a new reference to j). */
+void engine_container_info_parse(json_t *j, struct engine_container_info *ci);
+/* GET /containers/{id}/json into ci. */
+int engine_container_info_get(struct engine *e, const char *id,
+			      struct engine_container_info *ci,
+			      struct sbx_error **err);
+
+/* One container of a list (GET /containers/json). */
+struct engine_container_summary {
+	char *id, *name;   /* Names[0], "/" first */
+	char *state;	   /* "running", "exited", ... */
+	long long created; /* Unix seconds */
+	struct engine_labels labels;
+};
+void engine_container_summaries_free(struct engine_container_summary *v,
+				     size_t n);
+/* engine_container_list, typed: *v (n of them) newly allocated. */
+int engine_container_list_info(struct engine *e, const char *const *labels,
+			       size_t nlabels,
+			       struct engine_container_summary **v, size_t *n,
+			       struct sbx_error **err);
+
+/* A sample of a container's use (engine_container_stats); -1: not
+ * given. */
+struct engine_container_usage {
+	long long memory, memory_cache, memory_limit, pids;
+};
+int engine_container_usage_get(struct engine *e, const char *id,
+			       struct engine_container_usage *u,
+			       struct sbx_error **err);
+
+/* What an exec runs (POST /containers/{id}/exec): output attached both
+ * ways, no tty, never privileged. */
+struct engine_exec_spec {
+	const char *const *cmd;
+	size_t ncmd;
+	const char *const *env; /* KEY=VALUE, besides the container's */
+	size_t nenv;
+	const char *user; /* NULL: "" (the container's) */
+	const char *working_dir;
+	bool attach_stdin;
+};
+/* The create body of s (new reference). */
+json_t *engine_exec_spec_json(const struct engine_exec_spec *s);
+int engine_exec_create_spec(struct engine *e, const char *id,
+			    const struct engine_exec_spec *s, char **exec_id,
+			    struct sbx_error **err);
+
+/* What an exec's inspect (GET /exec/{id}/json) says. */
+struct engine_exec_info {
+	long long pid; /* a host pid; 0 before it started or when it never
+			* could */
+	bool running;
+	bool has_exit_code; /* once it ended, or could not start */
+	int exit_code;
+};
+void engine_exec_info_parse(json_t *j, struct engine_exec_info *ei);
+int engine_exec_info_get(struct engine *e, const char *exec_id,
+			 struct engine_exec_info *ei, struct sbx_error **err);
 
 /*
  * POST /exec/{id}/start {"Detach":false,"Tty":false} on a connection of

@@ -80,32 +80,26 @@ struct ctr {
 	bool claimed; /* a session's container: decided with its record */
 };
 
-static const char *label_of(json_t *summary, const char *key)
-{
-	return json_string_value(
-	    json_object_get(json_object_get(summary, "Labels"), key));
-}
-
 /*
  * The containers of this deployment from the engine's list: the filter
  * asks for the label, and its exact value is checked again here (a
  * filter is the engine's to get wrong; what is not ours is never
  * touched).
  */
-static void our_containers(json_t *list, const struct session_config *c,
+static void our_containers(const struct engine_container_summary *list,
+			   size_t nlist, const struct session_config *c,
 			   struct ctr **v, size_t *n)
 {
 	size_t i, alloc = 0;
-	json_t *s;
 
 	*v = NULL;
 	*n = 0;
-	json_array_foreach(list, i, s)
-	{
-		const char *dep = label_of(s, DEPLOYMENT_LABEL);
-		const char *id = json_string_value(json_object_get(s, "Id"));
-		const char *name = json_string_value(
-		    json_array_get(json_object_get(s, "Names"), 0));
+	for (i = 0; i < nlist; i++) {
+		const struct engine_container_summary *s = &list[i];
+		const char *dep =
+		    engine_labels_get(&s->labels, DEPLOYMENT_LABEL);
+		const char *id = s->id;
+		const char *name = s->name;
 		struct ctr *x;
 		char key[SESSION_KEY_MAX + 1];
 
@@ -115,17 +109,15 @@ static void our_containers(json_t *list, const struct session_config *c,
 		 * prewarm puts it on the images it builds, and every
 		 * container run from one inherits it. */
 		if (!dep || strcmp(dep, c->deployment) != 0 || !id || !name ||
-		    !session_container_key_of(c, json_object_get(s, "Labels"),
-					      name, key))
+		    !session_container_key_of(c, &s->labels, name, key))
 			continue;
 		ALLOC_GROW(*v, *n + 1, alloc);
 		x = &(*v)[(*n)++];
 		x->id = id;
 		x->name = name + (*name == '/');
-		x->state = session_state_word(
-		    json_string_value(json_object_get(s, "State")));
+		x->state = session_state_word(s->state);
 		memcpy(x->key, key, sizeof(x->key));
-		x->created = json_integer_value(json_object_get(s, "Created"));
+		x->created = s->created;
 		x->claimed = false;
 	}
 }
@@ -189,23 +181,22 @@ static void warn(struct reap_pass *p, char *msg)
 static int finished_at(struct engine *e, const struct ctr *x, long long *t,
 		       bool *gone, struct sbx_error **err)
 {
-	json_t *j = NULL;
+	struct engine_container_info j;
 	const char *f;
 
 	*t = 0;
 	*gone = false;
-	if (engine_container_inspect(e, x->id, &j, err) < 0) {
+	if (engine_container_info_get(e, x->id, &j, err) < 0) {
 		if ((*err)->http != 404)
 			return -1;
 		sbx_error_free(err);
 		*gone = true;
 		return 0;
 	}
-	f = json_string_value(
-	    json_object_get(json_object_get(j, "State"), "FinishedAt"));
+	f = j.state.finished_at;
 	if (!f || clock_parse_time(f, t) < 0 || *t < 0)
 		*t = 0;
-	json_decref(j);
+	engine_container_info_release(&j);
 	return 0;
 }
 
@@ -618,7 +609,8 @@ int reap_pass_run(struct engine *e, const struct session_config *c,
 	cleanup_free char *label =
 	    xasprintf("%s=%s", DEPLOYMENT_LABEL, c->deployment);
 	const char *labels[] = {label};
-	json_t *list = NULL;
+	struct engine_container_summary *list = NULL;
+	size_t nlist = 0;
 	struct ctr *v = NULL;
 	char **keys = NULL, **known = NULL;
 	size_t n = 0, nkeys = 0, nknown = 0;
@@ -635,10 +627,10 @@ int reap_pass_run(struct engine *e, const struct session_config *c,
 	p->dry_run = dry_run;
 	if (session_lock(r, err) < 0)
 		return -1;
-	if (engine_container_list(e, labels, 1, &list, err) < 0 ||
+	if (engine_container_list_info(e, labels, 1, &list, &nlist, err) < 0 ||
 	    session_keys(r, &keys, &nkeys, err) < 0)
 		goto out;
-	our_containers(list, c, &v, &n);
+	our_containers(list, nlist, c, &v, &n);
 	known = xcalloc(nkeys ? nkeys : 1, sizeof(*known));
 
 	for (size_t i = 0; i < nkeys; i++) {
@@ -709,7 +701,7 @@ out:
 	free(known);
 	strv_free(keys, nkeys);
 	free(v);
-	json_decref(list);
+	engine_container_summaries_free(list, nlist);
 	return rc;
 }
 

@@ -609,19 +609,18 @@ int session_budget_seen(struct engine *e, struct session_root *r,
 			const char *work_dir, struct sbx_error **err)
 {
 	cleanup_free char *inside = NULL;
-	json_t *inspect = NULL;
+	struct engine_container_info inspect = {0};
 	struct stat st, cst;
 	struct where w;
-	json_int_t pid;
+	long long pid;
 	int m, rc = -1;
 
 	m = where_mounted(r, rec, &w, &st, err);
 	if (m <= 0)
 		return m;
-	if (engine_container_inspect(e, container, &inspect, err) < 0)
+	if (engine_container_info_get(e, container, &inspect, err) < 0)
 		goto out;
-	pid = json_integer_value(
-	    json_object_get(json_object_get(inspect, "State"), "Pid"));
+	pid = inspect.state.pid;
 	if (pid <= 0) {
 		rc = 0;
 		goto out;
@@ -644,7 +643,7 @@ int session_budget_seen(struct engine *e, struct session_root *r,
 	}
 	rc = 0;
 out:
-	json_decref(inspect);
+	engine_container_info_release(&inspect);
 	where_release(&w);
 	return rc;
 }

@@ -60,103 +60,116 @@ static unsigned long long mem_limit(const struct session_spec *s)
 	return s->cfg->mem_limit;
 }
 
-json_t *session_container_body(const struct session_spec *s)
+void session_container_spec(const struct session_spec *s,
+			    struct engine_container_spec *out,
+			    struct session_container_store *st)
 {
-	json_t *env = json_array(), *labels, *host, *mount;
+	static const char *const cap_drop[] = {"ALL"};
+	static const char *const security_opt[] = {"no-new-privileges"};
+	static const char *const idle[] = {SESSION_IDLE_SECONDS};
+	static const char *const pool_keys[] = {
+	    DEPLOYMENT_LABEL, SESSION_LABEL_POOL, SESSION_LABEL_RUNTIME,
+	    SESSION_LABEL_CREATED, SESSION_LABEL_WORK_DIR};
+	static const char *const keys[] = {
+	    DEPLOYMENT_LABEL,	   SESSION_LABEL_TENANT,
+	    SESSION_LABEL_KEY,	   SESSION_LABEL_RUNTIME,
+	    SESSION_LABEL_CREATED, SESSION_LABEL_WORK_DIR};
 	unsigned long long mem = mem_limit(s);
 	const char *wd = s->work_dir ? s->work_dir : s->cfg->work_dir;
-	char created[32];
+	const char **values = st->label_values;
+	size_t n = 0;
 
-	cleanup_free char *user =
-	    s->uid ? xasprintf("%lu:%lu", s->uid, s->uid) : xstrdup("");
-	cleanup_free char *tmpfs =
+	memset(st, 0, sizeof(*st));
+	st->user = s->uid ? xasprintf("%lu:%lu", s->uid, s->uid) : xstrdup("");
+	st->tmpfs =
 	    xasprintf(SESSION_TMPFS_OPTS ",uid=%lu,gid=%lu", s->uid, s->uid);
-
-	for (size_t i = 0; i < s->rt->nenv; i++) {
-		cleanup_free char *kv = xasprintf("%s=%s", s->rt->env[i].name,
-						  s->rt->env[i].value);
-		json_array_append_new(env, xjson_string(kv));
-	}
+	st->env = xcalloc(s->rt->nenv + 1, sizeof(*st->env));
+	for (size_t i = 0; i < s->rt->nenv; i++)
+		st->env[st->nenv++] =
+		    xasprintf("%s=%s", s->rt->env[i].name, s->rt->env[i].value);
 	/* A work dir asked for at open is the sandbox's home too (E2B's
 	 * /home/user): after the runtime's, so it wins over theirs. */
-	if (s->work_dir) {
-		cleanup_free char *home = xasprintf("HOME=%s", s->work_dir);
-		json_array_append_new(env, xjson_string(home));
-	}
-	snprintf(created, sizeof(created), "%lld", s->created);
+	if (s->work_dir)
+		st->env[st->nenv++] = xasprintf("HOME=%s", s->work_dir);
+	st->created = xasprintf("%lld", s->created);
 	/* A pooled container is made before any key or tenant asks; its
 	 * name (sbxcat-DEPLOYMENT-KEY once claimed) and sbxcat's record
 	 * say whose it is. */
-	if (s->pool_id)
-		labels =
-		    xjson_pack("{s:s, s:s, s:s, s:s}", DEPLOYMENT_LABEL,
-			       s->cfg->deployment, SESSION_LABEL_POOL,
-			       s->pool_id, SESSION_LABEL_RUNTIME, s->rt->alias,
-			       SESSION_LABEL_CREATED, created);
-	else
-		labels = xjson_pack(
-		    "{s:s, s:s, s:s, s:s, s:s}", DEPLOYMENT_LABEL,
-		    s->cfg->deployment, SESSION_LABEL_TENANT, s->tenant,
-		    SESSION_LABEL_KEY, s->key, SESSION_LABEL_RUNTIME,
-		    s->rt->alias, SESSION_LABEL_CREATED, created);
+	values[n++] = s->cfg->deployment;
+	if (s->pool_id) {
+		values[n++] = s->pool_id;
+	} else {
+		values[n++] = s->tenant;
+		values[n++] = s->key;
+	}
+	values[n++] = s->rt->alias;
+	values[n++] = st->created;
 	if (s->work_dir)
-		json_object_set_new(labels, SESSION_LABEL_WORK_DIR,
-				    xjson_string(s->work_dir));
+		values[n++] = s->work_dir;
 	/* The workspace at the work dir, never at its host path: a
 	 * sandbox learns nothing of ROOT or its key (session.h). */
-	mount = xjson_pack("{s:s, s:s, s:s, s:b, s:{s:s}}", "Type", "bind",
-			   "Source", s->workspace, "Target", wd, "ReadOnly", 0,
-			   "BindOptions", "Propagation", "rprivate");
-	host = xjson_pack(
-	    "{s:b, s:[s], s:[s], s:I, s:I, s:I, s:I, s:{s:s}, s:s, s:[o], "
-	    "s:b, s:b, s:s, s:s, s:{s:s}, s:b, s:[], s:[]}",
-	    "Init", 1, "CapDrop", "ALL", "SecurityOpt", "no-new-privileges",
-	    "PidsLimit", (json_int_t)SESSION_PIDS_LIMIT, "NanoCpus",
-	    (json_int_t)SESSION_NANO_CPUS, "Memory", (json_int_t)mem,
-	    "MemorySwap", (json_int_t)mem, "Tmpfs", "/tmp", tmpfs,
-	    "NetworkMode", s->rt->needs_network ? s->cfg->network : "none",
-	    "Mounts", mount, "Privileged", 0, "PublishAllPorts", 0, "IpcMode",
-	    "private", "CgroupnsMode", "private", "RestartPolicy", "Name", "no",
-	    "AutoRemove", 0, "Devices", "CapAdd");
-	return xjson_pack(
-	    "{s:s, s:s, s:[s], s:[s], s:s, s:o, s:o, s:b, s:b, s:b, s:b, "
-	    "s:o, s:s}",
-	    "Image", s->image, "User", user, "Entrypoint", s->sleep, "Cmd",
-	    SESSION_IDLE_SECONDS, "WorkingDir", wd, "Env", env, "Labels",
-	    labels, "Tty", 0, "OpenStdin", 0, "AttachStdout", 0, "AttachStderr",
-	    0, "HostConfig", host, "StopSignal", "SIGKILL");
+	st->mount.source = s->workspace;
+	st->mount.target = wd;
+	*out = (struct engine_container_spec){
+	    .image = s->image,
+	    .user = st->user,
+	    .working_dir = wd,
+	    .entrypoint = &s->sleep,
+	    .nentrypoint = 1,
+	    .cmd = idle,
+	    .ncmd = 1,
+	    .env = (const char *const *)st->env,
+	    .nenv = st->nenv,
+	    .label_keys = s->pool_id ? pool_keys : keys,
+	    .label_values = st->label_values,
+	    .nlabels = n,
+	    .mounts = &st->mount,
+	    .nmounts = 1,
+	    .tmpfs_path = "/tmp",
+	    .tmpfs_opts = st->tmpfs,
+	    .init = true,
+	    .cap_drop = cap_drop,
+	    .ncap_drop = 1,
+	    .security_opt = security_opt,
+	    .nsecurity_opt = 1,
+	    .pids_limit = SESSION_PIDS_LIMIT,
+	    .nano_cpus = SESSION_NANO_CPUS,
+	    .memory = (long long)mem,
+	    .memory_swap = (long long)mem,
+	    .network_mode = s->rt->needs_network ? s->cfg->network : "none",
+	    .stop_signal = "SIGKILL",
+	};
 }
 
-static const char *label_of(json_t *labels, const char *key)
+void session_container_spec_release(struct session_container_store *st)
 {
-	return json_string_value(json_object_get(labels, key));
+	free(st->user);
+	free(st->tmpfs);
+	free(st->created);
+	strv_free(st->env, st->nenv);
+	memset(st, 0, sizeof(*st));
 }
 
-const char *session_container_work_dir(json_t *inspect)
+static const char *label_of(const struct engine_labels *labels, const char *key)
 {
-	/* An inspect has them in Config, a list's summary at its top. */
-	json_t *labels =
-	    json_object_get(json_object_get(inspect, "Config"), "Labels");
+	return engine_labels_get(labels, key);
+}
 
-	if (!labels)
-		labels = json_object_get(inspect, "Labels");
-	return json_string_value(
-	    json_object_get(labels, SESSION_LABEL_WORK_DIR));
+const char *
+session_container_work_dir(const struct engine_container_info *inspect)
+{
+	return label_of(&inspect->labels, SESSION_LABEL_WORK_DIR);
 }
 
 bool session_container_current(const struct session_config *c,
-			       json_t *inspect)
+			       const struct engine_container_info *inspect)
 {
 	const char *wd = session_container_work_dir(inspect);
-	json_t *m;
-	size_t i;
 
 	if (!wd)
 		wd = c->work_dir;
-	json_array_foreach(json_object_get(inspect, "Mounts"), i, m)
-	{
-		const char *d =
-		    json_string_value(json_object_get(m, "Destination"));
+	for (size_t i = 0; i < inspect->nmounts; i++) {
+		const char *d = inspect->mounts[i].destination;
 
 		if (d && strcmp(d, wd) == 0)
 			return true;
@@ -170,7 +183,8 @@ char *session_pool_container_name(const struct session_config *c,
 	return xasprintf("sbxcat-%s-pool_%s", c->deployment, id);
 }
 
-bool session_container_key_of(const struct session_config *c, json_t *labels,
+bool session_container_key_of(const struct session_config *c,
+			      const struct engine_labels *labels,
 			      const char *name, char key[SESSION_KEY_MAX + 1])
 {
 	const char *dep = label_of(labels, DEPLOYMENT_LABEL);
@@ -199,7 +213,7 @@ bool session_container_key_of(const struct session_config *c, json_t *labels,
 }
 
 /* Is this container ours: this deployment's session of key? */
-static bool ours(json_t *labels, const char *name,
+static bool ours(const struct engine_labels *labels, const char *name,
 		 const struct session_config *c, const char *key)
 {
 	char k[SESSION_KEY_MAX + 1];
@@ -220,32 +234,35 @@ const char *session_state_word(const char *s)
 	return "unknown";
 }
 
-const char *session_state(json_t *inspect)
+const char *session_state(const struct engine_container_info *inspect)
 {
 	if (!inspect)
 		return "closed";
-	return session_state_word(json_string_value(
-	    json_object_get(json_object_get(inspect, "State"), "Status")));
+	return session_state_word(inspect->state.status);
 }
 
 int session_engine_inspect(struct engine *e, const struct session_config *c,
-			   const char *key, json_t **inspect,
+			   const char *key,
+			   struct engine_container_info **inspect,
 			   struct sbx_error **err)
 {
 	char *name = session_container_name(c, key);
-	json_t *j = NULL;
-	int rc = engine_container_inspect(e, name, &j, err);
+	struct engine_container_info *j = xcalloc(1, sizeof(*j));
+	int rc = engine_container_info_get(e, name, j, err);
 
 	*inspect = NULL;
 	if (rc < 0 && (*err)->http == 404) {
 		sbx_error_free(err);
 		free(name);
+		free(j);
 		return 0;
 	}
-	if (rc == 0 &&
-	    !ours(json_object_get(json_object_get(j, "Config"), "Labels"),
-		  json_string_value(json_object_get(j, "Name")), c, key)) {
-		json_decref(j);
+	if (rc < 0) {
+		free(j);
+		j = NULL;
+	}
+	if (rc == 0 && !ours(&j->labels, j->name, c, key)) {
+		engine_container_info_free(j);
 		rc = sbx_error_set(err, SBX_E_CONFLICT, 0,
 				   "a container named '%s' exists that is not "
 				   "this deployment's session '%s'; sbxcat "
@@ -261,25 +278,23 @@ int session_engine_inspect(struct engine *e, const struct session_config *c,
 
 /* One word for a container that is not running: "OOMKilled" when the
  * kernel killed it for memory, else its state ("exited", "dead"...). */
-static const char *stopped_word(json_t *inspect)
+static const char *stopped_word(const struct engine_container_info *inspect)
 {
-	json_t *st = json_object_get(inspect, "State");
-
-	if (json_is_true(json_object_get(st, "OOMKilled")))
+	if (inspect->state.oom_killed)
 		return "OOMKilled";
 	return session_state(inspect);
 }
 
-static bool is_paused(json_t *inspect)
+static bool is_paused(const struct engine_container_info *inspect)
 {
-	return json_is_true(
-	    json_object_get(json_object_get(inspect, "State"), "Paused"));
+	return inspect->state.paused;
 }
 
 /* *inspect (the session's, or NULL when gone) running and not paused, or
  * session_engine_running's refusal (*inspect released then). */
 static int check_running(const struct session_config *c, const char *key,
-			 json_t **inspect, struct sbx_error **err)
+			 struct engine_container_info **inspect,
+			 struct sbx_error **err)
 {
 	if (*inspect && !session_container_current(c, *inspect)) {
 		/* Said as a container that is down, so the open, or the
@@ -292,7 +307,7 @@ static int check_running(const struct session_config *c, const char *key,
 		sbx_error_why(*err, SBX_R_NOT_RUNNING, 0, 0);
 		sbx_error_hint(*err, "sbxcat session open makes its container "
 				     "again; the files are kept");
-		json_decref(*inspect);
+		engine_container_info_free(*inspect);
 		*inspect = NULL;
 		return -1;
 	}
@@ -311,18 +326,38 @@ static int check_running(const struct session_config *c, const char *key,
 		      key, stopped_word(*inspect));
 	sbx_error_why(*err, SBX_R_NOT_RUNNING, 0, 0);
 	sbx_error_hint(*err, "sbxcat session open starts it again");
-	json_decref(*inspect);
+	engine_container_info_free(*inspect);
 	*inspect = NULL;
 	return -1;
+}
+
+int session_engine_running_info(struct engine *e,
+				const struct session_config *c, const char *key,
+				struct engine_container_info **inspect,
+				struct sbx_error **err)
+{
+	if (session_engine_inspect(e, c, key, inspect, err) < 0)
+		return -1;
+	return check_running(c, key, inspect, err);
+}
+
+/* The reply itself of a typed inspect, which is freed (rc first: an
+ * argument's order of evaluation is the compiler's). */
+static int raw_of(int rc, struct engine_container_info *ci, json_t **inspect)
+{
+	*inspect = rc == 0 && ci ? json_incref(ci->raw) : NULL;
+	engine_container_info_free(ci);
+	return rc;
 }
 
 int session_engine_running(struct engine *e, const struct session_config *c,
 			   const char *key, json_t **inspect,
 			   struct sbx_error **err)
 {
-	if (session_engine_inspect(e, c, key, inspect, err) < 0)
-		return -1;
-	return check_running(c, key, inspect, err);
+	struct engine_container_info *ci = NULL;
+	int rc = session_engine_running_info(e, c, key, &ci, err);
+
+	return raw_of(rc, ci, inspect);
 }
 
 /* The stamp that makes a reaper's pass that decided on the old one leave
@@ -344,6 +379,18 @@ int session_engine_wake(struct engine *e, const struct session_config *c,
 			const struct session_record *rec, json_t **inspect,
 			struct sbx_error **err)
 {
+	struct engine_container_info *ci = NULL;
+	int rc = session_engine_wake_info(e, c, r, rec, &ci, err);
+
+	return raw_of(rc, ci, inspect);
+}
+
+int session_engine_wake_info(struct engine *e, const struct session_config *c,
+			     struct session_root *r,
+			     const struct session_record *rec,
+			     struct engine_container_info **inspect,
+			     struct sbx_error **err)
+{
 	bool stamped = false;
 	const char *id;
 
@@ -359,14 +406,14 @@ int session_engine_wake(struct engine *e, const struct session_config *c,
 		return -1;
 	if (*inspect && is_paused(*inspect)) {
 		wake_stamp(r, rec->key, &stamped);
-		id = json_string_value(json_object_get(*inspect, "Id"));
+		id = (*inspect)->id;
 		if (engine_container_unpause(e, id ? id : "", err) < 0) {
-			json_decref(*inspect);
+			engine_container_info_free(*inspect);
 			*inspect = NULL;
 			return sbx_error_wrap(
 			    err, "cannot unpause session '%s'", rec->key);
 		}
-		json_decref(*inspect);
+		engine_container_info_free(*inspect);
 		if (session_engine_inspect(e, c, rec->key, inspect, err) < 0)
 			return -1;
 	}
@@ -374,31 +421,47 @@ int session_engine_wake(struct engine *e, const struct session_config *c,
 }
 
 int session_engine_list(struct engine *e, const struct session_config *c,
-			json_t **by_key, struct sbx_error **err)
+			struct session_list *l, struct sbx_error **err)
 {
 	char *label = xasprintf("%s=%s", DEPLOYMENT_LABEL,
 				c->deployment);
 	const char *labels[] = {label};
-	json_t *arr = NULL, *v;
-	size_t i;
-	int rc = engine_container_list(e, labels, 1, &arr, err);
+	int rc =
+	    engine_container_list_info(e, labels, 1, &l->all, &l->nall, err);
 
 	free(label);
+	l->v = NULL;
+	l->n = 0;
 	if (rc < 0)
 		return rc;
-	*by_key = json_object();
-	json_array_foreach(arr, i, v)
-	{
-		char k[SESSION_KEY_MAX + 1];
-		if (session_container_key_of(
-			c, json_object_get(v, "Labels"),
-			json_string_value(
-			    json_array_get(json_object_get(v, "Names"), 0)),
-			k))
-			json_object_set(*by_key, k, v);
+	l->v = xcalloc(l->nall ? l->nall : 1, sizeof(*l->v));
+	for (size_t i = 0; i < l->nall; i++) {
+		struct session_list_entry *x = &l->v[l->n];
+
+		if (session_container_key_of(c, &l->all[i].labels,
+					     l->all[i].name, x->key)) {
+			x->sum = &l->all[i];
+			l->n++;
+		}
 	}
-	json_decref(arr);
 	return 0;
+}
+
+const struct engine_container_summary *
+session_list_find(const struct session_list *l, const char *key)
+{
+	/* The last of a key's, as a later one took its place before. */
+	for (size_t i = l->n; i-- > 0;)
+		if (strcmp(l->v[i].key, key) == 0)
+			return l->v[i].sum;
+	return NULL;
+}
+
+void session_list_release(struct session_list *l)
+{
+	engine_container_summaries_free(l->all, l->nall);
+	free(l->v);
+	memset(l, 0, sizeof(*l));
 }
 
 bool session_state_live(const char *state)
@@ -408,19 +471,26 @@ bool session_state_live(const char *state)
 			 strcmp(state, "restarting") == 0);
 }
 
-/* Is key's container live in by_key (session_engine_list)? */
-static bool live_in(json_t *by_key, const char *key)
+/* The state of key's container in l, or NULL. */
+static const char *state_in(const struct session_list *l, const char *key)
 {
-	return session_state_live(json_string_value(
-	    json_object_get(json_object_get(by_key, key), "State")));
+	const struct engine_container_summary *sum = session_list_find(l, key);
+
+	return sum ? sum->state : NULL;
+}
+
+/* Is key's container live in l (session_engine_list)? */
+static bool live_in(const struct session_list *l, const char *key)
+{
+	return session_state_live(state_in(l, key));
 }
 
 /* Is key's container exited in by_key, and the session marked: is it
  * hibernated? */
-static bool asleep_in(struct session_root *r, json_t *by_key, const char *key)
+static bool asleep_in(struct session_root *r, const struct session_list *l,
+		      const char *key)
 {
-	const char *st = json_string_value(
-	    json_object_get(json_object_get(by_key, key), "State"));
+	const char *st = state_in(l, key);
 
 	return st && strcmp(st, "exited") == 0 &&
 	       session_hibernated(r, key, NULL, NULL) > 0;
@@ -429,11 +499,11 @@ static bool asleep_in(struct session_root *r, json_t *by_key, const char *key)
 /* Count the sessions of the records under r whose container is live,
  * all and tenant's, but key's; their keys into *seen; the hibernated
  * ones into *asleep. */
-static int count_records(struct session_root *r, json_t *by_key,
-			 const char *key, const char *tenant,
-			 const char *kept_of, unsigned *all, unsigned *mine,
-			 unsigned *asleep, unsigned *kept, json_t *seen,
-			 struct sbx_error **err)
+static int count_records(struct session_root *r,
+			 const struct session_list *by_key, const char *key,
+			 const char *tenant, const char *kept_of, unsigned *all,
+			 unsigned *mine, unsigned *asleep, unsigned *kept,
+			 json_t *seen, struct sbx_error **err)
 {
 	char **keys = NULL;
 	size_t n = 0;
@@ -478,13 +548,14 @@ int session_quota_count(struct engine *e, struct session_root *r,
 	struct session_held *held = NULL;
 	struct session_pool_entry *pool = NULL;
 	size_t nheld = 0, npool = 0;
-	json_t *by_key = NULL, *seen = json_object();
+	struct session_list by_key = {0};
+	json_t *seen = json_object();
 	int rc = -1;
 
 	memset(n, 0, sizeof(*n));
 	if (session_engine_list(e, c, &by_key, err) < 0 ||
-	    count_records(r, by_key, key, tenant, kept_of, &n->all,
-			  &n->mine, &n->hibernated, &n->kept, seen, err) < 0 ||
+	    count_records(r, &by_key, key, tenant, kept_of, &n->all, &n->mine,
+			  &n->hibernated, &n->kept, seen, err) < 0 ||
 	    session_reservations(r, &held, &nheld, err) < 0 ||
 	    session_pool_list(r, &pool, &npool, err) < 0)
 		goto out;
@@ -505,7 +576,7 @@ int session_quota_count(struct engine *e, struct session_root *r,
 out:
 	session_pool_list_free(pool, npool);
 	session_held_free(held, nheld);
-	json_decref(by_key);
+	session_list_release(&by_key);
 	json_decref(seen);
 	return rc;
 }
@@ -547,17 +618,15 @@ int session_open_refuse(const struct session_config *c,
 
 /* Why a container is not running, from its inspect: "OOMKilled",
  * "exited, exit status 1", the engine's error. */
-static char *not_running_why(json_t *inspect)
+static char *not_running_why(const struct engine_container_info *inspect)
 {
-	json_t *st = json_object_get(inspect, "State");
-	const char *error = json_string_value(json_object_get(st, "Error"));
+	const char *error = inspect->state.error;
 	struct strbuf sb = STRBUF_INIT;
 
-	if (json_is_true(json_object_get(st, "OOMKilled")))
+	if (inspect->state.oom_killed)
 		return xstrdup(stopped_word(inspect));
 	strbuf_addf(&sb, "%s, exit status %lld", stopped_word(inspect),
-		    (long long)json_integer_value(
-			json_object_get(st, "ExitCode")));
+		    inspect->state.exit_code);
 	if (error && *error) {
 		strbuf_addstr(&sb, ": ");
 		text_add_escaped(&sb, error, strlen(error));
@@ -569,24 +638,24 @@ static char *not_running_why(json_t *inspect)
 static int start_checked(struct engine *e, const char *id,
 			 struct sbx_error **err)
 {
-	json_t *j = NULL;
+	struct engine_container_info j;
 	const char *state;
 
 	if (engine_container_start(e, id, err) < 0)
 		return -1;
-	if (engine_container_inspect(e, id, &j, err) < 0)
+	if (engine_container_info_get(e, id, &j, err) < 0)
 		return -1;
-	state = session_state(j);
+	state = session_state(&j);
 	if (strcmp(state, "running") != 0) {
-		char *why = not_running_why(j);
-		json_decref(j);
+		char *why = not_running_why(&j);
+		engine_container_info_release(&j);
 		sbx_error_set(err, SBX_E_REFUSED, 0,
 			      "the session's container stopped at once (%s)",
 			      why);
 		free(why);
 		return -1;
 	}
-	json_decref(j);
+	engine_container_info_release(&j);
 	return 0;
 }
 
@@ -602,12 +671,13 @@ static int create_new(struct engine *e, struct session_spec *s, char **id,
 
 	for (size_t i = 0; i < sizeof(sleep_paths) / sizeof(sleep_paths[0]); i++) {
 		bool exists = false;
-		json_t *body;
+		struct engine_container_spec spec;
+		struct session_container_store store;
 
 		s->sleep = sleep_paths[i];
-		body = session_container_body(s);
-		rc = engine_container_create(e, name, body, id, err);
-		json_decref(body);
+		session_container_spec(s, &spec, &store);
+		rc = engine_container_create_spec(e, name, &spec, id, err);
+		session_container_spec_release(&store);
 		if (rc < 0)
 			break;
 		rc = engine_container_stat(e, *id, s->sleep, &exists, NULL,
@@ -640,8 +710,7 @@ int session_engine_adopt(struct engine *e, struct session_spec *s,
 			 enum session_outcome *outcome, char **id,
 			 bool *adopted, struct sbx_error **err)
 {
-	json_t *j = NULL;
-	json_t *cfg;
+	struct engine_container_info *j = NULL;
 	const char *state, *rt, *img;
 
 	*id = NULL;
@@ -650,9 +719,8 @@ int session_engine_adopt(struct engine *e, struct session_spec *s,
 		return -1;
 	if (!j)
 		return 0;
-	cfg = json_object_get(j, "Config");
-	rt = label_of(json_object_get(cfg, "Labels"), SESSION_LABEL_RUNTIME);
-	img = json_string_value(json_object_get(cfg, "Image"));
+	rt = label_of(&j->labels, SESSION_LABEL_RUNTIME);
+	img = j->image;
 	if (!rt || strcmp(rt, s->rt->alias) != 0) {
 		struct strbuf sb = STRBUF_INIT;
 		text_add_escaped(&sb, rt ? rt : "?", strlen(rt ? rt : "?"));
@@ -662,10 +730,10 @@ int session_engine_adopt(struct engine *e, struct session_spec *s,
 		sbx_error_hint(*err, "close it first to open it with "
 				     "another runtime");
 		strbuf_release(&sb);
-		json_decref(j);
+		engine_container_info_free(j);
 		return -1;
 	}
-	*id = xstrdup(json_string_value(json_object_get(j, "Id")));
+	*id = xstrdup(j->id ? j->id : "");
 	state = session_state(j);
 	if (!session_container_current(s->cfg, j) ||
 	    !session_work_dir_same(session_container_work_dir(j), s->work_dir))
@@ -681,18 +749,18 @@ int session_engine_adopt(struct engine *e, struct session_spec *s,
 	    strcmp(state, "paused") == 0) {
 		bool paused = strcmp(state, "paused") == 0;
 
-		json_decref(j);
+		engine_container_info_free(j);
 		*outcome = SESSION_ADOPTED;
 		*adopted = true;
 		return paused ? engine_container_unpause(e, *id, err) : 0;
 	}
 	if (strcmp(state, "exited") == 0 || strcmp(state, "created") == 0) {
-		json_decref(j);
+		engine_container_info_free(j);
 		return 0; /* to start again: session_engine_launch */
 	}
 	/* dead, removing, or not current: nothing to start; a new one is
 	 * made. */
-	json_decref(j);
+	engine_container_info_free(j);
 	free(s->image_used);
 	s->image_used = NULL;
 	if (engine_container_remove(e, *id, true, NULL, err) < 0)
@@ -767,14 +835,13 @@ int session_engine_claim(struct engine *e, const struct session_config *c,
 			 struct sbx_error **err)
 {
 	cleanup_free char *name = session_container_name(c, key);
-	json_t *j = NULL;
+	struct engine_container_info ci, *j = &ci;
 	const char *got, *state;
 	int rc;
 
-	if (engine_container_inspect(e, id, &j, err) < 0)
+	if (engine_container_info_get(e, id, j, err) < 0)
 		return -1;
-	got = label_of(json_object_get(json_object_get(j, "Config"), "Labels"),
-		       SESSION_LABEL_POOL);
+	got = label_of(&j->labels, SESSION_LABEL_POOL);
 	state = session_state(j);
 	rc = 0;
 	/* One an older sbxcat made binds its workspace elsewhere: not
@@ -782,14 +849,12 @@ int session_engine_claim(struct engine *e, const struct session_config *c,
 	if (!got || strcmp(got, pool_id) != 0 ||
 	    !session_container_current(c, j) ||
 	    !session_work_dir_same(session_container_work_dir(j), work_dir) ||
-	    strcmp(state, "running") != 0 ||
-	    json_is_true(
-		json_object_get(json_object_get(j, "State"), "Paused")))
+	    strcmp(state, "running") != 0 || j->state.paused)
 		rc = sbx_error_set(err, SBX_E_CONFLICT, 0,
 				   "pooled container %.12s is not pool %s's, "
 				   "running at the work dir",
 				   id, pool_id);
-	json_decref(j);
+	engine_container_info_release(j);
 	if (rc == 0)
 		rc = engine_container_rename(e, id, name, err);
 	return rc;
@@ -808,16 +873,15 @@ int session_engine_stop(struct engine *e, const char *id, const char *state,
 int session_engine_busy(struct engine *e, const char *id, long long now,
 			long long exec_timeout_s, struct sbx_error **err)
 {
-	json_t *j = NULL;
-	json_int_t pid;
+	struct engine_container_info j;
+	long long pid;
 	size_t busy = 0, stopped = 0;
 	int rc = 0;
 
-	if (engine_container_inspect(e, id, &j, err) < 0)
+	if (engine_container_info_get(e, id, &j, err) < 0)
 		return -1;
-	pid = json_integer_value(
-	    json_object_get(json_object_get(j, "State"), "Pid"));
-	json_decref(j);
+	pid = j.state.pid;
+	engine_container_info_release(&j);
 	if (pid > 0 && pid < (1 << 30))
 		rc = procs_groups_expire((pid_t)pid, now, exec_timeout_s,
 					 SESSION_STOP_GIVE_UP_MS, &busy,
@@ -829,7 +893,7 @@ int session_engine_close(struct engine *e, const struct session_config *c,
 			 const char *key, bool stop_only, const char **what,
 			 struct sbx_error **err)
 {
-	json_t *j = NULL;
+	struct engine_container_info *j = NULL;
 	const char *id, *state;
 	bool gone = false;
 	int rc;
@@ -839,7 +903,7 @@ int session_engine_close(struct engine *e, const struct session_config *c,
 	*what = "gone";
 	if (!j)
 		return 0;
-	id = json_string_value(json_object_get(j, "Id"));
+	id = j->id ? j->id : "";
 	state = session_state(j);
 	if (stop_only && (session_state_live(state) ||
 			  strcmp(state, "exited") == 0)) {
@@ -849,6 +913,6 @@ int session_engine_close(struct engine *e, const struct session_config *c,
 		rc = engine_container_remove(e, id, true, &gone, err);
 		*what = gone ? "gone" : "removed";
 	}
-	json_decref(j);
+	engine_container_info_free(j);
 	return rc;
 }

@@ -21,9 +21,9 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "engine/engine.h"
 #include "session/session.h"
 
-struct engine;
 struct runtime;
 struct sbx_error;
 
@@ -54,11 +54,12 @@ char *session_pool_container_name(const struct session_config *c,
  * another deployment's, one whose key label and name disagree, a pooled
  * container not yet claimed.
  */
-bool session_container_key_of(const struct session_config *c, json_t *labels,
+bool session_container_key_of(const struct session_config *c,
+			      const struct engine_labels *labels,
 			      const char *name, char key[SESSION_KEY_MAX + 1]);
 
 /*
- * Whether a container (its inspect, or its summary in a list) binds a
+ * Whether a container (its inspect) binds a
  * workspace at its work dir: its label's (SESSION_LABEL_WORK_DIR), else
  * c->work_dir.  One that does not was made by an sbxcat before the work
  * dir (it bound the workspace at its host path) or under another
@@ -66,10 +67,11 @@ bool session_container_key_of(const struct session_config *c, json_t *labels,
  * (session_engine_adopt); the files are the host's.
  */
 bool session_container_current(const struct session_config *c,
-			       json_t *inspect);
+			       const struct engine_container_info *inspect);
 /* A container's work dir as its label says (NULL: the configuration's;
  * borrowed from inspect). */
-const char *session_container_work_dir(json_t *inspect);
+const char *
+session_container_work_dir(const struct engine_container_info *inspect);
 
 /* What a new session is made of. */
 struct session_spec {
@@ -93,8 +95,19 @@ struct session_spec {
 	 * image that container runs (free it). */
 	char *image_used;
 };
-/* The POST /containers/create body (new reference). */
-json_t *session_container_body(const struct session_spec *s);
+/* What the engine is asked to create for s (engine.h); the strings it
+ * points to live in *store until session_container_spec_release. */
+struct session_container_store {
+	char *user, *tmpfs, *created;
+	char **env;
+	size_t nenv;
+	const char *label_values[6];
+	struct engine_bind mount;
+};
+void session_container_spec(const struct session_spec *s,
+			    struct engine_container_spec *out,
+			    struct session_container_store *store);
+void session_container_spec_release(struct session_container_store *store);
 
 enum session_outcome {
 	SESSION_CREATED,
@@ -176,18 +189,26 @@ int session_engine_claim(struct engine *e, const struct session_config *c,
 
 /*
  * Inspect the session's container: *inspect NULL when there is none (not
- * an error); refused (status 1) when a container of that name is not
- * this deployment's session of key.
+ * an error), else newly allocated (engine_container_info_free); refused
+ * (status 1) when a container of that name is not this deployment's
+ * session of key.
  */
 int session_engine_inspect(struct engine *e, const struct session_config *c,
-			   const char *key, json_t **inspect,
+			   const char *key,
+			   struct engine_container_info **inspect,
 			   struct sbx_error **err);
 
 /*
  * The session's container, running (not paused): *inspect its inspect.
  * Else status 1, "session 'KEY' is not running (exited)" (or
  * "(OOMKilled)", "(its container is gone)"), with a hint.
+ * session_engine_running gives the engine's reply itself (a new
+ * reference), for svc-exec.c until it reads the typed one.
  */
+int session_engine_running_info(struct engine *e,
+				const struct session_config *c, const char *key,
+				struct engine_container_info **inspect,
+				struct sbx_error **err);
 int session_engine_running(struct engine *e, const struct session_config *c,
 			   const char *key, json_t **inspect,
 			   struct sbx_error **err);
@@ -202,6 +223,13 @@ int session_engine_running(struct engine *e, const struct session_config *c,
  * stamp leaves the session alone, and one that paused it first is undone
  * here.  Refusals as session_engine_running's.
  */
+int session_engine_wake_info(struct engine *e, const struct session_config *c,
+			     struct session_root *r,
+			     const struct session_record *rec,
+			     struct engine_container_info **inspect,
+			     struct sbx_error **err);
+/* The same, *inspect the engine's reply (svc-exec.c's, until it reads
+ * the typed one). */
 int session_engine_wake(struct engine *e, const struct session_config *c,
 			struct session_root *r,
 			const struct session_record *rec, json_t **inspect,
@@ -214,8 +242,8 @@ int session_engine_wake(struct engine *e, const struct session_config *c,
 const char *session_state_marked(struct session_root *r, const char *key,
 				 const char *state);
 
-/* State.Status of an inspect ("running", ...), "closed" when NULL. */
-const char *session_state(json_t *inspect);
+/* The state of an inspect ("running", ...), "closed" when NULL. */
+const char *session_state(const struct engine_container_info *inspect);
 /* A state the engine reported, as one of the engine's own words (a
  * static string), or "unknown": what is printed is never its text. */
 const char *session_state_word(const char *state);
@@ -224,11 +252,24 @@ const char *session_state_word(const char *state);
 bool session_state_live(const char *state);
 
 /*
- * Every container of this deployment: an object mapping its key label to
- * its inspect summary from the list (new reference).
+ * Every container of this deployment that is a session's, by its key
+ * (session_container_key_of): session_list_find gives key's summary or
+ * NULL.
  */
+struct session_list {
+	struct engine_container_summary *all; /* the engine's list */
+	size_t nall;
+	struct session_list_entry {
+		char key[SESSION_KEY_MAX + 1];
+		const struct engine_container_summary *sum; /* in all[] */
+	} * v;
+	size_t n;
+};
 int session_engine_list(struct engine *e, const struct session_config *c,
-			json_t **by_key, struct sbx_error **err);
+			struct session_list *l, struct sbx_error **err);
+const struct engine_container_summary *
+session_list_find(const struct session_list *l, const char *key);
+void session_list_release(struct session_list *l);
 
 /* Stop a session's container of state (a paused one unpaused first),
  * SESSION_STOP_SECONDS after SIGTERM the KILL. */

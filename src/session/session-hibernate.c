@@ -165,7 +165,7 @@ static int candidates(struct engine *e, const struct session_config *c,
 		      long long now, struct cand **v, size_t *n,
 		      struct sbx_error **err)
 {
-	json_t *by_key = NULL;
+	struct session_list by_key = {0};
 	char **keys = NULL;
 	size_t nkeys = 0, alloc = 0;
 	int rc = -1;
@@ -176,10 +176,10 @@ static int candidates(struct engine *e, const struct session_config *c,
 	    session_keys(r, &keys, &nkeys, err) < 0)
 		goto out;
 	for (size_t i = 0; i < nkeys; i++) {
-		json_t *sum = json_object_get(by_key, keys[i]);
-		const char *state = session_state_word(
-		    json_string_value(json_object_get(sum, "State")));
-		const char *id = json_string_value(json_object_get(sum, "Id"));
+		const struct engine_container_summary *sum =
+		    session_list_find(&by_key, keys[i]);
+		const char *state = session_state_word(sum ? sum->state : NULL);
+		const char *id = sum ? sum->id : NULL;
 		struct cand x = {0};
 		struct sbx_error *e2 = NULL;
 
@@ -210,7 +210,7 @@ static int candidates(struct engine *e, const struct session_config *c,
 	rc = 0;
 out:
 	strv_free(keys, nkeys);
-	json_decref(by_key);
+	session_list_release(&by_key);
 	return rc;
 }
 

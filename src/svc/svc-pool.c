@@ -134,15 +134,12 @@ static json_t *named_by_records(struct session_root *root)
 
 /* A pooled container not claimed: "sbxcat-DEPLOYMENT-pool_ID", labelled
  * with that ID; its ID, or NULL. */
-static const char *unclaimed_id(const struct session_config *c, json_t *sum)
+static const char *unclaimed_id(const struct session_config *c,
+				const struct engine_container_summary *sum)
 {
-	json_t *labels = json_object_get(sum, "Labels");
-	const char *id =
-	    json_string_value(json_object_get(labels, SESSION_LABEL_POOL));
-	const char *dep =
-	    json_string_value(json_object_get(labels, DEPLOYMENT_LABEL));
-	const char *name =
-	    json_string_value(json_array_get(json_object_get(sum, "Names"), 0));
+	const char *id = engine_labels_get(&sum->labels, SESSION_LABEL_POOL);
+	const char *dep = engine_labels_get(&sum->labels, DEPLOYMENT_LABEL);
+	const char *name = sum->name;
 	char *want;
 	bool is;
 
@@ -172,7 +169,9 @@ static int find_strays(const struct svc *s, struct engine *e,
 	size_t n = 0, nh = 0, nws = 0, ac = 0, ai = 0, i;
 	char *label = xasprintf("%s=%s", DEPLOYMENT_LABEL, c->deployment);
 	const char *labels[] = {label};
-	json_t *list = NULL, *named = NULL, *sum;
+	struct engine_container_summary *list = NULL;
+	size_t nlist = 0;
+	json_t *named = NULL;
 	char **ws = NULL;
 	int rc = -1;
 
@@ -181,21 +180,18 @@ static int find_strays(const struct svc *s, struct engine *e,
 	if (session_pool_list(root, &v, &n, err) < 0 ||
 	    session_reservations(root, &h, &nh, err) < 0 ||
 	    session_pool_ws_ids(root, &ws, &nws, err) < 0 ||
-	    engine_container_list(e, labels, 1, &list, err) < 0)
+	    engine_container_list_info(e, labels, 1, &list, &nlist, err) < 0)
 		goto out;
 	named = named_by_records(root);
-	json_array_foreach(list, i, sum)
-	{
-		const char *id = unclaimed_id(c, sum);
-		long long created =
-		    json_integer_value(json_object_get(sum, "Created"));
+	for (i = 0; i < nlist; i++) {
+		const char *id = unclaimed_id(c, &list[i]);
+		long long created = list[i].created;
 
 		if (!id || now - created <= SVC_POOL_GRACE ||
 		    id_held(id, v, n, h, nh, named))
 			continue;
 		ALLOC_GROW(*ctrs, *nctrs + 1, ac);
-		(*ctrs)[(*nctrs)++] =
-		    xstrdup(json_string_value(json_object_get(sum, "Id")));
+		(*ctrs)[(*nctrs)++] = xstrdup(list[i].id ? list[i].id : "");
 	}
 	for (i = 0; i < nws; i++) {
 		struct stat st;
@@ -212,7 +208,7 @@ static int find_strays(const struct svc *s, struct engine *e,
 	rc = 0;
 out:
 	free(label);
-	json_decref(list);
+	engine_container_summaries_free(list, nlist);
 	json_decref(named);
 	strv_free(ws, nws);
 	session_held_free(h, nh);

@@ -1002,12 +1002,14 @@ static void add_disk(const struct svc_call *call, struct session_root *root,
  * half made or damaged is said, and skipped. */
 static void ls_row(const struct svc *s, const struct svc_call *call,
 		   const struct svc_session_ls_req *req,
-		   struct session_root *root, json_t *by_key, const char *key,
-		   struct svc_session_ls_res *res, size_t *alloc)
+		   struct session_root *root, const struct session_list *by_key,
+		   const char *key, struct svc_session_ls_res *res,
+		   size_t *alloc)
 {
 	struct sbx_error *err = NULL;
 	struct svc_session_row *row;
-	json_t *st, *j;
+	const struct engine_container_summary *sum;
+	json_t *j;
 	struct session_record r;
 
 	if (session_record_read(root, key, &r, &err) < 0) {
@@ -1025,10 +1027,10 @@ static void ls_row(const struct svc *s, const struct svc_call *call,
 	memset(row, 0, sizeof(*row));
 	row->rec = r;
 	row->state = "closed";
-	st = json_object_get(json_object_get(by_key, key), "State");
-	if (json_is_string(st))
+	sum = session_list_find(by_key, key);
+	if (sum && sum->state)
 		row->state = session_state_marked(
-		    root, key, session_state_word(json_string_value(st)));
+		    root, key, session_state_word(sum->state));
 	j = row_json(s, &row->rec, row->state);
 	/* Only a caller that asks pays for the walk of every workspace. */
 	if (req->sizes)
@@ -1043,7 +1045,7 @@ int svc_session_ls(const struct svc *s, const struct svc_call *call,
 {
 	struct session_root root = SESSION_ROOT_INIT;
 	struct engine engine = ENGINE_INIT;
-	json_t *by_key = NULL;
+	struct session_list by_key = {0};
 	char **keys = NULL;
 	size_t nkeys = 0, alloc = 0;
 	int rc = -1;
@@ -1056,10 +1058,10 @@ int svc_session_ls(const struct svc *s, const struct svc_call *call,
 		goto out;
 	res->doc = json_array();
 	for (size_t i = 0; i < nkeys; i++)
-		ls_row(s, call, req, &root, by_key, keys[i], res, &alloc);
+		ls_row(s, call, req, &root, &by_key, keys[i], res, &alloc);
 	rc = 0;
 out:
-	json_decref(by_key);
+	session_list_release(&by_key);
 	strv_free(keys, nkeys);
 	svc_engine_close(s, &engine);
 	session_root_close(&root);
@@ -1075,75 +1077,86 @@ void svc_session_ls_res_release(struct svc_session_ls_res *res)
 	memset(res, 0, sizeof(*res));
 }
 
-/* The limits as the engine applied them, from its inspect. */
-static json_t *limits_json(json_t *inspect)
+static json_t *strv_json(char **v, size_t n)
 {
-	json_t *hc = json_object_get(inspect, "HostConfig");
-	json_t *mounts = json_array(), *m;
-	size_t i;
+	json_t *a = json_array();
 
-	json_array_foreach(json_object_get(inspect, "Mounts"), i, m)
-	{
-		json_t *o =
-		    xjson_pack("{s:O*}", "type", json_object_get(m, "Type"));
-		xjson_set_path(o, "source",
-			       json_string_value(json_object_get(m, "Source"))
-				   ?: "");
-		xjson_set_path(
-		    o, "target",
-		    json_string_value(json_object_get(m, "Destination")) ?: "");
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, xjson_text(v[i]));
+	return a;
+}
+
+/* The limits as the engine applied them, from its inspect. */
+static json_t *limits_json(const struct engine_container_info *inspect)
+{
+	json_t *mounts = json_array(), *tmpfs = json_object();
+
+	for (size_t i = 0; i < inspect->nmounts; i++) {
+		const struct engine_mount *m = &inspect->mounts[i];
+		json_t *o = json_object();
+
+		if (m->type)
+			json_object_set_new(o, "type", xjson_text(m->type));
+		xjson_set_path(o, "source", m->source ?: "");
+		xjson_set_path(o, "target", m->destination ?: "");
 		json_array_append_new(mounts, o);
 	}
+	for (size_t i = 0; i < inspect->host.tmpfs.n; i++)
+		json_object_set_new(tmpfs, inspect->host.tmpfs.keys[i],
+				    xjson_text(inspect->host.tmpfs.values[i]));
 	return xjson_pack(
-	    "{s:O*, s:O*, s:O*, s:O*, s:O*, s:O*, s:O*, s:O*, s:O*, s:O*, "
-	    "s:o, s:O*, s:O*}",
-	    "user", json_object_get(json_object_get(inspect, "Config"), "User"),
-	    "init", json_object_get(hc, "Init"), "cap_drop",
-	    json_object_get(hc, "CapDrop"), "security_opt",
-	    json_object_get(hc, "SecurityOpt"), "pids_limit",
-	    json_object_get(hc, "PidsLimit"), "nano_cpus",
-	    json_object_get(hc, "NanoCpus"), "memory",
-	    json_object_get(hc, "Memory"), "memory_swap",
-	    json_object_get(hc, "MemorySwap"), "tmpfs",
-	    json_object_get(hc, "Tmpfs"), "network_mode",
-	    json_object_get(hc, "NetworkMode"), "mounts", mounts, "privileged",
-	    json_object_get(hc, "Privileged"), "readonly_rootfs",
-	    json_object_get(hc, "ReadonlyRootfs"));
+	    "{s:o*, s:b, s:o, s:o, s:I, s:I, s:I, s:I, s:o, s:o*, "
+	    "s:o, s:b, s:b}",
+	    "user", inspect->user ? xjson_text(inspect->user) : NULL, "init",
+	    inspect->host.init, "cap_drop",
+	    strv_json(inspect->host.cap_drop, inspect->host.ncap_drop),
+	    "security_opt",
+	    strv_json(inspect->host.security_opt, inspect->host.nsecurity_opt),
+	    "pids_limit", (json_int_t)inspect->host.pids_limit, "nano_cpus",
+	    (json_int_t)inspect->host.nano_cpus, "memory",
+	    (json_int_t)inspect->host.memory, "memory_swap",
+	    (json_int_t)inspect->host.memory_swap, "tmpfs", tmpfs,
+	    "network_mode",
+	    inspect->host.network_mode ? xjson_text(inspect->host.network_mode)
+				       : NULL,
+	    "mounts", mounts, "privileged", inspect->host.privileged,
+	    "readonly_rootfs", inspect->host.readonly_rootfs);
 }
 
 /* What the engine says of the container (inspect NULL: none), after the
  * record's fields. */
 static void show_container(const struct svc_call *call,
-			   struct session_root *root, json_t *inspect,
+			   struct session_root *root,
+			   const struct engine_container_info *inspect,
 			   struct svc_session_show_res *res)
 {
-	json_t *doc = res->doc, *st = json_object_get(inspect, "State");
-	json_int_t pid = json_integer_value(json_object_get(st, "Pid"));
-	const char *e = json_string_value(json_object_get(st, "Error"));
+	json_t *doc = res->doc;
+	long long pid = inspect ? inspect->state.pid : 0;
+	const char *e = inspect ? inspect->state.error : NULL;
 	struct sbx_error *err = NULL;
 	unsigned long long ooms;
 
 	json_object_set_new(doc, "container",
-			    inspect
-				? json_incref(json_object_get(inspect, "Id"))
-				: json_null());
+			    inspect && inspect->id ? xjson_text(inspect->id)
+						   : json_null());
 	json_object_set_new(doc, "image", xjson_text(res->rec.image));
 	xjson_set_path(doc, "workspace", res->workspace);
 	add_size(call, root, &res->rec, &res->bytes, &res->files, doc);
 	add_disk(call, root, &res->rec, doc);
-	json_object_set_new(
-	    doc, "oom_killed",
-	    json_boolean(json_is_true(json_object_get(st, "OOMKilled"))));
-	if (pid > 0 && procs_oom_kills((pid_t)pid, &ooms, &err) == 0)
+	json_object_set_new(doc, "oom_killed",
+			    json_boolean(inspect && inspect->state.oom_killed));
+	if (pid > 0 && pid < (1 << 30) &&
+	    procs_oom_kills((pid_t)pid, &ooms, &err) == 0)
 		json_object_set_new(doc, "oom_kills",
 				    json_integer((json_int_t)ooms));
 	else
 		json_object_set_new(doc, "oom_kills", json_null());
 	sbx_error_free(&err);
-	json_object_set_new(doc, "exit_code",
-			    inspect
-				? json_incref(json_object_get(st, "ExitCode"))
-				: json_null());
+	json_object_set_new(
+	    doc, "exit_code",
+	    inspect && inspect->state.has_exit_code
+		? json_integer((json_int_t)inspect->state.exit_code)
+		: json_null());
 	json_object_set_new(doc, "error",
 			    e && *e ? xjson_text(e) : json_null());
 	json_object_set_new(doc, "limits",
@@ -1156,7 +1169,7 @@ int svc_session_show(const struct svc *s, const struct svc_call *call,
 {
 	struct session_root root = SESSION_ROOT_INIT;
 	struct engine engine = ENGINE_INIT;
-	json_t *inspect = NULL;
+	struct engine_container_info *inspect = NULL;
 	int rc = -1;
 
 	memset(res, 0, sizeof(*res));
@@ -1173,7 +1186,7 @@ int svc_session_show(const struct svc *s, const struct svc_call *call,
 	show_container(call, &root, inspect, res);
 	rc = 0;
 out:
-	json_decref(inspect);
+	engine_container_info_free(inspect);
 	svc_engine_close(s, &engine);
 	session_root_close(&root);
 	return rc;

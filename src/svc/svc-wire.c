@@ -363,7 +363,7 @@ int svc_wire_state(const struct svc *s, const struct svc_call *call,
 		   struct sbx_error **err)
 {
 	struct engine engine = ENGINE_INIT;
-	json_t *inspect = NULL;
+	struct engine_container_info *inspect = NULL;
 	int rc = -1;
 
 	if (svc_engine_open(s, call, &engine, err) == 0 &&
@@ -374,16 +374,9 @@ int svc_wire_state(const struct svc *s, const struct svc_call *call,
 			*state = SESSION_STATE_HIBERNATED;
 		rc = 0;
 	}
-	json_decref(inspect);
+	engine_container_info_free(inspect);
 	svc_engine_close(s, &engine);
 	return rc;
-}
-
-static long long stat_num(json_t *o, const char *a, const char *b)
-{
-	json_t *v = json_object_get(json_object_get(o, a), b);
-
-	return json_is_integer(v) ? (long long)json_integer_value(v) : -1;
 }
 
 /* The disk budget's numbers into u (-1 without one, or when they cannot
@@ -414,8 +407,7 @@ int svc_wire_usage(const struct svc *s, const struct svc_call *call,
 		   struct sbx_error **err)
 {
 	struct engine engine = ENGINE_INIT;
-	json_t *st = NULL;
-	long long cache;
+	struct engine_container_usage st;
 	int rc = -1;
 
 	u->memory_bytes = u->memory_limit_bytes = u->pids = -1;
@@ -424,19 +416,17 @@ int svc_wire_usage(const struct svc *s, const struct svc_call *call,
 	if (!ws->rec.container)
 		return 0;
 	if (svc_engine_open(s, call, &engine, err) < 0 ||
-	    engine_container_stats(&engine, ws->rec.container, &st, err) < 0)
+	    engine_container_usage_get(&engine, ws->rec.container, &st, err) <
+		0)
 		goto out;
-	u->memory_bytes = stat_num(st, "memory_stats", "usage");
+	u->memory_bytes = st.memory;
 	/* As docker stats shows it: the page cache is not the sandbox's. */
-	cache = stat_num(json_object_get(st, "memory_stats"), "stats",
-			 "inactive_file");
-	if (cache > 0 && u->memory_bytes >= cache)
-		u->memory_bytes -= cache;
-	u->memory_limit_bytes = stat_num(st, "memory_stats", "limit");
-	u->pids = stat_num(st, "pids_stats", "current");
+	if (st.memory_cache > 0 && u->memory_bytes >= st.memory_cache)
+		u->memory_bytes -= st.memory_cache;
+	u->memory_limit_bytes = st.memory_limit;
+	u->pids = st.pids;
 	rc = 0;
 out:
-	json_decref(st);
 	svc_engine_close(s, &engine);
 	return rc;
 }
