@@ -43,13 +43,7 @@ CALLS = re.compile(
 
 # Files that still read the engine's reply, each with its reason; an
 # entry here is a debt, not a rule.
-ALLOWED = {
-    # The lead rewrites svc-exec.c for the fast path (issue 33) and
-    # switches it to engine.h's typed exec and inspect there
-    # (session_engine_wake_info, engine_exec_create_spec,
-    # engine_exec_info_get); then this line goes.
-    "svc/svc-exec.c",
-}
+ALLOWED = set()
 
 TOKEN = re.compile(
     r'''(?P<comment>/\*.*?\*/|//[^\n]*)'''

@@ -598,9 +598,8 @@ static void test_typed(const char *cid)
 	       "typed inspect: a label");
 	/* No Env in the body nor the image: none; the engine names the
 	 * host after the id. */
-	ok(ci.nenv == 0 && ci.hostname && !strncmp(ci.hostname, cid, 12) &&
-	       ci.raw != NULL,
-	   "typed inspect: no env, the hostname, and the reply");
+	ok(ci.nenv == 0 && ci.hostname && !strncmp(ci.hostname, cid, 12),
+	   "typed inspect: no env, and the hostname");
 	{
 		struct engine_container_info cp;
 
@@ -612,7 +611,7 @@ static void test_typed(const char *cid)
 		       !strcmp(engine_labels_get(&cp.labels, "t-container.pid")
 				   ?: "",
 			       pidstr) &&
-		       cp.host.ncap_drop == 1 && cp.raw,
+		       cp.host.ncap_drop == 1,
 		   "typed inspect: a copy outlives its source");
 		engine_container_info_release(&cp);
 	}

@@ -161,7 +161,6 @@ void engine_container_info_parse(json_t *j, struct engine_container_info *ci)
 	size_t i;
 
 	memset(ci, 0, sizeof(*ci));
-	ci->raw = json_incref(j);
 	ci->id = str_of(j, "Id");
 	ci->name = str_of(j, "Name");
 	ci->state.status = str_of(st, "Status");
@@ -232,7 +231,6 @@ void engine_container_info_release(struct engine_container_info *ci)
 		free(ci->mounts[i].destination);
 	}
 	free(ci->mounts);
-	json_decref(ci->raw);
 	memset(ci, 0, sizeof(*ci));
 }
 
@@ -284,7 +282,6 @@ void engine_container_info_copy(struct engine_container_info *dst,
 	}
 	/* A copy of its own: a cache shared by threads must not share a
 	 * reference count with the caller's. */
-	dst->raw = src->raw ? json_deep_copy(src->raw) : NULL;
 }
 
 void engine_container_info_free(struct engine_container_info *ci)

@@ -374,9 +374,6 @@ struct engine_container_info {
 	} host;
 	struct engine_mount *mounts;
 	size_t nmounts;
-	/* The reply itself, for a caller that still reads it (svc-exec.c
-	 * until it is switched to the fields above; nothing else may). */
-	json_t *raw;
 };
 void engine_container_info_release(struct engine_container_info *ci);
 /* dst a deep copy of src, its own in every string (release it). */
@@ -384,7 +381,7 @@ void engine_container_info_copy(struct engine_container_info *dst,
 				const struct engine_container_info *src);
 /* Release and free a newly allocated one (NULL: nothing). */
 void engine_container_info_free(struct engine_container_info *ci);
-/* ci from an inspect's reply (raw: a new reference to j). */
+/* ci from an inspect's reply. */
 void engine_container_info_parse(json_t *j, struct engine_container_info *ci);
 /* GET /containers/{id}/json into ci. */
 int engine_container_info_get(struct engine *e, const char *id,

@@ -341,25 +341,6 @@ int session_engine_running_info(struct engine *e,
 	return check_running(c, key, inspect, err);
 }
 
-/* The reply itself of a typed inspect, which is freed (rc first: an
- * argument's order of evaluation is the compiler's). */
-static int raw_of(int rc, struct engine_container_info *ci, json_t **inspect)
-{
-	*inspect = rc == 0 && ci ? json_incref(ci->raw) : NULL;
-	engine_container_info_free(ci);
-	return rc;
-}
-
-int session_engine_running(struct engine *e, const struct session_config *c,
-			   const char *key, json_t **inspect,
-			   struct sbx_error **err)
-{
-	struct engine_container_info *ci = NULL;
-	int rc = session_engine_running_info(e, c, key, &ci, err);
-
-	return raw_of(rc, ci, inspect);
-}
-
 /* The stamp that makes a reaper's pass that decided on the old one leave
  * the session alone.  One that cannot be written loses only that guard:
  * the operation's own stamps say the failure. */
@@ -372,17 +353,6 @@ static void wake_stamp(struct session_root *r, const char *key, bool *done)
 	*done = true;
 	if (session_record_touch(r, key, &err) < 0)
 		sbx_error_free(&err);
-}
-
-int session_engine_wake(struct engine *e, const struct session_config *c,
-			struct session_root *r,
-			const struct session_record *rec, json_t **inspect,
-			struct sbx_error **err)
-{
-	struct engine_container_info *ci = NULL;
-	int rc = session_engine_wake_info(e, c, r, rec, &ci, err);
-
-	return raw_of(rc, ci, inspect);
 }
 
 int session_engine_wake_info(struct engine *e, const struct session_config *c,

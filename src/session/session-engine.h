@@ -202,38 +202,27 @@ int session_engine_inspect(struct engine *e, const struct session_config *c,
  * The session's container, running (not paused): *inspect its inspect.
  * Else status 1, "session 'KEY' is not running (exited)" (or
  * "(OOMKilled)", "(its container is gone)"), with a hint.
- * session_engine_running gives the engine's reply itself (a new
- * reference), for svc-exec.c until it reads the typed one.
  */
 int session_engine_running_info(struct engine *e,
 				const struct session_config *c, const char *key,
 				struct engine_container_info **inspect,
 				struct sbx_error **err);
-int session_engine_running(struct engine *e, const struct session_config *c,
-			   const char *key, json_t **inspect,
-			   struct sbx_error **err);
 
 /*
- * session_engine_running for an operation that needs the container: a
+ * session_engine_running_info for an operation that needs the container: a
  * paused one (the reaper's idle pause, reap.h) is unpaused first.  The
  * record rec (as session_find read it) is stamped before the container
  * is looked at when its last activity is at least c->pause_after old (or
  * the container is paused): the reaper pauses only under ROOT/KEY's
  * flock and a stamp it read before, so a pass that decided on the old
  * stamp leaves the session alone, and one that paused it first is undone
- * here.  Refusals as session_engine_running's.
+ * here.  Refusals as session_engine_running_info's.
  */
 int session_engine_wake_info(struct engine *e, const struct session_config *c,
 			     struct session_root *r,
 			     const struct session_record *rec,
 			     struct engine_container_info **inspect,
 			     struct sbx_error **err);
-/* The same, *inspect the engine's reply (svc-exec.c's, until it reads
- * the typed one). */
-int session_engine_wake(struct engine *e, const struct session_config *c,
-			struct session_root *r,
-			const struct session_record *rec, json_t **inspect,
-			struct sbx_error **err);
 
 /* A session's state as sbxcat says it: SESSION_STATE_HIBERNATED for an
  * exited container whose session has hibernation's mark (session.h),

@@ -22,7 +22,6 @@
 #include "basic/clock.h"
 #include "basic/text.h"
 #include "basic/util.h"
-#include "basic/xjson.h"
 #include "engine/engine.h"
 #include "exec/exec-io.h"
 #include "exec/exec-ns.h"
@@ -65,12 +64,10 @@ static const char *plural(unsigned long long n, const char *one,
 	return n == 1 ? one : many;
 }
 
-/* The exec's ExitCode; 125 when the engine gives none. */
-static int exit_code_of(json_t *exec_inspect)
+/* The exec's exit code; 125 when the engine gives none. */
+static int exit_code_of(const struct engine_exec_info *ei)
 {
-	json_t *ec = json_object_get(exec_inspect, "ExitCode");
-
-	return json_is_integer(ec) ? (int)json_integer_value(ec) : EXIT_NONE;
+	return ei->has_exit_code ? ei->exit_code : EXIT_NONE;
 }
 
 /* Stop everything in the command's cgroup; warn of what could not be
@@ -95,18 +92,16 @@ static void stop_all(const struct svc_call *call, const struct procs_group *g,
 		procs_group_remove(g);
 }
 
-static pid_t pid_of(json_t *j, const char *obj)
+/* A pid the engine gave, 0 when none (or not one). */
+static pid_t pid_of(long long pid)
 {
-	json_t *o = obj ? json_object_get(j, obj) : j;
-	json_int_t pid = json_integer_value(json_object_get(o, "Pid"));
-
 	return pid > 0 && pid < (1 << 30) ? (pid_t)pid : 0;
 }
 
 /* The exec's record once its process has ended (it may lag the stream's
  * end by a moment). */
-static int exec_finished(struct engine *e, const char *exec_id, json_t **ei,
-			 struct sbx_error **err)
+static int exec_finished(struct engine *e, const char *exec_id,
+			 struct engine_exec_info *ei, struct sbx_error **err)
 {
 	long long until = clock_now_ms() + 2000;
 	useconds_t nap = 1000;
@@ -114,12 +109,10 @@ static int exec_finished(struct engine *e, const char *exec_id, json_t **ei,
 	/* Usually a few ms: asked again soon, then less often (2 s in all,
 	 * as before). */
 	while (clock_now_ms() < until) {
-		if (engine_exec_inspect(e, exec_id, ei, err) < 0)
+		if (engine_exec_info_get(e, exec_id, ei, err) < 0)
 			return -1;
-		if (!json_is_true(json_object_get(*ei, "Running")))
+		if (!ei->running)
 			return 0;
-		json_decref(*ei);
-		*ei = NULL;
 		usleep(nap);
 		if (nap < 20000)
 			nap *= 2;
@@ -135,9 +128,10 @@ static int exec_finished(struct engine *e, const char *exec_id, json_t **ei,
  * dockerd says).  "not found" is 127, as a shell says; a command that
  * ran and exited 126 itself has a Pid and keeps its status.
  */
-static int invoke_status(int code, json_t *ei, const struct exec_io_result *r)
+static int invoke_status(int code, const struct engine_exec_info *ei,
+			 const struct exec_io_result *r)
 {
-	if (code != EXIT_CANNOT_INVOKE || pid_of(ei, NULL) != 0)
+	if (code != EXIT_CANNOT_INVOKE || pid_of(ei->pid) != 0)
 		return code;
 	if (r->nhead &&
 	    (memmem(r->head, r->nhead, "executable file not found", 25) ||
@@ -178,23 +172,20 @@ static void command_text(struct strbuf *out, const struct svc_exec_req *req)
 }
 
 /* The exec's process, once the engine has started it: its inspect. */
-static int exec_started(struct engine *e, const char *exec_id, json_t **ei,
-			struct sbx_error **err)
+static int exec_started(struct engine *e, const char *exec_id,
+			struct engine_exec_info *ei, struct sbx_error **err)
 {
 	long long t0 = clock_now_ms(), until = t0 + PID_WAIT_MS;
 	useconds_t nap = 1000;
 
 	for (;;) {
-		if (engine_exec_inspect(e, exec_id, ei, err) < 0)
+		if (engine_exec_info_get(e, exec_id, ei, err) < 0)
 			return -1;
-		/* Before the engine has started it: not running, no Pid,
-		 * no ExitCode; once it ended (or could not start): an
-		 * ExitCode. */
-		if (pid_of(*ei, NULL) ||
-		    json_is_integer(json_object_get(*ei, "ExitCode")))
+		/* Before the engine has started it: not running, no pid,
+		 * no exit code; once it ended (or could not start): an
+		 * exit code. */
+		if (pid_of(ei->pid) || ei->has_exit_code)
 			return 0;
-		json_decref(*ei);
-		*ei = NULL;
 		if (clock_now_ms() >= until)
 			return sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
 					     "the engine did not report the "
@@ -225,7 +216,7 @@ static int start_claimed(struct engine *e, struct session_root *root,
 			 const struct procs_group *g, long long deadline_ms,
 			 int *conn, struct strbuf *pre, struct sbx_error **err)
 {
-	json_t *ei = NULL;
+	struct engine_exec_info ei;
 	size_t moved = 0;
 	int lock = session_exec_lock(root, key, err), rc;
 
@@ -240,7 +231,6 @@ static int start_claimed(struct engine *e, struct session_root *root,
 		rc = exec_started(e, exec_id, &ei, err);
 	if (rc == 0)
 		rc = procs_group_claim(g, init_pid, &moved, err);
-	json_decref(ei);
 	session_keydir_unlock(lock);
 	return rc;
 }
@@ -272,7 +262,8 @@ struct run {
 	struct engine engine;
 	struct procs_group grp;
 	struct audit *au;
-	json_t *inspect, *ei;
+	struct engine_container_info *inspect;
+	struct engine_exec_info ei;
 	char *exec_id;
 	struct strbuf pre, detail;
 	struct exec_io io;
@@ -374,7 +365,7 @@ static struct kept_inspect {
 	pid_t pid;
 	unsigned long long start;
 	long long at;
-	json_t *inspect;
+	struct engine_container_info *inspect;
 } kept[INSPECT_KEEP_N];
 
 /* Far enough from the pause and the hibernation to need no wake. */
@@ -389,10 +380,10 @@ static bool kept_usable(const struct session_config *c,
 }
 
 /* A copy of the kept inspect of rec's container, or NULL. */
-static json_t *inspect_cached(const struct session_config *c,
-			      const struct session_record *rec)
+static struct engine_container_info *
+inspect_cached(const struct session_config *c, const struct session_record *rec)
 {
-	json_t *j = NULL;
+	struct engine_container_info *j = NULL;
 	struct kept_inspect *k = NULL;
 	pid_t pid = 0;
 	unsigned long long start = 0;
@@ -408,11 +399,12 @@ static json_t *inspect_cached(const struct session_config *c,
 	if (k && clock_now_ms() - k->at < INSPECT_KEEP_MS) {
 		pid = k->pid;
 		start = k->start;
-		j = json_deep_copy(k->inspect);
+		j = xcalloc(1, sizeof(*j));
+		engine_container_info_copy(j, k->inspect);
 	}
 	pthread_mutex_unlock(&kept_lock);
 	if (j && (procs_start_time(pid) != start || procs_frozen(pid))) {
-		json_decref(j);
+		engine_container_info_free(j);
 		j = NULL;
 	}
 	return j;
@@ -420,9 +412,10 @@ static json_t *inspect_cached(const struct session_config *c,
 
 /* Keep a copy of a running container's inspect (inspect_cached). */
 static void inspect_keep(const struct session_config *c,
-			 const struct session_record *rec, json_t *inspect)
+			 const struct session_record *rec,
+			 const struct engine_container_info *inspect)
 {
-	pid_t pid = pid_of(inspect, "State");
+	pid_t pid = pid_of(inspect->state.pid);
 	unsigned long long start = pid ? procs_start_time(pid) : 0;
 	struct kept_inspect *slot = &kept[0];
 	long long now = clock_now_ms();
@@ -444,27 +437,14 @@ static void inspect_keep(const struct session_config *c,
 		pthread_mutex_unlock(&kept_lock);
 		return; /* still fresh: the first one's age stands */
 	}
-	json_decref(slot->inspect);
+	engine_container_info_free(slot->inspect);
 	snprintf(slot->key, sizeof(slot->key), "%s", rec->key);
 	slot->pid = pid;
 	slot->start = start;
 	slot->at = now;
-	slot->inspect = json_deep_copy(inspect);
+	slot->inspect = xcalloc(1, sizeof(*slot->inspect));
+	engine_container_info_copy(slot->inspect, inspect);
 	pthread_mutex_unlock(&kept_lock);
-}
-
-/* A JSON array of strings as a vector (NULL-ended); *n of them. */
-static const char **strings_of(json_t *a, size_t *n)
-{
-	const char **v = xcalloc(json_array_size(a) + 1, sizeof(*v));
-	size_t i;
-	json_t *e;
-
-	*n = 0;
-	json_array_foreach(a, i, e)
-		if (json_is_string(e))
-			v[(*n)++] = json_string_value(e);
-	return v;
 }
 
 /*
@@ -477,13 +457,14 @@ static const char **strings_of(json_t *a, size_t *n)
 static int fast_start(struct run *r, const char *cwd, struct sbx_error **err)
 {
 	const struct svc_exec_req *req = r->req;
-	json_t *config = json_object_get(r->inspect, "Config");
 	const char *sh[] = {"/bin/sh", "-c", req->shell, NULL};
-	const char **argv = NULL, **cfg_env;
+	const char **argv = NULL;
 	struct exec_ns_req nr = {
 	    .init_pid = r->init_pid,
 	    .group_dir = r->grp.dir,
-	    .hostname = json_string_value(json_object_get(config, "Hostname")),
+	    .hostname = r->inspect->hostname,
+	    .cfg_env = (const char *const *)r->inspect->env,
+	    .ncfg = r->inspect->nenv,
 	    .env = req->env,
 	    .nenv = req->nenv,
 	    .cwd = cwd,
@@ -505,10 +486,7 @@ static int fast_start(struct run *r, const char *cwd, struct sbx_error **err)
 				argv[i] = req->argv[i];
 		}
 		nr.argv = (char *const *)(req->shell ? sh : argv);
-		cfg_env = strings_of(json_object_get(config, "Env"), &nr.ncfg);
-		nr.cfg_env = cfg_env;
 		rc = exec_ns_start(&nr, &r->np, &why, err);
-		free(cfg_env);
 		free(argv);
 	}
 	if (rc == 0) {
@@ -548,8 +526,8 @@ static int exec_prepare(struct run *r, struct sbx_error **err)
 	const struct svc_config *cfg = &r->s->cfg;
 	const struct svc_exec_req *req = r->req;
 	size_t killed = 0, busy = 0;
-	json_t *body, *cmdv;
-	const char *user, *cid, *ws;
+	const char *sh[] = {"/bin/sh", "-c", req->shell};
+	const char *ws;
 	long long limit_ms, started, start_s, deadline_s;
 	int rc;
 
@@ -564,12 +542,12 @@ static int exec_prepare(struct run *r, struct sbx_error **err)
 					    err)) < 0) ||
 	    svc_engine_open(r->s, r->call, &r->engine, err) < 0 ||
 	    (!(r->inspect = inspect_cached(&cfg->session, &r->rec)) &&
-	     session_engine_wake(&r->engine, &cfg->session, &r->root, &r->rec,
-				 &r->inspect, err) < 0) ||
+	     session_engine_wake_info(&r->engine, &cfg->session, &r->root,
+				      &r->rec, &r->inspect, err) < 0) ||
 	    procs_usable(err) < 0)
 		return cannot_run(r, err);
 	inspect_keep(&cfg->session, &r->rec, r->inspect);
-	r->init_pid = pid_of(r->inspect, "State");
+	r->init_pid = pid_of(r->inspect->state.pid);
 	if (!r->init_pid) {
 		sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
 			      "the engine gives no process for session '%s'",
@@ -587,41 +565,16 @@ static int exec_prepare(struct run *r, struct sbx_error **err)
 		sbx_error_free(err);
 	}
 
-	cmdv = json_array();
-	if (req->shell) {
-		json_array_append_new(cmdv, json_string("/bin/sh"));
-		json_array_append_new(cmdv, json_string("-c"));
-		json_array_append_new(cmdv, xjson_string(req->shell));
-	} else {
-		for (int i = 0; i < req->argc; i++)
-			json_array_append_new(cmdv,
-					      xjson_string(req->argv[i]));
-	}
 	/* The work dir, where the container binds the workspace. */
 	ws = r->cwd ? r->cwd : session_work_dir(&cfg->session, &r->rec);
-	user = json_string_value(
-	    json_object_get(json_object_get(r->inspect, "Config"), "User"));
-	body = xjson_pack("{s:b, s:b, s:b, s:b, s:o, s:s, s:s, s:b}",
-			  "AttachStdin", req->in_fd >= 0, "AttachStdout", 1,
-			  "AttachStderr", 1, "Tty", 0, "Cmd", cmdv, "User",
-			  user ? user : "", "WorkingDir", ws, "Privileged", 0);
-	if (req->nenv) {
-		json_t *env = json_array();
-
-		for (size_t i = 0; i < req->nenv; i++)
-			json_array_append_new(env, xjson_string(req->env[i]));
-		json_object_set_new(body, "Env", env);
-	}
 	limit_ms = cfg->session.execute_timeout_s * 1000;
 	if (req->timeout_ms &&
 	    (req->outlive || (long long)req->timeout_ms < limit_ms))
 		limit_ms = (long long)req->timeout_ms;
 	r->res->limit_ms = limit_ms;
-	cid = json_string_value(json_object_get(r->inspect, "Id"));
 	/* A command runs only when its row can be written: it may change
 	 * anything in the workspace. */
 	if (audit_ready(r->au, err) < 0) {
-		json_decref(body);
 		r->unrecorded = true;
 		return cannot_run(r, err);
 	}
@@ -640,12 +593,21 @@ static int exec_prepare(struct run *r, struct sbx_error **err)
 	if (rc == 0 && cfg->session.exec_path != SESSION_EXEC_ENGINE)
 		rc = fast_start(r, ws, err);
 	if (rc == 0 && !r->fast) {
-		rc = engine_exec_create(&r->engine, cid, body, &r->exec_id,
-					err);
+		struct engine_exec_spec spec = {
+		    .cmd = req->shell ? sh : (const char *const *)req->argv,
+		    .ncmd = req->shell ? 3 : (size_t)req->argc,
+		    .env = req->env,
+		    .nenv = req->nenv,
+		    .user = r->inspect->user,
+		    .working_dir = ws,
+		    .attach_stdin = req->in_fd >= 0,
+		};
+
+		rc = engine_exec_create_spec(&r->engine, r->inspect->id, &spec,
+					     &r->exec_id, err);
 		if (rc == 0)
 			atomic_fetch_add(&started_engine, 1);
 	}
-	json_decref(body);
 	return rc < 0 ? cannot_run(r, err) : 0;
 }
 
@@ -673,7 +635,7 @@ static int exec_conclude(struct run *r, struct sbx_error **err)
 		stop_all(r->call, &r->grp, &killed);
 		return -1;
 	} else {
-		code = exit_code_of(r->ei);
+		code = exit_code_of(&r->ei);
 	}
 	/* The container's init gone (killed, OOM): the engine may take a
 	 * moment to say so; wait for it, so the reason is told.  With its
@@ -681,14 +643,15 @@ static int exec_conclude(struct run *r, struct sbx_error **err)
 	 * still says what it did (its limits), and the engine is not asked
 	 * again. */
 	if (procs_exiting(r->init_pid)) {
-		json_decref(r->inspect);
+		engine_container_info_free(r->inspect);
 		r->inspect = NULL;
 		for (int i = 0; i < 40; i++) {
-			if (session_engine_running(&r->engine, &cfg->session,
-						   r->rec.key, &r->inspect,
-						   err) < 0)
+			if (session_engine_running_info(&r->engine,
+							&cfg->session,
+							r->rec.key,
+							&r->inspect, err) < 0)
 				break;
-			json_decref(r->inspect);
+			engine_container_info_free(r->inspect);
 			r->inspect = NULL;
 			usleep(50000);
 		}
@@ -696,17 +659,18 @@ static int exec_conclude(struct run *r, struct sbx_error **err)
 			sbx_error_wrap(err, "the command did not finish");
 			return cannot_run(r, err);
 		}
-		if (session_engine_running(&r->engine, &cfg->session,
-					   r->rec.key, &r->inspect, err) < 0) {
+		if (session_engine_running_info(&r->engine, &cfg->session,
+						r->rec.key, &r->inspect,
+						err) < 0) {
 			/* The container died under the command. */
 			sbx_error_wrap(err, "the command did not finish");
 			return cannot_run(r, err);
 		}
 	}
-	rc = r->fast ? code : invoke_status(code, r->ei, &r->io_res);
-	res->by_command = r->fast || pid_of(r->ei, NULL) != 0;
+	rc = r->fast ? code : invoke_status(code, &r->ei, &r->io_res);
+	res->by_command = r->fast || pid_of(r->ei.pid) != 0;
 	if (r->io_res.held) {
-		if (code == EXIT_CANNOT_INVOKE && pid_of(r->ei, NULL) == 0) {
+		if (code == EXIT_CANNOT_INVOKE && pid_of(r->ei.pid) == 0) {
 			/* The engine's reason, not the command's output. */
 			struct strbuf sb = STRBUF_INIT;
 			size_t n = r->io_res.nhead;
@@ -731,8 +695,7 @@ static int exec_conclude(struct run *r, struct sbx_error **err)
 	    oom_after > r->oom_before) {
 		strbuf_addstr(&r->detail, ", out of memory");
 		res->oom = true;
-		res->memory_limit = (long long)json_integer_value(json_object_get(
-		    json_object_get(r->inspect, "HostConfig"), "Memory"));
+		res->memory_limit = r->inspect->host.memory;
 	}
 	sbx_error_free(err);
 	/* What it left running runs on until the deadline, not longer. */
@@ -1078,8 +1041,7 @@ int svc_exec_run(const struct svc *s, const struct svc_call *call,
 	procs_group_release(&r.grp);
 	free(r.exec_id);
 	free(r.cwd);
-	json_decref(r.ei);
-	json_decref(r.inspect);
+	engine_container_info_free(r.inspect);
 	session_record_release(&r.rec);
 	svc_engine_close(s, &r.engine);
 	session_root_close(&r.root);
