@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""exec_bench.py - the driver of bench/bench-exec.sh (issue 33, exec at
+the speed of a fork): `sbxcat serve` through http.client clients that keep
+their connection, beside the engine's own API (on its unix socket) and the
+docker CLI.  Each mode writes the seconds (or rates) of each run, one a
+line, to files in OUT (the shell prints the medians) and prints "# key
+value" lines for the shell, among them the commands the service started
+each way over the mode (its /metrics' sbxcat_exec_started_total{path=...},
+"n/a" while it has no such counter).
+
+  exec_bench.py exec N KEY      exec `true` alternately: through the service
+                                (A's session SID, kept connection), the
+                                engine API's own exec on that session's
+                                container (create, start, inspect), `sbxcat
+                                exec KEY -- true` (the CLI, on the session
+                                KEY it opened) and `docker exec CONTAINER
+                                true`; the first two rounds warm up
+  exec_bench.py first N SIZE    open -> first command on the pooled service
+                                (fast_bench.py's mode, SERVE_PORT_P)
+  exec_bench.py load C K R      C clients (threads, each its own kept
+                                connection and its own session, opened
+                                first) each running K execs of `true` in
+                                each of R rounds on A: execs/s of each round
+
+Environment: serve_bench.py's and fast_bench.py's (SERVE_PORT_A,
+SERVE_ROOT_A, SERVE_TOKEN, OUT, PREFIX, ENGINE_SOCK, DOCKER, IMG, DEP, RT,
+SERVE_PORT_P, SERVE_ROOT_P), and SX (the sbxcat command line with its
+catalogue, one word per line) for the CLI.
+"""
+import json
+import os
+import resource
+import subprocess
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import serve_bench as sb  # noqa: E402  (Service, Engine, write_times)
+
+E = os.environ
+P = E.get("PREFIX", "x")
+now = sb.now
+PATHS = ("fast", "engine")
+
+
+def started(port):
+    """{path: count} of sbxcat_exec_started_total on the service's
+    /metrics; a path the service does not count is missing."""
+    svc = sb.Service(port)
+    svc.c.request("GET", "/metrics", headers={"X-Sandbox-Token": sb.TOKEN})
+    text = svc.c.getresponse().read().decode()
+    svc.c.close()
+    out = {}
+    for line in text.splitlines():
+        for p in PATHS:
+            if line.startswith('sbxcat_exec_started_total{path="%s"}' % p):
+                out[p] = int(float(line.rsplit(" ", 1)[1]))
+    return out
+
+
+def print_paths(before, after):
+    for p in PATHS:
+        if p in before and p in after:
+            print("# path_%s %d" % (p, after[p] - before[p]))
+        else:
+            print("# path_%s n/a" % p)
+
+
+def run(argv):
+    r = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if r.returncode != 0:
+        sb.fail("%s: exit %d: %s" % (" ".join(argv), r.returncode, r.stderr[-300:]))
+
+
+def mode_exec(n, key):
+    port = int(E["SERVE_PORT_A"])
+    a = sb.Service(port)
+    s, tok = a.open(P + "exec")
+    cid = sb.container_of(s)
+    eng = sb.Engine(E["ENGINE_SOCK"])
+    sx = E["SX"].split("\n")
+    path = "/sessions/%s/exec" % s["session_id"]
+    ts, te, tc, td = [], [], [], []
+    m0 = started(port)
+    for i in range(n + 2):  # two rounds to warm up, not counted
+        t0 = now()
+        d = a.req(path, {"command": "true"}, tok)
+        t1 = now()
+        if d["exit_code"] != 0:
+            sb.fail("service exec true: %s" % d)
+        eng.exec_true(cid)
+        t2 = now()
+        run(sx + ["exec", key, "--", "true"])
+        t3 = now()
+        run([E["DOCKER"], "exec", cid, "true"])
+        t4 = now()
+        if i >= 2:
+            ts.append(t1 - t0)
+            te.append(t2 - t1)
+            tc.append(t3 - t2)
+            td.append(t4 - t3)
+    print_paths(m0, started(port))
+    sb.write_times("exec.serve", ts)
+    sb.write_times("exec.engine", te)
+    sb.write_times("exec.cli", tc)
+    sb.write_times("exec.docker", td)
+    print("# container %s" % cid)
+
+
+def mode_first(n, size):
+    import fast_bench as fb  # its RT, its pool's waits, docker_run
+    port = int(E["SERVE_PORT_P"])
+    m0 = started(port)
+    fb.mode_first(n, size)
+    print_paths(m0, started(port))
+
+
+def mode_load(clients, k, rounds):
+    port = int(E["SERVE_PORT_A"])
+    svc = sb.Service(port)
+    sessions = []
+    for i in range(clients):
+        s, tok = svc.open("%sload%d" % (P, i))
+        sessions.append(("/sessions/%s/exec" % s["session_id"], tok))
+    start = threading.Barrier(clients + 1)
+    end = threading.Barrier(clients + 1)
+    errors, done = [], [0]
+    lock = threading.Lock()
+
+    def worker(i):
+        c = sb.Service(port)
+        path, tok = sessions[i]
+        body = json.dumps({"command": "true"}).encode()
+        hdr = {"X-Sandbox-Token": tok, "Content-Type": "application/json"}
+        for _ in range(rounds):
+            start.wait()
+            good = 0
+            for _ in range(k):
+                try:
+                    c.c.request("POST", path, body=body, headers=hdr)
+                    r = c.c.getresponse()
+                    out = r.read()
+                    if r.status == 200 and json.loads(out).get("exit_code") == 0:
+                        good += 1
+                    else:
+                        with lock:
+                            errors.append((r.status, out[:200]))
+                except Exception as e:  # a transport error is an error too
+                    with lock:
+                        errors.append(repr(e))
+                    c = sb.Service(port)
+            with lock:
+                done[0] += good
+            end.wait()
+
+    th = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+    [t.start() for t in th]
+    m0 = started(port)
+    rates = []
+    for _ in range(rounds):
+        start.wait()
+        t0 = now()
+        end.wait()
+        rates.append(clients * k / (now() - t0))
+    [t.join() for t in th]
+    print_paths(m0, started(port))
+    sb.write_times("load.rate", rates)
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    print("# client_cpu %.2f" % (ru.ru_utime + ru.ru_stime))
+    print("# errors %d" % len(errors))
+    for e in errors[:5]:
+        print("# error %s" % (e,))
+    print("# execs %d" % done[0])
+    print("# opens %d" % clients)
+
+
+def main():
+    m = sys.argv[1]
+    if m == "exec":
+        mode_exec(int(sys.argv[2]), sys.argv[3])
+        return
+    a = [int(x) for x in sys.argv[2:]]
+    {"first": mode_first, "load": mode_load}[m](*a)
+
+
+main()
