@@ -26,7 +26,8 @@
 # sbxcat_exec_started_total{path="fast"} and {path="engine"}; n/a for a
 # service that has no such counter, and for the command line, which has no
 # /metrics).  Beside (4), for where the time goes: the CPU the service,
-# its PostgreSQL backends and the client used over the phase.
+# its PostgreSQL backends, the engine and the client used over the phase,
+# and the service's own time of an exec (its access log).
 # The pool's service runs first and alone, and is stopped before the other
 # starts (no pool, no reaper).  A missed target exits 1.  Everything made
 # here (the services, their containers and workspaces, the runtime's
@@ -205,13 +206,21 @@ for M in $MODES; do
 	fi
 	before=$(settled)
 	pgpids=$(pgbed_psql "$db" -c "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+	# The engine: dockerd (the test-bed's pid file) and its containerd.
+	engpids=""
+	if [ -r "$TB_RUN/docker.pid" ]; then
+		engpids="$(cat "$TB_RUN/docker.pid") $(ps -o pid= --ppid "$(cat "$TB_RUN/docker.pid")")"
+	fi
 	# shellcheck disable=SC2086
-	c0="$(cpus "$PA") $(cpus $pgpids)"
+	c0="$(cpus "$PA") $(cpus $pgpids) $(cpus $engpids)"
+	l0=$(wc -l <"$O/log")
 	t0=$(now)
 	drive load 32 "$K" "$N"
 	wall=$(elapsed "$t0" "$(now)")
 	# shellcheck disable=SC2086
-	c1="$(cpus "$PA") $(cpus $pgpids)"
+	c1="$(cpus "$PA") $(cpus $pgpids) $(cpus $engpids)"
+	# The service's own time of each exec of the phase (its access log).
+	tail -n +"$((l0 + 1))" "$O/log" | awk '$3 == "/sessions/{id}/exec" && $4 == 200 { sub("ms", "", $5); print $5 / 1000 }' >"$O/load.served"
 	paths >"$O/load.paths"
 	errs=$(said errors)
 	sed -n 's/^# error /    error: /p' "$O/drive.out"
@@ -220,8 +229,10 @@ for M in $MODES; do
 	echo "$((got - before)) $((want - before)) $errs" >"$O/load.rows"
 	# shellcheck disable=SC2086
 	set -- $c0 $c1
-	printf '%s s of wall; CPU: the service %s s, its PostgreSQL backends %s s, the client %s s' \
-		"$wall" "$(sub "$1" "$3")" "$(sub "$2" "$4")" "$(said client_cpu)" >"$O/load.cpu"
+	printf '%s s of wall; CPU: the service %s s (%s ms an exec), its PostgreSQL backends %s s, the engine (dockerd, containerd) %s s, the client %s s; the service'"'"'s access log: an exec %s ms median, p95 %s ms' \
+		"$wall" "$(sub "$1" "$4")" "$(awk -v a="$1" -v b="$4" -v n="$(said execs)" 'BEGIN { printf "%.1f", n ? (b - a) * 1000 / n : 0 }')" \
+		"$(sub "$2" "$5")" "$(sub "$3" "$6")" "$(said client_cpu)" \
+		"$(ms "$(med "$O/load.served")")" "$(ms "$(p95 "$O/load.served")")" >"$O/load.cpu"
 	echo "$K" >"$O/load.k"
 	stop_service "$PA"
 	PA=""

@@ -27,12 +27,10 @@ SERVE_ROOT_A, SERVE_TOKEN, OUT, PREFIX, ENGINE_SOCK, DOCKER, IMG, DEP, RT,
 SERVE_PORT_P, SERVE_ROOT_P), and SX (the sbxcat command line with its
 catalogue, one word per line) for the CLI.
 """
-import json
 import os
 import resource
 import subprocess
 import sys
-import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve_bench as sb  # noqa: E402  (Service, Engine, write_times)
@@ -122,47 +120,10 @@ def mode_load(clients, k, rounds):
     for i in range(clients):
         s, tok = svc.open("%sload%d" % (P, i))
         sessions.append(("/sessions/%s/exec" % s["session_id"], tok))
-    start = threading.Barrier(clients + 1)
-    end = threading.Barrier(clients + 1)
-    errors, done = [], [0]
-    lock = threading.Lock()
-
-    def worker(i):
-        c = sb.Service(port)
-        path, tok = sessions[i]
-        body = json.dumps({"command": "true"}).encode()
-        hdr = {"X-Sandbox-Token": tok, "Content-Type": "application/json"}
-        for _ in range(rounds):
-            start.wait()
-            good = 0
-            for _ in range(k):
-                try:
-                    c.c.request("POST", path, body=body, headers=hdr)
-                    r = c.c.getresponse()
-                    out = r.read()
-                    if r.status == 200 and json.loads(out).get("exit_code") == 0:
-                        good += 1
-                    else:
-                        with lock:
-                            errors.append((r.status, out[:200]))
-                except Exception as e:  # a transport error is an error too
-                    with lock:
-                        errors.append(repr(e))
-                    c = sb.Service(port)
-            with lock:
-                done[0] += good
-            end.wait()
-
-    th = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
-    [t.start() for t in th]
-    m0 = started(port)
-    rates = []
-    for _ in range(rounds):
-        start.wait()
-        t0 = now()
-        end.wait()
-        rates.append(clients * k / (now() - t0))
-    [t.join() for t in th]
+    m0 = {}
+    rates, errors, done = sb.load_rounds(port, sessions, {"command": "true"},
+                                         lambda d: d.get("exit_code") == 0, k, rounds,
+                                         lambda: m0.update(started(port)))
     print_paths(m0, started(port))
     sb.write_times("load.rate", rates)
     ru = resource.getrusage(resource.RUSAGE_SELF)
@@ -170,7 +131,7 @@ def mode_load(clients, k, rounds):
     print("# errors %d" % len(errors))
     for e in errors[:5]:
         print("# error %s" % (e,))
-    print("# execs %d" % done[0])
+    print("# execs %d" % done)
     print("# opens %d" % clients)
 
 
