@@ -89,7 +89,16 @@ struct pump {
 	struct seg *segs;
 	size_t nseg, aseg, head; /* head: the segment being written */
 	size_t headoff;		 /* bytes of it written */
+	bool src_eof[2];	 /* pipes: that output gave EOF */
+	bool exited;		 /* pipes: the process ended (or no pidfd) */
 };
+
+/* pipes: the end is both outputs' EOF and the process's end. */
+static void pipes_eof(struct pump *pm)
+{
+	pm->r->eof = pm->src_eof[0] && pm->src_eof[1] &&
+		     (pm->exited || pm->count_only || pm->io->pidfd < 0);
+}
 
 /* Queue what the cap lets through of one payload piece. */
 static void admit(struct pump *pm, int stream, const char *p, size_t len)
@@ -162,7 +171,8 @@ static int sink(void *ctx, int stream, const char *p, size_t len)
 	/* Hold stdout's first bytes while they may be the engine's reason
 	 * for not starting the command: the caller shows that on stderr.
 	 * Anything else that comes lets them go. */
-	if (stream == EXEC_IO_STDOUT && (first || pm->r->held) &&
+	if (!pm->io->pipes && stream == EXEC_IO_STDOUT &&
+	    (first || pm->r->held) &&
 	    pm->r->bytes[stream] <= sizeof(pm->r->head) &&
 	    maybe_engine_message(pm->r->head, pm->r->nhead)) {
 		pm->r->held = true;
@@ -263,6 +273,29 @@ static int write_out(struct pump *pm, struct sbx_error **err)
 	return 0;
 }
 
+/* Read one of the command's pipes once (the fast path). */
+static int read_pipe(struct pump *pm, int stream, char *buf,
+		     struct sbx_error **err)
+{
+	ssize_t got;
+
+	if (pm->src_eof[stream])
+		return 0;
+	got = read(pm->io->pipe_out[stream], buf, RBUF);
+	if (got < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+			return 0;
+		return sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
+				     "reading the command's output");
+	}
+	if (got == 0) {
+		pm->src_eof[stream] = true;
+		pipes_eof(pm);
+		return 0;
+	}
+	return sink(pm, stream, buf, (size_t)got);
+}
+
 /* Read the connection once.  *eof when the engine closed it. */
 static int read_conn(struct pump *pm, char *buf, struct sbx_error **err)
 {
@@ -307,6 +340,17 @@ static int poll_timeout(long long deadline_ms, bool watched)
 	return (int)left;
 }
 
+/* The command's stdin at its end: EOF. */
+static void stdin_close(struct exec_io *io)
+{
+	if (!io->pipes) {
+		shutdown(io->conn, SHUT_WR);
+	} else if (io->pipe_in >= 0) {
+		close(io->pipe_in);
+		io->pipe_in = -1;
+	}
+}
+
 struct stdin_pump {
 	char *buf; /* RBUF */
 	size_t len, off;
@@ -320,8 +364,14 @@ static int send_stdin(struct pump *pm, struct stdin_pump *in,
 		      struct sbx_error **err)
 {
 	while (in->off < in->len) {
-		ssize_t w = send(pm->io->conn, in->buf + in->off,
-				 in->len - in->off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		/* A pipe's EPIPE raises SIGPIPE: whoever calls with stdin
+		 * ignores it (svc-exec.h). */
+		ssize_t w = pm->io->pipes
+				? write(pm->io->pipe_in, in->buf + in->off,
+					in->len - in->off)
+				: send(pm->io->conn, in->buf + in->off,
+				       in->len - in->off,
+				       MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -332,6 +382,7 @@ static int send_stdin(struct pump *pm, struct stdin_pump *in,
 			if (errno == EPIPE || errno == ECONNRESET) {
 				in->done = true;
 				in->len = in->off = 0;
+				stdin_close(pm->io);
 				return 0;
 			}
 			return sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
@@ -343,7 +394,7 @@ static int send_stdin(struct pump *pm, struct stdin_pump *in,
 	in->len = in->off = 0;
 	if (in->eof && !in->done) {
 		/* ENOTCONN: the peer is gone already; EOF is moot. */
-		shutdown(pm->io->conn, SHUT_WR);
+		stdin_close(pm->io);
 		in->done = true;
 	}
 	return 0;
@@ -407,7 +458,7 @@ static void out_restore(struct exec_io *io, const int saved[2])
 			fcntl(io->out_fd[i], F_SETFL, saved[i]);
 }
 
-enum { P_CONN, P_IN, P_OUT, P_N };
+enum { P_CONN, P_IN, P_OUT, P_ERR, P_INW, P_PID, P_N };
 
 int exec_io_run(struct exec_io *io, struct exec_io_result *r,
 		struct sbx_error **err)
@@ -422,7 +473,7 @@ int exec_io_run(struct exec_io *io, struct exec_io_result *r,
 	in.buf = xmalloc(RBUF);
 	if (io->in_fd < 0) {
 		in.eof = in.done = true;
-		shutdown(io->conn, SHUT_WR);
+		stdin_close(io);
 	}
 	out_nonblock(io, saved);
 
@@ -457,12 +508,32 @@ int exec_io_run(struct exec_io *io, struct exec_io_result *r,
 		 * connection has room. */
 		want_out = !in.done &&
 			   (in.off < in.len || (!in.eof && !in.conn_room));
-		if (queue_empty(&pm))
-			pfd[P_CONN].events |= POLLIN;
-		if (want_out)
-			pfd[P_CONN].events |= POLLOUT;
-		if (pfd[P_CONN].events)
-			pfd[P_CONN].fd = io->conn;
+		if (io->pipes) {
+			/* Output from either pipe; stdin to its own. */
+			if (queue_empty(&pm) && !pm.src_eof[EXEC_IO_STDOUT]) {
+				pfd[P_CONN].fd = io->pipe_out[EXEC_IO_STDOUT];
+				pfd[P_CONN].events = POLLIN;
+			}
+			if (queue_empty(&pm) && !pm.src_eof[EXEC_IO_STDERR]) {
+				pfd[P_ERR].fd = io->pipe_out[EXEC_IO_STDERR];
+				pfd[P_ERR].events = POLLIN;
+			}
+			if (want_out && io->pipe_in >= 0) {
+				pfd[P_INW].fd = io->pipe_in;
+				pfd[P_INW].events = POLLOUT;
+			}
+			if (io->pidfd >= 0 && !pm.exited) {
+				pfd[P_PID].fd = io->pidfd;
+				pfd[P_PID].events = POLLIN;
+			}
+		} else {
+			if (queue_empty(&pm))
+				pfd[P_CONN].events |= POLLIN;
+			if (want_out)
+				pfd[P_CONN].events |= POLLOUT;
+			if (pfd[P_CONN].events)
+				pfd[P_CONN].fd = io->conn;
+		}
 		if (!in.done && !in.eof && in.off == in.len && in.conn_room) {
 			pfd[P_IN].fd = io->in_fd;
 			pfd[P_IN].events = POLLIN;
@@ -485,7 +556,8 @@ int exec_io_run(struct exec_io *io, struct exec_io_result *r,
 			if (ret < 0)
 				break;
 		}
-		if (pfd[P_CONN].revents & (POLLOUT | POLLERR | POLLHUP) &&
+		if ((pfd[io->pipes ? P_INW : P_CONN].revents &
+		     (POLLOUT | POLLERR | POLLHUP)) &&
 		    want_out) {
 			in.conn_room = true;
 			ret = send_stdin(&pm, &in, err);
@@ -497,8 +569,19 @@ int exec_io_run(struct exec_io *io, struct exec_io_result *r,
 			if (ret < 0)
 				break;
 		}
-		if (pfd[P_CONN].revents & (POLLIN | POLLERR | POLLHUP) &&
-		    queue_empty(&pm) && !r->eof) {
+		if (io->pipes) {
+			if (pfd[P_PID].revents) {
+				pm.exited = true;
+				pipes_eof(&pm);
+			}
+			for (int i = 0; i < 2 && ret == 0; i++)
+				if (pfd[i == 0 ? P_CONN : P_ERR].revents &&
+				    queue_empty(&pm))
+					ret = read_pipe(&pm, i, rbuf, err);
+			if (ret < 0)
+				break;
+		} else if (pfd[P_CONN].revents & (POLLIN | POLLERR | POLLHUP) &&
+			   queue_empty(&pm) && !r->eof) {
 			ret = read_conn(&pm, rbuf, err);
 			if (ret < 0)
 				break;
@@ -522,21 +605,34 @@ int exec_io_drain(struct exec_io *io, struct exec_io_result *r,
 
 	while (io->npre && ret == 0)
 		ret = feed_pre(&pm, err);
+	for (int i = 0; i < 2; i++)
+		pm.src_eof[i] = !io->pipes || io->pipe_out[i] < 0;
 	while (ret == 0 && !r->eof) {
-		struct pollfd pfd = {.fd = io->conn, .events = POLLIN};
+		struct pollfd pfd[2] = {{.fd = -1}, {.fd = -1}};
 		int t;
 
 		if (deadline_ms && clock_now_ms() >= deadline_ms)
 			break;
+		if (!io->pipes) {
+			pfd[0] = (struct pollfd){.fd = io->conn, .events = POLLIN};
+		} else {
+			for (int i = 0; i < 2; i++)
+				if (!pm.src_eof[i])
+					pfd[i] = (struct pollfd){
+					    .fd = io->pipe_out[i],
+					    .events = POLLIN};
+		}
 		t = poll_timeout(deadline_ms, false);
-		if (poll(&pfd, 1, t) < 0) {
+		if (poll(pfd, 2, t) < 0) {
 			if (errno != EINTR)
 				ret = sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
 						    "poll");
 			continue;
 		}
-		if (pfd.revents)
-			ret = read_conn(&pm, rbuf, err);
+		for (int i = 0; i < 2 && ret == 0; i++)
+			if (pfd[i].revents)
+				ret = io->pipes ? read_pipe(&pm, i, rbuf, err)
+						: read_conn(&pm, rbuf, err);
 	}
 	free(rbuf);
 	return ret;

@@ -74,6 +74,22 @@ struct exec_frames {
 
 struct exec_io {
 	int conn;	   /* the hijacked connection */
+	/*
+	 * Instead of conn, when set (the fast path, exec-ns.h): the
+	 * command's own pipes, read raw (no frames, nothing held):
+	 * pipe_out[EXEC_IO_STDOUT] and [EXEC_IO_STDERR] the read ends of
+	 * its output, pipe_in the write end of its stdin (-1: none).  The
+	 * run closes pipe_in at in_fd's EOF (the command's EOF) and sets it
+	 * to -1; r->eof once both outputs gave EOF (every writer gone) and
+ * the process ended (pidfd).
+	 */
+	bool pipes;
+	int pipe_out[2];
+	int pipe_in;
+	/* pipes: a pidfd of the command's process, or -1; with one, r->eof
+	 * waits for the process to end too (it may close its output and
+	 * run on). */
+	int pidfd;
 	const char *pre;   /* stream bytes already read with the headers */
 	size_t npre;
 	int in_fd;	   /* -1: no stdin (the connection is half-closed) */

@@ -239,6 +239,66 @@ static char *cgroup_dir(const char *mnt, const char *root, const char *rel)
 	return xasprintf("%s%s%s", mnt, *rel == '/' ? "" : "/", rel);
 }
 
+int procs_v1_join_open(pid_t init_pid, int **fds, size_t *n,
+		       struct sbx_error **err)
+{
+	char path[64], *data = NULL, *line, *save = NULL;
+	size_t len;
+	int rc = 0;
+
+	*fds = NULL;
+	*n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)init_pid);
+	if (read_file_limited(path, 1u << 20, &data, &len, err) < 0)
+		return -1;
+	for (line = strtok_r(data, "\n", &save); line && rc == 0;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *c = strchr(line, ':'), *p, *comma, *mnt = NULL;
+		char *root = NULL, *dir = NULL, *file;
+		int fd;
+
+		if (!c || !(p = strchr(c + 1, ':')))
+			continue;
+		*c = *p++ = '\0';
+		/* v2's line (0::path) is the exec group's, not joined here. */
+		if (strcmp(line, "0") == 0)
+			continue;
+		if ((comma = strchr(c + 1, ',')))
+			*comma = '\0';
+		if (cgroup_mount(c + 1, &mnt, &root) == 0)
+			dir = cgroup_dir(mnt, root, p);
+		free(mnt);
+		free(root);
+		if (!dir) {
+			rc = sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
+					   "the v1 cgroup '%s' of process %d "
+					   "is not mounted here",
+					   c + 1, (int)init_pid);
+			break;
+		}
+		file = xasprintf("%s/cgroup.procs", dir);
+		fd = open(file, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			rc = sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
+					   "cannot open '%s'", file);
+		else {
+			*fds = xrealloc(*fds, (*n + 1) * sizeof(**fds));
+			(*fds)[(*n)++] = fd;
+		}
+		free(file);
+		free(dir);
+	}
+	free(data);
+	if (rc < 0) {
+		for (size_t i = 0; i < *n; i++)
+			close((*fds)[i]);
+		free(*fds);
+		*fds = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
 static const char *controller_of(int version)
 {
 	return version == 1 ? "freezer" : NULL;

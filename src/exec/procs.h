@@ -94,6 +94,16 @@ int procs_group_create(pid_t init_pid, int want, long long start,
 int procs_group_claim(const struct procs_group *g, pid_t init_pid,
 		      size_t *moved, struct sbx_error **err);
 
+/*
+ * For a process that must join init_pid's container the way its own
+ * processes are (exec-ns.h): on a host that mounts v1 controllers beside
+ * cgroup2, each v1 hierarchy's cgroup.procs of init_pid's group, opened
+ * for writing (*n of them in *fds, newly allocated; none on a cgroup2-only
+ * host).  Status 3 when one cannot be found or opened.
+ */
+int procs_v1_join_open(pid_t init_pid, int **fds, size_t *n,
+		       struct sbx_error **err);
+
 /* The live processes in g (0 when the group is gone). */
 int procs_group_count(const struct procs_group *g, size_t *n,
 		      struct sbx_error **err);

@@ -12,6 +12,7 @@
 #include "basic/xjson.h"
 #include "serve/wire.h"
 #include "svc/svc-audit.h"
+#include "svc/svc-exec.h"
 #include "svc/svc-pool.h"
 
 /*
@@ -320,6 +321,30 @@ static void process_metrics(struct serve *sv, struct strbuf *out)
 		    ok_at);
 }
 
+/* How commands were started (docs/sessions.md "How a command is
+ * started"). */
+static void exec_counters(struct strbuf *out)
+{
+	struct svc_exec_stats st;
+
+	svc_exec_stats(&st);
+	http_metric_family(out, "sbxcat_exec_started_total", "counter",
+			   "Commands started: the fast way (the host joins "
+			   "the container itself) or through the engine.");
+	strbuf_addf(out,
+		    "sbxcat_exec_started_total{path=\"fast\"} %llu\n"
+		    "sbxcat_exec_started_total{path=\"engine\"} %llu\n",
+		    st.fast, st.engine);
+	http_metric_family(out, "sbxcat_exec_fallback_total", "counter",
+			   "Commands the fast way could not start, by why: "
+			   "each went to the engine instead (or was refused, "
+			   "under SBXCAT_EXEC_PATH=fast).");
+	for (size_t i = 0; i < st.nfallback; i++)
+		strbuf_addf(out,
+			    "sbxcat_exec_fallback_total{reason=\"%s\"} %llu\n",
+			    st.fallback[i].reason, st.fallback[i].n);
+}
+
 void serve_metrics(struct serve *sv, struct strbuf *out)
 {
 	const struct {
@@ -365,6 +390,7 @@ void serve_metrics(struct serve *sv, struct strbuf *out)
 		strbuf_addf(out, "%s %llu\n", c[i].name,
 			    (unsigned long long)atomic_load(c[i].v));
 	}
+	exec_counters(out);
 	pool_gauges(sv, out);
 	http_metric_family(out, "sbxcat_fleet_draining", "gauge",
 			   "1 when this host's row in the fleet says it "

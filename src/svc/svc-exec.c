@@ -8,7 +8,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,7 @@
 #include "basic/xjson.h"
 #include "engine/engine.h"
 #include "exec/exec-io.h"
+#include "exec/exec-ns.h"
 #include "exec/procs.h"
 #include "session/session-runs.h"
 #include "session/session-engine.h"
@@ -49,6 +52,11 @@ enum {
 #define RUN_STOP_POLL_MS 50
 /* --timeout's bound: 7 days. */
 #define SECONDS_MAX (7 * 86400ULL)
+
+/* Commands started each way, and why the fast path was passed over
+ * (svc_exec_stats). */
+static atomic_ullong started_fast, started_engine;
+static atomic_ullong fallbacks[EXEC_NS_UNFIT_N];
 
 static const char *plural(unsigned long long n, const char *one,
 			  const char *many)
@@ -268,6 +276,9 @@ struct run {
 	struct strbuf pre, detail;
 	struct exec_io io;
 	struct exec_io_result io_res;
+	/* The fast path (exec-ns.h): the command's process and pipes. */
+	bool fast;
+	struct exec_ns_proc np;
 	bool ran, exited, unrecorded;
 	bool have_oom; /* oom_before was read */
 	unsigned long long oom_before;
@@ -342,6 +353,93 @@ static int resolve_cwd(struct run *r, const char *cwd, struct sbx_error **err)
 	free(ws);
 	strbuf_release(&shown);
 	return dfd >= 0 ? 0 : -1;
+}
+
+/* A JSON array of strings as a vector (NULL-ended); *n of them. */
+static const char **strings_of(json_t *a, size_t *n)
+{
+	const char **v = xcalloc(json_array_size(a) + 1, sizeof(*v));
+	size_t i;
+	json_t *e;
+
+	*n = 0;
+	json_array_foreach(a, i, e)
+		if (json_is_string(e))
+			v[(*n)++] = json_string_value(e);
+	return v;
+}
+
+/*
+ * Start the command the fast way (exec-ns.h), in r->grp from its birth:
+ * 0 with r->fast when it started (or could not, as the engine would
+ * have refused it too: r->np.exec_errno); 0 without r->fast when the
+ * fast path cannot be used here and the engine may be asked (counted by
+ * reason); -1 with *err when it cannot and SBXCAT_EXEC_PATH=fast.
+ */
+static int fast_start(struct run *r, const char *cwd, struct sbx_error **err)
+{
+	const struct svc_exec_req *req = r->req;
+	json_t *config = json_object_get(r->inspect, "Config");
+	const char *sh[] = {"/bin/sh", "-c", req->shell, NULL};
+	const char **argv = NULL, **cfg_env;
+	struct exec_ns_req nr = {
+	    .init_pid = r->init_pid,
+	    .group_dir = r->grp.dir,
+	    .hostname = json_string_value(json_object_get(config, "Hostname")),
+	    .env = req->env,
+	    .nenv = req->nenv,
+	    .cwd = cwd,
+	    .want_stdin = req->in_fd >= 0,
+	};
+	enum exec_ns_unfit why = EXEC_NS_FIT;
+	int rc;
+
+	if (r->grp.version != 2) {
+		why = EXEC_NS_CGROUP;
+		sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
+			      "the fast path cannot start a command here "
+			      "(cgroup): the container has no cgroup2 group");
+		rc = -1;
+	} else {
+		if (!req->shell) {
+			argv = xcalloc((size_t)req->argc + 1, sizeof(*argv));
+			for (int i = 0; i < req->argc; i++)
+				argv[i] = req->argv[i];
+		}
+		nr.argv = (char *const *)(req->shell ? sh : argv);
+		cfg_env = strings_of(json_object_get(config, "Env"), &nr.ncfg);
+		nr.cfg_env = cfg_env;
+		rc = exec_ns_start(&nr, &r->np, &why, err);
+		free(cfg_env);
+		free(argv);
+	}
+	if (rc == 0) {
+		r->fast = true;
+		atomic_fetch_add(&started_fast, 1);
+		return 0;
+	}
+	atomic_fetch_add(&fallbacks[why], 1);
+	if (r->s->cfg.session.exec_path == SESSION_EXEC_FAST) {
+		sbx_error_wrap(err, "SBXCAT_EXEC_PATH=fast");
+		return -1;
+	}
+	sbx_error_free(err);
+	return 0;
+}
+
+void svc_exec_stats(struct svc_exec_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->fast = atomic_load(&started_fast);
+	st->engine = atomic_load(&started_engine);
+	for (int i = EXEC_NS_FIT + 1; i < EXEC_NS_UNFIT_N &&
+				      st->nfallback < SVC_EXEC_FALLBACK_MAX;
+	     i++) {
+		st->fallback[st->nfallback].reason =
+		    exec_ns_unfit_name((enum exec_ns_unfit)i);
+		st->fallback[st->nfallback].n = atomic_load(&fallbacks[i]);
+		st->nfallback++;
+	}
 }
 
 /* Up to the engine's exec created: the session found and running (a
@@ -439,9 +537,14 @@ static int exec_prepare(struct run *r, struct sbx_error **err)
 			       : (long long)time(NULL);
 	rc = procs_group_create(r->init_pid, 0, start_s, deadline_s, &r->grp,
 				err);
-	if (rc == 0)
+	if (rc == 0 && cfg->session.exec_path != SESSION_EXEC_ENGINE)
+		rc = fast_start(r, ws, err);
+	if (rc == 0 && !r->fast) {
 		rc = engine_exec_create(&r->engine, cid, body, &r->exec_id,
 					err);
+		if (rc == 0)
+			atomic_fetch_add(&started_engine, 1);
+	}
 	json_decref(body);
 	return rc < 0 ? cannot_run(r, err) : 0;
 }
@@ -456,12 +559,22 @@ static int exec_conclude(struct run *r, struct sbx_error **err)
 	size_t killed = 0;
 	int code, rc;
 
-	if (exec_finished(&r->engine, r->exec_id, &r->ei, err) < 0) {
+	if (r->fast) {
+		/* Its process ended (the stream's end waits for it). */
+		if (exec_ns_wait(&r->np, 2000, &code) < 0) {
+			sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
+				      "the command's process did not end");
+			cannot_run(r, err);
+			stop_all(r->call, &r->grp, &killed);
+			return -1;
+		}
+	} else if (exec_finished(&r->engine, r->exec_id, &r->ei, err) < 0) {
 		cannot_run(r, err);
 		stop_all(r->call, &r->grp, &killed);
 		return -1;
+	} else {
+		code = exit_code_of(r->ei);
 	}
-	code = exit_code_of(r->ei);
 	/* The container's init gone (killed, OOM): the engine may take a
 	 * moment to say so; wait for it, so the reason is told.  With its
 	 * init alive the container runs: the inspect made before the exec
@@ -490,8 +603,8 @@ static int exec_conclude(struct run *r, struct sbx_error **err)
 			return cannot_run(r, err);
 		}
 	}
-	rc = invoke_status(code, r->ei, &r->io_res);
-	res->by_command = pid_of(r->ei, NULL) != 0;
+	rc = r->fast ? code : invoke_status(code, r->ei, &r->io_res);
+	res->by_command = r->fast || pid_of(r->ei, NULL) != 0;
 	if (r->io_res.held) {
 		if (code == EXIT_CANNOT_INVOKE && pid_of(r->ei, NULL) == 0) {
 			/* The engine's reason, not the command's output. */
@@ -567,6 +680,28 @@ static bool run_stop_asked(void *arg)
 	return session_run_stop_asked(r->run_fd);
 }
 
+/* The fast path's command could not be started (execve, or chdir,
+ * failed in the container): as the engine's exec says it, 127 not found
+ * or 126, by sbxcat. */
+static int fast_not_started(struct run *r)
+{
+	struct svc_exec_res *res = r->res;
+	struct strbuf sb = STRBUF_INIT;
+	int code = r->np.exec_errno == ENOENT ? EXIT_NOT_FOUND
+					      : EXIT_CANNOT_INVOKE;
+
+	text_add_escaped(&sb, r->np.why, strlen(r->np.why));
+	res->not_started = strbuf_detach(&sb, NULL);
+	strbuf_addf(&r->detail, "exit %d", code);
+	r->ran = r->exited = true;
+	res->ended = true;
+	res->end = SVC_EXEC_EXITED;
+	res->exit_code = code;
+	res->by_command = false;
+	procs_group_remove(&r->grp);
+	return 0;
+}
+
 /* The stream, from the claim to the end. */
 static int exec_stream(struct run *r, struct sbx_error **err)
 {
@@ -577,9 +712,12 @@ static int exec_stream(struct run *r, struct sbx_error **err)
 	char secs[32];
 	int rc;
 
-	rc = start_claimed(&r->engine, &r->root, r->rec.key, r->exec_id,
-			   r->init_pid, &r->grp, io->deadline_ms, &r->conn,
-			   &r->pre, err);
+	if (r->fast && r->np.exec_errno)
+		return fast_not_started(r);
+	rc = r->fast ? 0
+		     : start_claimed(&r->engine, &r->root, r->rec.key,
+				     r->exec_id, r->init_pid, &r->grp,
+				     io->deadline_ms, &r->conn, &r->pre, err);
 	if (rc < 0) {
 		/* Whatever it started and the claim reached is stopped. */
 		cannot_run(r, err);
@@ -604,9 +742,20 @@ static int exec_stream(struct run *r, struct sbx_error **err)
 	}
 	r->ran = true;
 
-	io->conn = r->conn;
-	io->pre = r->pre.buf;
-	io->npre = r->pre.len;
+	if (r->fast) {
+		/* The pipes are the run's now: it closes stdin at its EOF. */
+		io->pipes = true;
+		io->conn = -1;
+		io->pipe_out[EXEC_IO_STDOUT] = r->np.out_fd[0];
+		io->pipe_out[EXEC_IO_STDERR] = r->np.out_fd[1];
+		io->pipe_in = r->np.in_fd;
+		r->np.in_fd = -1;
+		io->pidfd = r->np.pidfd;
+	} else {
+		io->conn = r->conn;
+		io->pre = r->pre.buf;
+		io->npre = r->pre.len;
+	}
 	io->in_fd = req->in_fd;
 	if (req->out.write || req->err.write) {
 		io->write = sink_write;
@@ -772,6 +921,7 @@ int svc_exec_run(const struct svc *s, const struct svc_call *call,
 	    .detail = STRBUF_INIT,
 	    .conn = -1,
 	    .run_fd = -1,
+	    .np = EXEC_NS_PROC_INIT,
 	};
 	struct sbx_error *aerr = NULL;
 	int rc;
@@ -794,7 +944,7 @@ int svc_exec_run(const struct svc *s, const struct svc_call *call,
 		res->bytes[i] = r.io_res.bytes[i];
 		res->cut[i] = r.io_res.cut[i];
 	}
-	if (r.exec_id && r.rec.key[0] &&
+	if ((r.exec_id || r.fast) && r.rec.key[0] &&
 	    session_record_touch(&r.root, r.rec.key, &aerr) < 0)
 		sbx_error_free(&aerr);
 	if (row && !r.unrecorded && exec_record(&r, &aerr) < 0) {
@@ -809,6 +959,18 @@ int svc_exec_run(const struct svc *s, const struct svc_call *call,
 	strbuf_release(&r.detail);
 	if (r.conn >= 0)
 		close(r.conn);
+	if (r.io.pipes && r.io.pipe_in >= 0)
+		close(r.io.pipe_in);
+	if (r.np.pid > 0) {
+		/* Stopped with its group: reaped, killed first if need be. */
+		int code;
+
+		if (exec_ns_wait(&r.np, STOP_GIVE_UP_MS, &code) < 0) {
+			kill(r.np.pid, SIGKILL);
+			exec_ns_wait(&r.np, 2000, &code);
+		}
+	}
+	exec_ns_release(&r.np);
 	strbuf_release(&r.pre);
 	/* Only an empty group goes (a watched one is its watcher's). */
 	if (r.grp.dir)

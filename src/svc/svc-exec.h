@@ -110,6 +110,23 @@ int svc_exec_stop(const struct svc *s, const struct svc_call *call,
 		  const char *key, const char *run_id, long long wait_ms,
 		  bool *running, bool *ended, struct sbx_error **err);
 
+/*
+ * How commands were started since the process began: the fast way
+ * (docs/sessions.md "How a command is started") or through the engine,
+ * and how often the fast way was passed over, by reason ("cgroup",
+ * "seccomp", "namespaces", "lsm", "identity", "start").
+ */
+#define SVC_EXEC_FALLBACK_MAX 8
+struct svc_exec_stats {
+	unsigned long long fast, engine;
+	struct {
+		const char *reason;
+		unsigned long long n;
+	} fallback[SVC_EXEC_FALLBACK_MAX];
+	size_t nfallback;
+};
+void svc_exec_stats(struct svc_exec_stats *st);
+
 /* The limits of an exec's environment (svc_exec_env_check). */
 #define SVC_EXEC_ENV_NAME_MAX 256
 #define SVC_EXEC_ENV_VALUE_MAX (32 << 10)
