@@ -23,19 +23,21 @@
 # command through the engine, as before issue 33), printed side by side:
 # what the fast path gains.  The targets hold for auto alone.  Beside each
 # figure, the commands the service started each way over it (/metrics'
-# sbxcat_exec_started_total{path="fast"} and {path="engine"}; n/a for a
-# service that has no such counter, and for the command line, which has no
-# /metrics).  Beside (4), for where the time goes: the CPU the service,
-# its PostgreSQL backends, the engine and the client used over the phase,
-# and the service's own time of an exec (its access log).
+# sbxcat_exec_started_total{path="fast"} and {path="engine"}, n/a for a
+# service that has no such counter, and sbxcat_exec_fallback_total's
+# reasons; for the command line, which has no /metrics, the engine's own
+# exec_create events on its session's container).  Beside (4), for where
+# the time goes: the CPU the service, its PostgreSQL backends, the engine
+# and the client used over the counted rounds, a counted exec, and the
+# service's own time of an exec (its access log).
 # The pool's service runs first and alone, and is stopped before the other
 # starts (no pool, no reaper).  A missed target exits 1.  Everything made
 # here (the services, their containers and workspaces, the runtime's
 # image, the databases) is removed at the end.  Sizes (environment):
 # SBXCAT_BENCH_RUNS (20, never fewer: runs of (1)-(3), rounds of (4)),
-# SBXCAT_BENCH_EXEC_OPS (execs of one client in one round of (4) with
-# a service whose exec in (1) took at most 30 ms, 10),
-# SBXCAT_BENCH_EXEC_OPS_ENGINE (the same for a slower one, 1).
+# SBXCAT_BENCH_EXEC_OPS (the most execs of one client in one round of
+# (4), 10; fewer when a first round, not counted, says a round would take
+# more than about a second).
 # cleanup is called indirectly (trap):
 # shellcheck disable=SC2317
 set -u
@@ -110,12 +112,6 @@ drive() {
 }
 said() { sed -n "s/^# $1 //p" "$O/drive.out"; }
 paths() { echo "fast $(said path_fast), engine $(said path_engine)"; }
-# cpus PID...: their user + system CPU seconds so far.
-cpus() {
-	for c_p; do cat "/proc/$c_p/stat"; done |
-		awk -v hz="$(getconf CLK_TCK)" '{ u += $14 + $15 } END { printf "%.2f", u / hz }'
-}
-sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 
 # settled [WANT]: the rows of $db, once they are WANT or stop changing (30 s).
 settled() {
@@ -152,6 +148,7 @@ for M in $MODES; do
 	up "$port" "$O/log-pool"
 	SERVE_PORT_P=$port SERVE_ROOT_P=$T/root-$M-pool drive first "$N" "$POOL"
 	paths >"$O/first.paths"
+	echo "    $M: fallbacks in (3): $(said fallbacks)" >"$O/first.why"
 	said pooled >"$O/first.pooled"
 	stop_service "$PP"
 	PP=""
@@ -188,6 +185,7 @@ for M in $MODES; do
 	sleep 1
 	SBXCAT_EXEC_PATH=$M drive exec "$N" "$key"
 	paths >"$O/exec.paths"
+	echo "    $M: fallbacks in (1): $(said fallbacks)" >"$O/exec.why"
 	sleep 1
 	kill "$EV"
 	wait "$EV" 2>/dev/null
@@ -196,14 +194,11 @@ for M in $MODES; do
 	echo "fast $((N + 2 - ne)) (the rest), engine $ne (the engine's exec_create events on the session's container)" \
 		>"$O/cli.paths"
 
-	# (4) 32 clients, 32 sessions.  A round of K execs a client: K from
-	# (1), so that a service whose commands all take the engine's path
-	# (tens of ms each, seconds under 32 clients) ends in minutes too.
-	if awk -v m="$(med "$O/exec.serve")" 'BEGIN { exit !(m > 0.03) }'; then
-		K=${SBXCAT_BENCH_EXEC_OPS_ENGINE:-1}
-	else
-		K=${SBXCAT_BENCH_EXEC_OPS:-10}
-	fi
+	# (4) 32 clients, 32 sessions.  A round of K execs a client, K from
+	# a first round of one each (not counted) so that a round takes about
+	# a second, at most SBXCAT_BENCH_EXEC_OPS: a service whose execs take
+	# seconds under 32 clients (the engine's path) ends in minutes too.
+	K=${SBXCAT_BENCH_EXEC_OPS:-10}
 	before=$(settled)
 	pgpids=$(pgbed_psql "$db" -c "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
 	# The engine: dockerd (the test-bed's pid file) and its containerd.
@@ -211,29 +206,23 @@ for M in $MODES; do
 	if [ -r "$TB_RUN/docker.pid" ]; then
 		engpids="$(cat "$TB_RUN/docker.pid") $(ps -o pid= --ppid "$(cat "$TB_RUN/docker.pid")")"
 	fi
-	# shellcheck disable=SC2086
-	c0="$(cpus "$PA") $(cpus $pgpids) $(cpus $engpids)"
 	l0=$(wc -l <"$O/log")
-	t0=$(now)
-	drive load 32 "$K" "$N"
-	wall=$(elapsed "$t0" "$(now)")
-	# shellcheck disable=SC2086
-	c1="$(cpus "$PA") $(cpus $pgpids) $(cpus $engpids)"
+	CPU_SERVICE=$PA CPU_PG=$pgpids CPU_ENGINE=$engpids drive load 32 "$K" "$N"
 	# The service's own time of each exec of the phase (its access log).
 	tail -n +"$((l0 + 1))" "$O/log" | awk '$3 == "/sessions/{id}/exec" && $4 == 200 { sub("ms", "", $5); print $5 / 1000 }' >"$O/load.served"
 	paths >"$O/load.paths"
 	errs=$(said errors)
 	sed -n 's/^# error /    error: /p' "$O/drive.out"
-	want=$((before + $(said execs) + $(said opens)))
+	want=$((before + $(said made) + $(said opens)))
 	got=$(settled "$want")
 	echo "$((got - before)) $((want - before)) $errs" >"$O/load.rows"
-	# shellcheck disable=SC2086
-	set -- $c0 $c1
-	printf '%s s of wall; CPU: the service %s s (%s ms an exec), its PostgreSQL backends %s s, the engine (dockerd, containerd) %s s, the client %s s; the service'"'"'s access log: an exec %s ms median, p95 %s ms' \
-		"$wall" "$(sub "$1" "$4")" "$(awk -v a="$1" -v b="$4" -v n="$(said execs)" 'BEGIN { printf "%.1f", n ? (b - a) * 1000 / n : 0 }')" \
-		"$(sub "$2" "$5")" "$(sub "$3" "$6")" "$(said client_cpu)" \
-		"$(ms "$(med "$O/load.served")")" "$(ms "$(p95 "$O/load.served")")" >"$O/load.cpu"
-	echo "$K" >"$O/load.k"
+	# ms an exec: CPU seconds over the rounds' execs.
+	per() { awk -v c="$1" -v n="$(said execs)" 'BEGIN { printf "%.1f", n ? c * 1000 / n : 0 }'; }
+	printf 'over the rounds (%s s): CPU a counted exec: the service %s ms, its children (the commands, and the fast path'"'"'s forks) %s ms, its PostgreSQL backends %s ms, the engine (dockerd, containerd) %s ms, the client %s ms; the service'"'"'s access log: an exec %s ms median, p95 %s ms; fallbacks: %s' \
+		"$(said wall)" "$(per "$(said cpu_service)")" "$(per "$(said cpu_children)")" "$(per "$(said cpu_pg)")" "$(per "$(said cpu_engine)")" \
+		"$(per "$(said cpu_client)")" "$(ms "$(med "$O/load.served")")" "$(ms "$(p95 "$O/load.served")")" \
+		"$(said fallbacks)" >"$O/load.cpu"
+	said k >"$O/load.k"
 	stop_service "$PA"
 	PA=""
 	# shellcheck disable=SC2046
@@ -256,12 +245,14 @@ row() {
 }
 echo "-- side by side (SBXCAT_EXEC_PATH=auto, then engine), medians of $N runs"
 row "(1) exec true: the service beside the engine API's exec (kept connection)" exec.serve exec.engine 0.15 exec
+cat "$T/auto/exec.why" "$T/engine/exec.why"
 row "(2) sbxcat exec KEY -- true beside docker exec CONTAINER true" exec.cli exec.docker 0.3 cli
 row "(3) open -> first command, SBXCAT_WARM_POOL=$RT=$POOL, beside docker run -d + docker exec" \
 	first.serve first.docker 0.1 first
 for M in $MODES; do
 	printf '    %-6s the pool served %s of %s opens\n' "$M:" "$(cat "$T/$M/first.pooled")" "$N"
 done
+cat "$T/auto/first.why" "$T/engine/first.why"
 echo "(4) 32 clients, each its own session, running true through the service, $N rounds"
 for M in $MODES; do
 	# shellcheck disable=SC2046

@@ -43,7 +43,8 @@ PATHS = ("fast", "engine")
 
 def started(port):
     """{path: count} of sbxcat_exec_started_total on the service's
-    /metrics; a path the service does not count is missing."""
+    /metrics (a path the service does not count is missing), and
+    {"why:" + reason: count} of sbxcat_exec_fallback_total."""
     svc = sb.Service(port)
     svc.c.request("GET", "/metrics", headers={"X-Sandbox-Token": sb.TOKEN})
     text = svc.c.getresponse().read().decode()
@@ -53,6 +54,9 @@ def started(port):
         for p in PATHS:
             if line.startswith('sbxcat_exec_started_total{path="%s"}' % p):
                 out[p] = int(float(line.rsplit(" ", 1)[1]))
+        if line.startswith('sbxcat_exec_fallback_total{reason="'):
+            why = line.split('"')[1]
+            out["why:" + why] = int(float(line.rsplit(" ", 1)[1]))
     return out
 
 
@@ -62,6 +66,38 @@ def print_paths(before, after):
             print("# path_%s %d" % (p, after[p] - before[p]))
         else:
             print("# path_%s n/a" % p)
+    why = ["%s %d" % (k[4:], after[k] - before.get(k, 0)) for k in sorted(after)
+           if k.startswith("why:") and after[k] > before.get(k, 0)]
+    print("# fallbacks %s" % (", ".join(why) or "none"))
+
+
+# The processes whose CPU the load's rounds are measured in: the
+# environment's CPU_SERVICE, CPU_PG and CPU_ENGINE (pids, blank-separated),
+# and this one.
+CPU_OF = ("service", "children", "pg", "engine", "client")
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def cpu():
+    """{who: user + system CPU seconds so far} of CPU_OF's processes (one
+    gone meanwhile counts 0)."""
+    out = {}
+    for who in CPU_OF[:4]:
+        # children: the service's reaped children's (the fast path's
+        # forks and the commands), cutime + cstime
+        var, at = ("SERVICE", 13) if who == "children" else (who.upper(), 11)
+        t = 0
+        for pid in E.get("CPU_" + var, "").split():
+            try:
+                with open("/proc/%s/stat" % pid) as f:
+                    st = f.read().rsplit(")", 1)[1].split()
+                t += int(st[at]) + int(st[at + 1])
+            except (OSError, IndexError, ValueError):
+                pass
+        out[who] = t / HZ
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    out["client"] = ru.ru_utime + ru.ru_stime
+    return out
 
 
 def run(argv):
@@ -113,26 +149,41 @@ def mode_first(n, size):
     print_paths(m0, started(port))
 
 
-def mode_load(clients, k, rounds):
+def mode_load(clients, kmax, rounds):
+    """As the doc says; k, the execs of a client in a round, from a first
+    round of one exec each (not counted): as many as take about a second
+    at that round's rate, at least 1 and at most kmax."""
     port = int(E["SERVE_PORT_A"])
     svc = sb.Service(port)
     sessions = []
     for i in range(clients):
         s, tok = svc.open("%sload%d" % (P, i))
         sessions.append(("/sessions/%s/exec" % s["session_id"], tok))
-    m0 = {}
+    rate, werrors, wdone = sb.load_rounds(port, sessions, {"command": "true"},
+                                          lambda d: d.get("exit_code") == 0, 1, 1)
+    k = max(1, min(kmax, int(rate[0] / clients)))
+    m0, c0 = {}, {}
+
+    def ready():
+        m0.update(started(port))
+        c0.update(cpu())
+        c0["t"] = now()
     rates, errors, done = sb.load_rounds(port, sessions, {"command": "true"},
-                                         lambda d: d.get("exit_code") == 0, k, rounds,
-                                         lambda: m0.update(started(port)))
+                                         lambda d: d.get("exit_code") == 0, k, rounds, ready)
+    c1 = cpu()
+    print("# wall %.2f" % (now() - c0["t"]))
+    for who in CPU_OF:
+        print("# cpu_%s %.2f" % (who, c1[who] - c0[who]))
     print_paths(m0, started(port))
+    errors += werrors
     sb.write_times("load.rate", rates)
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    print("# client_cpu %.2f" % (ru.ru_utime + ru.ru_stime))
     print("# errors %d" % len(errors))
     for e in errors[:5]:
         print("# error %s" % (e,))
     print("# execs %d" % done)
+    print("# made %d" % (done + wdone))
     print("# opens %d" % clients)
+    print("# k %d" % k)
 
 
 def main():
