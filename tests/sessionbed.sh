@@ -210,11 +210,17 @@ sb_blocked() {
 	return 1
 }
 sb_release() { touch "$T/release"; wait "$sb_holder"; }
-# sb_exec_started KEY: wait (5 s at most) until the engine shows one exec.
+# sb_exec_started KEY: wait (5 s at most) until one exec's command runs:
+# a process in one of the container's exec groups (either way of starting
+# it, docs/sessions.md "How a command is started": the fast way has no
+# exec of the engine's to show).
 sb_exec_started() {
+	sb_d=$(cgdir "$1")
 	sb_n=0
 	while [ $sb_n -lt 100 ]; do
-		[ "$(insp "$1" '{{len .ExecIDs}}')" = 1 ] && return 0
+		for sb_g in "$sb_d"/sbxcat-exec-*; do
+			[ -s "$sb_g/cgroup.procs" ] && return 0
+		done
 		sleep 0.05
 		sb_n=$((sb_n + 1))
 	done

@@ -2,15 +2,21 @@
  * exec-ns.c - a command started in a container by the host, as runc exec
  * starts one (exec-ns.h).
  *
- * Two forks.  The first (A, clone3 into the exec's cgroup) joins the v1
- * cgroups and the namespaces, forks the command's process (B, with
- * CLONE_PARENT: the caller's child, in the container's PID namespace),
- * says B's PID on the report pipe and exits.  B takes on the init's
- * identity, installs its seccomp filters and calls execve.  Both are
- * copies of a process of many threads, so from the fork on they make
- * system calls only (no malloc, no stdio, no glibc set*id, which would
- * wait for threads that are not there): everything they need is made
- * beforehand, in struct plan.
+ * Two forks, both vfork-like (CLONE_VM | CLONE_VFORK: no copy of this
+ * process's page tables, which is most of what a fork of a service of
+ * many threads costs).  The first (A) writes itself into the exec's
+ * cgroup and the container's v1 groups, joins the namespaces, and forks
+ * the command's process (B, with CLONE_PARENT: the caller's child, born
+ * in the container's PID namespace and in those groups); once B has
+ * called execve, A says B's PID on the report pipe and exits, and only
+ * then does the caller's thread go on.  B takes on the init's identity,
+ * installs its seccomp filters and calls execve.  Both run on a copy of
+ * nothing: the caller's memory, its other threads running, so from the
+ * clone on they make system calls only (no malloc, no stdio, no glibc
+ * set*id, which would wait for threads that are not theirs), on stacks
+ * of their own, and write nothing but their own stacks (and errno, the
+ * waiting thread's): everything they need is made beforehand, in struct
+ * plan.
  *
  * The report pipe is close-on-exec: EOF once A has exited and B has
  * called execve; a failure before that comes as a struct report first.
@@ -68,6 +74,9 @@
 #define START_MS 10000
 /* How long the init may take to stop for its filters to be read. */
 #define TRACE_STOP_MS 1000
+/* A's and B's stacks: system calls only, but a sanitizer's frames are
+ * larger. */
+#define STACK_SIZE (256u << 10)
 /* Filters kept per process: one entry per container's init. */
 #define CACHE_N 64
 /* The engine's default PATH (moby's DefaultPathEnv). */
@@ -113,6 +122,8 @@ struct filters {
 /* Everything the children need, made before the fork. */
 struct plan {
 	int pidfd, report;
+	int v2;		/* the exec's group's cgroup.procs */
+	char *stack_b;	/* the top of B's stack */
 	int *v1;
 	size_t nv1;
 	char oom[24];
@@ -267,10 +278,21 @@ static __attribute__((noreturn)) void child_b(const struct plan *pl)
 	fail(pl, STAGE_EXEC);
 }
 
-static __attribute__((noreturn)) void child_a(const struct plan *pl)
+static int child_b_entry(void *arg)
 {
-	long pid, fd;
+	child_b(arg);
+}
 
+/* A: B's PID said once B has called execve (or failed: its own word
+ * came first). */
+static int child_a(void *arg)
+{
+	const struct plan *pl = arg;
+	long pid, fd;
+	struct report rr = {.stage = STAGE_FORKED};
+
+	if (SYS(SYS_write, pl->v2, "0", 1) != 1)
+		fail(pl, STAGE_CGROUP);
 	for (size_t i = 0; i < pl->nv1; i++)
 		if (SYS(SYS_write, pl->v1[i], "0", 1) != 1)
 			fail(pl, STAGE_CGROUP);
@@ -285,13 +307,15 @@ static __attribute__((noreturn)) void child_a(const struct plan *pl)
 		CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWIPC | CLONE_NEWUTS |
 		    CLONE_NEWNET | CLONE_NEWPID) < 0)
 		fail(pl, STAGE_SETNS);
-	/* A fork into the PID namespace, a child of A's parent. */
-	pid = SYS(SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0);
+	/* B: in the PID namespace, a child of A's parent, on A's memory
+	 * until its execve (A waits: CLONE_VFORK). */
+	pid = clone(child_b_entry, pl->stack_b,
+		    CLONE_VM | CLONE_VFORK | CLONE_PARENT | SIGCHLD,
+		    (void *)pl);
 	if (pid < 0)
 		fail(pl, STAGE_FORK);
-	if (pid == 0)
-		child_b(pl);
-	say(pl->report, STAGE_FORKED, 0, (pid_t)pid);
+	rr.pid = (pid_t)pid;
+	SYS(SYS_write, pl->report, &rr, sizeof(rr));
 	for (;;)
 		SYS(SYS_exit_group, 0);
 }
@@ -472,33 +496,6 @@ static bool same_ns(pid_t pid, const char *ns)
 	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-/* The init's start time (field 22 of its stat), to key the cache. */
-static unsigned long long start_time(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long t = 0;
-	ssize_t n;
-	int fd, field = 2;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	while (p && *p && field < 22) {
-		p = strchr(p + 1, ' ');
-		field++;
-	}
-	if (p && field == 22)
-		t = strtoull(p + 1, NULL, 10);
-	return t;
-}
-
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cache_entry {
 	pid_t pid;
@@ -616,7 +613,7 @@ static int filters_read(pid_t pid, struct filters **out,
 static int filters_of(pid_t pid, const struct filters **out,
 		      enum exec_ns_unfit *why, struct sbx_error **err)
 {
-	unsigned long long start = start_time(pid);
+	unsigned long long start = procs_start_time(pid);
 	struct cache_entry *slot = &cache[0];
 	struct filters *f = NULL;
 
@@ -914,11 +911,11 @@ int exec_ns_start(const struct exec_ns_req *req, struct exec_ns_proc *p,
 			  .out_wr = -1, .err_wr = -1};
 	struct init_status st = {0};
 	struct strvec env = {0};
-	struct clone_args ca = {0};
+	char *stacks = NULL;
 	int rep[2] = {-1, -1}, in[2] = {-1, -1}, out[2] = {-1, -1},
 	    errp[2] = {-1, -1}, cg = -1, rc = -1, wst = 0;
-	bool locked = false;
 	const struct filters *filters = NULL;
+	struct filters *own = NULL;
 	static const struct filters none = {.n = 0};
 	char path[64], *home = NULL;
 	struct report r = {0};
@@ -957,16 +954,32 @@ int exec_ns_start(const struct exec_ns_req *req, struct exec_ns_proc *p,
 		*why = EXEC_NS_CGROUP;
 		goto out;
 	}
-	cg = open(req->group_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (cg < 0) {
-		unfit(why, EXEC_NS_CGROUP, err, "cannot open '%s': %s",
-		      req->group_dir, strerror(errno));
-		goto out;
+	{
+		char *procs = xasprintf("%s/cgroup.procs", req->group_dir);
+
+		cg = open(procs, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (cg < 0)
+			unfit(why, EXEC_NS_CGROUP, err, "cannot open '%s': %s",
+			      procs, strerror(errno));
+		free(procs);
+		if (cg < 0)
+			goto out;
 	}
 	if (st.seccomp == 2) {
 		if (filters_of(req->init_pid, &filters, why, err) < 0)
 			goto out;
-		locked = true;
+		/* A copy of our own: the cache's entry may go meanwhile. */
+		own = xcalloc(1, sizeof(*own));
+		own->n = filters->n;
+		for (int i = 0; i < own->n; i++) {
+			size_t sz = filters->prog[i].len * sizeof(struct sock_filter);
+
+			own->prog[i].len = filters->prog[i].len;
+			own->prog[i].filter = xmalloc(sz);
+			memcpy(own->prog[i].filter, filters->prog[i].filter, sz);
+		}
+		filters_done();
+		filters = own;
 	} else {
 		filters = &none;
 	}
@@ -1017,20 +1030,17 @@ int exec_ns_start(const struct exec_ns_req *req, struct exec_ns_proc *p,
 	pl.envp = env.v;
 	pl.cands = candidates(req->argv[0], env_get(&env, "PATH"));
 
-	ca.flags = CLONE_INTO_CGROUP;
-	ca.exit_signal = SIGCHLD;
-	ca.cgroup = (unsigned long long)cg;
-	a = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
-	if (a == 0)
-		child_a(&pl);
-	if (locked) {
-		filters_done();
-		locked = false;
-	}
+	pl.v2 = cg;
+	stacks = xmalloc(2 * STACK_SIZE);
+	pl.stack_b = stacks + 2 * STACK_SIZE;
+	/* A on our memory (no copy of this process's page tables) until it
+	 * exits, which is after B's execve: this thread waits meanwhile. */
+	a = clone(child_a, stacks + STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD,
+		  &pl);
+	free(stacks);
+	stacks = NULL;
 	if (a < 0) {
-		unfit(why, errno == ENOSYS || errno == E2BIG ? EXEC_NS_CGROUP
-							      : EXEC_NS_START,
-		      err, "clone3: %s", strerror(errno));
+		unfit(why, EXEC_NS_START, err, "clone: %s", strerror(errno));
 		goto out;
 	}
 	close_fd(&rep[1]);
@@ -1122,8 +1132,8 @@ int exec_ns_start(const struct exec_ns_req *req, struct exec_ns_proc *p,
 		fcntl(p->in_fd, F_SETFL, fcntl(p->in_fd, F_GETFL) | O_NONBLOCK);
 	rc = 0;
 out:
-	if (locked)
-		filters_done();
+	free(stacks);
+	filters_free(own);
 	for (int i = 0; i < 2; i++) {
 		close_fd(&rep[i]);
 		close_fd(&in[i]);

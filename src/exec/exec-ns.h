@@ -13,9 +13,10 @@
  *   one setns(2) (mount, cgroup, IPC, UTS, network, PID).  A container
  *   in a user or time namespace of its own is not joined (unfit).
  * - its cgroups: the exec's own group below the container's
- *   (procs.h), entered at birth by clone3(CLONE_INTO_CGROUP), so the
- *   command is never anywhere else; on a host that also mounts v1
- *   controllers, the container's group of each.
+ *   (procs.h), and on a host that also mounts v1 controllers the
+ *   container's group of each, entered by the forking process before
+ *   the command's is forked: the command is born there and is never
+ *   anywhere else.
  * - its identity: uid, gid and supplementary groups (all of Uid and Gid
  *   equal: a container whose init has more is unfit), the bounding set,
  *   every other capability set empty (an init holding any capability is
@@ -39,9 +40,9 @@
  * no binary to replace, no process to signal.
  *
  * Thread rule: exec_ns_start may be called by many threads at once; it
- * forks with raw clone3/clone and the children call only system calls
- * until execve, so the caller's other threads (and their locks) do not
- * matter.  The caller's SIGCHLD must not be ignored (its children are
+ * forks vfork-like (the calling thread waits until the command's execve)
+ * and the children make only system calls, so the caller's other
+ * threads (and their locks) do not matter.  The caller's SIGCHLD must not be ignored (its children are
  * reaped here and by exec_ns_wait).
  */
 #ifndef SBX_EXEC_NS_H

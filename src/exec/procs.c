@@ -21,6 +21,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,6 +132,59 @@ void procs_group_release(struct procs_group *g)
 }
 
 /*
+ * The cgroup lines of /proc/self/mountinfo, newly allocated (NULL when
+ * it cannot be read), kept for CGROUP_MOUNTS_MS: the kernel makes the
+ * whole table on each read, costly on a host with many overlay mounts,
+ * and a cgroup hierarchy is mounted once.  The lock is held around
+ * fork(2) (procs_watch's), so a child never finds it held.
+ */
+#define CGROUP_MOUNTS_MS 30000
+static pthread_mutex_t mounts_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t mounts_once = PTHREAD_ONCE_INIT;
+static char *mounts_kept;
+static long long mounts_at;
+
+static void mounts_prepare(void) { pthread_mutex_lock(&mounts_lock); }
+static void mounts_release(void) { pthread_mutex_unlock(&mounts_lock); }
+static void mounts_init(void)
+{
+	pthread_atfork(mounts_prepare, mounts_release, mounts_release);
+}
+
+static char *cgroup_mountinfo(void)
+{
+	char *data = NULL, *copy = NULL, *line, *save = NULL;
+	struct strbuf sb = STRBUF_INIT;
+	struct sbx_error *e = NULL;
+	size_t len;
+
+	pthread_once(&mounts_once, mounts_init);
+	pthread_mutex_lock(&mounts_lock);
+	if (mounts_kept && clock_now_ms() - mounts_at < CGROUP_MOUNTS_MS) {
+		copy = xstrdup(mounts_kept);
+		pthread_mutex_unlock(&mounts_lock);
+		return copy;
+	}
+	if (read_file_limited("/proc/self/mountinfo", 16u << 20, &data, &len,
+			      &e) < 0) {
+		pthread_mutex_unlock(&mounts_lock);
+		sbx_error_free(&e);
+		return NULL;
+	}
+	for (line = strtok_r(data, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		if (strstr(line, " - cgroup"))
+			strbuf_addf(&sb, "%s\n", line);
+	free(data);
+	free(mounts_kept);
+	mounts_kept = strbuf_detach(&sb, NULL);
+	mounts_at = clock_now_ms();
+	copy = xstrdup(mounts_kept);
+	pthread_mutex_unlock(&mounts_lock);
+	return copy;
+}
+
+/*
  * The mount point of a cgroup hierarchy and its root within the
  * hierarchy, from /proc/self/mountinfo: "id parent maj:min root
  * mountpoint opts [optional...] - fstype source superopts".  controller
@@ -138,16 +192,11 @@ void procs_group_release(struct procs_group *g)
  */
 static int cgroup_mount(const char *controller, char **mnt, char **root)
 {
-	char *data = NULL, *line, *save = NULL;
-	size_t len;
-	struct sbx_error *e = NULL;
+	char *data = cgroup_mountinfo(), *line, *save = NULL;
 	int found = -1;
 
-	if (read_file_limited("/proc/self/mountinfo", 16u << 20, &data, &len,
-			      &e) < 0) {
-		sbx_error_free(&e);
+	if (!data)
 		return -1;
-	}
 	for (line = strtok_r(data, "\n", &save); line && found < 0;
 	     line = strtok_r(NULL, "\n", &save)) {
 		char *f[5], *right = strstr(line, " - "), *fs[3], *s, *o;
@@ -239,10 +288,57 @@ static char *cgroup_dir(const char *mnt, const char *root, const char *rel)
 	return xasprintf("%s%s%s", mnt, *rel == '/' ? "" : "/", rel);
 }
 
+/*
+ * In mountinfo's text (left as it was), the v1 hierarchy mounted with
+ * option ctl: its mount point and root (pointers into the text, valid
+ * until it is freed; the fields end at a blank).  0, or -1 when none.
+ */
+static int v1_mount_of(const char *mountinfo, const char *ctl, char **mnt,
+		       char **root)
+{
+	size_t cl = strlen(ctl);
+
+	for (const char *l = mountinfo; l && *l;) {
+		const char *nl = strchr(l, '\n'), *end = nl ? nl : l + strlen(l);
+		const char *dash = strstr(l, " - cgroup ");
+
+		if (dash && dash < end) {
+			/* "... - cgroup SOURCE SUPEROPTS": the options last. */
+			const char *o = strchr(dash + 10, ' ');
+
+			while (o && o < end) {
+				o++;
+				if ((size_t)(end - o) >= cl && !strncmp(o, ctl, cl) &&
+				    (o + cl == end || o[cl] == ',')) {
+					/* Fields 4 and 5: root, mount point. */
+					const char *f = l;
+
+					for (int i = 0; i < 3 && f; i++)
+						f = strchr(f, ' '), f = f ? f + 1 : f;
+					if (f) {
+						const char *r_end = strchr(f, ' ');
+						const char *m = r_end ? r_end + 1 : NULL;
+						const char *m_end = m ? strchr(m, ' ') : NULL;
+
+						if (m_end) {
+							*root = xstrndup(f, (size_t)(r_end - f));
+							*mnt = xstrndup(m, (size_t)(m_end - m));
+							return 0;
+						}
+					}
+				}
+				o = memchr(o, ',', (size_t)(end - o));
+			}
+		}
+		l = nl ? nl + 1 : NULL;
+	}
+	return -1;
+}
+
 int procs_v1_join_open(pid_t init_pid, int **fds, size_t *n,
 		       struct sbx_error **err)
 {
-	char path[64], *data = NULL, *line, *save = NULL;
+	char path[64], *data = NULL, *mounts = NULL, *line, *save = NULL;
 	size_t len;
 	int rc = 0;
 
@@ -251,6 +347,11 @@ int procs_v1_join_open(pid_t init_pid, int **fds, size_t *n,
 	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)init_pid);
 	if (read_file_limited(path, 1u << 20, &data, &len, err) < 0)
 		return -1;
+	if (!(mounts = cgroup_mountinfo())) {
+		free(data);
+		return sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
+				     "cannot read /proc/self/mountinfo");
+	}
 	for (line = strtok_r(data, "\n", &save); line && rc == 0;
 	     line = strtok_r(NULL, "\n", &save)) {
 		char *c = strchr(line, ':'), *p, *comma, *mnt = NULL;
@@ -265,7 +366,7 @@ int procs_v1_join_open(pid_t init_pid, int **fds, size_t *n,
 			continue;
 		if ((comma = strchr(c + 1, ',')))
 			*comma = '\0';
-		if (cgroup_mount(c + 1, &mnt, &root) == 0)
+		if (v1_mount_of(mounts, c + 1, &mnt, &root) == 0)
 			dir = cgroup_dir(mnt, root, p);
 		free(mnt);
 		free(root);
@@ -289,6 +390,7 @@ int procs_v1_join_open(pid_t init_pid, int **fds, size_t *n,
 		free(dir);
 	}
 	free(data);
+	free(mounts);
 	if (rc < 0) {
 		for (size_t i = 0; i < *n; i++)
 			close((*fds)[i]);
@@ -1002,6 +1104,73 @@ int procs_oom_kills(pid_t pid, unsigned long long *count,
 	free(root);
 	free(cg);
 	return ret;
+}
+
+unsigned long long procs_start_time(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long t = 0;
+	ssize_t n;
+	int fd, field = 2;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	/* Field 3, the state: a zombie has no future. */
+	if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+		return 0;
+	while (p && *p && field < 22) {
+		p = strchr(p + 1, ' ');
+		field++;
+	}
+	if (p && field == 22)
+		t = strtoull(p + 1, NULL, 10);
+	return t;
+}
+
+bool procs_frozen(pid_t pid)
+{
+	char *rel, *mnt = NULL, *root = NULL, *dir = NULL, *file;
+	char buf[32] = "";
+	bool frozen = false;
+	int fd;
+	ssize_t n;
+
+	for (int v = 1; v <= 2 && !frozen; v++) {
+		rel = proc_cgroup(pid, v == 1 ? "freezer" : NULL);
+		if (!rel)
+			continue;
+		if (cgroup_mount(v == 1 ? "freezer" : NULL, &mnt, &root) == 0)
+			dir = cgroup_dir(mnt, root, rel);
+		free(rel);
+		free(mnt);
+		free(root);
+		mnt = root = NULL;
+		if (!dir)
+			continue;
+		file = xasprintf("%s/%s", dir, v == 1 ? "freezer.state"
+						      : "cgroup.freeze");
+		free(dir);
+		dir = NULL;
+		fd = open(file, O_RDONLY | O_CLOEXEC);
+		free(file);
+		if (fd < 0)
+			continue; /* no such knob here (the root group) */
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			return true;
+		buf[n] = '\0';
+		frozen = v == 1 ? strncmp(buf, "THAWED", 6) != 0 : buf[0] != '0';
+	}
+	return frozen;
 }
 
 int procs_usable(struct sbx_error **err)

@@ -172,6 +172,19 @@ int procs_usable(struct sbx_error **err);
 bool procs_exiting(pid_t pid);
 
 /*
+ * pid's start time (field 22 of /proc/PID/stat, clock ticks since boot):
+ * with the PID, what tells a process from a later one of the same PID.
+ * 0 when it is gone or a zombie.
+ */
+unsigned long long procs_start_time(pid_t pid);
+
+/*
+ * Is pid's container frozen (paused): its v1 freezer group not THAWED,
+ * or its cgroup2 group frozen?  True also when that cannot be read.
+ */
+bool procs_frozen(pid_t pid);
+
+/*
  * How many times the kernel's OOM killer has killed a process in the
  * memory cgroup of pid (the container's init): cgroup v2 memory.events
  * "oom_kill", or v1 memory.oom_control "oom_kill".  -1 with *err when it

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -355,6 +356,103 @@ static int resolve_cwd(struct run *r, const char *cwd, struct sbx_error **err)
 	return dfd >= 0 ? 0 : -1;
 }
 
+/*
+ * The inspects of running containers this process made for the fast
+ * path lately, so that a command does not wait for the engine to be asked
+ * what it said a moment ago: an entry serves while its container's init
+ * is the same process (PID and start time), its container is not frozen
+ * (paused), the session is not idle enough to be paused or hibernated
+ * meanwhile (those go through session_engine_wake, which wakes it), and
+ * for INSPECT_KEEP_MS at most.  A command line's process never lives
+ * long enough to use one.
+ */
+#define INSPECT_KEEP_N 256
+#define INSPECT_KEEP_MS 10000
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kept_inspect {
+	char key[SESSION_KEY_MAX + 1];
+	pid_t pid;
+	unsigned long long start;
+	long long at;
+	json_t *inspect;
+} kept[INSPECT_KEEP_N];
+
+/* Far enough from the pause and the hibernation to need no wake. */
+static bool kept_usable(const struct session_config *c,
+			const struct session_record *rec)
+{
+	long long idle = (long long)time(NULL) - rec->last_activity;
+
+	return c->exec_path != SESSION_EXEC_ENGINE &&
+	       (!c->pause_after || idle + 2 < c->pause_after) &&
+	       (!c->evict_idle_after || idle + 2 < c->evict_idle_after);
+}
+
+/* A copy of the kept inspect of rec's container, or NULL. */
+static json_t *inspect_cached(const struct session_config *c,
+			      const struct session_record *rec)
+{
+	json_t *j = NULL;
+	struct kept_inspect *k = NULL;
+	pid_t pid = 0;
+	unsigned long long start = 0;
+
+	if (!kept_usable(c, rec))
+		return NULL;
+	pthread_mutex_lock(&kept_lock);
+	for (int i = 0; i < INSPECT_KEEP_N; i++)
+		if (kept[i].inspect && !strcmp(kept[i].key, rec->key)) {
+			k = &kept[i];
+			break;
+		}
+	if (k && clock_now_ms() - k->at < INSPECT_KEEP_MS) {
+		pid = k->pid;
+		start = k->start;
+		j = json_deep_copy(k->inspect);
+	}
+	pthread_mutex_unlock(&kept_lock);
+	if (j && (procs_start_time(pid) != start || procs_frozen(pid))) {
+		json_decref(j);
+		j = NULL;
+	}
+	return j;
+}
+
+/* Keep a copy of a running container's inspect (inspect_cached). */
+static void inspect_keep(const struct session_config *c,
+			 const struct session_record *rec, json_t *inspect)
+{
+	pid_t pid = pid_of(inspect, "State");
+	unsigned long long start = pid ? procs_start_time(pid) : 0;
+	struct kept_inspect *slot = &kept[0];
+	long long now = clock_now_ms();
+
+	if (!start || !kept_usable(c, rec))
+		return;
+	pthread_mutex_lock(&kept_lock);
+	for (int i = 0; i < INSPECT_KEEP_N; i++) {
+		if (kept[i].inspect && !strcmp(kept[i].key, rec->key)) {
+			slot = &kept[i];
+			break;
+		}
+		if (!kept[i].inspect || kept[i].at < slot->at)
+			slot = &kept[i];
+	}
+	if (slot->inspect && !strcmp(slot->key, rec->key) &&
+	    slot->pid == pid && slot->start == start &&
+	    now - slot->at < INSPECT_KEEP_MS) {
+		pthread_mutex_unlock(&kept_lock);
+		return; /* still fresh: the first one's age stands */
+	}
+	json_decref(slot->inspect);
+	snprintf(slot->key, sizeof(slot->key), "%s", rec->key);
+	slot->pid = pid;
+	slot->start = start;
+	slot->at = now;
+	slot->inspect = json_deep_copy(inspect);
+	pthread_mutex_unlock(&kept_lock);
+}
+
 /* A JSON array of strings as a vector (NULL-ended); *n of them. */
 static const char **strings_of(json_t *a, size_t *n)
 {
@@ -465,10 +563,12 @@ static int exec_prepare(struct run *r, struct sbx_error **err)
 	     (r->run_fd = session_run_begin(&r->root, r->rec.key, req->run_id,
 					    err)) < 0) ||
 	    svc_engine_open(r->s, r->call, &r->engine, err) < 0 ||
-	    session_engine_wake(&r->engine, &cfg->session, &r->root, &r->rec,
-				&r->inspect, err) < 0 ||
+	    (!(r->inspect = inspect_cached(&cfg->session, &r->rec)) &&
+	     session_engine_wake(&r->engine, &cfg->session, &r->root, &r->rec,
+				 &r->inspect, err) < 0) ||
 	    procs_usable(err) < 0)
 		return cannot_run(r, err);
+	inspect_keep(&cfg->session, &r->rec, r->inspect);
 	r->init_pid = pid_of(r->inspect, "State");
 	if (!r->init_pid) {
 		sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
