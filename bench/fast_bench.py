@@ -355,4 +355,5 @@ def main():
     {"up": mode_up, "first": mode_first, "reopen": mode_reopen, "burst": mode_burst}[m](*a)
 
 
-main()
+if __name__ == "__main__":  # bench/exec_bench.py imports it
+    main()

@@ -202,14 +202,13 @@ def mode_who(n):
         write_times("who." + name, ts)
 
 
-def mode_load(side, clients, nsess, k, rounds):
-    port = int(E["SERVE_PORT_" + side])
-    svc = Service(port)
-    sessions = []
-    for i in range(nsess):
-        s, tok = svc.open("%sload%s%d" % (P, side, i))
-        put_file(svc, s["session_id"], tok, "small.txt", b"hello\n")
-        sessions.append(("/sessions/%s/read" % s["session_id"], tok))
+def load_rounds(port, targets, req, good, k, rounds, ready=None):
+    """len(targets) clients (threads, each its own kept connection), client
+    i POSTing req to targets[i] (path, token) k times in each of rounds
+    rounds, all starting together: (the operations/s of each round, the
+    errors, the answers good(answer) found right).  ready() runs once the
+    clients are set up, before the first round."""
+    clients = len(targets)
     start = threading.Barrier(clients + 1)
     end = threading.Barrier(clients + 1)
     errors, done = [], [0]
@@ -217,19 +216,19 @@ def mode_load(side, clients, nsess, k, rounds):
 
     def worker(i):
         c = Service(port)
-        path, tok = sessions[i % nsess]
-        body = json.dumps({"path": "small.txt"}).encode()
+        path, tok = targets[i]
+        body = json.dumps(req).encode()
         hdr = {"X-Sandbox-Token": tok, "Content-Type": "application/json"}
         for _ in range(rounds):
             start.wait()
-            good = 0
+            n = 0
             for _ in range(k):
                 try:
                     c.c.request("POST", path, body=body, headers=hdr)
                     r = c.c.getresponse()
                     out = r.read()
-                    if r.status == 200 and json.loads(out).get("content") == "hello":
-                        good += 1
+                    if r.status == 200 and good(json.loads(out)):
+                        n += 1
                     else:
                         with lock:
                             errors.append((r.status, out[:200]))
@@ -238,11 +237,13 @@ def mode_load(side, clients, nsess, k, rounds):
                         errors.append(repr(e))
                     c = Service(port)
             with lock:
-                done[0] += good
+                done[0] += n
             end.wait()
 
     th = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
     [t.start() for t in th]
+    if ready:
+        ready()
     rates = []
     for _ in range(rounds):
         start.wait()
@@ -250,13 +251,27 @@ def mode_load(side, clients, nsess, k, rounds):
         end.wait()
         rates.append(clients * k / (now() - t0))
     [t.join() for t in th]
+    return rates, errors, done[0]
+
+
+def mode_load(side, clients, nsess, k, rounds):
+    port = int(E["SERVE_PORT_" + side])
+    svc = Service(port)
+    sessions = []
+    for i in range(nsess):
+        s, tok = svc.open("%sload%s%d" % (P, side, i))
+        put_file(svc, s["session_id"], tok, "small.txt", b"hello\n")
+        sessions.append(("/sessions/%s/read" % s["session_id"], tok))
+    targets = [sessions[i % nsess] for i in range(clients)]
+    rates, errors, done = load_rounds(port, targets, {"path": "small.txt"},
+                                      lambda d: d.get("content") == "hello", k, rounds)
     write_times("load.rate." + side, rates)
     ru = resource.getrusage(resource.RUSAGE_SELF)
     print("# client_cpu %.2f" % (ru.ru_utime + ru.ru_stime))
     print("# errors %d" % len(errors))
     for e in errors[:5]:
         print("# error %s" % (e,))
-    print("# reads %d" % done[0])
+    print("# reads %d" % done)
     print("# opens %d" % nsess)
     print("# writes %d" % nsess)
 
