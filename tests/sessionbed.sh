@@ -239,8 +239,9 @@ sb_exec_started() {
 	sb_d=$(cgdir "$1")
 	sb_n=0
 	while [ $sb_n -lt 100 ]; do
+		# (A cgroup file's size is 0 to stat: it is read.)
 		for sb_g in "$sb_d"/sbxcat-exec-*; do
-			[ -s "$sb_g/cgroup.procs" ] && return 0
+			[ -n "$(cat "$sb_g/cgroup.procs" 2>/dev/null)" ] && return 0
 		done
 		sleep 0.05
 		sb_n=$((sb_n + 1))
