@@ -702,9 +702,12 @@ int auditdb_make_days(struct auditdb *db, int ahead, int *made,
 			sym_PQclear(res);
 			continue;
 		}
-		/* 55P03 lock_not_available: in use now, made next time. */
+		/* 55P03 lock_not_available: in use now, made next time; 40P01
+		 * deadlock_detected: two makers of days at once (two
+		 * migrators), this one the victim: the other makes it. */
 		state = sym_PQresultErrorField(res, PG_DIAG_SQLSTATE);
-		if (state && !strcmp(state, "55P03")) {
+		if (state &&
+		    (!strcmp(state, "55P03") || !strcmp(state, "40P01"))) {
 			sym_PQclear(res);
 			continue;
 		}
