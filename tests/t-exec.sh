@@ -141,6 +141,15 @@ is "$rc" 143 "a command killed by SIGTERM: 128 + 15"
 ex "$K" -- "no-such-command-$sfx"
 is "$rc" 127 "a missing command: 127"
 grep -q "no-such-command-$sfx" "$T/err"; ok $? "... named on stderr"
+# A hostile lookup: a PATH of 4000 elements and an argv[0] of 100000
+# bytes (every candidate past PATH_MAX): not found, at once.
+longp=$(awk 'BEGIN { for (i = 0; i < 4000; i++) printf ":/x%d", i }')
+longa=$(awk 'BEGIN { for (i = 0; i < 100000; i++) printf "a" }')
+t0=$(now)
+ex "$K" -e "PATH=$longp" -- "$longa"
+t1=$(now)
+is "$rc" 127 "a PATH of 4000 elements and an argv[0] of 100000 bytes: 127"
+lt "$(elapsed "$t0" "$t1")" 20; ok $? "... within 20 s ($(elapsed "$t0" "$t1") s)"
 ex "$K" -c 'printf "#!/bin/sh\necho ran\n" >notexec; chmod 644 notexec'
 ex "$K" -- ./notexec
 is "$rc:$(out)" "126:" "a file that is not executable: 126"

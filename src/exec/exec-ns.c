@@ -811,12 +811,20 @@ static char *home_of(pid_t pid, unsigned uid)
 	return home ? home : xstrdup("/");
 }
 
-/* execve's candidates for argv0: itself with a '/', else each of PATH. */
+/*
+ * execve's candidates for argv0: itself with a '/', else each of PATH.
+ * Bounded whatever the request says (PATH and argv[0] are a client's): a
+ * candidate PATH_MAX long or more is one execve would refuse
+ * (ENAMETOOLONG) and is left out, and PATH's first CANDIDATES_MAX
+ * elements are tried (a shell's lookup would take a lifetime past that).
+ */
+#define CANDIDATES_MAX 256
 static char **candidates(const char *argv0, const char *path)
 {
 	struct strvec sv = {0};
+	size_t alen = strlen(argv0), seen = 0;
 
-	if (strchr(argv0, '/') || !path) {
+	if (strchr(argv0, '/') || !path || alen >= PATH_MAX) {
 		ALLOC_GROW(sv.v, 2, sv.alloc);
 		sv.v[sv.n++] = xstrdup(argv0);
 	} else {
@@ -825,11 +833,14 @@ static char **candidates(const char *argv0, const char *path)
 		for (;;) {
 			size_t n = strcspn(p, ":");
 
-			ALLOC_GROW(sv.v, sv.n + 2, sv.alloc);
-			/* An empty element is the working directory. */
-			sv.v[sv.n++] = n ? xasprintf("%.*s/%s", (int)n, p, argv0)
-					 : xstrdup(argv0);
-			if (!p[n] || sv.n >= 4096)
+			if (n + 1 + alen < PATH_MAX) {
+				ALLOC_GROW(sv.v, sv.n + 2, sv.alloc);
+				/* An empty element is the working directory. */
+				sv.v[sv.n++] =
+				    n ? xasprintf("%.*s/%s", (int)n, p, argv0)
+				      : xstrdup(argv0);
+			}
+			if (!p[n] || ++seen >= CANDIDATES_MAX)
 				break;
 			p += n + 1;
 		}
