@@ -148,7 +148,8 @@ longa=$(awk 'BEGIN { for (i = 0; i < 100000; i++) printf "a" }')
 t0=$(now)
 ex "$K" -e "PATH=$longp" -- "$longa"
 t1=$(now)
-is "$rc" 127 "a PATH of 4000 elements and an argv[0] of 100000 bytes: 127"
+case $rc in 126 | 127) r=0 ;; *) r=1 ;; esac
+ok $r "a PATH of 4000 elements and an argv[0] of 100000 bytes: not started, 126 or 127 ($rc)"
 lt "$(elapsed "$t0" "$t1")" 20; ok $? "... within 20 s ($(elapsed "$t0" "$t1") s)"
 ex "$K" -c 'printf "#!/bin/sh\necho ran\n" >notexec; chmod 644 notexec'
 ex "$K" -- ./notexec
