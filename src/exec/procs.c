@@ -1108,31 +1108,14 @@ int procs_oom_kills(pid_t pid, unsigned long long *count,
 
 unsigned long long procs_start_time(pid_t pid)
 {
-	char path[64], buf[1024], *p;
-	unsigned long long t = 0;
-	ssize_t n;
-	int fd, field = 2;
+	struct proc p;
+	int procfd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int rc = procfd < 0 ? -1 : read_stat(procfd, pid, &p);
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	/* Field 3, the state: a zombie has no future. */
-	if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
-		return 0;
-	while (p && *p && field < 22) {
-		p = strchr(p + 1, ' ');
-		field++;
-	}
-	if (p && field == 22)
-		t = strtoull(p + 1, NULL, 10);
-	return t;
+	if (procfd >= 0)
+		close(procfd);
+	/* A zombie (or one exiting) has no future. */
+	return rc < 0 || p.dead || p.state == 'Z' ? 0 : p.start;
 }
 
 bool procs_frozen(pid_t pid)
