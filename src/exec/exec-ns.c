@@ -622,34 +622,56 @@ static int filters_read(pid_t pid, struct filters **out,
 
 /* The filters of pid, from the cache or read now; the cache's lock is
  * held until filters_done. */
+/* The cache's entry of (pid, start), or NULL; *lru the one to reuse.
+ * Under cache_lock. */
+static struct cache_entry *cache_find(pid_t pid, unsigned long long start,
+				      struct cache_entry **lru)
+{
+	*lru = &cache[0];
+	for (int i = 0; i < CACHE_N; i++) {
+		if (cache[i].f && cache[i].pid == pid &&
+		    cache[i].start == start && start)
+			return &cache[i];
+		if (cache[i].used < (*lru)->used)
+			*lru = &cache[i];
+	}
+	return NULL;
+}
+
+/* The filters of pid, from the cache or read now; the cache's lock is
+ * held until filters_done.  The reading (a ptrace-stop that may wait)
+ * is done without the lock: a sandbox that keeps its own init from
+ * being read slows its own commands only. */
 static int filters_of(pid_t pid, const struct filters **out,
 		      enum exec_ns_unfit *why, struct sbx_error **err)
 {
 	unsigned long long start = procs_start_time(pid);
-	struct cache_entry *slot = &cache[0];
+	struct cache_entry *e, *lru;
 	struct filters *f = NULL;
 
 	pthread_mutex_lock(&cache_lock);
 	cache_clock++;
-	for (int i = 0; i < CACHE_N; i++) {
-		if (cache[i].f && cache[i].pid == pid &&
-		    cache[i].start == start && start) {
-			cache[i].used = cache_clock;
-			*out = cache[i].f;
-			return 0;
-		}
-		if (cache[i].used < slot->used)
-			slot = &cache[i];
+	if ((e = cache_find(pid, start, &lru))) {
+		e->used = cache_clock;
+		*out = e->f;
+		return 0;
 	}
-	if (filters_read(pid, &f, why, err) < 0) {
-		pthread_mutex_unlock(&cache_lock);
+	pthread_mutex_unlock(&cache_lock);
+	if (filters_read(pid, &f, why, err) < 0)
 		return -1;
+	pthread_mutex_lock(&cache_lock);
+	cache_clock++;
+	if ((e = cache_find(pid, start, &lru))) {
+		/* Another thread read them meanwhile. */
+		filters_free(f);
+	} else {
+		/* The least recently used entry makes room. */
+		e = lru;
+		filters_free(e->f);
+		*e = (struct cache_entry){.pid = pid, .start = start, .f = f};
 	}
-	/* The least recently used entry makes room. */
-	filters_free(slot->f);
-	*slot = (struct cache_entry){
-	    .pid = pid, .start = start, .f = f, .used = cache_clock};
-	*out = f;
+	e->used = cache_clock;
+	*out = e->f;
 	return 0;
 }
 
