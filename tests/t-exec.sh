@@ -151,6 +151,18 @@ t1=$(now)
 case $rc in 126 | 127) r=0 ;; *) r=1 ;; esac
 ok $r "a PATH of 4000 elements and an argv[0] of 100000 bytes: not started, 126 or 127 ($rc)"
 lt "$(elapsed "$t0" "$t1")" 20; ok $? "... within 20 s ($(elapsed "$t0" "$t1") s)"
+grep -q 'executable file not found' "$T/err"; ok $? "... said on stderr as a name not found"
+# ... and the session is still whole: the engine was not handed a name
+# whose error would block its shim (svc-exec.c, unstartable_name).
+t0=$(now)
+ex "$K" -- echo still-here
+t1=$(now)
+is "$rc:$(out)" "0:still-here" "after it, the session still runs a command"
+lt "$(elapsed "$t0" "$t1")" 20; ok $? "... within 20 s ($(elapsed "$t0" "$t1") s)"
+longs=$(awk 'BEGIN { printf "./"; for (i = 0; i < 70000; i++) printf "b" }')
+ex "$K" -- "$longs"
+is "$rc" 126 "a path of 70000 bytes: 126, not started"
+grep -q 'too long' "$T/err"; ok $? "... file name too long, on stderr"
 ex "$K" -c 'printf "#!/bin/sh\necho ran\n" >notexec; chmod 644 notexec'
 ex "$K" -- ./notexec
 is "$rc:$(out)" "126:" "a file that is not executable: 126"

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <pthread.h>
@@ -270,6 +271,8 @@ struct run {
 	struct exec_io_result io_res;
 	/* The fast path (exec-ns.h): the command's process and pipes. */
 	bool fast;
+	/* Not started by either path, as neither could (np.why says so). */
+	bool unstartable;
 	struct exec_ns_proc np;
 	bool ran, exited, unrecorded;
 	bool have_oom; /* oom_before was read */
@@ -518,6 +521,31 @@ void svc_exec_stats(struct svc_exec_stats *st)
 	}
 }
 
+/*
+ * A program name no system can start, PATH_MAX bytes or more: not
+ * started, as the fast path says it (127 when PATH is searched, 126
+ * otherwise), on both paths.  The engine is never given one: runc
+ * repeats the name in its error on a pipe that the container's shim
+ * reads only once runc has ended, so a name over the pipe's 64 KiB
+ * blocks runc, and with it every later operation on the container,
+ * `docker rm -f` among them, for good (docs/sessions.md).
+ */
+static bool unstartable_name(struct run *r)
+{
+	const char *a0 = r->req->shell ? NULL : r->req->argv[0];
+	bool searched;
+
+	if (!a0 || strlen(a0) < PATH_MAX)
+		return false;
+	searched = !strchr(a0, '/');
+	r->np.exec_errno = searched ? ENOENT : ENAMETOOLONG;
+	snprintf(r->np.why, sizeof(r->np.why), "exec: \"%.48s...\": %s", a0,
+		 searched ? "executable file not found in $PATH"
+			  : strerror(ENAMETOOLONG));
+	r->unstartable = true;
+	return true;
+}
+
 /* Up to the engine's exec created: the session found and running (a
  * paused one unpaused), its cgroup made, the audit ready.  -1 with *err (the
  * detail set). */
@@ -590,6 +618,8 @@ static int exec_prepare(struct run *r, struct sbx_error **err)
 			       : (long long)time(NULL);
 	rc = procs_group_create(r->init_pid, 0, start_s, deadline_s, &r->grp,
 				err);
+	if (rc == 0 && unstartable_name(r))
+		return 0;
 	if (rc == 0 && cfg->session.exec_path != SESSION_EXEC_ENGINE)
 		rc = fast_start(r, ws, err);
 	if (rc == 0 && !r->fast) {
@@ -743,9 +773,9 @@ static bool run_stop_asked(void *arg)
 	return session_run_stop_asked(r->run_fd);
 }
 
-/* The fast path's command could not be started (execve, or chdir,
- * failed in the container): as the engine's exec says it, 127 not found
- * or 126, by sbxcat. */
+/* The command could not be started (on the fast path execve, or chdir,
+ * failed in the container; or its name is one no path can start): as
+ * the engine's exec says it, 127 not found or 126, by sbxcat. */
 static int fast_not_started(struct run *r)
 {
 	struct svc_exec_res *res = r->res;
@@ -775,7 +805,7 @@ static int exec_stream(struct run *r, struct sbx_error **err)
 	char secs[32];
 	int rc;
 
-	if (r->fast && r->np.exec_errno)
+	if (r->unstartable || (r->fast && r->np.exec_errno))
 		return fast_not_started(r);
 	rc = r->fast ? 0
 		     : start_claimed(&r->engine, &r->root, r->rec.key,
@@ -1007,7 +1037,7 @@ int svc_exec_run(const struct svc *s, const struct svc_call *call,
 		res->bytes[i] = r.io_res.bytes[i];
 		res->cut[i] = r.io_res.cut[i];
 	}
-	if ((r.exec_id || r.fast) && r.rec.key[0] &&
+	if ((r.exec_id || r.fast || r.unstartable) && r.rec.key[0] &&
 	    session_record_touch(&r.root, r.rec.key, &aerr) < 0)
 		sbx_error_free(&aerr);
 	if (row && !r.unrecorded && exec_record(&r, &aerr) < 0) {
