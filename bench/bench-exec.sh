@@ -179,7 +179,7 @@ for M in $MODES; do
 	# The command line has no /metrics: the engine's own exec_create
 	# events on its session's container say how many went through it
 	# (followed live: the engine keeps only its last 256 events).
-	tb_docker events --filter "container=$cc" --filter event=exec_create \
+	"${DOCKER:-docker}" events --filter "container=$cc" --filter event=exec_create \
 		--format '{{.ID}}' >"$O/cli.events" &
 	EV=$!
 	sleep 1

@@ -37,7 +37,9 @@ TB_IMAGE=sbxcat-test/busybox:1
 TB_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 tb_say() { echo "testbed: $*" >&2; }
-tb_docker() { "${DOCKER:-docker}" "$@"; }
+# Bounded: an engine that stops answering fails the call that waited on
+# it, after 5 minutes, rather than holding the whole suite.
+tb_docker() { timeout -k 10 "${TB_DOCKER_WAIT:-300}" "${DOCKER:-docker}" "$@"; }
 
 # tb_client HOST: set $DOCKER to a client that can talk to the engine at HOST.
 # /usr/bin/docker (docker.io 20.10) matches the engine's API 1.41; the Docker
