@@ -177,37 +177,54 @@ static void test_migrate(void)
 	auditdb_close(db);
 }
 
+/*
+ * Three migrators at once, three times (each on a fresh database): one
+ * may be building an index CONCURRENTLY while another waits for the
+ * lock, which must not be a deadlock (40P01).
+ */
+#define RACES 3
+#define RACERS 3
+
 static void test_migrate_race(void)
 {
-	const char *url = newdb();
-	pid_t pid[2];
-	int applied = 0, fails = 0;
+	const char *url = NULL;
+	int applied[RACES] = {0}, fails = 0;
 
-	for (int i = 0; i < 2; i++) {
-		pid[i] = fork();
-		if (pid[i] == 0) {
-			struct sbx_error *err = NULL;
-			struct auditdb *db;
-			int n = 0;
-			if (auditdb_connect(url, NULL, &db, &err) < 0 ||
-			    auditdb_migrate(db, &n, &err) < 0) {
-				fprintf(stderr, "# child: %s\n", err->msg);
-				_exit(99);
+	for (int r = 0; r < RACES; r++) {
+		pid_t pid[RACERS];
+
+		url = newdb();
+		for (int i = 0; i < RACERS; i++) {
+			pid[i] = fork();
+			if (pid[i] == 0) {
+				struct sbx_error *err = NULL;
+				struct auditdb *db;
+				int n = 0;
+				if (auditdb_connect(url, NULL, &db, &err) < 0 ||
+				    auditdb_migrate(db, &n, &err) < 0) {
+					fprintf(stderr, "# child: %s\n",
+						err->msg);
+					_exit(99);
+				}
+				auditdb_close(db);
+				_exit(10 + n);
 			}
-			auditdb_close(db);
-			_exit(10 + n);
+		}
+		for (int i = 0; i < RACERS; i++) {
+			int st;
+			waitpid(pid[i], &st, 0);
+			if (WIFEXITED(st) && WEXITSTATUS(st) >= 10 &&
+			    WEXITSTATUS(st) < 20)
+				applied[r] += WEXITSTATUS(st) - 10;
+			else
+				fails++;
 		}
 	}
-	for (int i = 0; i < 2; i++) {
-		int st;
-		waitpid(pid[i], &st, 0);
-		if (WIFEXITED(st) && WEXITSTATUS(st) >= 10 && WEXITSTATUS(st) < 20)
-			applied += WEXITSTATUS(st) - 10;
-		else
-			fails++;
-	}
-	is_int(fails, 0, "two migrators at once both succeed");
-	is_int(applied, auditdb_nmigrations, "the schema is applied once");
+	is_int(fails, 0,
+	       "three migrators at once, three times: all succeed");
+	for (int r = 0; r < RACES; r++)
+		is_int(applied[r], auditdb_nmigrations,
+		       "the schema is applied once (race %d)", r + 1);
 	struct auditdb *db = open_db(url, false);
 	char n[16];
 	snprintf(n, sizeof(n), "%d", auditdb_nmigrations);

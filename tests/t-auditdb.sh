@@ -10,7 +10,7 @@ pgbed_start || skip_all "no PostgreSQL test-bed (see the reason above)"
 dbs=""
 trap 'for d in $dbs; do pgbed_dropdb "$d" 2>/dev/null; done' EXIT
 i=0
-while [ $i -lt 18 ]; do
+while [ $i -lt 20 ]; do
 	u=$(pgbed_newdb "t_auditdb_$$_$i") || bail_out "the test-bed runs but cannot create a database"
 	dbs="$dbs t_auditdb_$$_$i"
 	set -- "$@" "$u"

@@ -482,55 +482,6 @@ int auditdb_schema_version(struct auditdb *db, int *applied, int *known,
 	return 0;
 }
 
-/* Apply migration m unless present, under the lock, in one transaction. */
-static int migrate_one(struct auditdb *db, const struct auditdb_migration *m,
-		       int *applied, struct sbx_error **err)
-{
-	char lock[32], version[16];
-	const char *p[2];
-	PGresult *res;
-
-	snprintf(lock, sizeof(lock), "%d", AUDITDB_LOCK_MIGRATE);
-	snprintf(version, sizeof(version), "%d", m->version);
-	if (cmd(db, "BEGIN", err) < 0)
-		return -1;
-	p[0] = lock;
-	if (run(db, "SELECT pg_advisory_xact_lock($1::bigint)", 1, p,
-		PGRES_TUPLES_OK, NULL, err) < 0 ||
-	    cmd(db,
-		"CREATE TABLE IF NOT EXISTS schema_migrations ("
-		"version integer PRIMARY KEY, name text NOT NULL, "
-		"applied_at timestamptz NOT NULL DEFAULT now())",
-		err) < 0)
-		goto fail;
-	p[0] = version;
-	if (run(db, "SELECT 1 FROM schema_migrations WHERE version = $1", 1, p,
-		PGRES_TUPLES_OK, &res, err) < 0)
-		goto fail;
-	bool done = sym_PQntuples(res) > 0;
-	sym_PQclear(res);
-	if (done)
-		return cmd(db, "COMMIT", err);
-	res = sym_PQexec(db->conn, m->sql);
-	if (sym_PQresultStatus(res) != PGRES_COMMAND_OK) {
-		res_fail(res, err, "database");
-		sbx_error_wrap(err, "migration %d (%s)", m->version, m->name);
-		goto fail;
-	}
-	sym_PQclear(res);
-	p[1] = m->name;
-	if (run(db,
-		"INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
-		2, p, PGRES_COMMAND_OK, NULL, err) < 0 ||
-	    cmd(db, "COMMIT", err) < 0)
-		goto fail;
-	(*applied)++;
-	return 0;
-fail:
-	rollback(db);
-	return -1;
-}
-
 /*
  * The session-level migration lock, by polling: each try is a statement
  * of its own, so a migrator waiting holds no snapshot that another's
@@ -561,6 +512,75 @@ static int migrate_lock(struct auditdb *db, const char *lock,
 	return sbx_error_set(err, SBX_E_UNAVAILABLE, 0,
 			     "database: another migrator held the migration "
 			     "lock for 5 minutes");
+}
+
+/* Let go of the session-level migration lock. */
+static void migrate_unlock(struct auditdb *db, const char *lock)
+{
+	const char *p[1] = {lock};
+
+	sym_PQclear(sym_PQexecParams(db->conn,
+				     "SELECT pg_advisory_unlock($1::bigint)", 1,
+				     NULL, p, NULL, NULL, 0));
+}
+
+/*
+ * Apply migration m unless present, under the session-level lock (taken
+ * by polling, outside the transaction: a migrator waiting inside one
+ * would hold the snapshot another's concurrent index build waits for),
+ * in one transaction.
+ */
+static int migrate_one(struct auditdb *db, const struct auditdb_migration *m,
+		       int *applied, struct sbx_error **err)
+{
+	char lock[32], version[16];
+	const char *p[2];
+	PGresult *res;
+	int rc = -1;
+
+	snprintf(lock, sizeof(lock), "%d", AUDITDB_LOCK_MIGRATE);
+	snprintf(version, sizeof(version), "%d", m->version);
+	if (migrate_lock(db, lock, err) < 0)
+		return -1;
+	if (cmd(db, "BEGIN", err) < 0)
+		goto out;
+	if (cmd(db,
+		"CREATE TABLE IF NOT EXISTS schema_migrations ("
+		"version integer PRIMARY KEY, name text NOT NULL, "
+		"applied_at timestamptz NOT NULL DEFAULT now())",
+		err) < 0)
+		goto fail;
+	p[0] = version;
+	if (run(db, "SELECT 1 FROM schema_migrations WHERE version = $1", 1, p,
+		PGRES_TUPLES_OK, &res, err) < 0)
+		goto fail;
+	bool done = sym_PQntuples(res) > 0;
+	sym_PQclear(res);
+	if (done) {
+		rc = cmd(db, "COMMIT", err);
+		goto out;
+	}
+	res = sym_PQexec(db->conn, m->sql);
+	if (sym_PQresultStatus(res) != PGRES_COMMAND_OK) {
+		res_fail(res, err, "database");
+		sbx_error_wrap(err, "migration %d (%s)", m->version, m->name);
+		goto fail;
+	}
+	sym_PQclear(res);
+	p[1] = m->name;
+	if (run(db,
+		"INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+		2, p, PGRES_COMMAND_OK, NULL, err) < 0 ||
+	    cmd(db, "COMMIT", err) < 0)
+		goto fail;
+	(*applied)++;
+	rc = 0;
+	goto out;
+fail:
+	rollback(db);
+out:
+	migrate_unlock(db, lock);
+	return rc;
 }
 
 /*
@@ -633,10 +653,7 @@ out:
 	if (res)
 		sym_PQclear(res);
 	sym_PQclear(sym_PQexec(db->conn, "RESET statement_timeout"));
-	p[0] = lock;
-	sym_PQclear(sym_PQexecParams(db->conn,
-				     "SELECT pg_advisory_unlock($1::bigint)", 1,
-				     NULL, p, NULL, NULL, 0));
+	migrate_unlock(db, lock);
 	return rc;
 }
 
