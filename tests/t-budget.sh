@@ -176,6 +176,8 @@ sbx session show "$K" --json
 after=$(jq -r .disk.bytes_used "$T/out")
 ok "$([ $((after - before)) -gt 7000000 ] && echo 0 || echo 1)" \
 	"a deleted file held open still counts ($before -> $after bytes used)"
+[ "$(state "$K")" = running ] ||
+	diag "the session's container is not running: $(insp "$K" '{{json .State}}')"
 
 # -- Inodes stop near their budget.
 ex "$K" -c 'i=0; while [ $i -lt 5000 ]; do echo -n >f$i 2>/dev/null || break; i=$((i+1)); done; echo $i'
