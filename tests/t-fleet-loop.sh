@@ -27,6 +27,9 @@ serve_host() {
 		SBXCAT_FLEET=$1 SBXCAT_FLEET_URL=http://127.0.0.1:$2 \
 		"$S" -C "$CAT" serve --listen "tcp:127.0.0.1:$2" 2>>"$T/$1.log" &
 }
+# dump FILE: FILE as TAP comments, ended by a newline even when FILE is
+# not (a response body), so the next result line stays a line of its own.
+dump() { sed 's/^/# /' "$1"; [ -z "$(tail -c 1 "$1")" ] || echo; }
 up() {
 	n=0
 	while [ $n -lt 150 ]; do
@@ -51,7 +54,7 @@ for bad in "SBXCAT_FLEET=-a" "SBXCAT_FLEET=a/b" "SBXCAT_FLEET_URL=ftp://x:1" \
 	rc=$?
 	is "$rc" 2 "serve with $bad: refused (exit 2)"
 	grep -q "${bad%%=*}" "$T/o"
-	ok $? "... naming ${bad%%=*}" || sed 's/^/# /' "$T/o"
+	ok $? "... naming ${bad%%=*}" || dump "$T/o"
 done
 SBXCAT_FLEET=h timeout 10 "$S" -C "$CAT" serve --listen "unix:$T/no.sock" >"$T/o" 2>&1
 is "$?" 2 "SBXCAT_FLEET without SBXCAT_FLEET_URL: refused"
@@ -65,7 +68,7 @@ rc=$?
 pgbed_dropdb "t_fleet_loop_nodb_$$" 2>/dev/null
 is "$rc" 3 "a database without the fleet's tables: serve stops (exit 3)"
 grep -q "audit migrate" "$T/o"
-ok $? "... saying to run sbxcat audit migrate" || sed 's/^/# /' "$T/o"
+ok $? "... saying to run sbxcat audit migrate" || dump "$T/o"
 
 serve_host a "$PA"
 PIDA=$!
@@ -84,7 +87,7 @@ SANDBOXD_WORKSPACE_ROOT=$T/a2/root SBXCAT_SPOOL_DIR=$T/a2 SBXCAT_FLEET=a \
 	--listen "unix:$T/a2.sock" >"$T/o" 2>&1
 is "$?" 1 "a second 'a' on another root: refused (a conflict)"
 grep -q "host 'a' is in the fleet already" "$T/o"
-ok $? "... saying host a is alive at its url" || sed 's/^/# /' "$T/o"
+ok $? "... saying host a is alive at its url" || dump "$T/o"
 is "$(q "SELECT url FROM fleet_hosts WHERE name = 'a'")" "http://127.0.0.1:$PA" "... and a's row is a's still"
 
 cat >"$T/sql" <<EOF
@@ -106,17 +109,30 @@ ok $((np < 10)) "the load's checks ran ($np of them)"
 
 kill -0 "$PIDA" && kill -0 "$PIDB"
 ok $? "both hosts still serve"
+# A session of a's, to reach through b once a has stopped: the load's
+# closes may have left a none (placement is free to have put every
+# survivor on b), so with b drained one is opened, which placement puts
+# on a.
+sid=$(q "SELECT wire_id FROM fleet_sessions WHERE host = 'a' AND state = 'open' LIMIT 1")
+if [ -z "$sid" ]; then
+	sid=on-a-$sfx
+	"$S" -C "$CAT" fleet drain b >"$T/o" 2>&1 || sed 's/^/# drain: /' "$T/o"
+	curl -s -o "$T/o" -H "X-Sandbox-Token: $TOKEN" -H "Content-Type: application/json" \
+		-d "{\"session_id\": \"$sid\", \"runtime\": \"$RSMALL\"}" "http://127.0.0.1:$PB/sessions"
+	"$S" -C "$CAT" fleet undrain b >"$T/o" 2>&1 || sed 's/^/# undrain: /' "$T/o"
+fi
+is "$(q "SELECT host || ' ' || state FROM fleet_sessions WHERE wire_id = '$sid'")" "a open" \
+	"a session of a's is open ($sid)"
 kill -TERM "$PIDA"
 wait "$PIDA"
 is "$?" 0 "host a stops with status 0"
 PIDA=""
 is "$(q "SELECT lease_until <= now() FROM fleet_hosts WHERE name = 'a'")" "t" "... its lease ended as it stopped"
-sid=$(q "SELECT wire_id FROM fleet_sessions WHERE host = 'a' AND state = 'open' LIMIT 1")
 code=$(curl -s -o "$T/o" -w '%{http_code}' -H "X-Sandbox-Token: $TOKEN" \
 	-d '{"command": "true"}' "http://127.0.0.1:$PB/sessions/$sid/exec")
 is "$code" 503 "a's session $sid through b: 503"
 grep -q "lives on host a, which is unreachable" "$T/o"
-ok $? "... saying host a is unreachable" || sed 's/^/# /' "$T/o"
+ok $? "... saying host a is unreachable" || dump "$T/o"
 serve_host a "$PA"
 PIDA=$!
 up "$PA"
