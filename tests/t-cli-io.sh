@@ -93,9 +93,26 @@ mkfifo block.json
 for sig in TERM:15 INT:2 HUP:1; do
 	rm -f st st.pid
 	spawn_status st "$S" check block.json >/dev/null 2>&1 &
-	pid=$(spawn_pid st); sleep 0.3; kill -"${sig%:*}" "$pid"; wait $!
+	pid=$(spawn_pid st); sleep 0.3; kill -"${sig%:*}" "$pid"
+	# Bounded: a signal lost to the read would hold the test for good.
+	n=0; while [ ! -s st ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+	[ -s st ] || { kill -KILL "$pid"; echo "still running after 10 s" >st; }
+	wait $!
 	is "$(cat st)" "signal ${sig#*:}" "SIG${sig%:*}: sbxcat dies by the signal (not exit $((128 + ${sig#*:})))"
 done
+# The signal at any moment of the start, before the read has begun too
+# (it was once recorded there and then lost to a read that never ended).
+early=""
+for d in 0 0.001 0.002 0.004 0.006 0.008 0.01 0.015 0.02 0.03 0.04 0.05; do
+	rm -f st st.pid
+	spawn_status st "$S" check block.json >/dev/null 2>&1 &
+	pid=$(spawn_pid st); sleep "$d"; kill -TERM "$pid"
+	n=0; while [ ! -s st ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+	[ -s st ] || { kill -KILL "$pid"; early="$early $d"; }
+	wait $!
+	[ "$(cat st)" = "signal 15" ] || early="$early $d:$(cat st)"
+done
+is "${early:-none}" none "SIGTERM 0 to 50 ms after the start: dies by it every time"
 (trap '' INT; exec "$S" check block.json >/dev/null 2>&1) &
 pid=$!; sleep 0.3; kill -INT $pid; sleep 0.2
 kill -0 $pid 2>/dev/null; ok $? "a SIGINT ignored at start stays ignored (nohup, background jobs)"

@@ -6,6 +6,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -17,22 +20,21 @@
 #include "basic/fileio.h"
 #include "basic/sig.h"
 
-int read_file_limited(const char *path, size_t max, char **data, size_t *len,
-		      struct sbx_error **err)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int rc;
+static int interrupted(struct sbx_error **err);
 
-	if (fd < 0)
-		return sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
-				     "cannot open '%s'", path);
-	rc = read_fd_limited(fd, path, max, data, len, err);
-	close(fd);
-	return rc;
-}
-
-int read_fd_limited(int fd, const char *path, size_t max, char **data,
-		    size_t *len, struct sbx_error **err)
+/*
+ * Read fd to its end into *data (at most max bytes).  wait: for a file
+ * that is not a regular one, opened O_NONBLOCK, the mask to wait under
+ * (ppoll before each read: a FIFO's read would say end-of-file before
+ * any writer came), with sbx's signals (sig.h) blocked but while waiting,
+ * so that one that came at any time before ends the read instead of being
+ * lost to it.  NULL: plain blocking reads, which a signal does not end
+ * (a regular file's cannot block; a caller cleaning up after a signal
+ * still reads what it needs).
+ */
+static int read_fd_wait(int fd, const char *path, size_t max, char **data,
+			size_t *len, const sigset_t *wait,
+			struct sbx_error **err)
 {
 	struct stat st;
 	struct strbuf sb = STRBUF_INIT;
@@ -48,11 +50,32 @@ int read_fd_limited(int fd, const char *path, size_t max, char **data,
 		    err, SBX_E_REFUSED, 0,
 		    "'%s' is %lld bytes, over the limit of %zu bytes", path,
 		    (long long)st.st_size, max);
+	if (S_ISREG(st.st_mode))
+		wait = NULL;
 	for (;;) {
 		char chunk[65536];
-		ssize_t n = read(fd, chunk, sizeof(chunk));
+		ssize_t n;
 
-		if (n < 0 && errno == EINTR)
+		if (wait) {
+			struct pollfd pfd = {.fd = fd, .events = POLLIN};
+
+			if (sig_caught()) {
+				strbuf_release(&sb);
+				return interrupted(err);
+			}
+			if (ppoll(&pfd, 1, NULL, wait) < 0 && errno != EINTR) {
+				int e = errno;
+				strbuf_release(&sb);
+				return sbx_error_set(err, SBX_E_UNAVAILABLE, e,
+						     "cannot read '%s'", path);
+			}
+			if (sig_caught()) {
+				strbuf_release(&sb);
+				return interrupted(err);
+			}
+		}
+		n = read(fd, chunk, sizeof(chunk));
+		if (n < 0 && (errno == EINTR || (wait && errno == EAGAIN)))
 			continue;
 		if (n < 0) {
 			int e = errno;
@@ -73,6 +96,44 @@ int read_fd_limited(int fd, const char *path, size_t max, char **data,
 	}
 	*data = strbuf_detach(&sb, len);
 	return 0;
+}
+
+/*
+ * Opened without blocking, so that a FIFO with no writer cannot hold the
+ * open past a signal (SIGINT, SIGTERM, SIGHUP: sig.h); a file that is
+ * not a regular one is then read under read_fd_wait's mask.
+ */
+int read_file_limited(const char *path, size_t max, char **data, size_t *len,
+		      struct sbx_error **err)
+{
+	sigset_t ends, old;
+	struct stat st;
+	int fd, rc;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
+				     "cannot open '%s'", path);
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		rc = read_fd_wait(fd, path, max, data, len, NULL, err);
+		close(fd);
+		return rc;
+	}
+	sigemptyset(&ends);
+	sigaddset(&ends, SIGINT);
+	sigaddset(&ends, SIGTERM);
+	sigaddset(&ends, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &ends, &old);
+	rc = read_fd_wait(fd, path, max, data, len, &old, err);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	close(fd);
+	return rc;
+}
+
+int read_fd_limited(int fd, const char *path, size_t max, char **data,
+		    size_t *len, struct sbx_error **err)
+{
+	return read_fd_wait(fd, path, max, data, len, NULL, err);
 }
 
 /*
