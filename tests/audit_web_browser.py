@@ -47,8 +47,14 @@ def seqs(where, limit=None):
 
 
 def write(tenant, session, n, tag):
-    subprocess.run([WRITER, "write", DB_URL, tenant, session, "-", str(n), "1", "0", tag],
-                   check=True, capture_output=True, timeout=20)
+    p = subprocess.run([WRITER, "write", DB_URL, tenant, session, "-", str(n), "1", "0", tag],
+                       capture_output=True, timeout=20)
+    if p.returncode != 0:
+        # What the writer said (an error, a sanitizer's report) is shown.
+        for line in p.stderr.decode(errors="replace").splitlines()[:60]:
+            print("# writer: " + line)
+        sys.stdout.flush()
+        raise subprocess.CalledProcessError(p.returncode, p.args)
 
 
 def lit(s):

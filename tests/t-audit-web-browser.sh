@@ -12,8 +12,9 @@
 #
 # Chromium, chromedriver and the service run in a network namespace of
 # their own with only loopback up (unshare -n), and a PID namespace
-# (unshare -p): no packet can leave the machine, and every process the
-# browser started ends with the namespace.  The database is the
+# (unshare -p, with a /proc of its own: LeakSanitizer in a sanitizer
+# build reads /proc/PID/task by its own PID): no packet can leave the
+# machine, and every process the browser started ends with the namespace.  The database is the
 # test-bed's, reached by its unix socket.
 set -u
 : "${srcdir:?srcdir must name the source tree}"
@@ -115,7 +116,7 @@ EOF
 # Chromium process).
 PSQL=$PGB_BIN/psql DB_URL=$URL WRITER=./tests/t-audit-follow-writer
 export RURL T DRIVER SHOTS PSQL DB_URL WRITER TOKEN_A srcdir
-timeout 120 unshare -n -p -f --kill-child sh "$T/inner.sh"
+timeout 120 unshare -n -p -f --mount-proc --kill-child sh "$T/inner.sh"
 rc=$?
 [ -f "$SHOTS/log.png" ] && [ -f "$SHOTS/timeline.png" ] &&
 	echo "# screenshots: $SHOTS/log.png, $SHOTS/timeline.png"
