@@ -523,10 +523,15 @@ int session_quota_count(struct engine *e, struct session_root *r,
 	int rc = -1;
 
 	memset(n, 0, sizeof(*n));
-	if (session_engine_list(e, c, &by_key, err) < 0 ||
+	/* The reservations first: an open that ends meanwhile (its
+	 * container made, its record written, then its reservation
+	 * removed) is then in the list of live containers taken after.
+	 * Listed after them, it could be in neither, and an open racing
+	 * it would get its slot. */
+	if (session_reservations(r, &held, &nheld, err) < 0 ||
+	    session_engine_list(e, c, &by_key, err) < 0 ||
 	    count_records(r, &by_key, key, tenant, kept_of, &n->all, &n->mine,
 			  &n->hibernated, &n->kept, seen, err) < 0 ||
-	    session_reservations(r, &held, &nheld, err) < 0 ||
 	    session_pool_list(r, &pool, &npool, err) < 0)
 		goto out;
 	n->open = n->all; /* the live records */
