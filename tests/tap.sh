@@ -36,15 +36,16 @@ diag() { printf '%s\n' "$*" | sed 's/^/# /'; }
 done_testing() { echo "1..$tap_n"; exit 0; }
 
 # spawn_status FILE COMMAND... &: run COMMAND as a child of a small perl
-# parent, with SIGINT at its default (a script's background jobs start with
-# it ignored), and write the child's pid to FILE.pid at once and, when it
+# parent, with SIGINT, SIGHUP and SIGTERM at their defaults (a script's
+# background jobs start with SIGINT ignored, a run under nohup with SIGHUP
+# ignored), and write the child's pid to FILE.pid at once and, when it
 # ends, how it ended to FILE: "signal N" or "exit N".  A shell's $? cannot
 # tell death by SIGTERM from exit(143); this can.
 spawn_status() {
 	perl -e '
 		my $f = shift;
 		my $p = fork // die "fork: $!";
-		if (!$p) { $SIG{INT} = "DEFAULT"; exec @ARGV or die "exec: $!" }
+		if (!$p) { $SIG{$_} = "DEFAULT" for qw(INT HUP TERM); exec @ARGV or die "exec: $!" }
 		open(my $h, ">", "$f.pid.tmp") or die; print $h "$p\n"; close $h;
 		rename("$f.pid.tmp", "$f.pid") or die;
 		waitpid($p, 0);
