@@ -23,35 +23,20 @@
 static int interrupted(struct sbx_error **err);
 
 /*
- * Read fd to its end into *data (at most max bytes).  wait: for a file
- * that is not a regular one, opened O_NONBLOCK, the mask to wait under
- * (ppoll before each read: a FIFO's read would say end-of-file before
- * any writer came), with sbx's signals (sig.h) blocked but while waiting,
- * so that one that came at any time before ends the read instead of being
- * lost to it.  NULL: plain blocking reads, which a signal does not end
- * (a regular file's cannot block; a caller cleaning up after a signal
- * still reads what it needs).
+ * Read fd to its end into *data (at most max bytes, st its fstat).
+ * wait: the mask to wait under, for a file that is not a regular one,
+ * opened O_NONBLOCK (ppoll before each read: a FIFO's read would say
+ * end-of-file before any writer came), with sbx's signals (sig.h)
+ * blocked but while waiting, so that one that came at any time before
+ * ends the read instead of being lost to it.  NULL: plain blocking reads,
+ * which a signal does not end (a regular file's cannot block; a caller
+ * cleaning up after a signal still reads what it needs).
  */
-static int read_fd_wait(int fd, const char *path, size_t max, char **data,
-			size_t *len, const sigset_t *wait,
-			struct sbx_error **err)
+static int read_loop(int fd, const char *path, size_t max, char **data,
+		     size_t *len, const sigset_t *wait, struct sbx_error **err)
 {
-	struct stat st;
 	struct strbuf sb = STRBUF_INIT;
 
-	if (fstat(fd, &st) < 0)
-		return sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
-				     "cannot stat '%s'", path);
-	if (S_ISDIR(st.st_mode))
-		return sbx_error_set(err, SBX_E_UNAVAILABLE, EISDIR,
-				     "cannot read '%s'", path);
-	if (S_ISREG(st.st_mode) && (size_t)st.st_size > max)
-		return sbx_error_set(
-		    err, SBX_E_REFUSED, 0,
-		    "'%s' is %lld bytes, over the limit of %zu bytes", path,
-		    (long long)st.st_size, max);
-	if (S_ISREG(st.st_mode))
-		wait = NULL;
 	for (;;) {
 		char chunk[65536];
 		ssize_t n;
@@ -59,11 +44,8 @@ static int read_fd_wait(int fd, const char *path, size_t max, char **data,
 		if (wait) {
 			struct pollfd pfd = {.fd = fd, .events = POLLIN};
 
-			if (sig_caught()) {
-				strbuf_release(&sb);
-				return interrupted(err);
-			}
-			if (ppoll(&pfd, 1, NULL, wait) < 0 && errno != EINTR) {
+			if (!sig_caught() && ppoll(&pfd, 1, NULL, wait) < 0 &&
+			    errno != EINTR) {
 				int e = errno;
 				strbuf_release(&sb);
 				return sbx_error_set(err, SBX_E_UNAVAILABLE, e,
@@ -98,34 +80,51 @@ static int read_fd_wait(int fd, const char *path, size_t max, char **data,
 	return 0;
 }
 
-/*
- * Opened without blocking, so that a FIFO with no writer cannot hold the
- * open past a signal (SIGINT, SIGTERM, SIGHUP: sig.h); a file that is
- * not a regular one is then read under read_fd_wait's mask.
- */
-int read_file_limited(const char *path, size_t max, char **data, size_t *len,
-		      struct sbx_error **err)
+/* fd checked (not a directory, a regular file within max), then read;
+ * nonblock: fd was opened O_NONBLOCK, so a file that is not a regular
+ * one is read under read_loop's mask. */
+static int read_fd(int fd, const char *path, size_t max, char **data,
+		   size_t *len, bool nonblock, struct sbx_error **err)
 {
 	sigset_t ends, old;
 	struct stat st;
-	int fd, rc;
+	int rc;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
+	if (fstat(fd, &st) < 0)
 		return sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
-				     "cannot open '%s'", path);
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-		rc = read_fd_wait(fd, path, max, data, len, NULL, err);
-		close(fd);
-		return rc;
-	}
+				     "cannot stat '%s'", path);
+	if (S_ISDIR(st.st_mode))
+		return sbx_error_set(err, SBX_E_UNAVAILABLE, EISDIR,
+				     "cannot read '%s'", path);
+	if (S_ISREG(st.st_mode) && (size_t)st.st_size > max)
+		return sbx_error_set(
+		    err, SBX_E_REFUSED, 0,
+		    "'%s' is %lld bytes, over the limit of %zu bytes", path,
+		    (long long)st.st_size, max);
+	if (S_ISREG(st.st_mode) || !nonblock)
+		return read_loop(fd, path, max, data, len, NULL, err);
 	sigemptyset(&ends);
 	sigaddset(&ends, SIGINT);
 	sigaddset(&ends, SIGTERM);
 	sigaddset(&ends, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &ends, &old);
-	rc = read_fd_wait(fd, path, max, data, len, &old, err);
+	rc = read_loop(fd, path, max, data, len, &old, err);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+/* Opened without blocking, so that a FIFO with no writer cannot hold the
+ * open past a signal (SIGINT, SIGTERM, SIGHUP: sig.h). */
+int read_file_limited(const char *path, size_t max, char **data, size_t *len,
+		      struct sbx_error **err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	int rc;
+
+	if (fd < 0)
+		return sbx_error_set(err, SBX_E_UNAVAILABLE, errno,
+				     "cannot open '%s'", path);
+	rc = read_fd(fd, path, max, data, len, true, err);
 	close(fd);
 	return rc;
 }
@@ -133,7 +132,7 @@ int read_file_limited(const char *path, size_t max, char **data, size_t *len,
 int read_fd_limited(int fd, const char *path, size_t max, char **data,
 		    size_t *len, struct sbx_error **err)
 {
-	return read_fd_wait(fd, path, max, data, len, NULL, err);
+	return read_fd(fd, path, max, data, len, false, err);
 }
 
 /*

@@ -620,8 +620,6 @@ static int filters_read(pid_t pid, struct filters **out,
 	return 0;
 }
 
-/* The filters of pid, from the cache or read now; the cache's lock is
- * held until filters_done. */
 /* The cache's entry of (pid, start), or NULL; *lru the one to reuse.
  * Under cache_lock. */
 static struct cache_entry *cache_find(pid_t pid, unsigned long long start,

@@ -525,10 +525,10 @@ void svc_exec_stats(struct svc_exec_stats *st)
  * A program name no system can start, PATH_MAX bytes or more: not
  * started, as the fast path says it (127 when PATH is searched, 126
  * otherwise), on both paths.  The engine is never given one: runc
- * repeats the name in its error on a pipe that the container's shim
- * reads only once runc has ended, so a name over the pipe's 64 KiB
- * blocks runc, and with it every later operation on the container,
- * `docker rm -f` among them, for good (docs/sessions.md).
+ * repeats the name in its error on its stderr, a pipe the container's
+ * shim was seen not to read while runc ran, so a name over the pipe's
+ * 64 KiB blocked runc, and with it every later operation on the
+ * container, `docker rm -f` among them, for good (docs/sessions.md).
  */
 static bool unstartable_name(struct run *r)
 {
